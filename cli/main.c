@@ -1,0 +1,5 @@
+/* main.c — placeholder until the CLI lands. */
+int main(void)
+{
+	return 0;
+}

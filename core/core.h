@@ -1,0 +1,199 @@
+/*
+ * core.h — the public contract of elspeth's core module: errors, growable
+ * buffers, the settings document (YAML with positions and ${VAR} expansion),
+ * the typed settings, canonical JSON (RFC 8785) and hashing.
+ *
+ * Rows are jansson objects (json_t); jansson keeps key insertion order, so a
+ * row is an ordered JSON object. Reference-counting follows jansson: a
+ * function documented as returning "a new reference" hands the caller one
+ * reference to release with json_decref().
+ *
+ * Thread rules: everything here is reentrant; a core_doc and the settings
+ * that point into it are immutable after loading and may be read by many
+ * threads.
+ */
+#ifndef ELSPETH_CORE_H
+#define ELSPETH_CORE_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+#define ELSPETH_VERSION "0.1.0"
+
+#if defined(__GNUC__)
+#define CORE_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#define CORE_PRINTF(f, a)
+#endif
+
+/* ---------------------------------------------------------------- errors */
+
+/* Our codes live below -30900, apart from errno values (positive). */
+typedef enum core_code {
+	CORE_OK = 0,
+	CORE_ERR_FIRST = -30900,
+	CORE_ENOMEM = CORE_ERR_FIRST, /* out of memory */
+	CORE_EIO,                     /* file or OS error */
+	CORE_ECONFIG,                 /* the settings are invalid */
+	CORE_EUNSUPPORTED,            /* a settings feature not built yet */
+	CORE_EDATA,                   /* a row or field is invalid */
+	CORE_EEXPR,                   /* expression syntax or runtime error */
+	CORE_EINTERNAL,               /* a bug: an invariant did not hold */
+	CORE_ERR_LAST
+} core_code;
+
+/* An error with a message a user can act on. `retryable` marks row errors
+ * that a retry might cure (used by the retry policy). */
+typedef struct core_err {
+	int code;
+	bool retryable;
+	char msg[1024];
+} core_err;
+
+/* Formats msg into err (err may be NULL) and returns code. */
+int core_err_set(core_err *err, int code, const char *fmt, ...) CORE_PRINTF(3, 4);
+int core_err_vset(core_err *err, int code, const char *fmt, va_list ap);
+/* Prepends "prefix: " to an error already set. Returns err->code. */
+int core_err_prefix(core_err *err, const char *fmt, ...) CORE_PRINTF(2, 3);
+/* Never returns NULL. */
+const char *core_strerror(int code);
+
+/* --------------------------------------------------------------- buffers */
+
+/* A growable byte buffer; data is always NUL-terminated when non-NULL.
+ * Zero-initialise (or core_buf_init) before use; core_buf_release frees. */
+typedef struct core_buf {
+	char *data;
+	size_t len;
+	size_t cap;
+} core_buf;
+
+void core_buf_init(core_buf *b);
+void core_buf_release(core_buf *b);
+void core_buf_reset(core_buf *b); /* len = 0, keeps memory */
+int core_buf_reserve(core_buf *b, size_t extra); /* 0 or CORE_ENOMEM */
+int core_buf_append(core_buf *b, const void *p, size_t n);
+int core_buf_putc(core_buf *b, char c);
+int core_buf_puts(core_buf *b, const char *s);
+int core_buf_printf(core_buf *b, const char *fmt, ...) CORE_PRINTF(2, 3);
+/* Hands the data to the caller (free()); the buffer is left empty. */
+char *core_buf_steal(core_buf *b);
+
+/* ------------------------------------------------- the settings document */
+
+typedef enum core_node_kind {
+	CORE_NODE_SCALAR,
+	CORE_NODE_MAP,
+	CORE_NODE_SEQ
+} core_node_kind;
+
+/* A node of a parsed YAML document. All fields are owned by the document
+ * (core_doc) and valid until core_doc_free(). */
+typedef struct core_node core_node;
+struct core_node {
+	core_node_kind kind;
+	const char *file;   /* the file name given to the loader */
+	int line, col;      /* 1-based position of the node */
+	const char *path;   /* key path: "transforms[0].options.mapping" */
+	const char *value;  /* SCALAR: text after ${VAR} expansion */
+	bool plain;         /* SCALAR: unquoted, may mean null/bool/number */
+	size_t len;         /* MAP: number of pairs; SEQ: number of items */
+	core_node **keys;   /* MAP: key scalars (positions for messages) */
+	core_node **items;  /* MAP: values, SEQ: items */
+};
+
+typedef struct core_doc core_doc;
+
+/* Parses a YAML file/text into a document, expanding ${VAR} and
+ * ${VAR:-default} in every scalar (an unset variable without default is a
+ * CORE_ECONFIG naming it, file, line and column). Anchors and aliases are
+ * rejected. Duplicate map keys are errors. */
+int core_doc_load(const char *path, core_doc **out, core_err *err);
+int core_doc_parse(const char *name, const char *text, size_t len,
+		   core_doc **out, core_err *err);
+const core_node *core_doc_root(const core_doc *doc); /* NULL for empty */
+void core_doc_free(core_doc *doc); /* NULL allowed */
+
+/* Sets a CORE_ECONFIG/other error prefixed "file:line:col: path: ". */
+int core_err_at(core_err *err, int code, const core_node *n, const char *fmt, ...)
+	CORE_PRINTF(4, 5);
+
+/* The value of key in a MAP node, or NULL (absent, or n not a map). */
+const core_node *core_map_get(const core_node *map, const char *key);
+/* Fails on the first key of map not in the NULL-terminated allowed list,
+ * naming it and suggesting a near match ("did you mean ...?"). Fails too
+ * when map is not a MAP. */
+int core_map_check_keys(const core_node *map, const char *const *allowed,
+			core_err *err);
+/* Fails with "not supported yet: <path>" if key is present in map. */
+int core_map_reject(const core_node *map, const char *key, const char *why,
+		    core_err *err);
+
+/* Type checks on one node; errors name position and key path and say what
+ * was expected. A plain scalar "null", "~" or "" is null. */
+bool core_node_is_null(const core_node *n);
+int core_node_str(const core_node *n, const char **out, core_err *err);
+int core_node_bool(const core_node *n, bool *out, core_err *err);
+int core_node_int(const core_node *n, long long min, long long max,
+		  long long *out, core_err *err);
+int core_node_double(const core_node *n, double min, double max, double *out,
+		     core_err *err);
+/* One of the NULL-terminated choices; *index receives its position. */
+int core_node_enum(const core_node *n, const char *const *choices, int *index,
+		   core_err *err);
+/* A SEQ of strings. *out is an array of len pointers into the document,
+ * malloc'd (caller frees the array only). */
+int core_node_str_list(const core_node *n, const char ***out, size_t *len,
+		       core_err *err);
+/* The node as JSON (plain scalars typed by the YAML 1.2 core schema).
+ * Returns a new reference, or NULL on allocation failure. */
+json_t *core_node_to_json(const core_node *n);
+
+/* Optional-key helpers on a MAP: when key is absent (or null for _str)
+ * *out is left untouched and 0 is returned; when `required` and absent, an
+ * error naming the map's path and key. */
+int core_opt_str(const core_node *map, const char *key, bool required,
+		 const char **out, core_err *err);
+int core_opt_bool(const core_node *map, const char *key, bool *out,
+		  core_err *err);
+int core_opt_int(const core_node *map, const char *key, long long min,
+		 long long max, long long *out, core_err *err);
+int core_opt_double(const core_node *map, const char *key, double min,
+		    double max, double *out, core_err *err);
+
+/* --------------------------------------------- canonical JSON and hashes */
+
+#define CORE_CANONICAL_VERSION "sha256-rfc8785-v1"
+#define CORE_SHA256_LEN 32
+#define CORE_SHA256_HEX_LEN 64
+
+/* Appends the RFC 8785 canonical form of v to b: object keys sorted by
+ * UTF-16 code units, numbers in ECMAScript form, minimal string escapes.
+ * NaN/Infinity and integers outside +-2^53 are CORE_EDATA naming the field
+ * path ("$.a.b[2]"). On error b keeps its previous length. */
+int core_canon_append(core_buf *b, const json_t *v, core_err *err);
+/* Canonical JSON in a new malloc'd NUL-terminated string. */
+int core_canon(const json_t *v, char **out, size_t *len, core_err *err);
+/* ECMAScript Number.prototype.toString of d into buf (>= 32 bytes);
+ * returns length, or -1 for NaN/Infinity. */
+int core_format_double(double d, char *buf, size_t cap);
+
+void core_sha256(const void *data, size_t len, uint8_t out[CORE_SHA256_LEN]);
+/* Lower-case hex; out has room for 2*len+1 bytes. */
+void core_hex(const uint8_t *bytes, size_t len, char *out);
+/* SHA-256 over the canonical JSON of v, as 64 hex chars + NUL. */
+int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
+		   core_err *err);
+
+/* ------------------------------------------------------------- clocks */
+
+/* Monotonic and wall clock in nanoseconds. */
+uint64_t core_now_mono_ns(void);
+uint64_t core_now_wall_ns(void);
+
+#endif /* ELSPETH_CORE_H */

@@ -1,0 +1,447 @@
+/*
+ * doc.c — the settings document: YAML parsed with libyaml's event API into
+ * a tree of core_node that remembers file, line, column and key path, with
+ * ${VAR} / ${VAR:-default} expanded in every scalar value.
+ *
+ * Every allocation of a document is recorded in doc->allocs and freed by
+ * core_doc_free(), so nodes can point into each other freely.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "core/core.h"
+
+#define DOC_MAX_DEPTH 64
+
+struct core_doc {
+	char *file;
+	core_node *root;
+	void **allocs;
+	size_t nallocs, capallocs;
+};
+
+typedef struct parse_ctx {
+	core_doc *doc;
+	yaml_parser_t parser;
+	core_err *err;
+} parse_ctx;
+
+static void *doc_track(core_doc *doc, void *p)
+{
+	void **v;
+
+	if (!p)
+		return NULL;
+	if (doc->nallocs == doc->capallocs) {
+		size_t cap = doc->capallocs ? doc->capallocs * 2 : 64;
+
+		v = realloc(doc->allocs, cap * sizeof(*v));
+		if (!v) {
+			free(p);
+			return NULL;
+		}
+		doc->allocs = v;
+		doc->capallocs = cap;
+	}
+	doc->allocs[doc->nallocs++] = p;
+	return p;
+}
+
+static void *doc_alloc(core_doc *doc, size_t n)
+{
+	return doc_track(doc, calloc(1, n ? n : 1));
+}
+
+static char *doc_strndup(core_doc *doc, const char *s, size_t n)
+{
+	char *p = doc_alloc(doc, n + 1);
+
+	if (p)
+		memcpy(p, s, n);
+	return p;
+}
+
+static char *doc_path(core_doc *doc, const char *parent, const char *key,
+		      long index)
+{
+	core_buf b;
+
+	core_buf_init(&b);
+	if (index >= 0)
+		core_buf_printf(&b, "%s[%ld]", parent, index);
+	else if (parent[0])
+		core_buf_printf(&b, "%s.%s", parent, key ? key : "");
+	else
+		core_buf_puts(&b, key ? key : "");
+	return doc_track(doc, core_buf_steal(&b));
+}
+
+/* Expands ${VAR} and ${VAR:-default} in text. */
+static int expand_env(parse_ctx *c, const char *text, size_t len, int line,
+		      int col, const char *path, char **out)
+{
+	core_buf b;
+	size_t i = 0;
+
+	core_buf_init(&b);
+	while (i < len) {
+		const char *close, *name, *dflt = NULL, *val;
+		size_t nlen, dlen = 0;
+		char var[256];
+
+		if (text[i] != '$' || i + 1 >= len || text[i + 1] != '{') {
+			core_buf_putc(&b, text[i++]);
+			continue;
+		}
+		close = memchr(text + i, '}', len - i);
+		if (!close) {
+			core_buf_release(&b);
+			return core_err_set(c->err, CORE_ECONFIG,
+				"%s:%d:%d: %s: unterminated '${' in value (expected ${VAR} or ${VAR:-default})",
+				c->doc->file, line, col, path);
+		}
+		name = text + i + 2;
+		nlen = (size_t)(close - name);
+		for (size_t k = 0; k + 1 < nlen; k++) {
+			if (name[k] == ':' && name[k + 1] == '-') {
+				dflt = name + k + 2;
+				dlen = nlen - k - 2;
+				nlen = k;
+				break;
+			}
+		}
+		if (nlen == 0 || nlen >= sizeof(var)) {
+			core_buf_release(&b);
+			return core_err_set(c->err, CORE_ECONFIG,
+				"%s:%d:%d: %s: empty or too long variable name in '${...}'",
+				c->doc->file, line, col, path);
+		}
+		memcpy(var, name, nlen);
+		var[nlen] = '\0';
+		val = getenv(var);
+		if (val && (!dflt || val[0]))
+			core_buf_puts(&b, val);
+		else if (dflt)
+			core_buf_append(&b, dflt, dlen);
+		else {
+			core_buf_release(&b);
+			return core_err_set(c->err, CORE_ECONFIG,
+				"%s:%d:%d: %s: environment variable '%s' is not set (set it, or write ${%s:-default})",
+				c->doc->file, line, col, path, var, var);
+		}
+		i = (size_t)(close - text) + 1;
+	}
+	*out = doc_track(c->doc, core_buf_steal(&b));
+	return *out ? 0 : CORE_ENOMEM;
+}
+
+static int next_event(parse_ctx *c, yaml_event_t *ev)
+{
+	if (yaml_parser_parse(&c->parser, ev))
+		return 0;
+	return core_err_set(c->err, CORE_ECONFIG,
+		"%s:%zu:%zu: malformed YAML: %s%s%s",
+		c->doc->file, c->parser.problem_mark.line + 1,
+		c->parser.problem_mark.column + 1,
+		c->parser.problem ? c->parser.problem : "syntax error",
+		c->parser.context ? " " : "",
+		c->parser.context ? c->parser.context : "");
+}
+
+static core_node *new_node(parse_ctx *c, core_node_kind kind,
+			   const yaml_event_t *ev, const char *path)
+{
+	core_node *n = doc_alloc(c->doc, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->kind = kind;
+	n->file = c->doc->file;
+	n->line = (int)ev->start_mark.line + 1;
+	n->col = (int)ev->start_mark.column + 1;
+	n->path = path;
+	return n;
+}
+
+static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
+		      int depth, core_node **out);
+
+static int push_item(parse_ctx *c, core_node *parent, core_node *key,
+		     core_node *item, size_t *cap)
+{
+	if (parent->len == *cap) {
+		size_t ncap = *cap ? *cap * 2 : 8;
+		core_node **items = doc_alloc(c->doc, ncap * sizeof(*items));
+		core_node **keys = doc_alloc(c->doc, ncap * sizeof(*keys));
+
+		if (!items || !keys)
+			return CORE_ENOMEM;
+		if (parent->len) {
+			memcpy(items, parent->items, parent->len * sizeof(*items));
+			if (parent->keys)
+				memcpy(keys, parent->keys, parent->len * sizeof(*keys));
+		}
+		parent->items = items;
+		parent->keys = parent->kind == CORE_NODE_MAP ? keys : NULL;
+		*cap = ncap;
+	}
+	if (key)
+		parent->keys[parent->len] = key;
+	parent->items[parent->len++] = item;
+	return 0;
+}
+
+static int parse_scalar(parse_ctx *c, yaml_event_t *ev, const char *path,
+			bool expand, core_node **out)
+{
+	core_node *n = new_node(c, CORE_NODE_SCALAR, ev, path);
+	const char *v = (const char *)ev->data.scalar.value;
+	size_t len = ev->data.scalar.length;
+	char *val;
+	int rc;
+
+	if (!n)
+		return CORE_ENOMEM;
+	n->plain = ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
+	if (expand)
+		rc = expand_env(c, v, len, n->line, n->col, path, &val);
+	else
+		rc = (val = doc_strndup(c->doc, v, len)) ? 0 : CORE_ENOMEM;
+	if (rc)
+		return rc;
+	n->value = val;
+	*out = n;
+	return 0;
+}
+
+static int map_has_key(const core_node *map, const char *key)
+{
+	for (size_t i = 0; i < map->len; i++)
+		if (strcmp(map->keys[i]->value, key) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int parse_map(parse_ctx *c, yaml_event_t *start, const char *path,
+		     int depth, core_node **out)
+{
+	core_node *n = new_node(c, CORE_NODE_MAP, start, path);
+	size_t cap = 0;
+	int rc;
+
+	if (!n)
+		return CORE_ENOMEM;
+	for (;;) {
+		yaml_event_t ev;
+		core_node *key = NULL, *val = NULL;
+		const char *kpath;
+		int dup;
+
+		if ((rc = next_event(c, &ev)))
+			return rc;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		if (ev.type != YAML_SCALAR_EVENT) {
+			rc = core_err_set(c->err, CORE_ECONFIG,
+				"%s:%zu:%zu: %s: map keys must be plain strings",
+				c->doc->file, ev.start_mark.line + 1,
+				ev.start_mark.column + 1, path[0] ? path : "(top level)");
+			yaml_event_delete(&ev);
+			return rc;
+		}
+		rc = parse_scalar(c, &ev, path, false, &key);
+		yaml_event_delete(&ev);
+		if (rc)
+			return rc;
+		kpath = doc_path(c->doc, path, key->value, -1);
+		if (!kpath)
+			return CORE_ENOMEM;
+		key->path = kpath;
+		dup = map_has_key(n, key->value);
+		if (dup >= 0)
+			return core_err_set(c->err, CORE_ECONFIG,
+				"%s:%d:%d: %s: duplicate key (first defined at line %d)",
+				c->doc->file, key->line, key->col, kpath,
+				n->keys[dup]->line);
+		if ((rc = next_event(c, &ev)))
+			return rc;
+		rc = parse_node(c, &ev, kpath, depth + 1, &val);
+		yaml_event_delete(&ev);
+		if (rc || (rc = push_item(c, n, key, val, &cap)))
+			return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+static int parse_seq(parse_ctx *c, yaml_event_t *start, const char *path,
+		     int depth, core_node **out)
+{
+	core_node *n = new_node(c, CORE_NODE_SEQ, start, path);
+	size_t cap = 0;
+	int rc;
+
+	if (!n)
+		return CORE_ENOMEM;
+	for (;;) {
+		yaml_event_t ev;
+		core_node *item = NULL;
+		const char *ipath;
+
+		if ((rc = next_event(c, &ev)))
+			return rc;
+		if (ev.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		ipath = doc_path(c->doc, path, NULL, (long)n->len);
+		rc = ipath ? parse_node(c, &ev, ipath, depth + 1, &item) : CORE_ENOMEM;
+		yaml_event_delete(&ev);
+		if (rc || (rc = push_item(c, n, NULL, item, &cap)))
+			return rc;
+	}
+	*out = n;
+	return 0;
+}
+
+static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
+		      int depth, core_node **out)
+{
+	if (depth > DOC_MAX_DEPTH)
+		return core_err_set(c->err, CORE_ECONFIG,
+			"%s:%zu:%zu: %s: nesting deeper than %d levels",
+			c->doc->file, ev->start_mark.line + 1,
+			ev->start_mark.column + 1, path, DOC_MAX_DEPTH);
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		return parse_scalar(c, ev, path, true, out);
+	case YAML_MAPPING_START_EVENT:
+		return parse_map(c, ev, path, depth, out);
+	case YAML_SEQUENCE_START_EVENT:
+		return parse_seq(c, ev, path, depth, out);
+	case YAML_ALIAS_EVENT:
+		return core_err_set(c->err, CORE_ECONFIG,
+			"%s:%zu:%zu: %s: YAML aliases (*name) are not supported; write the value out",
+			c->doc->file, ev->start_mark.line + 1,
+			ev->start_mark.column + 1, path);
+	default:
+		return core_err_set(c->err, CORE_ECONFIG,
+			"%s:%zu:%zu: %s: unexpected YAML structure",
+			c->doc->file, ev->start_mark.line + 1,
+			ev->start_mark.column + 1, path);
+	}
+}
+
+/* STREAM_START, then DOCUMENT_START root DOCUMENT_END, or an empty stream. */
+static int parse_stream(parse_ctx *c)
+{
+	yaml_event_t ev;
+	int rc;
+
+	if ((rc = next_event(c, &ev)))
+		return rc;
+	yaml_event_delete(&ev); /* STREAM_START */
+	if ((rc = next_event(c, &ev)))
+		return rc;
+	if (ev.type == YAML_STREAM_END_EVENT) {
+		yaml_event_delete(&ev);
+		return 0;
+	}
+	yaml_event_delete(&ev); /* DOCUMENT_START */
+	if ((rc = next_event(c, &ev)))
+		return rc;
+	rc = parse_node(c, &ev, "", 0, &c->doc->root);
+	yaml_event_delete(&ev);
+	if (rc)
+		return rc;
+	if ((rc = next_event(c, &ev)))
+		return rc;
+	yaml_event_delete(&ev); /* DOCUMENT_END */
+	if ((rc = next_event(c, &ev)))
+		return rc;
+	if (ev.type != YAML_STREAM_END_EVENT)
+		rc = core_err_set(c->err, CORE_ECONFIG,
+			"%s:%zu:%zu: more than one YAML document; a settings file holds one",
+			c->doc->file, ev.start_mark.line + 1, ev.start_mark.column + 1);
+	yaml_event_delete(&ev);
+	return rc;
+}
+
+int core_doc_parse(const char *name, const char *text, size_t len,
+		   core_doc **out, core_err *err)
+{
+	parse_ctx c = { .err = err };
+	int rc;
+
+	*out = NULL;
+	c.doc = calloc(1, sizeof(*c.doc));
+	if (!c.doc || !(c.doc->file = strdup(name))) {
+		free(c.doc);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	if (!yaml_parser_initialize(&c.parser)) {
+		core_doc_free(c.doc);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	yaml_parser_set_input_string(&c.parser, (const unsigned char *)text, len);
+	rc = parse_stream(&c);
+	yaml_parser_delete(&c.parser);
+	if (rc) {
+		if (rc == CORE_ENOMEM)
+			core_err_set(err, rc, "out of memory reading %s", name);
+		core_doc_free(c.doc);
+		return rc;
+	}
+	*out = c.doc;
+	return 0;
+}
+
+int core_doc_load(const char *path, core_doc **out, core_err *err)
+{
+	core_buf b;
+	char chunk[65536];
+	size_t n;
+	FILE *f;
+	int rc;
+
+	*out = NULL;
+	f = fopen(path, "rb");
+	if (!f)
+		return core_err_set(err, CORE_EIO, "cannot open settings file %s: %s",
+				    path, strerror(errno));
+	core_buf_init(&b);
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
+		core_buf_append(&b, chunk, n);
+	if (ferror(f)) {
+		rc = core_err_set(err, CORE_EIO, "cannot read settings file %s: %s",
+				  path, strerror(errno));
+		fclose(f);
+		core_buf_release(&b);
+		return rc;
+	}
+	fclose(f);
+	rc = core_doc_parse(path, b.data ? b.data : "", b.len, out, err);
+	core_buf_release(&b);
+	return rc;
+}
+
+const core_node *core_doc_root(const core_doc *doc)
+{
+	return doc ? doc->root : NULL;
+}
+
+void core_doc_free(core_doc *doc)
+{
+	if (!doc)
+		return;
+	for (size_t i = 0; i < doc->nallocs; i++)
+		free(doc->allocs[i]);
+	free(doc->allocs);
+	free(doc->file);
+	free(doc);
+}

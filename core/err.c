@@ -1,0 +1,77 @@
+/* err.c — error values and messages. */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+
+int core_err_vset(core_err *err, int code, const char *fmt, va_list ap)
+{
+	if (!err)
+		return code;
+	err->code = code;
+	err->retryable = false;
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	return code;
+}
+
+int core_err_set(core_err *err, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	core_err_vset(err, code, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+int core_err_prefix(core_err *err, const char *fmt, ...)
+{
+	char prefix[512], old[sizeof(err->msg)];
+	va_list ap;
+
+	if (!err)
+		return CORE_EINTERNAL;
+	va_start(ap, fmt);
+	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	va_end(ap);
+	memcpy(old, err->msg, sizeof(old));
+	size_t plen = strnlen(prefix, sizeof(prefix)), room = sizeof(err->msg);
+	size_t olen = strnlen(old, sizeof(old) - 1);
+
+	if (plen + 2 >= room)
+		plen = room - 3;
+	memcpy(err->msg, prefix, plen);
+	memcpy(err->msg + plen, ": ", 2);
+	if (olen > room - plen - 3)
+		olen = room - plen - 3;
+	memcpy(err->msg + plen + 2, old, olen);
+	err->msg[plen + 2 + olen] = '\0';
+	return err->code;
+}
+
+const char *core_strerror(int code)
+{
+	if (code > 0)
+		return strerror(code);
+	switch ((core_code)code) {
+	case CORE_OK:
+		return "success";
+	case CORE_ENOMEM:
+		return "out of memory";
+	case CORE_EIO:
+		return "input/output error";
+	case CORE_ECONFIG:
+		return "invalid settings";
+	case CORE_EUNSUPPORTED:
+		return "not supported yet";
+	case CORE_EDATA:
+		return "invalid data";
+	case CORE_EEXPR:
+		return "expression error";
+	case CORE_EINTERNAL:
+		return "internal error";
+	case CORE_ERR_LAST:
+		break;
+	}
+	return "unknown error";
+}

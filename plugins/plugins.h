@@ -1,0 +1,97 @@
+/*
+ * plugins.h — the public contract of elspeth's plugins: sources, transforms
+ * and sinks, found by name in a registry.
+ *
+ * Every plugin's `options` is a MAP node of the settings document; a plugin
+ * checks its own keys (unknown keys are errors naming file, line, column and
+ * key path) and accepts ELSPETH's `schema` block. Errors at open time are
+ * CORE_ECONFIG (bad options) or CORE_EIO (files); they happen before the
+ * first row is read.
+ *
+ * Thread rules: open/close run on one thread. A transform's process() may be
+ * called concurrently from many threads with the same state: state is
+ * read-only after open. A source is driven by one thread; a sink by one
+ * thread.
+ */
+#ifndef ELSPETH_PLUGINS_H
+#define ELSPETH_PLUGINS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+
+/* ---------------------------------------------------------------- sources */
+
+/* One record from a source. `row` is a new reference the caller owns. When
+ * the record failed schema validation, `error` (malloc'd, caller frees)
+ * names the field and reason, and `row` holds what could be read (never
+ * NULL: at worst the raw fields). `where` says where it came from, e.g.
+ * "line 17" (malloc'd, caller frees; may be NULL). */
+typedef struct plg_source_row {
+	json_t *row;
+	char *error;
+	char *where;
+} plg_source_row;
+
+typedef struct plg_source_ops {
+	const char *name;
+	const char *description;
+	/* Opens the source. `options` is the source's options MAP (it may hold
+	 * `on_validation_failure`, which the engine reads; plugins allow it). */
+	int (*open)(const core_node *options, void **state, core_err *err);
+	/* 1: a record in *out; 0: end of data; <0: a fatal error (err set),
+	 * e.g. unreadable file or invalid UTF-8 that makes the rest unreadable. */
+	int (*next)(void *state, plg_source_row *out, core_err *err);
+	void (*close)(void *state); /* NULL state allowed */
+} plg_source_ops;
+
+void plg_source_row_release(plg_source_row *r);
+
+/* ------------------------------------------------------------- transforms */
+
+typedef struct plg_transform_ops {
+	const char *name;
+	const char *description;
+	int (*open)(const core_node *options, void **state, core_err *err);
+	/* Processes one row. On success returns 0 and *out is a new reference
+	 * (the output row; the input is never modified). On a row error
+	 * returns CORE_EDATA (or another code) with err->msg naming the field
+	 * and err->retryable set when a retry might succeed. */
+	int (*process)(void *state, const json_t *row, json_t **out,
+		       core_err *err);
+	void (*close)(void *state);
+} plg_transform_ops;
+
+/* ------------------------------------------------------------------ sinks */
+
+typedef struct plg_sink_ops {
+	const char *name;
+	const char *description;
+	/* Opens (creating missing parent directories) and checks the target is
+	 * writable, so a bad path fails before any row is read. */
+	int (*open)(const core_node *options, void **state, core_err *err);
+	/* Writes one row. *offset and *len receive the byte range written in
+	 * the output file (the header, if written now, is not part of it). */
+	int (*write)(void *state, const json_t *row, uint64_t *offset,
+		     uint64_t *len, core_err *err);
+	/* Makes everything written so far durable (fflush + fsync). */
+	int (*flush)(void *state, core_err *err);
+	/* Finishes the file (e.g. the closing bracket of a JSON array), closes
+	 * it and frees state. NULL state allowed. */
+	int (*close)(void *state, core_err *err);
+} plg_sink_ops;
+
+/* --------------------------------------------------------------- registry */
+
+typedef enum plg_kind { PLG_SOURCE, PLG_TRANSFORM, PLG_SINK } plg_kind;
+
+const plg_source_ops *plg_find_source(const char *name);
+const plg_transform_ops *plg_find_transform(const char *name);
+const plg_sink_ops *plg_find_sink(const char *name);
+/* The i-th plugin of a kind (name and description), for `plugins list`
+ * and for "did you mean" messages; false past the end. */
+bool plg_describe(plg_kind kind, size_t i, const char **name,
+		  const char **description);
+
+#endif /* ELSPETH_PLUGINS_H */

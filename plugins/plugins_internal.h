@@ -1,0 +1,64 @@
+/*
+ * plugins_internal.h — shared between the plugin implementations of this
+ * module; not part of the public contract.
+ */
+#ifndef ELSPETH_PLUGINS_INTERNAL_H
+#define ELSPETH_PLUGINS_INTERNAL_H
+
+#include "plugins/plugins.h"
+
+/* ---- the plugins, defined in their own files ---- */
+extern const plg_source_ops plg__csv_source;
+extern const plg_source_ops plg__json_source;
+extern const plg_transform_ops plg__passthrough;
+extern const plg_transform_ops plg__field_mapper;
+extern const plg_transform_ops plg__truncate;
+extern const plg_sink_ops plg__csv_sink;
+extern const plg_sink_ops plg__json_sink;
+
+/* ---- schema (ELSPETH's `schema` block) ----
+ *
+ *   schema:
+ *     mode: observed | fixed | flexible
+ *     fields: ["id: int", "score: float?", "name: str", "x: any"]
+ *     required_fields: [id]            # optional
+ *
+ * observed: anything goes, no checks. fixed: exactly the declared fields
+ * (extra fields are errors). flexible: declared fields checked, extra
+ * fields allowed. A field "name: type?" may be missing or null.
+ */
+typedef enum plg_ftype {
+	PLG_F_STR, PLG_F_INT, PLG_F_FLOAT, PLG_F_BOOL, PLG_F_ANY
+} plg_ftype;
+
+typedef enum plg_schema_mode {
+	PLG_SCHEMA_OBSERVED, PLG_SCHEMA_FIXED, PLG_SCHEMA_FLEXIBLE
+} plg_schema_mode;
+
+typedef struct plg_field {
+	const char *name; /* owned by the schema */
+	plg_ftype type;
+	bool optional;
+} plg_field;
+
+typedef struct plg_schema {
+	plg_schema_mode mode;
+	size_t nfields;
+	plg_field *fields;
+	size_t nrequired;
+	const char **required; /* names, owned by the schema */
+} plg_schema;
+
+/* Parses the `schema` node (NULL: observed). */
+int plg__schema_parse(const core_node *n, plg_schema **out, core_err *err);
+void plg__schema_free(plg_schema *s);
+/* Validates row in place; when `coerce` (text sources like CSV), string
+ * values are converted to the declared type ("42" -> 42). Errors are
+ * CORE_EDATA naming the field and what was expected. */
+int plg__schema_apply(const plg_schema *s, json_t *row, bool coerce,
+		      core_err *err);
+
+/* The option keys every plugin accepts besides its own. */
+#define PLG_COMMON_KEYS "schema"
+
+#endif /* ELSPETH_PLUGINS_INTERNAL_H */
