@@ -190,6 +190,94 @@ void core_hex(const uint8_t *bytes, size_t len, char *out);
 int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 		   core_err *err);
 
+/* ------------------------------------------------------------- settings
+ *
+ * The typed view of an ELSPETH 0.4 settings file (DESIGN.md §6). All
+ * strings and nodes point into the document and live as long as the
+ * settings. Keys of features not built yet are rejected at load with
+ * CORE_EUNSUPPORTED ("not supported yet: <key path>"); unknown keys are
+ * CORE_ECONFIG with a near-match suggestion.
+ */
+#define CORE_DISCARD "discard"
+
+typedef struct core_source_cfg {
+	const core_node *node;         /* the `source` map */
+	const char *plugin;
+	const char *on_success;        /* connection or sink name */
+	const char *on_validation_failure; /* sink name or "discard" */
+	const core_node *options;      /* MAP (an empty one when absent) */
+} core_source_cfg;
+
+typedef struct core_transform_cfg {
+	const core_node *node;
+	const char *name;
+	const char *plugin;
+	const char *input;             /* connection name */
+	const char *on_success;        /* connection or sink name */
+	const char *on_error;          /* sink name, "discard", or NULL */
+	const core_node *options;
+} core_transform_cfg;
+
+typedef struct core_route_cfg {
+	const core_node *node;         /* the value node (for messages) */
+	const char *key;               /* "true", "false", or a string form */
+	const char *dest;              /* connection, sink, or "fork" */
+} core_route_cfg;
+
+typedef struct core_gate_cfg {
+	const core_node *node;
+	const char *name;
+	const char *input;
+	const char *condition;
+	const core_node *condition_node;
+	size_t nroutes;
+	core_route_cfg *routes;
+	size_t nfork_to;
+	const char **fork_to;
+} core_gate_cfg;
+
+typedef struct core_sink_cfg {
+	const core_node *node;
+	const char *name;
+	const char *plugin;
+	const char *on_write_failure;  /* sink name, "discard", or NULL */
+	const core_node *options;
+} core_sink_cfg;
+
+typedef struct core_retry_cfg {
+	long long max_attempts;        /* >= 1; 1 = no retry */
+	double initial_delay_seconds;
+	double max_delay_seconds;
+	double exponential_base;
+} core_retry_cfg;
+
+typedef struct core_settings {
+	core_doc *doc;                 /* owned */
+	const char *path;
+	core_source_cfg source;
+	size_t ntransforms;
+	core_transform_cfg *transforms;
+	size_t ngates;
+	core_gate_cfg *gates;
+	size_t nsinks;
+	core_sink_cfg *sinks;
+	core_retry_cfg retry;
+	const char *landscape_url;     /* NULL when absent */
+	bool pipelining;
+	long long max_rows_in_flight;
+	long long max_completed_waiting;
+	bool checkpoint_enabled;
+	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* canonical settings hash */
+} core_settings;
+
+/* Loads and type-checks a settings file (or text, for tests). */
+int core_settings_load(const char *path, core_settings **out, core_err *err);
+int core_settings_parse(const char *name, const char *text,
+			core_settings **out, core_err *err);
+void core_settings_free(core_settings *s); /* NULL allowed */
+const core_sink_cfg *core_settings_sink(const core_settings *s,
+					const char *name);
+
 /* ------------------------------------------------------------- clocks */
 
 /* Monotonic and wall clock in nanoseconds. */

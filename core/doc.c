@@ -13,6 +13,7 @@
 #include <yaml.h>
 
 #include "core/core.h"
+#include "core/core_internal.h"
 
 #define DOC_MAX_DEPTH 64
 
@@ -444,4 +445,20 @@ void core_doc_free(core_doc *doc)
 	free(doc->allocs);
 	free(doc->file);
 	free(doc);
+}
+
+const core_node *core__doc_empty_map(core_doc *doc, const core_node *parent,
+				     const char *key)
+{
+	core_node *n = doc_alloc(doc, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	*n = *parent;
+	n->kind = CORE_NODE_MAP;
+	n->len = 0;
+	n->keys = n->items = NULL;
+	n->value = NULL;
+	n->path = doc_path(doc, parent->path, key, -1);
+	return n->path ? n : NULL;
 }

@@ -47,4 +47,78 @@ int dag_expr_eval(const dag_expr *e, const json_t *row, json_t **result,
 int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
 		       size_t cap, core_err *err);
 
+/* ------------------------------------------------------------------ graph
+ *
+ * The pipeline as a graph: one source node, transforms, gates, sinks.
+ * Connections are resolved by name (DESIGN.md §6): a destination
+ * (`on_success`, a route, `on_error`, `on_validation_failure`) is a sink
+ * name, a connection consumed by exactly one transform or gate `input`, or
+ * "discard" where allowed. dag_build() checks everything it can before the
+ * first row: plugins exist, expressions compile, connections resolve,
+ * names are unique, no cycles, every node reachable from the source.
+ */
+#include "plugins/plugins.h"
+
+#define DAG_NONE (-1)    /* no destination (e.g. on_error absent) */
+#define DAG_DISCARD (-2) /* "discard" */
+
+typedef enum dag_kind {
+	DAG_SOURCE, DAG_TRANSFORM, DAG_GATE, DAG_SINK
+} dag_kind;
+
+typedef struct dag_route {
+	const char *key;  /* "true", "false", or a string form */
+	int to;           /* node index */
+} dag_route;
+
+typedef struct dag_node {
+	dag_kind kind;
+	int id;                     /* index in graph->nodes */
+	const char *name;           /* "source" for the source */
+	const char *plugin;
+	const core_node *options;
+	int next;                   /* SOURCE, TRANSFORM: on_success node */
+	int on_error;               /* TRANSFORM: sink, DAG_DISCARD or DAG_NONE;
+				     * SOURCE: on_validation_failure */
+	/* TRANSFORM */
+	const plg_transform_ops *tops;
+	void *tstate;               /* after dag_open() */
+	/* GATE */
+	dag_expr *cond;
+	size_t nroutes;
+	dag_route *routes;
+	/* SINK */
+	const plg_sink_ops *kops;
+	void *kstate;               /* after dag_open() */
+	/* SOURCE */
+	const plg_source_ops *sops;
+} dag_node;
+
+typedef struct dag_edge {
+	int from, to;
+	const char *label;          /* on_success, on_error, route key, ... */
+} dag_edge;
+
+typedef struct dag_graph {
+	const core_settings *settings; /* borrowed; outlives the graph */
+	size_t nnodes;
+	dag_node *nodes;            /* nodes[0] is the source */
+	size_t nedges;
+	dag_edge *edges;
+} dag_graph;
+
+/* Builds and validates the graph. Errors name the settings position. */
+int dag_build(const core_settings *s, dag_graph **out, core_err *err);
+/* Opens transforms and (when `sinks`) sinks; validate opens transforms
+ * only, so nothing is written. Undone by dag_close(). */
+int dag_open(dag_graph *g, bool sinks, core_err *err);
+/* Closes sinks (finishing their files) and transforms. Returns the first
+ * sink close error. Safe to call twice. */
+int dag_close(dag_graph *g, core_err *err);
+void dag_free(dag_graph *g); /* closes if open; NULL allowed */
+/* Index of the sink named name, or DAG_NONE. */
+int dag_sink_index(const dag_graph *g, const char *name);
+/* The route of gate node n for key, or NULL. */
+const dag_route *dag_gate_route(const dag_node *n, const char *key);
+
 #endif /* ELSPETH_DAG_H */

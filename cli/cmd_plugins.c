@@ -1,0 +1,25 @@
+/* cmd_plugins.c — `elspeth plugins list`. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+int cli_plugins(int argc, char **argv)
+{
+	static const char *const titles[] = { "Sources", "Transforms", "Sinks" };
+	const char *name, *desc;
+
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+		puts("usage: elspeth plugins list\n\nLists every plugin with a one-line description.");
+		return CLI_OK;
+	}
+	if (argc != 2 || strcmp(argv[1], "list"))
+		return cli_usage_error("plugins", "expected 'list'");
+	for (int k = PLG_SOURCE; k <= PLG_SINK; k++) {
+		printf("%s:\n", titles[k]);
+		for (size_t i = 0; plg_describe((plg_kind)k, i, &name, &desc); i++)
+			printf("  %-16s %s\n", name, desc);
+	}
+	puts("Gates are built in (gates: in the settings), not plugins.");
+	return CLI_OK;
+}

@@ -1,0 +1,531 @@
+/*
+ * settings.c — the typed view of an ELSPETH 0.4 settings file.
+ *
+ * Every section is checked against a key table (names, types, ranges,
+ * choices) so that a key is either understood or rejected with its
+ * position. Sections whose features later issues build are fully
+ * type-checked, then rejected as "not supported yet".
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "core/core_internal.h"
+
+typedef enum key_type {
+	K_STR, K_INT, K_NUM, K_BOOL, K_MAP, K_SEQ, K_STRLIST, K_ENUM, K_ANY
+} key_type;
+
+typedef struct key_spec {
+	const char *key;
+	key_type type;
+	bool required;
+	double min, max;              /* K_INT, K_NUM */
+	const char *const *choices;   /* K_ENUM */
+} key_spec;
+
+#define KEYS_MAX 16
+
+/* Checks map against specs: no unknown keys, required keys present,
+ * every present key of its type. */
+static int check_section(const core_node *map, const key_spec *specs,
+			 core_err *err)
+{
+	const char *allowed[KEYS_MAX + 1];
+	size_t n = 0;
+	int rc, idx;
+
+	for (; specs[n].key; n++)
+		allowed[n] = specs[n].key;
+	allowed[n] = NULL;
+	if ((rc = core_map_check_keys(map, allowed, err)))
+		return rc;
+	for (size_t i = 0; i < n; i++) {
+		const key_spec *k = &specs[i];
+		const core_node *v = core_map_get(map, k->key);
+		const char *s;
+		long long ll;
+		double d;
+		bool b;
+
+		if (!v || (core_node_is_null(v) && !k->required)) {
+			if (k->required)
+				return core_err_at(err, CORE_ECONFIG, map,
+						   "missing required key '%s'", k->key);
+			continue;
+		}
+		switch (k->type) {
+		case K_STR:
+			rc = core_node_str(v, &s, err);
+			break;
+		case K_INT:
+			rc = core_node_int(v, (long long)k->min, (long long)k->max, &ll, err);
+			break;
+		case K_NUM:
+			rc = core_node_double(v, k->min, k->max, &d, err);
+			break;
+		case K_BOOL:
+			rc = core_node_bool(v, &b, err);
+			break;
+		case K_MAP:
+			rc = v->kind == CORE_NODE_MAP ? 0 :
+				core_err_at(err, CORE_ECONFIG, v, "expected a map");
+			break;
+		case K_SEQ:
+			rc = v->kind == CORE_NODE_SEQ ? 0 :
+				core_err_at(err, CORE_ECONFIG, v, "expected a list");
+			break;
+		case K_STRLIST: {
+			const char **list = NULL;
+			size_t len;
+
+			rc = core_node_str_list(v, &list, &len, err);
+			free(list);
+			break;
+		}
+		case K_ENUM:
+			rc = core_node_enum(v, k->choices, &idx, err);
+			break;
+		case K_ANY:
+			rc = 0;
+			break;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static const char *str_of(const core_node *map, const char *key)
+{
+	const core_node *v = core_map_get(map, key);
+
+	return v && !core_node_is_null(v) ? v->value : NULL;
+}
+
+/* The options map, or an empty one positioned at the parent. NULL only
+ * when out of memory. */
+static const core_node *options_of(core_settings *s, const core_node *map)
+{
+	const core_node *o = core_map_get(map, "options");
+
+	return o && o->kind == CORE_NODE_MAP ? o :
+		core__doc_empty_map(s->doc, map, "options");
+}
+
+/* ------------------------------------------------------------ sections */
+
+static const key_spec source_keys[] = {
+	{ "plugin", K_STR, true }, { "on_success", K_STR, true },
+	{ "options", K_MAP, false }, { NULL }
+};
+
+static int load_source(core_settings *s, const core_node *n, core_err *err)
+{
+	const core_node *opts;
+	int rc;
+
+	if (!n)
+		return core_err_set(err, CORE_ECONFIG,
+			"%s: missing required section 'source' (where rows come from)", s->path);
+	if ((rc = check_section(n, source_keys, err)))
+		return rc;
+	opts = options_of(s, n);
+	if (!opts)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	s->source.node = n;
+	s->source.plugin = str_of(n, "plugin");
+	s->source.on_success = str_of(n, "on_success");
+	s->source.options = opts;
+	if ((rc = core_opt_str(opts, "on_validation_failure", false,
+			       &s->source.on_validation_failure, err)))
+		return rc;
+	if (!s->source.on_validation_failure)
+		return core_err_at(err, CORE_ECONFIG, n,
+			"missing required key 'options.on_validation_failure' "
+			"(a sink name for rows that fail validation, or 'discard')");
+	return 0;
+}
+
+static const key_spec transform_keys[] = {
+	{ "name", K_STR, true }, { "plugin", K_STR, true },
+	{ "input", K_STR, true }, { "on_success", K_STR, true },
+	{ "on_error", K_STR, false }, { "options", K_MAP, false }, { NULL }
+};
+
+static int load_transforms(core_settings *s, const core_node *seq,
+			   core_err *err)
+{
+	int rc;
+
+	if (!seq || core_node_is_null(seq))
+		return 0;
+	if (seq->kind != CORE_NODE_SEQ)
+		return core_err_at(err, CORE_ECONFIG, seq, "expected a list of transforms");
+	s->transforms = calloc(seq->len ? seq->len : 1, sizeof(*s->transforms));
+	if (!s->transforms)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < seq->len; i++) {
+		const core_node *n = seq->items[i];
+		core_transform_cfg *t = &s->transforms[i];
+
+		if ((rc = check_section(n, transform_keys, err)))
+			return rc;
+		t->node = n;
+		t->name = str_of(n, "name");
+		t->plugin = str_of(n, "plugin");
+		t->input = str_of(n, "input");
+		t->on_success = str_of(n, "on_success");
+		t->on_error = str_of(n, "on_error");
+		t->options = options_of(s, n);
+		if (!t->options)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		s->ntransforms++;
+	}
+	return 0;
+}
+
+static const key_spec gate_keys[] = {
+	{ "name", K_STR, true }, { "input", K_STR, true },
+	{ "condition", K_STR, true }, { "routes", K_MAP, true },
+	{ "fork_to", K_STRLIST, false }, { NULL }
+};
+
+static int load_routes(core_gate_cfg *g, const core_node *routes,
+		       core_err *err)
+{
+	g->routes = calloc(routes->len ? routes->len : 1, sizeof(*g->routes));
+	if (!g->routes)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (routes->len == 0)
+		return core_err_at(err, CORE_ECONFIG, routes,
+				   "a gate needs at least one route");
+	for (size_t i = 0; i < routes->len; i++) {
+		core_route_cfg *r = &g->routes[i];
+		const char *dest;
+		int rc;
+
+		if ((rc = core_node_str(routes->items[i], &dest, err)))
+			return rc;
+		r->node = routes->items[i];
+		r->key = routes->keys[i]->value;
+		r->dest = dest;
+		g->nroutes++;
+		if (strcmp(dest, "fork") == 0)
+			return core_err_at(err, CORE_EUNSUPPORTED, r->node,
+				"not supported yet: %s: fork (forks arrive with the DAG issue)",
+				r->node->path);
+	}
+	return 0;
+}
+
+static int load_gates(core_settings *s, const core_node *seq, core_err *err)
+{
+	int rc;
+
+	if (!seq || core_node_is_null(seq))
+		return 0;
+	if (seq->kind != CORE_NODE_SEQ)
+		return core_err_at(err, CORE_ECONFIG, seq, "expected a list of gates");
+	s->gates = calloc(seq->len ? seq->len : 1, sizeof(*s->gates));
+	if (!s->gates)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < seq->len; i++) {
+		const core_node *n = seq->items[i];
+		core_gate_cfg *g = &s->gates[i];
+
+		if ((rc = check_section(n, gate_keys, err)))
+			return rc;
+		g->node = n;
+		g->name = str_of(n, "name");
+		g->input = str_of(n, "input");
+		g->condition = str_of(n, "condition");
+		g->condition_node = core_map_get(n, "condition");
+		s->ngates++;
+		if ((rc = load_routes(g, core_map_get(n, "routes"), err)))
+			return rc;
+		if ((rc = core_map_reject(n, "fork_to",
+				"forks arrive with the DAG issue", err)))
+			return rc;
+	}
+	return 0;
+}
+
+static const key_spec sink_keys[] = {
+	{ "plugin", K_STR, true }, { "options", K_MAP, false },
+	{ "on_write_failure", K_STR, false }, { NULL }
+};
+
+static int load_sinks(core_settings *s, const core_node *map, core_err *err)
+{
+	int rc;
+
+	if (!map || core_node_is_null(map) ||
+	    (map->kind == CORE_NODE_MAP && map->len == 0))
+		return core_err_at(err, CORE_ECONFIG, map,
+			"at least one sink is required (section 'sinks')");
+	if (map->kind != CORE_NODE_MAP)
+		return core_err_at(err, CORE_ECONFIG, map,
+				   "expected a map of sink name to sink");
+	s->sinks = calloc(map->len, sizeof(*s->sinks));
+	if (!s->sinks)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < map->len; i++) {
+		const core_node *n = map->items[i];
+		core_sink_cfg *k = &s->sinks[i];
+
+		if ((rc = check_section(n, sink_keys, err)))
+			return rc;
+		k->node = n;
+		k->name = map->keys[i]->value;
+		k->plugin = str_of(n, "plugin");
+		k->on_write_failure = str_of(n, "on_write_failure");
+		k->options = options_of(s, n);
+		if (!k->options)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		s->nsinks++;
+		if ((rc = core_map_reject(n, "on_write_failure",
+				"write-failure diversion arrives with the DAG issue", err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* ------------------------------------- sections of features built later */
+
+static const char *const policies[] = { "require_all", "quorum", "best_effort", "first", NULL };
+static const char *const merges[] = { "union", "nested", "select", NULL };
+static const key_spec coalesce_keys[] = {
+	{ "name", K_STR, true }, { "branches", K_ANY, true },
+	{ "policy", K_ENUM, false, 0, 0, policies },
+	{ "merge", K_ENUM, false, 0, 0, merges },
+	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
+	{ "quorum_count", K_INT, false, 1, 1e6 },
+	{ "select_branch", K_STR, false }, { "on_success", K_STR, true },
+	{ NULL }
+};
+
+static const char *const output_modes[] = { "transform", "passthrough", NULL };
+static const key_spec aggregation_keys[] = {
+	{ "name", K_STR, true }, { "plugin", K_STR, true },
+	{ "input", K_STR, true }, { "on_success", K_STR, true },
+	{ "on_error", K_STR, false }, { "trigger", K_MAP, false },
+	{ "output_mode", K_ENUM, false, 0, 0, output_modes },
+	{ "options", K_MAP, false }, { NULL }
+};
+static const key_spec trigger_keys[] = {
+	{ "count", K_INT, false, 1, 1e9 },
+	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
+	{ "condition", K_STR, false }, { NULL }
+};
+
+static int check_later_list(const core_node *seq, const key_spec *specs,
+			    const char *what, core_err *err)
+{
+	int rc;
+
+	if (!seq || core_node_is_null(seq))
+		return 0;
+	if (seq->kind != CORE_NODE_SEQ)
+		return core_err_at(err, CORE_ECONFIG, seq, "expected a list");
+	for (size_t i = 0; i < seq->len; i++) {
+		const core_node *trig;
+
+		if ((rc = check_section(seq->items[i], specs, err)))
+			return rc;
+		trig = core_map_get(seq->items[i], "trigger");
+		if (specs == aggregation_keys && trig &&
+		    (rc = check_section(trig, trigger_keys, err)))
+			return rc;
+	}
+	if (seq->len)
+		return core_err_at(err, CORE_EUNSUPPORTED, seq,
+				   "not supported yet: %s — %s arrive with the DAG issue",
+				   seq->path, what);
+	return 0;
+}
+
+static const key_spec landscape_keys[] = { { "url", K_STR, true }, { NULL } };
+static const key_spec concurrency_keys[] = { { "pipelining", K_MAP, false }, { NULL } };
+static const key_spec pipelining_keys[] = {
+	{ "enabled", K_BOOL, false },
+	{ "max_rows_in_flight", K_INT, false, 1, 65536 },
+	{ "max_completed_waiting", K_INT, false, 1, 1048576 }, { NULL }
+};
+static const char *const frequencies[] = { "every_row", "every_n", "aggregation_only", NULL };
+static const key_spec checkpoint_keys[] = {
+	{ "enabled", K_BOOL, false },
+	{ "frequency", K_ENUM, false, 0, 0, frequencies },
+	{ "checkpoint_interval", K_INT, false, 1, 1e9 }, { NULL }
+};
+static const key_spec retry_keys[] = {
+	{ "max_attempts", K_INT, false, 1, 1000 },
+	{ "initial_delay_seconds", K_NUM, false, 0, 86400 },
+	{ "max_delay_seconds", K_NUM, false, 0, 86400 },
+	{ "exponential_base", K_NUM, false, 1, 100 }, { NULL }
+};
+
+static int load_runtime(core_settings *s, const core_node *root, core_err *err)
+{
+	const core_node *n;
+	int rc;
+
+	if ((n = core_map_get(root, "landscape"))) {
+		if ((rc = check_section(n, landscape_keys, err)))
+			return rc;
+		s->landscape_url = str_of(n, "url");
+		return core_err_at(err, CORE_EUNSUPPORTED, n,
+			"not supported yet: landscape — the audit trail arrives with the Landscape issue");
+	}
+	if ((n = core_map_get(root, "concurrency"))) {
+		const core_node *p;
+
+		if ((rc = check_section(n, concurrency_keys, err)))
+			return rc;
+		p = core_map_get(n, "pipelining");
+		if (p && (rc = check_section(p, pipelining_keys, err)))
+			return rc;
+		if ((rc = core_opt_bool(p, "enabled", &s->pipelining, err)) ||
+		    (rc = core_opt_int(p, "max_rows_in_flight", 1, 65536,
+				       &s->max_rows_in_flight, err)) ||
+		    (rc = core_opt_int(p, "max_completed_waiting", 1, 1048576,
+				       &s->max_completed_waiting, err)))
+			return rc;
+		if (s->pipelining || s->max_rows_in_flight > 1)
+			return core_err_at(err, CORE_EUNSUPPORTED, p,
+				"not supported yet: concurrency.pipelining — rows run one at a time until the pipelining issue");
+	}
+	if ((n = core_map_get(root, "checkpoint"))) {
+		if ((rc = check_section(n, checkpoint_keys, err)) ||
+		    (rc = core_opt_bool(n, "enabled", &s->checkpoint_enabled, err)))
+			return rc;
+		if (s->checkpoint_enabled)
+			return core_err_at(err, CORE_EUNSUPPORTED, n,
+				"not supported yet: checkpoint.enabled — checkpoints arrive with the checkpoint issue");
+	}
+	if ((n = core_map_get(root, "retry"))) {
+		if ((rc = check_section(n, retry_keys, err)) ||
+		    (rc = core_opt_int(n, "max_attempts", 1, 1000, &s->retry.max_attempts, err)) ||
+		    (rc = core_opt_double(n, "initial_delay_seconds", 0, 86400,
+					  &s->retry.initial_delay_seconds, err)) ||
+		    (rc = core_opt_double(n, "max_delay_seconds", 0, 86400,
+					  &s->retry.max_delay_seconds, err)) ||
+		    (rc = core_opt_double(n, "exponential_base", 1, 100,
+					  &s->retry.exponential_base, err)))
+			return rc;
+	}
+	return 0;
+}
+
+/* ----------------------------------------------------------------- entry */
+
+static const char *const top_keys[] = {
+	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
+	"landscape", "concurrency", "checkpoint", "retry", NULL
+};
+
+static int settings_build(core_settings *s, core_err *err)
+{
+	const core_node *root = core_doc_root(s->doc);
+	json_t *j;
+	int rc;
+
+	if (!root)
+		return core_err_set(err, CORE_ECONFIG,
+				    "%s: the settings file is empty", s->path);
+	if ((rc = core_map_check_keys(root, top_keys, err)) ||
+	    (rc = load_source(s, core_map_get(root, "source"), err)) ||
+	    (rc = load_transforms(s, core_map_get(root, "transforms"), err)) ||
+	    (rc = load_gates(s, core_map_get(root, "gates"), err)) ||
+	    (rc = load_sinks(s, core_map_get(root, "sinks"), err)) ||
+	    (rc = check_later_list(core_map_get(root, "coalesce"), coalesce_keys,
+				   "coalesce nodes", err)) ||
+	    (rc = check_later_list(core_map_get(root, "aggregations"),
+				   aggregation_keys, "aggregations", err)) ||
+	    (rc = load_runtime(s, root, err)))
+		return rc;
+	j = core_node_to_json(root);
+	if (!j)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = core_hash_json(j, s->config_hash, err);
+	json_decref(j);
+	return rc;
+}
+
+static core_settings *settings_new(void)
+{
+	core_settings *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->retry.max_attempts = 3;
+	s->retry.initial_delay_seconds = 1.0;
+	s->retry.max_delay_seconds = 60.0;
+	s->retry.exponential_base = 2.0;
+	s->max_rows_in_flight = 1;
+	s->max_completed_waiting = 1;
+	return s;
+}
+
+static int settings_finish(core_settings *s, int rc, core_settings **out)
+{
+	if (rc) {
+		core_settings_free(s);
+		return rc;
+	}
+	*out = s;
+	return 0;
+}
+
+int core_settings_load(const char *path, core_settings **out, core_err *err)
+{
+	core_settings *s = settings_new();
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	s->path = path;
+	rc = core_doc_load(path, &s->doc, err);
+	if (!rc)
+		rc = settings_build(s, err);
+	return settings_finish(s, rc, out);
+}
+
+int core_settings_parse(const char *name, const char *text,
+			core_settings **out, core_err *err)
+{
+	core_settings *s = settings_new();
+	int rc;
+
+	*out = NULL;
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	s->path = name;
+	rc = core_doc_parse(name, text, strlen(text), &s->doc, err);
+	if (!rc)
+		rc = settings_build(s, err);
+	return settings_finish(s, rc, out);
+}
+
+void core_settings_free(core_settings *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->ngates; i++)
+		free(s->gates[i].routes);
+	free(s->transforms);
+	free(s->gates);
+	free(s->sinks);
+	core_doc_free(s->doc);
+	free(s);
+}
+
+const core_sink_cfg *core_settings_sink(const core_settings *s,
+					const char *name)
+{
+	for (size_t i = 0; i < s->nsinks; i++)
+		if (strcmp(s->sinks[i].name, name) == 0)
+			return &s->sinks[i];
+	return NULL;
+}

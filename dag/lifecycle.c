@@ -1,0 +1,67 @@
+/* lifecycle.c — opening and closing the plugin instances of a graph. */
+#include <stdlib.h>
+
+#include "dag/dag.h"
+
+int dag_open(dag_graph *g, bool sinks, core_err *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < g->nnodes; i++) {
+		dag_node *n = &g->nodes[i];
+
+		if (n->kind == DAG_TRANSFORM && !n->tstate)
+			rc = n->tops->open(n->options, &n->tstate, err);
+		else if (n->kind == DAG_SINK && sinks && !n->kstate)
+			rc = n->kops->open(n->options, &n->kstate, err);
+		else
+			continue;
+		if (rc) {
+			core_err saved = *err;
+
+			dag_close(g, NULL);
+			*err = saved;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+int dag_close(dag_graph *g, core_err *err)
+{
+	int first = 0;
+
+	for (size_t i = 0; i < g->nnodes; i++) {
+		dag_node *n = &g->nodes[i];
+
+		if (n->kind == DAG_TRANSFORM && n->tstate) {
+			n->tops->close(n->tstate);
+			n->tstate = NULL;
+		} else if (n->kind == DAG_SINK && n->kstate) {
+			core_err local;
+			int rc = n->kops->close(n->kstate, &local);
+
+			n->kstate = NULL;
+			if (rc && !first) {
+				first = rc;
+				if (err)
+					*err = local;
+			}
+		}
+	}
+	return first;
+}
+
+void dag_free(dag_graph *g)
+{
+	if (!g)
+		return;
+	dag_close(g, NULL);
+	for (size_t i = 0; i < g->nnodes; i++) {
+		dag_expr_free(g->nodes[i].cond);
+		free(g->nodes[i].routes);
+	}
+	free(g->nodes);
+	free(g->edges);
+	free(g);
+}

@@ -1,0 +1,61 @@
+/*
+ * engine.h — the public contract of elspeth's engine: runs a validated
+ * graph from its source to its sinks.
+ *
+ * The run is shaped as DESIGN.md §4: a source puller numbers rows
+ * (seq = 1, 2, 3 ...), row processing walks a row's token through the
+ * graph and yields its terminal tokens, and release writes them to sinks
+ * in seq order. This version schedules one row at a time (sequential);
+ * the pipelined engine replaces the scheduling, not these stages.
+ *
+ * Thread rules: eng_run runs on the calling thread; *stop may be set from
+ * a signal handler to stop pulling rows.
+ */
+#ifndef ELSPETH_ENGINE_H
+#define ELSPETH_ENGINE_H
+
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "dag/dag.h"
+
+/* The terminal outcomes of DESIGN.md §5 invariant 3. */
+typedef enum eng_outcome {
+	ENG_COMPLETED,   /* reached a sink through on_success */
+	ENG_ROUTED,      /* a gate (or an on_error) sent it to a sink */
+	ENG_FAILED,      /* a transform error with on_error: discard */
+	ENG_QUARANTINED, /* failed source validation */
+	ENG_OUTCOME_LAST
+} eng_outcome;
+
+const char *eng_outcome_name(eng_outcome o);
+
+typedef struct eng_opts {
+	volatile sig_atomic_t *stop; /* may be NULL */
+} eng_opts;
+
+typedef struct eng_summary {
+	uint64_t rows;         /* source records pulled */
+	uint64_t succeeded;    /* rows that reached sinks without error */
+	uint64_t failed;       /* rows that failed a transform */
+	uint64_t quarantined;  /* rows that failed source validation */
+	uint64_t discarded;    /* of failed + quarantined: sent to 'discard' */
+	uint64_t outcomes[ENG_OUTCOME_LAST];
+	uint64_t *per_sink;    /* rows written, indexed by graph node id */
+	uint64_t retries;      /* extra attempts made */
+	double wall_seconds;
+	bool interrupted;
+} eng_summary;
+
+/* Opens the source and sinks of g (transforms too if not open), runs every
+ * row, closes the sinks. Returns 0 (also when interrupted: see
+ * sum->interrupted) or an error: a fatal source error, a sink write error,
+ * a row error with nowhere to go (no on_error; a gate condition that fails),
+ * each message naming the row (seq) and field. sum->per_sink is malloc'd;
+ * free with eng_summary_release(). */
+int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
+void eng_summary_release(eng_summary *sum);
+
+#endif /* ELSPETH_ENGINE_H */

@@ -1,0 +1,108 @@
+/*
+ * run.c — the run: open, pull (stage 1), process (stage 2), release
+ * (stage 3), close. Sequential scheduling: one row at a time.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+const char *eng_outcome_name(eng_outcome o)
+{
+	switch (o) {
+	case ENG_COMPLETED:
+		return "COMPLETED";
+	case ENG_ROUTED:
+		return "ROUTED";
+	case ENG_FAILED:
+		return "FAILED";
+	case ENG_QUARANTINED:
+		return "QUARANTINED";
+	case ENG_OUTCOME_LAST:
+		break;
+	}
+	return "UNKNOWN";
+}
+
+/* Stage 1: the next source record, numbered. 1 row, 0 end, <0 error. */
+static int pull(const plg_source_ops *ops, void *src, uint64_t seq,
+		eng_row *row, core_err *err)
+{
+	plg_source_row r = { 0 };
+	int rc = ops->next(src, &r, err);
+
+	if (rc <= 0)
+		return rc;
+	row->seq = seq;
+	row->data = r.row;
+	row->error = r.error;
+	row->where = r.where;
+	return 1;
+}
+
+static int run_rows(dag_graph *g, void *src, const eng_opts *o,
+		    eng_summary *sum, core_err *err)
+{
+	const plg_source_ops *sops = g->nodes[0].sops;
+	volatile sig_atomic_t *stop = o ? o->stop : NULL;
+	int rc;
+
+	for (uint64_t seq = 1;; seq++) {
+		eng_row row = { 0 };
+		eng_result res = { 0 };
+
+		if (stop && *stop) {
+			sum->interrupted = true;
+			return 0;
+		}
+		rc = pull(sops, src, seq, &row, err);
+		if (rc <= 0)
+			return rc;
+		sum->rows++;
+		rc = eng__process_row(g, &row, stop, &res, err);
+		if (!rc)
+			rc = eng__release(g, &res, sum, err);
+		eng__result_release(&res);
+		eng__row_release(&row);
+		if (rc)
+			return rc;
+	}
+}
+
+int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
+{
+	uint64_t t0 = core_now_mono_ns();
+	void *src = NULL;
+	int rc, crc;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
+	if (!sum->per_sink)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((rc = dag_open(g, true, err)))
+		return rc;
+	rc = g->nodes[0].sops->open(g->nodes[0].options, &src, err);
+	if (!rc) {
+		rc = run_rows(g, src, o, sum, err);
+		g->nodes[0].sops->close(src);
+	}
+	if (rc) {
+		dag_close(g, NULL);
+	} else {
+		/* Make outputs durable before saying the run succeeded. */
+		for (size_t i = 0; i < g->nnodes && !rc; i++)
+			if (g->nodes[i].kind == DAG_SINK)
+				rc = g->nodes[i].kops->flush(g->nodes[i].kstate, err);
+		crc = dag_close(g, rc ? NULL : err);
+		if (!rc)
+			rc = crc;
+	}
+	sum->wall_seconds = (double)(core_now_mono_ns() - t0) / 1e9;
+	return rc;
+}
+
+void eng_summary_release(eng_summary *sum)
+{
+	free(sum->per_sink);
+	sum->per_sink = NULL;
+}
