@@ -1,0 +1,189 @@
+/* Tests of the settings document and the typed settings (core/). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "core/core.h"
+
+static const char *base =
+	"source:\n"
+	"  plugin: csv\n"
+	"  on_success: out\n"
+	"  options:\n"
+	"    path: in.csv\n"
+	"    on_validation_failure: discard\n"
+	"sinks:\n"
+	"  out: {plugin: csv, options: {path: out.csv}}\n";
+
+static int load(const char *text, core_settings **s, core_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return core_settings_parse("p.yaml", text, s, err);
+}
+
+static void expect_error(const char *text, int code, const char *needle)
+{
+	core_settings *s = NULL;
+	core_err err;
+	int rc = load(text, &s, &err);
+
+	cr_assert_eq(rc, code, "rc %d, want %d: %s", rc, code, err.msg);
+	cr_assert_null(s);
+	cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+}
+
+Test(settings, minimal_pipeline_loads)
+{
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load(base, &s, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(s->source.plugin, "csv");
+	cr_assert_str_eq(s->source.on_validation_failure, "discard");
+	cr_assert_eq(s->nsinks, 1);
+	cr_assert_str_eq(s->sinks[0].name, "out");
+	cr_assert_eq(strlen(s->config_hash), 64);
+	cr_assert_eq(s->retry.max_attempts, 3);
+	core_settings_free(s);
+}
+
+Test(settings, malformed_yaml_names_line_and_column)
+{
+	expect_error("source: [1, 2\nsinks: {}\n", CORE_ECONFIG, "p.yaml:");
+	expect_error("source: [1, 2\nsinks: {}\n", CORE_ECONFIG, "malformed YAML");
+}
+
+Test(settings, unknown_key_suggests_near_match)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%stransfroms: []\n", base);
+	expect_error(text, CORE_ECONFIG, "p.yaml:9:1: transfroms: unknown key 'transfroms' (did you mean 'transforms'?)");
+}
+
+Test(settings, unknown_nested_key_has_path)
+{
+	expect_error("source:\n  plugin: csv\n  on_succes: out\n  options: {on_validation_failure: discard}\n"
+		     "sinks:\n  out: {plugin: csv}\n",
+		     CORE_ECONFIG, "source.on_succes: unknown key 'on_succes' (did you mean 'on_success'?)");
+}
+
+Test(settings, wrong_type_says_what_was_expected)
+{
+	char text[1024];
+
+	snprintf(text, sizeof(text), "%sretry: {max_attempts: lots}\n", base);
+	expect_error(text, CORE_ECONFIG, "retry.max_attempts: expected an integer, got 'lots'");
+	snprintf(text, sizeof(text), "%sretry: {max_attempts: 0}\n", base);
+	expect_error(text, CORE_ECONFIG, "expected an integer from 1 to 1000, got 0");
+	snprintf(text, sizeof(text), "%scheckpoint: {frequency: every_m}\n", base);
+	expect_error(text, CORE_ECONFIG, "did you mean 'every_n'?");
+}
+
+Test(settings, env_var_expansion)
+{
+	core_settings *s;
+	core_err err;
+
+	setenv("ELSPETH_T_PATH", "from-env.csv", 1);
+	unsetenv("ELSPETH_T_UNSET");
+	cr_assert_eq(load("source:\n  plugin: csv\n  on_success: out\n  options:\n"
+			  "    path: ${ELSPETH_T_PATH}\n    on_validation_failure: ${ELSPETH_T_UNSET:-discard}\n"
+			  "sinks:\n  out: {plugin: csv, options: {path: \"x-${ELSPETH_T_PATH}\"}}\n",
+			  &s, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(core_map_get(s->source.options, "path")->value, "from-env.csv");
+	cr_assert_str_eq(s->source.on_validation_failure, "discard");
+	cr_assert_str_eq(core_map_get(s->sinks[0].options, "path")->value, "x-from-env.csv");
+	core_settings_free(s);
+}
+
+Test(settings, missing_env_var_is_named)
+{
+	unsetenv("ELSPETH_T_MISSING");
+	expect_error("source:\n  plugin: csv\n  on_success: out\n  options:\n"
+		     "    path: ${ELSPETH_T_MISSING}\n",
+		     CORE_ECONFIG, "p.yaml:5:11: source.options.path: environment variable 'ELSPETH_T_MISSING' is not set");
+}
+
+Test(settings, later_features_are_rejected_not_ignored)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text), "%saggregations:\n  - {name: a, plugin: batch_stats, input: x, on_success: out, trigger: {count: 10}}\n", base);
+	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: aggregations");
+	snprintf(text, sizeof(text), "%scoalesce:\n  - {name: m, branches: [a, b], policy: require_all, merge: nested, on_success: out}\n", base);
+	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: coalesce");
+	snprintf(text, sizeof(text), "%sconcurrency: {pipelining: {enabled: true, max_rows_in_flight: 64}}\n", base);
+	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: concurrency.pipelining");
+	snprintf(text, sizeof(text), "%scheckpoint: {enabled: true, checkpoint_interval: 100}\n", base);
+	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: checkpoint.enabled");
+	snprintf(text, sizeof(text), "%sgates:\n  - {name: g, input: x, condition: 'True', routes: {'true': fork}, fork_to: [a, b]}\n", base);
+	expect_error(text, CORE_EUNSUPPORTED, "not supported yet");
+}
+
+Test(settings, later_sections_are_type_checked_first)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text), "%scoalesce:\n  - {name: m, branches: [a], policy: all_of_them, on_success: out}\n", base);
+	expect_error(text, CORE_ECONFIG, "coalesce[0].policy: expected one of require_all, quorum, best_effort, first");
+	snprintf(text, sizeof(text), "%saggregations:\n  - {name: a, plugin: p, input: x, on_success: out, trigger: {cuont: 1}}\n", base);
+	expect_error(text, CORE_ECONFIG, "did you mean 'count'?");
+}
+
+Test(settings, duplicate_key_is_an_error)
+{
+	expect_error("source: {plugin: csv}\nsource: {plugin: json}\n", CORE_ECONFIG,
+		     "duplicate key (first defined at line 1)");
+}
+
+Test(settings, missing_sections)
+{
+	expect_error("", CORE_ECONFIG, "empty");
+	expect_error("sinks: {out: {plugin: csv}}\n", CORE_ECONFIG, "missing required section 'source'");
+	expect_error("source:\n  plugin: csv\n  on_success: out\n  options: {on_validation_failure: discard}\n",
+		     CORE_ECONFIG, "at least one sink");
+	expect_error("source:\n  plugin: csv\n  on_success: out\nsinks: {out: {plugin: csv}}\n",
+		     CORE_ECONFIG, "on_validation_failure");
+}
+
+Test(settings, aliases_are_rejected)
+{
+	expect_error("a: &x 1\nb: *x\n", CORE_ECONFIG, "aliases");
+}
+
+Test(settings, config_hash_is_stable_and_sensitive)
+{
+	core_settings *a, *b, *c;
+	core_err err;
+	char text[1024];
+
+	cr_assert_eq(load(base, &a, &err), 0);
+	cr_assert_eq(load(base, &b, &err), 0);
+	snprintf(text, sizeof(text), "%sretry: {max_attempts: 5}\n", base);
+	cr_assert_eq(load(text, &c, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(a->config_hash, b->config_hash);
+	cr_assert_str_neq(a->config_hash, c->config_hash);
+	core_settings_free(a);
+	core_settings_free(b);
+	core_settings_free(c);
+}
+
+Test(doc, node_to_json_types_plain_scalars)
+{
+	core_doc *d;
+	core_err err;
+	json_t *j;
+	char *s;
+
+	const char *text = "{a: 1, b: '1', c: true, d: ~, e: 1.5, f: x}";
+
+	cr_assert_eq(core_doc_parse("t", text, strlen(text), &d, &err), 0, "%s", err.msg);
+	j = core_node_to_json(core_doc_root(d));
+	s = json_dumps(j, JSON_COMPACT);
+	cr_assert_str_eq(s, "{\"a\":1,\"b\":\"1\",\"c\":true,\"d\":null,\"e\":1.5,\"f\":\"x\"}");
+	free(s);
+	json_decref(j);
+	core_doc_free(d);
+}
