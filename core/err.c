@@ -28,24 +28,19 @@ int core_err_prefix(core_err *err, const char *fmt, ...)
 {
 	char prefix[512], old[sizeof(err->msg)];
 	va_list ap;
+	int n;
 
 	if (!err)
 		return CORE_EINTERNAL;
 	va_start(ap, fmt);
-	vsnprintf(prefix, sizeof(prefix), fmt, ap);
+	n = vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return err->code;
 	memcpy(old, err->msg, sizeof(old));
-	size_t plen = strnlen(prefix, sizeof(prefix)), room = sizeof(err->msg);
-	size_t olen = strnlen(old, sizeof(old) - 1);
-
-	if (plen + 2 >= room)
-		plen = room - 3;
-	memcpy(err->msg, prefix, plen);
-	memcpy(err->msg + plen, ": ", 2);
-	if (olen > room - plen - 3)
-		olen = room - plen - 3;
-	memcpy(err->msg + plen + 2, old, olen);
-	err->msg[plen + 2 + olen] = '\0';
+	/* "%.*s" bounds both parts so the result always fits. */
+	snprintf(err->msg, sizeof(err->msg), "%.*s: %.*s", 511, prefix,
+		 (int)(sizeof(err->msg) - 520), old);
 	return err->code;
 }
 

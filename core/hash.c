@@ -1,0 +1,62 @@
+/*
+ * hash.c — SHA-256 (OpenSSL) and the canonical-JSON hash of a value.
+ *
+ * OpenSSL 3 looks the algorithm up in its provider store, under a lock, on
+ * every EVP_sha256() digest; we fetch it once and reuse it from all threads
+ * (a fetched EVP_MD is immutable and thread-safe).
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include <openssl/evp.h>
+
+#include "core/core.h"
+
+static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
+static EVP_MD *sha256_md; /* kept for the life of the process */
+
+static void sha256_fetch(void)
+{
+	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+}
+
+void core_sha256(const void *data, size_t len, uint8_t out[CORE_SHA256_LEN])
+{
+	const EVP_MD *md;
+
+	pthread_once(&sha256_once, sha256_fetch);
+	md = sha256_md ? sha256_md : EVP_sha256();
+	/* Fails only when OpenSSL cannot allocate; a wrong hash would be
+	 * recorded silently, so stop instead. */
+	if (!EVP_Digest(data, len, out, NULL, md, NULL))
+		abort();
+}
+
+void core_hex(const uint8_t *bytes, size_t len, char *out)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		out[2 * i] = hex[bytes[i] >> 4];
+		out[2 * i + 1] = hex[bytes[i] & 0xf];
+	}
+	out[2 * len] = '\0';
+}
+
+int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
+		   core_err *err)
+{
+	uint8_t md[CORE_SHA256_LEN];
+	core_buf b = { 0 };
+	int rc;
+
+	rc = core_canon_append(&b, v, err);
+	if (rc)
+		goto out_release;
+	core_sha256(b.data, b.len, md);
+	core_hex(md, sizeof(md), out);
+out_release:
+	core_buf_release(&b);
+	return rc;
+}
