@@ -130,8 +130,11 @@ static int quarantine(dag_graph *g, const eng_row *row, eng_result *res,
 
 	if (src->on_error == DAG_DISCARD)
 		return add_token(res, DAG_DISCARD, ENG_QUARANTINED, NULL);
-	snprintf(msg, sizeof(msg), "%s%s%s", row->where ? row->where : "",
-		 row->where ? ": " : "", row->error);
+	/* Sources usually name the place in the reason already. */
+	if (row->where && strncmp(row->error, row->where, strlen(row->where)))
+		snprintf(msg, sizeof(msg), "%s: %s", row->where, row->error);
+	else
+		snprintf(msg, sizeof(msg), "%s", row->error);
 	data = with_error(row->data, "source", msg);
 	if (!data)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

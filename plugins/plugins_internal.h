@@ -61,4 +61,35 @@ int plg__schema_apply(const plg_schema *s, json_t *row, bool coerce,
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
 
+/* ---- output files, shared by the sinks (defined in sink_csv.c) ----
+ * A buffered FILE* that counts the bytes in the file, so a sink can report
+ * each row's byte range without ftell. */
+typedef struct plg__outfile {
+	FILE *fp;
+	char *path;   /* malloc'd copy, for messages */
+	uint64_t pos; /* bytes in the file: the offset of the next write */
+} plg__outfile;
+
+/* Creates missing parent directories and opens path: truncated, or when
+ * `append` positioned at its end (pos = its size), after adding a "\n" if
+ * its last line lacks one. CORE_EIO naming the path and the OS reason. On
+ * error f is left closed. */
+int plg__outfile_open(plg__outfile *f, const char *path, bool append,
+		      core_err *err);
+int plg__outfile_write(plg__outfile *f, const void *p, size_t n,
+		       core_err *err);
+int plg__outfile_flush(plg__outfile *f, core_err *err); /* fflush + fsync */
+/* Flushes, fsyncs and closes; f is zeroed. A closed f is a no-op. */
+int plg__outfile_close(plg__outfile *f, core_err *err);
+/* Checks the `encoding` option: absent or utf-8 (CORE_EUNSUPPORTED else). */
+int plg__opt_encoding(const core_node *options, core_err *err);
+
+/* Appends v as JSON text (defined in sink_json.c), keys in row order,
+ * strings as UTF-8 (no \u escapes beyond control characters), reals in
+ * ECMAScript shortest form (plus ".0" when that reads as an integer).
+ * indent < 0: compact, no spaces; indent >= 0: one item per line, nested
+ * levels indented by `indent` spaces past `depth` levels (Python's
+ * json.dumps(indent=n) layout). 0 or CORE_ENOMEM. */
+int plg__json_append(core_buf *b, const json_t *v, int indent, int depth);
+
 #endif /* ELSPETH_PLUGINS_INTERNAL_H */

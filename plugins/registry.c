@@ -1,0 +1,77 @@
+/*
+ * registry.c — the built-in plugins, found by name. The tables are static
+ * and read-only: safe from any thread.
+ */
+#include <string.h>
+
+#include "plugins/plugins_internal.h"
+
+static const plg_source_ops *const sources[] = {
+	&plg__csv_source,
+	&plg__json_source,
+};
+
+static const plg_transform_ops *const transforms[] = {
+	&plg__passthrough,
+	&plg__field_mapper,
+	&plg__truncate,
+};
+
+static const plg_sink_ops *const sinks[] = {
+	&plg__csv_sink,
+	&plg__json_sink,
+};
+
+#define COUNT(a) (sizeof(a) / sizeof((a)[0]))
+
+const plg_source_ops *plg_find_source(const char *name)
+{
+	for (size_t i = 0; name && i < COUNT(sources); i++)
+		if (!strcmp(sources[i]->name, name))
+			return sources[i];
+	return NULL;
+}
+
+const plg_transform_ops *plg_find_transform(const char *name)
+{
+	for (size_t i = 0; name && i < COUNT(transforms); i++)
+		if (!strcmp(transforms[i]->name, name))
+			return transforms[i];
+	return NULL;
+}
+
+const plg_sink_ops *plg_find_sink(const char *name)
+{
+	for (size_t i = 0; name && i < COUNT(sinks); i++)
+		if (!strcmp(sinks[i]->name, name))
+			return sinks[i];
+	return NULL;
+}
+
+bool plg_describe(plg_kind kind, size_t i, const char **name,
+		  const char **description)
+{
+	const char *n = NULL, *d = NULL;
+
+	switch (kind) {
+	case PLG_SOURCE:
+		if (i < COUNT(sources))
+			n = sources[i]->name, d = sources[i]->description;
+		break;
+	case PLG_TRANSFORM:
+		if (i < COUNT(transforms))
+			n = transforms[i]->name, d = transforms[i]->description;
+		break;
+	case PLG_SINK:
+		if (i < COUNT(sinks))
+			n = sinks[i]->name, d = sinks[i]->description;
+		break;
+	}
+	if (!n)
+		return false;
+	if (name)
+		*name = n;
+	if (description)
+		*description = d;
+	return true;
+}

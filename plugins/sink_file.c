@@ -1,0 +1,145 @@
+/*
+ * sink_file.c — the counted output file the sinks share: a buffered FILE*
+ * that knows its byte position, so each row's byte range is known without
+ * ftell; opening creates missing parent directories.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "plugins/plugins_internal.h"
+
+/* mkdir -p of path's parent directories. */
+static int mkdir_parents(const char *path, core_err *err)
+{
+	char *dir = strdup(path);
+	int rc = 0;
+
+	if (!dir)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
+		*p = '\0';
+		if (mkdir(dir, 0777) && errno != EEXIST) {
+			rc = core_err_set(err, CORE_EIO,
+					  "cannot create directory '%s' for '%s': %s",
+					  dir, path, strerror(errno));
+			break;
+		}
+		*p = '/';
+	}
+	free(dir);
+	return rc;
+}
+
+/* Opens path into *fd and gets its size; O_RDWR in append mode, to look
+ * at the last byte. */
+static int open_fd(const char *path, bool append, int *fd, uint64_t *size,
+		   core_err *err)
+{
+	int flags = O_CREAT | O_CLOEXEC |
+		    (append ? O_RDWR | O_APPEND : O_WRONLY | O_TRUNC);
+	struct stat st;
+
+	*fd = open(path, flags, 0666);
+	if (*fd < 0)
+		return core_err_set(err, CORE_EIO, "cannot open '%s' for writing: %s",
+				    path, strerror(errno));
+	if (fstat(*fd, &st)) {
+		core_err_set(err, CORE_EIO, "cannot stat '%s': %s", path,
+			     strerror(errno));
+		close(*fd);
+		return CORE_EIO;
+	}
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+/* Whether a non-empty file's last byte is not a line end. */
+static bool lacks_lf(int fd, uint64_t size)
+{
+	char c = '\n';
+
+	return size && pread(fd, &c, 1, (off_t)size - 1) == 1 && c != '\n';
+}
+
+int plg__outfile_open(plg__outfile *f, const char *path, bool append,
+		      core_err *err)
+{
+	bool add_lf;
+	int fd, rc;
+
+	memset(f, 0, sizeof(*f));
+	rc = mkdir_parents(path, err);
+	if (rc)
+		return rc;
+	rc = open_fd(path, append, &fd, &f->pos, err);
+	if (rc)
+		return rc;
+	add_lf = append && lacks_lf(fd, f->pos);
+	f->fp = fdopen(fd, append ? "a" : "w");
+	f->path = strdup(path);
+	if (!f->fp || !f->path) {
+		if (f->fp)
+			fclose(f->fp);
+		else
+			close(fd);
+		free(f->path);
+		memset(f, 0, sizeof(*f));
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	setvbuf(f->fp, NULL, _IOFBF, 1 << 16);
+	rc = add_lf ? plg__outfile_write(f, "\n", 1, err) : 0;
+	if (rc)
+		plg__outfile_close(f, NULL);
+	return rc;
+}
+
+int plg__outfile_write(plg__outfile *f, const void *p, size_t n, core_err *err)
+{
+	if (n && fwrite(p, 1, n, f->fp) != n)
+		return core_err_set(err, CORE_EIO, "cannot write to '%s': %s",
+				    f->path, strerror(errno));
+	f->pos += n;
+	return 0;
+}
+
+int plg__outfile_flush(plg__outfile *f, core_err *err)
+{
+	if (fflush(f->fp) || fsync(fileno(f->fp)))
+		return core_err_set(err, CORE_EIO, "cannot flush '%s': %s",
+				    f->path, strerror(errno));
+	return 0;
+}
+
+int plg__outfile_close(plg__outfile *f, core_err *err)
+{
+	int rc = 0;
+
+	if (!f->fp)
+		return 0;
+	rc = plg__outfile_flush(f, err);
+	if (fclose(f->fp) && !rc)
+		rc = core_err_set(err, CORE_EIO, "cannot close '%s': %s", f->path,
+				  strerror(errno));
+	free(f->path);
+	memset(f, 0, sizeof(*f));
+	return rc;
+}
+
+int plg__opt_encoding(const core_node *options, core_err *err)
+{
+	const char *enc = "utf-8";
+	int rc = core_opt_str(options, "encoding", false, &enc, err);
+
+	if (rc)
+		return rc;
+	if (strcasecmp(enc, "utf-8") && strcasecmp(enc, "utf8"))
+		return core_err_at(err, CORE_EUNSUPPORTED,
+				   core_map_get(options, "encoding"),
+				   "encoding '%s' is not supported; only utf-8 is", enc);
+	return 0;
+}

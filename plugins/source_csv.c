@@ -1,0 +1,369 @@
+/*
+ * source_csv.c — the "csv" source: one row per CSV record, keyed by the
+ * header (or `columns`), values as JSON strings unless the schema coerces
+ * them.
+ *
+ * Nothing read is dropped: a record with the wrong number of fields, with
+ * invalid UTF-8 or with an unterminated quote comes back as a row error
+ * whose row holds the raw fields. Fields beyond the header are keyed
+ * "_extra_1", "_extra_2", ...; missing trailing fields are absent. Such a
+ * row is not checked against the schema (its error is the first problem).
+ * Blank lines between records are skipped; an empty file gives no rows.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
+
+typedef struct csv_src {
+	FILE *fp;
+	char *path;
+	plg__csv_reader rd;
+	char **cols; /* the row keys, after field_mapping */
+	size_t ncols;
+	plg_schema *schema;
+} csv_src;
+
+static void csv_close(void *state)
+{
+	csv_src *s = state;
+	size_t i;
+
+	if (!s)
+		return;
+	plg__csv_reader_release(&s->rd);
+	if (s->fp)
+		fclose(s->fp);
+	for (i = 0; i < s->ncols; i++)
+		free(s->cols[i]);
+	free(s->cols);
+	plg__schema_free(s->schema);
+	free(s->path);
+	free(s);
+}
+
+static int nomem(core_err *err)
+{
+	return core_err_set(err, CORE_ENOMEM, "out of memory");
+}
+
+/* One ASCII byte other than a quote or a line break; "\t" written as two
+ * characters (as in a single-quoted YAML string) means a tab. */
+static int parse_delim(const core_node *opts, char *out, core_err *err)
+{
+	const char *d = NULL;
+	int rc;
+
+	*out = ',';
+	if ((rc = core_opt_str(opts, "delimiter", false, &d, err)) || !d)
+		return rc;
+	if (!strcmp(d, "\\t"))
+		d = "\t";
+	if (strlen(d) != 1 || (unsigned char)d[0] >= 0x80 || d[0] == '"' ||
+	    d[0] == '\r' || d[0] == '\n')
+		return core_err_at(err, CORE_ECONFIG,
+				   core_map_get(opts, "delimiter"),
+				   "the delimiter must be one ASCII character "
+				   "other than '\"' or a line break, got \"%s\"",
+				   d);
+	*out = d[0];
+	return 0;
+}
+
+static int add_col(csv_src *s, const char *name, size_t len)
+{
+	const char *b = name, *e = name + len;
+
+	while (b < e && isspace((unsigned char)*b))
+		b++;
+	while (e > b && isspace((unsigned char)e[-1]))
+		e--;
+	s->cols[s->ncols] = strndup(b, (size_t)(e - b));
+	if (!s->cols[s->ncols])
+		return CORE_ENOMEM;
+	s->ncols++;
+	return 0;
+}
+
+/* Empty, NUL-holding or duplicate names; `what` says where they came from. */
+static int check_cols(const csv_src *s, const core_node *at, const char *what,
+		      core_err *err)
+{
+	size_t i, j;
+
+	for (i = 0; i < s->ncols; i++) {
+		if (!s->cols[i][0])
+			return core_err_at(err, CORE_ECONFIG, at,
+					   "%s: column %zu has no name; name "
+					   "the columns with `columns` (and "
+					   "skip_rows: 1 to skip the header)",
+					   what, i + 1);
+		for (j = 0; j < i; j++)
+			if (!strcmp(s->cols[i], s->cols[j]))
+				return core_err_at(err, CORE_ECONFIG, at,
+						   "%s: duplicate column name "
+						   "'%s' (columns %zu and %zu); "
+						   "name the columns with "
+						   "`columns` (and skip_rows: 1 "
+						   "to skip the header)", what,
+						   s->cols[i], j + 1, i + 1);
+	}
+	return 0;
+}
+
+static int alloc_cols(csv_src *s, size_t n, core_err *err)
+{
+	s->cols = calloc(n ? n : 1, sizeof(*s->cols));
+	return s->cols ? 0 : nomem(err);
+}
+
+static int cols_from_list(csv_src *s, const core_node *n, core_err *err)
+{
+	const char **names = NULL;
+	size_t len = 0, i;
+	int rc;
+
+	if ((rc = core_node_str_list(n, &names, &len, err)))
+		return rc;
+	if (!len)
+		rc = core_err_at(err, CORE_ECONFIG, n,
+				 "columns must name at least one column");
+	else
+		rc = alloc_cols(s, len, err);
+	for (i = 0; !rc && i < len; i++)
+		if (add_col(s, names[i], strlen(names[i])))
+			rc = nomem(err);
+	free(names);
+	return rc ? rc : check_cols(s, n, "columns", err);
+}
+
+/* Reads the header record. An empty file leaves no columns (no rows). */
+static int cols_from_header(csv_src *s, const core_node *at, core_err *err)
+{
+	const char *f;
+	size_t i, len;
+	char what[64];
+	int rc;
+
+	rc = plg__csv_reader_next(&s->rd, err);
+	if (rc <= 0)
+		return rc ? core_err_prefix(err, "%s", s->path) : 0;
+	if (s->rd.error[0])
+		return core_err_set(err, CORE_EDATA, "%s: header: %s", s->path,
+				    s->rd.error);
+	if ((rc = alloc_cols(s, s->rd.nfields, err)))
+		return rc;
+	for (i = 0; i < s->rd.nfields; i++) {
+		f = plg__csv_field(&s->rd, i, &len);
+		if (memchr(f, '\0', len))
+			return core_err_at(err, CORE_ECONFIG, at,
+					   "%s: the header name of column %zu "
+					   "holds a NUL byte", s->path, i + 1);
+		if (add_col(s, f, len))
+			return nomem(err);
+	}
+	snprintf(what, sizeof(what), "header (line %ld)", s->rd.line);
+	return check_cols(s, at, what, err);
+}
+
+static int find_col(const csv_src *s, const char *name)
+{
+	size_t i;
+
+	for (i = 0; i < s->ncols; i++)
+		if (!strcmp(s->cols[i], name))
+			return (int)i;
+	return -1;
+}
+
+static int unknown_col(const csv_src *s, const core_node *key, core_err *err)
+{
+	char list[256];
+	size_t i, n = 0;
+
+	list[0] = '\0';
+	for (i = 0; i < s->ncols && n < sizeof(list); i++)
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s'%s'",
+				      i ? ", " : "", s->cols[i]);
+	if (n >= sizeof(list))
+		memcpy(list + sizeof(list) - 4, "...", 4);
+	return core_err_at(err, CORE_ECONFIG, key,
+			   "field_mapping: column '%s' is not in %s (its "
+			   "columns are: %s)", key->value, s->path,
+			   s->ncols ? list : "none, the file is empty");
+}
+
+/* Renames columns; every mapping key must name a column. */
+static int apply_mapping(csv_src *s, const core_node *m, core_err *err)
+{
+	const char *to;
+	size_t i;
+	int c, rc;
+	char *dup;
+
+	if (!m || core_node_is_null(m))
+		return 0;
+	if (m->kind != CORE_NODE_MAP)
+		return core_err_at(err, CORE_ECONFIG, m,
+				   "expected a map of header name -> new name");
+	if (!s->ncols) /* an empty file: nothing to rename */
+		return 0;
+	for (i = 0; i < m->len; i++) {
+		if ((rc = core_node_str(m->items[i], &to, err)))
+			return rc;
+		c = find_col(s, m->keys[i]->value);
+		if (c < 0)
+			return unknown_col(s, m->keys[i], err);
+		if (!(dup = strdup(to)))
+			return nomem(err);
+		free(s->cols[c]);
+		s->cols[c] = dup;
+	}
+	return check_cols(s, m, "after field_mapping", err);
+}
+
+static int open_file(csv_src *s, const core_node *opts, char delim,
+		     core_err *err)
+{
+	long long skip = 0;
+	int rc;
+
+	if ((rc = core_opt_int(opts, "skip_rows", 0, LONG_MAX, &skip, err)))
+		return rc;
+	s->fp = fopen(s->path, "rb");
+	if (!s->fp)
+		return core_err_at(err, CORE_EIO, core_map_get(opts, "path"),
+				   "cannot open '%s': %s", s->path,
+				   strerror(errno));
+	plg__csv_reader_init(&s->rd, s->fp, delim);
+	if ((rc = plg__csv_reader_skip_lines(&s->rd, skip, err)))
+		return core_err_prefix(err, "%s", s->path);
+	return 0;
+}
+
+static int csv_open(const core_node *options, void **state, core_err *err)
+{
+	static const char *const keys[] = {
+		"path", "delimiter", "skip_rows", "columns", "field_mapping",
+		"encoding", "on_validation_failure", PLG_COMMON_KEYS, NULL};
+	const core_node *cols = core_map_get(options, "columns");
+	const char *path = NULL;
+	csv_src *s;
+	char delim;
+	int rc;
+
+	if (!(s = calloc(1, sizeof(*s))))
+		return nomem(err);
+	if ((rc = core_map_check_keys(options, keys, err)) ||
+	    (rc = core_opt_str(options, "path", true, &path, err)) ||
+	    (rc = plg__check_encoding(options, err)) ||
+	    (rc = parse_delim(options, &delim, err)) ||
+	    (rc = plg__schema_parse(core_map_get(options, "schema"),
+				    &s->schema, err)))
+		goto out_close;
+	if (!(s->path = strdup(path))) {
+		rc = nomem(err);
+		goto out_close;
+	}
+	if ((rc = open_file(s, options, delim, err)))
+		goto out_close;
+	if (cols && !core_node_is_null(cols))
+		rc = cols_from_list(s, cols, err);
+	else
+		rc = cols_from_header(s, core_map_get(options, "path"), err);
+	if (rc || (rc = apply_mapping(s, core_map_get(options, "field_mapping"),
+				      err)))
+		goto out_close;
+	*state = s;
+	return 0;
+out_close:
+	csv_close(s);
+	return rc;
+}
+
+/* The record as a row: header keys, then "_extra_N" for surplus fields. */
+static json_t *build_row(const csv_src *s)
+{
+	const plg__csv_reader *rd = &s->rd;
+	json_t *row = json_object(), *v;
+	char key[32];
+	const char *f, *k;
+	size_t i, len;
+
+	for (i = 0; row && i < rd->nfields; i++) {
+		f = plg__csv_field(rd, i, &len);
+		k = s->cols[i < s->ncols ? i : 0];
+		if (i >= s->ncols) {
+			snprintf(key, sizeof(key), "_extra_%zu",
+				 i - s->ncols + 1);
+			k = key;
+		}
+		v = json_stringn_nocheck(f, len);
+		if (!v || json_object_set_new_nocheck(row, k, v)) {
+			json_decref(row);
+			row = NULL;
+		}
+	}
+	return row;
+}
+
+/* Says in buf why the row is bad; "" when it is good. 0 or CORE_ENOMEM. */
+static int row_error(csv_src *s, json_t *row, char *buf, size_t cap,
+		     core_err *err)
+{
+	const plg__csv_reader *rd = &s->rd;
+	core_err e = {0};
+
+	buf[0] = '\0';
+	if (rd->error[0])
+		snprintf(buf, cap, "%s", rd->error);
+	else if (rd->nfields != s->ncols)
+		snprintf(buf, cap, "line %ld: expected %zu fields, got %zu",
+			 rd->line, s->ncols, rd->nfields);
+	else if (plg__schema_apply(s->schema, row, true, &e)) {
+		if (e.code == CORE_ENOMEM)
+			return nomem(err);
+		snprintf(buf, cap, "line %ld: %s", rd->line, e.msg);
+	}
+	return 0;
+}
+
+static int csv_next(void *state, plg_source_row *out, core_err *err)
+{
+	csv_src *s = state;
+	char msg[sizeof(err->msg) + 32], where[32];
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	rc = plg__csv_reader_next(&s->rd, err);
+	if (rc <= 0)
+		return rc ? core_err_prefix(err, "%s", s->path) : 0;
+	if (!(out->row = build_row(s)))
+		return nomem(err);
+	if ((rc = row_error(s, out->row, msg, sizeof(msg), err)))
+		goto out_release;
+	snprintf(where, sizeof(where), "line %ld", s->rd.line);
+	if (!(out->where = strdup(where)) ||
+	    (msg[0] && !(out->error = strdup(msg)))) {
+		rc = nomem(err);
+		goto out_release;
+	}
+	return 1;
+out_release:
+	json_decref(out->row);
+	free(out->where);
+	memset(out, 0, sizeof(*out));
+	return rc;
+}
+
+const plg_source_ops plg__csv_source = {
+	.name = "csv",
+	.description = "rows from a CSV file (RFC 4180, UTF-8)",
+	.open = csv_open,
+	.next = csv_next,
+	.close = csv_close,
+};

@@ -1,0 +1,334 @@
+/*
+ * source_json.c — the "json" source: rows from a JSON array of objects
+ * (format: json, optionally under `data_key`) or from JSON Lines (format:
+ * jsonl, one object per line).
+ *
+ * json loads the whole document at open (a document that does not parse is
+ * fatal there) and hands out its elements one by one, letting go of each as
+ * it goes. jsonl reads a line per row: blank lines are skipped, and a line
+ * that is not a JSON object is a row error whose row is {"_raw": line}.
+ * A non-object element of a json array is a row error whose row is
+ * {"_raw": element}. Rows are checked against the schema without coercion.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/types.h>
+
+#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
+
+typedef struct json_src {
+	char *path;
+	plg_schema *schema;
+	FILE *fp;      /* jsonl */
+	char *ln;      /* jsonl: getline buffer */
+	size_t ln_cap;
+	long line;
+	json_t *array; /* json: the rows; taken elements become null */
+	size_t index;
+} json_src;
+
+static void json_close(void *state)
+{
+	json_src *s = state;
+
+	if (!s)
+		return;
+	if (s->fp)
+		fclose(s->fp);
+	free(s->ln);
+	json_decref(s->array);
+	plg__schema_free(s->schema);
+	free(s->path);
+	free(s);
+}
+
+static int nomem(core_err *err)
+{
+	return core_err_set(err, CORE_ENOMEM, "out of memory");
+}
+
+static const char *type_name(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return "a boolean";
+	case JSON_NULL:
+		break;
+	}
+	return "null";
+}
+
+/* Skips a UTF-8 byte order mark at the start of fp. */
+static void skip_bom(FILE *fp)
+{
+	unsigned char b[3];
+
+	if (fread(b, 1, 3, fp) != 3 || memcmp(b, "\xEF\xBB\xBF", 3))
+		rewind(fp);
+}
+
+/* format: json|jsonl, else by the extension (.jsonl, .ndjson: jsonl). */
+static int parse_format(const core_node *opts, const char *path, bool *jsonl,
+			core_err *err)
+{
+	static const char *const formats[] = {"json", "jsonl", NULL};
+	const core_node *f = core_map_get(opts, "format");
+	const char *dot = strrchr(path, '.');
+	int i, rc;
+
+	if (f && !core_node_is_null(f)) {
+		if ((rc = core_node_enum(f, formats, &i, err)))
+			return rc;
+		*jsonl = i == 1;
+		return 0;
+	}
+	*jsonl = dot && (!strcmp(dot, ".jsonl") || !strcmp(dot, ".ndjson"));
+	return 0;
+}
+
+/* The rows array of the loaded document: root, or root[data_key]. */
+static int find_rows(json_src *s, json_t *root, const core_node *opts,
+		     core_err *err)
+{
+	const char *key = NULL;
+	json_t *rows = root;
+	int rc;
+
+	if ((rc = core_opt_str(opts, "data_key", false, &key, err)))
+		return rc;
+	if (key && !json_is_object(root))
+		return core_err_at(err, CORE_EDATA,
+				   core_map_get(opts, "data_key"),
+				   "%s: data_key needs a top-level object, the "
+				   "file holds %s", s->path, type_name(root));
+	if (key && !(rows = json_object_get(root, key)))
+		return core_err_at(err, CORE_EDATA,
+				   core_map_get(opts, "data_key"),
+				   "%s: the top-level object has no key '%s'",
+				   s->path, key);
+	if (!json_is_array(rows))
+		return core_err_set(err, CORE_EDATA,
+				    "%s: expected %s to be an array of "
+				    "objects, got %s%s", s->path,
+				    key ? "the data_key value" : "the document",
+				    type_name(rows),
+				    key ? "" : " (set data_key if the rows "
+				    "are under a key)");
+	s->array = json_incref(rows);
+	return 0;
+}
+
+static int load_json(json_src *s, const core_node *opts, core_err *err)
+{
+	json_error_t jerr;
+	json_t *root;
+	int rc;
+
+	skip_bom(s->fp);
+	root = json_loadf(s->fp, 0, &jerr);
+	fclose(s->fp);
+	s->fp = NULL;
+	if (!root)
+		return core_err_set(err, CORE_EDATA,
+				    "%s: invalid JSON at line %d, column %d: "
+				    "%s", s->path, jerr.line, jerr.column,
+				    jerr.text);
+	rc = find_rows(s, root, opts, err);
+	json_decref(root);
+	return rc;
+}
+
+static int json_open(const core_node *options, void **state, core_err *err)
+{
+	static const char *const keys[] = {
+		"path", "format", "data_key", "encoding",
+		"on_validation_failure", PLG_COMMON_KEYS, NULL};
+	const char *path = NULL;
+	json_src *s;
+	bool jsonl = false;
+	int rc;
+
+	if (!(s = calloc(1, sizeof(*s))))
+		return nomem(err);
+	if ((rc = core_map_check_keys(options, keys, err)) ||
+	    (rc = core_opt_str(options, "path", true, &path, err)) ||
+	    (rc = plg__check_encoding(options, err)) ||
+	    (rc = parse_format(options, path, &jsonl, err)) ||
+	    (rc = plg__schema_parse(core_map_get(options, "schema"),
+				    &s->schema, err)))
+		goto out_close;
+	if (jsonl && core_map_get(options, "data_key")) {
+		rc = core_err_at(err, CORE_ECONFIG,
+				 core_map_get(options, "data_key"),
+				 "data_key applies to format: json only");
+		goto out_close;
+	}
+	if (!(s->path = strdup(path))) {
+		rc = nomem(err);
+		goto out_close;
+	}
+	if (!(s->fp = fopen(path, "rb"))) {
+		rc = core_err_at(err, CORE_EIO, core_map_get(options, "path"),
+				 "cannot open '%s': %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (!jsonl && (rc = load_json(s, options, err)))
+		goto out_close;
+	*state = s;
+	return 0;
+out_close:
+	json_close(s);
+	return rc;
+}
+
+/* {"_raw": v}, taking v's reference (a new reference, or NULL). */
+static json_t *raw_row(json_t *v)
+{
+	json_t *row = v ? json_object() : NULL;
+
+	if (row && json_object_set_new(row, "_raw", v)) {
+		json_decref(row);
+		return NULL;
+	}
+	if (!row)
+		json_decref(v);
+	return row;
+}
+
+/* Fills out->row/error/where; `what` is "line 4" or "index 3". */
+static int finish_row(json_src *s, plg_source_row *out, json_t *row,
+		      const char *what, const char *why, core_err *err)
+{
+	core_err e = {0};
+	char msg[sizeof(e.msg) + 64];
+
+	msg[0] = '\0';
+	if (why)
+		snprintf(msg, sizeof(msg), "%s: %s", what, why);
+	else if (plg__schema_apply(s->schema, row, false, &e))
+		snprintf(msg, sizeof(msg), "%s: %s", what, e.msg);
+	out->row = row;
+	out->where = strdup(what);
+	if (e.code == CORE_ENOMEM || !out->where ||
+	    (msg[0] && !(out->error = strdup(msg)))) {
+		json_decref(out->row);
+		free(out->where);
+		memset(out, 0, sizeof(*out));
+		return nomem(err);
+	}
+	return 1;
+}
+
+static int next_element(json_src *s, plg_source_row *out, core_err *err)
+{
+	char what[48], why[64];
+	json_t *el;
+
+	if (s->index >= json_array_size(s->array))
+		return 0;
+	el = json_incref(json_array_get(s->array, s->index));
+	json_array_set_new(s->array, s->index, json_null());
+	snprintf(what, sizeof(what), "index %zu", s->index++);
+	if (json_is_object(el))
+		return finish_row(s, out, el, what, NULL, err);
+	snprintf(why, sizeof(why), "expected a JSON object, got %s",
+		 type_name(el));
+	if (!(el = raw_row(el)))
+		return nomem(err);
+	return finish_row(s, out, el, what, why, err);
+}
+
+/* The next non-blank line, without its line end, in *p and *n. 1, or 0 at
+ * the end. */
+static int read_line(json_src *s, const char **p, size_t *n, core_err *err)
+{
+	ssize_t got;
+	const char *b, *e;
+
+	do {
+		errno = 0;
+		got = getline(&s->ln, &s->ln_cap, s->fp);
+		if (got < 0) {
+			if (errno == ENOMEM)
+				return nomem(err);
+			if (ferror(s->fp))
+				return core_err_set(err, CORE_EIO,
+						    "%s: read error after line "
+						    "%ld: %s", s->path, s->line,
+						    strerror(errno));
+			return 0;
+		}
+		b = s->ln;
+		e = b + got;
+		if (++s->line == 1 && got >= 3 && !memcmp(b, "\xEF\xBB\xBF", 3))
+			b += 3;
+		while (e > b && (e[-1] == '\n' || e[-1] == '\r' ||
+				 e[-1] == ' ' || e[-1] == '\t'))
+			e--;
+		while (b < e && (*b == ' ' || *b == '\t'))
+			b++;
+	} while (b == e);
+	*p = b;
+	*n = (size_t)(e - b);
+	return 1;
+}
+
+static int next_line(json_src *s, plg_source_row *out, core_err *err)
+{
+	char what[48], why[256];
+	json_error_t jerr;
+	core_buf raw = {0};
+	const char *p = NULL;
+	json_t *row;
+	size_t n = 0;
+	int rc;
+
+	if ((rc = read_line(s, &p, &n, err)) <= 0)
+		return rc;
+	snprintf(what, sizeof(what), "line %ld", s->line);
+	row = json_loadb(p, n, JSON_DECODE_ANY, &jerr);
+	if (json_is_object(row))
+		return finish_row(s, out, row, what, NULL, err);
+	if (row)
+		snprintf(why, sizeof(why), "expected a JSON object, got %s",
+			 type_name(row));
+	else
+		snprintf(why, sizeof(why), "invalid JSON at column %d: %s",
+			 jerr.column, jerr.text);
+	json_decref(row);
+	if (plg__utf8_lossy(&raw, p, n) || core_buf_reserve(&raw, 0) ||
+	    !(row = raw_row(json_stringn(raw.data, raw.len)))) {
+		core_buf_release(&raw);
+		return nomem(err);
+	}
+	core_buf_release(&raw);
+	return finish_row(s, out, row, what, why, err);
+}
+
+static int json_next(void *state, plg_source_row *out, core_err *err)
+{
+	json_src *s = state;
+
+	memset(out, 0, sizeof(*out));
+	return s->array ? next_element(s, out, err) : next_line(s, out, err);
+}
+
+const plg_source_ops plg__json_source = {
+	.name = "json",
+	.description = "rows from a JSON array of objects or a JSON Lines file",
+	.open = json_open,
+	.next = json_next,
+	.close = json_close,
+};

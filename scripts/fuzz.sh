@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs each libFuzzer harness (settings loader, CSV reader, expression
+# parser) for SECONDS seconds (default 60). Long runs are by hand, not CI.
+#   ./scripts/fuzz.sh 300
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SECS=${1:-60}
+CC=clang cmake -S . -B build-fuzz -DELSPETH_FUZZ=ON -DELSPETH_TESTS=OFF >/dev/null
+cmake --build build-fuzz -j"$(nproc)" >/dev/null
+status=0
+for h in settings csv expr; do
+  corpus=tests/fuzz/corpus/$h
+  work=build-fuzz/corpus-$h
+  mkdir -p "$work"
+  echo "== fuzz_$h for ${SECS}s"
+  if ! build-fuzz/fuzz_$h -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+       "$work" "$corpus" 2>build-fuzz/fuzz_$h.log; then
+    echo "fuzz_$h FAILED: see build-fuzz/fuzz_$h.log"; status=1
+  fi
+  grep -E "^#[0-9]+.*DONE|Done [0-9]+ runs" build-fuzz/fuzz_$h.log | tail -1 || true
+done
+exit $status
