@@ -79,13 +79,13 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
 	if (!sum->per_sink)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = dag_open(g, true, err)))
+	/* The source first: a missing input must not leave empty outputs. */
+	if ((rc = g->nodes[0].sops->open(g->nodes[0].options, &src, err)))
 		return rc;
-	rc = g->nodes[0].sops->open(g->nodes[0].options, &src, err);
-	if (!rc) {
+	rc = dag_open(g, true, err);
+	if (!rc)
 		rc = run_rows(g, src, o, sum, err);
-		g->nodes[0].sops->close(src);
-	}
+	g->nodes[0].sops->close(src);
 	if (rc) {
 		dag_close(g, NULL);
 	} else {

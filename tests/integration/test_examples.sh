@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Runs every example pipeline that has an expected/ folder and compares its
+# sinks byte for byte with the expected files.
+source "$(dirname "$0")/lib.sh"
+cd "$SRC"
+for dir in examples/*/; do
+  name=$(basename "$dir")
+  [ -d "$dir/expected" ] || continue
+  out="$WORK/$name"
+  expect "$name: validate" 0 "Settings valid" -- \
+    env ELSPETH_OUT_DIR="$out" "$ELSPETH" validate -s "$dir/settings.yaml"
+  expect "$name: run" 0 "Run completed" -- \
+    env ELSPETH_OUT_DIR="$out" "$ELSPETH" run -s "$dir/settings.yaml" --execute
+  for f in "$dir"/expected/*; do
+    if cmp -s "$f" "$out/$(basename "$f")"; then
+      pass "$name: $(basename "$f") identical"
+    else
+      fail "$name: $(basename "$f") differs"; diff "$f" "$out/$(basename "$f")" | head -10
+    fi
+  done
+  n_expected=$(ls "$dir/expected" | wc -l); n_out=$(ls "$out" | wc -l)
+  [ "$n_expected" = "$n_out" ] && pass "$name: no unexpected outputs" || fail "$name: $n_out outputs, want $n_expected"
+done
+finish
