@@ -57,7 +57,8 @@ typedef struct core_err {
 
 /* Formats msg into err (err may be NULL) and returns code. */
 int core_err_set(core_err *err, int code, const char *fmt, ...) CORE_PRINTF(3, 4);
-int core_err_vset(core_err *err, int code, const char *fmt, va_list ap);
+int core_err_vset(core_err *err, int code, const char *fmt, va_list ap)
+	CORE_PRINTF(3, 0);
 /* Prepends "prefix: " to an error already set. Returns err->code. */
 int core_err_prefix(core_err *err, const char *fmt, ...) CORE_PRINTF(2, 3);
 /* Never returns NULL. */

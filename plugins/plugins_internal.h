@@ -54,7 +54,8 @@ int plg__schema_parse(const core_node *n, plg_schema **out, core_err *err);
 void plg__schema_free(plg_schema *s);
 /* Validates row in place; when `coerce` (text sources like CSV), string
  * values are converted to the declared type ("42" -> 42). Errors are
- * CORE_EDATA naming the field and what was expected. */
+ * CORE_EDATA naming the field and what was expected; on error the row is
+ * left unchanged. */
 int plg__schema_apply(const plg_schema *s, json_t *row, bool coerce,
 		      core_err *err);
 

@@ -90,7 +90,8 @@ static int parse_type(plg_field *fd, const char *tb, const char *te,
 	}
 	n = (size_t)(te - tb);
 	for (i = 0; type_names[i]; i++)
-		if (strlen(type_names[i]) == n && !memcmp(tb, type_names[i], n)) {
+		if (strlen(type_names[i]) == n &&
+		    !memcmp(tb, type_names[i], n)) {
 			fd->type = (plg_ftype)i;
 			return 0;
 		}
@@ -287,9 +288,10 @@ static int type_error(const plg_field *fd, const json_t *v, const char *why,
 {
 	char buf[96];
 
-	return core_err_set(err, CORE_EDATA, "field '%s': expected %s, got %s%s",
-			    fd->name, type_names[fd->type],
-			    describe(v, buf, sizeof(buf)), why ? why : "");
+	return core_err_set(err, CORE_EDATA,
+			    "field '%s': expected %s, got %s%s", fd->name,
+			    type_names[fd->type], describe(v, buf, sizeof(buf)),
+			    why ? why : "");
 }
 
 static int out_of_memory(core_err *err)

@@ -67,9 +67,9 @@ static int parse_delim(const core_node *opts, char *out, core_err *err)
 	    d[0] == '\r' || d[0] == '\n')
 		return core_err_at(err, CORE_ECONFIG,
 				   core_map_get(opts, "delimiter"),
-				   "the delimiter must be one ASCII character "
-				   "other than '\"' or a line break, got \"%s\"",
-				   d);
+				   "the delimiter must be one ASCII "
+				   "character other than '\"' or a line "
+				   "break, got \"%s\"", d);
 	*out = d[0];
 	return 0;
 }
@@ -89,7 +89,10 @@ static int add_col(csv_src *s, const char *name, size_t len)
 	return 0;
 }
 
-/* Empty, NUL-holding or duplicate names; `what` says where they came from. */
+#define NAME_HINT "name the columns with `columns` (and skip_rows: 1 to " \
+	"skip the header)"
+
+/* Empty or duplicate names; `what` says where they came from. */
 static int check_cols(const csv_src *s, const core_node *at, const char *what,
 		      core_err *err)
 {
@@ -98,19 +101,14 @@ static int check_cols(const csv_src *s, const core_node *at, const char *what,
 	for (i = 0; i < s->ncols; i++) {
 		if (!s->cols[i][0])
 			return core_err_at(err, CORE_ECONFIG, at,
-					   "%s: column %zu has no name; name "
-					   "the columns with `columns` (and "
-					   "skip_rows: 1 to skip the header)",
-					   what, i + 1);
+					   "%s: column %zu has no name; "
+					   NAME_HINT, what, i + 1);
 		for (j = 0; j < i; j++)
 			if (!strcmp(s->cols[i], s->cols[j]))
 				return core_err_at(err, CORE_ECONFIG, at,
-						   "%s: duplicate column name "
-						   "'%s' (columns %zu and %zu); "
-						   "name the columns with "
-						   "`columns` (and skip_rows: 1 "
-						   "to skip the header)", what,
-						   s->cols[i], j + 1, i + 1);
+					"%s: duplicate column name '%s' "
+					"(columns %zu and %zu); " NAME_HINT,
+					what, s->cols[i], j + 1, i + 1);
 	}
 	return 0;
 }
@@ -146,7 +144,7 @@ static int cols_from_header(csv_src *s, const core_node *at, core_err *err)
 {
 	const char *f;
 	size_t i, len;
-	char what[64];
+	char what[512];
 	int rc;
 
 	rc = plg__csv_reader_next(&s->rd, err);
@@ -166,7 +164,8 @@ static int cols_from_header(csv_src *s, const core_node *at, core_err *err)
 		if (add_col(s, f, len))
 			return nomem(err);
 	}
-	snprintf(what, sizeof(what), "header (line %ld)", s->rd.line);
+	snprintf(what, sizeof(what), "%s, header (line %ld)", s->path,
+		 s->rd.line);
 	return check_cols(s, at, what, err);
 }
 
@@ -189,21 +188,43 @@ static int unknown_col(const csv_src *s, const core_node *key, core_err *err)
 	for (i = 0; i < s->ncols && n < sizeof(list); i++)
 		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s'%s'",
 				      i ? ", " : "", s->cols[i]);
-	if (n >= sizeof(list))
-		memcpy(list + sizeof(list) - 4, "...", 4);
+	if (n >= sizeof(list)) { /* cut at a UTF-8 character boundary */
+		n = sizeof(list) - 4;
+		while (n && ((unsigned char)list[n] & 0xC0) == 0x80)
+			n--;
+		memcpy(list + n, "...", 4);
+	}
 	return core_err_at(err, CORE_ECONFIG, key,
-			   "field_mapping: column '%s' is not in %s (its "
-			   "columns are: %s)", key->value, s->path,
-			   s->ncols ? list : "none, the file is empty");
+			   "column '%s' is not a column of %s (its "
+			   "columns are: %s)", key->value, s->path, list);
+}
+
+/* New names for the columns the mapping names (renamed[c], NULL when
+ * unchanged); keys are matched against the original names. */
+static int map_names(const csv_src *s, const core_node *m, char **renamed,
+		     core_err *err)
+{
+	const char *to;
+	size_t i;
+	int c, rc;
+
+	for (i = 0; i < m->len; i++) {
+		if ((rc = core_node_str(m->items[i], &to, err)))
+			return rc;
+		if ((c = find_col(s, m->keys[i]->value)) < 0)
+			return unknown_col(s, m->keys[i], err);
+		if (!(renamed[c] = strdup(to)))
+			return nomem(err);
+	}
+	return 0;
 }
 
 /* Renames columns; every mapping key must name a column. */
 static int apply_mapping(csv_src *s, const core_node *m, core_err *err)
 {
-	const char *to;
+	char **renamed;
 	size_t i;
-	int c, rc;
-	char *dup;
+	int rc;
 
 	if (!m || core_node_is_null(m))
 		return 0;
@@ -212,18 +233,19 @@ static int apply_mapping(csv_src *s, const core_node *m, core_err *err)
 				   "expected a map of header name -> new name");
 	if (!s->ncols) /* an empty file: nothing to rename */
 		return 0;
-	for (i = 0; i < m->len; i++) {
-		if ((rc = core_node_str(m->items[i], &to, err)))
-			return rc;
-		c = find_col(s, m->keys[i]->value);
-		if (c < 0)
-			return unknown_col(s, m->keys[i], err);
-		if (!(dup = strdup(to)))
-			return nomem(err);
-		free(s->cols[c]);
-		s->cols[c] = dup;
+	if (!(renamed = calloc(s->ncols, sizeof(*renamed))))
+		return nomem(err);
+	rc = map_names(s, m, renamed, err);
+	for (i = 0; i < s->ncols; i++) {
+		if (rc || !renamed[i]) {
+			free(renamed[i]);
+			continue;
+		}
+		free(s->cols[i]);
+		s->cols[i] = renamed[i];
 	}
-	return check_cols(s, m, "after field_mapping", err);
+	free(renamed);
+	return rc ? rc : check_cols(s, m, "after field_mapping", err);
 }
 
 static int open_file(csv_src *s, const core_node *opts, char delim,

@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/types.h>
 
 #include "plugins/csv_reader.h"
@@ -94,7 +95,8 @@ static int parse_format(const core_node *opts, const char *path, bool *jsonl,
 		*jsonl = i == 1;
 		return 0;
 	}
-	*jsonl = dot && (!strcmp(dot, ".jsonl") || !strcmp(dot, ".ndjson"));
+	*jsonl = dot && (!strcasecmp(dot, ".jsonl") ||
+			 !strcasecmp(dot, ".ndjson"));
 	return 0;
 }
 
