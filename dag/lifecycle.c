@@ -14,6 +14,8 @@ int dag_open(dag_graph *g, bool sinks, core_err *err)
 			rc = n->tops->open(n->options, &n->tstate, err);
 		else if (n->kind == DAG_SINK && sinks && !n->kstate)
 			rc = n->kops->open(n->options, &n->kstate, err);
+		else if (n->kind == DAG_SINK && !sinks)
+			rc = n->kops->check(n->options, err);
 		else
 			continue;
 		if (rc) {

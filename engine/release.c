@@ -8,7 +8,7 @@ int eng__release(dag_graph *g, eng_result *res, eng_summary *sum,
 
 	for (size_t i = 0; i < res->ntokens; i++) {
 		eng_token *t = &res->tokens[i];
-		uint64_t off, len;
+		plg_write_info info;
 		dag_node *k;
 
 		sum->outcomes[t->outcome]++;
@@ -19,7 +19,7 @@ int eng__release(dag_graph *g, eng_result *res, eng_summary *sum,
 			continue;
 		}
 		k = &g->nodes[t->sink];
-		if (k->kops->write(k->kstate, t->data, &off, &len, err))
+		if (k->kops->write(k->kstate, t->data, &info, err))
 			return core_err_prefix(err, "row %llu: sink '%s'",
 					       (unsigned long long)res->seq, k->name);
 		sum->per_sink[t->sink]++;

@@ -65,16 +65,27 @@ typedef struct plg_transform_ops {
 
 /* ------------------------------------------------------------------ sinks */
 
+/* What one sink write put where: the byte range in the output file and the
+ * bytes themselves (valid until the next write or close), so the caller
+ * can hash them for the audit trail. */
+typedef struct plg_write_info {
+	uint64_t offset;
+	uint64_t len;
+	const char *bytes;
+} plg_write_info;
+
 typedef struct plg_sink_ops {
 	const char *name;
 	const char *description;
 	/* Opens (creating missing parent directories) and checks the target is
 	 * writable, so a bad path fails before any row is read. */
 	int (*open)(const core_node *options, void **state, core_err *err);
-	/* Writes one row. *offset and *len receive the byte range written in
-	 * the output file (the header, if written now, is not part of it). */
-	int (*write)(void *state, const json_t *row, uint64_t *offset,
-		     uint64_t *len, core_err *err);
+	/* Checks the options as open would, touching no file (validate). */
+	int (*check)(const core_node *options, core_err *err);
+	/* Writes one row; *info receives the byte range written in the output
+	 * file and its bytes (a header written now is not part of it). */
+	int (*write)(void *state, const json_t *row, plg_write_info *info,
+		     core_err *err);
 	/* Makes everything written so far durable (fflush + fsync). */
 	int (*flush)(void *state, core_err *err);
 	/* Finishes the file (e.g. the closing bracket of a JSON array), closes

@@ -305,8 +305,8 @@ static int format_row(struct csv_sink *s, const json_t *row, core_err *err)
 		core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
 }
 
-static int csv_write(void *state, const json_t *row, uint64_t *offset,
-		     uint64_t *len, core_err *err)
+static int csv_write(void *state, const json_t *row, plg_write_info *info,
+		     core_err *err)
 {
 	struct csv_sink *s = state;
 	int rc;
@@ -326,8 +326,9 @@ static int csv_write(void *state, const json_t *row, uint64_t *offset,
 		if (rc)
 			return rc;
 	}
-	*offset = s->out.pos;
-	*len = s->line.len;
+	info->offset = s->out.pos;
+	info->len = s->line.len;
+	info->bytes = s->line.data;
 	return plg__outfile_write(&s->out, s->line.data, s->line.len, err);
 
 out_undo_header:
@@ -398,6 +399,20 @@ static int csv_open(const core_node *options, void **state, core_err *err)
 	return 0;
 }
 
+static int csv_check(const core_node *options, core_err *err)
+{
+	struct csv_sink *s = calloc(1, sizeof(*s));
+	const char *path = NULL;
+	bool append = false;
+	int rc;
+
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = parse_options(s, options, &path, &append, err);
+	csv_close(s, NULL); /* no file was opened: nothing is written */
+	return rc;
+}
+
 static int csv_flush(void *state, core_err *err)
 {
 	struct csv_sink *s = state;
@@ -425,6 +440,7 @@ const plg_sink_ops plg__csv_sink = {
 	.name = "csv",
 	.description = "Write rows to a CSV file (RFC 4180 quoting, header line)",
 	.open = csv_open,
+	.check = csv_check,
 	.write = csv_write,
 	.flush = csv_flush,
 	.close = csv_close,

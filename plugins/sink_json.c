@@ -192,8 +192,8 @@ int plg__json_append(core_buf *b, const json_t *v, int indent, int depth)
 
 /* ---------------------------------------------------------------- rows */
 
-static int json_write(void *state, const json_t *row, uint64_t *offset,
-		      uint64_t *len, core_err *err)
+static int json_write(void *state, const json_t *row, plg_write_info *info,
+		     core_err *err)
 {
 	struct json_sink *s = state;
 	const char *sep = s->rows ? ",\n" : "[\n";
@@ -212,8 +212,9 @@ static int json_write(void *state, const json_t *row, uint64_t *offset,
 		rc = plg__outfile_write(&s->out, sep, 2, err);
 	if (rc)
 		return rc;
-	*offset = s->out.pos;
-	*len = s->buf.len;
+	info->offset = s->out.pos;
+	info->len = s->buf.len;
+	info->bytes = s->buf.data;
 	rc = plg__outfile_write(&s->out, s->buf.data, s->buf.len, err);
 	if (!rc)
 		s->rows++;
@@ -299,6 +300,20 @@ static int json_open(const core_node *options, void **state, core_err *err)
 	return 0;
 }
 
+static int json_check(const core_node *options, core_err *err)
+{
+	struct json_sink *s = calloc(1, sizeof(*s));
+	const char *path = NULL;
+	bool append = false;
+	int rc;
+
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = parse_options(s, options, &path, &append, err);
+	json_close(s, NULL); /* no file was opened: nothing is written */
+	return rc;
+}
+
 static int json_flush(void *state, core_err *err)
 {
 	struct json_sink *s = state;
@@ -330,6 +345,7 @@ const plg_sink_ops plg__json_sink = {
 	.name = "json",
 	.description = "Write rows to a JSON array file or a JSONL file (one object per line)",
 	.open = json_open,
+	.check = json_check,
 	.write = json_write,
 	.flush = json_flush,
 	.close = json_close,

@@ -96,6 +96,14 @@ expect "missing output directory is created" 0 "Run completed" -- "$ELSPETH" run
 touch afile; OUT=afile/sub pipeline "path: data/ok.csv"
 expect "unwritable output fails before any row" 1 "afile/sub" -- "$ELSPETH" run -s p.yaml --execute
 
+cat > s.yaml <<'YAML'
+source: {plugin: csv, on_success: out, options: {path: data/ok.csv, on_validation_failure: discard}}
+sinks:
+  out: {plugin: csv, options: {path: sinkopt/out.csv, delimeter: ";"}}
+YAML
+expect "validate checks sink options" 1 "s.yaml:3:53: sinks.out.options.delimeter: unknown key 'delimeter' (did you mean 'delimiter'?)" -- "$ELSPETH" validate -s s.yaml
+[ ! -e sinkopt ] && pass "validate of sink options wrote nothing" || fail "validate created sink output"
+
 # --- run without --execute writes nothing ---
 rm -rf out; pipeline "path: data/ok.csv"
 expect "run without --execute says how" 0 "--execute" -- "$ELSPETH" run -s p.yaml

@@ -1,0 +1,295 @@
+/*
+ * expr_builtin.c — the builtin functions allowed in gate expressions:
+ * len, str, int, float, bool, abs, with Python 3 semantics (len counts
+ * characters, int() truncates floats and parses decimal strings with
+ * surrounding whitespace, float() parses decimal, inf and nan strings).
+ */
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "dag/expr_internal.h"
+
+static const char *snip(dag__ctx *c, uint32_t n, char *buf, size_t cap)
+{
+	return dag__snippet(c->e, n, buf, cap);
+}
+
+/* ValueError naming the offending string, shortened. */
+static int value_error(dag__ctx *c, uint32_t n, const char *what,
+		       const dag__val *v)
+{
+	core_buf b = { 0 };
+	char s[128];
+	int rc;
+
+	dag__append_str(&b, v, true);
+	rc = dag__rt_error(c, "%s: %.60s%s (in `%s`)", what,
+			   b.data ? b.data : "?", b.len > 60 ? "..." : "",
+			   snip(c, n, s, sizeof(s)));
+	core_buf_release(&b);
+	return rc;
+}
+
+static void set_int(dag__val *out, long long i)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = DAG__V_INT;
+	out->u.i = i;
+}
+
+static void set_float(dag__val *out, double d)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = DAG__V_FLOAT;
+	out->u.d = d;
+}
+
+static void trim(const char **p, size_t *n)
+{
+	while (*n && isspace((unsigned char)**p))
+		(*p)++, (*n)--;
+	while (*n && isspace((unsigned char)(*p)[*n - 1]))
+		(*n)--;
+}
+
+/* Python int(s): [sign] digits, single underscores between digits. */
+static int parse_int(const char *p, size_t n, long long *out, bool *range)
+{
+	unsigned long long v = 0, lim = (unsigned long long)LLONG_MAX;
+	bool neg = false, digit = false;
+	size_t i = 0;
+
+	trim(&p, &n);
+	*range = false;
+	if (n && (p[0] == '+' || p[0] == '-'))
+		neg = p[i++] == '-';
+	for (; i < n; i++) {
+		if (p[i] == '_' && digit && i + 1 < n && isdigit((unsigned char)p[i + 1]))
+			continue;
+		if (!isdigit((unsigned char)p[i]))
+			return -1;
+		digit = true;
+		v = v * 10 + (unsigned long long)(p[i] - '0');
+		if (v > lim + neg) {
+			*range = true;
+			return -1;
+		}
+	}
+	if (!digit)
+		return -1;
+	if (neg && v == lim + 1)
+		*out = LLONG_MIN;
+	else
+		*out = neg ? -(long long)v : (long long)v;
+	return 0;
+}
+
+static int to_int(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+{
+	char s[128];
+	long long i;
+	bool range;
+
+	switch (v->kind) {
+	case DAG__V_INT:
+	case DAG__V_BOOL:
+		set_int(out, v->kind == DAG__V_INT ? v->u.i : v->u.b);
+		return 0;
+	case DAG__V_FLOAT:
+		if (isnan(v->u.d) || isinf(v->u.d))
+			return dag__rt_error(c, "cannot convert float %s to integer (in `%s`)",
+				isnan(v->u.d) ? "NaN" : "infinity", snip(c, n, s, sizeof(s)));
+		if (!(v->u.d > -9223372036854775809.0 && v->u.d < 9223372036854775808.0))
+			return dag__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
+					     snip(c, n, s, sizeof(s)));
+		set_int(out, (long long)v->u.d);
+		return 0;
+	case DAG__V_STR:
+		if (!parse_int(v->u.s.p, v->u.s.n, &i, &range)) {
+			set_int(out, i);
+			return 0;
+		}
+		if (range)
+			return dag__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
+					     snip(c, n, s, sizeof(s)));
+		return value_error(c, n, "invalid literal for int() with base 10", v);
+	default:
+		return dag__rt_error(c,
+			"int() argument must be a string or a number, not '%s' (in `%s`)",
+			dag__type_name(v), snip(c, n, s, sizeof(s)));
+	}
+}
+
+/* Python float(s) syntax: [sign] (digits[.digits] | .digits)[e[sign]digits]
+ * or [sign] inf/infinity/nan, case-insensitive, surrounding whitespace. */
+static bool float_syntax(const char *p, size_t n)
+{
+	size_t i = 0, d = 0;
+
+	if (n && (p[0] == '+' || p[0] == '-'))
+		i++;
+	if ((n - i == 3 && (!strncasecmp(p + i, "inf", 3) || !strncasecmp(p + i, "nan", 3))) ||
+	    (n - i == 8 && !strncasecmp(p + i, "infinity", 8)))
+		return true;
+	for (; i < n && isdigit((unsigned char)p[i]); i++)
+		d++;
+	if (i < n && p[i] == '.')
+		for (i++; i < n && isdigit((unsigned char)p[i]); i++)
+			d++;
+	if (!d)
+		return false;
+	if (i < n && (p[i] == 'e' || p[i] == 'E')) {
+		if (++i < n && (p[i] == '+' || p[i] == '-'))
+			i++;
+		if (i == n || !isdigit((unsigned char)p[i]))
+			return false;
+		while (i < n && isdigit((unsigned char)p[i]))
+			i++;
+	}
+	return i == n;
+}
+
+static int parse_float(dag__ctx *c, uint32_t n, const dag__val *v,
+		       dag__val *out)
+{
+	const char *p = v->u.s.p;
+	size_t len = v->u.s.n;
+	char *z;
+
+	trim(&p, &len);
+	if (!float_syntax(p, len))
+		return value_error(c, n, "could not convert string to float", v);
+	if (!(z = dag__arena_alloc(&c->arena, len + 1)))
+		return dag__alloc_error(c);
+	memcpy(z, p, len);
+	z[len] = '\0';
+	set_float(out, strtod(z, NULL));
+	return 0;
+}
+
+static int to_float(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+{
+	char s[128];
+
+	switch (v->kind) {
+	case DAG__V_INT:
+		set_float(out, (double)v->u.i);
+		return 0;
+	case DAG__V_BOOL:
+		set_float(out, v->u.b);
+		return 0;
+	case DAG__V_FLOAT:
+		*out = *v;
+		return 0;
+	case DAG__V_STR:
+		return parse_float(c, n, v, out);
+	default:
+		return dag__rt_error(c,
+			"float() argument must be a string or a real number, not '%s' (in `%s`)",
+			dag__type_name(v), snip(c, n, s, sizeof(s)));
+	}
+}
+
+static int to_str(dag__ctx *c, const dag__val *v, dag__val *out)
+{
+	core_buf b = { 0 };
+	char num[40];
+	int rc;
+
+	switch (v->kind) {
+	case DAG__V_STR:
+		*out = *v;
+		return 0;
+	case DAG__V_NONE:
+	case DAG__V_BOOL:
+		memset(out, 0, sizeof(*out));
+		out->kind = DAG__V_STR;
+		out->u.s.p = v->kind == DAG__V_NONE ? "None" :
+			     v->u.b ? "True" : "False";
+		out->u.s.n = strlen(out->u.s.p);
+		return 0;
+	case DAG__V_INT:
+		snprintf(num, sizeof(num), "%lld", v->u.i);
+		return dag__make_str(c, num, strlen(num), out);
+	case DAG__V_FLOAT:
+		dag__fmt_float(v->u.d, num, sizeof(num));
+		return dag__make_str(c, num, strlen(num), out);
+	default:
+		break;
+	}
+	rc = dag__append_str(&b, v, false);
+	if (!rc)
+		rc = dag__make_str(c, b.data, b.len, out);
+	else
+		rc = core_err_set(c->err, CORE_ENOMEM, "out of memory");
+	core_buf_release(&b);
+	return rc;
+}
+
+static int length(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+{
+	char s[128];
+
+	if (v->kind == DAG__V_STR)
+		set_int(out, (long long)dag__utf8_len(v->u.s.p, v->u.s.n));
+	else if (dag__is_list(v))
+		set_int(out, (long long)dag__list_len(v));
+	else if (v->kind == DAG__V_DICT)
+		set_int(out, (long long)json_object_size(v->u.j));
+	else
+		return dag__rt_error(c, "object of type '%s' has no len() (in `%s`)",
+				     dag__type_name(v), snip(c, n, s, sizeof(s)));
+	return 0;
+}
+
+static int absolute(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+{
+	char s[128];
+
+	if (v->kind == DAG__V_FLOAT) {
+		set_float(out, fabs(v->u.d));
+		return 0;
+	}
+	if (v->kind == DAG__V_BOOL) {
+		set_int(out, v->u.b);
+		return 0;
+	}
+	if (v->kind != DAG__V_INT)
+		return dag__rt_error(c, "bad operand type for abs(): '%s' (in `%s`)",
+				     dag__type_name(v), snip(c, n, s, sizeof(s)));
+	if (v->u.i == LLONG_MIN)
+		return dag__rt_error(c, "integer overflow (result outside the 64-bit range) (in `%s`)",
+				     snip(c, n, s, sizeof(s)));
+	set_int(out, v->u.i < 0 ? -v->u.i : v->u.i);
+	return 0;
+}
+
+int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
+		      dag__val *out)
+{
+	switch ((dag__builtin)c->e->nodes[n].op) {
+	case DAG__FN_LEN:
+		return length(c, n, arg, out);
+	case DAG__FN_STR:
+		return to_str(c, arg, out);
+	case DAG__FN_INT:
+		return to_int(c, n, arg, out);
+	case DAG__FN_FLOAT:
+		return to_float(c, n, arg, out);
+	case DAG__FN_BOOL:
+		memset(out, 0, sizeof(*out));
+		out->kind = DAG__V_BOOL;
+		out->u.b = dag__truthy(arg);
+		return 0;
+	case DAG__FN_ABS:
+		return absolute(c, n, arg, out);
+	case DAG__FN_LAST:
+		break;
+	}
+	return core_err_set(c->err, CORE_EINTERNAL, "unknown builtin");
+}

@@ -1,0 +1,214 @@
+/*
+ * expr_compare.c — comparison operators of gate expressions, with Python 3
+ * semantics: numbers compare exactly across int and float (no rounding of
+ * large ints), str by code point, lists and tuples lexicographically, and
+ * ordering incompatible types is a TypeError. Comparisons with NaN are
+ * false, except !=.
+ *
+ * `is` is identity for None, True, False and containers read from the row;
+ * for numbers and strings (whose identity Python leaves to the
+ * implementation) it is "same type and equal".
+ */
+#define _GNU_SOURCE	/* memmem: linear-time substring search in glibc */
+#include <math.h>
+#include <string.h>
+
+#include "dag/expr_internal.h"
+
+static const char *const cmp_names[] = {
+	[DAG__CMP_EQ] = "==", [DAG__CMP_NE] = "!=", [DAG__CMP_LT] = "<",
+	[DAG__CMP_LE] = "<=", [DAG__CMP_GT] = ">", [DAG__CMP_GE] = ">=",
+	[DAG__CMP_IN] = "in", [DAG__CMP_NOT_IN] = "not in",
+	[DAG__CMP_IS] = "is", [DAG__CMP_IS_NOT] = "is not",
+};
+
+/* i compared with d: -1, 0, 1, or 2 when d is NaN. */
+static int int_float_cmp(long long i, double d)
+{
+	long long t;
+	double frac;
+
+	if (isnan(d))
+		return 2;
+	if (d >= 9223372036854775808.0)
+		return -1;
+	if (d < -9223372036854775808.0)
+		return 1;
+	t = (long long)d;	/* exact: |trunc(d)| < 2^63 */
+	if (i != t)
+		return i < t ? -1 : 1;
+	frac = d - (double)t;
+	return frac > 0 ? -1 : frac < 0 ? 1 : 0;
+}
+
+static long long as_int(const dag__val *v)
+{
+	return v->kind == DAG__V_BOOL ? v->u.b : v->u.i;
+}
+
+int dag__num_cmp(const dag__val *a, const dag__val *b)
+{
+	bool af = a->kind == DAG__V_FLOAT, bf = b->kind == DAG__V_FLOAT;
+	long long x, y;
+	int r;
+
+	if (af && bf) {
+		if (isnan(a->u.d) || isnan(b->u.d))
+			return 2;
+		return a->u.d < b->u.d ? -1 : a->u.d > b->u.d;
+	}
+	if (af) {
+		r = int_float_cmp(as_int(b), a->u.d);
+		return r == 2 ? 2 : -r;
+	}
+	if (bf)
+		return int_float_cmp(as_int(a), b->u.d);
+	x = as_int(a);
+	y = as_int(b);
+	return x < y ? -1 : x > y;
+}
+
+static bool holds(dag__cmpop op, int r)
+{
+	switch (op) {
+	case DAG__CMP_LT: return r < 0;
+	case DAG__CMP_LE: return r <= 0;
+	case DAG__CMP_GT: return r > 0;
+	default: return r >= 0;
+	}
+}
+
+static int type_error(dag__ctx *c, uint32_t n, dag__cmpop op,
+		      const dag__val *a, const dag__val *b)
+{
+	char snip[128];
+
+	return dag__rt_error(c,
+		"'%s' not supported between instances of '%s' and '%s' (in `%s`)",
+		cmp_names[op], dag__type_name(a), dag__type_name(b),
+		dag__snippet(c->e, n, snip, sizeof(snip)));
+}
+
+static int order(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
+		 const dag__val *b, bool *res);
+
+static int order_lists(dag__ctx *c, uint32_t n, dag__cmpop op,
+		       const dag__val *a, const dag__val *b, bool *res)
+{
+	size_t i, la = dag__list_len(a), lb = dag__list_len(b);
+	dag__val x, y;
+
+	for (i = 0; i < la && i < lb; i++) {
+		dag__list_at(a, i, &x);
+		dag__list_at(b, i, &y);
+		if (!dag__equal(&x, &y))
+			return order(c, n, op, &x, &y, res);
+	}
+	*res = holds(op, la < lb ? -1 : la > lb);
+	return 0;
+}
+
+static int order(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
+		 const dag__val *b, bool *res)
+{
+	size_t m;
+	int r;
+
+	if (dag__is_num(a) && dag__is_num(b)) {
+		r = dag__num_cmp(a, b);
+		*res = r != 2 && holds(op, r);
+		return 0;
+	}
+	if (a->kind == DAG__V_STR && b->kind == DAG__V_STR) {
+		m = a->u.s.n < b->u.s.n ? a->u.s.n : b->u.s.n;
+		r = memcmp(a->u.s.p, b->u.s.p, m);
+		if (!r)
+			r = a->u.s.n < b->u.s.n ? -1 : a->u.s.n > b->u.s.n;
+		*res = holds(op, r);
+		return 0;
+	}
+	if (dag__is_list(a) && dag__is_list(b) &&
+	    !strcmp(dag__type_name(a), dag__type_name(b)))
+		return order_lists(c, n, op, a, b, res);
+	return type_error(c, n, op, a, b);
+}
+
+static int contains(dag__ctx *c, uint32_t n, const dag__val *a,
+		    const dag__val *b, bool *res)
+{
+	char snip[128];
+	size_t i, len;
+	dag__val x;
+
+	if (b->kind == DAG__V_STR && a->kind == DAG__V_STR) {
+		*res = !a->u.s.n || memmem(b->u.s.p, b->u.s.n, a->u.s.p, a->u.s.n);
+		return 0;
+	}
+	if (b->kind == DAG__V_STR)
+		return dag__rt_error(c,
+			"'in <string>' requires a string as left operand, not '%s' (in `%s`)",
+			dag__type_name(a), dag__snippet(c->e, n, snip, sizeof(snip)));
+	if (dag__is_list(b)) {
+		len = dag__list_len(b);
+		for (*res = false, i = 0; i < len && !*res; i++) {
+			dag__list_at(b, i, &x);
+			*res = dag__equal(a, &x);
+		}
+		return 0;
+	}
+	if (b->kind == DAG__V_DICT && (dag__is_list(a) || a->kind == DAG__V_DICT))
+		return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
+			dag__type_name(a), dag__snippet(c->e, n, snip, sizeof(snip)));
+	if (b->kind == DAG__V_DICT) {
+		*res = a->kind == DAG__V_STR &&
+		       json_object_getn(b->u.j, a->u.s.p, a->u.s.n);
+		return 0;
+	}
+	return dag__rt_error(c, "argument of type '%s' is not iterable (in `%s`)",
+		dag__type_name(b), dag__snippet(c->e, n, snip, sizeof(snip)));
+}
+
+static bool identical(const dag__val *a, const dag__val *b)
+{
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case DAG__V_NONE:
+		return true;
+	case DAG__V_BOOL:
+		return a->u.b == b->u.b;
+	case DAG__V_JARR:
+	case DAG__V_DICT:
+		return a->u.j == b->u.j;
+	case DAG__V_ARR:
+		return a->u.l.items == b->u.l.items && a->u.l.n == b->u.l.n &&
+		       a->tuple == b->tuple;
+	default:
+		return dag__equal(a, b);
+	}
+}
+
+int dag__compare(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
+		 const dag__val *b, bool *res)
+{
+	int rc;
+
+	switch (op) {
+	case DAG__CMP_EQ:
+	case DAG__CMP_NE:
+		*res = dag__equal(a, b) == (op == DAG__CMP_EQ);
+		return 0;
+	case DAG__CMP_IN:
+	case DAG__CMP_NOT_IN:
+		rc = contains(c, n, a, b, res);
+		if (op == DAG__CMP_NOT_IN)
+			*res = !*res;
+		return rc;
+	case DAG__CMP_IS:
+	case DAG__CMP_IS_NOT:
+		*res = identical(a, b) == (op == DAG__CMP_IS);
+		return 0;
+	default:
+		return order(c, n, op, a, b, res);
+	}
+}

@@ -1,0 +1,357 @@
+/*
+ * expr_eval.c — evaluation of a compiled gate expression over one row.
+ *
+ * A tree walk over the immutable AST; recursion depth is bounded by
+ * DAG__MAX_DEPTH, checked at compile time. Values borrow from the row and
+ * the expression; anything built (strings, lists) goes to the per-call
+ * arena in the dag__ctx on the caller's stack, so concurrent evaluations
+ * share nothing mutable.
+ */
+#include <string.h>
+
+#include "dag/expr_internal.h"
+
+static void set_bool(dag__val *out, bool b)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = DAG__V_BOOL;
+	out->u.b = b;
+}
+
+static const dag__node *node(const dag__ctx *c, uint32_t n)
+{
+	return &c->e->nodes[n];
+}
+
+static int eval_literal(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	const dag__node *x = node(c, n);
+
+	memset(out, 0, sizeof(*out));
+	switch (x->kind) {
+	case DAG__N_BOOL:
+		out->kind = DAG__V_BOOL;
+		out->u.b = x->u.i != 0;
+		break;
+	case DAG__N_INT:
+		out->kind = DAG__V_INT;
+		out->u.i = x->u.i;
+		break;
+	case DAG__N_FLOAT:
+		out->kind = DAG__V_FLOAT;
+		out->u.d = x->u.d;
+		break;
+	case DAG__N_STR:
+		out->kind = DAG__V_STR;
+		out->u.s.p = c->e->pool + x->u.s.off;
+		out->u.s.n = x->u.s.len;
+		break;
+	case DAG__N_ROW:
+		out->kind = DAG__V_DICT;
+		out->u.j = c->row;
+		break;
+	default:
+		out->kind = DAG__V_NONE;
+		break;
+	}
+	return 0;
+}
+
+/* "fields: a, b, c", or "12 fields" when that would be long. */
+static const char *fields_hint(const json_t *o, char *buf, size_t cap)
+{
+	void *it = json_object_iter((json_t *)o);
+	size_t len, used;
+
+	if (!it)
+		return "it has no fields";
+	used = (size_t)snprintf(buf, cap, "fields: ");
+	for (; it; it = json_object_iter_next((json_t *)o, it)) {
+		len = json_object_iter_key_len(it);
+		if (used + len + 3 >= cap || json_object_size(o) > 20) {
+			snprintf(buf, cap, "%zu fields", json_object_size(o));
+			return buf;
+		}
+		used += (size_t)snprintf(buf + used, cap - used, "%s%.*s",
+					 used > 8 ? ", " : "", (int)len,
+					 json_object_iter_key(it));
+	}
+	return buf;
+}
+
+static int missing_field(dag__ctx *c, uint32_t n, const json_t *o,
+			 const dag__val *key)
+{
+	char where[128], hint[200];
+	core_buf k = { 0 };
+	int rc;
+
+	dag__append_str(&k, key, true);
+	rc = dag__rt_error(c, "field %.100s%s not found in %s (%s)",
+			   k.data ? k.data : "?", k.len > 100 ? "..." : "",
+			   dag__snippet(c->e, node(c, n)->a, where, sizeof(where)),
+			   fields_hint(o, hint, sizeof(hint)));
+	core_buf_release(&k);
+	return rc;
+}
+
+/* The code point at index i of a UTF-8 string, as a view. */
+static void str_at(const dag__val *s, long long i, dag__val *out)
+{
+	const char *p = s->u.s.p, *end = p + s->u.s.n;
+
+	while (i > 0)
+		if (((unsigned char)*++p & 0xC0) != 0x80)
+			i--;
+	*out = *s;
+	out->u.s.p = p;
+	for (p++; p < end && ((unsigned char)*p & 0xC0) == 0x80; p++)
+		;
+	out->u.s.n = (size_t)(p - out->u.s.p);
+}
+
+static int index_seq(dag__ctx *c, uint32_t n, const dag__val *seq,
+		     const dag__val *idx, dag__val *out)
+{
+	bool str = seq->kind == DAG__V_STR;
+	long long len, i;
+	char where[128];
+
+	if (idx->kind != DAG__V_INT && idx->kind != DAG__V_BOOL)
+		return dag__rt_error(c, "%s indices must be integers, not '%s' (in `%s`)",
+			dag__type_name(seq), dag__type_name(idx),
+			dag__snippet(c->e, n, where, sizeof(where)));
+	i = idx->kind == DAG__V_INT ? idx->u.i : idx->u.b;
+	len = (long long)(str ? dag__utf8_len(seq->u.s.p, seq->u.s.n) :
+			  dag__list_len(seq));
+	if (i < 0)
+		i += len;
+	if (i < 0 || i >= len)
+		return dag__rt_error(c, "index %lld out of range for %s (length %lld)",
+			idx->kind == DAG__V_INT ? idx->u.i : idx->u.b,
+			dag__snippet(c->e, node(c, n)->a, where, sizeof(where)), len);
+	if (str)
+		str_at(seq, i, out);
+	else
+		dag__list_at(seq, (size_t)i, out);
+	return 0;
+}
+
+static int eval_subscript(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	dag__val obj, key;
+	const json_t *j;
+	char where[128];
+	int rc;
+
+	if ((rc = dag__eval_node(c, node(c, n)->a, &obj)) ||
+	    (rc = dag__eval_node(c, node(c, n)->b, &key)))
+		return rc;
+	if (obj.kind == DAG__V_DICT) {
+		if (dag__is_list(&key) || key.kind == DAG__V_DICT)
+			return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
+				dag__type_name(&key),
+				dag__snippet(c->e, n, where, sizeof(where)));
+		j = key.kind == DAG__V_STR ?
+		    json_object_getn(obj.u.j, key.u.s.p, key.u.s.n) : NULL;
+		if (!j)
+			return missing_field(c, n, obj.u.j, &key);
+		dag__from_json(j, out);
+		return 0;
+	}
+	if (obj.kind == DAG__V_STR || dag__is_list(&obj))
+		return index_seq(c, n, &obj, &key, out);
+	return dag__rt_error(c, "cannot subscript `%s`: '%s' object is not subscriptable",
+		dag__snippet(c->e, node(c, n)->a, where, sizeof(where)),
+		dag__type_name(&obj));
+}
+
+/* row.get(key[, default]): Python evaluates the default eagerly. */
+static int eval_get(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	const dag__node *x = node(c, n);
+	const json_t *j = NULL;
+	char where[128];
+	dag__val key;
+	int rc;
+
+	if ((rc = dag__eval_node(c, x->a, &key)))
+		return rc;
+	if (dag__is_list(&key) || key.kind == DAG__V_DICT)
+		return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
+			dag__type_name(&key),
+			dag__snippet(c->e, n, where, sizeof(where)));
+	if (x->b != DAG__NONE && (rc = dag__eval_node(c, x->b, out)))
+		return rc;
+	if (key.kind == DAG__V_STR)
+		j = json_object_getn(c->row, key.u.s.p, key.u.s.n);
+	if (j)
+		dag__from_json(j, out);
+	else if (x->b == DAG__NONE)
+		memset(out, 0, sizeof(*out));	/* None */
+	return 0;
+}
+
+/* `left in [a, b, ...]` without building the list; every item is still
+ * evaluated, as Python would. */
+static int member_of_literal(dag__ctx *c, uint32_t items, const dag__val *left,
+			     bool *res)
+{
+	dag__val item;
+	uint32_t k;
+	int rc;
+
+	*res = false;
+	for (k = node(c, items)->a; k != DAG__NONE; k = node(c, k)->next) {
+		if ((rc = dag__eval_node(c, k, &item)))
+			return rc;
+		*res = *res || dag__equal(left, &item);
+	}
+	return 0;
+}
+
+static int eval_chain(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	dag__val left, right;
+	uint32_t k, rhs;
+	dag__cmpop op;
+	bool res = true;
+	int rc;
+
+	if ((rc = dag__eval_node(c, node(c, n)->a, &left)))
+		return rc;
+	for (k = node(c, node(c, n)->a)->next; res && k != DAG__NONE;
+	     k = node(c, k)->next) {
+		op = (dag__cmpop)node(c, k)->op;
+		rhs = node(c, k)->a;
+		if ((op == DAG__CMP_IN || op == DAG__CMP_NOT_IN) &&
+		    node(c, k)->next == DAG__NONE &&
+		    (node(c, rhs)->kind == DAG__N_LIST ||
+		     node(c, rhs)->kind == DAG__N_TUPLE)) {
+			if ((rc = member_of_literal(c, rhs, &left, &res)))
+				return rc;
+			res = res == (op == DAG__CMP_IN);
+			break;
+		}
+		if ((rc = dag__eval_node(c, rhs, &right)) ||
+		    (rc = dag__compare(c, n, op, &left, &right, &res)))
+			return rc;
+		left = right;
+	}
+	set_bool(out, res);
+	return 0;
+}
+
+/* and/or return the deciding operand, as in Python. */
+static int eval_logic(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	bool is_and = node(c, n)->kind == DAG__N_AND;
+	uint32_t k;
+	int rc;
+
+	for (k = node(c, n)->a; k != DAG__NONE; k = node(c, k)->next) {
+		if ((rc = dag__eval_node(c, k, out)))
+			return rc;
+		if (dag__truthy(out) != is_and)
+			break;
+	}
+	return 0;
+}
+
+static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	size_t count = node(c, n)->count, i = 0, weight = 2;
+	dag__val *items = NULL;
+	uint32_t k;
+	int rc;
+
+	if (count && !(items = dag__arena_alloc(&c->arena, count * sizeof(*items))))
+		return dag__alloc_error(c);
+	for (k = node(c, n)->a; k != DAG__NONE; k = node(c, k)->next) {
+		if ((rc = dag__eval_node(c, k, &items[i])))
+			return rc;
+		weight += 2 + dag__weight(&items[i++]);
+		if (weight > DAG__ARENA_LIMIT)
+			break;	/* the charge below fails */
+	}
+	if (dag__arena_charge(&c->arena, weight))
+		return dag__alloc_error(c);
+	memset(out, 0, sizeof(*out));
+	out->kind = DAG__V_ARR;
+	out->tuple = node(c, n)->kind == DAG__N_TUPLE;
+	out->u.l.items = items;
+	out->u.l.n = count;
+	out->u.l.weight = weight;
+	return 0;
+}
+
+static int eval_unary(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	const dag__node *x = node(c, n);
+	dag__val a;
+	int rc;
+
+	if ((rc = dag__eval_node(c, x->a, &a)))
+		return rc;
+	if (x->kind == DAG__N_NOT) {
+		set_bool(out, !dag__truthy(&a));
+		return 0;
+	}
+	if (x->kind == DAG__N_CALL)
+		return dag__call_builtin(c, n, &a, out);
+	return dag__unary_eval(c, n, &a, out);
+}
+
+static int eval_binop(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	dag__val a, b;
+	int rc;
+
+	if ((rc = dag__eval_node(c, node(c, n)->a, &a)) ||
+	    (rc = dag__eval_node(c, node(c, n)->b, &b)))
+		return rc;
+	return dag__binop_eval(c, n, &a, &b, out);
+}
+
+static int eval_ternary(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	const dag__node *x = node(c, n);
+	dag__val cond;
+	int rc;
+
+	if ((rc = dag__eval_node(c, x->b, &cond)))
+		return rc;
+	return dag__eval_node(c, dag__truthy(&cond) ? x->a : x->c, out);
+}
+
+int dag__eval_node(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	switch ((dag__node_kind)node(c, n)->kind) {
+	case DAG__N_SUBSCRIPT:
+		return eval_subscript(c, n, out);
+	case DAG__N_GET:
+		return eval_get(c, n, out);
+	case DAG__N_CALL:
+	case DAG__N_NEG:
+	case DAG__N_POS:
+	case DAG__N_NOT:
+		return eval_unary(c, n, out);
+	case DAG__N_BINOP:
+		return eval_binop(c, n, out);
+	case DAG__N_AND:
+	case DAG__N_OR:
+		return eval_logic(c, n, out);
+	case DAG__N_CHAIN:
+		return eval_chain(c, n, out);
+	case DAG__N_LIST:
+	case DAG__N_TUPLE:
+		return eval_seq(c, n, out);
+	case DAG__N_TERNARY:
+		return eval_ternary(c, n, out);
+	case DAG__N_CMP:
+		return core_err_set(c->err, CORE_EINTERNAL,
+				    "comparison outside a chain");
+	default:
+		return eval_literal(c, n, out);
+	}
+}

@@ -1,0 +1,258 @@
+/*
+ * expr_internal.h — internals shared by the expression files of the dag
+ * module: tokens and lexer (expr_lex.c), the AST and parser
+ * (expr_parse.c, expr_primary.c), runtime values (expr_value.c,
+ * expr_arith.c), builtins (expr_builtin.c), formatting (expr_repr.c) and
+ * evaluation (expr_eval.c).
+ *
+ * A compiled expression is a flat array of AST nodes plus a pool of
+ * decoded string literals; nodes refer to each other by index. Nothing in
+ * it changes after dag_expr_compile() returns, so evaluation needs no
+ * locks. Evaluation works on dag__val, a small tagged value that borrows
+ * strings and containers from the row or the expression; only values built
+ * at runtime (str(), concatenation, list literals) live in a per-call
+ * arena that is freed when the call returns.
+ */
+#ifndef ELSPETH_DAG_EXPR_INTERNAL_H
+#define ELSPETH_DAG_EXPR_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "dag/dag.h"
+
+#define DAG__MAX_NEST 64	/* brackets, parentheses, unary operators */
+#define DAG__MAX_DEPTH 256	/* AST depth, bounds evaluation recursion */
+#define DAG__MAX_SRC (16u << 20)	/* longest source accepted */
+#define DAG__ARENA_LIMIT (16u << 20)	/* bytes built by one evaluation */
+#define DAG__NONE UINT32_MAX	/* "no node" */
+
+/* ----------------------------------------------------------------- lexer */
+
+typedef enum dag__tok_kind {
+	DAG__T_EOF,
+	DAG__T_INT, DAG__T_FLOAT, DAG__T_STR, DAG__T_NAME,
+	DAG__T_LPAREN, DAG__T_RPAREN, DAG__T_LBRACK, DAG__T_RBRACK,
+	DAG__T_COMMA, DAG__T_DOT,
+	DAG__T_PLUS, DAG__T_MINUS, DAG__T_STAR, DAG__T_SLASH,
+	DAG__T_DSLASH, DAG__T_PERCENT,
+	DAG__T_EQ, DAG__T_NE, DAG__T_LT, DAG__T_LE, DAG__T_GT, DAG__T_GE,
+	/* keywords */
+	DAG__T_AND, DAG__T_OR, DAG__T_NOT, DAG__T_IN, DAG__T_IS,
+	DAG__T_IF, DAG__T_ELSE, DAG__T_TRUE, DAG__T_FALSE, DAG__T_NONE_KW
+} dag__tok_kind;
+
+typedef struct dag__tok {
+	dag__tok_kind kind;
+	uint32_t start, end;	/* byte offsets in the source */
+	union {
+		long long i;
+		double d;
+		struct { uint32_t off, len; } s;	/* STR: in the pool */
+	} u;
+} dag__tok;
+
+typedef struct dag__lexer {
+	const char *src;
+	uint32_t len, pos;
+	core_buf *pool;		/* decoded string literals are appended */
+	core_err *err;
+} dag__lexer;
+
+/* Reads the next token into *t; a lexical error sets err (CORE_EEXPR,
+ * "column N: ...") and returns its code. */
+int dag__lex_next(dag__lexer *lx, dag__tok *t);
+/* 1-based column (in characters) of byte offset off of src. */
+unsigned dag__column(const char *src, uint32_t off);
+/* Sets a CORE_EEXPR "column N: " error at byte offset off of src. */
+int dag__syntax_error(core_err *err, const char *src, uint32_t off,
+		      const char *fmt, ...) CORE_PRINTF(4, 5);
+/* Length of the valid UTF-8 sequence at p (n bytes left), 0 if invalid. */
+size_t dag__utf8_seq(const unsigned char *p, size_t n);
+
+/* ------------------------------------------------------------------ AST */
+
+typedef enum dag__node_kind {
+	DAG__N_NONE, DAG__N_BOOL, DAG__N_INT, DAG__N_FLOAT, DAG__N_STR,
+	DAG__N_ROW,
+	DAG__N_SUBSCRIPT,	/* a[b] */
+	DAG__N_GET,		/* row.get(a[, b]) */
+	DAG__N_CALL,		/* op = dag__builtin, a = argument */
+	DAG__N_NEG, DAG__N_POS, DAG__N_NOT,
+	DAG__N_BINOP,		/* op = dag__binop, a, b */
+	DAG__N_AND, DAG__N_OR,	/* operands: a, then .next */
+	DAG__N_CHAIN,		/* a = first operand, then CMP nodes */
+	DAG__N_CMP,		/* op = dag__cmpop, a = right operand */
+	DAG__N_LIST, DAG__N_TUPLE,	/* items: a, then .next */
+	DAG__N_TERNARY		/* a if b else c */
+} dag__node_kind;
+
+typedef enum dag__binop {
+	DAG__OP_ADD, DAG__OP_SUB, DAG__OP_MUL, DAG__OP_DIV, DAG__OP_FLOORDIV,
+	DAG__OP_MOD
+} dag__binop;
+
+typedef enum dag__cmpop {
+	DAG__CMP_EQ, DAG__CMP_NE, DAG__CMP_LT, DAG__CMP_LE, DAG__CMP_GT,
+	DAG__CMP_GE, DAG__CMP_IN, DAG__CMP_NOT_IN, DAG__CMP_IS,
+	DAG__CMP_IS_NOT
+} dag__cmpop;
+
+typedef enum dag__builtin {
+	DAG__FN_LEN, DAG__FN_STR, DAG__FN_INT, DAG__FN_FLOAT, DAG__FN_BOOL,
+	DAG__FN_ABS, DAG__FN_LAST
+} dag__builtin;
+
+typedef struct dag__node {
+	uint8_t kind;		/* dag__node_kind */
+	uint8_t op;		/* dag__binop, dag__cmpop or dag__builtin */
+	uint16_t depth;		/* height of the subtree */
+	uint32_t start, end;	/* source span, for error messages */
+	uint32_t a, b, c;	/* children or DAG__NONE */
+	uint32_t next;		/* next sibling in an n-ary list */
+	uint32_t count;		/* number of operands/items (n-ary) */
+	union {
+		long long i;	/* INT, BOOL */
+		double d;	/* FLOAT */
+		struct { uint32_t off, len; } s;	/* STR, in pool */
+	} u;
+} dag__node;
+
+struct dag_expr {
+	char *src;
+	uint32_t src_len;
+	dag__node *nodes;
+	uint32_t nnodes;
+	char *pool;		/* string literals, not NUL-terminated */
+	uint32_t root;
+};
+
+extern const char *const dag__builtin_names[DAG__FN_LAST];
+
+/* The parser: recursive descent with one token of lookahead. */
+typedef struct dag__parser {
+	dag__lexer lx;
+	dag__tok tok;		/* the current (not yet consumed) token */
+	uint32_t prev_end;	/* end of the last consumed token */
+	dag__node *nodes;
+	uint32_t nnodes, cap;
+	unsigned nest;		/* open brackets and unary operators */
+	core_err *err;
+} dag__parser;
+
+int dag__advance(dag__parser *p);
+/* Appends a node spanning [start, prev_end) with children a, b, c;
+ * *out receives its index. Fails when the tree gets too deep. */
+int dag__new_node(dag__parser *p, dag__node_kind kind, uint32_t start,
+		  uint32_t a, uint32_t b, uint32_t c, uint32_t *out);
+/* Links child after tail in an n-ary node's list and updates the
+ * parent's depth and count. */
+int dag__add_child(dag__parser *p, uint32_t parent, uint32_t *tail,
+		   uint32_t child);
+/* Describes the current token for "found ..." in messages. */
+const char *dag__tok_desc(const dag__parser *p, char *buf, size_t cap);
+int dag__expected(dag__parser *p, const char *what);
+int dag__nest_enter(dag__parser *p);
+int dag__parse_expr(dag__parser *p, uint32_t *out);
+int dag__parse_postfix(dag__parser *p, uint32_t *out);
+
+/* ------------------------------------------------------ runtime values */
+
+typedef enum dag__vkind {
+	DAG__V_NONE, DAG__V_BOOL, DAG__V_INT, DAG__V_FLOAT, DAG__V_STR,
+	DAG__V_JARR,		/* a JSON array, borrowed */
+	DAG__V_ARR,		/* a list/tuple built in the arena */
+	DAG__V_DICT		/* a JSON object, borrowed */
+} dag__vkind;
+
+typedef struct dag__val dag__val;
+struct dag__val {
+	dag__vkind kind;
+	bool tuple;		/* ARR: a tuple rather than a list */
+	union {
+		bool b;
+		long long i;
+		double d;
+		struct { const char *p; size_t n; } s;
+		const json_t *j;
+		/* weight: see dag__weight() */
+		struct { const dag__val *items; size_t n, weight; } l;
+	} u;
+};
+
+/* A bump allocator for one evaluation; memory is released all at once. */
+typedef struct dag__chunk dag__chunk;
+typedef struct dag__arena {
+	dag__chunk *head;
+	size_t total;
+	bool over;		/* an allocation went over the limit */
+} dag__arena;
+
+void *dag__arena_alloc(dag__arena *a, size_t size);
+/* Charges weight to the arena's budget without allocating: a built list
+ * may share its items many times over ([[1] * 1000] * 1000), so its cost
+ * to print, compare or convert is charged by weight, not by bytes. */
+int dag__arena_charge(dag__arena *a, size_t weight);
+void dag__arena_release(dag__arena *a);
+
+/* The state of one evaluation. */
+typedef struct dag__ctx {
+	const dag_expr *e;
+	const json_t *row;
+	dag__arena arena;
+	core_err *err;
+} dag__ctx;
+
+/* Sets a CORE_EEXPR runtime error and returns CORE_EEXPR. */
+int dag__rt_error(dag__ctx *c, const char *fmt, ...) CORE_PRINTF(2, 3);
+/* Allocation failure in the arena: out of memory or over the limit. */
+int dag__alloc_error(dag__ctx *c);
+/* The source text of node n, shortened to fit buf. */
+const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
+			 size_t cap);
+
+int dag__eval_node(dag__ctx *c, uint32_t n, dag__val *out);
+
+/* expr_value.c */
+void dag__from_json(const json_t *j, dag__val *out);
+const char *dag__type_name(const dag__val *v);
+bool dag__truthy(const dag__val *v);
+bool dag__is_list(const dag__val *v);
+bool dag__is_num(const dag__val *v);
+size_t dag__list_len(const dag__val *v);
+void dag__list_at(const dag__val *v, size_t i, dag__val *out);
+size_t dag__utf8_len(const char *p, size_t n);
+/* About the printed size of v in bytes, the cost of walking it; above
+ * DAG__ARENA_LIMIT the result is only known to be above it. */
+size_t dag__weight(const dag__val *v);
+bool dag__equal(const dag__val *a, const dag__val *b);
+
+/* expr_compare.c */
+/* Compares two numbers: -1, 0, 1, or 2 when unordered (NaN). */
+int dag__num_cmp(const dag__val *a, const dag__val *b);
+/* a op b for any comparison operator; a TypeError (ordering incompatible
+ * types, `in` on a non-container) names the snippet of node n. */
+int dag__compare(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
+		 const dag__val *b, bool *res);
+
+/* expr_arith.c: a op b for the node n (used for error messages). */
+int dag__binop_eval(dag__ctx *c, uint32_t n, const dag__val *a,
+		    const dag__val *b, dag__val *out);
+int dag__unary_eval(dag__ctx *c, uint32_t n, const dag__val *a,
+		    dag__val *out);
+int dag__make_str(dag__ctx *c, const char *p, size_t n, dag__val *out);
+
+/* expr_builtin.c */
+int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
+		      dag__val *out);
+
+/* expr_repr.c */
+/* Python repr() of a float into buf (>= 32 bytes); returns the length. */
+int dag__fmt_float(double d, char *buf, size_t cap);
+/* Appends Python str() (or repr() when repr) of v to b. */
+int dag__append_str(core_buf *b, const dag__val *v, bool repr);
+/* A new JSON reference for v, or NULL when v has no JSON form. */
+json_t *dag__to_json(const dag__val *v);
+
+#endif /* ELSPETH_DAG_EXPR_INTERNAL_H */

@@ -1,0 +1,203 @@
+/*
+ * expr_repr.c — Python str()/repr() of runtime values (for str(), route
+ * keys and messages) and conversion of values to JSON.
+ *
+ * Floats are printed as Python's repr does: the shortest digits that read
+ * back to the same double, in fixed notation when the decimal exponent is
+ * in (-4, 16], else in exponent notation with at least two exponent digits
+ * (1.5, 100.0, 1e+16, 1e-05).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dag/expr_internal.h"
+
+/* The shortest round-tripping significant digits of d (finite, non-zero)
+ * into digits (>= 18 bytes); returns their number, *exp10 the exponent of
+ * the first digit. */
+static int shortest_digits(double d, char *digits, int *exp10)
+{
+	char tmp[48], *p, *e;
+	int prec, nd = 0;
+
+	for (prec = 0; prec < 17; prec++) {
+		snprintf(tmp, sizeof(tmp), "%.*e", prec, d);
+		if (strtod(tmp, NULL) == d)
+			break;
+	}
+	e = strchr(tmp, 'e');
+	for (p = tmp; p < e; p++)
+		if (*p >= '0' && *p <= '9')
+			digits[nd++] = *p;
+	while (nd > 1 && digits[nd - 1] == '0')
+		nd--;
+	digits[nd] = '\0';
+	*exp10 = atoi(e + 1);
+	return nd;
+}
+
+int dag__fmt_float(double d, char *buf, size_t cap)
+{
+	char digits[24];
+	const char *sign = d < 0 ? "-" : "";
+	int nd, exp10, decpt;
+
+	if (isnan(d))
+		return snprintf(buf, cap, "nan");
+	if (isinf(d))
+		return snprintf(buf, cap, "%sinf", sign);
+	if (d == 0)
+		return snprintf(buf, cap, "%s0.0", signbit(d) ? "-" : "");
+	nd = shortest_digits(d, digits, &exp10);
+	decpt = exp10 + 1;
+	if (decpt <= -4 || decpt > 16)
+		return snprintf(buf, cap, "%s%c%s%se%c%02d", sign, digits[0],
+				nd > 1 ? "." : "", digits + 1,
+				exp10 < 0 ? '-' : '+', abs(exp10));
+	if (decpt <= 0)
+		return snprintf(buf, cap, "%s0.%.*s%s", sign, -decpt,
+				"0000", digits);
+	if (decpt >= nd)
+		return snprintf(buf, cap, "%s%s%.*s.0", sign, digits,
+				decpt - nd, "0000000000000000");
+	return snprintf(buf, cap, "%s%.*s.%s", sign, decpt, digits,
+			digits + decpt);
+}
+
+static int append_repr_str(core_buf *b, const char *s, size_t n)
+{
+	char quote = '\'';
+	int rc = 0;
+	size_t i;
+
+	if (memchr(s, '\'', n) && !memchr(s, '"', n))
+		quote = '"';
+	rc |= core_buf_putc(b, quote);
+	for (i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+
+		if (ch == (unsigned char)quote || ch == '\\')
+			rc |= core_buf_printf(b, "\\%c", ch);
+		else if (ch == '\n')
+			rc |= core_buf_puts(b, "\\n");
+		else if (ch == '\r')
+			rc |= core_buf_puts(b, "\\r");
+		else if (ch == '\t')
+			rc |= core_buf_puts(b, "\\t");
+		else if (ch < 0x20 || ch == 0x7F)
+			rc |= core_buf_printf(b, "\\x%02x", ch);
+		else
+			rc |= core_buf_putc(b, (char)ch);
+	}
+	rc |= core_buf_putc(b, quote);
+	return rc ? CORE_ENOMEM : 0;
+}
+
+static int append_list(core_buf *b, const dag__val *v)
+{
+	bool tuple = v->kind == DAG__V_ARR && v->tuple;
+	size_t i, n = dag__list_len(v);
+	dag__val x;
+	int rc;
+
+	rc = core_buf_putc(b, tuple ? '(' : '[');
+	for (i = 0; !rc && i < n; i++) {
+		dag__list_at(v, i, &x);
+		if (i)
+			rc = core_buf_puts(b, ", ");
+		if (!rc)
+			rc = dag__append_str(b, &x, true);
+	}
+	if (!rc && tuple && n == 1)
+		rc = core_buf_putc(b, ',');
+	return rc ? rc : core_buf_putc(b, tuple ? ')' : ']');
+}
+
+static int append_dict(core_buf *b, const json_t *o)
+{
+	void *it = json_object_iter((json_t *)o);
+	bool first = true;
+	dag__val x;
+	int rc;
+
+	rc = core_buf_putc(b, '{');
+	for (; !rc && it; it = json_object_iter_next((json_t *)o, it)) {
+		if (!first)
+			rc = core_buf_puts(b, ", ");
+		first = false;
+		if (!rc)
+			rc = append_repr_str(b, json_object_iter_key(it),
+					     json_object_iter_key_len(it));
+		if (!rc)
+			rc = core_buf_puts(b, ": ");
+		dag__from_json(json_object_iter_value(it), &x);
+		if (!rc)
+			rc = dag__append_str(b, &x, true);
+	}
+	return rc ? rc : core_buf_putc(b, '}');
+}
+
+int dag__append_str(core_buf *b, const dag__val *v, bool repr)
+{
+	char num[40];
+
+	switch (v->kind) {
+	case DAG__V_NONE:
+		return core_buf_puts(b, "None");
+	case DAG__V_BOOL:
+		return core_buf_puts(b, v->u.b ? "True" : "False");
+	case DAG__V_INT:
+		return core_buf_printf(b, "%lld", v->u.i);
+	case DAG__V_FLOAT:
+		dag__fmt_float(v->u.d, num, sizeof(num));
+		return core_buf_puts(b, num);
+	case DAG__V_STR:
+		if (repr)
+			return append_repr_str(b, v->u.s.p, v->u.s.n);
+		return core_buf_append(b, v->u.s.p, v->u.s.n);
+	case DAG__V_JARR:
+	case DAG__V_ARR:
+		return append_list(b, v);
+	case DAG__V_DICT:
+		return append_dict(b, v->u.j);
+	}
+	return CORE_EINTERNAL;
+}
+
+static json_t *list_to_json(const dag__val *v)
+{
+	json_t *arr = json_array();
+	size_t i;
+
+	for (i = 0; arr && i < v->u.l.n; i++) {
+		if (json_array_append_new(arr, dag__to_json(&v->u.l.items[i]))) {
+			json_decref(arr);
+			return NULL;
+		}
+	}
+	return arr;
+}
+
+json_t *dag__to_json(const dag__val *v)
+{
+	switch (v->kind) {
+	case DAG__V_NONE:
+		return json_null();
+	case DAG__V_BOOL:
+		return json_boolean(v->u.b);
+	case DAG__V_INT:
+		return json_integer(v->u.i);
+	case DAG__V_FLOAT:
+		return json_real(v->u.d);	/* NULL for NaN and inf */
+	case DAG__V_STR:
+		return json_stringn(v->u.s.p, v->u.s.n);
+	case DAG__V_JARR:
+	case DAG__V_DICT:
+		return json_deep_copy(v->u.j);
+	case DAG__V_ARR:
+		return list_to_json(v);
+	}
+	return NULL;
+}

@@ -1,0 +1,315 @@
+/*
+ * expr_value.c — runtime values of gate expressions: the evaluation arena,
+ * conversion from the row's JSON, truthiness and Python 3 equality.
+ *
+ * bool is a subtype of int, as in Python: True == 1, True + 1 == 2 and
+ * ['a', 'b'][True] == 'b'. JSON true/false become bools, null becomes None.
+ */
+#include <stdalign.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dag/expr_internal.h"
+
+struct dag__chunk {
+	dag__chunk *next;
+	size_t cap, used;
+	max_align_t data[];
+};
+
+#define ALIGN_UP(n) (((n) + alignof(max_align_t) - 1) & \
+		     ~(size_t)(alignof(max_align_t) - 1))
+
+/* NULL when out of memory or over DAG__ARENA_LIMIT (a->over is set). */
+void *dag__arena_alloc(dag__arena *a, size_t size)
+{
+	dag__chunk *ch = a->head;
+	size_t cap;
+	void *p;
+
+	size = ALIGN_UP(size ? size : 1);
+	if (size > DAG__ARENA_LIMIT || a->total + size > DAG__ARENA_LIMIT) {
+		a->over = true;
+		return NULL;
+	}
+	if (!ch || ch->cap - ch->used < size) {
+		cap = ch ? ch->cap * 2 : 1024;
+		if (cap < size)
+			cap = size;
+		ch = malloc(sizeof(*ch) + cap);
+		if (!ch)
+			return NULL;
+		ch->next = a->head;
+		ch->cap = cap;
+		ch->used = 0;
+		a->head = ch;
+	}
+	p = (char *)ch->data + ch->used;
+	ch->used += size;
+	a->total += size;
+	return p;
+}
+
+int dag__arena_charge(dag__arena *a, size_t weight)
+{
+	if (weight > DAG__ARENA_LIMIT || a->total + weight > DAG__ARENA_LIMIT) {
+		a->over = true;
+		return -1;
+	}
+	a->total += weight;
+	return 0;
+}
+
+void dag__arena_release(dag__arena *a)
+{
+	dag__chunk *ch, *next;
+
+	for (ch = a->head; ch; ch = next) {
+		next = ch->next;
+		free(ch);
+	}
+	a->head = NULL;
+	a->total = 0;
+	a->over = false;
+}
+
+void dag__from_json(const json_t *j, dag__val *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (j ? json_typeof(j) : JSON_NULL) {
+	case JSON_OBJECT:
+		out->kind = DAG__V_DICT;
+		out->u.j = j;
+		break;
+	case JSON_ARRAY:
+		out->kind = DAG__V_JARR;
+		out->u.j = j;
+		break;
+	case JSON_STRING:
+		out->kind = DAG__V_STR;
+		out->u.s.p = json_string_value(j);
+		out->u.s.n = json_string_length(j);
+		break;
+	case JSON_INTEGER:
+		out->kind = DAG__V_INT;
+		out->u.i = json_integer_value(j);
+		break;
+	case JSON_REAL:
+		out->kind = DAG__V_FLOAT;
+		out->u.d = json_real_value(j);
+		break;
+	case JSON_TRUE:
+	case JSON_FALSE:
+		out->kind = DAG__V_BOOL;
+		out->u.b = json_is_true(j);
+		break;
+	case JSON_NULL:
+		out->kind = DAG__V_NONE;
+		break;
+	}
+}
+
+const char *dag__type_name(const dag__val *v)
+{
+	switch (v->kind) {
+	case DAG__V_NONE: return "NoneType";
+	case DAG__V_BOOL: return "bool";
+	case DAG__V_INT: return "int";
+	case DAG__V_FLOAT: return "float";
+	case DAG__V_STR: return "str";
+	case DAG__V_JARR: return "list";
+	case DAG__V_ARR: return v->tuple ? "tuple" : "list";
+	case DAG__V_DICT: return "dict";
+	}
+	return "?";
+}
+
+bool dag__is_list(const dag__val *v)
+{
+	return v->kind == DAG__V_JARR || v->kind == DAG__V_ARR;
+}
+
+bool dag__is_num(const dag__val *v)
+{
+	return v->kind == DAG__V_BOOL || v->kind == DAG__V_INT ||
+	       v->kind == DAG__V_FLOAT;
+}
+
+size_t dag__list_len(const dag__val *v)
+{
+	return v->kind == DAG__V_JARR ? json_array_size(v->u.j) : v->u.l.n;
+}
+
+void dag__list_at(const dag__val *v, size_t i, dag__val *out)
+{
+	if (v->kind == DAG__V_JARR)
+		dag__from_json(json_array_get(v->u.j, i), out);
+	else
+		*out = v->u.l.items[i];
+}
+
+size_t dag__utf8_len(const char *p, size_t n)
+{
+	size_t i, len = 0;
+
+	for (i = 0; i < n; i++)
+		if (((unsigned char)p[i] & 0xC0) != 0x80)
+			len++;
+	return len;
+}
+
+/* Stops early once over budget; budget - w never wraps. */
+static size_t json_weight(const json_t *j, size_t budget)
+{
+	size_t w = 2, i;
+	void *it;
+
+	switch (json_typeof(j)) {
+	case JSON_STRING:
+		return 2 + json_string_length(j);
+	case JSON_ARRAY:
+		for (i = 0; i < json_array_size(j) && w <= budget; i++)
+			w += 2 + json_weight(json_array_get(j, i), budget - w);
+		return w;
+	case JSON_OBJECT:
+		it = json_object_iter((json_t *)j);
+		for (; it && w <= budget; it = json_object_iter_next((json_t *)j, it))
+			w += 4 + json_object_iter_key_len(it) +
+			     json_weight(json_object_iter_value(it), budget - w);
+		return w;
+	default:
+		return 8;
+	}
+}
+
+size_t dag__weight(const dag__val *v)
+{
+	switch (v->kind) {
+	case DAG__V_STR:
+		return 2 + v->u.s.n;
+	case DAG__V_ARR:
+		return v->u.l.weight;
+	case DAG__V_JARR:
+	case DAG__V_DICT:
+		return json_weight(v->u.j, DAG__ARENA_LIMIT);
+	default:
+		return 8;
+	}
+}
+
+bool dag__truthy(const dag__val *v)
+{
+	switch (v->kind) {
+	case DAG__V_NONE: return false;
+	case DAG__V_BOOL: return v->u.b;
+	case DAG__V_INT: return v->u.i != 0;
+	case DAG__V_FLOAT: return v->u.d != 0.0;
+	case DAG__V_STR: return v->u.s.n != 0;
+	case DAG__V_JARR:
+	case DAG__V_ARR: return dag__list_len(v) != 0;
+	case DAG__V_DICT: return json_object_size(v->u.j) != 0;
+	}
+	return false;
+}
+
+static bool is_tuple(const dag__val *v)
+{
+	return v->kind == DAG__V_ARR && v->tuple;
+}
+
+static bool list_equal(const dag__val *a, const dag__val *b)
+{
+	size_t i, n = dag__list_len(a);
+	dag__val x, y;
+
+	if (is_tuple(a) != is_tuple(b) || n != dag__list_len(b))
+		return false;
+	for (i = 0; i < n; i++) {
+		dag__list_at(a, i, &x);
+		dag__list_at(b, i, &y);
+		if (!dag__equal(&x, &y))
+			return false;
+	}
+	return true;
+}
+
+static bool dict_equal(const json_t *a, const json_t *b)
+{
+	void *it = json_object_iter((json_t *)a);
+	dag__val x, y;
+	const json_t *other;
+
+	if (json_object_size(a) != json_object_size(b))
+		return false;
+	for (; it; it = json_object_iter_next((json_t *)a, it)) {
+		other = json_object_getn(b, json_object_iter_key(it),
+					 json_object_iter_key_len(it));
+		if (!other)
+			return false;
+		dag__from_json(json_object_iter_value(it), &x);
+		dag__from_json(other, &y);
+		if (!dag__equal(&x, &y))
+			return false;
+	}
+	return true;
+}
+
+/* Python 3 ==: numbers by value across bool/int/float, containers
+ * element-wise, different types unequal. */
+bool dag__equal(const dag__val *a, const dag__val *b)
+{
+	if (dag__is_num(a) && dag__is_num(b))
+		return dag__num_cmp(a, b) == 0;
+	if (dag__is_list(a) && dag__is_list(b))
+		return list_equal(a, b);
+	if (a->kind != b->kind)
+		return false;
+	switch (a->kind) {
+	case DAG__V_STR:
+		return a->u.s.n == b->u.s.n &&
+		       !memcmp(a->u.s.p, b->u.s.p, a->u.s.n);
+	case DAG__V_DICT:
+		return a->u.j == b->u.j || dict_equal(a->u.j, b->u.j);
+	default:
+		return true;	/* None */
+	}
+}
+
+const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
+			 size_t cap)
+{
+	const dag__node *node = &e->nodes[n];
+	size_t len = node->end - node->start;
+
+	if (len + 1 > cap) {
+		len = cap - 4;
+		while (len && ((unsigned char)e->src[node->start + len] & 0xC0) == 0x80)
+			len--;	/* do not cut a UTF-8 sequence */
+		memcpy(buf, e->src + node->start, len);
+		memcpy(buf + len, "...", 4);
+		return buf;
+	}
+	memcpy(buf, e->src + node->start, len);
+	buf[len] = '\0';
+	return buf;
+}
+
+int dag__rt_error(dag__ctx *c, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	core_err_vset(c->err, CORE_EEXPR, fmt, ap);
+	va_end(ap);
+	return CORE_EEXPR;
+}
+
+int dag__alloc_error(dag__ctx *c)
+{
+	if (c->arena.over)
+		return dag__rt_error(c,
+			"expression builds values larger than %u bytes",
+			DAG__ARENA_LIMIT);
+	return core_err_set(c->err, CORE_ENOMEM, "out of memory");
+}

@@ -1,0 +1,150 @@
+/*
+ * recorder.h — the public contract of the Landscape's storage: one LMDB
+ * environment per state directory holding the audit tables, the payload
+ * store and (later) checkpoints (DESIGN.md §8).
+ *
+ * Writing: any thread enqueues puts (rec_put*, never waiting for disk); one
+ * writer thread per environment commits them in batches (group commit).
+ * Commits are not fsync'd one by one (MDB_NOSYNC): a process crash
+ * (SIGKILL) loses nothing committed and never corrupts the environment;
+ * rec_flush() waits until everything enqueued before it is committed and
+ * fsync'd, so it also survives an OS crash (ADR 0004). When the map is full
+ * the writer grows it and retries. A write error is sticky: later calls
+ * return it.
+ *
+ * Reading: rec_open(..., REC_READONLY) in another process (explain,
+ * verify, runs) works while a run is writing; readers see whole committed
+ * batches only.
+ *
+ * Records are protobuf-c messages from proto/landscape.proto; keys are
+ * big-endian composites built with rec_key() (layouts in docs/audit.md).
+ *
+ * Thread rules: rec_put*, rec_flush and rec_error may be called from any
+ * thread. A rec_txn belongs to the thread that began it.
+ */
+#ifndef ELSPETH_RECORDER_H
+#define ELSPETH_RECORDER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "core/core.h"
+#include "proto/landscape.pb-c.h"
+
+/* The named databases. Index tables hold empty values. */
+typedef enum rec_table {
+	REC_META,            /* "format" -> version string, ... */
+	REC_RUNS,            /* run */
+	REC_NODES,           /* run, node(4) */
+	REC_EDGES,           /* run, edge(4) */
+	REC_ROWS,            /* run, seq — rows by (run, seq) */
+	REC_TOKENS,          /* run, token */
+	REC_TOKENS_BY_ROW,   /* run, row, token -> "" */
+	REC_TOKEN_PARENTS,   /* run, token, ordinal(4) */
+	REC_NODE_STATES,     /* run, state */
+	REC_STATES_BY_TOKEN, /* run, token, state -> "" */
+	REC_CALLS,           /* run, state, call_index(4) — calls by state */
+	REC_ROUTING_EVENTS,  /* run, state, ordinal(4) */
+	REC_BATCHES,         /* run, batch */
+	REC_BATCH_MEMBERS,   /* run, batch, ordinal(4) */
+	REC_ARTIFACTS,       /* run, token */
+	REC_TOKEN_OUTCOMES,  /* run, token — outcome by token */
+	REC_VALIDATION_ERRORS, /* run, row */
+	REC_TRANSFORM_ERRORS,  /* run, token, state */
+	REC_SINK_FILES,      /* run, node(4) */
+	REC_CHECKPOINTS,     /* run, seq */
+	REC_PAYLOADS,        /* sha256(32) -> bytes, stored once */
+	REC_TABLE_LAST
+} rec_table;
+
+/* The table's LMDB name ("runs", "tokens_by_row", ...). */
+const char *rec_table_name(rec_table t);
+
+typedef struct rec_env rec_env;
+
+enum {
+	REC_READONLY = 1 << 0,  /* open for reading; no writer thread */
+};
+
+/* Recorder errors (besides CORE_* and LMDB codes): */
+#define REC_NOTFOUND 1     /* rec_get: no such key (not an error) */
+
+/* Opens (creating it, and its parent directories, unless REC_READONLY)
+ * the environment in directory `path`. An environment that is not an
+ * elspeth Landscape (no or a foreign REC_META "format") is an error. */
+int rec_open(const char *path, int flags, rec_env **out, core_err *err);
+/* Commits everything enqueued, stops the writer, closes. Returns the
+ * sticky writer error, if any. NULL allowed. */
+int rec_close(rec_env *env, core_err *err);
+/* "lmdb://./state/audit.lmdb" -> "./state/audit.lmdb". */
+int rec_path_from_url(const char *url, char *out, size_t cap, core_err *err);
+
+/* ------------------------------------------------------------------ keys */
+
+#define REC_KEY_MAX 64
+
+/* A composite key: parts appended big-endian. */
+typedef struct rec_key {
+	uint8_t b[REC_KEY_MAX];
+	size_t len;
+} rec_key;
+
+void rec_key_init(rec_key *k);
+void rec_key_u64(rec_key *k, uint64_t v);
+void rec_key_u32(rec_key *k, uint32_t v);
+uint64_t rec_key_get_u64(const void *key, size_t off);
+uint32_t rec_key_get_u32(const void *key, size_t off);
+
+/* -------------------------------------------------------------- writing */
+
+/* Enqueues a copy of key/value for table t (replacing an existing value). */
+int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
+	    size_t vlen);
+/* Packs msg and enqueues it. */
+int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
+		const ProtobufCMessage *msg);
+/* Stores data in the payload store under its SHA-256 (once: an existing
+ * payload is not rewritten); hex receives the hash. */
+int rec_put_payload(rec_env *env, const void *data, size_t len,
+		    char hex[CORE_SHA256_HEX_LEN + 1]);
+/* Waits until everything enqueued before the call is committed and the
+ * environment is fsync'd. */
+int rec_flush(rec_env *env, core_err *err);
+/* The sticky writer error (0 if none). */
+int rec_error(rec_env *env, core_err *err);
+
+/* Runs fn inside one synchronous write transaction after everything
+ * enqueued so far has been committed (e.g. to allocate the next run id
+ * atomically across processes). fn gets the LMDB txn as void*. */
+typedef int (*rec_sync_fn)(void *ctx, rec_env *env, void *mdb_txn);
+int rec_write_sync(rec_env *env, rec_sync_fn fn, void *ctx, core_err *err);
+/* Inside rec_write_sync only: direct put/get on the given txn. */
+int rec_txn_put(rec_env *env, void *mdb_txn, rec_table t, const rec_key *k,
+		const void *val, size_t vlen);
+
+/* -------------------------------------------------------------- reading */
+
+typedef struct rec_txn rec_txn;
+
+int rec_read_begin(rec_env *env, rec_txn **out, core_err *err);
+void rec_read_end(rec_txn *txn); /* NULL allowed */
+/* 0 found (*val valid until rec_read_end), REC_NOTFOUND, or an error. */
+int rec_get(rec_txn *txn, rec_table t, const rec_key *k, const void **val,
+	    size_t *vlen);
+/* Calls fn for every key starting with prefix, in key order; stops when fn
+ * returns non-zero (that value is returned). */
+typedef int (*rec_scan_fn)(void *ctx, const void *key, size_t klen,
+			   const void *val, size_t vlen);
+int rec_scan(rec_txn *txn, rec_table t, const rec_key *prefix,
+	     rec_scan_fn fn, void *ctx);
+/* The last key of table t starting with prefix: 0, or REC_NOTFOUND. */
+int rec_last(rec_txn *txn, rec_table t, const rec_key *prefix,
+	     const void **key, size_t *klen, const void **val, size_t *vlen);
+/* Reads a payload by hex hash: 0, REC_NOTFOUND, or an error. */
+int rec_get_payload(rec_txn *txn, const char *hex, const void **data,
+		    size_t *len);
+
+#endif /* ELSPETH_RECORDER_H */
