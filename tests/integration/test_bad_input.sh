@@ -101,7 +101,7 @@ source: {plugin: csv, on_success: out, options: {path: data/ok.csv, on_validatio
 sinks:
   out: {plugin: csv, options: {path: sinkopt/out.csv, delimeter: ";"}}
 YAML
-expect "validate checks sink options" 1 "s.yaml:3:53: sinks.out.options.delimeter: unknown key 'delimeter' (did you mean 'delimiter'?)" -- "$ELSPETH" validate -s s.yaml
+expect "validate checks sink options" 1 "s.yaml:3:55: sinks.out.options.delimeter: unknown key 'delimeter' (did you mean 'delimiter'?)" -- "$ELSPETH" validate -s s.yaml
 [ ! -e sinkopt ] && pass "validate of sink options wrote nothing" || fail "validate created sink output"
 
 # --- run without --execute writes nothing ---

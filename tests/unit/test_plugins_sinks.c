@@ -117,11 +117,15 @@ static int put(const plg_sink_ops *ops, void *st, const char *json,
 {
 	json_error_t jerr;
 	json_t *row = json_loads(json, JSON_DECODE_ANY, &jerr);
-	uint64_t o = 0, l = 0;
+	plg_write_info info = { 0 };
 	int rc;
 
 	cr_assert_not_null(row, "bad test JSON %s: %s", json, jerr.text);
-	rc = ops->write(st, row, off ? off : &o, len ? len : &l, err);
+	rc = ops->write(st, row, &info, err);
+	if (!rc && off)
+		*off = info.offset;
+	if (!rc && len)
+		*len = info.len;
 	json_decref(row);
 	return rc;
 }
