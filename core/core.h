@@ -191,6 +191,22 @@ void core_hex(const uint8_t *bytes, size_t len, char *out);
 int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 		   core_err *err);
 
+/* ---------------------------------------------------------------- secrets
+ *
+ * Option values whose names are secret (api_key, password, token, secret,
+ * authorization, connection_string, credential(s), and names ending _key,
+ * _secret, _token, _password — case-insensitive) are never stored: they
+ * become "hmac-sha256:<hex>" keyed by $ELSPETH_FINGERPRINT_KEY, or
+ * CORE_REDACTED when it is unset.
+ */
+#define CORE_REDACTED "redacted (set ELSPETH_FINGERPRINT_KEY to record a fingerprint)"
+
+bool core_is_secret_name(const char *name);
+/* The fingerprint (or CORE_REDACTED) of value into out. */
+int core_fingerprint(const char *value, char *out, size_t cap);
+/* Replaces, in place, every secret-named member of v (recursively). */
+int core_redact_secrets(json_t *v);
+
 /* ------------------------------------------------------------- settings
  *
  * The typed view of an ELSPETH 0.4 settings file (DESIGN.md §6). All
@@ -263,12 +279,14 @@ typedef struct core_settings {
 	size_t nsinks;
 	core_sink_cfg *sinks;
 	core_retry_cfg retry;
-	const char *landscape_url;     /* NULL when absent */
+	const char *landscape_url;     /* default lmdb://./state/audit.lmdb */
+	bool audit;                    /* landscape.enabled (default true) */
+	char *settings_json;           /* canonical, secrets fingerprinted */
 	bool pipelining;
 	long long max_rows_in_flight;
 	long long max_completed_waiting;
 	bool checkpoint_enabled;
-	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* canonical settings hash */
+	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
 } core_settings;
 
 /* Loads and type-checks a settings file (or text, for tests). */

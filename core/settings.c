@@ -345,7 +345,9 @@ static int check_later_list(const core_node *seq, const key_spec *specs,
 	return 0;
 }
 
-static const key_spec landscape_keys[] = { { "url", K_STR, true }, { NULL } };
+static const key_spec landscape_keys[] = {
+	{ "url", K_STR, false }, { "enabled", K_BOOL, false }, { NULL }
+};
 static const key_spec concurrency_keys[] = { { "pipelining", K_MAP, false }, { NULL } };
 static const key_spec pipelining_keys[] = {
 	{ "enabled", K_BOOL, false },
@@ -371,11 +373,11 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 	int rc;
 
 	if ((n = core_map_get(root, "landscape"))) {
-		if ((rc = check_section(n, landscape_keys, err)))
+		if ((rc = check_section(n, landscape_keys, err)) ||
+		    (rc = core_opt_bool(n, "enabled", &s->audit, err)))
 			return rc;
-		s->landscape_url = str_of(n, "url");
-		return core_err_at(err, CORE_EUNSUPPORTED, n,
-			"not supported yet: landscape — the audit trail arrives with the Landscape issue");
+		if (str_of(n, "url"))
+			s->landscape_url = str_of(n, "url");
 	}
 	if ((n = core_map_get(root, "concurrency"))) {
 		const core_node *p;
@@ -427,6 +429,7 @@ static const char *const top_keys[] = {
 static int settings_build(core_settings *s, core_err *err)
 {
 	const core_node *root = core_doc_root(s->doc);
+	uint8_t digest[CORE_SHA256_LEN];
 	json_t *j;
 	int rc;
 
@@ -444,12 +447,19 @@ static int settings_build(core_settings *s, core_err *err)
 				   aggregation_keys, "aggregations", err)) ||
 	    (rc = load_runtime(s, root, err)))
 		return rc;
+	/* The recorded settings and their hash never hold a raw secret. */
 	j = core_node_to_json(root);
-	if (!j)
+	if (!j || core_redact_secrets(j)) {
+		json_decref(j);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = core_hash_json(j, s->config_hash, err);
+	}
+	rc = core_canon(j, &s->settings_json, NULL, err);
 	json_decref(j);
-	return rc;
+	if (rc)
+		return rc;
+	core_sha256(s->settings_json, strlen(s->settings_json), digest);
+	core_hex(digest, sizeof(digest), s->config_hash);
+	return 0;
 }
 
 static core_settings *settings_new(void)
@@ -464,6 +474,8 @@ static core_settings *settings_new(void)
 	s->retry.exponential_base = 2.0;
 	s->max_rows_in_flight = 1;
 	s->max_completed_waiting = 1;
+	s->audit = true;
+	s->landscape_url = "lmdb://./state/audit.lmdb";
 	return s;
 }
 
@@ -517,6 +529,7 @@ void core_settings_free(core_settings *s)
 	free(s->transforms);
 	free(s->gates);
 	free(s->sinks);
+	free(s->settings_json);
 	core_doc_free(s->doc);
 	free(s);
 }

@@ -1,0 +1,73 @@
+/* Tests of secret detection and fingerprinting (core/secrets.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "core/core.h"
+
+Test(secrets, names)
+{
+	const char *yes[] = { "api_key", "API_KEY", "password", "token", "secret",
+			      "authorization", "connection_string", "credential",
+			      "openai_key", "db_password", "refresh_token", "client_secret" };
+	const char *no[] = { "path", "keyboard", "tokens_used", "model", "_key",
+			     "secretary", "monkey" };
+
+	for (size_t i = 0; i < sizeof(yes) / sizeof(*yes); i++)
+		cr_assert(core_is_secret_name(yes[i]), "%s should be secret", yes[i]);
+	for (size_t i = 0; i < sizeof(no) / sizeof(*no); i++)
+		cr_assert_not(core_is_secret_name(no[i]), "%s should not be secret", no[i]);
+}
+
+Test(secrets, fingerprint_is_hmac_sha256)
+{
+	char fp[128];
+
+	/* RFC 4231 test case 2: key "Jefe", data "what do ya want for nothing?" */
+	setenv("ELSPETH_FINGERPRINT_KEY", "Jefe", 1);
+	cr_assert_eq(core_fingerprint("what do ya want for nothing?", fp, sizeof(fp)), 0);
+	cr_assert_str_eq(fp, "hmac-sha256:5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+}
+
+Test(secrets, unset_key_redacts)
+{
+	char fp[128];
+
+	unsetenv("ELSPETH_FINGERPRINT_KEY");
+	cr_assert_eq(core_fingerprint("sk-live-123", fp, sizeof(fp)), 0);
+	cr_assert_str_eq(fp, CORE_REDACTED);
+}
+
+Test(secrets, redact_nested_settings)
+{
+	json_t *j = json_loads("{\"transforms\":[{\"options\":{\"api_key\":\"sk-live-123\","
+			       "\"model\":\"m\",\"auth\":{\"password\":\"hunter2\"}}}]}", 0, NULL);
+	char *s;
+
+	setenv("ELSPETH_FINGERPRINT_KEY", "k", 1);
+	cr_assert_not_null(j);
+	cr_assert_eq(core_redact_secrets(j), 0);
+	s = json_dumps(j, JSON_COMPACT);
+	cr_assert_null(strstr(s, "sk-live-123"));
+	cr_assert_null(strstr(s, "hunter2"));
+	cr_assert_not_null(strstr(s, "\"model\":\"m\""));
+	cr_assert_not_null(strstr(s, "hmac-sha256:"));
+	free(s);
+	json_decref(j);
+}
+
+Test(secrets, settings_json_holds_no_secret)
+{
+	core_settings *st;
+	core_err err;
+
+	setenv("ELSPETH_T_SECRET", "sk-test-SECRET-42", 1);
+	setenv("ELSPETH_FINGERPRINT_KEY", "k", 1);
+	cr_assert_eq(core_settings_parse("s.yaml",
+		"source: {plugin: csv, on_success: out, options: {path: x.csv, on_validation_failure: discard,"
+		" api_key: \"${ELSPETH_T_SECRET}\"}}\nsinks: {out: {plugin: csv}}\n", &st, &err), 0, "%s", err.msg);
+	cr_assert_null(strstr(st->settings_json, "sk-test-SECRET-42"));
+	cr_assert_not_null(strstr(st->settings_json, "hmac-sha256:"));
+	core_settings_free(st);
+}
