@@ -187,6 +187,10 @@ int core_format_double(double d, char *buf, size_t cap);
 void core_sha256(const void *data, size_t len, uint8_t out[CORE_SHA256_LEN]);
 /* Lower-case hex; out has room for 2*len+1 bytes. */
 void core_hex(const uint8_t *bytes, size_t len, char *out);
+/* SHA-256 of a file's first `max` bytes (UINT64_MAX: all); *size gets the
+ * bytes hashed. */
+int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
+		     char out[CORE_SHA256_HEX_LEN + 1], core_err *err);
 /* SHA-256 over the canonical JSON of v, as 64 hex chars + NUL. */
 int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 		   core_err *err);

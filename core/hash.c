@@ -5,7 +5,10 @@
  * every EVP_sha256() digest; we fetch it once and reuse it from all threads
  * (a fetched EVP_MD is immutable and thread-safe).
  */
+#include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 #include <stdlib.h>
 
 #include <openssl/evp.h>
@@ -58,5 +61,43 @@ int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 	core_hex(md, sizeof(md), out);
 out_release:
 	core_buf_release(&b);
+	return rc;
+}
+
+int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
+		     char out[CORE_SHA256_HEX_LEN + 1], core_err *err)
+{
+	uint8_t md[CORE_SHA256_LEN], chunk[65536];
+	EVP_MD_CTX *ctx;
+	uint64_t total = 0;
+	FILE *f;
+	int rc = 0;
+
+	pthread_once(&sha256_once, sha256_fetch);
+	f = fopen(path, "rb");
+	if (!f)
+		return core_err_set(err, CORE_EIO, "cannot read %s: %s", path,
+				    strerror(errno));
+	ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, sha256_md ? sha256_md : EVP_sha256(), NULL))
+		abort();
+	while (total < max) {
+		size_t want = max - total < sizeof(chunk) ? (size_t)(max - total) : sizeof(chunk);
+		size_t n = fread(chunk, 1, want, f);
+
+		if (!n)
+			break;
+		EVP_DigestUpdate(ctx, chunk, n);
+		total += n;
+	}
+	if (ferror(f))
+		rc = core_err_set(err, CORE_EIO, "cannot read %s: %s", path,
+				  strerror(errno));
+	EVP_DigestFinal_ex(ctx, md, NULL);
+	EVP_MD_CTX_free(ctx);
+	fclose(f);
+	core_hex(md, sizeof(md), out);
+	if (size)
+		*size = total;
 	return rc;
 }

@@ -20,6 +20,7 @@
 #include <stdio.h>
 
 #include "dag/dag.h"
+#include "recorder/recorder.h"
 
 /* The terminal outcomes of DESIGN.md §5 invariant 3. */
 typedef enum eng_outcome {
@@ -34,9 +35,12 @@ const char *eng_outcome_name(eng_outcome o);
 
 typedef struct eng_opts {
 	volatile sig_atomic_t *stop; /* may be NULL */
+	rec_env *rec;                /* the Landscape; NULL: audit off */
+	const char *settings_path;   /* recorded with the run */
 } eng_opts;
 
 typedef struct eng_summary {
+	uint64_t run_id;       /* 0 when audit is off */
 	uint64_t rows;         /* source records pulled */
 	uint64_t succeeded;    /* rows that reached sinks without error */
 	uint64_t failed;       /* rows that failed a transform */
@@ -53,7 +57,9 @@ typedef struct eng_summary {
  * row, closes the sinks. Returns 0 (also when interrupted: see
  * sum->interrupted) or an error: a fatal source error, a sink write error,
  * a row error with nowhere to go (no on_error; a gate condition that fails),
- * each message naming the row (seq) and field. sum->per_sink is malloc'd;
+ * each message naming the row (seq) and field. With o->rec, everything is
+ * recorded (docs/audit.md) and the run's status is completed, failed or
+ * interrupted. sum->per_sink is malloc'd;
  * free with eng_summary_release(). */
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
 void eng_summary_release(eng_summary *sum);

@@ -40,18 +40,16 @@ static int pull(const plg_source_ops *ops, void *src, uint64_t seq,
 	return 1;
 }
 
-static int run_rows(dag_graph *g, void *src, const eng_opts *o,
-		    eng_summary *sum, core_err *err)
+static int run_rows(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 {
-	const plg_source_ops *sops = g->nodes[0].sops;
-	volatile sig_atomic_t *stop = o ? o->stop : NULL;
+	const plg_source_ops *sops = c->g->nodes[0].sops;
 	int rc;
 
 	for (uint64_t seq = 1;; seq++) {
 		eng_row row = { 0 };
 		eng_result res = { 0 };
 
-		if (stop && *stop) {
+		if (c->stop && *c->stop) {
 			sum->interrupted = true;
 			return 0;
 		}
@@ -59,9 +57,9 @@ static int run_rows(dag_graph *g, void *src, const eng_opts *o,
 		if (rc <= 0)
 			return rc;
 		sum->rows++;
-		rc = eng__process_row(g, &row, stop, &res, err);
+		rc = eng__process_row(c, &row, &res, err);
 		if (!rc)
-			rc = eng__release(g, &res, sum, err);
+			rc = eng__release(c, &res, sum, err);
 		eng__result_release(&res);
 		eng__row_release(&row);
 		if (rc)
@@ -69,35 +67,64 @@ static int run_rows(dag_graph *g, void *src, const eng_opts *o,
 	}
 }
 
-int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
+/* Flushes (fsync) and closes every sink; the first error wins. */
+static int close_sinks(dag_graph *g, int rc, core_err *err)
 {
-	uint64_t t0 = core_now_mono_ns();
-	void *src = NULL;
-	int rc, crc;
+	int crc;
 
-	memset(sum, 0, sizeof(*sum));
-	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
-	if (!sum->per_sink)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (rc) {
+		dag_close(g, NULL);
+		return rc;
+	}
+	for (size_t i = 0; i < g->nnodes && !rc; i++)
+		if (g->nodes[i].kind == DAG_SINK && g->nodes[i].kstate)
+			rc = g->nodes[i].kops->flush(g->nodes[i].kstate, err);
+	crc = dag_close(g, rc ? NULL : err);
+	return rc ? rc : crc;
+}
+
+static int run_graph(eng_ctx *c, eng_summary *sum, core_err *err)
+{
+	dag_graph *g = c->g;
+	void *src = NULL;
+	int rc;
+
 	/* The source first: a missing input must not leave empty outputs. */
 	if ((rc = g->nodes[0].sops->open(g->nodes[0].options, &src, err)))
 		return rc;
 	rc = dag_open(g, true, err);
 	if (!rc)
-		rc = run_rows(g, src, o, sum, err);
+		rc = run_rows(c, src, sum, err);
 	g->nodes[0].sops->close(src);
-	if (rc) {
-		dag_close(g, NULL);
-	} else {
-		/* Make outputs durable before saying the run succeeded. */
-		for (size_t i = 0; i < g->nnodes && !rc; i++)
-			if (g->nodes[i].kind == DAG_SINK)
-				rc = g->nodes[i].kops->flush(g->nodes[i].kstate, err);
-		crc = dag_close(g, rc ? NULL : err);
-		if (!rc)
-			rc = crc;
-	}
+	return close_sinks(g, rc, err);
+}
+
+int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
+{
+	uint64_t t0 = core_now_mono_ns();
+	eng_audit audit;
+	eng_ctx c = { .g = g, .audit = &audit, .stop = o ? o->stop : NULL };
+	const char *status;
+	core_err ferr = { 0 };
+	int rc, frc;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
+	if (!sum->per_sink)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = eng__audit_start(&audit, o ? o->rec : NULL, g,
+			      o ? o->settings_path : NULL, err);
+	if (rc)
+		return rc;
+	sum->run_id = audit.run_id;
+	rc = run_graph(&c, sum, err);
 	sum->wall_seconds = (double)(core_now_mono_ns() - t0) / 1e9;
+	status = rc ? "failed" : sum->interrupted ? "interrupted" : "completed";
+	frc = eng__audit_finish(&audit, sum, status, rc ? err->msg : NULL, &ferr);
+	if (!rc && frc) {
+		*err = ferr;
+		rc = frc;
+	}
 	return rc;
 }
 

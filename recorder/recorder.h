@@ -125,6 +125,10 @@ int rec_write_sync(rec_env *env, rec_sync_fn fn, void *ctx, core_err *err);
 int rec_txn_put(rec_env *env, void *mdb_txn, rec_table t, const rec_key *k,
 		const void *val, size_t vlen);
 
+/* Allocates the next run id (1, 2, 3 ... per environment, atomically
+ * across processes) and stores rec as its first RunRecord (run_id set). */
+int rec_new_run(rec_env *env, Elspeth__RunRecord *rec, core_err *err);
+
 /* -------------------------------------------------------------- reading */
 
 typedef struct rec_txn rec_txn;

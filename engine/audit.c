@@ -1,0 +1,464 @@
+/*
+ * audit.c — what the engine records in the Landscape (docs/audit.md): the
+ * run, its nodes and edges, each row with its payload, tokens, node states,
+ * routing decisions, errors, outcomes (before the sink write) and
+ * artifacts (after it). Every function is a no-op when audit is off.
+ *
+ * Records are enqueued on the recorder (it never waits for disk); an
+ * enqueue failure is sticky in the recorder and surfaces at
+ * eng__audit_finish(), which fails the run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+#define STR(s) ((char *)((s) ? (s) : ""))
+
+static uint64_t run_key_id(const eng_audit *a, rec_key *k)
+{
+	rec_key_init(k);
+	rec_key_u64(k, a->run_id);
+	return a->run_id;
+}
+
+int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
+		       core_err *err)
+{
+	core_buf b = { 0 };
+	uint8_t d[CORE_SHA256_LEN];
+	int rc;
+
+	if (!a->rec) {
+		out[0] = '\0';
+		return 0;
+	}
+	rc = core_canon_append(&b, v, err);
+	if (!rc) {
+		core_sha256(b.data, b.len, d);
+		core_hex(d, sizeof(d), out);
+		rc = rec_put_payload(a->rec, b.data, b.len, out);
+		if (rc)
+			rc = core_err_set(err, rc, "audit: cannot store payload");
+	}
+	core_buf_release(&b);
+	return rc;
+}
+
+/* Stores a text (an error message) as a payload; out receives its hash. */
+static void put_text(eng_audit *a, const char *text, eng_hash out)
+{
+	out[0] = '\0';
+	if (text)
+		rec_put_payload(a->rec, text, strlen(text), out);
+}
+
+/* ------------------------------------------------------------- the run */
+
+static const char *kind_name(dag_kind k)
+{
+	switch (k) {
+	case DAG_SOURCE:
+		return "source";
+	case DAG_TRANSFORM:
+		return "transform";
+	case DAG_GATE:
+		return "gate";
+	case DAG_SINK:
+		return "sink";
+	}
+	return "unknown";
+}
+
+/* Canonical, secret-free JSON of a node's options (or of a gate's
+ * condition and routes) and its hash. */
+static int node_config(const dag_node *n, char **json, eng_hash hash,
+		       core_err *err)
+{
+	json_t *j;
+	uint8_t d[CORE_SHA256_LEN];
+	int rc;
+
+	if (n->kind == DAG_GATE) {
+		j = json_pack("{s:s}", "condition", dag_expr_source(n->cond));
+		for (size_t i = 0; j && i < n->nroutes; i++)
+			json_object_set_new(j, n->routes[i].key,
+					    json_integer(n->routes[i].to));
+	} else {
+		j = n->options ? core_node_to_json(n->options) : json_object();
+	}
+	if (!j || core_redact_secrets(j)) {
+		json_decref(j);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	rc = core_canon(j, json, NULL, err);
+	json_decref(j);
+	if (rc)
+		return rc;
+	core_sha256(*json, strlen(*json), d);
+	core_hex(d, sizeof(d), hash);
+	return 0;
+}
+
+static int record_nodes(eng_audit *a, json_t *topo, core_err *err)
+{
+	const dag_graph *g = a->g;
+	int rc = 0;
+
+	for (size_t i = 0; i < g->nnodes && !rc; i++) {
+		const dag_node *n = &g->nodes[i];
+		Elspeth__NodeRecord r = ELSPETH__NODE_RECORD__INIT;
+		eng_hash h;
+		char *cfg = NULL;
+		rec_key k;
+
+		if ((rc = node_config(n, &cfg, h, err)))
+			break;
+		r.run_id = run_key_id(a, &k);
+		rec_key_u32(&k, (uint32_t)i);
+		r.node_id = (uint32_t)i;
+		r.name = STR(n->name);
+		r.kind = (char *)kind_name(n->kind);
+		r.plugin = STR(n->plugin);
+		r.plugin_version = ELSPETH_VERSION;
+		r.config_hash = h;
+		r.config_json = cfg;
+		rc = rec_put_msg(a->rec, REC_NODES, &k, &r.base);
+		json_array_append_new(json_object_get(topo, "nodes"),
+			json_pack("{s:s,s:s,s:s,s:s}", "name", r.name, "kind", r.kind,
+				  "plugin", r.plugin, "config_hash", h));
+		free(cfg);
+	}
+	return rc;
+}
+
+static int record_edges(eng_audit *a, json_t *topo)
+{
+	const dag_graph *g = a->g;
+	int rc = 0;
+
+	for (size_t i = 0; i < g->nedges && !rc; i++) {
+		Elspeth__EdgeRecord r = ELSPETH__EDGE_RECORD__INIT;
+		rec_key k;
+
+		r.run_id = run_key_id(a, &k);
+		rec_key_u32(&k, (uint32_t)i);
+		r.edge_id = (uint32_t)i;
+		r.from_node = (uint32_t)g->edges[i].from;
+		r.to_node = (uint32_t)g->edges[i].to;
+		r.label = STR(g->edges[i].label);
+		rc = rec_put_msg(a->rec, REC_EDGES, &k, &r.base);
+		json_array_append_new(json_object_get(topo, "edges"),
+			json_pack("{s:i,s:i,s:s}", "from", g->edges[i].from,
+				  "to", g->edges[i].to, "label", r.label));
+	}
+	return rc;
+}
+
+static void fill_run(const eng_audit *a, Elspeth__RunRecord *r,
+		     const char *path, const char *topo_hash)
+{
+	const core_settings *s = a->g->settings;
+
+	r->run_id = a->run_id;
+	r->started_at_ns = a->started_ns;
+	r->status = "running";
+	r->config_hash = (char *)s->config_hash;
+	r->topology_hash = (char *)topo_hash;
+	r->canonical_version = CORE_CANONICAL_VERSION;
+	r->settings_json = STR(s->settings_json);
+	r->settings_path = STR(path);
+	r->elspeth_version = ELSPETH_VERSION;
+}
+
+int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
+		     const char *settings_path, core_err *err)
+{
+	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
+	json_t *topo;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->g = g;
+	atomic_init(&a->next_token, 1);
+	atomic_init(&a->next_state, 1);
+	if (!rec)
+		return 0;
+	a->rec = rec;
+	a->settings_path = settings_path;
+	a->started_ns = core_now_wall_ns();
+	topo = json_pack("{s:[],s:[]}", "nodes", "edges");
+	if (!topo)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	/* The topology hash needs the nodes; the nodes need the run id. Get
+	 * the id first with a provisional record, then rewrite it. */
+	fill_run(a, &r, settings_path, "");
+	rc = rec_new_run(rec, &r, err);
+	a->run_id = r.run_id;
+	if (!rc)
+		rc = record_nodes(a, topo, err);
+	if (!rc)
+		rc = record_edges(a, topo);
+	if (!rc) {
+		rec_key k;
+
+		rc = eng__audit_payload(a, topo, a->topology_hash, err);
+		fill_run(a, &r, settings_path, a->topology_hash);
+		run_key_id(a, &k);
+		if (!rc)
+			rc = rec_put_msg(rec, REC_RUNS, &k, &r.base);
+	}
+	json_decref(topo);
+	if (rc && !err->msg[0])
+		core_err_set(err, rc, "audit: cannot record the run");
+	return rc;
+}
+
+static const char *sink_path(const dag_node *n)
+{
+	const core_node *p = core_map_get(n->options, "path");
+
+	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+}
+
+/* Each sink file's size and hash at the end of the run. */
+static int record_sink_files(eng_audit *a, core_err *err)
+{
+	for (size_t i = 0; i < a->g->nnodes; i++) {
+		const dag_node *n = &a->g->nodes[i];
+		Elspeth__SinkFileRecord r = ELSPETH__SINK_FILE_RECORD__INIT;
+		eng_hash h;
+		rec_key k;
+		int rc;
+
+		if (n->kind != DAG_SINK || !sink_path(n))
+			continue;
+		rc = core_sha256_file(sink_path(n), UINT64_MAX, &r.size, h, err);
+		if (rc)
+			return rc;
+		r.run_id = run_key_id(a, &k);
+		rec_key_u32(&k, (uint32_t)i);
+		r.sink_node = (uint32_t)i;
+		r.sink = (char *)n->name;
+		r.path = (char *)sink_path(n);
+		r.content_hash = h;
+		rec_put_msg(a->rec, REC_SINK_FILES, &k, &r.base);
+	}
+	return 0;
+}
+
+int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
+		      const char *error, core_err *err)
+{
+	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
+	rec_key k;
+	int rc = 0;
+
+	if (!a->rec)
+		return 0;
+	if (!strcmp(status, "completed"))
+		rc = record_sink_files(a, err);
+	fill_run(a, &r, a->settings_path, a->topology_hash);
+	r.completed_at_ns = core_now_wall_ns();
+	r.status = (char *)status;
+	r.rows = sum->rows;
+	r.succeeded = sum->succeeded;
+	r.failed = sum->failed;
+	r.quarantined = sum->quarantined;
+	r.error = STR(error);
+	run_key_id(a, &k);
+	rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
+	if (!rc)
+		rc = rec_flush(a->rec, err);
+	return rc;
+}
+
+/* -------------------------------------------------------------- rows */
+
+static uint64_t new_token(eng_audit *a, uint64_t row_id)
+{
+	uint64_t id = atomic_fetch_add(&a->next_token, 1);
+	Elspeth__TokenRecord r = ELSPETH__TOKEN_RECORD__INIT;
+	rec_key k, ix;
+
+	if (!a->rec)
+		return id;
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, id);
+	r.token_id = id;
+	r.row_id = row_id;
+	r.created_at_ns = core_now_wall_ns();
+	rec_put_msg(a->rec, REC_TOKENS, &k, &r.base);
+	run_key_id(a, &ix);
+	rec_key_u64(&ix, row_id);
+	rec_key_u64(&ix, id);
+	rec_put(a->rec, REC_TOKENS_BY_ROW, &ix, "", 0);
+	return id;
+}
+
+int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
+		   core_err *err)
+{
+	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
+	rec_key k;
+	int rc;
+
+	if (!a->rec) {
+		*token_id = atomic_fetch_add(&a->next_token, 1);
+		row->hash[0] = '\0';
+		return 0;
+	}
+	rc = eng__audit_payload(a, row->data, row->hash, err);
+	if (rc)
+		return core_err_prefix(err, "row %llu", (unsigned long long)row->seq);
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, row->seq);
+	r.row_id = r.seq = row->seq;
+	r.source_hash = r.payload_ref = row->hash;
+	r.where = STR(row->where);
+	r.created_at_ns = core_now_wall_ns();
+	rec_put_msg(a->rec, REC_ROWS, &k, &r.base);
+	*token_id = new_token(a, row->seq);
+	if (row->error) {
+		Elspeth__ValidationErrorRecord v = ELSPETH__VALIDATION_ERROR_RECORD__INIT;
+
+		v.run_id = a->run_id;
+		v.row_id = row->seq;
+		v.node = "source";
+		v.error = row->error;
+		v.data_ref = row->hash;
+		rec_put_msg(a->rec, REC_VALIDATION_ERRORS, &k, &v.base);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ states */
+
+uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
+{
+	Elspeth__NodeStateRecord r = ELSPETH__NODE_STATE_RECORD__INIT;
+	uint64_t id;
+	rec_key k, ix;
+
+	if (!a->rec)
+		return 0;
+	id = atomic_fetch_add(&a->next_state, 1);
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, id);
+	r.state_id = id;
+	r.token_id = st->token_id;
+	r.node_id = (uint32_t)st->node;
+	r.step = st->step;
+	r.attempt = st->attempt;
+	r.status = st->ok ? "completed" : "failed";
+	r.input_hash = STR(st->in_hash);
+	r.output_hash = STR(st->out_hash);
+	r.started_at_ns = st->started_ns;
+	r.completed_at_ns = st->completed_ns;
+	r.duration_ns = st->completed_ns - st->started_ns;
+	r.error = STR(st->error);
+	rec_put_msg(a->rec, REC_NODE_STATES, &k, &r.base);
+	run_key_id(a, &ix);
+	rec_key_u64(&ix, st->token_id);
+	rec_key_u64(&ix, id);
+	rec_put(a->rec, REC_STATES_BY_TOKEN, &ix, "", 0);
+	return id;
+}
+
+void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
+		      const char *key)
+{
+	Elspeth__RoutingEventRecord r = ELSPETH__ROUTING_EVENT_RECORD__INIT;
+	const dag_graph *g = a->g;
+	rec_key k;
+
+	if (!a->rec)
+		return;
+	for (size_t e = 0; e < g->nedges; e++) {
+		if (g->edges[e].from == gate->id && !strcmp(g->edges[e].label, key)) {
+			r.edge_id = (uint32_t)e;
+			break;
+		}
+	}
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, state_id);
+	rec_key_u32(&k, 0);
+	r.state_id = state_id;
+	r.mode = "move";
+	r.reason = (char *)key;
+	rec_put_msg(a->rec, REC_ROUTING_EVENTS, &k, &r.base);
+}
+
+void eng__audit_transform_error(eng_audit *a, const eng_state *st,
+				uint64_t state_id, const core_err *e)
+{
+	Elspeth__TransformErrorRecord r = ELSPETH__TRANSFORM_ERROR_RECORD__INIT;
+	rec_key k;
+
+	if (!a->rec)
+		return;
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, st->token_id);
+	rec_key_u64(&k, state_id);
+	r.token_id = st->token_id;
+	r.state_id = state_id;
+	r.node_id = (uint32_t)st->node;
+	r.error = (char *)e->msg;
+	r.data_ref = STR(st->in_hash);
+	r.retryable = e->retryable;
+	rec_put_msg(a->rec, REC_TRANSFORM_ERRORS, &k, &r.base);
+}
+
+/* ---------------------------------------------------- outcomes, writes */
+
+void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t)
+{
+	Elspeth__TokenOutcomeRecord r = ELSPETH__TOKEN_OUTCOME_RECORD__INIT;
+	eng_hash eh;
+	rec_key k;
+
+	if (!a->rec)
+		return;
+	put_text(a, t->error, eh);
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, t->token_id);
+	r.token_id = t->token_id;
+	r.row_id = seq;
+	r.outcome = (char *)eng_outcome_name(t->outcome);
+	r.sink = t->sink >= 0 ? (char *)a->g->nodes[t->sink].name : "";
+	r.error_hash = eh;
+	r.recorded_at_ns = core_now_wall_ns();
+	rec_put_msg(a->rec, REC_TOKEN_OUTCOMES, &k, &r.base);
+}
+
+void eng__audit_artifact(eng_audit *a, const eng_token *t,
+			 const plg_write_info *info, uint64_t started_ns)
+{
+	Elspeth__ArtifactRecord r = ELSPETH__ARTIFACT_RECORD__INIT;
+	const dag_node *sink = &a->g->nodes[t->sink];
+	uint8_t d[CORE_SHA256_LEN];
+	eng_hash h;
+	eng_state st = {
+		.token_id = t->token_id, .node = t->sink, .ok = true,
+		.in_hash = t->hash, .started_ns = started_ns,
+	};
+	rec_key k;
+
+	if (!a->rec)
+		return;
+	st.completed_ns = core_now_wall_ns();
+	eng__audit_state(a, &st);
+	core_sha256(info->bytes, info->len, d);
+	core_hex(d, sizeof(d), h);
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, t->token_id);
+	r.token_id = t->token_id;
+	r.sink_node = (uint32_t)t->sink;
+	r.sink = (char *)sink->name;
+	r.path = STR(sink_path(sink));
+	r.offset = info->offset;
+	r.length = info->len;
+	r.content_hash = h;
+	r.written_at_ns = st.completed_ns;
+	rec_put_msg(a->rec, REC_ARTIFACTS, &k, &r.base);
+}
