@@ -16,6 +16,18 @@ enum {
 int cli_validate(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_plugins(int argc, char **argv);
+int cli_runs(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+int cli_verify(int argc, char **argv);
+
+/* Opens the audit trail named by -s SETTINGS (its landscape.url), else
+ * --database PATH, else ./state/audit.lmdb; prints the error. */
+int cli_open_landscape(const char *settings, const char *database,
+		       int flags, rec_env **env);
+void cli_print_json(const json_t *doc);
+/* Renders an explain document for people; with several terminal tokens
+ * and no sink, says to pick one (CLI_USAGE). */
+int cli_explain_text(FILE *f, const json_t *doc, const char *sink);
 
 /* Loads settings and builds the graph; prints the error and returns
  * CLI_ERROR on failure. */

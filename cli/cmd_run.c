@@ -117,23 +117,49 @@ static int parse_args(int argc, char **argv, run_args *a)
 	return 0;
 }
 
-static int execute(dag_graph *g)
+/* Opens the Landscape named by the settings (when audit is on). */
+static int open_audit(const core_settings *s, rec_env **rec, char *path,
+		      size_t cap, core_err *err)
 {
-	eng_opts o = { .stop = &stop_flag };
+	*rec = NULL;
+	if (!s->audit)
+		return 0;
+	if (rec_path_from_url(s->landscape_url, path, cap, err))
+		return err->code;
+	return rec_open(path, 0, rec, err);
+}
+
+static int execute(dag_graph *g, const char *settings_path)
+{
+	eng_opts o = { .stop = &stop_flag, .settings_path = settings_path };
 	eng_summary sum;
 	core_err err = { 0 };
+	char path[4096];
 	int rc;
 
+	if (open_audit(g->settings, &o.rec, path, sizeof(path), &err)) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
 	install_signals();
 	rc = eng_run(g, &o, &sum, &err);
+	if (!rc && o.rec && rec_close(o.rec, &err))
+		rc = err.code;
+	else if (rc)
+		rec_close(o.rec, NULL);
 	if (rc) {
 		cli_error(&err);
-		fprintf(stderr, "Run failed after %llu rows; outputs written so far are incomplete.\n",
-			(unsigned long long)sum.rows);
+		fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
+			(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
 		eng_summary_release(&sum);
 		return CLI_ERROR;
 	}
 	print_summary(g, &sum);
+	if (o.rec)
+		printf("  audit: run %llu in %s — explain a row with:\n"
+		       "    elspeth explain -s %s --run %llu --row 1\n",
+		       (unsigned long long)sum.run_id, path, settings_path,
+		       (unsigned long long)sum.run_id);
 	rc = sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 	if (sum.interrupted)
 		fprintf(stderr, "Interrupted: stopped after row %llu; sinks hold rows 1..%llu.\n",
@@ -165,7 +191,7 @@ int cli_run(int argc, char **argv)
 			       "  elspeth run -s %s --execute\n", a.path);
 		}
 	} else {
-		rc = execute(g);
+		rc = execute(g, a.path);
 	}
 	dag_free(g);
 	core_settings_free(s);

@@ -12,6 +12,9 @@ static const char usage[] =
 	"Commands:\n"
 	"  validate -s SETTINGS          check a pipeline without running it\n"
 	"  run -s SETTINGS [--execute]   run a pipeline (validates only without --execute)\n"
+	"  runs                          list recorded runs, newest first\n"
+	"  explain --run ID|latest --row SEQ   the whole story of one row\n"
+	"  verify --run ID|latest        check a run's audit invariants (exit 4 on violations)\n"
 	"  plugins list                  list the available plugins\n"
 	"\n"
 	"Options:\n"
@@ -41,6 +44,12 @@ int main(int argc, char **argv)
 		return cli_validate(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cli_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "runs"))
+		return cli_runs(argc - 1, argv + 1);
+	if (!strcmp(cmd, "explain"))
+		return cli_explain(argc - 1, argv + 1);
+	if (!strcmp(cmd, "verify"))
+		return cli_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plugins"))
 		return cli_plugins(argc - 1, argv + 1);
 	fprintf(stderr, "elspeth: unknown command '%s'\n\n%s", cmd, usage);

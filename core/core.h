@@ -301,6 +301,14 @@ void core_settings_free(core_settings *s); /* NULL allowed */
 const core_sink_cfg *core_settings_sink(const core_settings *s,
 					const char *name);
 
+/* ----------------------------------------------------------- JSON text */
+
+/* Appends v as JSON text: key order and UTF-8 kept, reals in ECMAScript
+ * shortest form (with ".0" when integral). indent < 0: compact; else
+ * pretty-printed like Python's json.dumps(indent=n), depth levels already
+ * open. */
+int core_json_append(core_buf *b, const json_t *v, int indent, int depth);
+
 /* ------------------------------------------------------------- clocks */
 
 /* Monotonic and wall clock in nanoseconds. */

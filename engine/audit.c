@@ -440,7 +440,8 @@ void eng__audit_artifact(eng_audit *a, const eng_token *t,
 	eng_hash h;
 	eng_state st = {
 		.token_id = t->token_id, .node = t->sink, .ok = true,
-		.in_hash = t->hash, .started_ns = started_ns,
+		.step = t->step + 1, .in_hash = t->hash, .out_hash = t->hash,
+		.started_ns = started_ns,
 	};
 	rec_key k;
 

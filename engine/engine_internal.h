@@ -25,6 +25,7 @@ typedef struct eng_token {
 	eng_outcome outcome;
 	json_t *data;      /* owned; NULL for a discard */
 	eng_hash hash;     /* of data, when known (audit on) */
+	unsigned step;     /* steps taken before the sink */
 	char *error;       /* owned; the error a FAILED/ROUTED-on-error carried */
 } eng_token;
 

@@ -43,7 +43,7 @@ static int add_token(walk *w, int sink, eng_outcome o, json_t *data,
 	}
 	t = &res->tokens[res->ntokens++];
 	*t = (eng_token){ .token_id = w->token_id, .sink = sink, .outcome = o,
-			  .data = data };
+			  .data = data, .step = w->step };
 	memcpy(t->hash, w->hash, sizeof(t->hash));
 	t->error = error ? strdup(error) : NULL;
 	return 0;
@@ -253,6 +253,14 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 				 "source", msg, err);
 	} else {
 		rc = walk_token(&w, err);
+	}
+	if (rc) {
+		/* The run stops on this row: its token still gets its one
+		 * terminal outcome (DESIGN.md §5.3). */
+		eng_token failed = { .token_id = w.token_id, .sink = DAG_DISCARD,
+				     .outcome = ENG_FAILED, .error = err->msg };
+
+		eng__audit_outcome(c->audit, row->seq, &failed);
 	}
 	json_decref(w.cur);
 	return rc;

@@ -85,12 +85,6 @@ int plg__outfile_close(plg__outfile *f, core_err *err);
 /* Checks the `encoding` option: absent or utf-8 (CORE_EUNSUPPORTED else). */
 int plg__opt_encoding(const core_node *options, core_err *err);
 
-/* Appends v as JSON text (defined in sink_json.c), keys in row order,
- * strings as UTF-8 (no \u escapes beyond control characters), reals in
- * ECMAScript shortest form (plus ".0" when that reads as an integer).
- * indent < 0: compact, no spaces; indent >= 0: one item per line, nested
- * levels indented by `indent` spaces past `depth` levels (Python's
- * json.dumps(indent=n) layout). 0 or CORE_ENOMEM. */
-int plg__json_append(core_buf *b, const json_t *v, int indent, int depth);
+
 
 #endif /* ELSPETH_PLUGINS_INTERNAL_H */

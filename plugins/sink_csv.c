@@ -103,7 +103,7 @@ static int value_text(struct csv_sink *s, const json_t *v, const char **p,
 		break;
 	case JSON_OBJECT:
 	case JSON_ARRAY:
-		if (plg__json_append(&s->val, v, -1, 0))
+		if (core_json_append(&s->val, v, -1, 0))
 			return CORE_ENOMEM;
 		break;
 	}

@@ -151,4 +151,22 @@ int rec_last(rec_txn *txn, rec_table t, const rec_key *prefix,
 int rec_get_payload(rec_txn *txn, const char *hex, const void **data,
 		    size_t *len);
 
+/* -------------------------------------------------------------- queries
+ * The reads behind `runs`, `explain` and `verify`; documents are jansson
+ * values the caller releases (schemas in docs/audit.md).
+ */
+
+/* "latest" or a run id -> run id; an unknown run is CORE_EDATA. */
+int rec_resolve_run(rec_env *env, const char *spec, uint64_t *run,
+		    core_err *err);
+/* All runs, newest first. */
+int rec_list_runs(rec_env *env, json_t **out, core_err *err);
+/* The whole story of row seq (or of the row of token, when token != 0). */
+int rec_explain(rec_env *env, uint64_t run, uint64_t seq, uint64_t token,
+		json_t **out, core_err *err);
+/* Checks the audit invariants of a run; *report = {"run_id", "checked":
+ * {...counts}, "violations": [strings]}. Returns 0 when the checks ran
+ * (violations or not). */
+int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err);
+
 #endif /* ELSPETH_RECORDER_H */

@@ -1,0 +1,212 @@
+/* cmd_read.c — the read commands: `runs`, `explain`, `verify`. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+typedef struct read_args {
+	const char *settings, *database, *run, *sink;
+	unsigned long long row, token;
+	bool json;
+} read_args;
+
+static const char where_help[] =
+	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
+	"      --database PATH   ... or from this LMDB directory\n"
+	"                        (default: ./state/audit.lmdb)\n";
+
+/* Parses the options of a read command; -1 after --help. */
+static int parse(const char *cmd, const char *usage, int argc, char **argv,
+		 read_args *a)
+{
+	static const struct option longopts[] = {
+		{ "settings", required_argument, NULL, 's' },
+		{ "database", required_argument, NULL, 'd' },
+		{ "run", required_argument, NULL, 'r' },
+		{ "row", required_argument, NULL, 'w' },
+		{ "token", required_argument, NULL, 't' },
+		{ "sink", required_argument, NULL, 'k' },
+		{ "json", no_argument, NULL, 'j' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	char *end;
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': a->settings = optarg; break;
+		case 'd': a->database = optarg; break;
+		case 'r': a->run = optarg; break;
+		case 'k': a->sink = optarg; break;
+		case 'j': a->json = true; break;
+		case 'w':
+		case 't':
+			*(c == 'w' ? &a->row : &a->token) = strtoull(optarg, &end, 10);
+			if (*end || !*optarg || optarg[0] == '-')
+				return cli_usage_error(cmd, "--%s needs a positive number, got '%s'",
+						       c == 'w' ? "row" : "token", optarg);
+			break;
+		case 'h':
+			printf("%s%s", usage, where_help);
+			return -1;
+		default:
+			return cli_usage_error(cmd, "bad option '%s'", argv[optind - 1]);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ runs */
+
+static void print_run_line(const json_t *r)
+{
+	const json_t *d = json_object_get(r, "duration_seconds");
+	const char *start = json_string_value(json_object_get(r, "started_at"));
+	char dur[32] = "-";
+
+	if (d)
+		snprintf(dur, sizeof(dur), "%.2fs", json_real_value(d));
+	printf("%6lld  %-24s %9s  %-11s %9lld %9lld %7lld %11lld\n",
+	       (long long)json_integer_value(json_object_get(r, "run_id")),
+	       start ? start : "-", dur,
+	       json_string_value(json_object_get(r, "status")),
+	       (long long)json_integer_value(json_object_get(r, "rows")),
+	       (long long)json_integer_value(json_object_get(r, "succeeded")),
+	       (long long)json_integer_value(json_object_get(r, "failed")),
+	       (long long)json_integer_value(json_object_get(r, "quarantined")));
+}
+
+int cli_runs(int argc, char **argv)
+{
+	static const char usage[] =
+		"usage: elspeth runs [-s SETTINGS | --database PATH] [--json]\n\n"
+		"Lists the recorded runs, newest first.\n\n";
+	read_args a = { 0 };
+	rec_env *env;
+	json_t *runs;
+	core_err err = { 0 };
+	size_t i;
+	json_t *r;
+	int rc;
+
+	if ((rc = parse("runs", usage, argc, argv, &a)))
+		return rc < 0 ? CLI_OK : rc;
+	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
+		return rc;
+	rc = rec_list_runs(env, &runs, &err);
+	if (rc) {
+		cli_error(&err);
+	} else if (a.json) {
+		cli_print_json(runs);
+	} else {
+		printf("%6s  %-24s %9s  %-11s %9s %9s %7s %11s\n", "run", "started (UTC)",
+		       "duration", "status", "rows", "succeeded", "failed", "quarantined");
+		json_array_foreach(runs, i, r)
+			print_run_line(r);
+		if (!json_array_size(runs))
+			puts("(no runs yet)");
+	}
+	json_decref(runs);
+	rec_close(env, NULL);
+	return rc ? CLI_ERROR : CLI_OK;
+}
+
+/* --------------------------------------------------------------- explain */
+
+int cli_explain(int argc, char **argv)
+{
+	static const char usage[] =
+		"usage: elspeth explain --run ID|latest (--row SEQ | --token ID) [--sink NAME] [--json]\n\n"
+		"The whole story of one source row: its data and hash, every token, each\n"
+		"node state with hashes, duration and error, each routing decision with\n"
+		"its reason, each external call, the terminal outcome, and where the\n"
+		"output landed (sink, byte range). --json prints the document whose\n"
+		"schema is in docs/audit.md.\n\n";
+	read_args a = { .run = "latest" };
+	rec_env *env;
+	json_t *doc = NULL;
+	core_err err = { 0 };
+	uint64_t run;
+	int rc;
+
+	if ((rc = parse("explain", usage, argc, argv, &a)))
+		return rc < 0 ? CLI_OK : rc;
+	if (!a.row == !a.token)
+		return cli_usage_error("explain", "give exactly one of --row SEQ or --token ID");
+	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
+		return rc;
+	rc = rec_resolve_run(env, a.run, &run, &err);
+	if (!rc)
+		rc = rec_explain(env, run, a.row, a.token, &doc, &err);
+	if (rc)
+		cli_error(&err);
+	else if (a.json)
+		cli_print_json(doc);
+	else
+		rc = cli_explain_text(stdout, doc, a.sink);
+	json_decref(doc);
+	rec_close(env, NULL);
+	return rc == CLI_USAGE ? rc : rc ? CLI_ERROR : CLI_OK;
+}
+
+/* ---------------------------------------------------------------- verify */
+
+int cli_verify(int argc, char **argv)
+{
+	static const char usage[] =
+		"usage: elspeth verify --run ID|latest [--json]\n\n"
+		"Checks a run's audit trail: every token has exactly one terminal outcome,\n"
+		"every node state is closed, every COMPLETED/ROUTED token has an artifact,\n"
+		"every stored hash matches its payload (canonical JSON, sha256-rfc8785-v1),\n"
+		"and artifact byte ranges match the sink files when they are present.\n"
+		"Exit 0 when all hold, 4 with the list of violations.\n\n";
+	read_args a = { .run = "latest" };
+	rec_env *env;
+	json_t *rep = NULL, *v;
+	core_err err = { 0 };
+	uint64_t run;
+	size_t i, n;
+	int rc;
+
+	if ((rc = parse("verify", usage, argc, argv, &a)))
+		return rc < 0 ? CLI_OK : rc;
+	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
+		return rc;
+	rc = rec_resolve_run(env, a.run, &run, &err);
+	if (!rc)
+		rc = rec_verify(env, run, &rep, &err);
+	rec_close(env, NULL);
+	if (rc) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	n = (size_t)json_integer_value(json_object_get(rep, "violation_count"));
+	if (a.json) {
+		cli_print_json(rep);
+	} else {
+		json_t *c = json_object_get(rep, "checked");
+
+		printf("run %llu (%s): checked %lld rows, %lld tokens, %lld node states, "
+		       "%lld artifacts, %lld payloads, %lld sink files\n",
+		       (unsigned long long)run, json_string_value(json_object_get(rep, "status")),
+		       (long long)json_integer_value(json_object_get(c, "rows")),
+		       (long long)json_integer_value(json_object_get(c, "tokens")),
+		       (long long)json_integer_value(json_object_get(c, "node_states")),
+		       (long long)json_integer_value(json_object_get(c, "artifacts")),
+		       (long long)json_integer_value(json_object_get(c, "payloads")),
+		       (long long)json_integer_value(json_object_get(c, "sink_files")));
+		json_array_foreach(json_object_get(rep, "violations"), i, v)
+			printf("VIOLATION: %s\n", json_string_value(v));
+		if (n > json_array_size(json_object_get(rep, "violations")))
+			printf("... and %zu more\n", n - json_array_size(json_object_get(rep, "violations")));
+		puts(n ? "verify: FAILED" : "verify: OK — all audit invariants hold");
+	}
+	json_decref(rep);
+	return n ? CLI_AUDIT : CLI_OK;
+}

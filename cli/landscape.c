@@ -1,0 +1,45 @@
+/* landscape.c — finding and opening the audit trail for the CLI. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+
+#define DEFAULT_URL "lmdb://./state/audit.lmdb"
+
+/* -s SETTINGS (its landscape.url), --database PATH, or the default. */
+int cli_open_landscape(const char *settings, const char *database,
+		       int flags, rec_env **env)
+{
+	char path[4096];
+	core_settings *s = NULL;
+	core_err err = { 0 };
+	int rc = 0;
+
+	if (settings) {
+		rc = core_settings_load(settings, &s, &err);
+		if (!rc)
+			rc = rec_path_from_url(s->landscape_url, path, sizeof(path), &err);
+		core_settings_free(s);
+	} else if (database) {
+		snprintf(path, sizeof(path), "%s", database);
+	} else {
+		rc = rec_path_from_url(DEFAULT_URL, path, sizeof(path), &err);
+	}
+	if (!rc)
+		rc = rec_open(path, flags, env, &err);
+	if (rc) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
+void cli_print_json(const json_t *doc)
+{
+	core_buf b = { 0 };
+
+	if (!core_json_append(&b, doc, 2, 0))
+		puts(b.data);
+	core_buf_release(&b);
+}

@@ -1,0 +1,474 @@
+/*
+ * query.c — the reads behind `elspeth runs` and `elspeth explain`: a run
+ * resolved from "latest" or its id, the list of runs, and the whole story
+ * of a row as one JSON document (schema in docs/audit.md).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "recorder/recorder.h"
+
+typedef void *(*unpack_fn)(ProtobufCAllocator *, size_t, const uint8_t *);
+
+/* Reads and unpacks one record; NULL when absent or undecodable. */
+static void *get_msg(rec_txn *t, rec_table tab, const rec_key *k,
+		     const ProtobufCMessageDescriptor *d)
+{
+	const void *v;
+	size_t n;
+
+	if (rec_get(t, tab, k, &v, &n))
+		return NULL;
+	return protobuf_c_message_unpack(d, NULL, n, v);
+}
+
+static void free_msg(void *m)
+{
+	if (m)
+		protobuf_c_message_free_unpacked(m, NULL);
+}
+
+static rec_key key1(uint64_t run)
+{
+	rec_key k;
+
+	rec_key_init(&k);
+	rec_key_u64(&k, run);
+	return k;
+}
+
+static rec_key key2(uint64_t run, uint64_t id)
+{
+	rec_key k = key1(run);
+
+	rec_key_u64(&k, id);
+	return k;
+}
+
+static json_t *time_json(uint64_t ns)
+{
+	char buf[64];
+	time_t s = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	if (!ns)
+		return json_null();
+	gmtime_r(&s, &tm);
+	snprintf(buf, sizeof(buf), "%04d-%02d-%02dT%02d:%02d:%02d.%03uZ",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, (unsigned)(ns % 1000000000u / 1000000u));
+	return json_string(buf);
+}
+
+/* A payload as JSON: {"hash": h, "data": ...} or {"hash", "missing": true}. */
+static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
+{
+	const void *data;
+	size_t len;
+	json_t *v;
+
+	if (!hash || !hash[0])
+		return json_null();
+	if (rec_get_payload(t, hash, &data, &len))
+		return json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
+	v = is_json ? json_loadb(data, len, JSON_DECODE_ANY, NULL)
+		    : json_stringn(data, len);
+	if (!v)
+		return json_pack("{s:s,s:b}", "hash", hash, "undecodable", 1);
+	return json_pack("{s:s,s:o}", "hash", hash, "data", v);
+}
+
+/* ------------------------------------------------------------------ runs */
+
+int rec_resolve_run(rec_env *env, const char *spec, uint64_t *run,
+		    core_err *err)
+{
+	rec_txn *t;
+	const void *k, *v;
+	size_t kl, vl;
+	rec_key empty, key;
+	char *end;
+	int rc;
+
+	if ((rc = rec_read_begin(env, &t, err)))
+		return rc;
+	rec_key_init(&empty);
+	if (!strcmp(spec, "latest")) {
+		rc = rec_last(t, REC_RUNS, &empty, &k, &kl, &v, &vl);
+		if (rc == 0)
+			*run = rec_key_get_u64(k, 0);
+		else
+			rc = core_err_set(err, CORE_EDATA,
+				"no runs recorded yet in this audit trail");
+	} else {
+		unsigned long long id = strtoull(spec, &end, 10);
+
+		key = key1(id);
+		if (*end || !id)
+			rc = core_err_set(err, CORE_ECONFIG,
+				"run id '%s' is not a number or 'latest' (see `elspeth runs`)", spec);
+		else if (rec_get(t, REC_RUNS, &key, &v, &vl))
+			rc = core_err_set(err, CORE_EDATA,
+				"no run %s in this audit trail (see `elspeth runs`)", spec);
+		else
+			*run = id;
+	}
+	rec_read_end(t);
+	return rc;
+}
+
+static json_t *run_json(const Elspeth__RunRecord *r)
+{
+	json_t *j = json_pack("{s:I,s:s,s:o,s:o,s:I,s:I,s:I,s:I,s:s,s:s,s:s,s:s,s:s}",
+		"run_id", (json_int_t)r->run_id, "status", r->status,
+		"started_at", time_json(r->started_at_ns),
+		"completed_at", time_json(r->completed_at_ns),
+		"rows", (json_int_t)r->rows, "succeeded", (json_int_t)r->succeeded,
+		"failed", (json_int_t)r->failed, "quarantined", (json_int_t)r->quarantined,
+		"config_hash", r->config_hash, "topology_hash", r->topology_hash,
+		"canonical_version", r->canonical_version,
+		"settings_path", r->settings_path, "elspeth_version", r->elspeth_version);
+
+	if (!j)
+		return NULL;
+	if (r->completed_at_ns > r->started_at_ns)
+		json_object_set_new(j, "duration_seconds",
+			json_real((double)(r->completed_at_ns - r->started_at_ns) / 1e9));
+	if (r->error && r->error[0])
+		json_object_set_new(j, "error", json_string(r->error));
+	if (r->metrics_json && r->metrics_json[0])
+		json_object_set_new(j, "metrics", json_loads(r->metrics_json, 0, NULL));
+	return j;
+}
+
+static int list_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	Elspeth__RunRecord *r = elspeth__run_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (r) {
+		json_array_insert_new(ctx, 0, run_json(r)); /* newest first */
+		elspeth__run_record__free_unpacked(r, NULL);
+	}
+	return 0;
+}
+
+int rec_list_runs(rec_env *env, json_t **out, core_err *err)
+{
+	rec_txn *t;
+	rec_key empty;
+	int rc;
+
+	*out = json_array();
+	if ((rc = rec_read_begin(env, &t, err)))
+		return rc;
+	rec_key_init(&empty);
+	rc = rec_scan(t, REC_RUNS, &empty, list_one, *out);
+	rec_read_end(t);
+	return rc;
+}
+
+/* --------------------------------------------------------------- explain */
+
+typedef struct explain {
+	rec_txn *t;
+	uint64_t run;
+	json_t *nodes;   /* array by node id: {name, kind, plugin} */
+	json_t *edges;   /* array by edge id: {from, to, label} */
+	json_t *tokens;  /* output */
+} explain;
+
+/* A scan's context: the explain and the array being filled. */
+typedef struct scan_ctx {
+	explain *x;
+	json_t *arr;
+} scan_ctx;
+
+static int load_nodes(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	explain *x = ctx;
+	Elspeth__NodeRecord *n = elspeth__node_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (!n)
+		return 0;
+	json_array_append_new(x->nodes, json_pack("{s:s,s:s,s:s}", "name", n->name,
+				"kind", n->kind, "plugin", n->plugin));
+	elspeth__node_record__free_unpacked(n, NULL);
+	return 0;
+}
+
+static int load_edges(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	explain *x = ctx;
+	Elspeth__EdgeRecord *e = elspeth__edge_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (!e)
+		return 0;
+	json_array_append_new(x->edges, json_pack("{s:i,s:i,s:s}", "from",
+				(int)e->from_node, "to", (int)e->to_node, "label", e->label));
+	elspeth__edge_record__free_unpacked(e, NULL);
+	return 0;
+}
+
+static const char *node_field(explain *x, uint32_t id, const char *f)
+{
+	json_t *n = json_array_get(x->nodes, id);
+	const char *s = n ? json_string_value(json_object_get(n, f)) : NULL;
+
+	return s ? s : "?";
+}
+
+/* Scans the records of table whose key starts with (run, id). */
+static void scan_by(explain *x, rec_table tab, uint64_t id, rec_scan_fn fn,
+		    json_t *arr)
+{
+	rec_key k = key2(x->run, id);
+	scan_ctx c = { x, arr };
+
+	rec_scan(x->t, tab, &k, fn, &c);
+}
+
+static int routing_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	scan_ctx *c = ctx;
+	Elspeth__RoutingEventRecord *r = elspeth__routing_event_record__unpack(NULL, vl, v);
+	json_t *e;
+	int to;
+
+	(void)k;
+	(void)kl;
+	if (!r)
+		return 0;
+	e = json_array_get(c->x->edges, r->edge_id);
+	to = e ? (int)json_integer_value(json_object_get(e, "to")) : -1;
+	json_array_append_new(c->arr, json_pack("{s:i,s:s,s:s,s:s}",
+		"edge_id", (int)r->edge_id,
+		"to", to >= 0 ? node_field(c->x, (uint32_t)to, "name") : "?",
+		"mode", r->mode, "reason", r->reason));
+	free_msg(r);
+	return 0;
+}
+
+static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	scan_ctx *c = ctx;
+	Elspeth__CallRecord *r = elspeth__call_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (!r)
+		return 0;
+	json_array_append_new(c->arr, json_pack(
+		"{s:i,s:s,s:s,s:i,s:s,s:s,s:f,s:s,s:f,s:i,s:i}",
+		"call_index", (int)r->call_index, "call_type", r->call_type,
+		"status", r->status, "http_status", (int)r->http_status,
+		"request_hash", r->request_hash, "response_hash", r->response_hash,
+		"latency_ms", (double)r->latency_ns / 1e6, "error_class", r->error_class,
+		"throttle_delay_ms", (double)r->throttle_delay_ns / 1e6,
+		"submit_order", (int)r->submit_order,
+		"complete_order", (int)r->complete_order));
+	free_msg(r);
+	return 0;
+}
+
+static json_t *state_json(explain *x, const Elspeth__NodeStateRecord *s)
+{
+	const char *kind = node_field(x, s->node_id, "kind");
+	json_t *j = json_pack("{s:I,s:s,s:s,s:s,s:i,s:i,s:s,s:s,s:s,s:o,s:f}",
+		"state_id", (json_int_t)s->state_id, "node", node_field(x, s->node_id, "name"),
+		"kind", kind, "plugin", node_field(x, s->node_id, "plugin"),
+		"step", (int)s->step, "attempt", (int)s->attempt, "status", s->status,
+		"input_hash", s->input_hash, "output_hash", s->output_hash,
+		"started_at", time_json(s->started_at_ns),
+		"duration_ms", (double)s->duration_ns / 1e6);
+
+	if (s->error && s->error[0])
+		json_object_set_new(j, "error", json_string(s->error));
+	if (!strcmp(kind, "transform") && s->output_hash[0])
+		json_object_set_new(j, "output", payload_json(x->t, s->output_hash, true));
+	if (!strcmp(kind, "gate")) {
+		json_t *r = json_array();
+
+		scan_by(x, REC_ROUTING_EVENTS, s->state_id, routing_one, r);
+		json_object_set_new(j, "routing", r);
+	}
+	json_t *calls = json_array();
+
+	scan_by(x, REC_CALLS, s->state_id, call_one, calls);
+	json_object_set_new(j, "calls", calls);
+	return j;
+}
+
+static int state_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	scan_ctx *c = ctx;
+	uint64_t id = rec_key_get_u64(k, 16);
+	rec_key sk = key2(c->x->run, id);
+	Elspeth__NodeStateRecord *s = get_msg(c->x->t, REC_NODE_STATES, &sk,
+		&elspeth__node_state_record__descriptor);
+
+	(void)kl;
+	(void)v;
+	(void)vl;
+	if (s)
+		json_array_append_new(c->arr, state_json(c->x, s));
+	else
+		json_array_append_new(c->arr, json_pack("{s:I,s:b}", "state_id",
+			(json_int_t)id, "missing", 1));
+	free_msg(s);
+	return 0;
+}
+
+static json_t *outcome_json(explain *x, uint64_t token)
+{
+	rec_key k = key2(x->run, token);
+	Elspeth__TokenOutcomeRecord *o = get_msg(x->t, REC_TOKEN_OUTCOMES, &k,
+		&elspeth__token_outcome_record__descriptor);
+	json_t *j;
+
+	if (!o)
+		return json_null();
+	j = json_pack("{s:s,s:s,s:o}", "outcome", o->outcome, "sink", o->sink,
+		      "recorded_at", time_json(o->recorded_at_ns));
+	if (o->error_hash[0])
+		json_object_set_new(j, "error", payload_json(x->t, o->error_hash, false));
+	free_msg(o);
+	return j;
+}
+
+static json_t *artifact_json(explain *x, uint64_t token)
+{
+	rec_key k = key2(x->run, token);
+	Elspeth__ArtifactRecord *a = get_msg(x->t, REC_ARTIFACTS, &k,
+		&elspeth__artifact_record__descriptor);
+	json_t *j;
+
+	if (!a)
+		return json_null();
+	j = json_pack("{s:s,s:s,s:I,s:I,s:s,s:o}", "sink", a->sink, "path", a->path,
+		      "offset", (json_int_t)a->offset, "length", (json_int_t)a->length,
+		      "content_hash", a->content_hash,
+		      "written_at", time_json(a->written_at_ns));
+	free_msg(a);
+	return j;
+}
+
+static int parent_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	scan_ctx *c = ctx;
+	Elspeth__TokenParentRecord *p = elspeth__token_parent_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (!p)
+		return 0;
+	json_array_append_new(c->arr, json_pack("{s:I,s:i}", "token_id",
+		(json_int_t)p->parent_token_id, "ordinal", (int)p->ordinal));
+	free_msg(p);
+	return 0;
+}
+
+static int token_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	scan_ctx *c = ctx;
+	uint64_t token = rec_key_get_u64(k, 16);
+	json_t *parents = json_array(), *states = json_array();
+
+	(void)kl;
+	(void)v;
+	(void)vl;
+	scan_by(c->x, REC_TOKEN_PARENTS, token, parent_one, parents);
+	scan_by(c->x, REC_STATES_BY_TOKEN, token, state_one, states);
+	json_array_append_new(c->arr, json_pack("{s:I,s:o,s:o,s:o,s:o}",
+		"token_id", (json_int_t)token, "parents", parents, "states", states,
+		"outcome", outcome_json(c->x, token),
+		"artifact", artifact_json(c->x, token)));
+	return 0;
+}
+
+static json_t *row_json(explain *x, uint64_t seq)
+{
+	rec_key k = key2(x->run, seq);
+	Elspeth__RowRecord *r = get_msg(x->t, REC_ROWS, &k, &elspeth__row_record__descriptor);
+	Elspeth__ValidationErrorRecord *v;
+	json_t *j;
+
+	if (!r)
+		return NULL;
+	j = json_pack("{s:I,s:s,s:s,s:o,s:o}", "seq", (json_int_t)r->seq,
+		      "source_hash", r->source_hash, "where", r->where,
+		      "created_at", time_json(r->created_at_ns),
+		      "source", payload_json(x->t, r->payload_ref, true));
+	free_msg(r);
+	v = get_msg(x->t, REC_VALIDATION_ERRORS, &k,
+		    &elspeth__validation_error_record__descriptor);
+	if (v)
+		json_object_set_new(j, "validation_error", json_string(v->error));
+	free_msg(v);
+	return j;
+}
+
+static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
+{
+	rec_key rk = key1(x->run);
+	Elspeth__RunRecord *run = get_msg(x->t, REC_RUNS, &rk, &elspeth__run_record__descriptor);
+	json_t *row, *doc;
+
+	if (!run)
+		return core_err_set(err, CORE_EDATA, "run %llu is not in the audit trail",
+				    (unsigned long long)x->run);
+	row = row_json(x, seq);
+	if (!row) {
+		free_msg(run);
+		return core_err_set(err, CORE_EDATA,
+			"run %llu has no row %llu (rows are numbered from 1 in source order)",
+			(unsigned long long)x->run, (unsigned long long)seq);
+	}
+	rec_scan(x->t, REC_NODES, &rk, load_nodes, x);
+	rec_scan(x->t, REC_EDGES, &rk, load_edges, x);
+	scan_by(x, REC_TOKENS_BY_ROW, seq, token_one, x->tokens);
+	doc = json_pack("{s:s,s:o,s:o,s:O}", "schema", "elspeth-explain-1",
+			"run", run_json(run), "row", row, "tokens", x->tokens);
+	free_msg(run);
+	*out = doc;
+	return doc ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
+}
+
+int rec_explain(rec_env *env, uint64_t run, uint64_t seq, uint64_t token,
+		json_t **out, core_err *err)
+{
+	explain x = { .run = run };
+	int rc;
+
+	*out = NULL;
+	if ((rc = rec_read_begin(env, &x.t, err)))
+		return rc;
+	x.nodes = json_array();
+	x.edges = json_array();
+	x.tokens = json_array();
+	if (token) {
+		rec_key k = key2(run, token);
+		Elspeth__TokenRecord *t = get_msg(x.t, REC_TOKENS, &k,
+			&elspeth__token_record__descriptor);
+
+		if (t)
+			seq = t->row_id;
+		else
+			rc = core_err_set(err, CORE_EDATA, "run %llu has no token %llu",
+					  (unsigned long long)run, (unsigned long long)token);
+		free_msg(t);
+	}
+	if (!rc)
+		rc = explain_build(&x, seq, out, err);
+	json_decref(x.nodes);
+	json_decref(x.edges);
+	json_decref(x.tokens);
+	rec_read_end(x.t);
+	return rc;
+}

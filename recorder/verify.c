@@ -1,0 +1,295 @@
+/*
+ * verify.c — `elspeth verify`: checks a run's audit trail against the
+ * invariants of DESIGN.md §5 (3, 4 and 7): every token has exactly one
+ * terminal outcome, every node state is closed, every COMPLETED/ROUTED
+ * token has an artifact, every referenced payload exists and hashes to its
+ * key (source rows are canonical JSON), artifacts and sink files match the
+ * files on disk when those are present.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "recorder/recorder.h"
+
+#define MAX_LISTED 200
+
+typedef struct verify {
+	rec_txn *t;
+	uint64_t run;
+	json_t *violations;
+	size_t nviol;
+	uint64_t tokens, states, rows, artifacts, payloads, sink_files;
+	json_t *files;     /* path -> {"fp": pointer as int} */
+} verify;
+
+static void violation(verify *v, const char *fmt, ...) CORE_PRINTF(2, 3);
+
+static void violation(verify *v, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	v->nviol++;
+	if (v->nviol > MAX_LISTED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_array_append_new(v->violations, json_string(msg));
+}
+
+static rec_key key2(uint64_t run, uint64_t id)
+{
+	rec_key k;
+
+	rec_key_init(&k);
+	rec_key_u64(&k, run);
+	rec_key_u64(&k, id);
+	return k;
+}
+
+/* The payload exists and its bytes hash to its key; with `canonical`,
+ * the bytes are canonical JSON. */
+static void check_payload(verify *v, const char *hash, bool canonical,
+			  const char *what)
+{
+	const void *data;
+	size_t len;
+	uint8_t d[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+
+	if (!hash || !hash[0])
+		return;
+	v->payloads++;
+	if (rec_get_payload(v->t, hash, &data, &len)) {
+		violation(v, "%s: payload %.16s... is missing", what, hash);
+		return;
+	}
+	core_sha256(data, len, d);
+	core_hex(d, sizeof(d), hex);
+	if (strcmp(hex, hash)) {
+		violation(v, "%s: payload %.16s... hashes to %.16s...", what, hash, hex);
+		return;
+	}
+	if (canonical) {
+		json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
+		char *c = NULL;
+		size_t clen = 0;
+
+		if (!j || core_canon(j, &c, &clen, NULL) || clen != len ||
+		    memcmp(c, data, len))
+			violation(v, "%s: payload %.16s... is not canonical JSON (%s)",
+				  what, hash, CORE_CANONICAL_VERSION);
+		free(c);
+		json_decref(j);
+	}
+}
+
+/* ---------------------------------------------------------- files */
+
+static FILE *open_cached(verify *v, const char *path)
+{
+	json_t *e = json_object_get(v->files, path);
+	FILE *f;
+
+	if (e)
+		return (FILE *)(intptr_t)json_integer_value(e);
+	f = fopen(path, "rb");
+	json_object_set_new(v->files, path, json_integer((json_int_t)(intptr_t)f));
+	return f;
+}
+
+static void close_files(verify *v)
+{
+	const char *k;
+	json_t *e;
+
+	json_object_foreach(v->files, k, e)
+		if (json_integer_value(e))
+			fclose((FILE *)(intptr_t)json_integer_value(e));
+}
+
+static void check_range(verify *v, const Elspeth__ArtifactRecord *a)
+{
+	FILE *f = open_cached(v, a->path);
+	uint8_t d[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	char *buf;
+
+	if (!f)
+		return; /* not present here: nothing to compare */
+	buf = malloc(a->length ? a->length : 1);
+	if (!buf)
+		return;
+	if (fseeko(f, (off_t)a->offset, SEEK_SET) ||
+	    fread(buf, 1, a->length, f) != a->length) {
+		violation(v, "token %llu: %s bytes %llu..%llu are beyond the end of the file",
+			  (unsigned long long)a->token_id, a->path,
+			  (unsigned long long)a->offset,
+			  (unsigned long long)(a->offset + a->length));
+	} else {
+		core_sha256(buf, a->length, d);
+		core_hex(d, sizeof(d), hex);
+		if (strcmp(hex, a->content_hash))
+			violation(v, "token %llu: %s bytes %llu..%llu differ from what was written",
+				  (unsigned long long)a->token_id, a->path,
+				  (unsigned long long)a->offset,
+				  (unsigned long long)(a->offset + a->length));
+	}
+	free(buf);
+}
+
+/* ---------------------------------------------------------- tokens */
+
+static void check_artifact(verify *v, const Elspeth__TokenOutcomeRecord *o)
+{
+	rec_key k = key2(v->run, o->token_id);
+	Elspeth__ArtifactRecord *a;
+	const void *val;
+	size_t len;
+
+	if (rec_get(v->t, REC_ARTIFACTS, &k, &val, &len)) {
+		violation(v, "token %llu (row %llu): %s to sink '%s' but no artifact was recorded",
+			  (unsigned long long)o->token_id, (unsigned long long)o->row_id,
+			  o->outcome, o->sink);
+		return;
+	}
+	a = elspeth__artifact_record__unpack(NULL, len, val);
+	if (!a)
+		return violation(v, "token %llu: undecodable artifact", (unsigned long long)o->token_id);
+	v->artifacts++;
+	check_range(v, a);
+	elspeth__artifact_record__free_unpacked(a, NULL);
+}
+
+static int token_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	uint64_t id = rec_key_get_u64(key, 8);
+	rec_key k = key2(v->run, id);
+	Elspeth__TokenOutcomeRecord *o;
+	const void *ov;
+	size_t ol;
+
+	(void)kl;
+	(void)val;
+	(void)vl;
+	v->tokens++;
+	if (rec_get(v->t, REC_TOKEN_OUTCOMES, &k, &ov, &ol)) {
+		violation(v, "token %llu has no terminal outcome", (unsigned long long)id);
+		return 0;
+	}
+	o = elspeth__token_outcome_record__unpack(NULL, ol, ov);
+	if (!o) {
+		violation(v, "token %llu: undecodable outcome", (unsigned long long)id);
+		return 0;
+	}
+	if ((!strcmp(o->outcome, "COMPLETED") || !strcmp(o->outcome, "ROUTED")) &&
+	    o->sink[0])
+		check_artifact(v, o);
+	check_payload(v, o->error_hash, false, "outcome error");
+	elspeth__token_outcome_record__free_unpacked(o, NULL);
+	return 0;
+}
+
+static int state_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__NodeStateRecord *s = elspeth__node_state_record__unpack(NULL, vl, val);
+	char what[64];
+
+	(void)key;
+	(void)kl;
+	v->states++;
+	if (!s)
+		return violation(v, "undecodable node state"), 0;
+	snprintf(what, sizeof(what), "node state %llu", (unsigned long long)s->state_id);
+	if (strcmp(s->status, "completed") && strcmp(s->status, "failed"))
+		violation(v, "%s (token %llu) is not closed: status '%s'", what,
+			  (unsigned long long)s->token_id, s->status);
+	check_payload(v, s->input_hash, true, what);
+	if (strcmp(s->output_hash, s->input_hash))
+		check_payload(v, s->output_hash, true, what);
+	elspeth__node_state_record__free_unpacked(s, NULL);
+	return 0;
+}
+
+static int row_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__RowRecord *r = elspeth__row_record__unpack(NULL, vl, val);
+	char what[64];
+
+	(void)key;
+	(void)kl;
+	v->rows++;
+	if (!r)
+		return violation(v, "undecodable row"), 0;
+	snprintf(what, sizeof(what), "row %llu", (unsigned long long)r->seq);
+	check_payload(v, r->source_hash, true, what);
+	elspeth__row_record__free_unpacked(r, NULL);
+	return 0;
+}
+
+static int sink_file_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__SinkFileRecord *f = elspeth__sink_file_record__unpack(NULL, vl, val);
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	uint64_t size;
+
+	(void)key;
+	(void)kl;
+	if (!f)
+		return 0;
+	v->sink_files++;
+	if (core_sha256_file(f->path, UINT64_MAX, &size, hex, NULL) == 0 &&
+	    (size != f->size || strcmp(hex, f->content_hash)))
+		violation(v, "sink '%s': %s changed since the run (%llu bytes recorded, %llu now)",
+			  f->sink, f->path, (unsigned long long)f->size,
+			  (unsigned long long)size);
+	elspeth__sink_file_record__free_unpacked(f, NULL);
+	return 0;
+}
+
+int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
+{
+	verify v = { .run = run };
+	Elspeth__RunRecord *r = NULL;
+	const void *val;
+	size_t len;
+	rec_key k;
+	int rc;
+
+	if ((rc = rec_read_begin(env, &v.t, err)))
+		return rc;
+	rec_key_init(&k);
+	rec_key_u64(&k, run);
+	if (rec_get(v.t, REC_RUNS, &k, &val, &len) == 0)
+		r = elspeth__run_record__unpack(NULL, len, val);
+	if (!r) {
+		rec_read_end(v.t);
+		return core_err_set(err, CORE_EDATA, "run %llu is not in the audit trail",
+				    (unsigned long long)run);
+	}
+	v.violations = json_array();
+	v.files = json_object();
+	if (strcmp(r->canonical_version, CORE_CANONICAL_VERSION))
+		violation(&v, "run %llu was hashed with '%s', this build checks '%s'",
+			  (unsigned long long)run, r->canonical_version, CORE_CANONICAL_VERSION);
+	rec_scan(v.t, REC_ROWS, &k, row_one, &v);
+	rec_scan(v.t, REC_TOKENS, &k, token_one, &v);
+	rec_scan(v.t, REC_NODE_STATES, &k, state_one, &v);
+	rec_scan(v.t, REC_SINK_FILES, &k, sink_file_one, &v);
+	close_files(&v);
+	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
+		"run_id", (json_int_t)run, "status", r->status,
+		"checked", "rows", (json_int_t)v.rows, "tokens", (json_int_t)v.tokens,
+		"node_states", (json_int_t)v.states, "artifacts", (json_int_t)v.artifacts,
+		"payloads", (json_int_t)v.payloads, "sink_files", (json_int_t)v.sink_files,
+		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
+	json_decref(v.files);
+	elspeth__run_record__free_unpacked(r, NULL);
+	rec_read_end(v.t);
+	return 0;
+}
