@@ -5,7 +5,8 @@
  * ordering incompatible types is a TypeError. Comparisons with NaN are
  * false, except !=.
  *
- * `is` is identity for None, True, False and containers read from the row;
+ * `is` is identity for None, True, False and containers read from the row
+ * (lists built by the expression are new objects, never identical);
  * for numbers and strings (whose identity Python leaves to the
  * implementation) it is "same type and equal".
  */
@@ -181,8 +182,7 @@ static bool identical(const dag__val *a, const dag__val *b)
 	case DAG__V_DICT:
 		return a->u.j == b->u.j;
 	case DAG__V_ARR:
-		return a->u.l.items == b->u.l.items && a->u.l.n == b->u.l.n &&
-		       a->tuple == b->tuple;
+		return false;	/* each literal or operation builds a new list */
 	default:
 		return dag__equal(a, b);
 	}

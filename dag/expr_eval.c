@@ -267,7 +267,7 @@ static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
 
 	if (count && !(items = dag__arena_alloc(&c->arena, count * sizeof(*items))))
 		return dag__alloc_error(c);
-	for (k = node(c, n)->a; k != DAG__NONE; k = node(c, k)->next) {
+	for (k = node(c, n)->a; k != DAG__NONE && i < count; k = node(c, k)->next) {
 		if ((rc = dag__eval_node(c, k, &items[i])))
 			return rc;
 		weight += 2 + dag__weight(&items[i++]);

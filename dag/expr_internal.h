@@ -1,9 +1,10 @@
 /*
  * expr_internal.h — internals shared by the expression files of the dag
  * module: tokens and lexer (expr_lex.c), the AST and parser
- * (expr_parse.c, expr_primary.c), runtime values (expr_value.c,
- * expr_arith.c), builtins (expr_builtin.c), formatting (expr_repr.c) and
- * evaluation (expr_eval.c).
+ * (expr_parse.c, expr_primary.c), runtime values and operators
+ * (expr_value.c, expr_compare.c, expr_arith.c), builtins (expr_builtin.c),
+ * formatting (expr_repr.c), evaluation (expr_eval.c) and the public
+ * evaluation entry points (expr_run.c).
  *
  * A compiled expression is a flat array of AST nodes plus a pool of
  * decoded string literals; nodes refer to each other by index. Nothing in
@@ -189,6 +190,8 @@ typedef struct dag__arena {
 	bool over;		/* an allocation went over the limit */
 } dag__arena;
 
+/* Aligned memory valid until dag__arena_release(); NULL when out of
+ * memory or over DAG__ARENA_LIMIT (then `over` is set). */
 void *dag__arena_alloc(dag__arena *a, size_t size);
 /* Charges weight to the arena's budget without allocating: a built list
  * may share its items many times over ([[1] * 1000] * 1000), so its cost
@@ -212,6 +215,7 @@ int dag__alloc_error(dag__ctx *c);
 const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
 			 size_t cap);
 
+/* Evaluates node n into *out (valid until the arena is released). */
 int dag__eval_node(dag__ctx *c, uint32_t n, dag__val *out);
 
 /* expr_value.c */

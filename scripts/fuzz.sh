@@ -13,7 +13,8 @@ for h in settings csv expr; do
   work=build-fuzz/corpus-$h
   mkdir -p "$work"
   echo "== fuzz_$h for ${SECS}s"
-  if ! build-fuzz/fuzz_$h -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
+  dict=(); [ -f tests/fuzz/$h.dict ] && dict=(-dict=tests/fuzz/$h.dict)
+  if ! build-fuzz/fuzz_$h "${dict[@]}" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 \
        "$work" "$corpus" 2>build-fuzz/fuzz_$h.log; then
     echo "fuzz_$h FAILED: see build-fuzz/fuzz_$h.log"; status=1
   fi
