@@ -2,11 +2,13 @@
 # Runs every example pipeline that has an expected/ folder and compares its
 # sinks byte for byte with the expected files.
 source "$(dirname "$0")/lib.sh"
-cd "$SRC"
+# Work on a copy so the audit trail (./state) and outputs stay out of the tree.
+cp -r "$SRC/examples" "$WORK/examples"
+cd "$WORK"
 for dir in examples/*/; do
   name=$(basename "$dir")
   [ -d "$dir/expected" ] || continue
-  out="$WORK/$name"
+  out="$WORK/out-$name"
   expect "$name: validate" 0 "Settings valid" -- \
     env ELSPETH_OUT_DIR="$out" "$ELSPETH" validate -s "$dir/settings.yaml"
   expect "$name: run" 0 "Run completed" -- \
