@@ -53,9 +53,13 @@ void plg_source_row_release(plg_source_row *r);
 typedef struct plg_transform_ops {
 	const char *name;
 	const char *description;
+	/* An expanding transform (json_explode) turns one row into zero or
+	 * more: process() then returns a JSON array of rows in *out. */
+	bool expands;
 	int (*open)(const core_node *options, void **state, core_err *err);
 	/* Processes one row. On success returns 0 and *out is a new reference
-	 * (the output row; the input is never modified). On a row error
+	 * (the output row, or an array of rows when `expands`; the input is
+	 * never modified). On a row error
 	 * returns CORE_EDATA (or another code) with err->msg naming the field
 	 * and err->retryable set when a retry might succeed. */
 	int (*process)(void *state, const json_t *row, json_t **out,
@@ -93,13 +97,32 @@ typedef struct plg_sink_ops {
 	int (*close)(void *state, core_err *err);
 } plg_sink_ops;
 
+/* ----------------------------------------------------------- aggregations */
+
+/* An aggregation plugin computes the outputs of one batch of rows. */
+typedef struct plg_aggregation_ops {
+	const char *name;
+	const char *description;
+	int (*open)(const core_node *options, void **state, core_err *err);
+	/* members: the batch's rows in seq order (n >= 1). On success *out is
+	 * a new JSON array of output rows (transform mode: the batch's
+	 * result; passthrough mode: exactly n rows, member i enriched). A
+	 * batch error is CORE_EDATA naming the member index and field. */
+	int (*flush)(void *state, json_t *const *members, size_t n,
+		     bool passthrough, json_t **out, core_err *err);
+	void (*close)(void *state);
+} plg_aggregation_ops;
+
 /* --------------------------------------------------------------- registry */
 
-typedef enum plg_kind { PLG_SOURCE, PLG_TRANSFORM, PLG_SINK } plg_kind;
+typedef enum plg_kind {
+	PLG_SOURCE, PLG_TRANSFORM, PLG_SINK, PLG_AGGREGATION
+} plg_kind;
 
 const plg_source_ops *plg_find_source(const char *name);
 const plg_transform_ops *plg_find_transform(const char *name);
 const plg_sink_ops *plg_find_sink(const char *name);
+const plg_aggregation_ops *plg_find_aggregation(const char *name);
 /* The i-th plugin of a kind (name and description), for `plugins list`
  * and for "did you mean" messages; false past the end. */
 bool plg_describe(plg_kind kind, size_t i, const char **name,

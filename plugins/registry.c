@@ -22,6 +22,10 @@ static const plg_sink_ops *const sinks[] = {
 	&plg__json_sink,
 };
 
+static const plg_aggregation_ops *const aggregations[] = {
+	NULL, /* batch_stats, batch_replicate: DAG issue, in progress */
+};
+
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
 const plg_source_ops *plg_find_source(const char *name)
@@ -48,6 +52,14 @@ const plg_sink_ops *plg_find_sink(const char *name)
 	return NULL;
 }
 
+const plg_aggregation_ops *plg_find_aggregation(const char *name)
+{
+	for (size_t i = 0; name && i < COUNT(aggregations); i++)
+		if (aggregations[i] && !strcmp(aggregations[i]->name, name))
+			return aggregations[i];
+	return NULL;
+}
+
 bool plg_describe(plg_kind kind, size_t i, const char **name,
 		  const char **description)
 {
@@ -65,6 +77,10 @@ bool plg_describe(plg_kind kind, size_t i, const char **name,
 	case PLG_SINK:
 		if (i < COUNT(sinks))
 			n = sinks[i]->name, d = sinks[i]->description;
+		break;
+	case PLG_AGGREGATION:
+		if (i < COUNT(aggregations) && aggregations[i])
+			n = aggregations[i]->name, d = aggregations[i]->description;
 		break;
 	}
 	if (!n)

@@ -5,10 +5,11 @@
  *
  * Writing: any thread enqueues puts (rec_put*, never waiting for disk); one
  * writer thread per environment commits them in batches (group commit).
- * Commits are not fsync'd one by one (MDB_NOSYNC): a process crash
- * (SIGKILL) loses nothing committed and never corrupts the environment;
+ * Each group commit syncs its data but not LMDB's meta page
+ * (MDB_NOMETASYNC): a process crash (SIGKILL) loses nothing committed, an
+ * OS crash may undo the last commit, and neither corrupts the environment;
  * rec_flush() waits until everything enqueued before it is committed and
- * fsync'd, so it also survives an OS crash (ADR 0004). When the map is full
+ * fully synced (ADR 0004). When the map is full
  * the writer grows it and retries. A write error is sticky: later calls
  * return it.
  *

@@ -48,6 +48,6 @@ int rec_new_run(rec_env *env, Elspeth__RunRecord *rec, core_err *err)
 
 	if (rc && !err->msg[0])
 		core_err_set(err, rc, "cannot allocate a run id: %s",
-			     rc > 0 ? mdb_strerror(rc) : core_strerror(rc));
+			     rc <= CORE_ERR_FIRST ? core_strerror(rc) : mdb_strerror(rc));
 	return rc;
 }

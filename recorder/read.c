@@ -1,0 +1,221 @@
+/*
+ * read.c — read transactions, point reads, prefix scans, payloads.
+ *
+ * A rec_txn holds env->map_lock for reading for its whole life (map.c), so
+ * rec_read_end must run on the thread that began it; rec__wtxns counts
+ * the ones a thread holds on writing envs (see put.c). An absent table
+ * (READONLY env, see meta.c) reads as empty.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "recorder/recorder_internal.h"
+
+struct rec_txn {
+	rec_env *env;
+	MDB_txn *txn;
+};
+
+_Thread_local int rec__wtxns;
+
+static int txn_begin(rec_env *env, rec_txn *t, core_err *err)
+{
+	int rc;
+
+	rc = rec__txn_begin(env, MDB_RDONLY, &t->txn);
+	if (rc)
+		return rec__lmdb_err(err, rc, env, "beginning a read transaction");
+	return 0;
+}
+
+int rec_read_begin(rec_env *env, rec_txn **out, core_err *err)
+{
+	rec_txn *t;
+	int rc;
+
+	*out = NULL;
+	t = malloc(sizeof(*t));
+	if (!t)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	t->env = env;
+	rc = txn_begin(env, t, err);
+	/* An environment that was empty at rec_open may have been created
+	 * since: look for its tables again. */
+	if (!rc && env->absent[REC_META]) {
+		mdb_txn_abort(t->txn);
+		rec__txn_done(env);
+		rc = rec__tables_refresh(env, err);
+		if (!rc)
+			rc = txn_begin(env, t, err);
+	}
+	if (rc) {
+		free(t);
+		return rc;
+	}
+	if (env->has_writer)
+		rec__wtxns++;
+	*out = t;
+	return 0;
+}
+
+void rec_read_end(rec_txn *t)
+{
+	if (!t)
+		return;
+	mdb_txn_abort(t->txn);
+	rec__txn_done(t->env);
+	if (t->env->has_writer)
+		rec__wtxns--;
+	free(t);
+}
+
+static void val_out(const MDB_val *v, const void **p, size_t *len)
+{
+	if (p)
+		*p = v->mv_data;
+	if (len)
+		*len = v->mv_size;
+}
+
+int rec_get(rec_txn *t, rec_table tab, const rec_key *k, const void **val,
+	    size_t *vlen)
+{
+	MDB_val key = { k->len, (void *)k->b }, v;
+	int rc;
+
+	if ((unsigned)tab >= REC_TABLE_LAST)
+		return CORE_EINTERNAL;
+	if (t->env->absent[tab])
+		return REC_NOTFOUND;
+	rc = mdb_get(t->txn, t->env->dbi[tab], &key, &v);
+	if (rc == MDB_NOTFOUND)
+		return REC_NOTFOUND;
+	if (!rc)
+		val_out(&v, val, vlen);
+	return rc;
+}
+
+static bool has_prefix(const MDB_val *key, const rec_key *prefix)
+{
+	return key->mv_size >= prefix->len &&
+	       memcmp(key->mv_data, prefix->b, prefix->len) == 0;
+}
+
+static int cursor_open(rec_txn *t, rec_table tab, MDB_cursor **c)
+{
+	if ((unsigned)tab >= REC_TABLE_LAST)
+		return CORE_EINTERNAL;
+	if (t->env->absent[tab])
+		return REC_NOTFOUND;
+	return mdb_cursor_open(t->txn, t->env->dbi[tab], c);
+}
+
+int rec_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
+	     rec_scan_fn fn, void *ctx)
+{
+	static const rec_key empty;
+	MDB_val key, v;
+	MDB_cursor *c;
+	int rc;
+
+	if (!prefix)
+		prefix = &empty;
+	rc = cursor_open(t, tab, &c);
+	if (rc)
+		return rc == REC_NOTFOUND ? 0 : rc;
+	key.mv_size = prefix->len;
+	key.mv_data = (void *)prefix->b;
+	rc = mdb_cursor_get(c, &key, &v, prefix->len ? MDB_SET_RANGE : MDB_FIRST);
+	while (!rc && has_prefix(&key, prefix)) {
+		rc = fn(ctx, key.mv_data, key.mv_size, v.mv_data, v.mv_size);
+		if (rc)
+			goto out_close;
+		rc = mdb_cursor_get(c, &key, &v, MDB_NEXT);
+	}
+	if (rc == MDB_NOTFOUND)
+		rc = 0;
+out_close:
+	mdb_cursor_close(c);
+	return rc;
+}
+
+/* The smallest key above every key starting with prefix: prefix with its
+ * trailing 0xff bytes dropped and the last byte incremented. false when
+ * there is none (empty or all-0xff prefix: the bound is the table end). */
+static bool prefix_successor(const rec_key *prefix, rec_key *succ)
+{
+	*succ = *prefix;
+	while (succ->len && succ->b[succ->len - 1] == 0xff)
+		succ->len--;
+	if (!succ->len)
+		return false;
+	succ->b[succ->len - 1]++;
+	return true;
+}
+
+int rec_last(rec_txn *t, rec_table tab, const rec_key *prefix,
+	     const void **key, size_t *klen, const void **val, size_t *vlen)
+{
+	static const rec_key empty;
+	MDB_val k, v;
+	MDB_cursor *c;
+	rec_key succ;
+	int rc;
+
+	if (!prefix)
+		prefix = &empty;
+	rc = cursor_open(t, tab, &c);
+	if (rc)
+		return rc;
+	if (prefix_successor(prefix, &succ)) {
+		k.mv_size = succ.len;
+		k.mv_data = succ.b;
+		rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+		if (!rc)
+			rc = mdb_cursor_get(c, &k, &v, MDB_PREV);
+		else if (rc == MDB_NOTFOUND) /* nothing at or above the bound */
+			rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+	} else {
+		rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+	}
+	if (!rc && !has_prefix(&k, prefix))
+		rc = MDB_NOTFOUND;
+	mdb_cursor_close(c);
+	if (rc == MDB_NOTFOUND)
+		return REC_NOTFOUND;
+	if (!rc) {
+		val_out(&k, key, klen);
+		val_out(&v, val, vlen);
+	}
+	return rc;
+}
+
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int rec_get_payload(rec_txn *t, const char *hex, const void **data,
+		    size_t *len)
+{
+	rec_key k;
+	int i, hi, lo;
+
+	if (!hex || strlen(hex) != CORE_SHA256_HEX_LEN)
+		return CORE_EDATA;
+	for (i = 0; i < CORE_SHA256_LEN; i++) {
+		hi = hex_digit(hex[2 * i]);
+		lo = hex_digit(hex[2 * i + 1]);
+		if (hi < 0 || lo < 0)
+			return CORE_EDATA;
+		k.b[i] = (uint8_t)(hi << 4 | lo);
+	}
+	k.len = CORE_SHA256_LEN;
+	return rec_get(t, REC_PAYLOADS, &k, data, len);
+}

@@ -1,0 +1,171 @@
+/*
+ * recorder_internal.h — what the recorder's files share: the environment
+ * struct, the write queue and the map lock. Not a published API (tests may
+ * include it to read statistics).
+ *
+ * DESIGN (locks):
+ *   env->lock      guards the producer side of the writer: queue,
+ *                  queue_max, stop, writer_idle, writer_self,
+ *                  writer_running, *_waiters, space_waits,
+ *                  ticket_next, ticket_done, werr, werr_msg and stats.
+ *   env->map_lock  (rwlock) read side: held by every transaction of this
+ *                  process for its whole life (rec_txn, the writer's
+ *                  txns); write side: taken only to change the map size
+ *                  (mdb_env_set_mapsize), which LMDB allows only while no
+ *                  transaction of the process is active. Taken without
+ *                  env->lock held.
+ *   env->wbatch, txn_ops_max, wstats: the writer thread's (no lock).
+ *   Order: map_lock (read side, an open txn) may be held while taking
+ *   env->lock (a rec_put from a rec_write_sync callback, or from a thread
+ *   reading); never the reverse. A thread holding a rec_txn on a writing
+ *   env must not wait for the writer: the writer may need map_lock's
+ *   write side to grow the map (map.c). So such a thread (rec__wtxns > 0)
+ *   and the writer itself never wait for queue room, and rec_flush /
+ *   rec_write_sync from them fail at once instead of deadlocking.
+ *   Everything else is set in rec_open and read-only afterwards, except
+ *   dbi[]/absent[] of a READONLY env, which change only under the write
+ *   side of map_lock (rec__tables_refresh).
+ */
+#ifndef ELSPETH_RECORDER_INTERNAL_H
+#define ELSPETH_RECORDER_INTERNAL_H
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <lmdb.h>
+
+#include "recorder/recorder.h"
+
+#define REC_FORMAT "elspeth-landscape-1"
+#define REC_MAPSIZE_DEFAULT ((size_t)64 << 20)
+#define REC_MAPSIZE_ENV "ELSPETH_LMDB_MAPSIZE"
+#define REC_MAXREADERS 126
+/* Producers wait only while this many bytes are queued and not yet taken
+ * by the writer (memory stays under ~2x this: queue + batch in flight). */
+#define REC_QUEUE_MAX ((size_t)32 << 20)
+
+enum rec__op_kind {
+	REC__OP_PUT,
+	REC__OP_PUT_ONCE,  /* MDB_NOOVERWRITE; an existing key is kept */
+	REC__OP_FLUSH,     /* fsync once the batch is committed */
+	REC__OP_SYNC,      /* run a rec_write_sync callback */
+};
+
+/* A rec_write_sync request; lives on the caller's stack until
+ * ticket_done reaches its ticket. */
+typedef struct rec__sync {
+	rec_sync_fn fn;
+	void *ctx;
+	core_err *err;
+	bool ran;          /* written by the writer before ticket_done moves */
+	int rc;
+} rec__sync;
+
+/* One queued operation; key and value bytes live in the batch arena at
+ * off (key) and off + klen (value). */
+typedef struct rec__op {
+	uint8_t kind;
+	uint8_t table;
+	uint16_t klen;
+	size_t off;
+	size_t vlen;
+	rec__sync *sync;
+} rec__op;
+
+typedef struct rec__batch {
+	core_buf arena;
+	rec__op *ops;
+	size_t nops, cap;
+	uint64_t ticket;   /* the last flush/sync ticket in it, or 0 */
+} rec__batch;
+
+typedef struct rec__stats {
+	uint64_t commits;      /* write transactions committed */
+	uint64_t ops;          /* puts committed */
+	uint64_t max_ops;      /* most puts in one commit */
+	uint64_t batches;      /* queue swaps */
+	uint64_t syncs;        /* fsyncs (rec_flush) */
+	uint64_t grows;        /* map size doublings */
+	uint64_t space_waits;  /* times a producer waited for queue room */
+} rec__stats;
+
+struct rec_env {
+	MDB_env *mdb;
+	int flags;
+	char path[PATH_MAX];
+	MDB_dbi dbi[REC_TABLE_LAST];
+	bool absent[REC_TABLE_LAST]; /* READONLY: table not (yet) created */
+	int nabsent;
+	pthread_rwlock_t map_lock;
+	bool registered;             /* in the process-wide open list */
+	dev_t dev;                   /* the directory, for the open list */
+	ino_t ino;
+	rec_env *reg_next;
+
+	/* writer (not READONLY) */
+	bool has_writer;
+	pthread_t writer;
+	pthread_mutex_t lock;
+	pthread_cond_t work_cond;    /* the writer waits for work */
+	pthread_cond_t done_cond;    /* flush/sync callers wait */
+	pthread_cond_t space_cond;   /* producers wait for queue room */
+	rec__batch queue;
+	size_t queue_max;            /* REC_QUEUE_MAX; tests lower it */
+	uint64_t space_waits;
+	rec__batch wbatch;
+	bool stop;
+	bool writer_idle;
+	pthread_t writer_self;       /* set by the writer itself */
+	bool writer_running;
+	int done_waiters, space_waiters;
+	uint64_t ticket_next, ticket_done;
+	int werr;
+	core_err werr_msg;
+	size_t txn_ops_max;          /* writer only: puts per txn cap */
+	rec__stats wstats;           /* writer only: running counts */
+	rec__stats stats;            /* copy of wstats after each batch */
+};
+
+/* env.c / meta.c */
+int rec__tables_open(rec_env *env, core_err *err);
+int rec__tables_refresh(rec_env *env, core_err *err);
+int rec__lmdb_err(core_err *err, int rc, const rec_env *env, const char *what);
+const char *rec__strerror(int rc);
+
+/* map.c: map size changes and transaction begin with MAP_RESIZED retry.
+ * rec__txn_begin returns with map_lock read-held; rec__txn_done drops it. */
+int rec__txn_begin(rec_env *env, unsigned flags, MDB_txn **out);
+void rec__txn_done(rec_env *env);
+int rec__map_grow(rec_env *env);
+int rec__map_adopt(rec_env *env);
+size_t rec__mapsize_initial(void);
+
+/* registry.c: one open env per directory per process (lmdb.h forbids
+ * opening an environment twice in a process). */
+int rec__registry_add(rec_env *env, core_err *err);
+void rec__registry_remove(rec_env *env);
+
+/* batch.c */
+void rec__batch_release(rec__batch *b);
+void rec__batch_reset(rec__batch *b);
+int rec__batch_push(rec__batch *b, uint8_t kind, rec_table t, size_t klen,
+		    size_t vlen, rec__op **out);
+size_t rec__batch_bytes(const rec__batch *b);
+
+/* read.c: rec_txns this thread holds on writing envs. */
+extern _Thread_local int rec__wtxns;
+
+/* writer.c: the thread; apply.c: one batch into LMDB (writer thread). */
+int rec__writer_start(rec_env *env, core_err *err);
+void rec__writer_stop(rec_env *env);
+int rec__batch_apply(rec_env *env, const rec__batch *b, core_err *err);
+
+/* Statistics of a writing env (a copy, taken under env->lock). */
+void rec__stats_get(rec_env *env, rec__stats *out);
+/* Tests: a smaller queue bound, to make producers wait. */
+void rec__queue_max_set(rec_env *env, size_t bytes);
+
+#endif /* ELSPETH_RECORDER_INTERNAL_H */

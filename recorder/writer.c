@@ -1,0 +1,167 @@
+/*
+ * writer.c — the writer thread of a writing environment (group commit).
+ *
+ * DESIGN (see recorder_internal.h for the full lock table):
+ *   env->lock guards queue, queue_max, stop, writer_idle, writer_self,
+ *   writer_running, done_waiters, space_waiters, space_waits,
+ *   ticket_next, ticket_done, werr, werr_msg, stats.
+ *   env->wbatch, txn_ops_max and wstats belong to the writer thread.
+ *   The writer never holds env->lock while it talks to LMDB (a
+ *   rec_write_sync callback calling rec_put takes env->lock inside its
+ *   txn: map_lock, then env->lock, the documented order).
+ *
+ * Loop (libuv threadpool style): lock; while the queue is empty, wait;
+ * swap the whole queue with the writer's empty batch; unlock; apply the
+ * batch unlocked (one write txn for all its puts: group commit; fsync if it
+ * holds a flush marker); lock; publish the result (ticket_done, sticky
+ * error, stats) and wake whoever waits for it.
+ *
+ * Producers signal work_cond only when writer_idle is set. Shutdown:
+ * stop = true, wake, join; the writer drains the queue before it exits.
+ * After a sticky error the writer keeps draining, applying nothing, so
+ * flush and sync callers still wake (and get the error).
+ */
+#include <stdint.h>
+
+#include "recorder/recorder_internal.h"
+
+static void batch_swap(rec__batch *a, rec__batch *b)
+{
+	rec__batch t = *a;
+
+	*a = *b;
+	*b = t;
+}
+
+/* env->lock held. */
+static void batch_finish(rec_env *env, const rec__batch *b, int rc,
+			 const core_err *err)
+{
+	if (rc && !env->werr) {
+		env->werr = rc;
+		env->werr_msg = *err;
+	}
+	if (b->ticket)
+		env->ticket_done = b->ticket;
+	env->stats = env->wstats;
+	if (env->done_waiters)
+		pthread_cond_broadcast(&env->done_cond);
+	if (env->werr && env->space_waiters)
+		pthread_cond_broadcast(&env->space_cond);
+}
+
+static void *writer_main(void *arg)
+{
+	rec_env *env = arg;
+	rec__batch *b = &env->wbatch;
+	core_err err = { 0 };
+	int rc;
+
+	pthread_mutex_lock(&env->lock);
+	env->writer_self = pthread_self();
+	env->writer_running = true;
+	for (;;) {
+		while (!env->queue.nops && !env->stop) {
+			env->writer_idle = true;
+			pthread_cond_wait(&env->work_cond, &env->lock);
+		}
+		env->writer_idle = false;
+		if (!env->queue.nops)
+			break;
+		batch_swap(&env->queue, b);
+		if (env->space_waiters)
+			pthread_cond_broadcast(&env->space_cond);
+		rc = env->werr;
+		pthread_mutex_unlock(&env->lock);
+
+		if (!rc)
+			rc = rec__batch_apply(env, b, &err);
+		env->wstats.batches++;
+
+		pthread_mutex_lock(&env->lock);
+		batch_finish(env, b, rc, &err);
+		rec__batch_reset(b);
+	}
+	pthread_mutex_unlock(&env->lock);
+	return NULL;
+}
+
+static int sync_init(rec_env *env)
+{
+	if (pthread_mutex_init(&env->lock, NULL))
+		goto out;
+	if (pthread_cond_init(&env->work_cond, NULL))
+		goto out_lock;
+	if (pthread_cond_init(&env->done_cond, NULL))
+		goto out_work;
+	if (pthread_cond_init(&env->space_cond, NULL))
+		goto out_done;
+	return 0;
+
+out_done:
+	pthread_cond_destroy(&env->done_cond);
+out_work:
+	pthread_cond_destroy(&env->work_cond);
+out_lock:
+	pthread_mutex_destroy(&env->lock);
+out:
+	return -1;
+}
+
+static void sync_destroy(rec_env *env)
+{
+	pthread_cond_destroy(&env->space_cond);
+	pthread_cond_destroy(&env->done_cond);
+	pthread_cond_destroy(&env->work_cond);
+	pthread_mutex_destroy(&env->lock);
+}
+
+int rec__writer_start(rec_env *env, core_err *err)
+{
+	int rc;
+
+	if (sync_init(env))
+		return core_err_set(err, CORE_ENOMEM,
+			"audit trail %s: cannot create the writer's locks",
+			env->path);
+	env->txn_ops_max = SIZE_MAX;
+	env->queue_max = REC_QUEUE_MAX;
+	rc = pthread_create(&env->writer, NULL, writer_main, env);
+	if (rc) {
+		sync_destroy(env);
+		return core_err_set(err, CORE_EIO,
+			"audit trail %s: cannot start the writer thread: %s",
+			env->path, rec__strerror(rc));
+	}
+	env->has_writer = true;
+	return 0;
+}
+
+/* Commits what is queued, then stops and joins the writer. */
+void rec__writer_stop(rec_env *env)
+{
+	pthread_mutex_lock(&env->lock);
+	env->stop = true;
+	pthread_cond_signal(&env->work_cond);
+	pthread_cond_broadcast(&env->space_cond);
+	pthread_mutex_unlock(&env->lock);
+	pthread_join(env->writer, NULL);
+	sync_destroy(env);
+	rec__batch_release(&env->queue);
+	rec__batch_release(&env->wbatch);
+}
+
+void rec__stats_get(rec_env *env, rec__stats *out)
+{
+	pthread_mutex_lock(&env->lock);
+	*out = env->stats;
+	out->space_waits = env->space_waits;
+	pthread_mutex_unlock(&env->lock);
+}
+
+void rec__queue_max_set(rec_env *env, size_t bytes)
+{
+	pthread_mutex_lock(&env->lock);
+	env->queue_max = bytes;
+	pthread_mutex_unlock(&env->lock);
+}

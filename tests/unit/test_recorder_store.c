@@ -1,0 +1,659 @@
+/* test_recorder_store.c — put/flush/get, messages, payloads, scans,
+ * synchronous transactions, and opening foreign or missing directories. */
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <lmdb.h>
+
+#include "recorder/recorder_internal.h"
+#include "test_recorder_util.h"
+
+static void get_ok(rec_txn *t, rec_table tab, const rec_key *k,
+		   const char *want)
+{
+	const void *v;
+	size_t n;
+	int rc = rec_get(t, tab, k, &v, &n);
+
+	cr_assert_eq(rc, 0, "rec_get: %d", rc);
+	cr_assert_eq(n, strlen(want));
+	cr_assert_eq(memcmp(v, want, n), 0);
+}
+
+Test(recorder, put_flush_get_round_trip, .timeout = TIMEOUT)
+{
+	rec_key k1 = key2(1, 1), k2 = key2(1, 2), k3 = key2(7, 1);
+	const void *v;
+	size_t n;
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k1, "one", 3), 0);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k2, "two", 3), 0);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k3, "first", 5), 0);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k3, "replaced", 8), 0);
+	cr_assert_eq(rec_put(env, REC_TOKENS_BY_ROW, &k1, NULL, 0), 0);
+	env_flush(env);
+	t = txn_begin(env);
+	get_ok(t, REC_ROWS, &k1, "one");
+	get_ok(t, REC_ROWS, &k2, "two");
+	get_ok(t, REC_ROWS, &k3, "replaced");
+	get_ok(t, REC_TOKENS_BY_ROW, &k1, "");
+	cr_assert_eq(rec_get(t, REC_ROWS, &(rec_key){ .len = 0 }, &v, &n) != 0, 1);
+	k1 = key2(1, 3);
+	cr_assert_eq(rec_get(t, REC_ROWS, &k1, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(rec_get(t, REC_TOKENS, &k2, &v, &n), REC_NOTFOUND);
+	rec_read_end(t);
+	rec_read_end(NULL);
+	env_close(env);
+
+	/* Reopened (read-only), the data is there. */
+	env = env_open(d.path, REC_READONLY);
+	t = txn_begin(env);
+	get_ok(t, REC_ROWS, &k2, "two");
+	rec_read_end(t);
+	env_close(env);
+	cr_assert_eq(rec_close(NULL, NULL), 0);
+	tdir_remove(&d);
+}
+
+Test(recorder, bad_puts_are_refused_at_once, .timeout = TIMEOUT)
+{
+	rec_key k = key1(1), empty;
+	rec_env *env;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	rec_key_init(&empty);
+	cr_assert_eq(rec_put(env, REC_ROWS, &empty, "x", 1), CORE_EINTERNAL);
+	cr_assert_eq(rec_put(env, REC_TABLE_LAST, &k, "x", 1), CORE_EINTERNAL);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k, NULL, 4), CORE_EINTERNAL);
+	cr_assert_eq(rec_error(env, NULL), 0, "refused puts are not sticky");
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, protobuf_message_round_trip, .timeout = TIMEOUT)
+{
+	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT, *got;
+	rec_key k = key1(42);
+	const void *v;
+	size_t n;
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	r.run_id = 42;
+	r.started_at_ns = 1700000000123456789ull;
+	r.status = "completed";
+	r.config_hash = "ab12";
+	r.rows = 100000;
+	r.quarantined = 3;
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_put_msg(env, REC_RUNS, &k, &r.base), 0);
+	env_flush(env);
+	t = txn_begin(env);
+	cr_assert_eq(rec_get(t, REC_RUNS, &k, &v, &n), 0);
+	got = elspeth__run_record__unpack(NULL, n, v);
+	cr_assert_not_null(got);
+	cr_assert_eq(got->run_id, 42);
+	cr_assert_eq(got->started_at_ns, r.started_at_ns);
+	cr_assert_str_eq(got->status, "completed");
+	cr_assert_str_eq(got->config_hash, "ab12");
+	cr_assert_eq(got->rows, 100000);
+	cr_assert_eq(got->quarantined, 3);
+	elspeth__run_record__free_unpacked(got, NULL);
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, payload_is_content_addressed_and_stored_once, .timeout = TIMEOUT)
+{
+	char h1[CORE_SHA256_HEX_LEN + 1], h2[CORE_SHA256_HEX_LEN + 1];
+	char h3[CORE_SHA256_HEX_LEN + 1], want[CORE_SHA256_HEX_LEN + 1];
+	uint8_t sum[CORE_SHA256_LEN];
+	const char *a = "{\"id\":1}", *b = "{\"id\":2}";
+	MDB_stat st;
+	MDB_txn *mt;
+	const void *v;
+	size_t n;
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_put_payload(env, a, strlen(a), h1), 0);
+	cr_assert_eq(rec_put_payload(env, a, strlen(a), h2), 0);
+	cr_assert_eq(rec_put_payload(env, b, strlen(b), h3), 0);
+	env_flush(env);
+	cr_assert_eq(rec_put_payload(env, a, strlen(a), h2), 0);
+	env_flush(env);
+	core_sha256(a, strlen(a), sum);
+	core_hex(sum, sizeof(sum), want);
+	cr_assert_str_eq(h1, want);
+	cr_assert_str_eq(h1, h2);
+	cr_assert_str_neq(h1, h3);
+
+	t = txn_begin(env);
+	cr_assert_eq(count_keys(t, REC_PAYLOADS, NULL), 2);
+	cr_assert_eq(rec_get_payload(t, h1, &v, &n), 0);
+	cr_assert_eq(n, strlen(a));
+	cr_assert_eq(memcmp(v, a, n), 0);
+	cr_assert_eq(rec_get_payload(t, "00", &v, &n), CORE_EDATA);
+	want[0] = want[0] == '0' ? '1' : '0';
+	cr_assert_eq(rec_get_payload(t, want, &v, &n), REC_NOTFOUND);
+	want[5] = 'x';
+	cr_assert_eq(rec_get_payload(t, want, &v, &n), CORE_EDATA);
+	rec_read_end(t);
+
+	cr_assert_eq(mdb_txn_begin(env->mdb, NULL, MDB_RDONLY, &mt), 0);
+	cr_assert_eq(mdb_stat(mt, env->dbi[REC_PAYLOADS], &st), 0);
+	cr_assert_eq(st.ms_entries, 2);
+	mdb_txn_abort(mt);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+/* 3 runs x 300 tokens (crossing the 255/256 byte boundary), plus keys
+ * whose first part is all 0xff. */
+static void tokens_fill(rec_env *env)
+{
+	uint64_t r, i;
+	rec_key k;
+
+	for (r = 1; r <= 3; r++) {
+		for (i = 0; i < 300; i++) {
+			k = key2(r, i);
+			cr_assert_eq(rec_put(env, REC_TOKENS, &k, &i, sizeof(i)), 0);
+		}
+	}
+	k = key2(UINT64_MAX, 5);
+	cr_assert_eq(rec_put(env, REC_TOKENS, &k, "a", 1), 0);
+	k = key2(UINT64_MAX, 7);
+	cr_assert_eq(rec_put(env, REC_TOKENS, &k, "b", 1), 0);
+}
+
+typedef struct ordered {
+	uint64_t run, next;
+	int stop_at;
+} ordered;
+
+static int ordered_fn(void *ctx, const void *k, size_t kl, const void *v,
+		      size_t vl)
+{
+	ordered *o = ctx;
+
+	(void)v;
+	cr_assert_eq(kl, 16);
+	cr_assert_eq(vl, 8);
+	cr_assert_eq(rec_key_get_u64(k, 0), o->run);
+	cr_assert_eq(rec_key_get_u64(k, 8), o->next, "out of order");
+	o->next++;
+	return o->stop_at && (int)o->next == o->stop_at ? 99 : 0;
+}
+
+static void last_is(rec_txn *t, const rec_key *prefix, uint64_t run,
+		    uint64_t id)
+{
+	const void *k, *v;
+	size_t kl, vl;
+	int rc = rec_last(t, REC_TOKENS, prefix, &k, &kl, &v, &vl);
+
+	cr_assert_eq(rc, 0, "rec_last: %d", rc);
+	cr_assert_eq(kl, 16);
+	cr_assert_eq(rec_key_get_u64(k, 0), run);
+	cr_assert_eq(rec_key_get_u64(k, 8), id);
+}
+
+Test(recorder, scan_by_prefix_and_last, .timeout = TIMEOUT)
+{
+	rec_key p2 = key1(2), p9 = key1(9), p0 = key1(0), pmax = key1(UINT64_MAX);
+	rec_key p2_1 = key2(2, 1), none;
+	ordered o = { .run = 2 };
+	const void *k, *v;
+	size_t kl, vl;
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	tokens_fill(env);
+	env_flush(env);
+	t = txn_begin(env);
+	cr_assert_eq(rec_scan(t, REC_TOKENS, &p2, ordered_fn, &o), 0);
+	cr_assert_eq(o.next, 300);
+	o = (ordered){ .run = 2, .stop_at = 10 };
+	cr_assert_eq(rec_scan(t, REC_TOKENS, &p2, ordered_fn, &o), 99);
+	cr_assert_eq(o.next, 10);
+	cr_assert_eq(count_keys(t, REC_TOKENS, NULL), 902);
+	cr_assert_eq(count_keys(t, REC_TOKENS, &p9), 0);
+	cr_assert_eq(count_keys(t, REC_TOKENS, &p2_1), 1);
+	cr_assert_eq(count_keys(t, REC_NODES, NULL), 0);
+
+	last_is(t, &p2, 2, 299);
+	last_is(t, &p2_1, 2, 1);
+	last_is(t, &pmax, UINT64_MAX, 7);
+	last_is(t, NULL, UINT64_MAX, 7);
+	cr_assert_eq(rec_last(t, REC_TOKENS, &p9, &k, &kl, &v, &vl), REC_NOTFOUND);
+	cr_assert_eq(rec_last(t, REC_TOKENS, &p0, &k, &kl, &v, &vl), REC_NOTFOUND);
+	rec_key_init(&none);
+	cr_assert_eq(rec_last(t, REC_NODES, &none, &k, &kl, &v, &vl), REC_NOTFOUND);
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, last_with_prefix_below_other_keys, .timeout = TIMEOUT)
+{
+	rec_key a = key2(1, 0x00ffffffffffffffull), b = key2(1, 0x0100000000000000ull);
+	rec_key pre, kk;
+	const void *k, *v;
+	size_t kl, vl;
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_put(env, REC_CALLS, &a, "a", 1), 0);
+	cr_assert_eq(rec_put(env, REC_CALLS, &b, "b", 1), 0);
+	env_flush(env);
+	t = txn_begin(env);
+	/* prefix (1, 0x00) ends below b: the last of it is a. */
+	kk = key1(1);
+	pre = kk;
+	pre.b[pre.len++] = 0x00;
+	cr_assert_eq(rec_last(t, REC_CALLS, &pre, &k, &kl, &v, &vl), 0);
+	cr_assert_eq(memcmp(v, "a", 1), 0);
+	/* prefix (1, 0x01) is the last key of the table. */
+	pre.b[pre.len - 1] = 0x01;
+	cr_assert_eq(rec_last(t, REC_CALLS, &pre, &k, &kl, &v, &vl), 0);
+	cr_assert_eq(memcmp(v, "b", 1), 0);
+	/* prefix (0, ...) is below every key. */
+	kk = key1(0);
+	cr_assert_eq(rec_last(t, REC_CALLS, &kk, &k, &kl, &v, &vl), REC_NOTFOUND);
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+/* Runs on the writer thread: no cr_assert here (Criterion's asserts
+ * belong to the test's thread); the test checks what it recorded. */
+typedef struct sync_ctx {
+	rec_env *env;
+	bool saw_prior, right_env;
+	int fail_with;
+	int calls;
+} sync_ctx;
+
+static int sync_fn(void *arg, rec_env *env, void *mdb_txn)
+{
+	sync_ctx *c = arg;
+	rec_key k = key1(1), k2 = key1(2);
+	MDB_val mk = { k.len, k.b }, mv;
+
+	c->calls++;
+	c->right_env = env == c->env;
+	c->saw_prior = mdb_get(mdb_txn, env->dbi[REC_RUNS], &mk, &mv) == 0;
+	if (rec_txn_put(env, mdb_txn, REC_RUNS, &k2, "sync", 4))
+		return CORE_EINTERNAL;
+	return c->fail_with;
+}
+
+Test(recorder, write_sync_runs_after_prior_puts, .timeout = TIMEOUT)
+{
+	rec_key k1 = key1(1), k2 = key1(2);
+	sync_ctx c = { 0 };
+	core_err err = { 0 };
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	c.env = env;
+	cr_assert_eq(rec_put(env, REC_RUNS, &k1, "prior", 5), 0);
+	cr_assert_eq(rec_write_sync(env, sync_fn, &c, &err), 0, "%s", err.msg);
+	cr_assert_eq(c.calls, 1);
+	cr_assert(c.right_env);
+	cr_assert(c.saw_prior, "the callback must see puts enqueued before it");
+	t = txn_begin(env); /* no flush: committed is enough to be visible */
+	get_ok(t, REC_RUNS, &k1, "prior");
+	get_ok(t, REC_RUNS, &k2, "sync");
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, write_sync_failure_rolls_back_and_is_not_sticky, .timeout = TIMEOUT)
+{
+	rec_key k2 = key1(2);
+	sync_ctx c = { 0 };
+	core_err err = { 0 };
+	const void *v;
+	size_t n;
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	c.env = env;
+	c.fail_with = CORE_EDATA;
+	cr_assert_eq(rec_write_sync(env, sync_fn, &c, &err), CORE_EDATA);
+	cr_assert_eq(err.code, CORE_EDATA);
+	cr_assert_not_null(strstr(err.msg, "callback failed"), "%s", err.msg);
+	cr_assert_eq(rec_error(env, NULL), 0);
+	env_flush(env);
+	t = txn_begin(env);
+	cr_assert_eq(rec_get(t, REC_RUNS, &k2, &v, &n), REC_NOTFOUND);
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+typedef struct reentry {
+	int flush_rc, put_rc;
+} reentry;
+
+static int reentry_fn(void *arg, rec_env *env, void *mdb_txn)
+{
+	reentry *r = arg;
+	rec_key k = key1(5);
+
+	(void)mdb_txn;
+	r->flush_rc = rec_flush(env, NULL);
+	r->put_rc = rec_put(env, REC_RUNS, &k, "queued", 6);
+	return 0;
+}
+
+Test(recorder, write_sync_callback_cannot_wait_for_itself, .timeout = TIMEOUT)
+{
+	reentry r = { -1, -1 };
+	core_err err = { 0 };
+	rec_key k = key1(5);
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	rec__queue_max_set(env, 1); /* a put from the writer must not wait */
+	cr_assert_eq(rec_write_sync(env, reentry_fn, &r, &err), 0, "%s", err.msg);
+	cr_assert_eq(r.flush_rc, CORE_EINTERNAL, "no deadlock, an error");
+	cr_assert_eq(r.put_rc, 0, "a put is only queued");
+	env_flush(env);
+	t = txn_begin(env);
+	get_ok(t, REC_RUNS, &k, "queued");
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, flush_while_holding_a_read_txn_fails_fast, .timeout = TIMEOUT)
+{
+	core_err err = { 0 };
+	rec_key k = key1(9);
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	rec__queue_max_set(env, 1);
+	t = txn_begin(env);
+	cr_assert_eq(rec_put(env, REC_RUNS, &k, "a", 1), 0);
+	cr_assert_eq(rec_put(env, REC_RUNS, &k, "b", 1), 0, "no wait for room");
+	cr_assert_eq(rec_flush(env, &err), CORE_EINTERNAL);
+	cr_assert_not_null(strstr(err.msg, "read transaction"), "%s", err.msg);
+	rec_read_end(t);
+	env_flush(env);
+	t = txn_begin(env);
+	get_ok(t, REC_RUNS, &k, "b");
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, readonly_env_refuses_writes, .timeout = TIMEOUT)
+{
+	core_err err = { 0 };
+	rec_key k = key1(1);
+	rec_env *env;
+	tdir d;
+
+	tdir_make(&d);
+	env_close(env_open(d.path, 0));
+	env = env_open(d.path, REC_READONLY);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k, "x", 1), CORE_EINTERNAL);
+	cr_assert_eq(rec_flush(env, &err), CORE_EINTERNAL);
+	cr_assert_not_null(strstr(err.msg, "read-only"), "%s", err.msg);
+	cr_assert_eq(rec_error(env, NULL), 0);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, second_open_in_one_process_is_refused, .timeout = TIMEOUT)
+{
+	core_err err = { 0 };
+	rec_env *env, *env2 = NULL;
+	char other[160];
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	snprintf(other, sizeof(other), "%s/state/../state/audit.lmdb", d.root);
+	cr_assert_neq(rec_open(other, REC_READONLY, &env2, &err), 0);
+	cr_assert_null(env2);
+	cr_assert_not_null(strstr(err.msg, "already open"), "%s", err.msg);
+	env_close(env);
+	env = env_open(other, REC_READONLY);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+/* A plain LMDB environment with one key in its main database. */
+static void raw_env(const char *path, bool named_meta)
+{
+	MDB_val k = { 3, "key" }, v = { 5, "value" };
+	MDB_env *e;
+	MDB_txn *t;
+	MDB_dbi dbi;
+
+	cr_assert_eq(mkdir(path, 0777), 0);
+	cr_assert_eq(mdb_env_create(&e), 0);
+	cr_assert_eq(mdb_env_set_maxdbs(e, 4), 0);
+	cr_assert_eq(mdb_env_open(e, path, 0, 0664), 0);
+	cr_assert_eq(mdb_txn_begin(e, NULL, 0, &t), 0);
+	cr_assert_eq(mdb_dbi_open(t, named_meta ? "meta" : NULL,
+				  named_meta ? MDB_CREATE : 0, &dbi), 0);
+	cr_assert_eq(mdb_put(t, dbi, &k, &v, 0), 0);
+	cr_assert_eq(mdb_txn_commit(t), 0);
+	mdb_env_close(e);
+}
+
+static void assert_not_ours(const char *path, int flags)
+{
+	core_err err = { 0 };
+	rec_env *env = NULL;
+
+	cr_assert_eq(rec_open(path, flags, &env, &err), CORE_ECONFIG,
+		     "flags %d: %s", flags, err.msg);
+	cr_assert_null(env);
+	cr_assert_not_null(strstr(err.msg, "not an elspeth Landscape"),
+			   "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, path), "%s", err.msg);
+}
+
+Test(recorder, foreign_lmdb_env_is_refused, .timeout = TIMEOUT)
+{
+	char p1[160], p2[160];
+	tdir d;
+
+	tdir_make(&d);
+	snprintf(p1, sizeof(p1), "%s/plain", d.root);
+	snprintf(p2, sizeof(p2), "%s/named", d.root);
+	raw_env(p1, false);
+	raw_env(p2, true);
+	assert_not_ours(p1, 0);
+	assert_not_ours(p1, REC_READONLY);
+	assert_not_ours(p2, 0);
+	assert_not_ours(p2, REC_READONLY);
+	tdir_remove(&d);
+}
+
+static int newer_fn(void *ctx, rec_env *env, void *mdb_txn)
+{
+	rec_key k;
+
+	(void)ctx;
+	rec_key_init(&k);
+	memcpy(k.b, "format", 6);
+	k.len = 6;
+	return rec_txn_put(env, mdb_txn, REC_META, &k, "elspeth-landscape-9", 19);
+}
+
+Test(recorder, newer_format_is_refused, .timeout = TIMEOUT)
+{
+	core_err err = { 0 };
+	rec_env *env;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_write_sync(env, newer_fn, NULL, &err), 0, "%s", err.msg);
+	env_close(env);
+	env = NULL;
+	cr_assert_eq(rec_open(d.path, REC_READONLY, &env, &err), CORE_ECONFIG);
+	cr_assert_not_null(strstr(err.msg, "elspeth-landscape-9"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "newer"), "%s", err.msg);
+	cr_assert_null(env);
+	tdir_remove(&d);
+}
+
+Test(recorder, readonly_open_of_missing_trail_says_so, .timeout = TIMEOUT)
+{
+	core_err err = { 0 };
+	rec_env *env = NULL;
+	char p[160];
+	tdir d;
+
+	tdir_make(&d);
+	cr_assert_neq(rec_open(d.path, REC_READONLY, &env, &err), 0);
+	cr_assert_null(env);
+	cr_assert_not_null(strstr(err.msg, "no audit trail at"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, d.path), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "--database"), "%s", err.msg);
+	/* An existing directory without data.mdb: the same. */
+	memset(&err, 0, sizeof(err));
+	cr_assert_neq(rec_open(d.root, REC_READONLY, &env, &err), 0);
+	cr_assert_not_null(strstr(err.msg, "no audit trail at"), "%s", err.msg);
+	/* A file is not a directory. */
+	snprintf(p, sizeof(p), "%s/file", d.root);
+	fclose(fopen(p, "w"));
+	memset(&err, 0, sizeof(err));
+	cr_assert_neq(rec_open(p, 0, &env, &err), 0);
+	cr_assert_not_null(strstr(err.msg, "not a directory"), "%s", err.msg);
+	tdir_remove(&d);
+}
+
+Test(recorder, readonly_empty_env_reads_as_empty, .timeout = TIMEOUT)
+{
+	MDB_env *e;
+	const void *v;
+	size_t n;
+	rec_key k = key1(1);
+	rec_env *env;
+	rec_txn *t;
+	tdir d;
+
+	tdir_make(&d);
+	snprintf(d.path, sizeof(d.path), "%s/empty", d.root);
+	cr_assert_eq(mkdir(d.path, 0777), 0);
+	cr_assert_eq(mdb_env_create(&e), 0);
+	cr_assert_eq(mdb_env_open(e, d.path, 0, 0664), 0);
+	mdb_env_close(e);
+	env = env_open(d.path, REC_READONLY);
+	t = txn_begin(env);
+	cr_assert_eq(count_keys(t, REC_ROWS, NULL), 0);
+	cr_assert_eq(rec_get(t, REC_ROWS, &k, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(rec_last(t, REC_ROWS, NULL, &v, &n, &v, &n), REC_NOTFOUND);
+	rec_read_end(t);
+	env_close(env);
+	/* A writer makes it a Landscape. */
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_put(env, REC_ROWS, &k, "r", 1), 0);
+	env_close(env);
+	env = env_open(d.path, REC_READONLY);
+	t = txn_begin(env);
+	cr_assert_eq(count_keys(t, REC_ROWS, NULL), 1);
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+/* In a child (the file size limit must not touch the test runner): a
+ * write error is sticky. Exit status: 0 ok, else the failed check. */
+static int sticky_child(const char *path)
+{
+	struct rlimit rl = { 2 << 20, 2 << 20 };
+	static uint8_t buf[64 << 10];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	core_err err = { 0 }, err2 = { 0 };
+	rec_key k = key1(1);
+	rec_env *env;
+	int i, rc;
+
+	signal(SIGXFSZ, SIG_IGN);
+	if (rec_open(path, 0, &env, &err))
+		return 10;
+	if (setrlimit(RLIMIT_FSIZE, &rl))
+		return 11;
+	for (i = 0; i < 128; i++) { /* 8 MiB */
+		fill_bytes((uint64_t)i, buf, sizeof(buf));
+		if (rec_put_payload(env, buf, sizeof(buf), hex) &&
+		    rec_error(env, NULL) == 0)
+			return 12;
+	}
+	rc = rec_flush(env, &err);
+	if (!rc || err.code != rc || !strstr(err.msg, path))
+		return 13;
+	if (rec_error(env, &err2) != rc || strcmp(err.msg, err2.msg))
+		return 14;
+	if (rec_put(env, REC_ROWS, &k, "x", 1) != rc)
+		return 15;
+	if (rec_flush(env, NULL) != rc)
+		return 16;
+	if (rec_close(env, &err2) != rc)
+		return 17;
+	fprintf(stderr, "sticky error (expected): %s\n", err.msg);
+	return 0;
+}
+
+Test(recorder, write_error_is_sticky, .timeout = TIMEOUT)
+{
+	int status;
+	pid_t pid;
+	tdir d;
+
+	tdir_make(&d);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(sticky_child(d.path));
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status), "child died: status %d", status);
+	cr_assert_eq(WEXITSTATUS(status), 0, "check %d failed",
+		     WEXITSTATUS(status));
+	tdir_remove(&d);
+}
