@@ -1,22 +1,39 @@
 #!/usr/bin/env bash
-# README command (2): the whole test suite. Installs what is missing,
-# builds with -Werror, runs every test (unit + integration), then the unit
-# tests once more under ASan+UBSan.
+# README command (2): the whole test suite. Installs what is missing, then
+#   1. builds with -Werror and runs every test (unit, stress, integration);
+#   2. builds with ASan+UBSan and runs them all again, failing on any
+#      sanitizer report (Criterion does not fail a test on a leak report);
+#   3. builds with TSan and runs the threaded stress programs (Criterion
+#      itself cannot start under TSan).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
+LOGS=build-logs
+mkdir -p "$LOGS"
 
 ./scripts/install-deps.sh
 
-echo "== build (-Werror)"
+echo "== 1/3 build (-Werror) and all tests"
 cmake -S . -B build -DELSPETH_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$JOBS" >/dev/null
-echo "== all tests"
 ctest --test-dir build --output-on-failure -j"$JOBS"
 
-echo "== build (ASan+UBSan)"
+echo "== 2/3 build (ASan+UBSan) and all tests"
 cmake -S . -B build-asan -DELSPETH_WERROR=ON -DELSPETH_ASAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$JOBS" >/dev/null
-echo "== unit and integration tests under ASan+UBSan"
-ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-  ctest --test-dir build-asan --output-on-failure -j"$JOBS"
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+if ! ctest --test-dir build-asan -j"$JOBS" -V > "$LOGS/asan.log" 2>&1; then
+  grep -E "Failed|FAIL|\*\*\*" "$LOGS/asan.log" | tail -30
+  echo "ASan/UBSan: tests failed (full log: $LOGS/asan.log)"; exit 1
+fi
+if grep -E "ERROR: (Leak|Address)Sanitizer|: runtime error: " "$LOGS/asan.log"; then
+  echo "ASan/UBSan: sanitizer reports (full log: $LOGS/asan.log)"; exit 1
+fi
+grep -E "tests passed|tests failed" "$LOGS/asan.log" | tail -1
+
+echo "== 3/3 build (TSan) and the threaded stress programs"
+cmake -S . -B build-tsan -DELSPETH_WERROR=ON -DELSPETH_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
+cmake --build build-tsan -j"$JOBS" >/dev/null
+export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
+ctest --test-dir build-tsan -L stress --output-on-failure -j"$JOBS"
