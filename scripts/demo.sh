@@ -17,3 +17,12 @@ build/elspeth run -s examples/quickstart/settings.yaml --execute
 echo
 echo "== outputs in examples/quickstart/out/"
 wc -l examples/quickstart/out/*
+echo
+echo "== elspeth runs"
+build/elspeth runs
+echo
+echo "== elspeth explain --run latest --row 42"
+build/elspeth explain --run latest --row 42
+echo
+echo "== elspeth verify --run latest"
+build/elspeth verify --run latest
