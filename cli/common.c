@@ -42,7 +42,58 @@ static const char *dest_name(const dag_graph *g, int to)
 		return "discard";
 	if (to == DAG_NONE)
 		return "(none)";
+	if (to == DAG_FORK)
+		return "fork";
 	return g->nodes[to].name;
+}
+
+static void print_gate(FILE *f, const dag_graph *g, const dag_node *n)
+{
+	fprintf(f, "Gate: %s if %s:", n->name, dag_expr_source(n->cond));
+	for (size_t r = 0; r < n->nroutes; r++)
+		fprintf(f, " %s -> %s%s", n->routes[r].key,
+			dest_name(g, n->routes[r].to.node),
+			r + 1 < n->nroutes ? "," : "");
+	for (size_t b = 0; b < n->nfork; b++)
+		fprintf(f, "%s%s -> %s", b ? ", " : " (fork: ", n->fork_branches[b],
+			dest_name(g, n->fork_dest[b].node));
+	fputs(n->nfork ? ")\n" : "\n", f);
+}
+
+static void print_node(FILE *f, const dag_graph *g, const dag_node *n)
+{
+	static const char *const policies[] = { "require_all", "quorum", "best_effort", "first" };
+	static const char *const merges[] = { "union", "nested", "select" };
+
+	switch (n->kind) {
+	case DAG_TRANSFORM:
+	case DAG_AGGREGATION:
+		fprintf(f, "%s: %s [%s] -> %s",
+			n->kind == DAG_TRANSFORM ? "Transform" : "Aggregation",
+			n->name, n->plugin, dest_name(g, n->next.node));
+		if (n->on_error != DAG_NONE)
+			fprintf(f, " (errors -> %s)", dest_name(g, n->on_error));
+		fputc('\n', f);
+		break;
+	case DAG_GATE:
+		print_gate(f, g, n);
+		break;
+	case DAG_COALESCE:
+		fprintf(f, "Coalesce: %s (%s, %s) of", n->name,
+			policies[n->coalesce->policy], merges[n->coalesce->merge]);
+		for (size_t b = 0; b < n->coalesce->nbranches; b++)
+			fprintf(f, " %s", n->coalesce->branches[b]);
+		fprintf(f, " -> %s\n", dest_name(g, n->next.node));
+		break;
+	case DAG_SINK:
+		fprintf(f, "Sink: %s [%s]", n->name, n->plugin);
+		if (n->on_error != DAG_NONE)
+			fprintf(f, " (failed writes -> %s)", dest_name(g, n->on_error));
+		fputc('\n', f);
+		break;
+	case DAG_SOURCE:
+		break;
+	}
 }
 
 void cli_print_pipeline(FILE *f, const dag_graph *g)
@@ -50,27 +101,8 @@ void cli_print_pipeline(FILE *f, const dag_graph *g)
 	const core_settings *s = g->settings;
 
 	fprintf(f, "Source: %s -> %s (invalid rows -> %s)\n", s->source.plugin,
-		dest_name(g, g->nodes[0].next), dest_name(g, g->nodes[0].on_error));
-	for (size_t i = 0; i < g->nnodes; i++) {
-		const dag_node *n = &g->nodes[i];
-
-		if (n->kind == DAG_TRANSFORM) {
-			fprintf(f, "Transform: %s [%s] -> %s", n->name, n->plugin,
-				dest_name(g, n->next));
-			if (n->on_error != DAG_NONE)
-				fprintf(f, " (errors -> %s)", dest_name(g, n->on_error));
-			fputc('\n', f);
-		} else if (n->kind == DAG_GATE) {
-			fprintf(f, "Gate: %s if %s:", n->name, dag_expr_source(n->cond));
-			for (size_t r = 0; r < n->nroutes; r++)
-				fprintf(f, " %s -> %s%s", n->routes[r].key,
-					dest_name(g, n->routes[r].to),
-					r + 1 < n->nroutes ? "," : "");
-			fputc('\n', f);
-		}
-	}
-	for (size_t i = 0; i < g->nnodes; i++)
-		if (g->nodes[i].kind == DAG_SINK)
-			fprintf(f, "Sink: %s [%s]\n", g->nodes[i].name, g->nodes[i].plugin);
+		dest_name(g, g->nodes[0].next.node), dest_name(g, g->nodes[0].on_error));
+	for (size_t i = 1; i < g->nnodes; i++)
+		print_node(f, g, &g->nodes[i]);
 	fprintf(f, "Graph: %zu nodes, %zu edges\n", g->nnodes, g->nedges);
 }

@@ -257,6 +257,44 @@ typedef struct core_gate_cfg {
 	const char **fork_to;
 } core_gate_cfg;
 
+typedef enum core_policy {
+	CORE_POLICY_REQUIRE_ALL, CORE_POLICY_QUORUM, CORE_POLICY_BEST_EFFORT,
+	CORE_POLICY_FIRST
+} core_policy;
+
+typedef enum core_merge {
+	CORE_MERGE_UNION, CORE_MERGE_NESTED, CORE_MERGE_SELECT
+} core_merge;
+
+typedef struct core_coalesce_cfg {
+	const core_node *node;
+	const char *name;
+	size_t nbranches;
+	const char **branches;         /* branch names, declared order */
+	const char **inputs;           /* the connection of each branch */
+	core_policy policy;            /* default require_all */
+	core_merge merge;              /* default union */
+	double timeout_seconds;        /* best_effort; 0 = none */
+	long long quorum_count;        /* quorum */
+	const char *select_branch;     /* select */
+	const char *on_success;
+} core_coalesce_cfg;
+
+typedef struct core_aggregation_cfg {
+	const core_node *node;
+	const char *name;
+	const char *plugin;
+	const char *input;
+	const char *on_success;
+	const char *on_error;          /* sink, "discard" or NULL */
+	long long trigger_count;       /* 0 = none */
+	double trigger_timeout;        /* seconds; 0 = none */
+	const char *trigger_condition; /* over batch_count, batch_age_seconds */
+	const core_node *condition_node;
+	bool passthrough;              /* output_mode */
+	const core_node *options;
+} core_aggregation_cfg;
+
 typedef struct core_sink_cfg {
 	const core_node *node;
 	const char *name;
@@ -280,6 +318,10 @@ typedef struct core_settings {
 	core_transform_cfg *transforms;
 	size_t ngates;
 	core_gate_cfg *gates;
+	size_t ncoalesce;
+	core_coalesce_cfg *coalesce;
+	size_t naggregations;
+	core_aggregation_cfg *aggregations;
 	size_t nsinks;
 	core_sink_cfg *sinks;
 	core_retry_cfg retry;

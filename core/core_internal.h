@@ -10,4 +10,31 @@
 const core_node *core__doc_empty_map(core_doc *doc, const core_node *parent,
 				     const char *key);
 
+/* Key tables for settings sections: names, types, ranges, choices. */
+typedef enum key_type {
+	K_STR, K_INT, K_NUM, K_BOOL, K_MAP, K_SEQ, K_STRLIST, K_ENUM, K_ANY
+} key_type;
+
+typedef struct key_spec {
+	const char *key;
+	key_type type;
+	bool required;
+	double min, max;              /* K_INT, K_NUM */
+	const char *const *choices;   /* K_ENUM */
+} key_spec;
+
+#define KEYS_MAX 16
+
+/* Checks map against specs: no unknown keys, required keys present, every
+ * present key of its type. */
+int core__check_section(const core_node *map, const key_spec *specs,
+			core_err *err);
+
+/* settings.c / settings_dag.c */
+const char *core__str_of(const core_node *map, const char *key);
+const core_node *core__options_of(core_settings *s, const core_node *map);
+int core__load_coalesce(core_settings *s, const core_node *seq, core_err *err);
+int core__load_aggregations(core_settings *s, const core_node *seq,
+			    core_err *err);
+
 #endif

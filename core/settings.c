@@ -12,91 +12,7 @@
 #include "core/core.h"
 #include "core/core_internal.h"
 
-typedef enum key_type {
-	K_STR, K_INT, K_NUM, K_BOOL, K_MAP, K_SEQ, K_STRLIST, K_ENUM, K_ANY
-} key_type;
-
-typedef struct key_spec {
-	const char *key;
-	key_type type;
-	bool required;
-	double min, max;              /* K_INT, K_NUM */
-	const char *const *choices;   /* K_ENUM */
-} key_spec;
-
-#define KEYS_MAX 16
-
-/* Checks map against specs: no unknown keys, required keys present,
- * every present key of its type. */
-static int check_section(const core_node *map, const key_spec *specs,
-			 core_err *err)
-{
-	const char *allowed[KEYS_MAX + 1];
-	size_t n = 0;
-	int rc, idx;
-
-	for (; specs[n].key; n++)
-		allowed[n] = specs[n].key;
-	allowed[n] = NULL;
-	if ((rc = core_map_check_keys(map, allowed, err)))
-		return rc;
-	for (size_t i = 0; i < n; i++) {
-		const key_spec *k = &specs[i];
-		const core_node *v = core_map_get(map, k->key);
-		const char *s;
-		long long ll;
-		double d;
-		bool b;
-
-		if (!v || (core_node_is_null(v) && !k->required)) {
-			if (k->required)
-				return core_err_at(err, CORE_ECONFIG, map,
-						   "missing required key '%s'", k->key);
-			continue;
-		}
-		switch (k->type) {
-		case K_STR:
-			rc = core_node_str(v, &s, err);
-			break;
-		case K_INT:
-			rc = core_node_int(v, (long long)k->min, (long long)k->max, &ll, err);
-			break;
-		case K_NUM:
-			rc = core_node_double(v, k->min, k->max, &d, err);
-			break;
-		case K_BOOL:
-			rc = core_node_bool(v, &b, err);
-			break;
-		case K_MAP:
-			rc = v->kind == CORE_NODE_MAP ? 0 :
-				core_err_at(err, CORE_ECONFIG, v, "expected a map");
-			break;
-		case K_SEQ:
-			rc = v->kind == CORE_NODE_SEQ ? 0 :
-				core_err_at(err, CORE_ECONFIG, v, "expected a list");
-			break;
-		case K_STRLIST: {
-			const char **list = NULL;
-			size_t len;
-
-			rc = core_node_str_list(v, &list, &len, err);
-			free(list);
-			break;
-		}
-		case K_ENUM:
-			rc = core_node_enum(v, k->choices, &idx, err);
-			break;
-		case K_ANY:
-			rc = 0;
-			break;
-		}
-		if (rc)
-			return rc;
-	}
-	return 0;
-}
-
-static const char *str_of(const core_node *map, const char *key)
+const char *core__str_of(const core_node *map, const char *key)
 {
 	const core_node *v = core_map_get(map, key);
 
@@ -105,7 +21,7 @@ static const char *str_of(const core_node *map, const char *key)
 
 /* The options map, or an empty one positioned at the parent. NULL only
  * when out of memory. */
-static const core_node *options_of(core_settings *s, const core_node *map)
+const core_node *core__options_of(core_settings *s, const core_node *map)
 {
 	const core_node *o = core_map_get(map, "options");
 
@@ -128,14 +44,14 @@ static int load_source(core_settings *s, const core_node *n, core_err *err)
 	if (!n)
 		return core_err_set(err, CORE_ECONFIG,
 			"%s: missing required section 'source' (where rows come from)", s->path);
-	if ((rc = check_section(n, source_keys, err)))
+	if ((rc = core__check_section(n, source_keys, err)))
 		return rc;
-	opts = options_of(s, n);
+	opts = core__options_of(s, n);
 	if (!opts)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	s->source.node = n;
-	s->source.plugin = str_of(n, "plugin");
-	s->source.on_success = str_of(n, "on_success");
+	s->source.plugin = core__str_of(n, "plugin");
+	s->source.on_success = core__str_of(n, "on_success");
 	s->source.options = opts;
 	if ((rc = core_opt_str(opts, "on_validation_failure", false,
 			       &s->source.on_validation_failure, err)))
@@ -169,15 +85,15 @@ static int load_transforms(core_settings *s, const core_node *seq,
 		const core_node *n = seq->items[i];
 		core_transform_cfg *t = &s->transforms[i];
 
-		if ((rc = check_section(n, transform_keys, err)))
+		if ((rc = core__check_section(n, transform_keys, err)))
 			return rc;
 		t->node = n;
-		t->name = str_of(n, "name");
-		t->plugin = str_of(n, "plugin");
-		t->input = str_of(n, "input");
-		t->on_success = str_of(n, "on_success");
-		t->on_error = str_of(n, "on_error");
-		t->options = options_of(s, n);
+		t->name = core__str_of(n, "name");
+		t->plugin = core__str_of(n, "plugin");
+		t->input = core__str_of(n, "input");
+		t->on_success = core__str_of(n, "on_success");
+		t->on_error = core__str_of(n, "on_error");
+		t->options = core__options_of(s, n);
 		if (!t->options)
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
 		s->ntransforms++;
@@ -211,11 +127,27 @@ static int load_routes(core_gate_cfg *g, const core_node *routes,
 		r->key = routes->keys[i]->value;
 		r->dest = dest;
 		g->nroutes++;
-		if (strcmp(dest, "fork") == 0)
-			return core_err_at(err, CORE_EUNSUPPORTED, r->node,
-				"not supported yet: %s: fork (forks arrive with the DAG issue)",
-				r->node->path);
 	}
+	return 0;
+}
+
+/* fork_to goes with a route to "fork", and only then. */
+static int load_fork_to(core_gate_cfg *g, const core_node *n, core_err *err)
+{
+	const core_node *f = core_map_get(n, "fork_to");
+	bool forks = false;
+	int rc;
+
+	for (size_t i = 0; i < g->nroutes; i++)
+		forks |= !strcmp(g->routes[i].dest, "fork");
+	if (f && (rc = core_node_str_list(f, &g->fork_to, &g->nfork_to, err)))
+		return rc;
+	if (forks && g->nfork_to < 1)
+		return core_err_at(err, CORE_ECONFIG, n,
+			"a route goes to 'fork' but 'fork_to' lists no branches");
+	if (!forks && f)
+		return core_err_at(err, CORE_ECONFIG, f,
+			"'fork_to' is set but no route goes to 'fork'");
 	return 0;
 }
 
@@ -234,18 +166,17 @@ static int load_gates(core_settings *s, const core_node *seq, core_err *err)
 		const core_node *n = seq->items[i];
 		core_gate_cfg *g = &s->gates[i];
 
-		if ((rc = check_section(n, gate_keys, err)))
+		if ((rc = core__check_section(n, gate_keys, err)))
 			return rc;
 		g->node = n;
-		g->name = str_of(n, "name");
-		g->input = str_of(n, "input");
-		g->condition = str_of(n, "condition");
+		g->name = core__str_of(n, "name");
+		g->input = core__str_of(n, "input");
+		g->condition = core__str_of(n, "condition");
 		g->condition_node = core_map_get(n, "condition");
 		s->ngates++;
 		if ((rc = load_routes(g, core_map_get(n, "routes"), err)))
 			return rc;
-		if ((rc = core_map_reject(n, "fork_to",
-				"forks arrive with the DAG issue", err)))
+		if ((rc = load_fork_to(g, n, err)))
 			return rc;
 	}
 	return 0;
@@ -274,74 +205,17 @@ static int load_sinks(core_settings *s, const core_node *map, core_err *err)
 		const core_node *n = map->items[i];
 		core_sink_cfg *k = &s->sinks[i];
 
-		if ((rc = check_section(n, sink_keys, err)))
+		if ((rc = core__check_section(n, sink_keys, err)))
 			return rc;
 		k->node = n;
 		k->name = map->keys[i]->value;
-		k->plugin = str_of(n, "plugin");
-		k->on_write_failure = str_of(n, "on_write_failure");
-		k->options = options_of(s, n);
+		k->plugin = core__str_of(n, "plugin");
+		k->on_write_failure = core__str_of(n, "on_write_failure");
+		k->options = core__options_of(s, n);
 		if (!k->options)
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
 		s->nsinks++;
-		if ((rc = core_map_reject(n, "on_write_failure",
-				"write-failure diversion arrives with the DAG issue", err)))
-			return rc;
 	}
-	return 0;
-}
-
-/* ------------------------------------- sections of features built later */
-
-static const char *const policies[] = { "require_all", "quorum", "best_effort", "first", NULL };
-static const char *const merges[] = { "union", "nested", "select", NULL };
-static const key_spec coalesce_keys[] = {
-	{ "name", K_STR, true }, { "branches", K_ANY, true },
-	{ "policy", K_ENUM, false, 0, 0, policies },
-	{ "merge", K_ENUM, false, 0, 0, merges },
-	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
-	{ "quorum_count", K_INT, false, 1, 1e6 },
-	{ "select_branch", K_STR, false }, { "on_success", K_STR, true },
-	{ NULL }
-};
-
-static const char *const output_modes[] = { "transform", "passthrough", NULL };
-static const key_spec aggregation_keys[] = {
-	{ "name", K_STR, true }, { "plugin", K_STR, true },
-	{ "input", K_STR, true }, { "on_success", K_STR, true },
-	{ "on_error", K_STR, false }, { "trigger", K_MAP, false },
-	{ "output_mode", K_ENUM, false, 0, 0, output_modes },
-	{ "options", K_MAP, false }, { NULL }
-};
-static const key_spec trigger_keys[] = {
-	{ "count", K_INT, false, 1, 1e9 },
-	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
-	{ "condition", K_STR, false }, { NULL }
-};
-
-static int check_later_list(const core_node *seq, const key_spec *specs,
-			    const char *what, core_err *err)
-{
-	int rc;
-
-	if (!seq || core_node_is_null(seq))
-		return 0;
-	if (seq->kind != CORE_NODE_SEQ)
-		return core_err_at(err, CORE_ECONFIG, seq, "expected a list");
-	for (size_t i = 0; i < seq->len; i++) {
-		const core_node *trig;
-
-		if ((rc = check_section(seq->items[i], specs, err)))
-			return rc;
-		trig = core_map_get(seq->items[i], "trigger");
-		if (specs == aggregation_keys && trig &&
-		    (rc = check_section(trig, trigger_keys, err)))
-			return rc;
-	}
-	if (seq->len)
-		return core_err_at(err, CORE_EUNSUPPORTED, seq,
-				   "not supported yet: %s — %s arrive with the DAG issue",
-				   seq->path, what);
 	return 0;
 }
 
@@ -373,19 +247,19 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 	int rc;
 
 	if ((n = core_map_get(root, "landscape"))) {
-		if ((rc = check_section(n, landscape_keys, err)) ||
+		if ((rc = core__check_section(n, landscape_keys, err)) ||
 		    (rc = core_opt_bool(n, "enabled", &s->audit, err)))
 			return rc;
-		if (str_of(n, "url"))
-			s->landscape_url = str_of(n, "url");
+		if (core__str_of(n, "url"))
+			s->landscape_url = core__str_of(n, "url");
 	}
 	if ((n = core_map_get(root, "concurrency"))) {
 		const core_node *p;
 
-		if ((rc = check_section(n, concurrency_keys, err)))
+		if ((rc = core__check_section(n, concurrency_keys, err)))
 			return rc;
 		p = core_map_get(n, "pipelining");
-		if (p && (rc = check_section(p, pipelining_keys, err)))
+		if (p && (rc = core__check_section(p, pipelining_keys, err)))
 			return rc;
 		if ((rc = core_opt_bool(p, "enabled", &s->pipelining, err)) ||
 		    (rc = core_opt_int(p, "max_rows_in_flight", 1, 65536,
@@ -398,7 +272,7 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 				"not supported yet: concurrency.pipelining — rows run one at a time until the pipelining issue");
 	}
 	if ((n = core_map_get(root, "checkpoint"))) {
-		if ((rc = check_section(n, checkpoint_keys, err)) ||
+		if ((rc = core__check_section(n, checkpoint_keys, err)) ||
 		    (rc = core_opt_bool(n, "enabled", &s->checkpoint_enabled, err)))
 			return rc;
 		if (s->checkpoint_enabled)
@@ -406,7 +280,7 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 				"not supported yet: checkpoint.enabled — checkpoints arrive with the checkpoint issue");
 	}
 	if ((n = core_map_get(root, "retry"))) {
-		if ((rc = check_section(n, retry_keys, err)) ||
+		if ((rc = core__check_section(n, retry_keys, err)) ||
 		    (rc = core_opt_int(n, "max_attempts", 1, 1000, &s->retry.max_attempts, err)) ||
 		    (rc = core_opt_double(n, "initial_delay_seconds", 0, 86400,
 					  &s->retry.initial_delay_seconds, err)) ||
@@ -441,10 +315,8 @@ static int settings_build(core_settings *s, core_err *err)
 	    (rc = load_transforms(s, core_map_get(root, "transforms"), err)) ||
 	    (rc = load_gates(s, core_map_get(root, "gates"), err)) ||
 	    (rc = load_sinks(s, core_map_get(root, "sinks"), err)) ||
-	    (rc = check_later_list(core_map_get(root, "coalesce"), coalesce_keys,
-				   "coalesce nodes", err)) ||
-	    (rc = check_later_list(core_map_get(root, "aggregations"),
-				   aggregation_keys, "aggregations", err)) ||
+	    (rc = core__load_coalesce(s, core_map_get(root, "coalesce"), err)) ||
+	    (rc = core__load_aggregations(s, core_map_get(root, "aggregations"), err)) ||
 	    (rc = load_runtime(s, root, err)))
 		return rc;
 	/* The recorded settings and their hash never hold a raw secret. */
@@ -524,8 +396,16 @@ void core_settings_free(core_settings *s)
 {
 	if (!s)
 		return;
-	for (size_t i = 0; i < s->ngates; i++)
+	for (size_t i = 0; i < s->ngates; i++) {
 		free(s->gates[i].routes);
+		free(s->gates[i].fork_to);
+	}
+	for (size_t i = 0; i < s->ncoalesce; i++) {
+		free(s->coalesce[i].branches);
+		free(s->coalesce[i].inputs);
+	}
+	free(s->coalesce);
+	free(s->aggregations);
 	free(s->transforms);
 	free(s->gates);
 	free(s->sinks);

@@ -49,26 +49,38 @@ int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
 
 /* ------------------------------------------------------------------ graph
  *
- * The pipeline as a graph: one source node, transforms, gates, sinks.
+ * The pipeline as a graph: one source node, transforms, gates, coalesce
+ * nodes, aggregations, sinks (in that order in graph->nodes).
  * Connections are resolved by name (DESIGN.md §6): a destination
  * (`on_success`, a route, `on_error`, `on_validation_failure`) is a sink
  * name, a connection consumed by exactly one transform or gate `input`, or
  * "discard" where allowed. dag_build() checks everything it can before the
  * first row: plugins exist, expressions compile, connections resolve,
- * names are unique, no cycles, every node reachable from the source.
+ * names are unique and not reserved, no cycles, every node reachable from
+ * the source, fork branches lead to their coalesce or to sinks, and every
+ * coalesce can receive each of its branches.
  */
 #include "plugins/plugins.h"
 
 #define DAG_NONE (-1)    /* no destination (e.g. on_error absent) */
 #define DAG_DISCARD (-2) /* "discard" */
+#define DAG_FORK (-3)    /* a gate route to "fork" */
 
 typedef enum dag_kind {
-	DAG_SOURCE, DAG_TRANSFORM, DAG_GATE, DAG_SINK
+	DAG_SOURCE, DAG_TRANSFORM, DAG_GATE, DAG_COALESCE, DAG_AGGREGATION,
+	DAG_SINK
 } dag_kind;
+
+/* Where a token goes next: a node, and for a coalesce the branch port it
+ * arrives on (-1 otherwise). */
+typedef struct dag_dest {
+	int node;
+	int port;
+} dag_dest;
 
 typedef struct dag_route {
 	const char *key;  /* "true", "false", or a string form */
-	int to;           /* node index */
+	dag_dest to;      /* to.node may be DAG_FORK */
 } dag_route;
 
 typedef struct dag_node {
@@ -77,9 +89,12 @@ typedef struct dag_node {
 	const char *name;           /* "source" for the source */
 	const char *plugin;
 	const core_node *options;
-	int next;                   /* SOURCE, TRANSFORM: on_success node */
-	int on_error;               /* TRANSFORM: sink, DAG_DISCARD or DAG_NONE;
-				     * SOURCE: on_validation_failure */
+	dag_dest next;              /* SOURCE, TRANSFORM, COALESCE,
+				     * AGGREGATION: on_success */
+	int on_error;               /* TRANSFORM, AGGREGATION: sink,
+				     * DAG_DISCARD or DAG_NONE; SOURCE:
+				     * on_validation_failure; SINK:
+				     * on_write_failure */
 	/* TRANSFORM */
 	const plg_transform_ops *tops;
 	void *tstate;               /* after dag_open() */
@@ -87,6 +102,16 @@ typedef struct dag_node {
 	dag_expr *cond;
 	size_t nroutes;
 	dag_route *routes;
+	size_t nfork;               /* fork_to branches */
+	const char **fork_branches;
+	dag_dest *fork_dest;
+	/* COALESCE */
+	const core_coalesce_cfg *coalesce;
+	/* AGGREGATION */
+	const core_aggregation_cfg *agg;
+	const plg_aggregation_ops *aops;
+	void *astate;               /* after dag_open() */
+	dag_expr *trigger;          /* trigger condition, or NULL */
 	/* SINK */
 	const plg_sink_ops *kops;
 	void *kstate;               /* after dag_open() */
@@ -96,7 +121,9 @@ typedef struct dag_node {
 
 typedef struct dag_edge {
 	int from, to;
-	const char *label;          /* on_success, on_error, route key, ... */
+	int port;                   /* coalesce branch, or -1 */
+	const char *label;          /* on_success, on_error, route key,
+				     * fork branch ... */
 } dag_edge;
 
 typedef struct dag_graph {

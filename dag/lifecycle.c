@@ -16,6 +16,8 @@ int dag_open(dag_graph *g, bool sinks, core_err *err)
 			rc = n->kops->open(n->options, &n->kstate, err);
 		else if (n->kind == DAG_SINK && !sinks)
 			rc = n->kops->check(n->options, err);
+		else if (n->kind == DAG_AGGREGATION && !n->astate)
+			rc = n->aops->open(n->options, &n->astate, err);
 		else
 			continue;
 		if (rc) {
@@ -39,6 +41,9 @@ int dag_close(dag_graph *g, core_err *err)
 		if (n->kind == DAG_TRANSFORM && n->tstate) {
 			n->tops->close(n->tstate);
 			n->tstate = NULL;
+		} else if (n->kind == DAG_AGGREGATION && n->astate) {
+			n->aops->close(n->astate);
+			n->astate = NULL;
 		} else if (n->kind == DAG_SINK && n->kstate) {
 			core_err local;
 			int rc = n->kops->close(n->kstate, &local);
@@ -61,7 +66,9 @@ void dag_free(dag_graph *g)
 	dag_close(g, NULL);
 	for (size_t i = 0; i < g->nnodes; i++) {
 		dag_expr_free(g->nodes[i].cond);
+		dag_expr_free(g->nodes[i].trigger);
 		free(g->nodes[i].routes);
+		free(g->nodes[i].fork_dest);
 	}
 	free(g->nodes);
 	free(g->edges);

@@ -64,6 +64,10 @@ static const char *kind_name(dag_kind k)
 		return "transform";
 	case DAG_GATE:
 		return "gate";
+	case DAG_COALESCE:
+		return "coalesce";
+	case DAG_AGGREGATION:
+		return "aggregation";
 	case DAG_SINK:
 		return "sink";
 	}
@@ -83,7 +87,7 @@ static int node_config(const dag_node *n, char **json, eng_hash hash,
 		j = json_pack("{s:s}", "condition", dag_expr_source(n->cond));
 		for (size_t i = 0; j && i < n->nroutes; i++)
 			json_object_set_new(j, n->routes[i].key,
-					    json_integer(n->routes[i].to));
+					    json_integer(n->routes[i].to.node));
 	} else {
 		j = n->options ? core_node_to_json(n->options) : json_object();
 	}
@@ -182,6 +186,7 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	a->g = g;
 	atomic_init(&a->next_token, 1);
 	atomic_init(&a->next_state, 1);
+	atomic_init(&a->next_batch, 1);
 	if (!rec)
 		return 0;
 	a->rec = rec;
@@ -248,7 +253,7 @@ static int record_sink_files(eng_audit *a, core_err *err)
 }
 
 int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
-		      const char *error, core_err *err)
+		      const char *error, const char *metrics_json, core_err *err)
 {
 	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
 	rec_key k;
@@ -266,6 +271,7 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 	r.failed = sum->failed;
 	r.quarantined = sum->quarantined;
 	r.error = STR(error);
+	r.metrics_json = STR(metrics_json);
 	run_key_id(a, &k);
 	rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
 	if (!rc)
@@ -275,7 +281,25 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 
 /* -------------------------------------------------------------- rows */
 
-static uint64_t new_token(eng_audit *a, uint64_t row_id)
+void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
+		       unsigned ordinal)
+{
+	Elspeth__TokenParentRecord r = ELSPETH__TOKEN_PARENT_RECORD__INIT;
+	rec_key k;
+
+	if (!a->rec)
+		return;
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, token);
+	rec_key_u32(&k, ordinal);
+	r.token_id = token;
+	r.parent_token_id = parent;
+	r.ordinal = ordinal;
+	rec_put_msg(a->rec, REC_TOKEN_PARENTS, &k, &r.base);
+}
+
+uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
+			  unsigned ordinal, const char *branch)
 {
 	uint64_t id = atomic_fetch_add(&a->next_token, 1);
 	Elspeth__TokenRecord r = ELSPETH__TOKEN_RECORD__INIT;
@@ -288,11 +312,50 @@ static uint64_t new_token(eng_audit *a, uint64_t row_id)
 	r.token_id = id;
 	r.row_id = row_id;
 	r.created_at_ns = core_now_wall_ns();
+	r.branch_ordinal = ordinal;
+	r.branch = STR(branch);
 	rec_put_msg(a->rec, REC_TOKENS, &k, &r.base);
 	run_key_id(a, &ix);
 	rec_key_u64(&ix, row_id);
 	rec_key_u64(&ix, id);
 	rec_put(a->rec, REC_TOKENS_BY_ROW, &ix, "", 0);
+	if (parent)
+		eng__audit_parent(a, id, parent, ordinal);
+	return id;
+}
+
+uint64_t eng__audit_batch(eng_audit *a, int node, const char *trigger,
+			  uint64_t trigger_seq, const uint64_t *members,
+			  size_t n, uint64_t created_ns)
+{
+	uint64_t id = atomic_fetch_add(&a->next_batch, 1);
+	Elspeth__BatchRecord r = ELSPETH__BATCH_RECORD__INIT;
+	rec_key k;
+
+	if (!a->rec)
+		return id;
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, id);
+	r.batch_id = id;
+	r.node_id = (uint32_t)node;
+	r.trigger = (char *)trigger;
+	r.status = "flushed";
+	r.created_at_ns = created_ns;
+	r.flushed_at_ns = core_now_wall_ns();
+	r.trigger_seq = trigger_seq;
+	rec_put_msg(a->rec, REC_BATCHES, &k, &r.base);
+	for (size_t i = 0; i < n; i++) {
+		Elspeth__BatchMemberRecord m = ELSPETH__BATCH_MEMBER_RECORD__INIT;
+		rec_key mk;
+
+		m.run_id = run_key_id(a, &mk);
+		rec_key_u64(&mk, id);
+		rec_key_u32(&mk, (uint32_t)i);
+		m.batch_id = id;
+		m.token_id = members[i];
+		m.ordinal = (uint32_t)i;
+		rec_put_msg(a->rec, REC_BATCH_MEMBERS, &mk, &m.base);
+	}
 	return id;
 }
 
@@ -318,7 +381,7 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 	r.where = STR(row->where);
 	r.created_at_ns = core_now_wall_ns();
 	rec_put_msg(a->rec, REC_ROWS, &k, &r.base);
-	*token_id = new_token(a, row->seq);
+	*token_id = eng__audit_token(a, row->seq, 0, 0, NULL);
 	if (row->error) {
 		Elspeth__ValidationErrorRecord v = ELSPETH__VALIDATION_ERROR_RECORD__INIT;
 
@@ -357,6 +420,7 @@ uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 	r.completed_at_ns = st->completed_ns;
 	r.duration_ns = st->completed_ns - st->started_ns;
 	r.error = STR(st->error);
+	r.context_json = STR(st->context_json);
 	rec_put_msg(a->rec, REC_NODE_STATES, &k, &r.base);
 	run_key_id(a, &ix);
 	rec_key_u64(&ix, st->token_id);
@@ -366,7 +430,7 @@ uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 }
 
 void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
-		      const char *key)
+		      const char *key, const char *mode, unsigned ordinal)
 {
 	Elspeth__RoutingEventRecord r = ELSPETH__ROUTING_EVENT_RECORD__INIT;
 	const dag_graph *g = a->g;
@@ -382,10 +446,11 @@ void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
 	}
 	r.run_id = run_key_id(a, &k);
 	rec_key_u64(&k, state_id);
-	rec_key_u32(&k, 0);
+	rec_key_u32(&k, ordinal);
 	r.state_id = state_id;
-	r.mode = "move";
+	r.mode = (char *)mode;
 	r.reason = (char *)key;
+	r.ordinal = ordinal;
 	rec_put_msg(a->rec, REC_ROUTING_EVENTS, &k, &r.base);
 }
 
@@ -425,7 +490,8 @@ void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t)
 	r.token_id = t->token_id;
 	r.row_id = seq;
 	r.outcome = (char *)eng_outcome_name(t->outcome);
-	r.sink = t->sink >= 0 ? (char *)a->g->nodes[t->sink].name : "";
+	r.sink = t->to == ENG_TO_SINK && t->node >= 0 ?
+		(char *)a->g->nodes[t->node].name : "";
 	r.error_hash = eh;
 	r.recorded_at_ns = core_now_wall_ns();
 	rec_put_msg(a->rec, REC_TOKEN_OUTCOMES, &k, &r.base);
@@ -435,11 +501,11 @@ void eng__audit_artifact(eng_audit *a, const eng_token *t,
 			 const plg_write_info *info, uint64_t started_ns)
 {
 	Elspeth__ArtifactRecord r = ELSPETH__ARTIFACT_RECORD__INIT;
-	const dag_node *sink = &a->g->nodes[t->sink];
+	const dag_node *sink = &a->g->nodes[t->node];
 	uint8_t d[CORE_SHA256_LEN];
 	eng_hash h;
 	eng_state st = {
-		.token_id = t->token_id, .node = t->sink, .ok = true,
+		.token_id = t->token_id, .node = t->node, .ok = true,
 		.step = t->step + 1, .in_hash = t->hash, .out_hash = t->hash,
 		.started_ns = started_ns,
 	};
@@ -454,7 +520,7 @@ void eng__audit_artifact(eng_audit *a, const eng_token *t,
 	r.run_id = run_key_id(a, &k);
 	rec_key_u64(&k, t->token_id);
 	r.token_id = t->token_id;
-	r.sink_node = (uint32_t)t->sink;
+	r.sink_node = (uint32_t)t->node;
 	r.sink = (char *)sink->name;
 	r.path = STR(sink_path(sink));
 	r.offset = info->offset;

@@ -26,8 +26,14 @@
 typedef enum eng_outcome {
 	ENG_COMPLETED,   /* reached a sink through on_success */
 	ENG_ROUTED,      /* a gate (or an on_error) sent it to a sink */
-	ENG_FAILED,      /* a transform error with on_error: discard */
+	ENG_FAILED,      /* an error with on_error: discard, a failed join,
+			  * or the run stopped on it */
 	ENG_QUARANTINED, /* failed source validation */
+	ENG_FORKED,      /* split into one child per fork branch */
+	ENG_EXPANDED,    /* split into children by an expanding transform */
+	ENG_COALESCED,   /* joined into a merged token */
+	ENG_CONSUMED_IN_BATCH, /* an aggregation input (transform mode) */
+	ENG_DIVERTED,    /* its sink write failed; sent to on_write_failure */
 	ENG_OUTCOME_LAST
 } eng_outcome;
 
@@ -35,6 +41,7 @@ const char *eng_outcome_name(eng_outcome o);
 
 typedef struct eng_opts {
 	volatile sig_atomic_t *stop; /* may be NULL */
+	unsigned max_rows_in_flight; /* 1 = sequential; 0 = from settings */
 	rec_env *rec;                /* the Landscape; NULL: audit off */
 	const char *settings_path;   /* recorded with the run */
 } eng_opts;
@@ -49,6 +56,13 @@ typedef struct eng_summary {
 	uint64_t outcomes[ENG_OUTCOME_LAST];
 	uint64_t *per_sink;    /* rows written, indexed by graph node id */
 	uint64_t retries;      /* extra attempts made */
+	uint64_t diverted;     /* tokens whose sink write failed */
+	uint64_t batches;      /* aggregation batches flushed */
+	/* pipeline metrics */
+	unsigned in_flight;    /* the max_rows_in_flight used */
+	uint64_t peak_in_flight, peak_waiting;
+	double fifo_wait_mean_ms, fifo_wait_max_ms;
+	double source_blocked_s, release_blocked_s;
 	double wall_seconds;
 	bool interrupted;
 } eng_summary;

@@ -1,7 +1,19 @@
-/* engine_internal.h — the stages of a run, shared by the engine's files. */
+/*
+ * engine_internal.h — the stages of a run, shared by the engine's files.
+ *
+ *   pipeline.c  the three stages and their threads: source puller, work
+ *               pool, release (DESIGN.md §4)
+ *   walk.c      one row's tokens through the graph (in a worker)
+ *   coalesce.c  joining a fork's branch tokens
+ *   release.c   writing a row's terminal tokens to sinks in order
+ *   aggregate.c aggregation buffers, triggers and flushes (release side)
+ *   audit.c     what is recorded in the Landscape
+ *   run.c       eng_run: open, run the pipeline, close
+ */
 #ifndef ELSPETH_ENGINE_INTERNAL_H
 #define ELSPETH_ENGINE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 
 #include "engine/engine.h"
@@ -18,25 +30,39 @@ typedef struct eng_row {
 	eng_hash hash;     /* of data (audit on) */
 } eng_row;
 
-/* One terminal token of a processed row: where it goes and what. */
+/* Where a terminal token goes at release. */
+typedef enum eng_dest_kind {
+	ENG_TO_SINK,       /* write to sink `node` */
+	ENG_TO_DISCARD,    /* nothing written; outcome recorded */
+	ENG_TO_AGG         /* buffer in aggregation `node` */
+} eng_dest_kind;
+
+/* One terminal token of a processed row, in release order. */
 typedef struct eng_token {
 	uint64_t token_id;
-	int sink;          /* node id, or DAG_DISCARD */
+	eng_dest_kind to;
+	int node;          /* sink or aggregation node id */
 	eng_outcome outcome;
 	json_t *data;      /* owned; NULL for a discard */
-	eng_hash hash;     /* of data, when known (audit on) */
-	unsigned step;     /* steps taken before the sink */
-	char *error;       /* owned; the error a FAILED/ROUTED-on-error carried */
+	eng_hash hash;     /* of data (audit on) */
+	unsigned step;     /* steps taken so far */
+	char *error;       /* owned; the error the token carries, or NULL */
+	const char *branch;/* fork branch, for the record */
 } eng_token;
 
-/* Everything release needs for one row, in release order. */
+/* Everything release needs for one row. */
 typedef struct eng_result {
 	uint64_t seq;
-	bool failed;       /* a transform failed */
+	bool batch;        /* batch outputs, not a source row */
+	bool failed;       /* a transform (or batch) failed for this row */
 	unsigned retries;
 	size_t ntokens, cap;
 	eng_token *tokens;
 } eng_result;
+
+int eng__result_add(eng_result *res, const eng_token *t);
+void eng__row_release(eng_row *r);
+void eng__result_release(eng_result *r);
 
 /* --------------------------------------------------------------- audit */
 
@@ -51,6 +77,7 @@ typedef struct eng_audit {
 	eng_hash topology_hash;
 	atomic_uint_fast64_t next_token;
 	atomic_uint_fast64_t next_state;
+	atomic_uint_fast64_t next_batch;
 } eng_audit;
 
 /* One visit of a token to a node. */
@@ -62,47 +89,80 @@ typedef struct eng_state {
 	const char *in_hash, *out_hash;
 	uint64_t started_ns, completed_ns;
 	const char *error;
+	const char *context_json;
 } eng_state;
 
 int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 		     const char *settings_path, core_err *err);
 int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
-		      const char *error, core_err *err);
+		      const char *error, const char *metrics_json,
+		      core_err *err);
 /* Hashes v (and stores it as a payload when audit is on). */
 int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
 		       core_err *err);
 /* Records the row (its payload, its first token, a validation error). */
 int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 		   core_err *err);
+/* A new token of row_id, child of parent (0: none) at ordinal. */
+uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
+			  unsigned ordinal, const char *branch);
+void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
+		       unsigned ordinal);
 uint64_t eng__audit_state(eng_audit *a, const eng_state *st);
 void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
-		      const char *key);
+		      const char *key, const char *mode, unsigned ordinal);
 void eng__audit_transform_error(eng_audit *a, const eng_state *st,
 				uint64_t state_id, const core_err *e);
+/* The terminal (or intermediate: FORKED ...) outcome of a token. */
 void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t);
 void eng__audit_artifact(eng_audit *a, const eng_token *t,
 			 const plg_write_info *info, uint64_t started_ns);
+uint64_t eng__audit_batch(eng_audit *a, int node, const char *trigger,
+			  uint64_t trigger_seq, const uint64_t *members,
+			  size_t n, uint64_t created_ns);
 
-/* -------------------------------------------------------------- stages */
+/* --------------------------------------------------------------- stages */
 
-/* What row processing needs. */
+typedef struct eng_aggs eng_aggs;
+
+/* What the stages share. */
 typedef struct eng_ctx {
 	dag_graph *g;
 	eng_audit *audit;
 	volatile sig_atomic_t *stop;
+	eng_aggs *aggs;            /* release side only */
 } eng_ctx;
 
-void eng__row_release(eng_row *r);
-void eng__result_release(eng_result *r);
-
-/* Stage 2: walks the row through the graph; fills res. A row error with
- * nowhere to go is returned as an error naming seq and node. */
+/* Stage 2 (a worker): walks the row's tokens through the graph; fills res
+ * with its terminal tokens in release order. A row error with nowhere to
+ * go is returned naming seq and node (the row's token is FAILED). */
 int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 		     core_err *err);
+/* Walks an existing token from dest (batch outputs, on the release side);
+ * seq names the row for messages. */
+int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
+		   const char *hash, unsigned step, dag_dest dest,
+		   eng_result *res, core_err *err);
 
-/* Stage 3: writes res's tokens to their sinks in order, counting them;
- * records each outcome before its write and the artifact after. */
+/* Stage 3: writes res's tokens in order (outcome before the write, the
+ * artifact after), feeding aggregations; batch outputs follow at once. */
 int eng__release(eng_ctx *c, eng_result *res, eng_summary *sum,
 		 core_err *err);
+
+/* aggregate.c (release side) */
+int eng__aggs_init(eng_ctx *c, core_err *err);
+void eng__aggs_free(eng_ctx *c);
+/* Buffers a token; flushes when a count or condition trigger fires. */
+int eng__agg_accept(eng_ctx *c, uint64_t seq, eng_token *t,
+		    eng_summary *sum, core_err *err);
+/* Flushes batches whose timeout passed (now_ns), or all (end of source). */
+int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
+		   eng_summary *sum, core_err *err);
+/* The earliest timeout deadline (monotonic ns), or 0. */
+uint64_t eng__aggs_deadline(eng_ctx *c);
+
+/* pipeline.c */
+int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,
+		  eng_summary *sum, core_err *err);
 
 #endif

@@ -1,44 +1,99 @@
 /*
- * release.c — stage 3: writes a processed row's tokens to their sinks in
- * order. Audit before action (DESIGN.md §5.4): a token's outcome is
- * enqueued on the recorder before its sink write; the artifact follows.
+ * release.c — stage 3: a row's terminal tokens, in order. Audit before
+ * action (DESIGN.md §5.4): a token's outcome is enqueued on the recorder
+ * before its sink write; the artifact follows the write. A failed write
+ * goes to the sink's on_write_failure (DIVERTED), or stops the run.
+ * Tokens for an aggregation are buffered there; a batch that a token
+ * triggers is flushed and its outputs released right after it.
  */
+#include <stdlib.h>
+#include <string.h>
+
 #include "engine/engine_internal.h"
+
+/* Writes t to sink k; on failure diverts it. */
+static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
+		       core_err *err)
+{
+	dag_node *k = &c->g->nodes[t->node];
+	plg_write_info info;
+	uint64_t t0;
+	int rc;
+
+	eng__audit_outcome(c->audit, seq, t);
+	t0 = core_now_wall_ns();
+	rc = k->kops->write(k->kstate, t->data, &info, err);
+	if (!rc) {
+		eng__audit_artifact(c->audit, t, &info, t0);
+		sum->per_sink[t->node]++;
+		return 0;
+	}
+	core_err_prefix(err, "row %llu: sink '%s'", (unsigned long long)seq, k->name);
+	if (k->on_error == DAG_NONE)
+		return err->code;
+	/* Divert: the final outcome replaces the one recorded above. */
+	sum->diverted++;
+	free(t->error);
+	t->error = strdup(err->msg);
+	t->outcome = ENG_DIVERTED;
+	if (k->on_error == DAG_DISCARD) {
+		t->to = ENG_TO_DISCARD;
+		t->node = DAG_NONE;
+		eng__audit_outcome(c->audit, seq, t);
+		sum->discarded++;
+		return 0;
+	}
+	t->node = k->on_error;
+	eng__audit_outcome(c->audit, seq, t);
+	k = &c->g->nodes[t->node];
+	t0 = core_now_wall_ns();
+	if ((rc = k->kops->write(k->kstate, t->data, &info, err)))
+		return core_err_prefix(err, "row %llu: on_write_failure sink '%s' failed too",
+				       (unsigned long long)seq, k->name);
+	eng__audit_artifact(c->audit, t, &info, t0);
+	sum->per_sink[t->node]++;
+	return 0;
+}
+
+static int release_token(eng_ctx *c, uint64_t seq, eng_token *t,
+			 eng_summary *sum, core_err *err)
+{
+	sum->outcomes[t->outcome]++;
+	switch (t->to) {
+	case ENG_TO_SINK:
+		return write_token(c, seq, t, sum, err);
+	case ENG_TO_DISCARD:
+		eng__audit_outcome(c->audit, seq, t);
+		sum->discarded++;
+		return 0;
+	case ENG_TO_AGG:
+		sum->outcomes[t->outcome]--; /* counted when the batch flushes */
+		return eng__agg_accept(c, seq, t, sum, err);
+	}
+	return CORE_EINTERNAL;
+}
 
 int eng__release(eng_ctx *c, eng_result *res, eng_summary *sum,
 		 core_err *err)
 {
-	dag_graph *g = c->g;
-	bool ok = !res->failed;
+	bool quarantined = false;
+	int rc;
 
 	for (size_t i = 0; i < res->ntokens; i++) {
 		eng_token *t = &res->tokens[i];
-		plg_write_info info;
-		uint64_t t0;
-		dag_node *k;
 
-		sum->outcomes[t->outcome]++;
-		if (t->outcome == ENG_QUARANTINED)
-			ok = false;
-		eng__audit_outcome(c->audit, res->seq, t);
-		if (t->sink == DAG_DISCARD) {
-			sum->discarded++;
-			continue;
-		}
-		k = &g->nodes[t->sink];
-		t0 = core_now_wall_ns();
-		if (k->kops->write(k->kstate, t->data, &info, err))
-			return core_err_prefix(err, "row %llu: sink '%s'",
-					       (unsigned long long)res->seq, k->name);
-		eng__audit_artifact(c->audit, t, &info, t0);
-		sum->per_sink[t->sink]++;
+		quarantined |= t->outcome == ENG_QUARANTINED;
+		if ((rc = release_token(c, res->seq, t, sum, err)))
+			return rc;
 	}
-	if (ok)
-		sum->succeeded++;
-	else if (res->failed)
-		sum->failed++;
-	else
-		sum->quarantined++;
+	if (!res->batch) {
+		if (res->failed)
+			sum->failed++;
+		else if (quarantined)
+			sum->quarantined++;
+		else
+			sum->succeeded++;
+	}
 	sum->retries += res->retries;
 	return 0;
 }

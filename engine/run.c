@@ -1,6 +1,6 @@
 /*
- * run.c — the run: open, pull (stage 1), process (stage 2), release
- * (stage 3), close. Sequential scheduling: one row at a time.
+ * run.c — eng_run: opens the source and sinks, records the run, runs the
+ * pipeline, finishes the sinks and the run record.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,53 +18,20 @@ const char *eng_outcome_name(eng_outcome o)
 		return "FAILED";
 	case ENG_QUARANTINED:
 		return "QUARANTINED";
+	case ENG_FORKED:
+		return "FORKED";
+	case ENG_EXPANDED:
+		return "EXPANDED";
+	case ENG_COALESCED:
+		return "COALESCED";
+	case ENG_CONSUMED_IN_BATCH:
+		return "CONSUMED_IN_BATCH";
+	case ENG_DIVERTED:
+		return "DIVERTED";
 	case ENG_OUTCOME_LAST:
 		break;
 	}
 	return "UNKNOWN";
-}
-
-/* Stage 1: the next source record, numbered. 1 row, 0 end, <0 error. */
-static int pull(const plg_source_ops *ops, void *src, uint64_t seq,
-		eng_row *row, core_err *err)
-{
-	plg_source_row r = { 0 };
-	int rc = ops->next(src, &r, err);
-
-	if (rc <= 0)
-		return rc;
-	row->seq = seq;
-	row->data = r.row;
-	row->error = r.error;
-	row->where = r.where;
-	return 1;
-}
-
-static int run_rows(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
-{
-	const plg_source_ops *sops = c->g->nodes[0].sops;
-	int rc;
-
-	for (uint64_t seq = 1;; seq++) {
-		eng_row row = { 0 };
-		eng_result res = { 0 };
-
-		if (c->stop && *c->stop) {
-			sum->interrupted = true;
-			return 0;
-		}
-		rc = pull(sops, src, seq, &row, err);
-		if (rc <= 0)
-			return rc;
-		sum->rows++;
-		rc = eng__process_row(c, &row, &res, err);
-		if (!rc)
-			rc = eng__release(c, &res, sum, err);
-		eng__result_release(&res);
-		eng__row_release(&row);
-		if (rc)
-			return rc;
-	}
 }
 
 /* Flushes (fsync) and closes every sink; the first error wins. */
@@ -83,7 +50,17 @@ static int close_sinks(dag_graph *g, int rc, core_err *err)
 	return rc ? rc : crc;
 }
 
-static int run_graph(eng_ctx *c, eng_summary *sum, core_err *err)
+static unsigned rows_in_flight(const dag_graph *g, const eng_opts *o)
+{
+	const core_settings *s = g->settings;
+
+	if (o && o->max_rows_in_flight)
+		return o->max_rows_in_flight;
+	return s->pipelining ? (unsigned)s->max_rows_in_flight : 1;
+}
+
+static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
+		     core_err *err)
 {
 	dag_graph *g = c->g;
 	void *src = NULL;
@@ -94,9 +71,30 @@ static int run_graph(eng_ctx *c, eng_summary *sum, core_err *err)
 		return rc;
 	rc = dag_open(g, true, err);
 	if (!rc)
-		rc = run_rows(c, src, sum, err);
+		rc = eng__aggs_init(c, err);
+	if (!rc)
+		rc = eng__pipeline(c, src, in_flight, sum, err);
+	eng__aggs_free(c);
 	g->nodes[0].sops->close(src);
 	return close_sinks(g, rc, err);
+}
+
+static char *metrics_json(const eng_summary *s)
+{
+	json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I}",
+		"max_rows_in_flight", (int)s->in_flight,
+		"rows_pulled", (json_int_t)s->rows, "rows_released", (json_int_t)s->rows,
+		"peak_in_flight", (json_int_t)s->peak_in_flight,
+		"peak_waiting", (json_int_t)s->peak_waiting,
+		"fifo_wait_mean_ms", s->fifo_wait_mean_ms,
+		"fifo_wait_max_ms", s->fifo_wait_max_ms,
+		"source_blocked_seconds", s->source_blocked_s,
+		"release_blocked_seconds", s->release_blocked_s,
+		"batches", (json_int_t)s->batches, "diverted", (json_int_t)s->diverted);
+	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+
+	json_decref(j);
+	return out;
 }
 
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
@@ -106,6 +104,7 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 	eng_ctx c = { .g = g, .audit = &audit, .stop = o ? o->stop : NULL };
 	const char *status;
 	core_err ferr = { 0 };
+	char *metrics;
 	int rc, frc;
 
 	memset(sum, 0, sizeof(*sum));
@@ -117,10 +116,12 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 	if (rc)
 		return rc;
 	sum->run_id = audit.run_id;
-	rc = run_graph(&c, sum, err);
+	rc = run_graph(&c, rows_in_flight(g, o), sum, err);
 	sum->wall_seconds = (double)(core_now_mono_ns() - t0) / 1e9;
 	status = rc ? "failed" : sum->interrupted ? "interrupted" : "completed";
-	frc = eng__audit_finish(&audit, sum, status, rc ? err->msg : NULL, &ferr);
+	metrics = metrics_json(sum);
+	frc = eng__audit_finish(&audit, sum, status, rc ? err->msg : NULL, metrics, &ferr);
+	free(metrics);
 	if (!rc && frc) {
 		*err = ferr;
 		rc = frc;

@@ -15,6 +15,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__passthrough,
 	&plg__field_mapper,
 	&plg__truncate,
+	&plg__json_explode,
 };
 
 static const plg_sink_ops *const sinks[] = {
@@ -23,7 +24,8 @@ static const plg_sink_ops *const sinks[] = {
 };
 
 static const plg_aggregation_ops *const aggregations[] = {
-	NULL, /* batch_stats, batch_replicate: DAG issue, in progress */
+	&plg__batch_stats,
+	&plg__batch_replicate,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -55,7 +57,7 @@ const plg_sink_ops *plg_find_sink(const char *name)
 const plg_aggregation_ops *plg_find_aggregation(const char *name)
 {
 	for (size_t i = 0; name && i < COUNT(aggregations); i++)
-		if (aggregations[i] && !strcmp(aggregations[i]->name, name))
+		if (!strcmp(aggregations[i]->name, name))
 			return aggregations[i];
 	return NULL;
 }
@@ -79,7 +81,7 @@ bool plg_describe(plg_kind kind, size_t i, const char **name,
 			n = sinks[i]->name, d = sinks[i]->description;
 		break;
 	case PLG_AGGREGATION:
-		if (i < COUNT(aggregations) && aggregations[i])
+		if (i < COUNT(aggregations))
 			n = aggregations[i]->name, d = aggregations[i]->description;
 		break;
 	}

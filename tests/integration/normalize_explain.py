@@ -5,7 +5,8 @@ import json
 import sys
 
 VOLATILE = {"started_at", "completed_at", "created_at", "recorded_at",
-            "written_at", "duration_ms", "duration_seconds", "settings_path"}
+            "written_at", "duration_ms", "duration_seconds", "settings_path",
+            "metrics"}
 
 
 def strip(v):

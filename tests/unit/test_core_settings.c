@@ -110,16 +110,48 @@ Test(settings, later_features_are_rejected_not_ignored)
 {
 	char text[2048];
 
-	snprintf(text, sizeof(text), "%saggregations:\n  - {name: a, plugin: batch_stats, input: x, on_success: out, trigger: {count: 10}}\n", base);
-	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: aggregations");
-	snprintf(text, sizeof(text), "%scoalesce:\n  - {name: m, branches: [a, b], policy: require_all, merge: nested, on_success: out}\n", base);
-	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: coalesce");
 	snprintf(text, sizeof(text), "%sconcurrency: {pipelining: {enabled: true, max_rows_in_flight: 64}}\n", base);
 	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: concurrency.pipelining");
 	snprintf(text, sizeof(text), "%scheckpoint: {enabled: true, checkpoint_interval: 100}\n", base);
 	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: checkpoint.enabled");
-	snprintf(text, sizeof(text), "%sgates:\n  - {name: g, input: x, condition: 'True', routes: {'true': fork}, fork_to: [a, b]}\n", base);
-	expect_error(text, CORE_EUNSUPPORTED, "not supported yet");
+}
+
+Test(settings, dag_sections_load)
+{
+	core_settings *s;
+	core_err err;
+	char text[2048];
+
+	snprintf(text, sizeof(text), "%s"
+		 "gates:\n  - {name: g, input: x, condition: 'True', routes: {'true': fork}, fork_to: [a, b]}\n"
+		 "coalesce:\n  - {name: m, branches: {a: a_done, b: b_done}, policy: quorum, quorum_count: 1, merge: nested, on_success: out}\n"
+		 "aggregations:\n  - {name: s, plugin: batch_stats, input: agg_in, on_success: out,"
+		 " trigger: {count: 10, timeout_seconds: 2.5}, output_mode: passthrough, options: {value_field: v}}\n", base);
+	cr_assert_eq(load(text, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->gates[0].nfork_to, 2);
+	cr_assert_str_eq(s->gates[0].fork_to[1], "b");
+	cr_assert_eq(s->ncoalesce, 1);
+	cr_assert_eq(s->coalesce[0].policy, CORE_POLICY_QUORUM);
+	cr_assert_eq(s->coalesce[0].merge, CORE_MERGE_NESTED);
+	cr_assert_str_eq(s->coalesce[0].inputs[1], "b_done");
+	cr_assert_eq(s->naggregations, 1);
+	cr_assert_eq(s->aggregations[0].trigger_count, 10);
+	cr_assert(s->aggregations[0].passthrough);
+	core_settings_free(s);
+}
+
+Test(settings, dag_section_errors)
+{
+	char text[2048];
+
+	snprintf(text, sizeof(text), "%sgates:\n  - {name: g, input: x, condition: 'True', routes: {'true': fork}}\n", base);
+	expect_error(text, CORE_ECONFIG, "a route goes to 'fork' but 'fork_to' lists no branches");
+	snprintf(text, sizeof(text), "%scoalesce:\n  - {name: m, branches: [a, b], policy: quorum, on_success: out}\n", base);
+	expect_error(text, CORE_ECONFIG, "policy quorum needs 'quorum_count'");
+	snprintf(text, sizeof(text), "%scoalesce:\n  - {name: m, branches: [a, b], merge: select, select_branch: c, on_success: out}\n", base);
+	expect_error(text, CORE_ECONFIG, "select_branch 'c' is not one of the branches");
+	snprintf(text, sizeof(text), "%scoalesce:\n  - {name: m, branches: [a], on_success: out}\n", base);
+	expect_error(text, CORE_ECONFIG, "at least 2 branches");
 }
 
 Test(settings, later_sections_are_type_checked_first)

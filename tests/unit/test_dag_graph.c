@@ -54,10 +54,10 @@ Test(graph, linear_pipeline_counts_nodes_and_edges)
 			   &s, &g, &err), 0, "%s", err.msg);
 	cr_assert_eq(g->nnodes, 5); /* source, a, g, out, bad */
 	cr_assert_eq(g->nedges, 6); /* src->a, src->bad, a->g, a->bad, g->out, g->bad */
-	cr_assert_eq(g->nodes[0].next, 1);
-	cr_assert_eq(g->nodes[1].next, 2);
+	cr_assert_eq(g->nodes[0].next.node, 1);
+	cr_assert_eq(g->nodes[1].next.node, 2);
 	cr_assert_eq(g->nodes[1].on_error, dag_sink_index(g, "bad"));
-	cr_assert_eq(dag_gate_route(&g->nodes[2], "true")->to, dag_sink_index(g, "out"));
+	cr_assert_eq(dag_gate_route(&g->nodes[2], "true")->to.node, dag_sink_index(g, "out"));
 	dag_free(g);
 	core_settings_free(s);
 }

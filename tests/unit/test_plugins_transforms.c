@@ -369,11 +369,11 @@ Test(registry, finds_every_plugin_by_name)
 
 Test(registry, describe_lists_each_kind)
 {
-	const plg_kind kinds[] = { PLG_SOURCE, PLG_TRANSFORM, PLG_SINK };
-	const size_t want[] = { 2, 3, 2 };
+	const plg_kind kinds[] = { PLG_SOURCE, PLG_TRANSFORM, PLG_SINK, PLG_AGGREGATION };
+	const size_t want[] = { 2, 4, 2, 2 };
 	const char *name, *desc;
 
-	for (size_t k = 0; k < 3; k++) {
+	for (size_t k = 0; k < 4; k++) {
 		size_t i = 0;
 
 		while (plg_describe(kinds[k], i, &name, &desc)) {

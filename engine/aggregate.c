@@ -1,0 +1,314 @@
+/*
+ * aggregate.c — aggregations on the release side (DESIGN.md §7).
+ *
+ * Tokens reach an aggregation in release order, which is seq order in
+ * every mode, so count-triggered batches hold the same rows whatever the
+ * number of rows in flight. A batch flushes on `count`, on a `condition`
+ * over batch_count and batch_age_seconds (checked as members arrive), on
+ * `timeout_seconds` (checked by the release loop on its own clock), and
+ * at the end of the source. Its outputs are released at once: at the
+ * position of the row that triggered the flush.
+ *
+ * Only the release thread touches this state.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/engine_internal.h"
+
+typedef struct agg_buf {
+	dag_node *node;
+	eng_token *members;     /* owned tokens, in seq order */
+	uint64_t *seqs;
+	size_t n, cap;
+	uint64_t first_mono;    /* when the first member arrived */
+} agg_buf;
+
+struct eng_aggs {
+	agg_buf *bufs;
+	size_t nbufs;
+};
+
+int eng__aggs_init(eng_ctx *c, core_err *err)
+{
+	eng_aggs *a = calloc(1, sizeof(*a));
+
+	if (!a)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	a->bufs = calloc(c->g->nnodes, sizeof(*a->bufs));
+	if (!a->bufs) {
+		free(a);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < c->g->nnodes; i++)
+		if (c->g->nodes[i].kind == DAG_AGGREGATION)
+			a->bufs[a->nbufs++].node = &c->g->nodes[i];
+	c->aggs = a;
+	return 0;
+}
+
+static void buf_clear(agg_buf *b)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		json_decref(b->members[i].data);
+		free(b->members[i].error);
+	}
+	b->n = 0;
+}
+
+void eng__aggs_free(eng_ctx *c)
+{
+	if (!c->aggs)
+		return;
+	for (size_t i = 0; i < c->aggs->nbufs; i++) {
+		buf_clear(&c->aggs->bufs[i]);
+		free(c->aggs->bufs[i].members);
+		free(c->aggs->bufs[i].seqs);
+	}
+	free(c->aggs->bufs);
+	free(c->aggs);
+	c->aggs = NULL;
+}
+
+static agg_buf *buf_of(eng_ctx *c, int node)
+{
+	for (size_t i = 0; i < c->aggs->nbufs; i++)
+		if (c->aggs->bufs[i].node->id == node)
+			return &c->aggs->bufs[i];
+	return NULL;
+}
+
+/* ------------------------------------------------------------- flushing */
+
+/* A failed batch: every member goes to on_error (or fails). */
+static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
+			core_err *err)
+{
+	const dag_node *n = b->node;
+	eng_result res = { .seq = seq, .batch = true };
+	char msg[sizeof(err->msg)];
+	int rc = 0;
+
+	if (n->on_error == DAG_NONE)
+		return core_err_prefix(err, "aggregation '%s' (batch flushed at row %llu) "
+			"failed and has no on_error", n->name, (unsigned long long)seq);
+	snprintf(msg, sizeof(msg), "%s", err->msg);
+	for (size_t i = 0; i < b->n && !rc; i++) {
+		eng_token t = b->members[i];
+		json_t *data = json_copy(t.data);
+
+		json_object_set_new(data, "_error_node", json_string(n->name));
+		json_object_set_new(data, "_error", json_string(msg));
+		t.data = data;
+		t.error = strdup(msg);
+		t.outcome = n->on_error == DAG_DISCARD ? ENG_FAILED : ENG_ROUTED;
+		t.to = n->on_error == DAG_DISCARD ? ENG_TO_DISCARD : ENG_TO_SINK;
+		t.node = n->on_error;
+		rc = eng__audit_payload(c->audit, data, t.hash, err);
+		if (!rc && (rc = eng__result_add(&res, &t)))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		if (rc) {
+			json_decref(data);
+			free(t.error);
+		}
+	}
+	if (!rc)
+		rc = eng__release(c, &res, sum, err);
+	eng__result_release(&res);
+	return rc;
+}
+
+/* Each member's visit to the aggregation, as a node state. */
+static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch)
+{
+	char ctx[64];
+
+	snprintf(ctx, sizeof(ctx), "{\"batch_id\":%llu}", (unsigned long long)batch);
+	for (size_t i = 0; i < b->n; i++) {
+		eng_token *m = &b->members[i];
+		eng_state st = { .token_id = m->token_id, .node = b->node->id,
+				 .step = m->step + 1, .ok = true, .in_hash = m->hash,
+				 .out_hash = m->hash, .context_json = ctx };
+
+		st.started_ns = st.completed_ns = core_now_wall_ns();
+		eng__audit_state(c->audit, &st);
+	}
+}
+
+/* The outputs walk on from the aggregation and are released now. */
+static int release_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
+			   eng_summary *sum, core_err *err)
+{
+	const dag_node *n = b->node;
+	eng_result res = { .seq = seq, .batch = true };
+	size_t i;
+	json_t *row;
+	int rc = 0;
+
+	json_array_foreach(outs, i, row) {
+		eng_hash h;
+		uint64_t id;
+		unsigned step = 0;
+
+		if (n->agg->passthrough) {
+			id = b->members[i].token_id;
+			step = b->members[i].step + 1;
+		} else {
+			id = eng__audit_token(c->audit, seq, 0, 0, NULL);
+			for (size_t m = 0; m < b->n; m++) {
+				eng__audit_parent(c->audit, id, b->members[m].token_id, (unsigned)m);
+				if (b->members[m].step + 1 > step)
+					step = b->members[m].step + 1;
+			}
+		}
+		if ((rc = eng__audit_payload(c->audit, row, h, err)) ||
+		    (rc = eng__walk_from(c, seq, id, json_incref(row), h, step,
+					 n->next, &res, err)))
+			break;
+	}
+	if (!rc)
+		rc = eng__release(c, &res, sum, err);
+	eng__result_release(&res);
+	return rc;
+}
+
+static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
+		 eng_summary *sum, core_err *err)
+{
+	const dag_node *n = b->node;
+	json_t **rows, *outs = NULL;
+	uint64_t *ids, batch;
+	int rc;
+
+	if (!b->n)
+		return 0;
+	rows = calloc(b->n, sizeof(*rows));
+	ids = calloc(b->n, sizeof(*ids));
+	if (!rows || !ids) {
+		free(rows);
+		free(ids);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < b->n; i++) {
+		rows[i] = b->members[i].data;
+		ids[i] = b->members[i].token_id;
+	}
+	batch = eng__audit_batch(c->audit, n->id, trigger, seq, ids, b->n,
+				 core_now_wall_ns());
+	record_members(c, b, batch);
+	sum->batches++;
+	rc = n->aops->flush(n->astate, rows, b->n, n->agg->passthrough, &outs, err);
+	if (!rc && n->agg->passthrough && json_array_size(outs) != b->n)
+		rc = core_err_set(err, CORE_EDATA,
+			"aggregation '%s': passthrough gave %zu rows for %zu members",
+			n->name, json_array_size(outs), b->n);
+	if (rc) {
+		rc = batch_failed(c, b, seq, sum, err);
+	} else {
+		for (size_t i = 0; i < b->n && !n->agg->passthrough; i++) {
+			eng_token *m = &b->members[i];
+
+			m->outcome = ENG_CONSUMED_IN_BATCH;
+			sum->outcomes[ENG_CONSUMED_IN_BATCH]++;
+			eng__audit_outcome(c->audit, b->seqs[i], m);
+		}
+		rc = release_outputs(c, b, seq, outs, sum, err);
+	}
+	json_decref(outs);
+	free(rows);
+	free(ids);
+	buf_clear(b);
+	return rc;
+}
+
+/* ------------------------------------------------------------- triggers */
+
+static bool condition_fires(agg_buf *b, core_err *err, int *rc)
+{
+	double age = (double)(core_now_mono_ns() - b->first_mono) / 1e9;
+	json_t *ctx = json_pack("{s:I,s:f}", "batch_count", (json_int_t)b->n,
+				"batch_age_seconds", age);
+	json_t *v = NULL;
+	bool fire = false;
+
+	*rc = dag_expr_eval(b->node->trigger, ctx, &v, err);
+	if (!*rc)
+		fire = json_is_true(v);
+	else
+		core_err_prefix(err, "aggregation '%s': trigger condition", b->node->name);
+	json_decref(v);
+	json_decref(ctx);
+	return fire;
+}
+
+int eng__agg_accept(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
+		    core_err *err)
+{
+	agg_buf *b = buf_of(c, t->node);
+	const core_aggregation_cfg *a;
+	int rc = 0;
+
+	if (!b)
+		return core_err_set(err, CORE_EINTERNAL, "no aggregation %d", t->node);
+	a = b->node->agg;
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+		eng_token *m = realloc(b->members, cap * sizeof(*m));
+		uint64_t *s = m ? realloc(b->seqs, cap * sizeof(*s)) : NULL;
+
+		if (m)
+			b->members = m;
+		if (!m || !s)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		b->seqs = s;
+		b->cap = cap;
+	}
+	if (!b->n)
+		b->first_mono = core_now_mono_ns();
+	b->seqs[b->n] = seq;
+	b->members[b->n++] = *t;
+	t->data = NULL; /* the buffer owns it now */
+	t->error = NULL;
+	if (a->trigger_count && b->n >= (size_t)a->trigger_count)
+		return flush(c, b, "count", seq, sum, err);
+	if (b->node->trigger && condition_fires(b, err, &rc))
+		return flush(c, b, "condition", seq, sum, err);
+	return rc;
+}
+
+int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
+		   eng_summary *sum, core_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; c->aggs && i < c->aggs->nbufs && !rc; i++) {
+		agg_buf *b = &c->aggs->bufs[i];
+		double t = b->node->agg->trigger_timeout;
+
+		if (!b->n)
+			continue;
+		if (all)
+			rc = flush(c, b, "end_of_source", seq, sum, err);
+		else if (t > 0 && now_ns >= b->first_mono + (uint64_t)(t * 1e9))
+			rc = flush(c, b, "timeout", seq, sum, err);
+	}
+	return rc;
+}
+
+uint64_t eng__aggs_deadline(eng_ctx *c)
+{
+	uint64_t best = 0;
+
+	for (size_t i = 0; c->aggs && i < c->aggs->nbufs; i++) {
+		agg_buf *b = &c->aggs->bufs[i];
+		double t = b->node->agg->trigger_timeout;
+		uint64_t d;
+
+		if (!b->n || t <= 0)
+			continue;
+		d = b->first_mono + (uint64_t)(t * 1e9);
+		if (!best || d < best)
+			best = d;
+	}
+	return best;
+}

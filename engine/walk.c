@@ -1,0 +1,403 @@
+/*
+ * walk.c — stage 2: one row's tokens through the graph, in one worker.
+ *
+ * A token walks node to node. A transform error is retried per `retry`
+ * when retryable, then routed to on_error with the error attached (ADR
+ * 0003). A gate routes by its condition; a route to "fork" makes one child
+ * per branch, each walked to its end, depth first in branch order — so a
+ * row's terminal tokens come out in a fixed order (fork branch order, then
+ * creation order) in every mode. A branch that reaches a coalesce parks
+ * there; when all children of the fork have been walked, the fork's groups
+ * are resolved (coalesce.c) and the merged tokens walk on. An expanding
+ * transform walks each child the same way. Tokens that reach a sink or an
+ * aggregation become terminal tokens for release.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "engine/walk_internal.h"
+
+#define MAX_HOPS 10000 /* the graph is acyclic; this guards bugs */
+
+static int terminal(walker *w, const tok *t, eng_dest_kind to, int node,
+		    eng_outcome how, json_t *data, const char *error)
+{
+	eng_token e = { .token_id = t->id, .to = to, .node = node,
+			.outcome = how, .data = data, .step = t->step,
+			.branch = t->branch };
+	int rc;
+
+	memcpy(e.hash, t->hash, sizeof(e.hash));
+	e.error = error ? strdup(error) : NULL;
+	rc = eng__result_add(w->res, &e);
+	if (rc) {
+		json_decref(data);
+		free(e.error);
+		return core_err_set(w->err, CORE_ENOMEM, "out of memory");
+	}
+	return 0;
+}
+
+/* A copy of row with the error attached as `_error_node` and `_error`. */
+static json_t *with_error(const json_t *row, const char *node, const char *msg)
+{
+	json_t *out = json_is_object(row) ? json_copy((json_t *)row) : json_object();
+
+	if (!out)
+		return NULL;
+	json_object_set_new(out, "_error_node", json_string(node));
+	json_object_set_new(out, "_error", json_string(msg));
+	return out;
+}
+
+int eng__walk_error(walker *w, tok *t, int to, eng_outcome how,
+		    const char *node, const char *msg)
+{
+	json_t *data;
+
+	if (to == DAG_DISCARD || to == DAG_NONE)
+		return terminal(w, t, ENG_TO_DISCARD, DAG_NONE, how, NULL, msg);
+	data = with_error(t->data, node, msg);
+	if (!data)
+		return core_err_set(w->err, CORE_ENOMEM, "out of memory");
+	if (eng__audit_payload(w->c->audit, data, t->hash, w->err)) {
+		json_decref(data);
+		return w->err->code;
+	}
+	return terminal(w, t, ENG_TO_SINK, to, how, data, msg);
+}
+
+/* Records the outcome of a token that goes no further (FORKED, EXPANDED,
+ * COALESCED, or FAILED when the run stops on it). */
+void eng__walk_outcome(walker *w, const tok *t, eng_outcome o, const char *error)
+{
+	eng_token e = { .token_id = t->id, .to = ENG_TO_DISCARD, .node = DAG_NONE,
+			.outcome = o, .error = (char *)error, .branch = t->branch };
+
+	eng__audit_outcome(w->c->audit, w->seq, &e);
+}
+
+/* ------------------------------------------------------------ transforms */
+
+static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
+			  volatile sig_atomic_t *stop, uint64_t seq)
+{
+	double d = r->initial_delay_seconds * pow(r->exponential_base, attempt);
+	uint64_t end, x = seq * 0x9e3779b97f4a7c15ull + attempt;
+
+	if (d > r->max_delay_seconds)
+		d = r->max_delay_seconds;
+	/* Jitter: 50–100 % of the delay, so retries of many rows spread. */
+	x ^= x >> 31;
+	d *= 0.5 + 0.5 * (double)(x % 1000) / 1000.0;
+	end = core_now_mono_ns() + (uint64_t)(d * 1e9);
+	while (core_now_mono_ns() < end && !(stop && *stop)) {
+		struct timespec ts = { 0, 5 * 1000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
+/* One attempt, recorded as a node state. On success *out is set and, for
+ * a plain transform, t->hash is the output's. */
+static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
+		   json_t **out)
+{
+	eng_audit *a = w->c->audit;
+	eng_hash oh = "";
+	eng_state st = { .token_id = t->id, .node = n->id, .step = t->step,
+			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
+	uint64_t sid;
+	int rc;
+
+	st.started_ns = core_now_wall_ns();
+	w->err->retryable = false;
+	rc = n->tops->process(n->tstate, t->data, out, w->err);
+	if (!rc && a->rec && eng__audit_payload(a, *out, oh, w->err)) {
+		json_decref(*out);
+		return core_err_prefix(w->err, "row %llu: transform '%s' output",
+				       (unsigned long long)w->seq, n->name);
+	}
+	st.completed_ns = core_now_wall_ns();
+	st.ok = !rc;
+	st.error = rc ? w->err->msg : NULL;
+	sid = eng__audit_state(a, &st);
+	if (rc)
+		eng__audit_transform_error(a, &st, sid, w->err);
+	else if (!n->tops->expands)
+		memcpy(t->hash, oh, sizeof(oh));
+	return rc;
+}
+
+static int walk(walker *w, tok *t, dag_dest at, eng_outcome how);
+
+/* Each element of an expanding transform's output is a child token. */
+static int expand(walker *w, tok *t, const dag_node *n, json_t *outs)
+{
+	size_t i;
+	json_t *row;
+	int rc = 0;
+
+	eng__walk_outcome(w, t, ENG_EXPANDED, NULL);
+	json_array_foreach(outs, i, row) {
+		tok child = *t;
+
+		child.data = json_incref(row);
+		child.id = eng__audit_token(w->c->audit, w->seq, t->id, (unsigned)i, t->branch);
+		if ((rc = eng__audit_payload(w->c->audit, row, child.hash, w->err)) ||
+		    (rc = walk(w, &child, n->next, ENG_COMPLETED)))
+			break;
+	}
+	return rc;
+}
+
+/* Runs a transform with retries. *done when the token's walk ends here. */
+static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
+{
+	const core_retry_cfg *r = &w->c->g->settings->retry;
+	volatile sig_atomic_t *stop = w->c->stop;
+	json_t *out = NULL;
+	unsigned try = 0;
+	int rc;
+
+	t->step++;
+	while ((rc = attempt(w, t, n, try, &out))) {
+		if (!w->err->retryable || try + 1 >= (unsigned)r->max_attempts ||
+		    (stop && *stop))
+			break;
+		backoff_sleep(r, try++, stop, w->seq);
+		w->res->retries++;
+	}
+	if (!rc && n->tops->expands) {
+		*done = true;
+		rc = expand(w, t, n, out);
+		json_decref(out);
+		return rc;
+	}
+	if (!rc) {
+		json_decref(t->data);
+		t->data = out;
+		return 0;
+	}
+	*done = true;
+	w->res->failed = true;
+	if (n->on_error == DAG_NONE)
+		return core_err_prefix(w->err,
+			"row %llu: transform '%s' failed and has no on_error "
+			"(set on_error to a sink or 'discard' to route failing rows)",
+			(unsigned long long)w->seq, n->name);
+	return eng__walk_error(w, t, n->on_error,
+			       n->on_error == DAG_DISCARD ? ENG_FAILED : ENG_ROUTED,
+			       n->name, w->err->msg);
+}
+
+/* ----------------------------------------------------------------- gates */
+
+static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
+{
+	eng_state st = { .token_id = t->id, .node = n->id, .step = ++t->step,
+			 .in_hash = t->hash, .out_hash = t->hash };
+	const dag_route *r = NULL;
+	char key[256];
+	uint64_t sid;
+	int rc;
+
+	st.started_ns = core_now_wall_ns();
+	rc = dag_expr_route_key(n->cond, t->data, key, sizeof(key), w->err);
+	if (rc)
+		core_err_prefix(w->err, "row %llu: gate '%s'",
+				(unsigned long long)w->seq, n->name);
+	else if (!(r = dag_gate_route(n, key)))
+		rc = core_err_set(w->err, CORE_EDATA,
+			"row %llu: gate '%s': condition gave '%s' and there is no route for it "
+			"(add '%s' under routes)",
+			(unsigned long long)w->seq, n->name, key, key);
+	st.completed_ns = core_now_wall_ns();
+	st.ok = !rc;
+	st.error = rc ? w->err->msg : NULL;
+	sid = eng__audit_state(w->c->audit, &st);
+	if (rc)
+		return rc;
+	if (r->to.node != DAG_FORK) {
+		eng__audit_route(w->c->audit, sid, n, key, "move", 0);
+		*next = r->to;
+		return 0;
+	}
+	for (size_t i = 0; i < n->nfork; i++)
+		eng__audit_route(w->c->audit, sid, n, n->fork_branches[i], "copy",
+				 (unsigned)i);
+	next->node = DAG_FORK;
+	return 0;
+}
+
+/* One child per branch, walked depth first; then the fork's coalesce
+ * groups are resolved and their merged tokens walk on. */
+static int fork_token(walker *w, tok *t, const dag_node *n)
+{
+	tok_ctx ctx = { t->branch, t->fork_parent, t->outer };
+	int rc = 0;
+
+	eng__walk_outcome(w, t, ENG_FORKED, NULL);
+	for (size_t i = 0; i < n->nfork && !rc; i++) {
+		tok child = { .data = json_incref(t->data), .step = t->step,
+			      .branch = n->fork_branches[i], .fork_parent = t->id,
+			      .outer = &ctx };
+
+		memcpy(child.hash, t->hash, sizeof(child.hash));
+		child.id = eng__audit_token(w->c->audit, w->seq, t->id, (unsigned)i,
+					    child.branch);
+		rc = walk(w, &child, n->fork_dest[i], ENG_ROUTED);
+	}
+	return rc ? rc : eng__coalesce_resolve(w, t->id, &ctx);
+}
+
+/* ------------------------------------------------------------------ walk */
+
+/* Walks t (taking its data) from at until it ends. */
+static int walk(walker *w, tok *t, dag_dest at, eng_outcome how)
+{
+	const dag_graph *g = w->c->g;
+	int rc = 0;
+
+	for (int hops = 0; hops < MAX_HOPS && !rc; hops++) {
+		const dag_node *n = &g->nodes[at.node];
+		bool done = false;
+
+		switch (n->kind) {
+		case DAG_SINK:
+			return terminal(w, t, ENG_TO_SINK, at.node, how, t->data, NULL);
+		case DAG_AGGREGATION:
+			return terminal(w, t, ENG_TO_AGG, at.node, how, t->data, NULL);
+		case DAG_COALESCE:
+			return eng__coalesce_arrive(w, t, n, at.port);
+		case DAG_TRANSFORM:
+			rc = run_transform(w, t, n, &done);
+			if (done)
+				goto out_done;
+			at = n->next;
+			how = ENG_COMPLETED;
+			break;
+		case DAG_GATE:
+			if ((rc = run_gate(w, t, n, &at)))
+				break;
+			if (at.node == DAG_FORK) {
+				rc = fork_token(w, t, n);
+				goto out_done;
+			}
+			how = ENG_ROUTED;
+			break;
+		case DAG_SOURCE:
+			rc = core_err_set(w->err, CORE_EINTERNAL,
+					  "row %llu: the walk reached the source",
+					  (unsigned long long)w->seq);
+			break;
+		}
+	}
+	if (!rc)
+		rc = core_err_set(w->err, CORE_EINTERNAL, "row %llu: the walk does not end",
+				  (unsigned long long)w->seq);
+out_done:
+	if (rc && !w->failed_recorded) {
+		/* The run stops on this row: the token still gets its one
+		 * terminal outcome (DESIGN.md §5.3). */
+		w->failed_recorded = true;
+		eng__walk_outcome(w, t, ENG_FAILED, w->err->msg);
+	}
+	json_decref(t->data);
+	t->data = NULL;
+	return rc;
+}
+
+/* --------------------------------------------------------------- entries */
+
+static void walker_done(walker *w)
+{
+	eng__coalesce_abandon(w);
+	free(w->groups);
+}
+
+int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
+		     core_err *err)
+{
+	walker w = { .c = c, .seq = row->seq, .res = res, .err = err };
+	tok t = { 0 };
+	int rc;
+
+	res->seq = row->seq;
+	if ((rc = eng__audit_row(c->audit, row, &t.id, err)))
+		return rc;
+	memcpy(t.hash, row->hash, sizeof(t.hash));
+	t.data = json_incref(row->data);
+	if (row->error) {
+		char msg[1024];
+
+		/* Sources usually name the place in the reason already. */
+		if (row->where && strncmp(row->error, row->where, strlen(row->where)))
+			snprintf(msg, sizeof(msg), "%s: %s", row->where, row->error);
+		else
+			snprintf(msg, sizeof(msg), "%s", row->error);
+		rc = eng__walk_error(&w, &t, c->g->nodes[0].on_error,
+				     ENG_QUARANTINED, "source", msg);
+		json_decref(t.data);
+	} else {
+		rc = walk(&w, &t, c->g->nodes[0].next, ENG_COMPLETED);
+	}
+	walker_done(&w);
+	return rc;
+}
+
+int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
+		   const char *hash, unsigned step, dag_dest dest,
+		   eng_result *res, core_err *err)
+{
+	walker w = { .c = c, .seq = seq, .res = res, .err = err };
+	tok t = { .id = token_id, .data = data, .step = step };
+	int rc;
+
+	snprintf(t.hash, sizeof(t.hash), "%s", hash ? hash : "");
+	rc = walk(&w, &t, dest, ENG_COMPLETED);
+	walker_done(&w);
+	return rc;
+}
+
+/* ---------------------------------------------------------------- results */
+
+int eng__result_add(eng_result *res, const eng_token *t)
+{
+	if (res->ntokens == res->cap) {
+		size_t cap = res->cap ? res->cap * 2 : 2;
+		eng_token *v = realloc(res->tokens, cap * sizeof(*v));
+
+		if (!v)
+			return CORE_ENOMEM;
+		res->tokens = v;
+		res->cap = cap;
+	}
+	res->tokens[res->ntokens++] = *t;
+	return 0;
+}
+
+void eng__row_release(eng_row *r)
+{
+	json_decref(r->data);
+	free(r->error);
+	free(r->where);
+	memset(r, 0, sizeof(*r));
+}
+
+void eng__result_release(eng_result *r)
+{
+	for (size_t i = 0; i < r->ntokens; i++) {
+		json_decref(r->tokens[i].data);
+		free(r->tokens[i].error);
+	}
+	free(r->tokens);
+	memset(r, 0, sizeof(*r));
+}
+
+int eng__walk_merged(walker *w, tok *t, dag_dest at)
+{
+	return walk(w, t, at, ENG_COMPLETED);
+}
