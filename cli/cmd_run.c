@@ -16,8 +16,9 @@ static const char run_usage[] =
 	"\n"
 	"  -s, --settings FILE        the pipeline settings (YAML)\n"
 	"  -x, --execute              really run it\n"
-	"      --sequential           one row at a time (the only mode so far)\n"
-	"      --max-rows-in-flight N rows processed at once (only 1 so far)\n"
+	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
+	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
+	"                             concurrency.pipelining, else 16)\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error, 2 usage, 3 interrupted (SIGINT/SIGTERM).\n";
@@ -108,12 +109,9 @@ static int parse_args(int argc, char **argv, run_args *a)
 	}
 	if (!a->path || optind != argc)
 		return cli_usage_error("run", "expected -s SETTINGS");
-	if (a->max_in_flight > 1) {
-		fprintf(stderr, "error: not supported yet: --max-rows-in-flight %ld "
-			"(rows run one at a time until the pipelining issue; use --sequential)\n",
-			a->max_in_flight);
-		return CLI_ERROR;
-	}
+	if (a->max_in_flight > 4096)
+		return cli_usage_error("run", "--max-rows-in-flight is at most 4096, got %ld",
+				       a->max_in_flight);
 	return 0;
 }
 
@@ -129,9 +127,10 @@ static int open_audit(const core_settings *s, rec_env **rec, char *path,
 	return rec_open(path, 0, rec, err);
 }
 
-static int execute(dag_graph *g, const char *settings_path)
+static int execute(dag_graph *g, const char *settings_path, long in_flight)
 {
-	eng_opts o = { .stop = &stop_flag, .settings_path = settings_path };
+	eng_opts o = { .stop = &stop_flag, .settings_path = settings_path,
+		       .max_rows_in_flight = (unsigned)in_flight };
 	eng_summary sum;
 	core_err err = { 0 };
 	char path[4096];
@@ -191,7 +190,7 @@ int cli_run(int argc, char **argv)
 			       "  elspeth run -s %s --execute\n", a.path);
 		}
 	} else {
-		rc = execute(g, a.path);
+		rc = execute(g, a.path, a.max_in_flight);
 	}
 	dag_free(g);
 	core_settings_free(s);

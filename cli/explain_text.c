@@ -21,7 +21,7 @@ static long long num(const json_t *o, const char *k)
 static void print_payload(FILE *f, const char *label, const json_t *p)
 {
 	const json_t *data = json_object_get(p, "data");
-	char *s;
+	core_buf b = { 0 };
 
 	if (!p || json_is_null(p))
 		return;
@@ -30,9 +30,9 @@ static void print_payload(FILE *f, const char *label, const json_t *p)
 			json_object_get(p, "missing") ? "missing" : "undecodable");
 		return;
 	}
-	s = json_dumps(data, JSON_COMPACT | JSON_ENCODE_ANY);
-	fprintf(f, "      %s: %s\n", label, s ? s : "?");
-	free(s);
+	core_json_append(&b, data, -1, 0);
+	fprintf(f, "      %s: %s\n", label, b.data ? b.data : "?");
+	core_buf_release(&b);
 }
 
 static void print_state(FILE *f, const json_t *st)
@@ -54,9 +54,30 @@ static void print_state(FILE *f, const json_t *st)
 	fputc('\n', f);
 	if (json_object_get(st, "error"))
 		fprintf(f, "      error: %s\n", str(st, "error"));
-	json_array_foreach(json_object_get(st, "routing"), i, r)
-		fprintf(f, "      routed: condition gave '%s' -> %s (%s)\n",
-			str(r, "reason"), str(r, "to"), str(r, "mode"));
+	json_array_foreach(json_object_get(st, "routing"), i, r) {
+		if (!strcmp(str(r, "mode"), "copy"))
+			fprintf(f, "      forked: condition gave '%s' -> branch '%s' -> %s\n",
+				str(r, "reason"), str(r, "label"), str(r, "to"));
+		else
+			fprintf(f, "      routed: condition gave '%s' -> %s\n",
+				str(r, "reason"), str(r, "to"));
+	}
+	if (json_object_get(st, "batch")) {
+		const json_t *b = json_object_get(st, "batch"), *m;
+		size_t k;
+
+		fprintf(f, "      batch %lld (trigger %s at row %lld), %zu members, tokens:",
+			num(b, "batch_id"), str(b, "trigger"), num(b, "trigger_seq"),
+			json_array_size(json_object_get(b, "members")));
+		json_array_foreach(json_object_get(b, "members"), k, m)
+			fprintf(f, " %lld", (long long)json_integer_value(m));
+		fputc('\n', f);
+	} else if (json_object_get(st, "context")) {
+		char *ctx = json_dumps(json_object_get(st, "context"), JSON_COMPACT);
+
+		fprintf(f, "      context: %s\n", ctx ? ctx : "?");
+		free(ctx);
+	}
 	json_array_foreach(json_object_get(st, "calls"), i, r)
 		fprintf(f, "      call %lld: %s %s HTTP %lld in %.1f ms%s%s\n",
 			num(r, "call_index"), str(r, "call_type"), str(r, "status"),
@@ -95,16 +116,19 @@ static void print_token(FILE *f, const json_t *t)
 			str(a, "content_hash"));
 }
 
-/* Terminal tokens that went to a sink. */
-static size_t terminal_count(const json_t *tokens)
+/* The number of different sinks the row's tokens reached. */
+static size_t sink_count(const json_t *tokens, json_t *names)
 {
 	const json_t *t;
-	size_t i, n = 0;
+	size_t i;
 
-	json_array_foreach(tokens, i, t)
-		if (str(json_object_get(t, "outcome"), "sink")[0])
-			n++;
-	return n;
+	json_array_foreach(tokens, i, t) {
+		const char *s = str(json_object_get(t, "outcome"), "sink");
+
+		if (s[0])
+			json_object_set_new(names, s, json_true());
+	}
+	return json_object_size(names);
 }
 
 int cli_explain_text(FILE *f, const json_t *doc, const char *sink)
@@ -112,17 +136,20 @@ int cli_explain_text(FILE *f, const json_t *doc, const char *sink)
 	const json_t *run = json_object_get(doc, "run");
 	const json_t *row = json_object_get(doc, "row");
 	const json_t *tokens = json_object_get(doc, "tokens"), *t;
+	json_t *names = json_object();
+	const char *name;
 	size_t i;
 
-	if (!sink && terminal_count(tokens) > 1) {
-		fprintf(stderr, "error: row %lld has several outputs; pick one with --sink:",
+	if (!sink && sink_count(tokens, names) > 1) {
+		fprintf(stderr, "error: row %lld has outputs in several sinks; pick one with --sink:",
 			num(row, "seq"));
-		json_array_foreach(tokens, i, t)
-			if (str(json_object_get(t, "outcome"), "sink")[0])
-				fprintf(stderr, " %s", str(json_object_get(t, "outcome"), "sink"));
+		json_object_foreach(names, name, t)
+			fprintf(stderr, " %s", name);
 		fputs(" (or use --json to see them all)\n", stderr);
+		json_decref(names);
 		return CLI_USAGE;
 	}
+	json_decref(names);
 	fprintf(f, "Run %lld (%s), settings %s, hashes %s\n", num(run, "run_id"),
 		str(run, "status"), str(run, "settings_path"), str(run, "canonical_version"));
 	fprintf(f, "Row %lld (%s), source hash %s\n", num(row, "seq"),
@@ -134,7 +161,8 @@ int cli_explain_text(FILE *f, const json_t *doc, const char *sink)
 	json_array_foreach(tokens, i, t) {
 		const char *ts = str(json_object_get(t, "outcome"), "sink");
 
-		if (sink && strcmp(ts, sink))
+		/* With --sink: that sink's tokens and the ones leading to them. */
+		if (sink && ts[0] && strcmp(ts, sink))
 			continue;
 		print_token(f, t);
 	}

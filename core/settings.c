@@ -225,7 +225,7 @@ static const key_spec landscape_keys[] = {
 static const key_spec concurrency_keys[] = { { "pipelining", K_MAP, false }, { NULL } };
 static const key_spec pipelining_keys[] = {
 	{ "enabled", K_BOOL, false },
-	{ "max_rows_in_flight", K_INT, false, 1, 65536 },
+	{ "max_rows_in_flight", K_INT, false, 1, 4096 },
 	{ "max_completed_waiting", K_INT, false, 1, 1048576 }, { NULL }
 };
 static const char *const frequencies[] = { "every_row", "every_n", "aggregation_only", NULL };
@@ -262,14 +262,19 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 		if (p && (rc = core__check_section(p, pipelining_keys, err)))
 			return rc;
 		if ((rc = core_opt_bool(p, "enabled", &s->pipelining, err)) ||
-		    (rc = core_opt_int(p, "max_rows_in_flight", 1, 65536,
+		    (rc = core_opt_int(p, "max_rows_in_flight", 1, 4096,
 				       &s->max_rows_in_flight, err)) ||
 		    (rc = core_opt_int(p, "max_completed_waiting", 1, 1048576,
 				       &s->max_completed_waiting, err)))
 			return rc;
-		if (s->pipelining || s->max_rows_in_flight > 1)
-			return core_err_at(err, CORE_EUNSUPPORTED, p,
-				"not supported yet: concurrency.pipelining — rows run one at a time until the pipelining issue");
+		if (!core_map_get(p, "max_completed_waiting"))
+			s->max_completed_waiting = 2 * s->max_rows_in_flight;
+		if (s->max_completed_waiting < s->max_rows_in_flight)
+			return core_err_at(err, CORE_ECONFIG, p,
+				"max_completed_waiting (%lld) is less than max_rows_in_flight (%lld): "
+				"every row in flight may finish before the oldest one, so the "
+				"release queue must be able to hold them all",
+				s->max_completed_waiting, s->max_rows_in_flight);
 	}
 	if ((n = core_map_get(root, "checkpoint"))) {
 		if ((rc = core__check_section(n, checkpoint_keys, err)) ||
@@ -344,8 +349,9 @@ static core_settings *settings_new(void)
 	s->retry.initial_delay_seconds = 1.0;
 	s->retry.max_delay_seconds = 60.0;
 	s->retry.exponential_base = 2.0;
-	s->max_rows_in_flight = 1;
-	s->max_completed_waiting = 1;
+	s->pipelining = true;
+	s->max_rows_in_flight = 16;
+	s->max_completed_waiting = 32;
 	s->audit = true;
 	s->landscape_url = "lmdb://./state/audit.lmdb";
 	return s;

@@ -430,7 +430,8 @@ uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 }
 
 void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
-		      const char *key, const char *mode, unsigned ordinal)
+		      const char *edge, const char *reason, const char *mode,
+		      unsigned ordinal)
 {
 	Elspeth__RoutingEventRecord r = ELSPETH__ROUTING_EVENT_RECORD__INIT;
 	const dag_graph *g = a->g;
@@ -439,7 +440,7 @@ void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
 	if (!a->rec)
 		return;
 	for (size_t e = 0; e < g->nedges; e++) {
-		if (g->edges[e].from == gate->id && !strcmp(g->edges[e].label, key)) {
+		if (g->edges[e].from == gate->id && !strcmp(g->edges[e].label, edge)) {
 			r.edge_id = (uint32_t)e;
 			break;
 		}
@@ -449,7 +450,7 @@ void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
 	rec_key_u32(&k, ordinal);
 	r.state_id = state_id;
 	r.mode = (char *)mode;
-	r.reason = (char *)key;
+	r.reason = (char *)reason;
 	r.ordinal = ordinal;
 	rec_put_msg(a->rec, REC_ROUTING_EVENTS, &k, &r.base);
 }

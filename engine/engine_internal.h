@@ -109,8 +109,11 @@ uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
 void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
 		       unsigned ordinal);
 uint64_t eng__audit_state(eng_audit *a, const eng_state *st);
+/* A gate decision: the edge labelled `edge` (a route key or a fork
+ * branch), the condition's result as the reason. */
 void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
-		      const char *key, const char *mode, unsigned ordinal);
+		      const char *edge, const char *reason, const char *mode,
+		      unsigned ordinal);
 void eng__audit_transform_error(eng_audit *a, const eng_state *st,
 				uint64_t state_id, const core_err *e);
 /* The terminal (or intermediate: FORKED ...) outcome of a token. */

@@ -221,13 +221,13 @@ static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 	if (rc)
 		return rc;
 	if (r->to.node != DAG_FORK) {
-		eng__audit_route(w->c->audit, sid, n, key, "move", 0);
+		eng__audit_route(w->c->audit, sid, n, key, key, "move", 0);
 		*next = r->to;
 		return 0;
 	}
 	for (size_t i = 0; i < n->nfork; i++)
-		eng__audit_route(w->c->audit, sid, n, n->fork_branches[i], "copy",
-				 (unsigned)i);
+		eng__audit_route(w->c->audit, sid, n, n->fork_branches[i], key,
+				 "copy", (unsigned)i);
 	next->node = DAG_FORK;
 	return 0;
 }

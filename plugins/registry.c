@@ -16,6 +16,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__field_mapper,
 	&plg__truncate,
 	&plg__json_explode,
+	&plg__delay,
 };
 
 static const plg_sink_ops *const sinks[] = {

@@ -247,8 +247,9 @@ static int routing_one(void *ctx, const void *k, size_t kl, const void *v, size_
 		return 0;
 	e = json_array_get(c->x->edges, r->edge_id);
 	to = e ? (int)json_integer_value(json_object_get(e, "to")) : -1;
-	json_array_append_new(c->arr, json_pack("{s:i,s:s,s:s,s:s}",
+	json_array_append_new(c->arr, json_pack("{s:i,s:s,s:s,s:s,s:s}",
 		"edge_id", (int)r->edge_id,
+		"label", e ? json_string_value(json_object_get(e, "label")) : "?",
 		"to", to >= 0 ? node_field(c->x, (uint32_t)to, "name") : "?",
 		"mode", r->mode, "reason", r->reason));
 	free_msg(r);
@@ -277,6 +278,38 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 	return 0;
 }
 
+static int member_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	scan_ctx *c = ctx;
+	Elspeth__BatchMemberRecord *m = elspeth__batch_member_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (m)
+		json_array_append_new(c->arr, json_integer((json_int_t)m->token_id));
+	free_msg(m);
+	return 0;
+}
+
+/* A batch: its trigger and all its members (token ids, in order). */
+static json_t *batch_json(explain *x, uint64_t batch)
+{
+	rec_key k = key2(x->run, batch);
+	Elspeth__BatchRecord *b = get_msg(x->t, REC_BATCHES, &k,
+		&elspeth__batch_record__descriptor);
+	json_t *members = json_array(), *j;
+
+	scan_by(x, REC_BATCH_MEMBERS, batch, member_one, members);
+	if (!b)
+		return json_pack("{s:I,s:b,s:o}", "batch_id", (json_int_t)batch,
+				 "missing", 1, "members", members);
+	j = json_pack("{s:I,s:s,s:I,s:o}", "batch_id", (json_int_t)batch,
+		      "trigger", b->trigger, "trigger_seq", (json_int_t)b->trigger_seq,
+		      "members", members);
+	free_msg(b);
+	return j;
+}
+
 static json_t *state_json(explain *x, const Elspeth__NodeStateRecord *s)
 {
 	const char *kind = node_field(x, s->node_id, "kind");
@@ -290,6 +323,15 @@ static json_t *state_json(explain *x, const Elspeth__NodeStateRecord *s)
 
 	if (s->error && s->error[0])
 		json_object_set_new(j, "error", json_string(s->error));
+	if (s->context_json && s->context_json[0]) {
+		json_t *ctx = json_loads(s->context_json, 0, NULL);
+		json_t *b = json_object_get(ctx, "batch_id");
+
+		json_object_set_new(j, "context", ctx);
+		if (b)
+			json_object_set_new(j, "batch",
+				batch_json(x, (uint64_t)json_integer_value(b)));
+	}
 	if (!strcmp(kind, "transform") && s->output_hash[0])
 		json_object_set_new(j, "output", payload_json(x->t, s->output_hash, true));
 	if (!strcmp(kind, "gate")) {

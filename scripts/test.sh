@@ -3,8 +3,9 @@
 #   1. builds with -Werror and runs every test (unit, stress, integration);
 #   2. builds with ASan+UBSan and runs them all again, failing on any
 #      sanitizer report (Criterion does not fail a test on a leak report);
-#   3. builds with TSan and runs the threaded stress programs (Criterion
-#      itself cannot start under TSan).
+#   3. builds with TSan and runs the threaded stress programs and the
+#      integration tests (the pipelined engine with up to 256 rows in
+#      flight) — Criterion itself cannot start under TSan.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -32,8 +33,8 @@ if grep -E "ERROR: (Leak|Address)Sanitizer|: runtime error: " "$LOGS/asan.log"; 
 fi
 grep -E "tests passed|tests failed" "$LOGS/asan.log" | tail -1
 
-echo "== 3/3 build (TSan) and the threaded stress programs"
+echo "== 3/3 build (TSan): the threaded stress programs and the integration tests"
 cmake -S . -B build-tsan -DELSPETH_WERROR=ON -DELSPETH_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$JOBS" >/dev/null
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
-ctest --test-dir build-tsan -L stress --output-on-failure -j"$JOBS"
+ctest --test-dir build-tsan -L "stress|integration" --output-on-failure -j"$JOBS"

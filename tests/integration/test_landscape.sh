@@ -10,7 +10,7 @@ NORM="python3 $SRC/tests/integration/normalize_explain.py"
 
 expect "runs on an empty directory says so" 1 "no audit trail at" -- "$ELSPETH" runs --database nowhere.lmdb
 
-expect "quickstart runs with the audit on" 0 "audit: run 1" -- "$ELSPETH" run -s $QS --execute
+expect "quickstart runs with the audit on" 0 "audit: run 1" -- "$ELSPETH" run -s $QS --execute --sequential
 expect "runs lists the run" 0 "completed" -- "$ELSPETH" runs
 expect "runs finds the trail from -s" 0 "completed" -- "$ELSPETH" runs -s $QS
 expect "explain tells the story of row 42" 0 "routed: condition gave 'true' -> urgent" -- "$ELSPETH" explain --run latest --row 42

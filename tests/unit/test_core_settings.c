@@ -106,12 +106,12 @@ Test(settings, missing_env_var_is_named)
 		     CORE_ECONFIG, "p.yaml:5:11: source.options.path: environment variable 'ELSPETH_T_MISSING' is not set");
 }
 
-Test(settings, later_features_are_rejected_not_ignored)
+Test(settings, later_features_are_rejected_and_bounds_checked)
 {
 	char text[2048];
 
-	snprintf(text, sizeof(text), "%sconcurrency: {pipelining: {enabled: true, max_rows_in_flight: 64}}\n", base);
-	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: concurrency.pipelining");
+	snprintf(text, sizeof(text), "%sconcurrency: {pipelining: {enabled: true, max_rows_in_flight: 64, max_completed_waiting: 8}}\n", base);
+	expect_error(text, CORE_ECONFIG, "max_completed_waiting (8) is less than max_rows_in_flight (64)");
 	snprintf(text, sizeof(text), "%scheckpoint: {enabled: true, checkpoint_interval: 100}\n", base);
 	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: checkpoint.enabled");
 }

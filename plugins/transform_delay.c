@@ -1,0 +1,191 @@
+/*
+ * transform_delay.c — "delay", a testing aid: holds each row for a latency
+ * that depends only on the seed and the row (never on timing), so tests
+ * and benchmarks get slow, jittery, out-of-order completion without a
+ * network. Output = input.
+ *
+ *   distribution: fixed (ms) | uniform (min_ms, max_ms) |
+ *                 lognormal (median_ms, sigma)
+ *   seed:         mixes into the per-row draw (default 0)
+ *   error_rate:   share of rows (0..1) whose FIRST attempt fails with a
+ *                 retryable error; the retry succeeds, so outputs stay
+ *                 deterministic when retry.max_attempts >= 2.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "plugins/plugins_internal.h"
+
+enum dist { D_FIXED, D_UNIFORM, D_LOGNORMAL };
+
+typedef struct delay {
+	enum dist dist;
+	double ms, min_ms, max_ms, median_ms, sigma, error_rate;
+	long long seed;
+	pthread_mutex_t lock;        /* guards failed[] */
+	uint64_t *failed;            /* rows whose first attempt failed */
+	size_t nfailed, capfailed;
+} delay;
+
+/* A 64-bit draw from the row's canonical hash and the seed. */
+static uint64_t row_draw(const delay *d, const json_t *row, uint64_t salt)
+{
+	uint8_t h[CORE_SHA256_LEN];
+	core_buf b = { 0 };
+	uint64_t x = 0;
+
+	if (core_canon_append(&b, row, NULL) == 0)
+		core_sha256(b.data, b.len, h);
+	else
+		memset(h, 0, sizeof(h));
+	core_buf_release(&b);
+	for (int i = 0; i < 8; i++)
+		x = x << 8 | h[i];
+	x ^= (uint64_t)d->seed * 0x9e3779b97f4a7c15ull + salt * 0xbf58476d1ce4e5b9ull;
+	x ^= x >> 31;
+	x *= 0x94d049bb133111ebull;
+	return x ^ (x >> 29);
+}
+
+static double unit(uint64_t x)
+{
+	return ((double)(x >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
+}
+
+static double latency_ms(const delay *d, const json_t *row)
+{
+	double u = unit(row_draw(d, row, 1)), v = unit(row_draw(d, row, 2));
+
+	switch (d->dist) {
+	case D_UNIFORM:
+		return d->min_ms + (d->max_ms - d->min_ms) * u;
+	case D_LOGNORMAL:
+		/* Box–Muller normal, then exp. */
+		return d->median_ms * exp(d->sigma * sqrt(-2 * log(u)) * cos(2 * M_PI * v));
+	case D_FIXED:
+		break;
+	}
+	return d->ms;
+}
+
+/* True the first time a flaky row is seen, false on its retry. */
+static bool first_failure(delay *d, uint64_t id)
+{
+	bool fail = true;
+
+	pthread_mutex_lock(&d->lock);
+	for (size_t i = 0; i < d->nfailed; i++) {
+		if (d->failed[i] == id) {
+			d->failed[i] = d->failed[--d->nfailed];
+			fail = false;
+			break;
+		}
+	}
+	if (fail && d->nfailed == d->capfailed) {
+		size_t cap = d->capfailed ? d->capfailed * 2 : 64;
+		uint64_t *v = realloc(d->failed, cap * sizeof(*v));
+
+		if (v) {
+			d->failed = v;
+			d->capfailed = cap;
+		}
+	}
+	if (fail && d->nfailed < d->capfailed)
+		d->failed[d->nfailed++] = id;
+	pthread_mutex_unlock(&d->lock);
+	return fail;
+}
+
+static int delay_process(void *state, const json_t *row, json_t **out,
+			 core_err *err)
+{
+	delay *d = state;
+	double ms = latency_ms(d, row);
+	struct timespec ts;
+
+	if (ms > 0) {
+		ts.tv_sec = (time_t)(ms / 1000);
+		ts.tv_nsec = (long)(fmod(ms, 1000) * 1e6);
+		while (nanosleep(&ts, &ts))
+			;
+	}
+	if (d->error_rate > 0 && unit(row_draw(d, row, 3)) < d->error_rate &&
+	    first_failure(d, row_draw(d, row, 4))) {
+		core_err_set(err, CORE_EDATA, "delay: injected transient error (error_rate %g)",
+			     d->error_rate);
+		err->retryable = true;
+		return CORE_EDATA;
+	}
+	*out = json_incref((json_t *)row);
+	return 0;
+}
+
+static const char *const delay_keys[] = {
+	"distribution", "ms", "min_ms", "max_ms", "median_ms", "sigma", "seed",
+	"error_rate", PLG_COMMON_KEYS, NULL
+};
+static const char *const dists[] = { "fixed", "uniform", "lognormal", NULL };
+
+static int parse(delay *d, const core_node *o, core_err *err)
+{
+	const core_node *dn = core_map_get(o, "distribution");
+	int idx = 0, rc;
+
+	if ((rc = core_map_check_keys(o, delay_keys, err)) ||
+	    (dn && (rc = core_node_enum(dn, dists, &idx, err))) ||
+	    (rc = core_opt_double(o, "ms", 0, 3.6e6, &d->ms, err)) ||
+	    (rc = core_opt_double(o, "min_ms", 0, 3.6e6, &d->min_ms, err)) ||
+	    (rc = core_opt_double(o, "max_ms", 0, 3.6e6, &d->max_ms, err)) ||
+	    (rc = core_opt_double(o, "median_ms", 0, 3.6e6, &d->median_ms, err)) ||
+	    (rc = core_opt_double(o, "sigma", 0, 10, &d->sigma, err)) ||
+	    (rc = core_opt_int(o, "seed", -(1LL << 62), 1LL << 62, &d->seed, err)) ||
+	    (rc = core_opt_double(o, "error_rate", 0, 1, &d->error_rate, err)))
+		return rc;
+	d->dist = (enum dist)idx;
+	if (d->dist == D_UNIFORM && d->max_ms < d->min_ms)
+		return core_err_at(err, CORE_ECONFIG, o, "max_ms is less than min_ms");
+	return 0;
+}
+
+static void delay_close(void *state)
+{
+	delay *d = state;
+
+	if (!d)
+		return;
+	pthread_mutex_destroy(&d->lock);
+	free(d->failed);
+	free(d);
+}
+
+static int delay_open(const core_node *options, void **state, core_err *err)
+{
+	delay *d = calloc(1, sizeof(*d));
+	plg_schema *schema = NULL;
+	int rc;
+
+	if (!d)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	pthread_mutex_init(&d->lock, NULL);
+	rc = parse(d, options, err);
+	if (!rc)
+		rc = plg__schema_parse(core_map_get(options, "schema"), &schema, err);
+	plg__schema_free(schema);
+	if (rc) {
+		delay_close(d);
+		return rc;
+	}
+	*state = d;
+	return 0;
+}
+
+const plg_transform_ops plg__delay = {
+	.name = "delay",
+	.description = "Testing aid: hold each row for a seeded per-row latency (fixed, uniform, lognormal), optionally fail first attempts",
+	.open = delay_open,
+	.process = delay_process,
+	.close = delay_close,
+};
