@@ -1,6 +1,7 @@
 /* cmd_run.c — `elspeth run -s SETTINGS [--execute]`. */
 #include <getopt.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,12 +24,12 @@ static const char run_usage[] =
 	"\n"
 	"Exit codes: 0 success, 1 error, 2 usage, 3 interrupted (SIGINT/SIGTERM).\n";
 
-static volatile sig_atomic_t stop_flag;
+static atomic_int stop_flag; /* lock-free: safe to set from a signal handler */
 
 static void on_signal(int sig)
 {
 	(void)sig;
-	stop_flag = 1;
+	atomic_store(&stop_flag, 1);
 }
 
 static void install_signals(void)
@@ -40,6 +41,9 @@ static void install_signals(void)
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
+	/* A file-size limit must fail the write (EFBIG, diverted or
+	 * reported), not kill the process. */
+	signal(SIGXFSZ, SIG_IGN);
 }
 
 static void print_summary(const dag_graph *g, const eng_summary *sum)

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 
 #include <openssl/evp.h>
@@ -69,6 +70,7 @@ int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
 {
 	uint8_t md[CORE_SHA256_LEN], chunk[65536];
 	EVP_MD_CTX *ctx;
+	struct stat st;
 	uint64_t total = 0;
 	FILE *f;
 	int rc = 0;
@@ -78,6 +80,10 @@ int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
 	if (!f)
 		return core_err_set(err, CORE_EIO, "cannot read %s: %s", path,
 				    strerror(errno));
+	if (fstat(fileno(f), &st) || !S_ISREG(st.st_mode)) {
+		fclose(f);
+		return core_err_set(err, CORE_EIO, "%s is not a regular file", path);
+	}
 	ctx = EVP_MD_CTX_new();
 	if (!ctx || !EVP_DigestInit_ex(ctx, sha256_md ? sha256_md : EVP_sha256(), NULL))
 		abort();

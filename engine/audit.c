@@ -10,6 +10,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "engine/engine_internal.h"
 
@@ -232,11 +233,16 @@ static int record_sink_files(eng_audit *a, core_err *err)
 	for (size_t i = 0; i < a->g->nnodes; i++) {
 		const dag_node *n = &a->g->nodes[i];
 		Elspeth__SinkFileRecord r = ELSPETH__SINK_FILE_RECORD__INIT;
+		struct stat st;
 		eng_hash h;
 		rec_key k;
 		int rc;
 
 		if (n->kind != DAG_SINK || !sink_path(n))
+			continue;
+		/* Devices and pipes (/dev/full, /dev/stdout) have no content
+		 * to hash. */
+		if (stat(sink_path(n), &st) || !S_ISREG(st.st_mode))
 			continue;
 		rc = core_sha256_file(sink_path(n), UINT64_MAX, &r.size, h, err);
 		if (rc)

@@ -15,6 +15,7 @@
 #define ELSPETH_ENGINE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -40,7 +41,8 @@ typedef enum eng_outcome {
 const char *eng_outcome_name(eng_outcome o);
 
 typedef struct eng_opts {
-	volatile sig_atomic_t *stop; /* may be NULL */
+	atomic_int *stop;            /* set (from a signal handler too: it is
+				      * lock-free) to stop pulling; may be NULL */
 	unsigned max_rows_in_flight; /* 1 = sequential; 0 = from settings */
 	rec_env *rec;                /* the Landscape; NULL: audit off */
 	const char *settings_path;   /* recorded with the run */

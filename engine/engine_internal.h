@@ -132,7 +132,7 @@ typedef struct eng_aggs eng_aggs;
 typedef struct eng_ctx {
 	dag_graph *g;
 	eng_audit *audit;
-	volatile sig_atomic_t *stop;
+	atomic_int *stop;
 	eng_aggs *aggs;            /* release side only */
 } eng_ctx;
 

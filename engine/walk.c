@@ -82,7 +82,7 @@ void eng__walk_outcome(walker *w, const tok *t, eng_outcome o, const char *error
 /* ------------------------------------------------------------ transforms */
 
 static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
-			  volatile sig_atomic_t *stop, uint64_t seq)
+			  atomic_int *stop, uint64_t seq)
 {
 	double d = r->initial_delay_seconds * pow(r->exponential_base, attempt);
 	uint64_t end, x = seq * 0x9e3779b97f4a7c15ull + attempt;
@@ -157,7 +157,7 @@ static int expand(walker *w, tok *t, const dag_node *n, json_t *outs)
 static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 {
 	const core_retry_cfg *r = &w->c->g->settings->retry;
-	volatile sig_atomic_t *stop = w->c->stop;
+	atomic_int *stop = w->c->stop;
 	json_t *out = NULL;
 	unsigned try = 0;
 	int rc;

@@ -70,7 +70,8 @@ int plg__schema_apply(const plg_schema *s, json_t *row, bool coerce,
  * A buffered FILE* that counts the bytes in the file, so a sink can report
  * each row's byte range without ftell. */
 typedef struct plg__outfile {
-	FILE *fp;
+	int fd;
+	bool open;
 	char *path;   /* malloc'd copy, for messages */
 	uint64_t pos; /* bytes in the file: the offset of the next write */
 } plg__outfile;

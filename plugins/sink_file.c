@@ -1,7 +1,13 @@
 /*
- * sink_file.c — the counted output file the sinks share: a buffered FILE*
- * that knows its byte position, so each row's byte range is known without
- * ftell; opening creates missing parent directories.
+ * sink_file.c — the counted output file the sinks share. It knows its
+ * byte position, so each row's byte range is known without ftell; opening
+ * creates missing parent directories.
+ *
+ * Each row is one write(2), not buffered: a write that fails (disk full,
+ * permission lost, I/O error) fails for that row, at once, and the bytes
+ * of a partial write are cut off again (ftruncate), so the file always
+ * ends with whole rows and the row can be diverted (on_write_failure).
+ * Durability is fsync at flush/close.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,6 +79,7 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 	int fd, rc;
 
 	memset(f, 0, sizeof(*f));
+	f->fd = -1;
 	rc = mkdir_parents(path, err);
 	if (rc)
 		return rc;
@@ -80,18 +87,13 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 	if (rc)
 		return rc;
 	add_lf = append && lacks_lf(fd, f->pos);
-	f->fp = fdopen(fd, append ? "a" : "w");
 	f->path = strdup(path);
-	if (!f->fp || !f->path) {
-		if (f->fp)
-			fclose(f->fp);
-		else
-			close(fd);
-		free(f->path);
-		memset(f, 0, sizeof(*f));
+	if (!f->path) {
+		close(fd);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
-	setvbuf(f->fp, NULL, _IOFBF, 1 << 16);
+	f->fd = fd;
+	f->open = true;
 	rc = add_lf ? plg__outfile_write(f, "\n", 1, err) : 0;
 	if (rc)
 		plg__outfile_close(f, NULL);
@@ -100,16 +102,32 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 
 int plg__outfile_write(plg__outfile *f, const void *p, size_t n, core_err *err)
 {
-	if (n && fwrite(p, 1, n, f->fp) != n)
-		return core_err_set(err, CORE_EIO, "cannot write to '%s': %s",
-				    f->path, strerror(errno));
+	const char *b = p;
+	size_t done = 0;
+
+	while (done < n) {
+		ssize_t w = write(f->fd, b + done, n - done);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0) {
+			int e = w < 0 ? errno : EIO;
+
+			/* Leave whole rows only. */
+			if (done && ftruncate(f->fd, (off_t)f->pos) == 0)
+				lseek(f->fd, (off_t)f->pos, SEEK_SET);
+			return core_err_set(err, CORE_EIO, "cannot write to '%s': %s",
+					    f->path, strerror(e));
+		}
+		done += (size_t)w;
+	}
 	f->pos += n;
 	return 0;
 }
 
 int plg__outfile_flush(plg__outfile *f, core_err *err)
 {
-	if (fflush(f->fp) || fsync(fileno(f->fp)))
+	if (fsync(f->fd) && errno != EINVAL && errno != EROFS)
 		return core_err_set(err, CORE_EIO, "cannot flush '%s': %s",
 				    f->path, strerror(errno));
 	return 0;
@@ -119,14 +137,15 @@ int plg__outfile_close(plg__outfile *f, core_err *err)
 {
 	int rc = 0;
 
-	if (!f->fp)
+	if (!f->open)
 		return 0;
 	rc = plg__outfile_flush(f, err);
-	if (fclose(f->fp) && !rc)
+	if (close(f->fd) && !rc)
 		rc = core_err_set(err, CORE_EIO, "cannot close '%s': %s", f->path,
 				  strerror(errno));
 	free(f->path);
 	memset(f, 0, sizeof(*f));
+	f->fd = -1;
 	return rc;
 }
 

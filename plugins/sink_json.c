@@ -168,7 +168,7 @@ static int json_close(void *state, core_err *err)
 
 	if (!s)
 		return 0;
-	if (s->out.fp && !s->jsonl)
+	if (s->out.open && !s->jsonl)
 		rc = s->rows ? plg__outfile_write(&s->out, "\n]\n", 3, err)
 			     : plg__outfile_write(&s->out, "[]\n", 3, err);
 	if (rc)
