@@ -3,8 +3,11 @@
  * invariants of DESIGN.md §5 (3, 4 and 7): every token has exactly one
  * terminal outcome, every node state is closed, every COMPLETED/ROUTED
  * token has an artifact, every referenced payload exists and hashes to its
- * key (source rows are canonical JSON), artifacts and sink files match the
- * files on disk when those are present.
+ * key (payloads of rows and states are canonical JSON), artifacts and sink
+ * files match the files on disk when those are present; fork/join balance
+ * (a FORKED or COALESCED token has descendants, every parent is a recorded
+ * token) and batch integrity (every batch has members, each a recorded
+ * token with an outcome).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +21,9 @@ typedef struct verify {
 	uint64_t run;
 	json_t *violations;
 	size_t nviol;
-	uint64_t tokens, states, rows, artifacts, payloads, sink_files;
-	json_t *files;     /* path -> {"fp": pointer as int} */
+	uint64_t tokens, states, rows, artifacts, payloads, sink_files, batches;
+	json_t *files;     /* path -> FILE * as an integer */
+	json_t *parents;   /* token ids that are some token's parent */
 } verify;
 
 static void violation(verify *v, const char *fmt, ...) CORE_PRINTF(2, 3);
@@ -162,6 +166,82 @@ static void check_artifact(verify *v, const Elspeth__TokenOutcomeRecord *o)
 	elspeth__artifact_record__free_unpacked(a, NULL);
 }
 
+static bool is_parent(verify *v, uint64_t id)
+{
+	char k[24];
+
+	snprintf(k, sizeof(k), "%llu", (unsigned long long)id);
+	return json_object_get(v->parents, k) != NULL;
+}
+
+/* Collects parent ids; each parent and child must be a recorded token. */
+static int parent_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__TokenParentRecord *p = elspeth__token_parent_record__unpack(NULL, vl, val);
+	rec_key k;
+	char id[24];
+	const void *tv;
+	size_t tl;
+
+	(void)key;
+	(void)kl;
+	if (!p)
+		return violation(v, "undecodable token parent"), 0;
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)p->parent_token_id);
+	json_object_set_new(v->parents, id, json_true());
+	k = key2(v->run, p->parent_token_id);
+	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl))
+		violation(v, "token %llu names parent %llu, which is not recorded",
+			  (unsigned long long)p->token_id, (unsigned long long)p->parent_token_id);
+	elspeth__token_parent_record__free_unpacked(p, NULL);
+	return 0;
+}
+
+/* A batch has members, each a recorded token with an outcome or a
+ * continuation (passthrough). */
+static int member_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__BatchMemberRecord *m = elspeth__batch_member_record__unpack(NULL, vl, val);
+	rec_key k;
+	const void *tv;
+	size_t tl;
+
+	(void)key;
+	(void)kl;
+	if (!m)
+		return violation(v, "undecodable batch member"), 0;
+	k = key2(v->run, m->token_id);
+	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl))
+		violation(v, "batch %llu: member token %llu is not recorded",
+			  (unsigned long long)m->batch_id, (unsigned long long)m->token_id);
+	else if (rec_get(v->t, REC_TOKEN_OUTCOMES, &k, &tv, &tl))
+		violation(v, "batch %llu: member token %llu has no outcome",
+			  (unsigned long long)m->batch_id, (unsigned long long)m->token_id);
+	elspeth__batch_member_record__free_unpacked(m, NULL);
+	return 1; /* one is enough to know the batch is not empty */
+}
+
+static int batch_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__BatchRecord *b = elspeth__batch_record__unpack(NULL, vl, val);
+	rec_key k;
+
+	(void)key;
+	(void)kl;
+	if (!b)
+		return violation(v, "undecodable batch"), 0;
+	v->batches++;
+	k = key2(v->run, b->batch_id);
+	if (rec_scan(v->t, REC_BATCH_MEMBERS, &k, member_one, v) != 1)
+		violation(v, "batch %llu of node %u has no members",
+			  (unsigned long long)b->batch_id, b->node_id);
+	elspeth__batch_record__free_unpacked(b, NULL);
+	return 0;
+}
+
 static int token_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
 {
 	verify *v = ctx;
@@ -184,9 +264,13 @@ static int token_one(void *ctx, const void *key, size_t kl, const void *val, siz
 		violation(v, "token %llu: undecodable outcome", (unsigned long long)id);
 		return 0;
 	}
-	if ((!strcmp(o->outcome, "COMPLETED") || !strcmp(o->outcome, "ROUTED")) &&
-	    o->sink[0])
+	if ((!strcmp(o->outcome, "COMPLETED") || !strcmp(o->outcome, "ROUTED") ||
+	     !strcmp(o->outcome, "DIVERTED")) && o->sink[0])
 		check_artifact(v, o);
+	if ((!strcmp(o->outcome, "FORKED") || !strcmp(o->outcome, "COALESCED")) &&
+	    !is_parent(v, id))
+		violation(v, "token %llu is %s but no token descends from it",
+			  (unsigned long long)id, o->outcome);
 	check_payload(v, o->error_hash, false, "outcome error");
 	elspeth__token_outcome_record__free_unpacked(o, NULL);
 	return 0;
@@ -277,18 +361,23 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	if (strcmp(r->canonical_version, CORE_CANONICAL_VERSION))
 		violation(&v, "run %llu was hashed with '%s', this build checks '%s'",
 			  (unsigned long long)run, r->canonical_version, CORE_CANONICAL_VERSION);
+	v.parents = json_object();
 	rec_scan(v.t, REC_ROWS, &k, row_one, &v);
+	rec_scan(v.t, REC_TOKEN_PARENTS, &k, parent_one, &v);
 	rec_scan(v.t, REC_TOKENS, &k, token_one, &v);
+	rec_scan(v.t, REC_BATCHES, &k, batch_one, &v);
 	rec_scan(v.t, REC_NODE_STATES, &k, state_one, &v);
 	rec_scan(v.t, REC_SINK_FILES, &k, sink_file_one, &v);
 	close_files(&v);
-	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
+	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
 		"run_id", (json_int_t)run, "status", r->status,
 		"checked", "rows", (json_int_t)v.rows, "tokens", (json_int_t)v.tokens,
 		"node_states", (json_int_t)v.states, "artifacts", (json_int_t)v.artifacts,
 		"payloads", (json_int_t)v.payloads, "sink_files", (json_int_t)v.sink_files,
+		"batches", (json_int_t)v.batches,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
 	json_decref(v.files);
+	json_decref(v.parents);
 	elspeth__run_record__free_unpacked(r, NULL);
 	rec_read_end(v.t);
 	return 0;
