@@ -25,6 +25,8 @@ int cli_verify(int argc, char **argv);
 int cli_open_landscape(const char *settings, const char *database,
 		       int flags, rec_env **env);
 void cli_print_json(const json_t *doc);
+/* One compact JSON document and a newline (JSON-lines events). */
+void cli_print_json_line(const json_t *doc);
 /* Renders an explain document for people; with several terminal tokens
  * and no sink, says to pick one (CLI_USAGE). */
 int cli_explain_text(FILE *f, const json_t *doc, const char *sink);

@@ -82,11 +82,61 @@ static void print_run_line(const json_t *r)
 	       (long long)json_integer_value(json_object_get(r, "quarantined")));
 }
 
+/* Keeps only the run named by spec in runs. */
+static int pick_run(rec_env *env, json_t *runs, const char *spec, core_err *err)
+{
+	uint64_t id;
+	json_t *r;
+	size_t i;
+	int rc = rec_resolve_run(env, spec, &id, err);
+
+	if (rc)
+		return rc;
+	json_array_foreach(runs, i, r) {
+		if ((uint64_t)json_integer_value(json_object_get(r, "run_id")) == id) {
+			json_incref(r);
+			json_array_clear(runs);
+			json_array_append_new(runs, r);
+			return 0;
+		}
+	}
+	return core_err_set(err, CORE_EDATA, "run %s not found", spec);
+}
+
+static void print_run_detail(const json_t *r, bool json)
+{
+	const char *k;
+	json_t *v;
+
+	if (json) {
+		cli_print_json(r);
+		return;
+	}
+	json_object_foreach((json_t *)r, k, v) {
+		core_buf b = { 0 };
+
+		if (!strcmp(k, "metrics"))
+			continue;
+		core_json_append(&b, v, -1, 0);
+		printf("%-20s %s\n", k, b.data ? b.data : "");
+		core_buf_release(&b);
+	}
+	json_object_foreach(json_object_get(r, "metrics"), k, v) {
+		core_buf b = { 0 };
+
+		core_json_append(&b, v, -1, 0);
+		printf("metrics.%-12s %s\n", k, b.data ? b.data : "");
+		core_buf_release(&b);
+	}
+}
+
 int cli_runs(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: elspeth runs [-s SETTINGS | --database PATH] [--json]\n\n"
-		"Lists the recorded runs, newest first.\n\n";
+		"usage: elspeth runs [-s SETTINGS | --database PATH] [--run ID|latest] [--json]\n\n"
+		"Lists the recorded runs, newest first; with --run, one run in detail\n"
+		"with its pipeline metrics (rows in flight, peak waiting, FIFO wait,\n"
+		"time the source was blocked by backpressure, batches, diverted).\n\n";
 	read_args a = { 0 };
 	rec_env *env;
 	json_t *runs;
@@ -100,8 +150,12 @@ int cli_runs(int argc, char **argv)
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
 	rc = rec_list_runs(env, &runs, &err);
+	if (!rc && a.run)
+		rc = pick_run(env, runs, a.run, &err);
 	if (rc) {
 		cli_error(&err);
+	} else if (a.run) {
+		print_run_detail(json_array_get(runs, 0), a.json);
 	} else if (a.json) {
 		cli_print_json(runs);
 	} else {

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -20,6 +21,9 @@ static const char run_usage[] =
 	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
 	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
 	"                             concurrency.pipelining, else 16)\n"
+	"      --format text|json     text: a live progress line on a terminal and a\n"
+	"                             summary; json: JSON-lines events on stdout\n"
+	"                             (phase_started, progress, run_completed, run_failed)\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error, 2 usage, 3 interrupted (SIGINT/SIGTERM).\n";
@@ -71,8 +75,42 @@ static void print_summary(const dag_graph *g, const eng_summary *sum)
 typedef struct run_args {
 	const char *path;
 	bool execute;
+	bool json;
 	long max_in_flight;
 } run_args;
+
+/* -------------------------------------------------------------- progress */
+
+static void progress_text(void *ctx, const eng_progress *p)
+{
+	double rate = p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0;
+
+	(void)ctx;
+	fprintf(stderr, "\r\033[Krows pulled %llu released %llu | in flight %llu waiting %llu | "
+		"%.0f rows/s | failed %llu quarantined %llu | %.1fs",
+		(unsigned long long)p->pulled, (unsigned long long)p->released,
+		(unsigned long long)p->in_flight, (unsigned long long)p->waiting, rate,
+		(unsigned long long)p->failed, (unsigned long long)p->quarantined,
+		p->elapsed_s);
+	if (p->final)
+		fputc('\n', stderr);
+	fflush(stderr);
+}
+
+static void progress_json(void *ctx, const eng_progress *p)
+{
+	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f}",
+		"event", "progress", "rows_pulled", (json_int_t)p->pulled,
+		"rows_released", (json_int_t)p->released,
+		"in_flight", (json_int_t)p->in_flight, "waiting", (json_int_t)p->waiting,
+		"failed", (json_int_t)p->failed, "quarantined", (json_int_t)p->quarantined,
+		"elapsed_seconds", p->elapsed_s,
+		"rows_per_second", p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0.0);
+
+	(void)ctx;
+	cli_print_json_line(e);
+	json_decref(e);
+}
 
 static int parse_args(int argc, char **argv, run_args *a)
 {
@@ -81,6 +119,7 @@ static int parse_args(int argc, char **argv, run_args *a)
 		{ "execute", no_argument, NULL, 'x' },
 		{ "sequential", no_argument, NULL, 'S' },
 		{ "max-rows-in-flight", required_argument, NULL, 'N' },
+		{ "format", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -103,6 +142,11 @@ static int parse_args(int argc, char **argv, run_args *a)
 			a->max_in_flight = strtol(optarg, &end, 10);
 			if (*end || a->max_in_flight < 1)
 				return cli_usage_error("run", "--max-rows-in-flight needs a positive integer, got '%s'", optarg);
+			break;
+		case 'F':
+			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
+				return cli_usage_error("run", "--format is text or json, got '%s'", optarg);
+			a->json = !strcmp(optarg, "json");
 			break;
 		case 'h':
 			fputs(run_usage, stdout);
@@ -131,10 +175,49 @@ static int open_audit(const core_settings *s, rec_env **rec, char *path,
 	return rec_open(path, 0, rec, err);
 }
 
-static int execute(dag_graph *g, const char *settings_path, long in_flight)
+static void summary_json(const char *event, const dag_graph *g,
+			 const eng_summary *sum, const char *error)
+{
+	json_t *sinks = json_object();
+	json_t *e;
+
+	for (size_t i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].kind == DAG_SINK)
+			json_object_set_new(sinks, g->nodes[i].name,
+					    json_integer((json_int_t)sum->per_sink[i]));
+	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:I,s:I,s:f}",
+		"event", event, "run_id", (json_int_t)sum->run_id,
+		"status", error ? "failed" : sum->interrupted ? "interrupted" : "completed",
+		"rows", (json_int_t)sum->rows, "succeeded", (json_int_t)sum->succeeded,
+		"failed", (json_int_t)sum->failed, "quarantined", (json_int_t)sum->quarantined,
+		"discarded", (json_int_t)sum->discarded, "sinks", sinks,
+		"wall_seconds", sum->wall_seconds, "max_rows_in_flight", (json_int_t)sum->in_flight,
+		"peak_in_flight", (json_int_t)sum->peak_in_flight,
+		"fifo_wait_max_ms", sum->fifo_wait_max_ms);
+	if (error)
+		json_object_set_new(e, "error", json_string(error));
+	cli_print_json_line(e);
+	json_decref(e);
+}
+
+static int execute(dag_graph *g, const char *settings_path, long in_flight,
+		   bool json)
 {
 	eng_opts o = { .stop = &stop_flag, .settings_path = settings_path,
 		       .max_rows_in_flight = (unsigned)in_flight };
+
+	if (json) {
+		o.progress = progress_json;
+		o.progress_ms = 1000;
+		json_t *e = json_pack("{s:s,s:s,s:s}", "event", "phase_started",
+				      "phase", "run", "settings", settings_path);
+
+		cli_print_json_line(e);
+		json_decref(e);
+	} else if (isatty(STDERR_FILENO)) {
+		o.progress = progress_text;
+		o.progress_ms = 200;
+	}
 	eng_summary sum;
 	core_err err = { 0 };
 	char path[4096];
@@ -151,11 +234,18 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight)
 	else if (rc)
 		rec_close(o.rec, NULL);
 	if (rc) {
+		if (json)
+			summary_json("run_failed", g, &sum, err.msg);
 		cli_error(&err);
 		fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
 			(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
 		eng_summary_release(&sum);
 		return CLI_ERROR;
+	}
+	if (json) {
+		summary_json("run_completed", g, &sum, NULL);
+		eng_summary_release(&sum);
+		return sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 	}
 	print_summary(g, &sum);
 	if (o.rec)
@@ -194,7 +284,7 @@ int cli_run(int argc, char **argv)
 			       "  elspeth run -s %s --execute\n", a.path);
 		}
 	} else {
-		rc = execute(g, a.path, a.max_in_flight);
+		rc = execute(g, a.path, a.max_in_flight, a.json);
 	}
 	dag_free(g);
 	core_settings_free(s);

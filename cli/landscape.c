@@ -43,3 +43,14 @@ void cli_print_json(const json_t *doc)
 		puts(b.data);
 	core_buf_release(&b);
 }
+
+void cli_print_json_line(const json_t *doc)
+{
+	core_buf b = { 0 };
+
+	if (!core_json_append(&b, doc, -1, 0)) {
+		puts(b.data);
+		fflush(stdout);
+	}
+	core_buf_release(&b);
+}

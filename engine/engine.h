@@ -40,12 +40,26 @@ typedef enum eng_outcome {
 
 const char *eng_outcome_name(eng_outcome o);
 
+/* A snapshot for progress displays. */
+typedef struct eng_progress {
+	uint64_t pulled, released;  /* rows */
+	uint64_t in_flight, waiting;
+	uint64_t failed, quarantined;
+	double elapsed_s;
+	bool final;                 /* the last call of the run */
+} eng_progress;
+
 typedef struct eng_opts {
 	atomic_int *stop;            /* set (from a signal handler too: it is
 				      * lock-free) to stop pulling; may be NULL */
 	unsigned max_rows_in_flight; /* 1 = sequential; 0 = from settings */
 	rec_env *rec;                /* the Landscape; NULL: audit off */
 	const char *settings_path;   /* recorded with the run */
+	/* Called on the release thread about every progress_ms (and once at
+	 * the end) when set; must be quick. */
+	void (*progress)(void *ctx, const eng_progress *p);
+	void *progress_ctx;
+	unsigned progress_ms;
 } eng_opts;
 
 typedef struct eng_summary {
@@ -64,7 +78,8 @@ typedef struct eng_summary {
 	unsigned in_flight;    /* the max_rows_in_flight used */
 	uint64_t peak_in_flight, peak_waiting;
 	double fifo_wait_mean_ms, fifo_wait_max_ms;
-	double source_blocked_s, release_blocked_s;
+	double source_blocked_s;   /* puller waiting for a free slot */
+	double release_blocked_s;  /* release loop busy writing to sinks */
 	double wall_seconds;
 	bool interrupted;
 } eng_summary;

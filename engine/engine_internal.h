@@ -134,6 +134,8 @@ typedef struct eng_ctx {
 	eng_audit *audit;
 	atomic_int *stop;
 	eng_aggs *aggs;            /* release side only */
+	const eng_opts *opts;      /* progress reporting; may be NULL */
+	uint64_t t0_mono;
 } eng_ctx;
 
 /* Stage 2 (a worker): walks the row's tokens through the graph; fills res

@@ -61,6 +61,8 @@ typedef struct pipe {
 	uint64_t peak_in_flight, peak_waiting, waiting;
 	uint64_t wait_sum_ns, wait_max_ns, wait_n;
 	uint64_t source_blocked_ns;
+	uint64_t last_progress;   /* release thread only */
+	uint64_t release_busy_ns; /* release thread only: in sinks */
 } pipe;
 
 static slot *slot_of(pipe *p, uint64_t seq)
@@ -210,10 +212,31 @@ static int release_row(pipe *p, slot *s, eng_summary *sum, core_err *err)
 	if (wait > p->wait_max_ns)
 		p->wait_max_ns = wait;
 	sum->rows++;
+	wait = core_now_mono_ns();
 	rc = eng__release(p->c, &s->res, sum, err);
+	p->release_busy_ns += core_now_mono_ns() - wait;
 	eng__result_release(&s->res);
 	eng__row_release(&s->row);
 	return rc;
+}
+
+/* Reports progress when due (or always, when final). Lock held. */
+static void report(pipe *p, const eng_summary *sum, bool final)
+{
+	const eng_opts *o = p->c->opts;
+	uint64_t now = core_now_mono_ns();
+	eng_progress pr;
+
+	if (!o || !o->progress)
+		return;
+	if (!final && now - p->last_progress < (uint64_t)(o->progress_ms ? o->progress_ms : 250) * 1000000u)
+		return;
+	p->last_progress = now;
+	pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
+		.in_flight = p->pulled - p->released, .waiting = p->waiting,
+		.failed = sum->failed, .quarantined = sum->quarantined,
+		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final };
+	o->progress(o->progress_ctx, &pr);
 }
 
 /* Waits for the next row; returns 1 with it, 0 at the end, or an error.
@@ -234,6 +257,7 @@ static int next_done(pipe *p, slot **out, eng_summary *sum, core_err *err)
 			return 0;
 		if (p->c->stop && *p->c->stop)
 			pthread_cond_signal(&p->puller_cv); /* let it see stop */
+		report(p, sum, false);
 		dl = eng__aggs_deadline(p->c);
 		if (dl && dl <= core_now_mono_ns()) {
 			pthread_mutex_unlock(&p->lock);
@@ -264,6 +288,7 @@ static int release_loop(pipe *p, eng_summary *sum, core_err *err)
 		s->state = SLOT_EMPTY;
 		p->released++;
 		pthread_cond_signal(&p->puller_cv);
+		report(p, sum, false);
 		if (rc)
 			break;
 	}
@@ -271,6 +296,7 @@ static int release_loop(pipe *p, eng_summary *sum, core_err *err)
 		*err = p->source_err;
 		rc = p->source_rc;
 	}
+	report(p, sum, true);
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
@@ -340,6 +366,7 @@ static void metrics(pipe *p, eng_summary *sum)
 	sum->fifo_wait_mean_ms = p->wait_n ? (double)p->wait_sum_ns / (double)p->wait_n / 1e6 : 0;
 	sum->fifo_wait_max_ms = (double)p->wait_max_ns / 1e6;
 	sum->source_blocked_s = (double)p->source_blocked_ns / 1e9;
+	sum->release_blocked_s = (double)p->release_busy_ns / 1e9;
 }
 
 int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,

@@ -101,7 +101,8 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 {
 	uint64_t t0 = core_now_mono_ns();
 	eng_audit audit;
-	eng_ctx c = { .g = g, .audit = &audit, .stop = o ? o->stop : NULL };
+	eng_ctx c = { .g = g, .audit = &audit, .stop = o ? o->stop : NULL,
+		      .opts = o, .t0_mono = t0 };
 	const char *status;
 	core_err ferr = { 0 };
 	char *metrics;
