@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Foundation benchmark: ROWS rows (default 1,000,000) through
-# CSV -> field_mapper -> gate -> CSV, sequential engine, Release build.
-# Prints rows/s. Usage: bench/foundation.sh [ROWS]
+# CSV -> field_mapper -> gate -> CSV, pipelined engine (default 16 rows in
+# flight; RUN_ARGS="--sequential" for one at a time), Release build,
+# with the audit trail off and on, side by side. Prints rows/s and the
+# ratio. Usage: bench/foundation.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROWS=${1:-1000000}
@@ -44,8 +46,21 @@ sinks:
   low: {plugin: csv, options: {path: $OUT/low.csv}}
 YAML
 
-start=$(date +%s.%N)
-build-release/elspeth run -s "$OUT/pipeline.yaml" --execute | tee "$OUT/summary.txt"
-end=$(date +%s.%N)
-awk -v s="$start" -v e="$end" -v n="$ROWS" \
-  'BEGIN { printf "foundation: %d rows in %.2f s wall = %.0f rows/s (sequential, no audit)\n", n, e - s, n / (e - s) }'
+run_mode() { # NAME EXTRA_YAML
+  sed '/^landscape:/d' "$OUT/pipeline.yaml" > "$OUT/pipeline-$1.yaml"
+  printf '%s\n' "$2" >> "$OUT/pipeline-$1.yaml"
+  rm -rf "$OUT/state-$1"
+  local start end
+  start=$(date +%s.%N)
+  build-release/elspeth run -s "$OUT/pipeline-$1.yaml" --execute ${RUN_ARGS:-} > "$OUT/summary-$1.txt"
+  end=$(date +%s.%N)
+  awk -v s="$start" -v e="$end" 'BEGIN { printf "%.3f", e - s }'
+}
+t_off=$(run_mode off "landscape: {enabled: false}")
+t_on=$(run_mode on "landscape: {url: \"lmdb://$OUT/state-on\"}")
+du -sh "$OUT/state-on" | awk '{ print "audit trail size: " $1 }'
+awk -v off="$t_off" -v on="$t_on" -v n="$ROWS" 'BEGIN {
+  printf "%-10s %10s %12s\n", "audit", "seconds", "rows/s";
+  printf "%-10s %10.2f %12.0f\n", "off", off, n / off;
+  printf "%-10s %10.2f %12.0f\n", "on", on, n / on;
+  printf "ratio on/off throughput: %.2f\n", off / on }'
