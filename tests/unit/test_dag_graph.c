@@ -127,3 +127,103 @@ Test(graph, sink_connection_name_clash)
 			   "  - {name: b, plugin: passthrough, input: out, on_success: bad}\n",
 			   CORE_ECONFIG, "is both a sink and the input connection");
 }
+
+/* ------------------------------------------------ forks and coalesce */
+
+static const char *fork_gate =
+	"gates:\n"
+	"  - {name: g, input: a_in, condition: 'True', routes: {'true': fork}, fork_to: [left, right]}\n";
+
+Test(graph, fork_and_coalesce_build)
+{
+	core_settings *s;
+	dag_graph *g;
+	core_err err;
+	char mid[1024];
+	int gate;
+
+	snprintf(mid, sizeof(mid), "%s"
+		 "transforms:\n"
+		 "  - {name: l, plugin: passthrough, input: left, on_success: l_done}\n"
+		 "coalesce:\n"
+		 "  - {name: j, branches: {left: l_done, right: right}, on_success: out}\n", fork_gate);
+	cr_assert_eq(build(mid, &s, &g, &err), 0, "%s", err.msg);
+	gate = 2; /* source, l, g */
+	cr_assert_eq(g->nodes[gate].kind, DAG_GATE);
+	cr_assert_eq(g->nodes[gate].nfork, 2);
+	cr_assert_eq(g->nodes[gate].routes[0].to.node, DAG_FORK);
+	cr_assert_eq(g->nodes[gate].fork_dest[0].node, 1);          /* left -> l */
+	cr_assert_eq(g->nodes[g->nodes[gate].fork_dest[1].node].kind, DAG_COALESCE);
+	cr_assert_eq(g->nodes[gate].fork_dest[1].port, 1);          /* right -> j port 1 */
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(graph, coalesce_branch_must_be_forked)
+{
+	expect_graph_error("transforms:\n  - {name: t, plugin: passthrough, input: a_in, on_success: x}\n"
+			   "coalesce:\n  - {name: j, branches: [x, y], on_success: out}\n",
+			   CORE_ECONFIG, "branch 'x' is not in any gate's fork_to");
+}
+
+Test(graph, coalesce_that_can_never_receive_a_branch)
+{
+	char mid[1024];
+
+	/* Both coalesce inputs are fed from branch left; branch right ends
+	 * in a sink, so the coalesce could never see branch left's input
+	 * l_done nor a token of branch right. */
+	snprintf(mid, sizeof(mid), "%s"
+		 "transforms:\n"
+		 "  - {name: l, plugin: passthrough, input: left, on_success: r_in}\n"
+		 "  - {name: r, plugin: passthrough, input: r_in, on_success: r_done}\n"
+		 "  - {name: rr, plugin: passthrough, input: right, on_success: out}\n"
+		 "  - {name: unused, plugin: passthrough, input: other, on_success: l_done}\n"
+		 "coalesce:\n"
+		 "  - {name: j, branches: {left: l_done, right: r_done}, on_success: out}\n", fork_gate);
+	expect_graph_error(mid, CORE_ECONFIG, "never reached");
+	snprintf(mid, sizeof(mid), "%s"
+		 "transforms:\n"
+		 "  - {name: l, plugin: passthrough, input: left, on_success: l_done}\n"
+		 "  - {name: rr, plugin: passthrough, input: right, on_success: out}\n"
+		 "  - {name: r, plugin: passthrough, input: r_in, on_success: r_done}\n"
+		 "gates:\n"
+		 "  - {name: g, input: a_in, condition: 'True', routes: {'true': fork}, fork_to: [left, right]}\n"
+		 "  - {name: g2, input: l_done, condition: 'True', routes: {'true': j_left, 'false': r_in}}\n"
+		 "coalesce:\n"
+		 "  - {name: j, branches: {left: j_left, right: r_done}, on_success: out}\n", "");
+	expect_graph_error(mid, CORE_ECONFIG, "coalesce 'j' can never receive branch 'right'");
+}
+
+Test(graph, reserved_and_long_names)
+{
+	expect_graph_error("transforms:\n  - {name: fork, plugin: passthrough, input: a_in, on_success: out}\n",
+			   CORE_ECONFIG, "name 'fork' is reserved");
+	expect_graph_error("transforms:\n  - {name: __x, plugin: passthrough, input: a_in, on_success: out}\n",
+			   CORE_ECONFIG, "names starting with '__' are reserved");
+	expect_graph_error("transforms:\n  - {name: a_name_that_is_much_longer_than_38_characters, plugin: passthrough,"
+			   " input: a_in, on_success: out}\n", CORE_ECONFIG, "longer than 38 characters");
+}
+
+Test(graph, aggregation_plugin_and_trigger_checked)
+{
+	expect_graph_error("aggregations:\n  - {name: s, plugin: batch_sum, input: a_in, on_success: out}\n",
+			   CORE_ECONFIG, "unknown aggregation plugin 'batch_sum'");
+	expect_graph_error("aggregations:\n  - {name: s, plugin: batch_stats, input: a_in, on_success: out,"
+			   " trigger: {condition: \"row['batch_count'] >\"}, options: {value_field: v}}\n",
+			   CORE_EEXPR, "invalid trigger condition");
+}
+
+Test(graph, write_failure_cannot_divert_to_itself)
+{
+	core_settings *s;
+	dag_graph *g = NULL;
+	core_err err;
+
+	cr_assert_eq(core_settings_parse("w.yaml",
+		"source: {plugin: csv, on_success: out, options: {path: x.csv, on_validation_failure: discard}}\n"
+		"sinks:\n  out: {plugin: csv, on_write_failure: out, options: {path: o.csv}}\n", &s, &err), 0, "%s", err.msg);
+	cr_assert_neq(dag_build(s, &g, &err), 0);
+	cr_assert(strstr(err.msg, "cannot divert its failed writes to itself"), "%s", err.msg);
+	core_settings_free(s);
+}
