@@ -20,7 +20,7 @@ static const char run_usage[] =
 	"  -x, --execute              really run it\n"
 	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
 	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
-	"                             concurrency.pipelining, else 16)\n"
+	"                             concurrency.pipelining, else 1)\n"
 	"      --format text|json     text: a live progress line on a terminal and a\n"
 	"                             summary; json: JSON-lines events on stdout\n"
 	"                             (phase_started, progress, run_completed, run_failed)\n"

@@ -261,6 +261,9 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 		p = core_map_get(n, "pipelining");
 		if (p && (rc = core__check_section(p, pipelining_keys, err)))
 			return rc;
+		/* Giving max_rows_in_flight turns pipelining on unless
+		 * enabled says otherwise. */
+		s->pipelining = core_map_get(p, "max_rows_in_flight") != NULL;
 		if ((rc = core_opt_bool(p, "enabled", &s->pipelining, err)) ||
 		    (rc = core_opt_int(p, "max_rows_in_flight", 1, 4096,
 				       &s->max_rows_in_flight, err)) ||
@@ -349,7 +352,7 @@ static core_settings *settings_new(void)
 	s->retry.initial_delay_seconds = 1.0;
 	s->retry.max_delay_seconds = 60.0;
 	s->retry.exponential_base = 2.0;
-	s->pipelining = true;
+	s->pipelining = false;
 	s->max_rows_in_flight = 16;
 	s->max_completed_waiting = 32;
 	s->audit = true;

@@ -279,17 +279,32 @@ int eng__agg_accept(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
 		   eng_summary *sum, core_err *err)
 {
+	bool again = all;
 	int rc = 0;
 
+	/* At the end of the source a flush may feed an aggregation that was
+	 * flushed before it in this pass: repeat until every buffer is empty
+	 * (the graph is acyclic, so this ends). */
+	while (again && !rc) {
+		again = false;
+		for (size_t i = 0; c->aggs && i < c->aggs->nbufs && !rc; i++) {
+			agg_buf *b = &c->aggs->bufs[i];
+
+			if (b->n) {
+				rc = flush(c, b, "end_of_source", seq, sum, err);
+				again = true;
+			}
+		}
+	}
+	if (all)
+		return rc;
 	for (size_t i = 0; c->aggs && i < c->aggs->nbufs && !rc; i++) {
 		agg_buf *b = &c->aggs->bufs[i];
 		double t = b->node->agg->trigger_timeout;
 
 		if (!b->n)
 			continue;
-		if (all)
-			rc = flush(c, b, "end_of_source", seq, sum, err);
-		else if (t > 0 && now_ns >= b->first_mono + (uint64_t)(t * 1e9))
+		if (t > 0 && now_ns >= b->first_mono + (uint64_t)(t * 1e9))
 			rc = flush(c, b, "timeout", seq, sum, err);
 	}
 	return rc;

@@ -55,6 +55,11 @@ typedef struct pipe {
 	uint64_t released;        /* highest seq released */
 	uint64_t running;         /* rows taken by workers, not yet done */
 	bool source_done, shutdown;
+	/* Who sleeps: a signal is sent only to a waiting thread, and the
+	 * puller is woken only when a quarter of the ring is free, so it
+	 * refills in bursts (fewer context switches per row). */
+	bool puller_waiting, release_waiting;
+	unsigned idle_workers;
 	int source_rc;
 	core_err source_err;
 	/* metrics (under lock) */
@@ -102,8 +107,11 @@ static void *puller_main(void *arg)
 		int rc;
 
 		pthread_mutex_lock(&p->lock);
-		while (p->pulled - p->released >= p->cap && !stopping(p))
+		while (p->pulled - p->released >= p->cap && !stopping(p)) {
+			p->puller_waiting = true;
 			pthread_cond_wait(&p->puller_cv, &p->lock);
+			p->puller_waiting = false;
+		}
 		p->source_blocked_ns += core_now_mono_ns() - t0;
 		if (stopping(p)) {
 			p->source_done = true;
@@ -119,7 +127,7 @@ static void *puller_main(void *arg)
 		if (rc <= 0) {
 			p->source_done = true;
 			p->source_rc = rc;
-			pthread_cond_signal(&p->release_cv);
+			pthread_cond_signal(&p->release_cv); /* may wait for the end */
 			pthread_mutex_unlock(&p->lock);
 			return NULL;
 		}
@@ -127,7 +135,8 @@ static void *puller_main(void *arg)
 		*slot_of(p, row.seq) = (slot){ .state = SLOT_READY, .row = row };
 		if (p->pulled - p->released > p->peak_in_flight)
 			p->peak_in_flight = p->pulled - p->released;
-		pthread_cond_signal(&p->worker_cv);
+		if (p->idle_workers)
+			pthread_cond_signal(&p->worker_cv);
 		pthread_mutex_unlock(&p->lock);
 	}
 }
@@ -150,8 +159,11 @@ static void *worker_main(void *arg)
 		uint64_t seq;
 		slot *s;
 
-		while (!p->shutdown && !(seq = take_ready(p)))
+		while (!p->shutdown && !(seq = take_ready(p))) {
+			p->idle_workers++;
 			pthread_cond_wait(&p->worker_cv, &p->lock);
+			p->idle_workers--;
+		}
 		if (p->shutdown)
 			break;
 		s = slot_of(p, seq);
@@ -170,7 +182,7 @@ static void *worker_main(void *arg)
 			if (++p->waiting > p->peak_waiting)
 				p->peak_waiting = p->waiting;
 		}
-		if (seq == p->released + 1)
+		if (seq == p->released + 1 && p->release_waiting)
 			pthread_cond_signal(&p->release_cv);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -269,7 +281,9 @@ static int next_done(pipe *p, slot **out, eng_summary *sum, core_err *err)
 			continue;
 		}
 		deadline_ts(dl, &ts);
+		p->release_waiting = true;
 		pthread_cond_timedwait(&p->release_cv, &p->lock, &ts);
+		p->release_waiting = false;
 	}
 }
 
@@ -287,7 +301,9 @@ static int release_loop(pipe *p, eng_summary *sum, core_err *err)
 		pthread_mutex_lock(&p->lock);
 		s->state = SLOT_EMPTY;
 		p->released++;
-		pthread_cond_signal(&p->puller_cv);
+		if (p->puller_waiting &&
+		    p->cap - (p->pulled - p->released) >= (p->cap + 3) / 4)
+			pthread_cond_signal(&p->puller_cv);
 		report(p, sum, false);
 		if (rc)
 			break;
@@ -369,6 +385,58 @@ static void metrics(pipe *p, eng_summary *sum)
 	sum->release_blocked_s = (double)p->release_busy_ns / 1e9;
 }
 
+/* One row in flight: the same stages, called in turn on this thread
+ * (three threads handing every row to each other would cost more than
+ * the work). Aggregation timeouts are checked between rows. */
+static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
+{
+	pipe p;
+	int rc = 0;
+
+	if (pipe_init(&p, c, src, 1))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	while (!rc) {
+		slot *s = &p.ring[0];
+		int prc;
+
+		if (c->stop && *c->stop)
+			break;
+		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, false, sum, err);
+		if (rc)
+			break;
+		prc = pull(&p, p.pulled + 1, &s->row);
+		if (prc < 0) {
+			*err = p.source_err;
+			rc = prc;
+		}
+		if (prc <= 0)
+			break;
+		p.pulled = s->row.seq;
+		p.peak_in_flight = 1;
+		s->rc = eng__process_row(c, &s->row, &s->res, &s->err);
+		s->done_ns = core_now_mono_ns();
+		s->state = SLOT_DONE;
+		rc = release_row(&p, s, sum, err);
+		if (rc)
+			break;
+		s->state = SLOT_EMPTY;
+		p.released++;
+		pthread_mutex_lock(&p.lock);
+		report(&p, sum, false);
+		pthread_mutex_unlock(&p.lock);
+	}
+	if (rc == 0 && !(c->stop && *c->stop))
+		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
+	pthread_mutex_lock(&p.lock);
+	report(&p, sum, true);
+	pthread_mutex_unlock(&p.lock);
+	sum->interrupted = !rc && c->stop && *c->stop;
+	metrics(&p, sum);
+	abandon(&p, sum);
+	pipe_destroy(&p);
+	return rc;
+}
+
 int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,
 		  eng_summary *sum, core_err *err)
 {
@@ -379,6 +447,8 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,
 	pipe p;
 	int rc;
 
+	if (in_flight == 1)
+		return sequential(c, src, sum, err);
 	if (pipe_init(&p, c, src, in_flight))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	workers = calloc(in_flight, sizeof(*workers));
