@@ -225,6 +225,40 @@ static bool branch_reaches(const dag_graph *g, dag_dest start, int coalesce,
 	return found;
 }
 
+/* Nodes on a branch's way to its coalesce must keep it one token: no
+ * expanding transform, no aggregation (which would hand the token to the
+ * release side, outside the row). */
+static const dag_node *splitter_on_branch(const dag_graph *g, dag_dest start,
+					  int coalesce)
+{
+	bool *seen = calloc(g->nnodes, sizeof(*seen));
+	const dag_node *bad = NULL;
+
+	if (!seen || start.node < 0 || start.node == coalesce) {
+		free(seen);
+		return NULL;
+	}
+	reach(g, start.node, seen);
+	for (size_t i = 0; i < g->nnodes && !bad; i++) {
+		const dag_node *n = &g->nodes[i];
+		bool *down;
+
+		if (!seen[i] || (int)i == coalesce ||
+		    !(n->kind == DAG_AGGREGATION ||
+		      (n->kind == DAG_TRANSFORM && n->tops->expands)))
+			continue;
+		down = calloc(g->nnodes, sizeof(*down));
+		if (!down)
+			break;
+		reach(g, (int)i, down);
+		if (down[coalesce])
+			bad = n;
+		free(down);
+	}
+	free(seen);
+	return bad;
+}
+
 int dag__check_coalesce(dag__build *c)
 {
 	const dag_graph *g = c->g;
@@ -255,6 +289,15 @@ int dag__check_coalesce(dag__build *c)
 					"coalesce '%s' can never receive branch '%s': no path from "
 					"the fork of gate '%s' leads to its input '%s'",
 					n->name, b, gate->name, n->coalesce->inputs[p]);
+			const dag_node *bad = splitter_on_branch(g, gate->fork_dest[bi], (int)i);
+
+			if (bad)
+				return core_err_at(c->err, CORE_ECONFIG, n->coalesce->node,
+					"coalesce '%s': branch '%s' passes through %s '%s', which "
+					"turns one token into several (or batches them across rows); "
+					"a branch joined by a coalesce must stay one token",
+					n->name, b, bad->kind == DAG_AGGREGATION ? "aggregation" :
+					"expanding transform", bad->name);
 		}
 	}
 	return 0;

@@ -45,9 +45,11 @@ static group *new_group(walker *w, const dag_node *n, uint64_t fork_parent)
 	*gr = (group){ .node = n, .fork_parent = fork_parent };
 	gr->arrived = calloc(nb, sizeof(*gr->arrived));
 	gr->arrived_ns = calloc(nb, sizeof(*gr->arrived_ns));
-	if (!gr->arrived || !gr->arrived_ns) {
+	gr->order = calloc(nb, sizeof(*gr->order));
+	if (!gr->arrived || !gr->arrived_ns || !gr->order) {
 		free(gr->arrived);
 		free(gr->arrived_ns);
+		free(gr->order);
 		return NULL;
 	}
 	w->ngroups++;
@@ -74,7 +76,8 @@ int eng__coalesce_arrive(walker *w, tok *t, const dag_node *n, int port)
 			(unsigned long long)w->seq, n->name, t->branch);
 	gr->arrived[port] = *t;
 	gr->arrived_ns[port] = core_now_mono_ns();
-	if (!gr->narrived++)
+	gr->order[port] = (unsigned)++gr->narrived;
+	if (gr->narrived == 1)
 		gr->first_ns = gr->arrived_ns[port];
 	t->data = NULL; /* the group owns it now */
 	return 0;
@@ -99,12 +102,13 @@ static const char *select_inputs(const group *gr, bool *take)
 		n += take[i];
 	}
 	if (cc->policy == CORE_POLICY_FIRST) {
-		/* The first to arrive, not the first declared. */
+		/* The first to arrive (by arrival order, never a clock tie),
+		 * not the first declared. */
 		size_t best = nb;
 
 		for (size_t i = 0; i < nb; i++)
 			if (gr->arrived[i].data &&
-			    (best == nb || gr->arrived_ns[i] < gr->arrived_ns[best]))
+			    (best == nb || gr->order[i] < gr->order[best]))
 				best = i;
 		for (size_t i = 0; i < nb; i++)
 			take[i] = i == best;
@@ -185,6 +189,7 @@ static void release_group(group *gr)
 		json_decref(gr->arrived[i].data);
 	free(gr->arrived);
 	free(gr->arrived_ns);
+	free(gr->order);
 }
 
 /* The join failed: every arrival fails with the reason. */

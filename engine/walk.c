@@ -271,7 +271,9 @@ static int walk(walker *w, tok *t, dag_dest at, eng_outcome how)
 		case DAG_AGGREGATION:
 			return terminal(w, t, ENG_TO_AGG, at.node, how, t->data, NULL);
 		case DAG_COALESCE:
-			return eng__coalesce_arrive(w, t, n, at.port);
+			if (!(rc = eng__coalesce_arrive(w, t, n, at.port)))
+				return 0;
+			goto out_done;
 		case DAG_TRANSFORM:
 			rc = run_transform(w, t, n, &done);
 			if (done)

@@ -29,6 +29,7 @@ typedef struct group {
 	size_t narrived;
 	tok *arrived;              /* by port; data NULL = not arrived */
 	uint64_t *arrived_ns;
+	unsigned *order;           /* arrival order: 1, 2, ... (0 = none) */
 	uint64_t first_ns;
 } group;
 

@@ -7,9 +7,10 @@
  *   distribution: fixed (ms) | uniform (min_ms, max_ms) |
  *                 lognormal (median_ms, sigma)
  *   seed:         mixes into the per-row draw (default 0)
- *   error_rate:   share of rows (0..1) whose FIRST attempt fails with a
- *                 retryable error; the retry succeeds, so outputs stay
- *                 deterministic when retry.max_attempts >= 2.
+ *   error_rate:   share of rows (0..1) that fail with a retryable error:
+ *   error_mode:   first_attempt (default: the retry succeeds, so outputs
+ *                 stay deterministic when retry.max_attempts >= 2) or
+ *                 always (every attempt fails: the row goes to on_error).
  */
 #include <math.h>
 #include <pthread.h>
@@ -24,6 +25,7 @@ enum dist { D_FIXED, D_UNIFORM, D_LOGNORMAL };
 typedef struct delay {
 	enum dist dist;
 	double ms, min_ms, max_ms, median_ms, sigma, error_rate;
+	bool always;
 	long long seed;
 	pthread_mutex_t lock;        /* guards failed[] */
 	uint64_t *failed;            /* rows whose first attempt failed */
@@ -113,7 +115,7 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 			;
 	}
 	if (d->error_rate > 0 && unit(row_draw(d, row, 3)) < d->error_rate &&
-	    first_failure(d, row_draw(d, row, 4))) {
+	    (d->always || first_failure(d, row_draw(d, row, 4)))) {
 		core_err_set(err, CORE_EDATA, "delay: injected transient error (error_rate %g)",
 			     d->error_rate);
 		err->retryable = true;
@@ -125,14 +127,16 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 
 static const char *const delay_keys[] = {
 	"distribution", "ms", "min_ms", "max_ms", "median_ms", "sigma", "seed",
-	"error_rate", PLG_COMMON_KEYS, NULL
+	"error_rate", "error_mode", PLG_COMMON_KEYS, NULL
 };
+static const char *const modes[] = { "first_attempt", "always", NULL };
 static const char *const dists[] = { "fixed", "uniform", "lognormal", NULL };
 
 static int parse(delay *d, const core_node *o, core_err *err)
 {
 	const core_node *dn = core_map_get(o, "distribution");
-	int idx = 0, rc;
+	const core_node *mn = core_map_get(o, "error_mode");
+	int idx = 0, mode = 0, rc;
 
 	if ((rc = core_map_check_keys(o, delay_keys, err)) ||
 	    (dn && (rc = core_node_enum(dn, dists, &idx, err))) ||
@@ -142,8 +146,10 @@ static int parse(delay *d, const core_node *o, core_err *err)
 	    (rc = core_opt_double(o, "median_ms", 0, 3.6e6, &d->median_ms, err)) ||
 	    (rc = core_opt_double(o, "sigma", 0, 10, &d->sigma, err)) ||
 	    (rc = core_opt_int(o, "seed", -(1LL << 62), 1LL << 62, &d->seed, err)) ||
-	    (rc = core_opt_double(o, "error_rate", 0, 1, &d->error_rate, err)))
+	    (rc = core_opt_double(o, "error_rate", 0, 1, &d->error_rate, err)) ||
+	    (mn && (rc = core_node_enum(mn, modes, &mode, err))))
 		return rc;
+	d->always = mode == 1;
 	d->dist = (enum dist)idx;
 	if (d->dist == D_UNIFORM && d->max_ms < d->min_ms)
 		return core_err_at(err, CORE_ECONFIG, o, "max_ms is less than min_ms");

@@ -227,3 +227,21 @@ Test(graph, write_failure_cannot_divert_to_itself)
 	cr_assert(strstr(err.msg, "cannot divert its failed writes to itself"), "%s", err.msg);
 	core_settings_free(s);
 }
+
+Test(graph, coalesced_branch_must_stay_one_token)
+{
+	char mid[1024];
+
+	snprintf(mid, sizeof(mid), "%s"
+		 "transforms:\n"
+		 "  - {name: x, plugin: json_explode, input: left, on_success: l_done, options: {array_field: v}}\n"
+		 "coalesce:\n"
+		 "  - {name: j, branches: {left: l_done, right: right}, on_success: out}\n", fork_gate);
+	expect_graph_error(mid, CORE_ECONFIG, "passes through expanding transform 'x'");
+	snprintf(mid, sizeof(mid), "%s"
+		 "aggregations:\n"
+		 "  - {name: s, plugin: batch_replicate, input: left, on_success: l_done}\n"
+		 "coalesce:\n"
+		 "  - {name: j, branches: {left: l_done, right: right}, on_success: out}\n", fork_gate);
+	expect_graph_error(mid, CORE_ECONFIG, "passes through aggregation 's'");
+}
