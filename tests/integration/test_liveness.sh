@@ -19,8 +19,8 @@ source: {plugin: csv, on_success: d_in, options: {path: small.csv, on_validation
 transforms:
   - {name: d, plugin: delay, input: d_in, on_success: out, on_error: errors, options: {$1}}
 sinks:
-  out: {plugin: csv, options: {path: \${OUT:-out}/out.csv}}
-  errors: {plugin: json, options: {path: \${OUT:-out}/errors.jsonl}}
+  out: {plugin: csv, options: {path: "\${OUT:-out}/out.csv"}}
+  errors: {plugin: json, options: {path: "\${OUT:-out}/errors.jsonl"}}
 retry: {max_attempts: 3, initial_delay_seconds: 0.001, max_delay_seconds: 0.002}
 ${2:-}
 YAML
@@ -28,10 +28,10 @@ YAML
 
 # Slow sink: a FIFO read one line every 0.2 ms.
 mkfifo slow.fifo
-( while IFS= read -r line; do sleep 0.0002; echo "$line"; done < slow.fifo > slow.out ) &
+( timeout 120 bash -c 'while IFS= read -r line; do sleep 0.0002; echo "$line"; done < slow.fifo > slow.out' ) &
 reader=$!
 base "distribution: uniform, min_ms: 0, max_ms: 2, seed: 1" > slow.yaml
-sed -i 's|path: ${OUT:-out}/out.csv|path: slow.fifo|' slow.yaml
+sed -i 's|path: "${OUT:-out}/out.csv"|path: slow.fifo|' slow.yaml
 expect "slow sink: completes" 0 "out=3000" -- $T "$ELSPETH" run -s slow.yaml --execute --max-rows-in-flight 64
 wait $reader
 [ "$(wc -l < slow.out)" = 3001 ] && pass "slow sink: 3000 rows + header through the FIFO" || fail "slow sink: $(wc -l < slow.out) lines"
