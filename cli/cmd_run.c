@@ -85,13 +85,20 @@ static void progress_text(void *ctx, const eng_progress *p)
 {
 	double rate = p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0;
 
+	char eta[48] = "";
+
 	(void)ctx;
+	if (!p->final && p->source_total && p->source_done > 0 &&
+	    p->source_done <= p->source_total)
+		snprintf(eta, sizeof(eta), " | ETA %.0fs",
+			 p->elapsed_s * (double)(p->source_total - p->source_done) /
+			 (double)p->source_done);
 	fprintf(stderr, "\r\033[Krows pulled %llu released %llu | in flight %llu waiting %llu | "
-		"%.0f rows/s | failed %llu quarantined %llu | %.1fs",
+		"%.0f rows/s | failed %llu quarantined %llu | %.1fs%s",
 		(unsigned long long)p->pulled, (unsigned long long)p->released,
 		(unsigned long long)p->in_flight, (unsigned long long)p->waiting, rate,
 		(unsigned long long)p->failed, (unsigned long long)p->quarantined,
-		p->elapsed_s);
+		p->elapsed_s, eta);
 	if (p->final)
 		fputc('\n', stderr);
 	fflush(stderr);
@@ -99,13 +106,15 @@ static void progress_text(void *ctx, const eng_progress *p)
 
 static void progress_json(void *ctx, const eng_progress *p)
 {
-	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f}",
+	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I}",
 		"event", "progress", "rows_pulled", (json_int_t)p->pulled,
 		"rows_released", (json_int_t)p->released,
 		"in_flight", (json_int_t)p->in_flight, "waiting", (json_int_t)p->waiting,
 		"failed", (json_int_t)p->failed, "quarantined", (json_int_t)p->quarantined,
 		"elapsed_seconds", p->elapsed_s,
-		"rows_per_second", p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0.0);
+		"rows_per_second", p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0.0,
+		"source_bytes_read", (json_int_t)p->source_done,
+		"source_bytes_total", (json_int_t)p->source_total);
 
 	(void)ctx;
 	cli_print_json_line(e);

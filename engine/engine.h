@@ -46,6 +46,7 @@ typedef struct eng_progress {
 	uint64_t in_flight, waiting;
 	uint64_t failed, quarantined;
 	double elapsed_s;
+	uint64_t source_done, source_total; /* bytes read / size, 0 if unknown */
 	bool final;                 /* the last call of the run */
 } eng_progress;
 

@@ -66,6 +66,7 @@ typedef struct pipe {
 	uint64_t peak_in_flight, peak_waiting, waiting;
 	uint64_t wait_sum_ns, wait_max_ns, wait_n;
 	uint64_t source_blocked_ns;
+	uint64_t src_done, src_total; /* source progress (under lock) */
 	uint64_t last_progress;   /* release thread only */
 	uint64_t release_busy_ns; /* release thread only: in sinks */
 } pipe;
@@ -90,6 +91,15 @@ static int pull(pipe *p, uint64_t seq, eng_row *row)
 	row->error = r.error;
 	row->where = r.where;
 	return 1;
+}
+
+/* Asks the source how far it is (puller or sequential loop only). */
+static void source_progress(pipe *p)
+{
+	const plg_source_ops *ops = p->c->g->nodes[0].sops;
+
+	if (ops->progress)
+		ops->progress(p->src, &p->src_done, &p->src_total);
 }
 
 static bool stopping(pipe *p)
@@ -132,6 +142,7 @@ static void *puller_main(void *arg)
 			return NULL;
 		}
 		p->pulled = row.seq;
+		source_progress(p);
 		*slot_of(p, row.seq) = (slot){ .state = SLOT_READY, .row = row };
 		if (p->pulled - p->released > p->peak_in_flight)
 			p->peak_in_flight = p->pulled - p->released;
@@ -247,7 +258,8 @@ static void report(pipe *p, const eng_summary *sum, bool final)
 	pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
 		.in_flight = p->pulled - p->released, .waiting = p->waiting,
 		.failed = sum->failed, .quarantined = sum->quarantined,
-		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final };
+		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final,
+		.source_done = p->src_done, .source_total = p->src_total };
 	o->progress(o->progress_ctx, &pr);
 }
 
@@ -413,6 +425,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 			break;
 		p.pulled = s->row.seq;
 		p.peak_in_flight = 1;
+		source_progress(&p);
 		s->rc = eng__process_row(c, &s->row, &s->res, &s->err);
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;

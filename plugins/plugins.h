@@ -44,6 +44,9 @@ typedef struct plg_source_ops {
 	 * e.g. unreadable file or invalid UTF-8 that makes the rest unreadable. */
 	int (*next)(void *state, plg_source_row *out, core_err *err);
 	void (*close)(void *state); /* NULL state allowed */
+	/* Optional (may be NULL): how far the source has read, for an ETA —
+	 * *done and *total in the same unit (bytes for files). */
+	void (*progress)(void *state, uint64_t *done, uint64_t *total);
 } plg_source_ops;
 
 void plg_source_row_release(plg_source_row *r);

@@ -17,6 +17,8 @@
 #include <string.h>
 
 #include "plugins/csv_reader.h"
+#include <sys/stat.h>
+
 #include "plugins/plugins_internal.h"
 
 typedef struct csv_src {
@@ -26,6 +28,7 @@ typedef struct csv_src {
 	char **cols; /* the row keys, after field_mapping */
 	size_t ncols;
 	plg_schema *schema;
+	uint64_t size;      /* the file's size at open, for progress */
 } csv_src;
 
 static void csv_close(void *state)
@@ -261,6 +264,12 @@ static int open_file(csv_src *s, const core_node *opts, char delim,
 		return core_err_at(err, CORE_EIO, core_map_get(opts, "path"),
 				   "cannot open '%s': %s", s->path,
 				   strerror(errno));
+	{
+		struct stat st;
+
+		if (!fstat(fileno(s->fp), &st) && S_ISREG(st.st_mode))
+			s->size = (uint64_t)st.st_size;
+	}
 	plg__csv_reader_init(&s->rd, s->fp, delim);
 	if ((rc = plg__csv_reader_skip_lines(&s->rd, skip, err)))
 		return core_err_prefix(err, "%s", s->path);
@@ -382,10 +391,19 @@ out_release:
 	return rc;
 }
 
+static void csv_progress(void *state, uint64_t *done, uint64_t *total)
+{
+	const csv_src *s = state;
+
+	*done = s->rd.offset;
+	*total = s->size;
+}
+
 const plg_source_ops plg__csv_source = {
 	.name = "csv",
 	.description = "rows from a CSV file (RFC 4180, UTF-8)",
 	.open = csv_open,
 	.next = csv_next,
 	.close = csv_close,
+	.progress = csv_progress,
 };

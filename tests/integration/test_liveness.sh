@@ -61,6 +61,27 @@ rows=$(sed -n 's/^Run interrupted: \([0-9]*\) rows.*/\1/p' int.log)
 [ -n "$rows" ] && [ "$(($(wc -l < out/out.csv) - 1))" = "$rows" ] && pass "SIGINT: every pulled row ($rows) was written" ||
   fail "SIGINT: $rows rows pulled, $(($(wc -l < out/out.csv) - 1)) written"
 
+# An aggregation timeout fires on its own clock while rows are in flight:
+# 60 rows x 40 ms at 4 in flight take ~0.6 s; batches of up to 1000 rows
+# must still flush every 0.15 s.
+head -61 small.csv > sixty.csv
+cat > timeout.yaml <<'YAML'
+source: {plugin: csv, on_success: d_in, options: {path: sixty.csv, on_validation_failure: discard}}
+transforms:
+  - {name: d, plugin: delay, input: d_in, on_success: agg_in, options: {ms: 40}}
+aggregations:
+  - {name: a, plugin: batch_replicate, input: agg_in, on_success: out,
+     trigger: {count: 1000, timeout_seconds: 0.15}, output_mode: passthrough}
+sinks:
+  out: {plugin: csv, options: {path: tout/out.csv}}
+landscape: {url: "lmdb://./state-timeout"}
+YAML
+expect "aggregation timeout with rows in flight: completes" 0 "out=60" -- $T "$ELSPETH" run -s timeout.yaml --execute --max-rows-in-flight 4
+batches=$("$ELSPETH" runs --database state-timeout --run latest | sed -n 's/^metrics.batches *//p')
+[ "${batches:-0}" -ge 3 ] && pass "timeout flushed $batches batches before the end of the source" || fail "timeout: $batches batches"
+expect "timeout batches are recorded as such" 0 "(trigger timeout at row" -- "$ELSPETH" explain --database state-timeout --row 1
+expect "timeout run verifies" 0 "verify: OK" -- "$ELSPETH" verify --database state-timeout
+
 # Stress.
 awk -v n="$ROWS" 'BEGIN { print "id,group,v"; for (i = 1; i <= n; i++) printf "%d,g%d,%d\n", i, i % 7, (i * 31) % 1000 }' > big.csv
 cat > stress.yaml <<'YAML'
