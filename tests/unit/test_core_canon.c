@@ -311,9 +311,11 @@ Test(canon, nan_real_names_field_path)
 	json_t *r = json_real(1.0);
 	json_t *v = json_pack("{s:{s:[n,n,o]}}", "a", "b", r);
 
+	/* jansson refuses to make a NaN real; write one into its 2.14
+	 * layout (Debian 12). A different layout fails here, visibly. */
 	((struct jansson_real *)r)->value = NAN;
-	if (!isnan(json_real_value(r)))
-		cr_skip_test("jansson real layout differs");
+	cr_assert(isnan(json_real_value(r)),
+		  "jansson's real layout changed: update struct jansson_real");
 	assert_canon_err(v, CORE_EDATA, "$.a.b[2]");
 	assert_canon_err(v, CORE_EDATA, "NaN/Infinity are not allowed in canonical JSON");
 	((struct jansson_real *)r)->value = -INFINITY;
