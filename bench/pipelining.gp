@@ -26,12 +26,15 @@ set xrange [0.7:400]
 set xtics ("1" 1, "4" 4, "16" 16, "64" 64, "256" 256)
 set format y "%g"
 set grid xtics ytics mytics lc rgb "#dddddd" lw 1
-set key top left box opaque samplen 2 spacing 1.3
+set key bottom right box opaque samplen 2.5 spacing 1.2 width 1 font ",11"
 set border lw 1
 
 ideal_a(x) = x * 1000.0 / L          # delay:  L_row = L
 ideal_b(x) = x * 1000.0 / (2 * L)    # fork:   L_row = 2L
-set yrange [ideal_b(0.7) / 1.5 : ideal_a(400) * 1.5]
+# room above for the L = 0 ceilings (column 12) as well as the ideal lines
+stats infile using 12 every ::1 nooutput
+ymax = STATS_max > ideal_a(400) ? STATS_max : ideal_a(400)
+set yrange [ideal_b(0.7) / 1.5 : ymax * 2]
 
 is(v, m) = strcol(1) eq v && (m eq "seq" ? strcol(2) eq "seq" : strcol(2) ne "seq")
 pick(v, m, c) = is(v, m) ? column(c) : NaN
@@ -43,7 +46,11 @@ set style line 3 lc rgb "#1f77b4" lw 1.5 dt 2
 set style line 4 lc rgb "#d62728" lw 1.5 dt 2
 
 set samples 200
+set style fill transparent solid 0.2 noborder
 plot \
+  '+' using 1:(0.9 * ideal_a($1)):(ideal_a($1)) with filledcurves lc rgb "#1f77b4" \
+    title "DESIGN §11 budget: within 10% of N / L_{row}", \
+  '+' using 1:(0.9 * ideal_b($1)):(ideal_b($1)) with filledcurves lc rgb "#d62728" notitle, \
   ideal_a(x) ls 3 title sprintf("Little's law N / L, delay (L_{row} = %g ms)", L), \
   ideal_b(x) ls 4 title sprintf("Little's law N / 2L, fork + coalesce (L_{row} = %g ms)", 2 * L), \
   infile using (pick("delay", "n", 3)):(pick("delay", "n", 6)) every ::1 with linespoints ls 1 \

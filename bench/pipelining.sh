@@ -21,10 +21,13 @@
 # Environment: NS="1 4 16 64 256"  the N to run
 #              REPEATS=3           runs per mode expected to take < 10 s
 #                                  (median rows/s, max peak RSS reported)
-#              QUIET_MAX=1.0       before each run, wait (up to QUIET_WAIT=60
+#              QUIET_MAX=1.0       before each run, wait (up to QUIET_WAIT=10
 #                                  seconds) until other processes use at
 #                                  most this many cores; the other load
 #                                  during each run is reported ("bg")
+#              KEEP_STATE=1        keep every run's audit trail (state/TAG)
+#                                  for `elspeth explain`; else each is
+#                                  deleted once its metrics are read
 #              AUDIT=off           diagnosis only: landscape disabled;
 #                                  results go to bench/out/pipelining-noaudit
 #                                  and no plot is rendered
@@ -36,7 +39,8 @@ NS=${NS:-"1 4 16 64 256"}
 REPEATS=${REPEATS:-3}
 AUDIT=${AUDIT:-on}
 QUIET_MAX=${QUIET_MAX:-1.0}
-QUIET_WAIT=${QUIET_WAIT:-60}
+QUIET_WAIT=${QUIET_WAIT:-10}
+KEEP_STATE=${KEEP_STATE:-0}
 OUT=bench/out/pipelining
 [ "$AUDIT" = on ] || OUT=bench/out/pipelining-noaudit
 mkdir -p "$OUT"
@@ -208,6 +212,7 @@ run_one() {
     fifo=$(awk '$1 == "metrics.fifo_wait_mean_ms" { print $2 }' "$OUT/log/$tag.runs")
     blocked=$(awk '$1 == "metrics.source_blocked_seconds" { print $2 }' "$OUT/log/$tag.runs")
   fi
+  [ "$KEEP_STATE" = 1 ] || rm -rf "$state" # ~6 MB per 2,000-row run
   printf '%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%s\t%s\t%s\t%s\t%s\n' "$v" "$mode" "$ms" "$rep" "$rate" \
     "$(awk -v r="$ROWS" -v x="$rate" 'BEGIN { print r / x }')" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$rss" "${fifo:-NaN}" "${blocked:-NaN}" \
