@@ -1,0 +1,98 @@
+/*
+ * config.h — the mock server's options: parsed from the command line at
+ * start-up and from a JSON object by POST /admin/config at run time, with
+ * the same names and the same value syntax (one table drives both, and
+ * --help).
+ */
+#ifndef MOCK_CONFIG_H
+#define MOCK_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <jansson.h>
+
+typedef enum mock_lat_kind {
+	MOCK_LAT_FIXED,     /* a ms */
+	MOCK_LAT_UNIFORM,   /* a..b ms */
+	MOCK_LAT_LOGNORMAL  /* median a ms, sigma b */
+} mock_lat_kind;
+
+/* Injected faults, in the order their bands are laid on [0, 1). */
+typedef enum mock_fault {
+	MOCK_FAULT_DROP,
+	MOCK_FAULT_STALL,
+	MOCK_FAULT_500,
+	MOCK_FAULT_MALFORMED,
+	MOCK_FAULT_TRUNCATED,
+	MOCK_FAULT_LENGTH,
+	MOCK_FAULT_LAST
+} mock_fault;
+
+typedef struct mock_phase {
+	double rps;   /* admitted per second during the phase; 0 admits none */
+	double secs;  /* phase length */
+} mock_phase;
+
+/* All strings and arrays are owned by the mock_cfg. */
+typedef struct mock_cfg {
+	/* start-up only */
+	long port;
+	char *bind;
+	char *port_file;
+	/* answers */
+	char *require_key;      /* "" accepts any key */
+	char *answer;           /* "label" or "echo" */
+	char *labels_spec;
+	char **labels;
+	size_t nlabels;
+	double fence_rate;
+	/* latency */
+	char *latency_spec;
+	mock_lat_kind lat_kind;
+	double lat_a, lat_b;
+	/* capacity */
+	long max_concurrent;    /* 0: no limit */
+	double rps;             /* 0: no limit */
+	char *schedule_spec;    /* "" when none */
+	mock_phase *phases;
+	size_t nphases;
+	long over_status;
+	double retry_after;     /* seconds; 0 omits Retry-After */
+	/* faults */
+	double rate[MOCK_FAULT_LAST];
+	long stall_ms;
+	long seed;              /* 0 .. 2^63-1 */
+} mock_cfg;
+
+/* Sets every option to its default. Release with mock_cfg_release. */
+void mock_cfg_init(mock_cfg *c);
+void mock_cfg_release(mock_cfg *c);
+/* dst = a deep copy of src (dst uninitialised). */
+void mock_cfg_copy(mock_cfg *dst, const mock_cfg *src);
+
+/*
+ * Parses argv. Returns 0 on success, 1 when --help was printed (to stdout),
+ * 2 on a bad option (message in err, naming the option and what it wants).
+ */
+int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
+			size_t errlen);
+
+/*
+ * Applies a JSON object of options (names as on the command line, '_' may
+ * stand for '-', values as strings, numbers, booleans, an array of strings
+ * for labels, or null for the default). All or nothing: on error c is left
+ * unchanged and err says which key was wrong. Start-up options are
+ * refused. Returns 0 or -1.
+ */
+int mock_cfg_apply_json(mock_cfg *c, const json_t *obj, char *err,
+			size_t errlen);
+
+/* The options as a JSON object (a new reference). */
+json_t *mock_cfg_to_json(const mock_cfg *c);
+
+/* Writes the --help text to f. */
+void mock_cfg_usage(FILE *f);
+
+#endif
