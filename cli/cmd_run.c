@@ -194,13 +194,14 @@ static void summary_json(const char *event, const dag_graph *g,
 		if (g->nodes[i].kind == DAG_SINK)
 			json_object_set_new(sinks, g->nodes[i].name,
 					    json_integer((json_int_t)sum->per_sink[i]));
-	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:I,s:I,s:f}",
+	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f}",
 		"event", event, "run_id", (json_int_t)sum->run_id,
 		"status", error ? "failed" : sum->interrupted ? "interrupted" : "completed",
 		"rows", (json_int_t)sum->rows, "succeeded", (json_int_t)sum->succeeded,
 		"failed", (json_int_t)sum->failed, "quarantined", (json_int_t)sum->quarantined,
 		"discarded", (json_int_t)sum->discarded, "sinks", sinks,
-		"wall_seconds", sum->wall_seconds, "max_rows_in_flight", (json_int_t)sum->in_flight,
+		"wall_seconds", sum->wall_seconds, "pipeline_seconds", sum->pipeline_seconds,
+		"max_rows_in_flight", (json_int_t)sum->in_flight,
 		"peak_in_flight", (json_int_t)sum->peak_in_flight,
 		"fifo_wait_max_ms", sum->fifo_wait_max_ms);
 	if (error)

@@ -35,6 +35,40 @@ static void print_payload(FILE *f, const char *label, const json_t *p)
 	core_buf_release(&b);
 }
 
+/* A body, shortened: the JSON or text as recorded, cut at 300 bytes. */
+static void print_body(FILE *f, const char *label, const json_t *p)
+{
+	const json_t *data = json_object_get(p, "data");
+	core_buf b = { 0 };
+
+	if (!data)
+		return;
+	if (json_is_string(data))
+		core_buf_puts(&b, json_string_value(data));
+	else
+		core_json_append(&b, data, -1, 0);
+	if (b.data)
+		fprintf(f, "          %s: %.300s%s\n", label, b.data, b.len > 300 ? "…" : "");
+	core_buf_release(&b);
+}
+
+/* One outside call: index, query, outcome, timing, order, bodies. */
+static void print_call(FILE *f, const json_t *r)
+{
+	const char *name = str(r, "name");
+
+	fprintf(f, "      call %lld%s%s%s: %s %s HTTP %lld in %.1f ms (throttle %.1f ms, sent #%lld, done #%lld)%s%s%s%s\n",
+		num(r, "call_index"), name[0] ? " [" : "", name, name[0] ? "]" : "",
+		str(r, "call_type"), str(r, "status"), num(r, "http_status"),
+		json_real_value(json_object_get(r, "latency_ms")),
+		json_real_value(json_object_get(r, "throttle_delay_ms")),
+		num(r, "submit_order"), num(r, "complete_order"),
+		str(r, "error_class")[0] ? ", " : "", str(r, "error_class"),
+		str(r, "error")[0] ? ": " : "", str(r, "error"));
+	print_body(f, "request", json_object_get(r, "request"));
+	print_body(f, "response", json_object_get(r, "response"));
+}
+
 static void print_state(FILE *f, const json_t *st)
 {
 	const char *kind = str(st, "kind");
@@ -79,11 +113,7 @@ static void print_state(FILE *f, const json_t *st)
 		free(ctx);
 	}
 	json_array_foreach(json_object_get(st, "calls"), i, r)
-		fprintf(f, "      call %lld: %s %s HTTP %lld in %.1f ms%s%s\n",
-			num(r, "call_index"), str(r, "call_type"), str(r, "status"),
-			num(r, "http_status"),
-			json_real_value(json_object_get(r, "latency_ms")),
-			str(r, "error_class")[0] ? ", " : "", str(r, "error_class"));
+		print_call(f, r);
 	if (!strcmp(kind, "transform"))
 		print_payload(f, "output", json_object_get(st, "output"));
 }

@@ -331,6 +331,7 @@ typedef struct core_settings {
 	bool pipelining;
 	long long max_rows_in_flight;
 	long long max_completed_waiting;
+	bool max_completed_waiting_set; /* given in the file (else 2N) */
 	bool checkpoint_enabled;
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
 } core_settings;

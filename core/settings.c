@@ -270,7 +270,8 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 		    (rc = core_opt_int(p, "max_completed_waiting", 1, 1048576,
 				       &s->max_completed_waiting, err)))
 			return rc;
-		if (!core_map_get(p, "max_completed_waiting"))
+		s->max_completed_waiting_set = core_map_get(p, "max_completed_waiting") != NULL;
+		if (!s->max_completed_waiting_set)
 			s->max_completed_waiting = 2 * s->max_rows_in_flight;
 		if (s->max_completed_waiting < s->max_rows_in_flight)
 			return core_err_at(err, CORE_ECONFIG, p,

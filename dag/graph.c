@@ -9,7 +9,6 @@
 #include "dag/dag_internal.h"
 
 /* Plugins a later issue builds: named so the error says "not yet". */
-static const char *const later_plugins[] = { "llm", "llm_multi_query", NULL };
 
 static const core_node *at_key(const core_node *cfg, const char *key)
 {
@@ -47,11 +46,6 @@ static int unknown_plugin(dag__build *c, const core_node *at, plg_kind kind,
 	const char *name, *desc;
 	int rc;
 
-	for (size_t i = 0; later_plugins[i]; i++)
-		if (!strcmp(later_plugins[i], plugin))
-			return core_err_at(c->err, CORE_EUNSUPPORTED, at,
-				"not supported yet: %s plugin '%s' (a later issue builds it)",
-				kinds[kind], plugin);
 	core_buf_init(&names);
 	for (size_t i = 0; plg_describe(kind, i, &name, &desc); i++)
 		core_buf_printf(&names, "%s%s", i ? ", " : "", name);

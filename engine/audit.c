@@ -403,6 +403,58 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 
 /* ------------------------------------------------------------ states */
 
+uint64_t eng__audit_state_id(eng_audit *a)
+{
+	return a->rec ? atomic_fetch_add(&a->next_state, 1) : 0;
+}
+
+/* Stores raw bytes as a payload; out receives the hash ("" if none). */
+static void put_bytes(eng_audit *a, const void *data, size_t len, eng_hash out)
+{
+	uint8_t d[CORE_SHA256_LEN];
+
+	out[0] = '\0';
+	if (!data)
+		return;
+	core_sha256(data, len, d);
+	core_hex(d, sizeof(d), out);
+	rec_put_payload(a->rec, data, len, out);
+}
+
+void eng__audit_call(eng_audit *a, uint64_t state_id, unsigned index,
+		     const plg_call *call)
+{
+	Elspeth__CallRecord r = ELSPETH__CALL_RECORD__INIT;
+	eng_hash req, resp;
+	rec_key k;
+
+	if (!a->rec)
+		return;
+	put_bytes(a, call->request, call->request_len, req);
+	put_bytes(a, call->response, call->response_len, resp);
+	r.run_id = run_key_id(a, &k);
+	rec_key_u64(&k, state_id);
+	rec_key_u32(&k, index);
+	r.state_id = state_id;
+	r.call_index = index;
+	r.call_type = (char *)STR(call->call_type);
+	r.name = (char *)STR(call->name);
+	r.status = call->ok ? "success" : "error";
+	r.http_status = call->http_status;
+	r.request_hash = req;
+	r.response_hash = resp;
+	r.error_class = (char *)STR(call->error_class);
+	r.error = (char *)STR(call->error);
+	r.latency_ns = call->completed_ns > call->submitted_ns ?
+		       call->completed_ns - call->submitted_ns : 0;
+	r.throttle_delay_ns = call->throttle_delay_ns;
+	r.submitted_at_ns = call->submitted_ns;
+	r.completed_at_ns = call->completed_ns;
+	r.submit_order = call->submit_order;
+	r.complete_order = call->complete_order;
+	rec_put_msg(a->rec, REC_CALLS, &k, &r.base);
+}
+
 uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 {
 	Elspeth__NodeStateRecord r = ELSPETH__NODE_STATE_RECORD__INIT;
@@ -411,7 +463,7 @@ uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 
 	if (!a->rec)
 		return 0;
-	id = atomic_fetch_add(&a->next_state, 1);
+	id = st->id ? st->id : atomic_fetch_add(&a->next_state, 1);
 	r.run_id = run_key_id(a, &k);
 	rec_key_u64(&k, id);
 	r.state_id = id;

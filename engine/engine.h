@@ -77,6 +77,11 @@ typedef struct eng_summary {
 	uint64_t batches;      /* aggregation batches flushed */
 	/* pipeline metrics */
 	unsigned in_flight;    /* the max_rows_in_flight used */
+	unsigned max_waiting;  /* the max_completed_waiting used */
+	uint64_t pulled;       /* rows pulled from the source */
+	/* from the first row pulled to the last released: the pipeline's
+	 * own time, without start-up (LMDB, threads) and shutdown */
+	double pipeline_seconds;
 	uint64_t peak_in_flight, peak_waiting;
 	double fifo_wait_mean_ms, fifo_wait_max_ms;
 	double source_blocked_s;   /* puller waiting for a free slot */

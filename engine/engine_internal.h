@@ -82,6 +82,7 @@ typedef struct eng_audit {
 
 /* One visit of a token to a node. */
 typedef struct eng_state {
+	uint64_t id;          /* from eng__audit_state_id, or 0: a new one */
 	uint64_t token_id;
 	int node;
 	unsigned step, attempt;
@@ -108,7 +109,13 @@ uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
 			  unsigned ordinal, const char *branch);
 void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
 		       unsigned ordinal);
+/* Reserves a node state id (so calls can be recorded under it before the
+ * state itself); 0 when audit is off. */
+uint64_t eng__audit_state_id(eng_audit *a);
 uint64_t eng__audit_state(eng_audit *a, const eng_state *st);
+/* One outside call made during node state state_id (plugins.h). */
+void eng__audit_call(eng_audit *a, uint64_t state_id, unsigned index,
+		     const plg_call *call);
 /* A gate decision: the edge labelled `edge` (a route key or a fork
  * branch), the condition's result as the reason. */
 void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
@@ -167,7 +174,10 @@ int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
 uint64_t eng__aggs_deadline(eng_ctx *c);
 
 /* pipeline.c */
-int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,
+/* Runs the source through the graph with at most in_flight rows being
+ * processed and at most cap rows unreleased (max_completed_waiting;
+ * raised to in_flight if smaller). in_flight 1 is sequential mode. */
+int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		  eng_summary *sum, core_err *err);
 
 #endif

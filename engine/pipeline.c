@@ -1,25 +1,38 @@
 /*
- * pipeline.c — the three stages (DESIGN.md §4): a source puller thread, a
- * pool of worker threads and the release loop (the calling thread).
+ * pipeline.c — the three stages of DESIGN.md §4: the source puller, the
+ * work pool and the release queue.
  *
- * DESIGN (one lock, p->lock, guards everything below it in struct pipe;
- * the ring slots' row/result are owned by whoever holds the slot's state:
- * READY — the ready queue; RUNNING — one worker; DONE — the release loop):
+ * DESIGN. The stages are roles, not threads (ADR 0009). There are N
+ * worker threads (N = max_rows_in_flight); each loops:
  *
- *   puller    waits while `in_flight` rows are unreleased (backpressure),
- *             pulls one row (unlocked), numbers it seq, puts it in the ring
- *             slot seq % cap as READY and signals a worker;
- *   workers   take the oldest READY row, walk it (unlocked), mark it DONE
- *             and wake the release loop if it is the next to release;
- *   release   waits for the row with the next seq to be DONE, releases it
- *             (unlocked: sinks, aggregations), frees its slot and wakes the
- *             puller. It also wakes for aggregation timeouts and for stop.
+ *   release   if the oldest unreleased row is DONE and nobody holds the
+ *             release role, take it and release every consecutive DONE
+ *             row in seq order (sinks, aggregations), then drop it;
+ *   pull      else if there is room (fewer than N rows being processed
+ *             and fewer than M = max_completed_waiting rows unreleased)
+ *             and nobody holds the pull role, take it, pull one row,
+ *             number it seq, and process it (the WorkPool part) — first
+ *             waking an idle worker if there is room for more;
+ *   idle      else sleep until there is room again.
+ *
+ * So a slow transform holds only its own thread, a thread that finishes
+ * its row pulls the next itself, and a row crosses no thread boundary
+ * unless it has to: with fast transforms one thread does it all, as in
+ * sequential mode, instead of three threads handing every row to each
+ * other. One thread at a time holds each role, so the source, the sinks
+ * and the aggregations still see one caller at a time, in seq order.
+ *
+ * One lock, p->lock, guards the counters, the roles and the ring slots'
+ * states; a slot's row/result belong to its RUNNING worker, then (DONE) to
+ * whoever holds the release role. The calling thread waits for the end,
+ * reports progress, and fires aggregation timeouts (taking the release
+ * role to do so).
  *
  * A row whose processing failed stops the run when its turn to be
  * released comes, so the run fails at the same row in every mode. On
- * SIGINT/SIGTERM the puller stops; the rows in flight finish and are
- * released (ADR 0007). Sequential mode is the same machinery with one row
- * in flight and one worker.
+ * SIGINT/SIGTERM no more rows are pulled; the rows in flight finish and
+ * are released (ADR 0007). Sequential mode runs the same stages inline on
+ * the calling thread.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -29,9 +42,9 @@
 #include "engine/engine_internal.h"
 
 #define WORKER_STACK (256 * 1024)
-#define POLL_NS (100 * 1000 * 1000ull) /* the release loop checks stop */
+#define POLL_NS (100 * 1000 * 1000ull) /* the calling thread checks stop */
 
-enum slot_state { SLOT_EMPTY, SLOT_READY, SLOT_RUNNING, SLOT_DONE };
+enum slot_state { SLOT_EMPTY, SLOT_RUNNING, SLOT_DONE };
 
 typedef struct slot {
 	enum slot_state state;
@@ -46,29 +59,35 @@ typedef struct slot {
 typedef struct pipe {
 	eng_ctx *c;
 	void *src;
-	unsigned cap;             /* max rows in flight */
+	eng_summary *sum;         /* written by the release role only */
+	unsigned n;               /* max rows being processed (threads) */
+	unsigned cap;             /* max rows unreleased (ring size) */
 	pthread_mutex_t lock;
-	pthread_cond_t puller_cv, worker_cv, release_cv;
+	pthread_cond_t work_cv;   /* idle workers */
+	pthread_cond_t main_cv;   /* the calling thread */
 	slot *ring;
 	uint64_t pulled;          /* highest seq pulled */
-	uint64_t next_ready;      /* lowest seq that may be READY */
 	uint64_t released;        /* highest seq released */
-	uint64_t running;         /* rows taken by workers, not yet done */
+	unsigned processing;      /* rows pulled, not yet DONE */
+	bool pulling, releasing;  /* the roles */
+	uint64_t *handq;          /* rows pulled for idle workers (ring) */
+	uint64_t hand_head, hand_tail;
 	bool source_done, shutdown;
-	/* Who sleeps: a signal is sent only to a waiting thread, and the
-	 * puller is woken only when a quarter of the ring is free, so it
-	 * refills in bursts (fewer context switches per row). */
-	bool puller_waiting, release_waiting;
-	unsigned idle_workers;
+	unsigned idle;            /* workers waiting on work_cv */
 	int source_rc;
 	core_err source_err;
-	/* metrics (under lock) */
+	bool main_waiting;        /* the calling thread sleeps on main_cv */
+	int rc;                   /* the run's failure, if any */
+	core_err err;
+	/* metrics and progress (under lock) */
 	uint64_t peak_in_flight, peak_waiting, waiting;
 	uint64_t wait_sum_ns, wait_max_ns, wait_n;
-	uint64_t source_blocked_ns;
-	uint64_t src_done, src_total; /* source progress (under lock) */
-	uint64_t last_progress;   /* release thread only */
-	uint64_t release_busy_ns; /* release thread only: in sinks */
+	uint64_t blocked_since, source_blocked_ns;
+	uint64_t src_done, src_total; /* source progress */
+	uint64_t failed, quarantined; /* copies of sum's, for progress */
+	uint64_t last_progress;
+	uint64_t first_pull_ns, last_release_ns;
+	uint64_t release_busy_ns;
 } pipe;
 
 static slot *slot_of(pipe *p, uint64_t seq)
@@ -76,7 +95,12 @@ static slot *slot_of(pipe *p, uint64_t seq)
 	return &p->ring[seq % p->cap];
 }
 
-/* -------------------------------------------------------------- puller */
+static bool stopping(pipe *p)
+{
+	return p->shutdown || p->rc || (p->c->stop && *p->c->stop);
+}
+
+/* -------------------------------------------------------------- source */
 
 static int pull(pipe *p, uint64_t seq, eng_row *row)
 {
@@ -93,7 +117,7 @@ static int pull(pipe *p, uint64_t seq, eng_row *row)
 	return 1;
 }
 
-/* Asks the source how far it is (puller or sequential loop only). */
+/* Asks the source how far it is (the pull role or the sequential loop). */
 static void source_progress(pipe *p)
 {
 	const plg_source_ops *ops = p->c->g->nodes[0].sops;
@@ -102,105 +126,245 @@ static void source_progress(pipe *p)
 		ops->progress(p->src, &p->src_done, &p->src_total);
 }
 
-static bool stopping(pipe *p)
+/* Backpressure: is there room for one more row? (lock held) */
+static bool room(const pipe *p)
 {
-	return p->shutdown || (p->c->stop && *p->c->stop);
+	return p->processing < p->n && p->pulled - p->released < p->cap;
 }
 
-static void *puller_main(void *arg)
+/* Opens or closes the current "source blocked by backpressure" period
+ * after any change of the counters (lock held). */
+static void track_blocked(pipe *p)
 {
-	pipe *p = arg;
+	bool blocked = !room(p) && !p->source_done;
 
-	for (;;) {
-		eng_row row = { 0 };
-		uint64_t t0 = core_now_mono_ns();
-		int rc;
-
-		pthread_mutex_lock(&p->lock);
-		while (p->pulled - p->released >= p->cap && !stopping(p)) {
-			p->puller_waiting = true;
-			pthread_cond_wait(&p->puller_cv, &p->lock);
-			p->puller_waiting = false;
-		}
-		p->source_blocked_ns += core_now_mono_ns() - t0;
-		if (stopping(p)) {
-			p->source_done = true;
-			pthread_cond_signal(&p->release_cv);
-			pthread_mutex_unlock(&p->lock);
-			return NULL;
-		}
-		pthread_mutex_unlock(&p->lock);
-
-		rc = pull(p, p->pulled + 1, &row);
-
-		pthread_mutex_lock(&p->lock);
-		if (rc <= 0) {
-			p->source_done = true;
-			p->source_rc = rc;
-			pthread_cond_signal(&p->release_cv); /* may wait for the end */
-			pthread_mutex_unlock(&p->lock);
-			return NULL;
-		}
-		p->pulled = row.seq;
-		source_progress(p);
-		*slot_of(p, row.seq) = (slot){ .state = SLOT_READY, .row = row };
-		if (p->pulled - p->released > p->peak_in_flight)
-			p->peak_in_flight = p->pulled - p->released;
-		if (p->idle_workers)
-			pthread_cond_signal(&p->worker_cv);
-		pthread_mutex_unlock(&p->lock);
+	if (blocked && !p->blocked_since)
+		p->blocked_since = core_now_mono_ns();
+	else if (!blocked && p->blocked_since) {
+		p->source_blocked_ns += core_now_mono_ns() - p->blocked_since;
+		p->blocked_since = 0;
 	}
 }
 
-/* ------------------------------------------------------------- workers */
-
-/* The oldest READY row, or 0: rows become READY in seq order and are
- * taken in that order. Called with the lock held. */
-static uint64_t take_ready(pipe *p)
+static bool can_pull(const pipe *p)
 {
-	return p->next_ready <= p->pulled ? p->next_ready++ : 0;
+	return !p->pulling && !p->source_done && room(p) &&
+	       !stopping((pipe *)p);
+}
+
+/* ------------------------------------------------------------- release */
+
+/* Reports progress when due (or always, when final). Lock held. */
+static void report(pipe *p, bool final)
+{
+	const eng_opts *o = p->c->opts;
+	uint64_t now = core_now_mono_ns();
+	eng_progress pr;
+
+	if (!o || !o->progress)
+		return;
+	if (!final && now - p->last_progress < (uint64_t)(o->progress_ms ? o->progress_ms : 250) * 1000000u)
+		return;
+	p->last_progress = now;
+	pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
+		.in_flight = p->processing, .waiting = p->waiting,
+		.failed = p->failed, .quarantined = p->quarantined,
+		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final,
+		.source_done = p->src_done, .source_total = p->src_total };
+	o->progress(o->progress_ctx, &pr);
+}
+
+/* Releases one DONE row (unlocked; the release role is held). */
+static int release_row(pipe *p, slot *s, core_err *err)
+{
+	uint64_t t = core_now_mono_ns(), wait = t - s->done_ns;
+	int rc;
+
+	if (s->rc) {
+		*err = s->err;
+		return s->rc;
+	}
+	p->wait_sum_ns += wait;
+	p->wait_n++;
+	if (wait > p->wait_max_ns)
+		p->wait_max_ns = wait;
+	p->sum->rows++;
+	rc = eng__release(p->c, &s->res, p->sum, err);
+	p->release_busy_ns += core_now_mono_ns() - t;
+	eng__result_release(&s->res);
+	eng__row_release(&s->row);
+	return rc;
+}
+
+static bool finished(pipe *p);
+
+/* Wakes the calling thread if the run may be over (lock held). */
+static void wake_main(pipe *p)
+{
+	if (p->main_waiting && finished(p))
+		pthread_cond_signal(&p->main_cv);
+}
+
+/* The first failure ends the run: nothing more is pulled or released. */
+static void fail(pipe *p, int rc, const core_err *err)
+{
+	if (!p->rc) {
+		p->rc = rc;
+		p->err = *err;
+	}
+	pthread_cond_broadcast(&p->work_cv);
+	pthread_cond_signal(&p->main_cv);
+}
+
+static bool can_release(pipe *p)
+{
+	return !p->releasing && !p->rc && p->released < p->pulled &&
+	       slot_of(p, p->released + 1)->state == SLOT_DONE;
+}
+
+/* The release role: every consecutive DONE row, in seq order. Called and
+ * returns with the lock held. */
+static void release_rows(pipe *p)
+{
+	core_err err;
+	slot *s;
+
+	p->releasing = true;
+	while (!p->rc && p->released < p->pulled &&
+	       (s = slot_of(p, p->released + 1))->state == SLOT_DONE) {
+		int rc;
+
+		if (s->waited)
+			p->waiting--;
+		pthread_mutex_unlock(&p->lock);
+		rc = release_row(p, s, &err);
+		pthread_mutex_lock(&p->lock);
+		s->state = SLOT_EMPTY;
+		p->released++;
+		p->last_release_ns = core_now_mono_ns();
+		p->failed = p->sum->failed;
+		p->quarantined = p->sum->quarantined;
+		track_blocked(p);
+		if (rc)
+			fail(p, rc, &err);
+		report(p, false);
+	}
+	p->releasing = false;
+	wake_main(p);
+}
+
+/* -------------------------------------------------------------- workers */
+
+#define PULL_BATCH 32 /* rows pulled at once for idle workers */
+
+static unsigned umin(unsigned a, unsigned b)
+{
+	return a < b ? a : b;
+}
+
+/* The pull role: pulls one row for this worker and, while workers are
+ * idle, up to PULL_BATCH - 1 more that it hands over to them, waking them
+ * all at once (instead of each pulling for the next, one wake after
+ * another). Returns the seq of this worker's row, or 0 (end of the
+ * source). Called and returns with the lock held. */
+static uint64_t pull_rows(pipe *p)
+{
+	eng_row rows[PULL_BATCH];
+	uint64_t first = p->pulled + 1;
+	unsigned spare = p->idle > p->hand_tail - p->hand_head ?
+			 p->idle - (unsigned)(p->hand_tail - p->hand_head) : 0;
+	unsigned space = umin(p->n - p->processing,
+			      p->cap - (unsigned)(p->pulled - p->released));
+	unsigned k = 1 + umin(umin(spare, space - 1), PULL_BATCH - 1), got = 0;
+	int rc = 1;
+
+	p->pulling = true;
+	pthread_mutex_unlock(&p->lock);
+	while (got < k) {
+		memset(&rows[got], 0, sizeof(rows[got]));
+		if ((rc = pull(p, first + got, &rows[got])) <= 0)
+			break;
+		got++;
+	}
+	pthread_mutex_lock(&p->lock);
+	p->pulling = false;
+	for (unsigned i = 0; i < got; i++) {
+		*slot_of(p, first + i) = (slot){ .state = SLOT_RUNNING, .row = rows[i] };
+		if (i > 0) {
+			p->handq[p->hand_tail++ % p->cap] = first + i;
+			pthread_cond_signal(&p->work_cv);
+		}
+	}
+	if (got && !p->first_pull_ns)
+		p->first_pull_ns = core_now_mono_ns();
+	p->pulled += got;
+	p->processing += got;
+	if (p->processing > p->peak_in_flight)
+		p->peak_in_flight = p->processing;
+	if (got)
+		source_progress(p);
+	if (rc <= 0) {
+		p->source_done = true;
+		p->source_rc = rc;
+		pthread_cond_broadcast(&p->work_cv);
+		wake_main(p);
+	}
+	track_blocked(p);
+	return got ? first : 0;
+}
+
+/* Walks row seq (unlocked) and marks it DONE. The lock is held on entry
+ * and exit. */
+static void process(pipe *p, uint64_t seq)
+{
+	slot *s = slot_of(p, seq);
+
+	pthread_mutex_unlock(&p->lock);
+	s->rc = eng__process_row(p->c, &s->row, &s->res, &s->err);
+	pthread_mutex_lock(&p->lock);
+	s->state = SLOT_DONE;
+	s->done_ns = core_now_mono_ns();
+	p->processing--;
+	if (seq > p->released + 1) {
+		s->waited = true;
+		if (++p->waiting > p->peak_waiting)
+			p->peak_waiting = p->waiting;
+	}
+	track_blocked(p);
 }
 
 static void *worker_main(void *arg)
 {
 	pipe *p = arg;
+	uint64_t seq;
 
 	pthread_mutex_lock(&p->lock);
-	for (;;) {
-		uint64_t seq;
-		slot *s;
-
-		while (!p->shutdown && !(seq = take_ready(p))) {
-			p->idle_workers++;
-			pthread_cond_wait(&p->worker_cv, &p->lock);
-			p->idle_workers--;
+	while (!p->shutdown) {
+		if (can_release(p))
+			release_rows(p);
+		else if (p->hand_head < p->hand_tail)
+			process(p, p->handq[p->hand_head++ % p->cap]);
+		else if (can_pull(p)) {
+			if (!(seq = pull_rows(p)))
+				continue;
+			/* This row may block for long (an LLM call): let an
+			 * idle worker pull the next one meanwhile. */
+			if (p->idle > p->hand_tail - p->hand_head && can_pull(p))
+				pthread_cond_signal(&p->work_cv);
+			process(p, seq);
+		} else {
+			/* The calling thread decides when the run is over. */
+			wake_main(p);
+			p->idle++;
+			pthread_cond_wait(&p->work_cv, &p->lock);
+			p->idle--;
 		}
-		if (p->shutdown)
-			break;
-		s = slot_of(p, seq);
-		s->state = SLOT_RUNNING;
-		p->running++;
-		pthread_mutex_unlock(&p->lock);
-
-		s->rc = eng__process_row(p->c, &s->row, &s->res, &s->err);
-
-		pthread_mutex_lock(&p->lock);
-		s->state = SLOT_DONE;
-		s->done_ns = core_now_mono_ns();
-		p->running--;
-		if (seq > p->released + 1) {
-			s->waited = true;
-			if (++p->waiting > p->peak_waiting)
-				p->peak_waiting = p->waiting;
-		}
-		if (seq == p->released + 1 && p->release_waiting)
-			pthread_cond_signal(&p->release_cv);
 	}
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
 
-/* ------------------------------------------------------------- release */
+/* ------------------------------------------------------ calling thread */
 
 static void deadline_ts(uint64_t mono_deadline, struct timespec *ts)
 {
@@ -220,135 +384,101 @@ static void deadline_ts(uint64_t mono_deadline, struct timespec *ts)
 	}
 }
 
-/* Releases one DONE row (unlocked). */
-static int release_row(pipe *p, slot *s, eng_summary *sum, core_err *err)
+/* Every row pulled has been released (or the run failed). Lock held. */
+static bool finished(pipe *p)
 {
-	uint64_t wait = core_now_mono_ns() - s->done_ns;
-	int rc;
-
-	if (s->rc) {
-		*err = s->err;
-		return s->rc;
-	}
-	p->wait_sum_ns += wait; /* release thread only */
-	p->wait_n++;
-	if (wait > p->wait_max_ns)
-		p->wait_max_ns = wait;
-	sum->rows++;
-	wait = core_now_mono_ns();
-	rc = eng__release(p->c, &s->res, sum, err);
-	p->release_busy_ns += core_now_mono_ns() - wait;
-	eng__result_release(&s->res);
-	eng__row_release(&s->row);
-	return rc;
+	if (p->rc)
+		return true;
+	return (p->source_done || stopping(p)) && !p->pulling &&
+	       !p->releasing && p->processing == 0 && p->released == p->pulled;
 }
 
-/* Reports progress when due (or always, when final). Lock held. */
-static void report(pipe *p, const eng_summary *sum, bool final)
+/* Fires due aggregation timeouts under the release role (lock held on
+ * entry and exit); returns the deadline of the next one (0: none). */
+static uint64_t aggregation_timeouts(pipe *p)
 {
-	const eng_opts *o = p->c->opts;
-	uint64_t now = core_now_mono_ns();
-	eng_progress pr;
+	core_err err;
+	uint64_t dl;
+	int rc = 0;
 
-	if (!o || !o->progress)
-		return;
-	if (!final && now - p->last_progress < (uint64_t)(o->progress_ms ? o->progress_ms : 250) * 1000000u)
-		return;
-	p->last_progress = now;
-	pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
-		.in_flight = p->pulled - p->released, .waiting = p->waiting,
-		.failed = sum->failed, .quarantined = sum->quarantined,
-		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final,
-		.source_done = p->src_done, .source_total = p->src_total };
-	o->progress(o->progress_ctx, &pr);
-}
-
-/* Waits for the next row; returns 1 with it, 0 at the end, or an error.
- * Fires aggregation timeouts while it waits. Called with the lock held. */
-static int next_done(pipe *p, slot **out, eng_summary *sum, core_err *err)
-{
-	for (;;) {
-		slot *s = slot_of(p, p->released + 1);
-		struct timespec ts;
-		uint64_t dl;
-		int rc;
-
-		if (p->released < p->pulled && s->state == SLOT_DONE) {
-			*out = s;
-			return 1;
-		}
-		if (p->source_done && p->released == p->pulled)
-			return 0;
-		if (p->c->stop && *p->c->stop)
-			pthread_cond_signal(&p->puller_cv); /* let it see stop */
-		report(p, sum, false);
+	p->releasing = true;
+	pthread_mutex_unlock(&p->lock);
+	dl = eng__aggs_deadline(p->c);
+	if (dl && dl <= core_now_mono_ns()) {
+		rc = eng__aggs_tick(p->c, core_now_mono_ns(), p->released, false,
+				    p->sum, &err);
 		dl = eng__aggs_deadline(p->c);
-		if (dl && dl <= core_now_mono_ns()) {
-			pthread_mutex_unlock(&p->lock);
-			rc = eng__aggs_tick(p->c, core_now_mono_ns(), p->released, false,
-					    sum, err);
-			pthread_mutex_lock(&p->lock);
-			if (rc)
-				return rc;
-			continue;
-		}
-		deadline_ts(dl, &ts);
-		p->release_waiting = true;
-		pthread_cond_timedwait(&p->release_cv, &p->lock, &ts);
-		p->release_waiting = false;
 	}
+	pthread_mutex_lock(&p->lock);
+	p->releasing = false;
+	if (rc)
+		fail(p, rc, &err);
+	return dl;
 }
 
-static int release_loop(pipe *p, eng_summary *sum, core_err *err)
+/* The calling thread: waits for the end; meanwhile reports progress,
+ * lets the workers see a stop request and fires aggregation timeouts. */
+static int supervise(pipe *p, core_err *err)
 {
-	slot *s = NULL;
+	uint64_t dl = 0;
 	int rc;
 
 	pthread_mutex_lock(&p->lock);
-	while ((rc = next_done(p, &s, sum, err)) == 1) {
-		if (s->waited)
-			p->waiting--;
-		pthread_mutex_unlock(&p->lock);
-		rc = release_row(p, s, sum, err);
-		pthread_mutex_lock(&p->lock);
-		s->state = SLOT_EMPTY;
-		p->released++;
-		if (p->puller_waiting &&
-		    p->cap - (p->pulled - p->released) >= (p->cap + 3) / 4)
-			pthread_cond_signal(&p->puller_cv);
-		report(p, sum, false);
-		if (rc)
-			break;
+	while (!finished(p)) {
+		struct timespec ts;
+
+		if (can_release(p)) {
+			release_rows(p); /* e.g. held back by a timeout */
+			continue;
+		}
+		if (!p->releasing) {
+			dl = aggregation_timeouts(p);
+			if (can_release(p) || finished(p))
+				continue;
+		}
+		report(p, false);
+		deadline_ts(dl, &ts);
+		p->main_waiting = true;
+		pthread_cond_timedwait(&p->main_cv, &p->lock, &ts);
+		p->main_waiting = false;
 	}
-	if (!rc && p->source_rc < 0) {
+	rc = p->rc;
+	if (rc)
+		*err = p->err;
+	else if (p->source_rc < 0) {
 		*err = p->source_err;
 		rc = p->source_rc;
 	}
-	report(p, sum, true);
+	report(p, true);
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
 
 /* ---------------------------------------------------------- lifecycle */
 
-static int pipe_init(pipe *p, eng_ctx *c, void *src, unsigned cap)
+static int pipe_init(pipe *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
+		     eng_summary *sum)
 {
 	pthread_condattr_t ca;
 
 	memset(p, 0, sizeof(*p));
 	p->c = c;
 	p->src = src;
+	p->sum = sum;
+	p->n = n;
 	p->cap = cap;
-	p->next_ready = 1;
 	p->ring = calloc(cap, sizeof(*p->ring));
-	if (!p->ring)
+	p->handq = calloc(cap, sizeof(*p->handq));
+	if (!p->ring || !p->handq) {
+		free(p->ring);
+		free(p->handq);
 		return CORE_ENOMEM;
+	}
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&p->puller_cv, NULL);
-	pthread_cond_init(&p->worker_cv, NULL);
-	pthread_cond_init(&p->release_cv, &ca);
+	pthread_cond_init(&p->work_cv, NULL);
+	pthread_cond_init(&p->main_cv, &ca);
 	pthread_condattr_destroy(&ca);
 	return 0;
 }
@@ -379,16 +509,20 @@ static void abandon(pipe *p, eng_summary *sum)
 
 static void pipe_destroy(pipe *p)
 {
-	pthread_cond_destroy(&p->puller_cv);
-	pthread_cond_destroy(&p->worker_cv);
-	pthread_cond_destroy(&p->release_cv);
+	pthread_cond_destroy(&p->work_cv);
+	pthread_cond_destroy(&p->main_cv);
 	pthread_mutex_destroy(&p->lock);
 	free(p->ring);
+	free(p->handq);
 }
 
 static void metrics(pipe *p, eng_summary *sum)
 {
-	sum->in_flight = p->cap;
+	sum->in_flight = p->n;
+	sum->max_waiting = p->cap;
+	sum->pulled = p->pulled;
+	if (p->last_release_ns > p->first_pull_ns)
+		sum->pipeline_seconds = (double)(p->last_release_ns - p->first_pull_ns) / 1e9;
 	sum->peak_in_flight = p->peak_in_flight;
 	sum->peak_waiting = p->peak_waiting;
 	sum->fifo_wait_mean_ms = p->wait_n ? (double)p->wait_sum_ns / (double)p->wait_n / 1e6 : 0;
@@ -405,7 +539,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 	pipe p;
 	int rc = 0;
 
-	if (pipe_init(&p, c, src, 1))
+	if (pipe_init(&p, c, src, 1, 1, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	while (!rc) {
 		slot *s = &p.ring[0];
@@ -424,24 +558,29 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		if (prc <= 0)
 			break;
 		p.pulled = s->row.seq;
+		if (!p.first_pull_ns)
+			p.first_pull_ns = core_now_mono_ns();
 		p.peak_in_flight = 1;
 		source_progress(&p);
 		s->rc = eng__process_row(c, &s->row, &s->res, &s->err);
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;
-		rc = release_row(&p, s, sum, err);
+		rc = release_row(&p, s, err);
 		if (rc)
 			break;
 		s->state = SLOT_EMPTY;
 		p.released++;
+		p.last_release_ns = core_now_mono_ns();
+		p.failed = sum->failed;
+		p.quarantined = sum->quarantined;
 		pthread_mutex_lock(&p.lock);
-		report(&p, sum, false);
+		report(&p, false);
 		pthread_mutex_unlock(&p.lock);
 	}
 	if (rc == 0 && !(c->stop && *c->stop))
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
 	pthread_mutex_lock(&p.lock);
-	report(&p, sum, true);
+	report(&p, true);
 	pthread_mutex_unlock(&p.lock);
 	sum->interrupted = !rc && c->stop && *c->stop;
 	metrics(&p, sum);
@@ -450,19 +589,20 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 	return rc;
 }
 
-int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,
+int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		  eng_summary *sum, core_err *err)
 {
-	pthread_t puller, *workers;
+	pthread_t *workers;
 	pthread_attr_t attr;
 	unsigned nworkers = 0;
-	bool puller_up = false;
 	pipe p;
-	int rc;
+	int rc = 0;
 
 	if (in_flight == 1)
 		return sequential(c, src, sum, err);
-	if (pipe_init(&p, c, src, in_flight))
+	if (cap < in_flight)
+		cap = in_flight;
+	if (pipe_init(&p, c, src, in_flight, cap, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	workers = calloc(in_flight, sizeof(*workers));
 	if (!workers) {
@@ -474,25 +614,23 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight,
 	for (; nworkers < in_flight; nworkers++)
 		if (pthread_create(&workers[nworkers], &attr, worker_main, &p))
 			break;
-	puller_up = nworkers == in_flight &&
-		    !pthread_create(&puller, NULL, puller_main, &p);
-	rc = puller_up ? 0 : -1;
 	pthread_attr_destroy(&attr);
-	if (rc) {
-		rc = core_err_set(err, CORE_EIO, "cannot start the pipeline threads");
-		p.shutdown = true;
-	} else {
-		rc = release_loop(&p, sum, err);
-		if (!rc && !(c->stop && *c->stop))
-			rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
+	if (nworkers < in_flight) {
+		core_err e;
+
+		core_err_set(&e, CORE_EIO, "cannot start %u pipeline threads (started %u)",
+			     in_flight, nworkers);
+		pthread_mutex_lock(&p.lock);
+		fail(&p, e.code, &e);
+		pthread_mutex_unlock(&p.lock);
 	}
+	rc = supervise(&p, err);
+	if (!rc && !(c->stop && *c->stop))
+		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
 	pthread_mutex_lock(&p.lock);
 	p.shutdown = true;
-	pthread_cond_broadcast(&p.worker_cv);
-	pthread_cond_broadcast(&p.puller_cv);
+	pthread_cond_broadcast(&p.work_cv);
 	pthread_mutex_unlock(&p.lock);
-	if (puller_up)
-		pthread_join(puller, NULL);
 	for (unsigned i = 0; i < nworkers; i++)
 		pthread_join(workers[i], NULL);
 	free(workers);

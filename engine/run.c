@@ -59,6 +59,17 @@ static unsigned rows_in_flight(const dag_graph *g, const eng_opts *o)
 	return s->pipelining ? (unsigned)s->max_rows_in_flight : 1;
 }
 
+/* max_completed_waiting: from the file when given (and large enough for
+ * the rows in flight), else twice the rows in flight. */
+static unsigned rows_unreleased(const dag_graph *g, unsigned in_flight)
+{
+	const core_settings *s = g->settings;
+
+	if (s->max_completed_waiting_set && s->max_completed_waiting >= in_flight)
+		return (unsigned)s->max_completed_waiting;
+	return 2 * in_flight;
+}
+
 static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		     core_err *err)
 {
@@ -73,7 +84,8 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	if (!rc)
 		rc = eng__aggs_init(c, err);
 	if (!rc)
-		rc = eng__pipeline(c, src, in_flight, sum, err);
+		rc = eng__pipeline(c, src, in_flight,
+				   rows_unreleased(g, in_flight), sum, err);
 	eng__aggs_free(c);
 	g->nodes[0].sops->close(src);
 	return close_sinks(g, rc, err);
@@ -81,9 +93,11 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 
 static char *metrics_json(const eng_summary *s)
 {
-	json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I}",
+	json_t *j = json_pack("{s:i,s:i,s:I,s:I,s:f,s:I,s:I,s:f,s:f,s:f,s:f,s:I,s:I}",
 		"max_rows_in_flight", (int)s->in_flight,
-		"rows_pulled", (json_int_t)s->rows, "rows_released", (json_int_t)s->rows,
+		"max_completed_waiting", (int)s->max_waiting,
+		"rows_pulled", (json_int_t)s->pulled, "rows_released", (json_int_t)s->rows,
+		"pipeline_seconds", s->pipeline_seconds,
 		"peak_in_flight", (json_int_t)s->peak_in_flight,
 		"peak_waiting", (json_int_t)s->peak_waiting,
 		"fifo_wait_mean_ms", s->fifo_wait_mean_ms,

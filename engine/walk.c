@@ -13,6 +13,7 @@
  * aggregation become terminal tokens for release.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -100,6 +101,24 @@ static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
 	}
 }
 
+/* What a transform gets for one attempt: its calls are recorded under
+ * the attempt's node state, whose id is reserved before it runs. */
+typedef struct call_ctx {
+	plg_ctx base; /* first: the transform sees only this */
+	eng_audit *audit;
+	uint64_t state_id;
+	atomic_uint next_call;
+} call_ctx;
+
+static unsigned record_call(plg_ctx *ctx, const plg_call *call)
+{
+	call_ctx *cc = (call_ctx *)ctx;
+	unsigned i = atomic_fetch_add(&cc->next_call, 1);
+
+	eng__audit_call(cc->audit, cc->state_id, i, call);
+	return i;
+}
+
 /* One attempt, recorded as a node state. On success *out is set and, for
  * a plain transform, t->hash is the output's. */
 static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
@@ -109,14 +128,26 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	eng_hash oh = "";
 	eng_state st = { .token_id = t->id, .node = n->id, .step = t->step,
 			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
+	call_ctx cc = { .base = { .seq = w->seq, .retry = &w->c->g->settings->retry,
+				  .stop = w->c->stop, .record_call = record_call },
+			.audit = a };
+	char *context = NULL;
 	uint64_t sid;
 	int rc;
 
+	st.id = cc.state_id = eng__audit_state_id(a);
+	cc.base.engine = &cc;
 	st.started_ns = core_now_wall_ns();
 	w->err->retryable = false;
-	rc = n->tops->process(n->tstate, t->data, out, w->err);
+	rc = n->tops->process(n->tstate, t->data, out, &cc.base, w->err);
+	if (cc.base.context) {
+		context = json_dumps(cc.base.context, JSON_COMPACT | JSON_SORT_KEYS);
+		json_decref(cc.base.context);
+		st.context_json = context;
+	}
 	if (!rc && a->rec && eng__audit_payload(a, *out, oh, w->err)) {
 		json_decref(*out);
+		free(context);
 		return core_err_prefix(w->err, "row %llu: transform '%s' output",
 				       (unsigned long long)w->seq, n->name);
 	}
@@ -128,6 +159,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 		eng__audit_transform_error(a, &st, sid, w->err);
 	else if (!n->tops->expands)
 		memcpy(t->hash, oh, sizeof(oh));
+	free(context);
 	return rc;
 }
 

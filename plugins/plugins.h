@@ -10,12 +10,14 @@
  *
  * Thread rules: open/close run on one thread. A transform's process() may be
  * called concurrently from many threads with the same state: state is
- * read-only after open. A source is driven by one thread; a sink by one
- * thread.
+ * read-only after open (or guarded by the plugin, like the LLM transforms'
+ * shared HTTP executor). A source, a sink and an aggregation have one
+ * caller at a time (not always the same thread: ADR 0009).
  */
 #ifndef ELSPETH_PLUGINS_H
 #define ELSPETH_PLUGINS_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -53,6 +55,44 @@ void plg_source_row_release(plg_source_row *r);
 
 /* ------------------------------------------------------------- transforms */
 
+/* One outside call (an LLM request) made by a transform while it
+ * processes a row: what the engine records in the `calls` table. Every
+ * attempt is one call, including capacity retries. */
+typedef struct plg_call {
+	const char *call_type;     /* "llm" */
+	const char *name;          /* the query (llm_multi_query), or NULL */
+	bool ok;
+	unsigned http_status;      /* 0: no HTTP answer */
+	const char *error_class;   /* NULL when ok, else capacity | server |
+				    * client | network | timeout | malformed |
+				    * finish_reason | gave_up */
+	const char *error;         /* what happened, or NULL */
+	const void *request;       /* the body sent (never credentials) */
+	size_t request_len;
+	const void *response;      /* the body received (may be NULL) */
+	size_t response_len;
+	uint64_t submitted_ns, completed_ns; /* wall clock */
+	uint64_t throttle_delay_ns; /* waited for the throttle before sending */
+	unsigned submit_order, complete_order; /* among the row's calls, from 1 */
+} plg_call;
+
+/* What the engine gives a transform for one row (one attempt). */
+typedef struct plg_ctx plg_ctx;
+struct plg_ctx {
+	uint64_t seq;                  /* the row's seq, for messages */
+	const core_retry_cfg *retry;   /* the settings' retry policy */
+	const atomic_int *stop;        /* set on SIGINT/SIGTERM; may be NULL */
+	/* Records one call in the audit trail under this row's node state;
+	 * thread-safe, may be called from any thread while process() runs;
+	 * returns the call's index (unique within the node state). */
+	unsigned (*record_call)(plg_ctx *ctx, const plg_call *call);
+	/* The transform may leave a JSON object here (a new reference) that
+	 * describes how the row was processed (pool statistics); the engine
+	 * records it as the node state's context and releases it. */
+	json_t *context;
+	void *engine;                  /* the engine's own */
+};
+
 typedef struct plg_transform_ops {
 	const char *name;
 	const char *description;
@@ -66,7 +106,7 @@ typedef struct plg_transform_ops {
 	 * returns CORE_EDATA (or another code) with err->msg naming the field
 	 * and err->retryable set when a retry might succeed. */
 	int (*process)(void *state, const json_t *row, json_t **out,
-		       core_err *err);
+		       plg_ctx *ctx, core_err *err);
 	void (*close)(void *state);
 } plg_transform_ops;
 

@@ -17,6 +17,8 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__truncate,
 	&plg__json_explode,
 	&plg__delay,
+	&plg__llm,
+	&plg__llm_multi_query,
 };
 
 static const plg_sink_ops *const sinks[] = {

@@ -102,11 +102,13 @@ static bool first_failure(delay *d, uint64_t id)
 }
 
 static int delay_process(void *state, const json_t *row, json_t **out,
-			 core_err *err)
+			 plg_ctx *ctx, core_err *err)
 {
 	delay *d = state;
 	double ms = latency_ms(d, row);
 	struct timespec ts;
+
+	(void)ctx;
 
 	if (ms > 0) {
 		ts.tv_sec = (time_t)(ms / 1000);

@@ -172,12 +172,14 @@ static int build(const struct field_mapper *f, const json_t *row,
 }
 
 static int fm_process(void *state, const json_t *row, json_t **out,
-		      core_err *err)
+		      plg_ctx *ctx, core_err *err)
 {
 	const struct field_mapper *f = state;
 	struct found *fd = calloc(f->n ? f->n : 1, sizeof(*fd));
 	json_t *o = NULL;
 	int rc;
+
+	(void)ctx;
 
 	if (!fd)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

@@ -213,12 +213,14 @@ static json_t *one_row(const struct explode *x, const json_t *row,
 }
 
 static int ex_process(void *state, const json_t *row, json_t **out,
-		      core_err *err)
+		      plg_ctx *ctx, core_err *err)
 {
 	const struct explode *x = state;
 	json_t *arr = NULL, *rows, *item;
 	size_t i;
 	int rc;
+
+	(void)ctx;
 
 	rc = get_array(x, row, &arr, err);
 	if (!rc && (rc = check_collisions(x, row, err)))

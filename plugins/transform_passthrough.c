@@ -38,11 +38,13 @@ static int pt_open(const core_node *options, void **state, core_err *err)
 }
 
 static int pt_process(void *state, const json_t *row, json_t **out,
-		      core_err *err)
+		      plg_ctx *ctx, core_err *err)
 {
 	struct passthrough *p = state;
 	json_t *copy;
 	int rc;
+
+	(void)ctx;
 
 	if (!p->validate || (p->schema->mode == PLG_SCHEMA_OBSERVED &&
 			     !p->schema->nrequired)) {

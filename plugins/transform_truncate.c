@@ -169,11 +169,13 @@ static int apply_limit(const struct truncate *t, const struct limit *l,
 }
 
 static int tr_process(void *state, const json_t *row, json_t **out,
-		      core_err *err)
+		      plg_ctx *ctx, core_err *err)
 {
 	const struct truncate *t = state;
 	json_t *o = json_copy((json_t *)row);
 	int rc = 0;
+
+	(void)ctx;
 
 	if (!o)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

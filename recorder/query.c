@@ -79,6 +79,22 @@ static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
 	return json_pack("{s:s,s:o}", "hash", hash, "data", v);
 }
 
+/* A payload of raw bytes (an HTTP body): as JSON when it is JSON, else as
+ * a string (a malformed answer is shown as received). */
+static json_t *body_json(rec_txn *t, const char *hash)
+{
+	json_t *p = payload_json(t, hash, true), *s;
+
+	if (json_is_object(p) && json_object_get(p, "undecodable")) {
+		json_decref(p);
+		s = payload_json(t, hash, false);
+		if (json_is_object(s) && json_object_get(s, "data"))
+			json_object_set_new(s, "text", json_true());
+		return s;
+	}
+	return p;
+}
+
 /* ------------------------------------------------------------------ runs */
 
 int rec_resolve_run(rec_env *env, const char *spec, uint64_t *run,
@@ -266,14 +282,18 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 	if (!r)
 		return 0;
 	json_array_append_new(c->arr, json_pack(
-		"{s:i,s:s,s:s,s:i,s:s,s:s,s:f,s:s,s:f,s:i,s:i}",
+		"{s:i,s:s,s:s,s:s,s:i,s:s,s:s,s:f,s:s,s:s,s:f,s:i,s:i,s:o,s:o,s:o}",
 		"call_index", (int)r->call_index, "call_type", r->call_type,
-		"status", r->status, "http_status", (int)r->http_status,
+		"name", r->name, "status", r->status, "http_status", (int)r->http_status,
 		"request_hash", r->request_hash, "response_hash", r->response_hash,
 		"latency_ms", (double)r->latency_ns / 1e6, "error_class", r->error_class,
+		"error", r->error,
 		"throttle_delay_ms", (double)r->throttle_delay_ns / 1e6,
 		"submit_order", (int)r->submit_order,
-		"complete_order", (int)r->complete_order));
+		"complete_order", (int)r->complete_order,
+		"submitted_at", time_json(r->submitted_at_ns),
+		"request", body_json(c->x->t, r->request_hash),
+		"response", body_json(c->x->t, r->response_hash)));
 	free_msg(r);
 	return 0;
 }

@@ -41,6 +41,32 @@ base "distribution: uniform, min_ms: 0, max_ms: 5, seed: 2" \
 expect "tight max_completed_waiting: completes" 0 "out=3000" -- $T "$ELSPETH" run -s tight.yaml --execute
 expect "tight max_completed_waiting: verify" 0 "verify: OK" -- "$ELSPETH" verify
 
+# Head of line: row 1 takes 400 ms, the others ~0. With N = 4 and
+# max_completed_waiting = 40, rows behind row 1 keep completing (so more
+# than N wait) but never more than 40 are unreleased; every row released
+# in order; at most N rows processed at once.
+mkdir -p hol && cat > hol/hol.yaml <<'YAML'
+source: {plugin: csv, on_success: g_in, options: {path: ../small.csv, on_validation_failure: discard}}
+gates:
+  - {name: g, input: g_in, condition: "row['id'] == '1'", routes: {'true': slow_in, 'false': fast_in}}
+transforms:
+  - {name: slow, plugin: delay, input: slow_in, on_success: out, options: {ms: 400}}
+  - {name: fast, plugin: delay, input: fast_in, on_success: out, options: {ms: 0}}
+sinks:
+  out: {plugin: csv, options: {path: out.csv}}
+concurrency: {pipelining: {max_rows_in_flight: 4, max_completed_waiting: 40}}
+YAML
+( cd hol && $T "$ELSPETH" run -s hol.yaml --execute > run.log 2>&1 && "$ELSPETH" runs --run 1 > runs.txt 2>&1 )
+pw=$(awk '$1 == "metrics.peak_waiting" { print $2 }' hol/runs.txt)
+pf=$(awk '$1 == "metrics.peak_in_flight" { print $2 }' hol/runs.txt)
+if [ -n "$pw" ] && [ "$pw" -gt 4 ] && [ "$pw" -lt 40 ] && [ "$pf" -le 4 ]; then
+  pass "head of line: $pw rows waited behind row 1 (N = 4, bound 40), $pf in flight at most"
+else
+  fail "head of line: peak waiting '$pw', peak in flight '$pf'"; cat hol/run.log hol/runs.txt | head -40
+fi
+cut -d, -f1 hol/out.csv | tail -n +2 > hol/ids
+seq 1 3000 | cmp -s - hol/ids && pass "head of line: released in source order" || fail "head of line: order"
+
 base "ms: 0, error_rate: 1, error_mode: always" > allfail.yaml
 expect "every row fails every retry: all routed to on_error" 0 "failed 3000" -- $T "$ELSPETH" run -s allfail.yaml --execute --max-rows-in-flight 64
 expect "every row fails every retry: 3 attempts each" 0 "6000 retries" -- $T "$ELSPETH" run -s allfail.yaml --execute --max-rows-in-flight 16

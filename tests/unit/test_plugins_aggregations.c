@@ -93,7 +93,7 @@ static int ex_run(void *st, const char *in, json_t **out, core_err *err)
 	int rc;
 
 	*out = NULL;
-	rc = plg__json_explode.process(st, row, out, err);
+	rc = plg__json_explode.process(st, row, out, NULL, err);
 	cr_assert(json_equal(row, before), "the input row was modified");
 	if (!rc)
 		cr_assert(json_is_array(*out));
@@ -323,7 +323,7 @@ Test(json_explode, shares_values_and_leaves_input_alone)
 	json_t *row = js("{\"a\":[{\"deep\":[1]}],\"b\":{\"c\":1}}"), *out = NULL;
 	core_err err = { 0 };
 
-	cr_assert_eq(plg__json_explode.process(st, row, &out, &err), 0);
+	cr_assert_eq(plg__json_explode.process(st, row, &out, NULL, &err), 0);
 	cr_assert_eq(json_object_get(json_array_get(out, 0), "b"),
 		     json_object_get(row, "b"));
 	cr_assert_eq(json_object_get(json_array_get(out, 0), "a"),

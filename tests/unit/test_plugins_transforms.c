@@ -64,7 +64,7 @@ static int run(const plg_transform_ops *ops, void *st, const char *in,
 	       char **out, core_err *err)
 {
 	json_t *row = js(in), *before = json_deep_copy(row), *o = NULL;
-	int rc = ops->process(st, row, &o, err);
+	int rc = ops->process(st, row, &o, NULL, err);
 
 	cr_assert(json_equal(row, before), "the input row was modified");
 	*out = NULL;
@@ -107,7 +107,7 @@ Test(passthrough, returns_the_row)
 	json_t *row = js("{\"b\":1,\"a\":[2]}"), *out = NULL;
 	core_err err = { 0 };
 
-	cr_assert_eq(plg__passthrough.process(st, row, &out, &err), 0);
+	cr_assert_eq(plg__passthrough.process(st, row, &out, NULL, &err), 0);
 	cr_assert(json_equal(out, row));
 	json_decref(out);
 	cr_assert_eq(row->refcount, 1, "the output reference was released");
@@ -239,7 +239,7 @@ Test(field_mapper, output_is_a_new_object)
 	json_t *row = js("{\"a\":1}"), *out = NULL;
 	core_err err = { 0 };
 
-	cr_assert_eq(plg__field_mapper.process(st, row, &out, &err), 0);
+	cr_assert_eq(plg__field_mapper.process(st, row, &out, NULL, &err), 0);
 	cr_assert_neq(out, row);
 	cr_assert(json_equal(out, row));
 	json_decref(out);
@@ -283,13 +283,13 @@ Test(truncate, counts_code_points_not_bytes)
 	core_err err = { 0 };
 
 	/* é (2 bytes), 日 (3 bytes), 😀 (4 bytes), x */
-	cr_assert_eq(plg__truncate.process(st, row, &out, &err), 0, "%s", err.msg);
+	cr_assert_eq(plg__truncate.process(st, row, &out, NULL, &err), 0, "%s", err.msg);
 	cr_assert_str_eq(json_string_value(json_object_get(out, "s")),
 			 "\xc3\xa9\xe6\x97\xa5\xf0\x9f\x98\x80");
 	json_decref(out);
 	json_decref(row);
 	row = js("{\"s\":\"\\u00e9\\u65e5\\ud83d\\ude00\"}");
-	cr_assert_eq(plg__truncate.process(st, row, &out, &err), 0);
+	cr_assert_eq(plg__truncate.process(st, row, &out, NULL, &err), 0);
 	cr_assert(json_equal(out, row), "exactly max characters is kept");
 	json_decref(out);
 	json_decref(row);

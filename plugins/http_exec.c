@@ -1,0 +1,525 @@
+/*
+ * http_exec.c — the shared HTTP executor (see http_exec.h).
+ *
+ * DESIGN. x->lock guards the queues (ready, delayed), the throttle, the
+ * statistics, the easy-handle free list and every batch's `left` and cv.
+ * The executor thread alone touches the multi handle, the easy handles
+ * and a job's transfer fields. hx_run (any worker) appends its jobs to
+ * `ready`, wakes the loop with curl_multi_wakeup and sleeps on its batch's
+ * condition variable until every job is final.
+ *
+ * The loop, on the executor thread:
+ *   promote  delayed jobs whose time has come go to the front of ready
+ *            (they are older than the rows queued since);
+ *   dispatch while fewer than pool_size are active, a job is ready and
+ *            the throttle allows (now >= next_dispatch): start it;
+ *            next_dispatch = now + the throttle's delay;
+ *   perform  curl_multi_perform, then each finished transfer is
+ *            classified, recorded (unlocked), and the job is delayed for a
+ *            retry or made final;
+ *   poll     until a socket is ready, the next dispatch or delayed time
+ *            (at most 1 s), or a wake-up.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/aimd.h"
+#include "plugins/http_exec.h"
+
+#define MAX_BODY (16u << 20) /* a larger answer is malformed */
+#define MAX_POLL_MS 1000
+
+typedef struct batch {
+	pthread_cond_t cv;
+	size_t left;                 /* jobs not final (x->lock) */
+	unsigned submitted, completed; /* orders (executor thread) */
+	plg_ctx *ctx;
+	const core_retry_cfg *retry;
+} batch;
+
+typedef struct job {
+	struct job *next;
+	hx_req *req;
+	batch *b;
+	CURL *easy;
+	core_buf body;               /* this attempt's answer */
+	bool too_big;
+	uint64_t queued_mono;        /* ready since */
+	uint64_t due_mono;           /* delayed until */
+	uint64_t first_capacity_mono;
+	uint64_t submitted_wall, throttle_ns;
+	unsigned submit_order;
+	unsigned transient_attempts; /* attempts counted against retry */
+} job;
+
+struct hx_exec {
+	hx_cfg cfg;
+	pthread_t thread;
+	pthread_mutex_t lock;
+	CURLM *multi;
+	bool shutdown;
+	job *ready, *ready_tail;     /* FIFO */
+	job *delayed;                /* by due_mono */
+	CURL *free_easy[64];
+	unsigned nfree;
+	aimd throttle;
+	uint64_t next_dispatch;
+	uint64_t rng;
+	unsigned active;
+	hx_stats st;
+};
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_rc;
+
+static void curl_init(void)
+{
+	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* ------------------------------------------------------ classification */
+
+const char *hx_class_name(hx_class c)
+{
+	switch (c) {
+	case HX_OK: return "ok";
+	case HX_CAPACITY: return "capacity";
+	case HX_SERVER: return "server";
+	case HX_NETWORK: return "network";
+	case HX_TIMEOUT: return "timeout";
+	case HX_MALFORMED: return "malformed";
+	case HX_CLIENT: return "client";
+	case HX_GAVE_UP: return "gave_up";
+	case HX_CLASS_LAST: break;
+	}
+	return "unknown";
+}
+
+hx_class hx_classify(CURLcode rc, long status, bool connected)
+{
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		return connected ? HX_TIMEOUT : HX_CAPACITY;
+	if (rc != CURLE_OK)
+		return HX_NETWORK;
+	if (status >= 200 && status < 300)
+		return HX_OK;
+	if (status == 429 || status == 503 || status == 529)
+		return HX_CAPACITY;
+	if (status == 408 || status >= 500 || status < 200)
+		return HX_SERVER;
+	if (status >= 400)
+		return HX_CLIENT;
+	return HX_SERVER; /* 3xx: not an answer we can use, maybe passing */
+}
+
+bool hx_transient(hx_class c)
+{
+	return c == HX_SERVER || c == HX_NETWORK || c == HX_TIMEOUT ||
+	       c == HX_MALFORMED;
+}
+
+/* ---------------------------------------------------------------- queues */
+
+static void push_ready(hx_exec *x, job *j)
+{
+	j->next = NULL;
+	if (x->ready_tail)
+		x->ready_tail->next = j;
+	else
+		x->ready = j;
+	x->ready_tail = j;
+}
+
+static job *pop_ready(hx_exec *x)
+{
+	job *j = x->ready;
+
+	if (j && !(x->ready = j->next))
+		x->ready_tail = NULL;
+	return j;
+}
+
+static void push_delayed(hx_exec *x, job *j)
+{
+	job **p = &x->delayed;
+
+	while (*p && (*p)->due_mono <= j->due_mono)
+		p = &(*p)->next;
+	j->next = *p;
+	*p = j;
+}
+
+/* Due delayed jobs go to the front of ready, keeping their order. */
+static void promote(hx_exec *x, uint64_t now)
+{
+	job *first = x->delayed, *last = NULL;
+
+	while (x->delayed && x->delayed->due_mono <= now) {
+		last = x->delayed;
+		last->queued_mono = now;
+		x->delayed = last->next;
+	}
+	if (!last)
+		return;
+	last->next = x->ready;
+	if (!x->ready)
+		x->ready_tail = last;
+	x->ready = first;
+}
+
+/* ------------------------------------------------------------- transfers */
+
+static size_t on_body(char *p, size_t size, size_t n, void *arg)
+{
+	job *j = arg;
+	size_t len = size * n;
+
+	if (j->body.len + len > MAX_BODY) {
+		j->too_big = true;
+		return 0;
+	}
+	return core_buf_append(&j->body, p, len) ? 0 : len;
+}
+
+static CURL *take_easy(hx_exec *x)
+{
+	return x->nfree ? x->free_easy[--x->nfree] : curl_easy_init();
+}
+
+static void give_easy(hx_exec *x, CURL *e)
+{
+	if (x->nfree < sizeof(x->free_easy) / sizeof(x->free_easy[0])) {
+		curl_easy_reset(e);
+		x->free_easy[x->nfree++] = e;
+	} else
+		curl_easy_cleanup(e);
+}
+
+/* Starts one attempt (lock held). Returns false if curl refused. */
+static bool start(hx_exec *x, job *j, uint64_t now)
+{
+	const hx_req *r = j->req;
+	long timeout_ms = (long)(x->cfg.timeout_s * 1000.0);
+	CURL *e = take_easy(x);
+
+	if (!e)
+		return false;
+	core_buf_reset(&j->body);
+	j->too_big = false;
+	j->easy = e;
+	j->throttle_ns = now - j->queued_mono;
+	j->req->throttle_ns += j->throttle_ns;
+	j->submitted_wall = core_now_wall_ns();
+	j->submit_order = ++j->b->submitted;
+	curl_easy_setopt(e, CURLOPT_URL, r->url);
+	curl_easy_setopt(e, CURLOPT_POST, 1L);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	if (curl_multi_add_handle(x->multi, e) != CURLM_OK) {
+		give_easy(x, e);
+		j->easy = NULL;
+		return false;
+	}
+	x->active++;
+	x->st.requests++;
+	if (x->active > x->st.peak_active)
+		x->st.peak_active = x->active;
+	return true;
+}
+
+/* Final result of a job (lock held). */
+static void finish(job *j, hx_class c, long status, const char *msg)
+{
+	hx_req *r = j->req;
+	core_buf t = r->response;
+
+	r->result = c;
+	r->http_status = status;
+	r->response = j->body;
+	j->body = t;
+	snprintf(r->error, sizeof(r->error), "%s", c == HX_OK ? "" : msg);
+	if (--j->b->left == 0)
+		pthread_cond_signal(&j->b->cv);
+}
+
+/* Jittered exponential backoff before transient attempt k+1 (k >= 1). */
+static uint64_t backoff_ns(hx_exec *x, const core_retry_cfg *r, unsigned k)
+{
+	double d = r->initial_delay_seconds * pow(r->exponential_base, k - 1);
+
+	if (d > r->max_delay_seconds)
+		d = r->max_delay_seconds;
+	x->rng = x->rng * 6364136223846793005ull + 1442695040888963407ull;
+	d *= 0.5 + 0.5 * (double)(x->rng >> 11) / 9007199254740992.0;
+	return (uint64_t)(d * 1e9);
+}
+
+/* Decides what follows an attempt that ended with class c (lock held). */
+static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_after_s,
+		   const char *msg)
+{
+	const core_retry_cfg *r = j->b->retry;
+	uint64_t now = core_now_mono_ns(), wait;
+	unsigned max = r && r->max_attempts > 0 ? (unsigned)r->max_attempts : 1;
+	char why[300];
+
+	j->req->attempts++;
+	if (c == HX_OK) {
+		aimd_on_success(&x->throttle);
+		finish(j, c, status, msg);
+		return;
+	}
+	if (c == HX_CAPACITY) {
+		aimd_on_capacity(&x->throttle);
+		x->st.capacity_errors++;
+		if (!j->first_capacity_mono)
+			j->first_capacity_mono = now;
+		if ((double)(now - j->first_capacity_mono) / 1e9 >= x->cfg.max_capacity_retry_s) {
+			snprintf(why, sizeof(why),
+				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
+				 x->cfg.max_capacity_retry_s, msg);
+			finish(j, HX_GAVE_UP, status, why);
+			return;
+		}
+		j->req->capacity_retries++;
+		wait = (uint64_t)(x->throttle.delay_ms * 1e6);
+		if (retry_after_s * 1e9 > (double)wait)
+			wait = (uint64_t)(retry_after_s * 1e9);
+		j->due_mono = now + wait;
+		push_delayed(x, j);
+		return;
+	}
+	j->first_capacity_mono = 0;
+	if (hx_transient(c) && ++j->transient_attempts < max) {
+		j->due_mono = now + backoff_ns(x, r, j->transient_attempts);
+		push_delayed(x, j);
+		return;
+	}
+	if (hx_transient(c) && max > 1) {
+		snprintf(why, sizeof(why), "%s (after %u attempts)", msg, max);
+		finish(j, c, status, why);
+	} else
+		finish(j, c, status, msg);
+}
+
+/* A transfer finished: classify, record (unlocked), decide. */
+static void done(hx_exec *x, job *j, CURLcode rc)
+{
+	hx_req *r = j->req;
+	CURL *e = j->easy;
+	long status = 0;
+	curl_off_t ra = -1, ct = 0;
+	char msg[256] = "";
+	hx_class c;
+
+	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &ra);
+	curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &ct);
+	curl_multi_remove_handle(x->multi, e);
+	j->easy = NULL;
+	c = hx_classify(rc, status, ct > 0 || status > 0);
+	if (j->too_big) {
+		c = HX_MALFORMED;
+		snprintf(msg, sizeof(msg), "answer larger than %u MiB", MAX_BODY >> 20);
+	} else if (c == HX_OK && r->check &&
+		   r->check(r->check_arg, j->body.data, j->body.len, msg, sizeof(msg)))
+		c = HX_MALFORMED;
+	else if (rc != CURLE_OK)
+		snprintf(msg, sizeof(msg), "%s", curl_easy_strerror(rc));
+	else if (c != HX_OK)
+		snprintf(msg, sizeof(msg), "HTTP %ld: %.200s", status,
+			 j->body.data ? j->body.data : "");
+	if (j->b->ctx && j->b->ctx->record_call) {
+		plg_call call = {
+			.call_type = "llm", .name = r->name, .ok = c == HX_OK,
+			.http_status = (unsigned)status,
+			.error_class = c == HX_OK ? NULL : hx_class_name(c),
+			.error = c == HX_OK ? NULL : msg,
+			.request = r->body, .request_len = r->body_len,
+			.response = j->body.data, .response_len = j->body.len,
+			.submitted_ns = j->submitted_wall,
+			.completed_ns = core_now_wall_ns(),
+			.throttle_delay_ns = j->throttle_ns,
+			.submit_order = j->submit_order,
+			.complete_order = ++j->b->completed,
+		};
+		j->b->ctx->record_call(j->b->ctx, &call);
+	}
+	pthread_mutex_lock(&x->lock);
+	x->active--;
+	give_easy(x, e);
+	decide(x, j, c, status, ra > 0 ? (double)ra : 0, msg);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/* ----------------------------------------------------------------- loop */
+
+/* Starts what may start; returns the poll timeout in ms (lock held). */
+static int dispatch(hx_exec *x)
+{
+	uint64_t now = core_now_mono_ns(), next = 0;
+	int ms = MAX_POLL_MS;
+
+	promote(x, now);
+	while (x->ready && x->active < x->cfg.pool_size && now >= x->next_dispatch) {
+		job *j = pop_ready(x);
+
+		if (!start(x, j, now)) {
+			finish(j, HX_NETWORK, 0, "cannot start the transfer (libcurl)");
+			continue;
+		}
+		x->next_dispatch = now + (uint64_t)(x->throttle.delay_ms * 1e6);
+	}
+	if (x->ready && x->active < x->cfg.pool_size)
+		next = x->next_dispatch;
+	if (x->delayed && (!next || x->delayed->due_mono < next))
+		next = x->delayed->due_mono;
+	if (next) {
+		uint64_t d = next > now ? (next - now + 999999) / 1000000 : 0;
+
+		ms = d < (uint64_t)ms ? (int)d : ms;
+	}
+	return ms;
+}
+
+static void *loop_main(void *arg)
+{
+	hx_exec *x = arg;
+
+	for (;;) {
+		CURLMsg *m;
+		int running, left, ms;
+
+		pthread_mutex_lock(&x->lock);
+		if (x->shutdown && !x->active && !x->ready && !x->delayed) {
+			pthread_mutex_unlock(&x->lock);
+			break;
+		}
+		ms = dispatch(x);
+		pthread_mutex_unlock(&x->lock);
+		curl_multi_perform(x->multi, &running);
+		while ((m = curl_multi_info_read(x->multi, &left))) {
+			job *j = NULL;
+
+			if (m->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+			done(x, j, m->data.result);
+		}
+		if (ms > 0)
+			curl_multi_poll(x->multi, NULL, 0, ms, NULL);
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------ public */
+
+int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
+{
+	hx_exec *x;
+
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_rc != CURLE_OK)
+		return core_err_set(err, CORE_EIO, "libcurl: %s",
+				    curl_easy_strerror(curl_init_rc));
+	if (!(x = calloc(1, sizeof(*x))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	x->cfg = *cfg;
+	if (!x->cfg.pool_size)
+		x->cfg.pool_size = 1;
+	aimd_init(&x->throttle, cfg->min_dispatch_delay_ms, cfg->max_dispatch_delay_ms,
+		  cfg->backoff_multiplier, cfg->recovery_step_ms);
+	x->rng = (uint64_t)(uintptr_t)x ^ core_now_mono_ns();
+	x->st.pool_size = x->cfg.pool_size;
+	if (!(x->multi = curl_multi_init())) {
+		free(x);
+		return core_err_set(err, CORE_ENOMEM, "libcurl: cannot create a multi handle");
+	}
+	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)x->cfg.pool_size);
+	pthread_mutex_init(&x->lock, NULL);
+	if (pthread_create(&x->thread, NULL, loop_main, x)) {
+		pthread_mutex_destroy(&x->lock);
+		curl_multi_cleanup(x->multi);
+		free(x);
+		return core_err_set(err, CORE_EIO, "cannot start the HTTP executor thread");
+	}
+	*out = x;
+	return 0;
+}
+
+void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
+{
+	batch b = { .left = n, .ctx = ctx, .retry = ctx ? ctx->retry : NULL };
+	job *jobs;
+	uint64_t now = core_now_mono_ns();
+
+	if (!n)
+		return;
+	if (!(jobs = calloc(n, sizeof(*jobs)))) {
+		for (size_t i = 0; i < n; i++) {
+			reqs[i].result = HX_NETWORK;
+			snprintf(reqs[i].error, sizeof(reqs[i].error), "out of memory");
+		}
+		return;
+	}
+	pthread_cond_init(&b.cv, NULL);
+	pthread_mutex_lock(&x->lock);
+	for (size_t i = 0; i < n; i++) {
+		jobs[i] = (job){ .req = &reqs[i], .b = &b, .queued_mono = now };
+		reqs[i].result = HX_OK;
+		reqs[i].attempts = reqs[i].capacity_retries = 0;
+		reqs[i].throttle_ns = 0;
+		push_ready(x, &jobs[i]);
+	}
+	pthread_mutex_unlock(&x->lock);
+	curl_multi_wakeup(x->multi);
+	pthread_mutex_lock(&x->lock);
+	while (b.left)
+		pthread_cond_wait(&b.cv, &x->lock);
+	pthread_mutex_unlock(&x->lock);
+	for (size_t i = 0; i < n; i++)
+		core_buf_release(&jobs[i].body);
+	free(jobs);
+	pthread_cond_destroy(&b.cv);
+}
+
+void hx_get_stats(hx_exec *x, hx_stats *out)
+{
+	size_t waiting = 0;
+
+	pthread_mutex_lock(&x->lock);
+	for (job *j = x->ready; j; j = j->next)
+		waiting++;
+	for (job *j = x->delayed; j; j = j->next)
+		waiting++;
+	*out = x->st;
+	out->active = x->active;
+	out->waiting = waiting;
+	out->delay_ms = x->throttle.delay_ms;
+	pthread_mutex_unlock(&x->lock);
+}
+
+void hx_close(hx_exec *x)
+{
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->lock);
+	x->shutdown = true;
+	pthread_mutex_unlock(&x->lock);
+	curl_multi_wakeup(x->multi);
+	pthread_join(x->thread, NULL);
+	while (x->nfree)
+		curl_easy_cleanup(x->free_easy[--x->nfree]);
+	curl_multi_cleanup(x->multi);
+	pthread_mutex_destroy(&x->lock);
+	free(x);
+}

@@ -1,0 +1,266 @@
+/* llm_client.c — see llm_client.h. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/llm_client.h"
+
+enum provider { P_OPENROUTER, P_AZURE, P_OPENAI };
+
+/* base + suffix, without doubling the slash between them. */
+static char *join_url(const char *base, const char *suffix)
+{
+	size_t n = strlen(base);
+	core_buf b = { 0 };
+
+	while (n && base[n - 1] == '/')
+		n--;
+	core_buf_append(&b, base, n);
+	core_buf_puts(&b, suffix);
+	return core_buf_steal(&b);
+}
+
+static int endpoint(llm_client *c, const core_node *o, int provider,
+		    core_err *err)
+{
+	static const char *const defaults[] = { "https://openrouter.ai/api/v1", NULL,
+						"https://api.openai.com/v1" };
+	const char *model = NULL, *base = NULL, *dep = NULL, *ep = NULL, *ver = NULL;
+	int rc;
+
+	if (provider == P_AZURE) {
+		if ((rc = core_opt_str(o, "deployment_name", true, &dep, err)) ||
+		    (rc = core_opt_str(o, "endpoint", true, &ep, err)) ||
+		    (rc = core_opt_str(o, "api_version", true, &ver, err)) ||
+		    (rc = core_opt_str(o, "model", false, &model, err)))
+			return rc;
+		if (core_map_get(o, "base_url"))
+			return core_err_at(err, CORE_ECONFIG, core_map_get(o, "base_url"),
+				"provider azure takes endpoint, deployment_name and api_version, not base_url");
+		core_buf b = { 0 };
+		core_buf_printf(&b, "/openai/deployments/%s/chat/completions?api-version=%s",
+				dep, ver);
+		c->url = join_url(ep, b.data ? b.data : "");
+		core_buf_release(&b);
+	} else {
+		if ((rc = core_opt_str(o, "model", true, &model, err)) ||
+		    (rc = core_opt_str(o, "base_url", false, &base, err)))
+			return rc;
+		for (const char *const *k = (const char *const[]){ "deployment_name",
+				"endpoint", "api_version", NULL }; *k; k++)
+			if (core_map_get(o, *k))
+				return core_err_at(err, CORE_ECONFIG, core_map_get(o, *k),
+					"'%s' is for provider azure", *k);
+		c->url = join_url(base ? base : defaults[provider], "/chat/completions");
+		c->model = strdup(model);
+	}
+	if (!c->url || (model && provider != P_AZURE && !c->model))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (strncmp(c->url, "http://", 7) && strncmp(c->url, "https://", 8))
+		return core_err_at(err, CORE_ECONFIG, o,
+				   "the endpoint '%s' is not an http:// or https:// URL", c->url);
+	return 0;
+}
+
+static int headers(llm_client *c, const core_node *o, int provider,
+		   core_err *err)
+{
+	const char *key = NULL;
+	struct curl_slist *h;
+	core_buf b = { 0 };
+	int rc;
+
+	if ((rc = core_opt_str(o, "api_key", false, &key, err)))
+		return rc;
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	c->headers = h;
+	if (h && key) {
+		core_buf_printf(&b, provider == P_AZURE ? "api-key: %s" : "Authorization: Bearer %s",
+				key);
+		h = b.data ? curl_slist_append(c->headers, b.data) : NULL;
+		if (b.data) /* the key stays in the header list only */
+			memset(b.data, 0, b.len);
+		core_buf_release(&b);
+	}
+	if (h && !(h = curl_slist_append(c->headers, "Expect:"))) /* no 100-continue */
+		h = NULL;
+	return h ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
+}
+
+static int throttle(llm_client *c, const core_node *o, core_err *err)
+{
+	long long pool = 32;
+	hx_cfg *x = &c->cfg;
+	int rc;
+
+	*x = (hx_cfg){ .timeout_s = 60, .min_dispatch_delay_ms = 0,
+		       .max_dispatch_delay_ms = 5000, .backoff_multiplier = 2.0,
+		       .recovery_step_ms = 50, .max_capacity_retry_s = 3600 };
+	if ((rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
+	    (rc = core_opt_double(o, "timeout_seconds", 0.001, 86400, &x->timeout_s, err)) ||
+	    (rc = core_opt_double(o, "min_dispatch_delay_ms", 0, 3600000, &x->min_dispatch_delay_ms, err)) ||
+	    (rc = core_opt_double(o, "max_dispatch_delay_ms", 0, 3600000, &x->max_dispatch_delay_ms, err)) ||
+	    (rc = core_opt_double(o, "backoff_multiplier", 1, 100, &x->backoff_multiplier, err)) ||
+	    (rc = core_opt_double(o, "recovery_step_ms", 0, 3600000, &x->recovery_step_ms, err)) ||
+	    (rc = core_opt_double(o, "max_capacity_retry_seconds", 0, 31536000, &x->max_capacity_retry_s, err)))
+		return rc;
+	if (x->max_dispatch_delay_ms < x->min_dispatch_delay_ms)
+		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "max_dispatch_delay_ms"),
+				   "max_dispatch_delay_ms is less than min_dispatch_delay_ms");
+	x->pool_size = (unsigned)pool;
+	return 0;
+}
+
+static int request_opts(llm_client *c, const core_node *o, core_err *err)
+{
+	const char *sys = NULL;
+	const char **req = NULL;
+	const core_node *n;
+	size_t nreq = 0;
+	int rc;
+
+	if ((rc = core_opt_str(o, "system_prompt", false, &sys, err)) ||
+	    (rc = core_opt_int(o, "max_tokens", 1, 1 << 30, &c->max_tokens, err)))
+		return rc;
+	if ((n = core_map_get(o, "temperature")) && !core_node_is_null(n)) {
+		if ((rc = core_node_double(n, 0, 2, &c->temperature, err)))
+			return rc;
+		c->has_temperature = true;
+	}
+	if (sys && !(c->system_prompt = strdup(sys)))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((n = core_map_get(o, "required_input_fields")) &&
+	    (rc = core_node_str_list(n, &req, &nreq, err)))
+		return rc;
+	if (nreq && !(c->required = calloc(nreq, sizeof(*c->required))))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < nreq; i++, c->nrequired++)
+		if (!(c->required[i] = strdup(req[i])))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	free(req);
+	return rc;
+}
+
+int llm_client_open(llm_client *c, const core_node *o, core_err *err)
+{
+	static const char *const providers[] = { "openrouter", "azure", "openai", NULL };
+	const core_node *pn = core_map_get(o, "provider");
+	int provider = P_OPENROUTER, rc;
+
+	memset(c, 0, sizeof(*c));
+	if ((pn && (rc = core_node_enum(pn, providers, &provider, err))) ||
+	    (rc = endpoint(c, o, provider, err)) ||
+	    (rc = headers(c, o, provider, err)) ||
+	    (rc = throttle(c, o, err)) ||
+	    (rc = request_opts(c, o, err)) ||
+	    (rc = hx_open(&c->cfg, &c->exec, err)))
+		llm_client_release(c);
+	return rc;
+}
+
+void llm_client_release(llm_client *c)
+{
+	hx_close(c->exec);
+	curl_slist_free_all(c->headers);
+	for (size_t i = 0; i < c->nrequired; i++)
+		free(c->required[i]);
+	free(c->required);
+	free(c->url);
+	free(c->model);
+	free(c->system_prompt);
+	memset(c, 0, sizeof(*c));
+}
+
+int llm_client_check_inputs(const llm_client *c, const json_t *row,
+			    core_err *err)
+{
+	for (size_t i = 0; i < c->nrequired; i++)
+		if (!json_object_get(row, c->required[i]))
+			return core_err_set(err, CORE_EDATA,
+				"required input field '%s' is missing", c->required[i]);
+	return 0;
+}
+
+/* The executor's check of a 2xx body: only a malformed envelope is
+ * retried; other problems (an API error, a refusal) are the row's. */
+static int check_envelope(void *arg, const char *body, size_t len, char *msg,
+			  size_t msgsz)
+{
+	llm_response r;
+	core_err e;
+	int bad;
+
+	(void)arg;
+	llm_response_parse(body, len, &r, &e);
+	bad = r.kind == LLM_RESP_MALFORMED;
+	if (bad)
+		snprintf(msg, msgsz, "%s", e.msg);
+	llm_response_release(&r);
+	return bad;
+}
+
+void llm_client_request(const llm_client *c, hx_req *r, const char *body,
+			size_t len, const char *name)
+{
+	*r = (hx_req){ .url = c->url, .headers = c->headers, .body = body,
+		       .body_len = len, .name = name, .check = check_envelope };
+}
+
+static const char *of_query(const char *query, char *buf, size_t n)
+{
+	if (!query)
+		return "";
+	snprintf(buf, n, "query '%s': ", query);
+	return buf;
+}
+
+int llm_client_failed(const hx_req *r, const char *query, core_err *err)
+{
+	char q[160];
+
+	err->retryable = false;
+	return core_err_set(err, CORE_EDATA, "%sLLM call failed (%s, %u attempt%s): %s",
+			    of_query(query, q, sizeof(q)), hx_class_name(r->result),
+			    r->attempts, r->attempts == 1 ? "" : "s", r->error);
+}
+
+int llm_client_answer(const hx_req *r, const char *query, llm_response *out,
+		      core_err *err)
+{
+	char q[160];
+	int rc = llm_response_parse(r->response.data, r->response.len, out, err);
+
+	if (rc == CORE_EDATA) {
+		err->retryable = false;
+		core_err_prefix(err, "%sLLM answer", query ? of_query(query, q, sizeof(q)) : "");
+	}
+	return rc;
+}
+
+json_t *llm_client_context(const llm_client *c, const hx_req *reqs, size_t n)
+{
+	unsigned attempts = 0, capacity = 0;
+	uint64_t throttle = 0;
+	hx_stats st;
+
+	for (size_t i = 0; i < n; i++) {
+		attempts += reqs[i].attempts;
+		capacity += reqs[i].capacity_retries;
+		throttle += reqs[i].throttle_ns;
+	}
+	hx_get_stats(c->exec, &st);
+	return json_pack("{s:i,s:i,s:i,s:f,s:i,s:i,s:f}",
+			 "requests", (int)n, "attempts", (int)attempts,
+			 "capacity_retries", (int)capacity,
+			 "throttle_wait_ms", (double)throttle / 1e6,
+			 "pool_size", (int)st.pool_size,
+			 "pool_peak_concurrency", (int)st.peak_active,
+			 "dispatch_delay_ms", st.delay_ms);
+}
+
+int plg__llm_template_error(const core_node *at, core_err *err)
+{
+	char msg[sizeof(err->msg)];
+
+	memcpy(msg, err->msg, sizeof(msg));
+	return core_err_at(err, err->code, at, "%s", msg);
+}

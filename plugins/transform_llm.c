@@ -1,0 +1,151 @@
+/*
+ * transform_llm.c — `llm`: one chat completion per row (DESIGN.md §10).
+ *
+ * Options: those of llm_client.h, plus
+ *   template        the user prompt (docs/templates.md), required
+ *   response_field  where the answer goes (default llm_response); also
+ *                   <field>_usage, <field>_model, <field>_template_hash
+ * A template field missing from the row, a required input field missing,
+ * a failed call (after the executor's retries), an API error, a finish
+ * reason other than "stop" or a null content are row errors (on_error).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/llm_client.h"
+#include "plugins/llm_template.h"
+#include "plugins/plugins_internal.h"
+
+typedef struct llm {
+	llm_client client;
+	llm_template *tpl;
+	char *field;
+	char *usage_field, *model_field, *hash_field;
+} llm;
+
+static void llm_close(void *state)
+{
+	llm *l = state;
+
+	if (!l)
+		return;
+	llm_client_release(&l->client);
+	llm_template_free(l->tpl);
+	free(l->field);
+	free(l->usage_field);
+	free(l->model_field);
+	free(l->hash_field);
+	free(l);
+}
+
+static char *suffixed(const char *field, const char *suffix)
+{
+	core_buf b = { 0 };
+
+	core_buf_printf(&b, "%s%s", field, suffix);
+	return core_buf_steal(&b);
+}
+
+static int llm_parse(llm *l, const core_node *o, core_err *err)
+{
+	static const char *const keys[] = { LLM_CLIENT_KEYS, "template",
+					    "response_field", NULL };
+	const char *tpl = NULL, *field = "llm_response";
+	int rc;
+
+	if ((rc = core_map_check_keys(o, keys, err)) ||
+	    (rc = core_opt_str(o, "template", true, &tpl, err)) ||
+	    (rc = core_opt_str(o, "response_field", false, &field, err)))
+		return rc;
+	if ((rc = llm_template_compile(tpl, &l->tpl, err)))
+		return plg__llm_template_error(core_map_get(o, "template"), err);
+	l->field = strdup(field);
+	l->usage_field = suffixed(field, "_usage");
+	l->model_field = suffixed(field, "_model");
+	l->hash_field = suffixed(field, "_template_hash");
+	if (!l->field || !l->usage_field || !l->model_field || !l->hash_field)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	return llm_client_open(&l->client, o, err);
+}
+
+static int llm_open(const core_node *options, void **state, core_err *err)
+{
+	llm *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((rc = llm_parse(l, options, err))) {
+		llm_close(l);
+		return rc;
+	}
+	*state = l;
+	return 0;
+}
+
+/* The user prompt and the request body for one row. */
+static int build(const llm *l, const json_t *row, core_buf *body, core_err *err)
+{
+	core_buf prompt = { 0 };
+	llm_request rq;
+	int rc;
+
+	if ((rc = llm_template_render(l->tpl, row, &prompt, err)) ||
+	    (rc = core_buf_putc(&prompt, '\0')))
+		goto out_prompt;
+	rq = (llm_request){ .model = l->client.model,
+			    .system_prompt = l->client.system_prompt,
+			    .user_prompt = prompt.data,
+			    .has_temperature = l->client.has_temperature,
+			    .temperature = l->client.temperature,
+			    .max_tokens = l->client.max_tokens };
+	rc = llm_request_append(body, &rq, err);
+out_prompt:
+	core_buf_release(&prompt);
+	return rc;
+}
+
+static int llm_process(void *state, const json_t *row, json_t **out,
+		       plg_ctx *ctx, core_err *err)
+{
+	llm *l = state;
+	core_buf body = { 0 };
+	llm_response resp = { 0 };
+	hx_req r;
+	json_t *o;
+	int rc;
+
+	if ((rc = llm_client_check_inputs(&l->client, row, err)) ||
+	    (rc = build(l, row, &body, err)))
+		goto out_body;
+	llm_client_request(&l->client, &r, body.data, body.len, NULL);
+	hx_run(l->client.exec, &r, 1, ctx);
+	if (ctx)
+		ctx->context = llm_client_context(&l->client, &r, 1);
+	if (r.result != HX_OK)
+		rc = llm_client_failed(&r, NULL, err);
+	else if (!(rc = llm_client_answer(&r, NULL, &resp, err))) {
+		o = json_deep_copy(row);
+		if (!o || json_object_set_new(o, l->field, json_stringn(resp.content, resp.content_len)) ||
+		    json_object_set(o, l->usage_field, resp.usage ? resp.usage : json_null()) ||
+		    json_object_set_new(o, l->model_field, resp.model ? json_string(resp.model) : json_null()) ||
+		    json_object_set_new(o, l->hash_field, json_string(llm_template_hash(l->tpl)))) {
+			json_decref(o);
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		} else
+			*out = o;
+	}
+	llm_response_release(&resp);
+	core_buf_release(&r.response);
+out_body:
+	core_buf_release(&body);
+	return rc;
+}
+
+const plg_transform_ops plg__llm = {
+	.name = "llm",
+	.description = "One chat completion per row (OpenRouter, Azure OpenAI, OpenAI-compatible) through a shared, throttled HTTP pool",
+	.open = llm_open,
+	.process = llm_process,
+	.close = llm_close,
+};

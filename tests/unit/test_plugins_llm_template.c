@@ -1,0 +1,541 @@
+/* test_plugins_llm_template.c — prompt templates: syntax, whitespace
+ * control, lookups, filters, Python-style rendering, errors, fields. */
+#include <stdlib.h>
+#include <string.h>
+
+#include <criterion/criterion.h>
+
+#include "plugins/llm_template.h"
+
+TestSuite(llm_template, .timeout = 10);
+
+static const char *row_text =
+	"{\"a\": 1, \"s\": \"  Hi there \", \"n\": null, \"t\": true, \"f\": false,"
+	" \"r\": 2.5, \"big\": 1e16, \"l\": [1, \"x\", [2, 3]],"
+	" \"o\": {\"k\": \"v\", \"b\": true, \"in\": {\"deep\": 7}, \"z\": null},"
+	" \"u\": \"h\\u00e9llo \\u4e16\\u754c\", \"e\": \"\", \"my key\": \"mk\","
+	" \"zero\": 0, \"el\": [], \"eo\": {}}";
+
+static json_t *js(const char *text)
+{
+	json_error_t jerr;
+	json_t *v = json_loads(text, 0, &jerr);
+
+	cr_assert_not_null(v, "bad test JSON %s: %s", text, jerr.text);
+	return v;
+}
+
+static llm_template *compile_ok(const char *src)
+{
+	core_err err = { 0 };
+	llm_template *t = NULL;
+
+	cr_assert_eq(llm_template_compile(src, &t, &err), 0, "%s: %s", src,
+		     err.msg);
+	cr_assert_not_null(t);
+	return t;
+}
+
+/* Renders src for the row (default: row_text); returns a malloc'd string. */
+static char *render_row(const char *src, const char *row)
+{
+	llm_template *t = compile_ok(src);
+	json_t *r = js(row ? row : row_text);
+	core_buf b = { 0 };
+	core_err err = { 0 };
+
+	cr_assert_eq(llm_template_render(t, r, &b, &err), 0, "%s: %s", src,
+		     err.msg);
+	json_decref(r);
+	llm_template_free(t);
+	return core_buf_steal(&b);
+}
+
+static void expect(const char *src, const char *want)
+{
+	char *got = render_row(src, NULL);
+
+	cr_expect_str_eq(got, want, "template %s", src);
+	free(got);
+}
+
+static void expect_compile_err(const char *src, const char *want)
+{
+	core_err err = { 0 };
+	llm_template *t = (llm_template *)1;
+
+	cr_assert_eq(llm_template_compile(src, &t, &err), CORE_ECONFIG, "%s", src);
+	cr_assert_null(t);
+	cr_expect(strstr(err.msg, want), "template %s: got '%s', want '%s'", src,
+		  err.msg, want);
+}
+
+static void expect_render_err(const char *src, const char *want)
+{
+	llm_template *t = compile_ok(src);
+	json_t *r = js(row_text);
+	core_buf b = { 0 };
+	core_err err = { 0 };
+
+	cr_assert(!core_buf_puts(&b, "keep"));
+	cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA, "%s", src);
+	cr_expect(strstr(err.msg, want), "template %s: got '%s', want '%s'", src,
+		  err.msg, want);
+	cr_expect_str_eq(b.data, "keep", "the output is left as it was");
+	core_buf_release(&b);
+	json_decref(r);
+	llm_template_free(t);
+}
+
+/* ------------------------------------------------------------ syntax */
+
+Test(llm_template, literal_text_only)
+{
+	expect("", "");
+	expect("just text", "just text");
+	expect("single { braces } and }} stay", "single { braces } and }} stay");
+	expect("{ {", "{ {");
+}
+
+Test(llm_template, interpolation_forms)
+{
+	expect("A={{row.a}}", "A=1");
+	expect("A={{ row.a }}!", "A=1!");
+	expect("{{ row['a'] }}", "1");
+	expect("{{ row[\"a\"] }}", "1");
+	expect("{{ row['my key'] }}", "mk");
+	expect("{{\n  row . o . k\n}}", "v");
+	expect("{{ row['o']['in']['deep'] }}", "7");
+	expect("{{ row.o.in.deep }}", "7");
+	expect("{{ row.o['in'].deep }}", "7");
+	expect("{{ row.l[0] }}|{{ row.l[1] }}|{{ row.l[2][1] }}", "1|x|3");
+	expect("{{ row.l[-1] }}|{{ row.l[-3] }}", "[2,3]|1");
+	expect("{{ row.s }}{{ row.a }}", "  Hi there 1");
+}
+
+Test(llm_template, string_literals)
+{
+	expect("{{ '{{' }} row.a {{ \"}}\" }}", "{{ row.a }}");
+	expect("{{ 'it\\'s' }}", "it's");
+	expect("{{ \"tab\\there\\n\" }}", "tab\there\n");
+	expect("{{ '\\u00e9\\x41\\U0001F600' }}", "\xc3\xa9" "A\xf0\x9f\x98\x80");
+	expect("{{ '\\q' }}", "\\q");
+	expect("{{ 'abc' | upper }}", "ABC");
+}
+
+Test(llm_template, comments)
+{
+	expect("a{# a comment {{ row.zz }} #}b", "ab");
+	expect("a {#- c -#} b", "ab");
+	expect("a {# c #} b", "a  b");
+	expect("{#- x #}", "");
+	expect("{##}x", "x");
+}
+
+Test(llm_template, whitespace_control)
+{
+	expect("x  {{- row.a -}}  \n y", "x1y");
+	expect("x \n {{- row.a }} \n", "x1 ");
+	expect("x {{ row.a -}}\n\t y", "x 1y");
+	/* Python's str.isspace(): no-break space and ideographic space. */
+	expect("x\xc2\xa0\xe3\x80\x80{{- row.a -}}\xc2\xa0y", "x1y");
+	expect("{{- row.a -}}", "1");
+}
+
+Test(llm_template, jinja_newline_handling)
+{
+	expect("A {{ row.a }}\n", "A 1");
+	expect("A\n\n", "A\n");
+	expect("A\r\n", "A");
+	expect("a\r\nb\rc\n", "a\nb\nc");
+	expect("a\r\nb {# c -#}  \n d\r\n", "a\nb d");
+}
+
+Test(llm_template, values_are_not_normalised)
+{
+	char *got = render_row("[{{ row.v }}]\n", "{\"v\": \"a\\r\\nb\\n\"}");
+
+	cr_expect_str_eq(got, "[a\r\nb\n]");
+	free(got);
+}
+
+Test(llm_template, unicode_pass_through)
+{
+	expect("{{ row.u }} \xe2\x9c\x93", "h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c \xe2\x9c\x93");
+	expect("{{ row.u | length }}", "8");
+}
+
+/* ------------------------------------------------------ value rendering */
+
+static void expect_value(const char *json_value, const char *want)
+{
+	char row[256], *got;
+
+	snprintf(row, sizeof(row), "{\"v\": %s}", json_value);
+	got = render_row("{{ row.v }}", row);
+	cr_expect_str_eq(got, want, "value %s", json_value);
+	free(got);
+}
+
+Test(llm_template, python_str_of_scalars)
+{
+	expect_value("\"text\"", "text");
+	expect_value("0", "0");
+	expect_value("-42", "-42");
+	expect_value("9223372036854775807", "9223372036854775807");
+	expect_value("-9223372036854775808", "-9223372036854775808");
+	expect_value("true", "True");
+	expect_value("false", "False");
+	expect_value("null", "None");
+}
+
+Test(llm_template, python_repr_of_reals)
+{
+	/* Each expected string is Python 3's repr(float(x)). */
+	expect_value("0.1", "0.1");
+	expect_value("0.3", "0.3");
+	expect_value("2.5", "2.5");
+	expect_value("100.0", "100.0");
+	expect_value("123.0", "123.0");
+	expect_value("-1234.5678", "-1234.5678");
+	expect_value("1e15", "1000000000000000.0");
+	expect_value("1e16", "1e+16");
+	expect_value("1e22", "1e+22");
+	expect_value("123456789012345678.0", "1.2345678901234568e+17");
+	expect_value("12345678901234567890.0", "1.2345678901234567e+19");
+	expect_value("9007199254740993.0", "9007199254740992.0");
+	expect_value("0.0001", "0.0001");
+	expect_value("0.00001", "1e-05");
+	expect_value("1.5e-7", "1.5e-07");
+	expect_value("-0.0", "-0.0");
+	expect_value("0.0", "0.0");
+	expect_value("5e-324", "5e-324");
+	expect_value("1.7976931348623157e308", "1.7976931348623157e+308");
+	expect_value("1e100", "1e+100");
+	expect_value("0.5", "0.5");
+}
+
+Test(llm_template, containers_as_compact_json)
+{
+	expect("{{ row.l }}", "[1,\"x\",[2,3]]");
+	expect("{{ row.o.in }}", "{\"deep\":7}");
+	expect("{{ row.el }}{{ row.eo }}", "[]{}");
+	expect_value("{\"b\": 1.0, \"a\": \"\\u00e9\"}", "{\"b\":1.0,\"a\":\"\xc3\xa9\"}");
+}
+
+/* ------------------------------------------------------------ filters */
+
+Test(llm_template, upper_lower_trim)
+{
+	expect("{{ row.s | upper }}", "  HI THERE ");
+	expect("{{ row.s | lower }}", "  hi there ");
+	expect("[{{ row.s | trim }}]", "[Hi there]");
+	expect("{{ row.s|trim|upper }}", "HI THERE");
+	expect("{{ row.s | upper() }}", "  HI THERE ");
+	/* As Jinja: the value's str() first. */
+	expect("{{ row.t | lower }}{{ row.n | upper }}{{ row.a | trim }}", "trueNONE1");
+	expect("{{ row.r | upper }}", "2.5");
+	expect("[{{ row.e | trim }}]", "[]");
+	expect_value("\"\\u00a0\\u3000 x \\u2028\"", "\xc2\xa0\xe3\x80\x80 x \xe2\x80\xa8");
+}
+
+static void expect_case(const char *in, const char *upper, const char *lower)
+{
+	char row[256], *got;
+
+	snprintf(row, sizeof(row), "{\"v\": \"%s\"}", in);
+	got = render_row("{{ row.v | upper }}", row);
+	cr_expect_str_eq(got, upper, "upper of %s", in);
+	free(got);
+	got = render_row("{{ row.v | lower }}", row);
+	cr_expect_str_eq(got, lower, "lower of %s", in);
+	free(got);
+}
+
+Test(llm_template, unicode_case_as_python)
+{
+	/* Expected values are Python 3's str.upper() / str.lower(). */
+	expect_case("Stra\xc3\x9f" "e \xc3\x89\xc3\xa7\xc3\xa0",
+		    "STRASSE \xc3\x89\xc3\x87\xc3\x80",
+		    "stra\xc3\x9f" "e \xc3\xa9\xc3\xa7\xc3\xa0");
+	expect_case("\xc3\xbf", "\xc5\xb8", "\xc3\xbf");       /* ÿ -> Ÿ */
+	expect_case("\xc4\xb0", "\xc4\xb0", "i\xcc\x87");       /* İ */
+	expect_case("\xc4\xb1", "I", "\xc4\xb1");               /* ı */
+	expect_case("\xc5\x89", "\xca\xbcN", "\xc5\x89");       /* ŉ */
+	expect_case("\xc4\xb2\xc4\xb3\xc4\xbf\xc5\x80\xc5\xbd\xc5\xbe\xc4\xb8",
+		    "\xc4\xb2\xc4\xb2\xc4\xbf\xc4\xbf\xc5\xbd\xc5\xbd\xc4\xb8",
+		    "\xc4\xb3\xc4\xb3\xc5\x80\xc5\x80\xc5\xbe\xc5\xbe\xc4\xb8");
+	expect_case("\xce\x86\xce\x88\xce\x8f\xce\xb1\xcf\x89",   /* ΆΈΏαω */
+		    "\xce\x86\xce\x88\xce\x8f\xce\x91\xce\xa9",
+		    "\xce\xac\xce\xad\xcf\x8e\xce\xb1\xcf\x89");
+	expect_case("\xce\x90", "\xce\x99\xcc\x88\xcc\x81", "\xce\x90"); /* ΐ */
+	expect_case("\xd0\x81\xd0\x96\xd1\x8f", "\xd0\x81\xd0\x96\xd0\xaf",
+		    "\xd1\x91\xd0\xb6\xd1\x8f");                      /* ЁЖя */
+	expect_case("\xc2\xb5", "\xce\x9c", "\xc2\xb5");          /* µ */
+	expect_case("\xe4\xb8\x96 \xc3\x97\xc3\xb7", "\xe4\xb8\x96 \xc3\x97\xc3\xb7",
+		    "\xe4\xb8\x96 \xc3\x97\xc3\xb7");                 /* 世 × ÷ */
+}
+
+Test(llm_template, length)
+{
+	expect("{{ row.s | length }}", "11");
+	expect("{{ row.l | length }}/{{ row.o | length }}", "3/4");
+	expect("{{ row.e | length }}{{ row.el | length }}{{ row.eo | length }}", "000");
+	expect("{{ 'abc' | length }}", "3");
+}
+
+Test(llm_template, tojson_is_canonical)
+{
+	expect("{{ row.o | tojson }}", "{\"b\":true,\"in\":{\"deep\":7},\"k\":\"v\",\"z\":null}");
+	expect("{{ row.s | tojson }}", "\"  Hi there \"");
+	expect("{{ row.u | tojson }}", "\"h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c\"");
+	expect("{{ row.n | tojson }}{{ row.t|tojson }}{{ row.r|tojson }}", "nulltrue2.5");
+	expect("{{ row.big | tojson }}", "10000000000000000");
+	expect("{{ row.l | tojson | length }}", "13");
+}
+
+Test(llm_template, default_filter)
+{
+	expect("{{ row.zz | default('none given') }}", "none given");
+	expect("{{ row.n | default('was null') }}", "was null");
+	expect("{{ row.a | default('x') }}", "1");
+	expect("{{ row.e | default('x') }}", "");
+	expect("{{ row.e | default('x', true) }}", "x");
+	expect("{{ row.zero | default(5, true) }}|{{ row.zero | default(5) }}", "5|0");
+	expect("{{ row.el | default('empty', True) }}", "empty");
+	expect("{{ row.zz | default }}|", "|");
+	expect("{{ row.zz | default() }}|", "|");
+	expect("{{ row.zz | default(-3) }} {{ row.zz | default(1.5e3) }}", "-3 1500.0");
+	expect("{{ row.zz | default(true) }} {{ row.zz | default(none) }}", "True None");
+	expect("{{ row.zz | default(\"q\") | upper }}", "Q");
+	expect("{{ row.o.zz | default('d') }}", "d");
+	expect("{{ row.o.z.deeper | default('d') }}", "d");
+	expect("{{ row.zz.y | default('d') }}", "d");
+	expect("{{ row.l[9] | default('d') }}", "d");
+}
+
+/* ----------------------------------------------------- compile errors */
+
+Test(llm_template, statements_are_rejected)
+{
+	expect_compile_err("Hi {% if row.a %}x{% endif %}",
+			   "template line 1, column 4: statements ({% ... %}) are not supported");
+	expect_compile_err("a\nbc {%- raw %}", "line 2, column 4: statements");
+}
+
+Test(llm_template, syntax_errors_name_position)
+{
+	expect_compile_err("Hello {{ row.a", "line 1, column 15: expected '|' or '}}' "
+			   "to close the expression opened at line 1, column 7, "
+			   "got end of template");
+	expect_compile_err("{{ row.a b }}", "column 10: expected '|' or '}}'");
+	expect_compile_err("{{ }}", "column 4: expected an expression (row.name, "
+			   "row['name'] or a quoted string), got '}}'");
+	expect_compile_err("{{ name }}", "column 4: unknown name 'name': "
+			   "expressions start with 'row', e.g. {{ row.name }}");
+	expect_compile_err("{{ row }}", "column 8: expected '.' or '[' after 'row'");
+	expect_compile_err("{{ row. }}", "column 9: expected a field name after '.', got '}}'");
+	expect_compile_err("{{ row.1 }}", "column 8: expected a field name after '.', got '1'");
+	expect_compile_err("{{ row[0] }}", "column 7: the row is an object");
+	expect_compile_err("{{ row[x] }}", "column 8: expected a quoted key or an integer");
+	expect_compile_err("{{ row['a' }}", "column 12: expected ']', got '}}'");
+	expect_compile_err("{{ row.l[1.5] }}", "column 10: an index must be an integer");
+	expect_compile_err("{{ row['a }}", "column 8: unterminated string literal");
+	expect_compile_err("{{ row.a | }}", "column 12: expected a filter name after '|'");
+	expect_compile_err("{{ row.a | title }}", "column 12: unknown filter 'title' "
+			   "(supported: upper, lower, trim, length, tojson, default)");
+	expect_compile_err("{{ row.a | upper(1) }}", "column 18: filter 'upper' takes no arguments");
+	expect_compile_err("{{ row.a | default(x) }}", "column 20: expected a literal");
+	expect_compile_err("{{ row.a | default('x', 'y') }}", "column 25: the second argument of default");
+	expect_compile_err("{{ row.a | default('x' }}", "column 24: expected ')'");
+	expect_compile_err("x {# never closed", "column 3: unclosed comment: expected '#}'");
+	expect_compile_err("{{ '\\u12' }}", "column 5: expected 4 hex digits after '\\u'");
+	expect_compile_err("{{ '\\ud800' }}", "U+D800 is not allowed");
+	expect_compile_err("{{ '\\x00' }}", "U+0000 is not allowed");
+	expect_compile_err("{{ row.a | default(99999999999999999999) }}", "integer 99999999999999999999 is out of range");
+	expect_compile_err("{{ row.a | default(1e999) }}", "out of range");
+	expect_compile_err("{{ row.a | default(1e) }}", "expected digits in the exponent");
+	expect_compile_err("{{ row.a | default('\xff') }}", "not valid UTF-8");
+}
+
+Test(llm_template, columns_count_characters_and_lines)
+{
+	expect_compile_err("\xc3\xa9\xc3\xa9 {{ bad }}", "line 1, column 7: unknown name 'bad'");
+	expect_compile_err("one\ntwo\n  {{ row.a | nope }}", "line 3, column 14: unknown filter 'nope'");
+}
+
+Test(llm_template, compile_error_without_err_struct)
+{
+	llm_template *t = NULL;
+
+	cr_expect_eq(llm_template_compile("{{ row", &t, NULL), CORE_ECONFIG);
+	cr_expect_eq(llm_template_compile("{{ 'x", &t, NULL), CORE_ECONFIG);
+	cr_expect_eq(llm_template_compile(NULL, &t, NULL), CORE_ECONFIG);
+	cr_expect_null(t);
+}
+
+/* ------------------------------------------------------ render errors */
+
+Test(llm_template, missing_field_is_a_data_error)
+{
+	expect_render_err("Hi {{ row.x }}", "template field 'x' is not in the row");
+	expect_render_err("{{ row['my other'] }}", "template field 'my other' is not in the row");
+	expect_render_err("{{ row.o.nope }}", "template field 'o.nope' is not in the row");
+	expect_render_err("{{ row.o['sp ace'] }}", "template field 'o['sp ace']' is not in the row");
+	expect_render_err("{{ row.o.z.deeper }}", "template field 'o.z.deeper' is not in the row ('o.z' is null)");
+	expect_render_err("{{ row.n.x }}", "template field 'n.x' is not in the row ('n' is null)");
+	expect_render_err("{{ row.l[3] }}", "template field 'l[3]' is not in the row ('l' has 3 items)");
+	expect_render_err("{{ row.l[-4] }}", "template field 'l[-4]' is not in the row ('l' has 3 items)");
+	/* A filter does not hide a missing value; only default replaces it. */
+	expect_render_err("{{ row.x | upper | default('d') }}", "template field 'x' is not in the row");
+	expect_render_err("{{ row.x | length }}", "template field 'x' is not in the row");
+}
+
+Test(llm_template, type_errors_name_the_field)
+{
+	expect_render_err("{{ row.s.x }}", "template field 's.x': 's' is a string, not an object");
+	expect_render_err("{{ row.s[0] }}", "template field 's[0]': 's' is a string, not an array");
+	expect_render_err("{{ row.o[0] }}", "template field 'o[0]': 'o' is an object, not an array");
+	expect_render_err("{{ row.l.k }}", "template field 'l.k': 'l' is an array, not an object");
+	expect_render_err("{{ row.a.b.c }}", "template field 'a.b': 'a' is an integer, not an object");
+	expect_render_err("{{ row.l[2].k }}", "template field 'l[2].k': 'l[2]' is an array, not an object");
+	/* Type problems are not "missing": default does not apply. */
+	expect_render_err("{{ row.s.x | default('d') }}", "'s' is a string, not an object");
+	expect_render_err("{{ row.a | length }}", "template field 'a' | length: an integer has no length");
+	expect_render_err("{{ row.t | length }}", "a boolean has no length");
+	expect_render_err("{{ row.n | length }}", "null has no length");
+	expect_render_err("{{ row.r | length }}", "a real number has no length");
+}
+
+Test(llm_template, tojson_reports_unhashable_values)
+{
+	{
+		llm_template *t = compile_ok("{{ row.v | tojson }}");
+		json_t *r = js("{\"v\": {\"k\": [9007199254740993]}}");
+		core_buf b = { 0 };
+		core_err err = { 0 };
+
+		cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA);
+		cr_expect(strstr(err.msg, "template field 'v' | tojson: "), "%s", err.msg);
+		cr_expect(strstr(err.msg, "outside +-2^53"), "%s", err.msg);
+		cr_expect_eq(b.len, 0);
+		core_buf_release(&b);
+		json_decref(r);
+		llm_template_free(t);
+	}
+}
+
+Test(llm_template, non_object_row)
+{
+	llm_template *t = compile_ok("{{ row.a }}");
+	json_t *r = js("[1]");
+	core_buf b = { 0 };
+	core_err err = { 0 };
+
+	cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA);
+	cr_expect_str_eq(err.msg, "template: the row is an array, not an object");
+	json_decref(r);
+	llm_template_free(t);
+}
+
+Test(llm_template, render_appends_and_template_is_reusable)
+{
+	llm_template *t = compile_ok("<{{ row.a }}>");
+	json_t *r1 = js("{\"a\": 1}"), *r2 = js("{\"a\": \"two\"}");
+	core_buf b = { 0 };
+	core_err err = { 0 };
+
+	cr_assert(!core_buf_puts(&b, "pre"));
+	cr_assert_eq(llm_template_render(t, r1, &b, &err), 0);
+	cr_assert_eq(llm_template_render(t, r2, &b, &err), 0);
+	cr_expect_str_eq(b.data, "pre<1><two>");
+	cr_expect_eq(json_object_get(r1, "a")->refcount, 1, "the row is only read");
+	core_buf_release(&b);
+	json_decref(r1);
+	json_decref(r2);
+	llm_template_free(t);
+}
+
+/* ------------------------------------------------------ fields, hash */
+
+Test(llm_template, fields_in_order_of_first_use)
+{
+	llm_template *t = compile_ok("{{ row.b }} {{ row['a x'].y }} {{ row.b | upper }}"
+				     " {{ row.c | default('') }} {{ 'lit' }} {{ row.l[0] }}"
+				     " {{ row.d | default('') }} {{ row.d }}");
+
+	cr_assert_eq(llm_template_nfields(t), 5);
+	cr_expect_str_eq(llm_template_field(t, 0), "b");
+	cr_expect_str_eq(llm_template_field(t, 1), "a x");
+	cr_expect_str_eq(llm_template_field(t, 2), "c");
+	cr_expect_str_eq(llm_template_field(t, 3), "l");
+	cr_expect_str_eq(llm_template_field(t, 4), "d");
+	cr_expect(llm_template_field_required(t, 0));
+	cr_expect(llm_template_field_required(t, 1));
+	cr_expect_not(llm_template_field_required(t, 2), "only used with a default");
+	cr_expect(llm_template_field_required(t, 3));
+	cr_expect(llm_template_field_required(t, 4), "one use has no default");
+	cr_expect_null(llm_template_field(t, 5));
+	cr_expect_not(llm_template_field_required(t, 5));
+	llm_template_free(t);
+
+	t = compile_ok("no fields {{ 'x' }}");
+	cr_expect_eq(llm_template_nfields(t), 0);
+	llm_template_free(t);
+}
+
+Test(llm_template, hash_is_of_the_source_text)
+{
+	llm_template *t = compile_ok("abc");
+	llm_template *u = compile_ok("abc\n");
+
+	/* sha256("abc") */
+	cr_expect_str_eq(llm_template_hash(t), "sha256:ba7816bf8f01cfea414140de5dae2223"
+			 "b00361a396177a9cb410ff61f20015ad");
+	cr_expect_str_neq(llm_template_hash(t), llm_template_hash(u),
+			  "the hash covers the text as given");
+	cr_expect_str_eq(llm_template_source(u), "abc\n");
+	llm_template_free(t);
+	llm_template_free(u);
+	llm_template_free(NULL);
+}
+
+Test(llm_template, large_template_and_values)
+{
+	size_t n = 200000;
+	char *src = malloc(n * 12 + 1), *p = src, *got;
+	json_t *r = json_object();
+	char *big = malloc(1 << 20);
+
+	for (size_t i = 0; i < n; i++)
+		p += sprintf(p, "{{ row.a }}");
+	memset(big, 'x', (1 << 20) - 1);
+	big[(1 << 20) - 1] = '\0';
+	json_object_set_new(r, "a", json_string("y"));
+	{
+		llm_template *t = compile_ok(src);
+		core_buf b = { 0 };
+		core_err err = { 0 };
+
+		cr_assert_eq(llm_template_render(t, r, &b, &err), 0);
+		cr_expect_eq(b.len, n);
+		core_buf_release(&b);
+		llm_template_free(t);
+	}
+	json_object_set_new(r, "a", json_string(big));
+	got = NULL;
+	{
+		llm_template *t = compile_ok("[{{ row.a | upper | length }}]");
+		core_buf b = { 0 };
+		core_err err = { 0 };
+
+		cr_assert_eq(llm_template_render(t, r, &b, &err), 0);
+		got = core_buf_steal(&b);
+		llm_template_free(t);
+	}
+	cr_expect_str_eq(got, "[1048575]");
+	free(got);
+	free(big);
+	free(src);
+	json_decref(r);
+}
