@@ -70,6 +70,15 @@ static void print_summary(const dag_graph *g, const eng_summary *sum)
 			printf(" %s=%llu", g->nodes[i].name,
 			       (unsigned long long)sum->per_sink[i]);
 	putchar('\n');
+	if (sum->calls) {
+		printf("  calls: %llu (%llu ok", (unsigned long long)sum->calls,
+		       (unsigned long long)sum->calls_ok);
+		for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
+			if (sum->calls_by_class[i])
+				printf(", %llu %s", (unsigned long long)sum->calls_by_class[i],
+				       eng_call_classes[i]);
+		printf(")\n");
+	}
 }
 
 typedef struct run_args {

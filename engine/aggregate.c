@@ -327,3 +327,11 @@ uint64_t eng__aggs_deadline(eng_ctx *c)
 	}
 	return best;
 }
+
+bool eng__aggs_timed(const eng_ctx *c)
+{
+	for (size_t i = 0; c->aggs && i < c->aggs->nbufs; i++)
+		if (c->aggs->bufs[i].node->agg->trigger_timeout > 0)
+			return true;
+	return false;
+}

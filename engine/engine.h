@@ -63,6 +63,9 @@ typedef struct eng_opts {
 	unsigned progress_ms;
 } eng_opts;
 
+#define ENG_CALL_CLASSES 8 /* capacity server network timeout malformed
+			    * client gave_up other */
+
 typedef struct eng_summary {
 	uint64_t run_id;       /* 0 when audit is off */
 	uint64_t rows;         /* source records pulled */
@@ -88,7 +91,13 @@ typedef struct eng_summary {
 	double release_blocked_s;  /* release loop busy writing to sinks */
 	double wall_seconds;
 	bool interrupted;
+	/* outside calls (LLM requests), every attempt; by error class */
+	uint64_t calls, calls_ok;
+	uint64_t calls_by_class[ENG_CALL_CLASSES]; /* eng_call_classes[] */
 } eng_summary;
+
+/* The error classes of calls counted in eng_summary.calls_by_class. */
+extern const char *const eng_call_classes[ENG_CALL_CLASSES];
 
 /* Opens the source and sinks of g (transforms too if not open), runs every
  * row, closes the sinks. Returns 0 (also when interrupted: see

@@ -143,7 +143,16 @@ typedef struct eng_ctx {
 	eng_aggs *aggs;            /* release side only */
 	const eng_opts *opts;      /* progress reporting; may be NULL */
 	uint64_t t0_mono;
+	/* A worker is about to wait / is done waiting (plg_ctx.blocking);
+	 * set by the pipeline, may be NULL. */
+	void (*blocking)(void *arg, bool begin);
+	void *blocking_arg;
+	atomic_uint_fast64_t calls, calls_ok;
+	atomic_uint_fast64_t calls_by_class[ENG_CALL_CLASSES];
 } eng_ctx;
+
+/* Calls c->blocking when set. */
+void eng__blocking(eng_ctx *c, bool begin);
 
 /* Stage 2 (a worker): walks the row's tokens through the graph; fills res
  * with its terminal tokens in release order. A row error with nowhere to
@@ -172,6 +181,8 @@ int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
 		   eng_summary *sum, core_err *err);
 /* The earliest timeout deadline (monotonic ns), or 0. */
 uint64_t eng__aggs_deadline(eng_ctx *c);
+/* Whether any aggregation has a timeout trigger (fixed for a run). */
+bool eng__aggs_timed(const eng_ctx *c);
 
 /* pipeline.c */
 /* Runs the source through the graph with at most in_flight rows being

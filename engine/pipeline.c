@@ -38,6 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/engine_internal.h"
 
@@ -56,7 +57,7 @@ typedef struct slot {
 	bool waited;       /* done before its predecessors were released */
 } slot;
 
-typedef struct pipe {
+typedef struct pline {
 	eng_ctx *c;
 	void *src;
 	eng_summary *sum;         /* written by the release role only */
@@ -72,8 +73,11 @@ typedef struct pipe {
 	bool pulling, releasing;  /* the roles */
 	uint64_t *handq;          /* rows pulled for idle workers (ring) */
 	uint64_t hand_head, hand_tail;
+	bool started;             /* every worker thread exists */
 	bool source_done, shutdown;
 	unsigned idle;            /* workers waiting on work_cv */
+	unsigned active;          /* workers neither idle nor blocked */
+	unsigned target;          /* active workers wanted: the CPUs */
 	int source_rc;
 	core_err source_err;
 	bool main_waiting;        /* the calling thread sleeps on main_cv */
@@ -88,21 +92,21 @@ typedef struct pipe {
 	uint64_t last_progress;
 	uint64_t first_pull_ns, last_release_ns;
 	uint64_t release_busy_ns;
-} pipe;
+} pline;
 
-static slot *slot_of(pipe *p, uint64_t seq)
+static slot *slot_of(pline *p, uint64_t seq)
 {
 	return &p->ring[seq % p->cap];
 }
 
-static bool stopping(pipe *p)
+static bool stopping(pline *p)
 {
 	return p->shutdown || p->rc || (p->c->stop && *p->c->stop);
 }
 
 /* -------------------------------------------------------------- source */
 
-static int pull(pipe *p, uint64_t seq, eng_row *row)
+static int pull(pline *p, uint64_t seq, eng_row *row)
 {
 	const plg_source_ops *ops = p->c->g->nodes[0].sops;
 	plg_source_row r = { 0 };
@@ -118,7 +122,7 @@ static int pull(pipe *p, uint64_t seq, eng_row *row)
 }
 
 /* Asks the source how far it is (the pull role or the sequential loop). */
-static void source_progress(pipe *p)
+static void source_progress(pline *p)
 {
 	const plg_source_ops *ops = p->c->g->nodes[0].sops;
 
@@ -127,14 +131,14 @@ static void source_progress(pipe *p)
 }
 
 /* Backpressure: is there room for one more row? (lock held) */
-static bool room(const pipe *p)
+static bool room(const pline *p)
 {
 	return p->processing < p->n && p->pulled - p->released < p->cap;
 }
 
 /* Opens or closes the current "source blocked by backpressure" period
  * after any change of the counters (lock held). */
-static void track_blocked(pipe *p)
+static void track_blocked(pline *p)
 {
 	bool blocked = !room(p) && !p->source_done;
 
@@ -146,16 +150,24 @@ static void track_blocked(pipe *p)
 	}
 }
 
-static bool can_pull(const pipe *p)
+static bool can_pull(const pline *p)
 {
-	return !p->pulling && !p->source_done && room(p) &&
-	       !stopping((pipe *)p);
+	return p->started && !p->pulling && !p->source_done && room(p) &&
+	       !stopping((pline *)p);
+}
+
+/* Idle workers not already promised a handed-over row. */
+static unsigned spare_workers(const pline *p)
+{
+	unsigned promised = (unsigned)(p->hand_tail - p->hand_head);
+
+	return p->idle > promised ? p->idle - promised : 0;
 }
 
 /* ------------------------------------------------------------- release */
 
 /* Reports progress when due (or always, when final). Lock held. */
-static void report(pipe *p, bool final)
+static void report(pline *p, bool final)
 {
 	const eng_opts *o = p->c->opts;
 	uint64_t now = core_now_mono_ns();
@@ -175,7 +187,7 @@ static void report(pipe *p, bool final)
 }
 
 /* Releases one DONE row (unlocked; the release role is held). */
-static int release_row(pipe *p, slot *s, core_err *err)
+static int release_row(pline *p, slot *s, core_err *err)
 {
 	uint64_t t = core_now_mono_ns(), wait = t - s->done_ns;
 	int rc;
@@ -196,17 +208,17 @@ static int release_row(pipe *p, slot *s, core_err *err)
 	return rc;
 }
 
-static bool finished(pipe *p);
+static bool finished(pline *p);
 
 /* Wakes the calling thread if the run may be over (lock held). */
-static void wake_main(pipe *p)
+static void wake_main(pline *p)
 {
 	if (p->main_waiting && finished(p))
 		pthread_cond_signal(&p->main_cv);
 }
 
 /* The first failure ends the run: nothing more is pulled or released. */
-static void fail(pipe *p, int rc, const core_err *err)
+static void fail(pline *p, int rc, const core_err *err)
 {
 	if (!p->rc) {
 		p->rc = rc;
@@ -216,7 +228,7 @@ static void fail(pipe *p, int rc, const core_err *err)
 	pthread_cond_signal(&p->main_cv);
 }
 
-static bool can_release(pipe *p)
+static bool can_release(pline *p)
 {
 	return !p->releasing && !p->rc && p->released < p->pulled &&
 	       slot_of(p, p->released + 1)->state == SLOT_DONE;
@@ -224,7 +236,7 @@ static bool can_release(pipe *p)
 
 /* The release role: every consecutive DONE row, in seq order. Called and
  * returns with the lock held. */
-static void release_rows(pipe *p)
+static void release_rows(pline *p)
 {
 	core_err err;
 	slot *s;
@@ -250,6 +262,10 @@ static void release_rows(pipe *p)
 		report(p, false);
 	}
 	p->releasing = false;
+	/* Room was made; if the calling thread released (all workers
+	 * idle) or too few workers run, bring one in to pull. */
+	if (p->active < p->target && spare_workers(p) && can_pull(p))
+		pthread_cond_signal(&p->work_cv);
 	wake_main(p);
 }
 
@@ -262,22 +278,24 @@ static unsigned umin(unsigned a, unsigned b)
 	return a < b ? a : b;
 }
 
-/* The pull role: pulls one row for this worker and, while workers are
- * idle, up to PULL_BATCH - 1 more that it hands over to them, waking them
- * all at once (instead of each pulling for the next, one wake after
- * another). Returns the seq of this worker's row, or 0 (end of the
- * source). Called and returns with the lock held. */
-static uint64_t pull_rows(pipe *p)
+
+/* The pull role: pulls `keep` (0 or 1) rows for the calling worker and
+ * `give` more (at most) that it hands over to idle workers, waking them
+ * all at once rather than one after another. Returns the seq of the kept
+ * row, or 0. Called and returns with the lock held; the role must be
+ * free (can_pull). */
+static uint64_t pull_rows(pline *p, unsigned keep, unsigned give)
 {
 	eng_row rows[PULL_BATCH];
 	uint64_t first = p->pulled + 1;
-	unsigned spare = p->idle > p->hand_tail - p->hand_head ?
-			 p->idle - (unsigned)(p->hand_tail - p->hand_head) : 0;
 	unsigned space = umin(p->n - p->processing,
 			      p->cap - (unsigned)(p->pulled - p->released));
-	unsigned k = 1 + umin(umin(spare, space - 1), PULL_BATCH - 1), got = 0;
+	unsigned k = umin(keep + umin(give, spare_workers(p)), umin(space, PULL_BATCH));
+	unsigned got = 0;
 	int rc = 1;
 
+	if (!k)
+		return 0;
 	p->pulling = true;
 	pthread_mutex_unlock(&p->lock);
 	while (got < k) {
@@ -290,7 +308,7 @@ static uint64_t pull_rows(pipe *p)
 	p->pulling = false;
 	for (unsigned i = 0; i < got; i++) {
 		*slot_of(p, first + i) = (slot){ .state = SLOT_RUNNING, .row = rows[i] };
-		if (i > 0) {
+		if (i >= keep) {
 			p->handq[p->hand_tail++ % p->cap] = first + i;
 			pthread_cond_signal(&p->work_cv);
 		}
@@ -310,12 +328,31 @@ static uint64_t pull_rows(pipe *p)
 		wake_main(p);
 	}
 	track_blocked(p);
-	return got ? first : 0;
+	return got > 0 && keep ? first : 0;
+}
+
+/* plg_ctx.blocking: a worker waits for a timer or the network. Its row
+ * needs no CPU meanwhile, so rows are pulled for idle workers (up to the
+ * room left): this is how N rows come to be in flight. */
+static void blocking(void *arg, bool begin)
+{
+	pline *p = arg;
+
+	pthread_mutex_lock(&p->lock);
+	if (!begin)
+		p->active++;
+	else if (--p->active < p->target && spare_workers(p)) {
+		if (can_pull(p))
+			pull_rows(p, 0, PULL_BATCH);
+		else if (!p->pulling) /* e.g. the release role is busy */
+			pthread_cond_signal(&p->work_cv);
+	}
+	pthread_mutex_unlock(&p->lock);
 }
 
 /* Walks row seq (unlocked) and marks it DONE. The lock is held on entry
  * and exit. */
-static void process(pipe *p, uint64_t seq)
+static void process(pline *p, uint64_t seq)
 {
 	slot *s = slot_of(p, seq);
 
@@ -335,31 +372,35 @@ static void process(pipe *p, uint64_t seq)
 
 static void *worker_main(void *arg)
 {
-	pipe *p = arg;
+	pline *p = arg;
 	uint64_t seq;
 
 	pthread_mutex_lock(&p->lock);
+	p->active++;
 	while (!p->shutdown) {
 		if (can_release(p))
 			release_rows(p);
 		else if (p->hand_head < p->hand_tail)
 			process(p, p->handq[p->hand_head++ % p->cap]);
 		else if (can_pull(p)) {
-			if (!(seq = pull_rows(p)))
-				continue;
-			/* This row may block for long (an LLM call): let an
-			 * idle worker pull the next one meanwhile. */
-			if (p->idle > p->hand_tail - p->hand_head && can_pull(p))
-				pthread_cond_signal(&p->work_cv);
-			process(p, seq);
+			/* Fewer workers run than there are CPUs: take one
+			 * more along. A row that waits (blocking()) brings
+			 * in the others. */
+			unsigned give = p->active < p->target ? p->target - p->active : 0;
+
+			if ((seq = pull_rows(p, 1, give)))
+				process(p, seq);
 		} else {
 			/* The calling thread decides when the run is over. */
 			wake_main(p);
+			p->active--;
 			p->idle++;
 			pthread_cond_wait(&p->work_cv, &p->lock);
 			p->idle--;
+			p->active++;
 		}
 	}
+	p->active--;
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
@@ -385,7 +426,7 @@ static void deadline_ts(uint64_t mono_deadline, struct timespec *ts)
 }
 
 /* Every row pulled has been released (or the run failed). Lock held. */
-static bool finished(pipe *p)
+static bool finished(pline *p)
 {
 	if (p->rc)
 		return true;
@@ -395,7 +436,7 @@ static bool finished(pipe *p)
 
 /* Fires due aggregation timeouts under the release role (lock held on
  * entry and exit); returns the deadline of the next one (0: none). */
-static uint64_t aggregation_timeouts(pipe *p)
+static uint64_t aggregation_timeouts(pline *p)
 {
 	core_err err;
 	uint64_t dl;
@@ -418,8 +459,9 @@ static uint64_t aggregation_timeouts(pipe *p)
 
 /* The calling thread: waits for the end; meanwhile reports progress,
  * lets the workers see a stop request and fires aggregation timeouts. */
-static int supervise(pipe *p, core_err *err)
+static int supervise(pline *p, core_err *err)
 {
+	bool timed = eng__aggs_timed(p->c);
 	uint64_t dl = 0;
 	int rc;
 
@@ -431,7 +473,7 @@ static int supervise(pipe *p, core_err *err)
 			release_rows(p); /* e.g. held back by a timeout */
 			continue;
 		}
-		if (!p->releasing) {
+		if (!p->releasing && timed) {
 			dl = aggregation_timeouts(p);
 			if (can_release(p) || finished(p))
 				continue;
@@ -456,7 +498,7 @@ static int supervise(pipe *p, core_err *err)
 
 /* ---------------------------------------------------------- lifecycle */
 
-static int pipe_init(pipe *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
+static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 		     eng_summary *sum)
 {
 	pthread_condattr_t ca;
@@ -485,7 +527,7 @@ static int pipe_init(pipe *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 
 /* Rows processed but never released (the run failed): their tokens get a
  * FAILED outcome so the trail stays complete. */
-static void abandon(pipe *p, eng_summary *sum)
+static void abandon(pline *p, eng_summary *sum)
 {
 	for (unsigned i = 0; i < p->cap; i++) {
 		slot *s = &p->ring[i];
@@ -507,7 +549,7 @@ static void abandon(pipe *p, eng_summary *sum)
 	(void)sum;
 }
 
-static void pipe_destroy(pipe *p)
+static void pipe_destroy(pline *p)
 {
 	pthread_cond_destroy(&p->work_cv);
 	pthread_cond_destroy(&p->main_cv);
@@ -516,7 +558,7 @@ static void pipe_destroy(pipe *p)
 	free(p->handq);
 }
 
-static void metrics(pipe *p, eng_summary *sum)
+static void metrics(pline *p, eng_summary *sum)
 {
 	sum->in_flight = p->n;
 	sum->max_waiting = p->cap;
@@ -536,7 +578,7 @@ static void metrics(pipe *p, eng_summary *sum)
  * the work). Aggregation timeouts are checked between rows. */
 static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 {
-	pipe p;
+	pline p;
 	int rc = 0;
 
 	if (pipe_init(&p, c, src, 1, 1, sum))
@@ -595,7 +637,8 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 	pthread_t *workers;
 	pthread_attr_t attr;
 	unsigned nworkers = 0;
-	pipe p;
+	long ncpu;
+	pline p;
 	int rc = 0;
 
 	if (in_flight == 1)
@@ -604,6 +647,10 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		cap = in_flight;
 	if (pipe_init(&p, c, src, in_flight, cap, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	p.target = ncpu > 2 ? (unsigned)ncpu : 2;
+	c->blocking = blocking;
+	c->blocking_arg = &p;
 	workers = calloc(in_flight, sizeof(*workers));
 	if (!workers) {
 		pipe_destroy(&p);
@@ -624,6 +671,12 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		fail(&p, e.code, &e);
 		pthread_mutex_unlock(&p.lock);
 	}
+	/* Rows start once every worker exists, so the first rows do not
+	 * wait for threads still being created. */
+	pthread_mutex_lock(&p.lock);
+	p.started = true;
+	pthread_cond_signal(&p.work_cv);
+	pthread_mutex_unlock(&p.lock);
 	rc = supervise(&p, err);
 	if (!rc && !(c->stop && *c->stop))
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
@@ -634,6 +687,7 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 	for (unsigned i = 0; i < nworkers; i++)
 		pthread_join(workers[i], NULL);
 	free(workers);
+	c->blocking = NULL;
 	sum->interrupted = !rc && c->stop && *c->stop;
 	metrics(&p, sum);
 	abandon(&p, sum);

@@ -105,7 +105,18 @@ static char *metrics_json(const eng_summary *s)
 		"source_blocked_seconds", s->source_blocked_s,
 		"release_blocked_seconds", s->release_blocked_s,
 		"batches", (json_int_t)s->batches, "diverted", (json_int_t)s->diverted);
-	char *out = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	json_t *calls = json_pack("{s:I,s:I}", "total", (json_int_t)s->calls,
+				  "ok", (json_int_t)s->calls_ok);
+	char *out;
+
+	for (size_t i = 0; calls && i < ENG_CALL_CLASSES; i++)
+		if (s->calls_by_class[i])
+			json_object_set_new(calls, eng_call_classes[i],
+					    json_integer((json_int_t)s->calls_by_class[i]));
+	if (j && calls && s->calls)
+		json_object_set(j, "calls", calls);
+	json_decref(calls);
+	out = j ? json_dumps(j, JSON_COMPACT) : NULL;
 
 	json_decref(j);
 	return out;
@@ -132,6 +143,10 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 		return rc;
 	sum->run_id = audit.run_id;
 	rc = run_graph(&c, rows_in_flight(g, o), sum, err);
+	sum->calls = c.calls;
+	sum->calls_ok = c.calls_ok;
+	for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
+		sum->calls_by_class[i] = c.calls_by_class[i];
 	sum->wall_seconds = (double)(core_now_mono_ns() - t0) / 1e9;
 	status = rc ? "failed" : sum->interrupted ? "interrupted" : "completed";
 	metrics = metrics_json(sum);

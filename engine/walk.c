@@ -105,16 +105,49 @@ static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
  * the attempt's node state, whose id is reserved before it runs. */
 typedef struct call_ctx {
 	plg_ctx base; /* first: the transform sees only this */
+	eng_ctx *c;
 	eng_audit *audit;
 	uint64_t state_id;
 	atomic_uint next_call;
 } call_ctx;
+
+void eng__blocking(eng_ctx *c, bool begin)
+{
+	if (c->blocking)
+		c->blocking(c->blocking_arg, begin);
+}
+
+static void ctx_blocking(plg_ctx *ctx, bool begin)
+{
+	eng__blocking(((call_ctx *)ctx)->c, begin);
+}
+
+const char *const eng_call_classes[ENG_CALL_CLASSES] = {
+	"capacity", "server", "network", "timeout", "malformed", "client",
+	"gave_up", "other"
+};
+
+static void count_call(eng_ctx *c, const plg_call *call)
+{
+	size_t k = 0;
+
+	atomic_fetch_add(&c->calls, 1);
+	if (call->ok) {
+		atomic_fetch_add(&c->calls_ok, 1);
+		return;
+	}
+	while (k < ENG_CALL_CLASSES - 1 &&
+	       strcmp(eng_call_classes[k], call->error_class ? call->error_class : ""))
+		k++;
+	atomic_fetch_add(&c->calls_by_class[k], 1);
+}
 
 static unsigned record_call(plg_ctx *ctx, const plg_call *call)
 {
 	call_ctx *cc = (call_ctx *)ctx;
 	unsigned i = atomic_fetch_add(&cc->next_call, 1);
 
+	count_call(cc->c, call);
 	eng__audit_call(cc->audit, cc->state_id, i, call);
 	return i;
 }
@@ -129,8 +162,9 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	eng_state st = { .token_id = t->id, .node = n->id, .step = t->step,
 			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
 	call_ctx cc = { .base = { .seq = w->seq, .retry = &w->c->g->settings->retry,
-				  .stop = w->c->stop, .record_call = record_call },
-			.audit = a };
+				  .stop = w->c->stop, .record_call = record_call,
+				  .blocking = ctx_blocking },
+			.c = w->c, .audit = a };
 	char *context = NULL;
 	uint64_t sid;
 	int rc;
@@ -199,7 +233,9 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 		if (!w->err->retryable || try + 1 >= (unsigned)r->max_attempts ||
 		    (stop && *stop))
 			break;
+		eng__blocking(w->c, true);
 		backoff_sleep(r, try++, stop, w->seq);
+		eng__blocking(w->c, false);
 		w->res->retries++;
 	}
 	if (!rc && n->tops->expands) {

@@ -16,7 +16,10 @@
  *            next_dispatch = now + the throttle's delay;
  *   perform  curl_multi_perform, then each finished transfer is
  *            classified, recorded (unlocked), and the job is delayed for a
- *            retry or made final;
+ *            retry or made final. The throttle backs off at most once per
+ *            round trip: capacity errors of requests sent before the last
+ *            backoff (one burst) count once, or a burst of 50 rejections
+ *            would multiply the delay 50 times;
  *   poll     until a socket is ready, the next dispatch or delayed time
  *            (at most 1 s), or a wake-up.
  */
@@ -50,6 +53,7 @@ typedef struct job {
 	uint64_t due_mono;           /* delayed until */
 	uint64_t first_capacity_mono;
 	uint64_t submitted_wall, throttle_ns;
+	uint64_t started_mono;       /* this attempt was dispatched */
 	unsigned submit_order;
 	unsigned transient_attempts; /* attempts counted against retry */
 } job;
@@ -66,6 +70,7 @@ struct hx_exec {
 	unsigned nfree;
 	aimd throttle;
 	uint64_t next_dispatch;
+	uint64_t last_backoff;       /* when the throttle last backed off */
 	uint64_t rng;
 	unsigned active;
 	hx_stats st;
@@ -212,6 +217,7 @@ static bool start(hx_exec *x, job *j, uint64_t now)
 	j->throttle_ns = now - j->queued_mono;
 	j->req->throttle_ns += j->throttle_ns;
 	j->submitted_wall = core_now_wall_ns();
+	j->started_mono = now;
 	j->submit_order = ++j->b->submitted;
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
@@ -279,7 +285,12 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 		return;
 	}
 	if (c == HX_CAPACITY) {
-		aimd_on_capacity(&x->throttle);
+		/* One backoff per round trip, as TCP does: the answers to
+		 * requests sent before the last backoff say nothing new. */
+		if (j->started_mono >= x->last_backoff) {
+			aimd_on_capacity(&x->throttle);
+			x->last_backoff = now;
+		}
 		x->st.capacity_errors++;
 		if (!j->first_capacity_mono)
 			j->first_capacity_mono = now;
@@ -482,10 +493,12 @@ void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
 	}
 	pthread_mutex_unlock(&x->lock);
 	curl_multi_wakeup(x->multi);
+	plg_blocking(ctx, true);
 	pthread_mutex_lock(&x->lock);
 	while (b.left)
 		pthread_cond_wait(&b.cv, &x->lock);
 	pthread_mutex_unlock(&x->lock);
+	plg_blocking(ctx, false);
 	for (size_t i = 0; i < n; i++)
 		core_buf_release(&jobs[i].body);
 	free(jobs);

@@ -102,8 +102,9 @@ typedef struct llm_response {
 	char *finish_reason;     /* choices[0].finish_reason */
 	char *model;             /* the model that answered */
 	json_t *usage;           /* {prompt_tokens, completion_tokens,
-				  * total_tokens} (integers present in the body
-				  * only), or json null: a reference owned here */
+				  * total_tokens} (the integers present), json
+				  * null without a usage object, NULL for error
+				  * bodies and non-JSON; owned here */
 	char *error_message;     /* LLM_RESP_API_ERROR */
 	char *error_type;
 	char *error_code;        /* a string or an integer code, as text */

@@ -86,12 +86,24 @@ struct plg_ctx {
 	 * thread-safe, may be called from any thread while process() runs;
 	 * returns the call's index (unique within the node state). */
 	unsigned (*record_call)(plg_ctx *ctx, const plg_call *call);
+	/* Tells the engine this thread is about to wait (begin = true) for
+	 * something other than the CPU — a timer, the network — or is done
+	 * waiting (false), so another row can run meanwhile. Calls come in
+	 * pairs, on the thread that runs process(). May be NULL: use
+	 * plg_blocking(). */
+	void (*blocking)(plg_ctx *ctx, bool begin);
 	/* The transform may leave a JSON object here (a new reference) that
 	 * describes how the row was processed (pool statistics); the engine
 	 * records it as the node state's context and releases it. */
 	json_t *context;
 	void *engine;                  /* the engine's own */
 };
+
+static inline void plg_blocking(plg_ctx *ctx, bool begin)
+{
+	if (ctx && ctx->blocking)
+		ctx->blocking(ctx, begin);
+}
 
 typedef struct plg_transform_ops {
 	const char *name;

@@ -108,13 +108,13 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 	double ms = latency_ms(d, row);
 	struct timespec ts;
 
-	(void)ctx;
-
 	if (ms > 0) {
 		ts.tv_sec = (time_t)(ms / 1000);
 		ts.tv_nsec = (long)(fmod(ms, 1000) * 1e6);
+		plg_blocking(ctx, true);
 		while (nanosleep(&ts, &ts))
 			;
+		plg_blocking(ctx, false);
 	}
 	if (d->error_rate > 0 && unit(row_draw(d, row, 3)) < d->error_rate &&
 	    (d->always || first_failure(d, row_draw(d, row, 4)))) {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs each libFuzzer harness (settings loader, CSV reader, expression
-# parser) for SECONDS seconds (default 60). Long runs are by hand, not CI.
+# parser, prompt templates, LLM responses) for SECONDS seconds (default
+# 60). Long runs are by hand, not CI.
 #   ./scripts/fuzz.sh 300
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,7 +9,7 @@ SECS=${1:-60}
 CC=clang cmake -S . -B build-fuzz -DELSPETH_FUZZ=ON -DELSPETH_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
 status=0
-for h in settings csv expr; do
+for h in settings csv expr template llm_response; do
   corpus=tests/fuzz/corpus/$h
   work=build-fuzz/corpus-$h
   mkdir -p "$work"

@@ -74,10 +74,32 @@ Test(graph, unknown_plugin_lists_available)
 			   CORE_ECONFIG, "unknown transform plugin 'pasthrough'");
 }
 
-Test(graph, later_plugin_is_not_supported_yet)
+/* Plugin options are checked when the graph is opened (validate, run). */
+static void expect_open_error(const char *middle, const char *needle)
 {
-	expect_graph_error("transforms:\n  - {name: a, plugin: llm, input: a_in, on_success: out}\n",
-			   CORE_EUNSUPPORTED, "not supported yet: transform plugin 'llm'");
+	core_settings *s;
+	dag_graph *g;
+	core_err err;
+
+	cr_assert_eq(build(middle, &s, &g, &err), 0, "%s", err.msg);
+	cr_assert_eq(dag_open(g, false, &err), CORE_ECONFIG, "%s", err.msg);
+	cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+	dag_close(g, NULL);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(graph, llm_options_are_checked)
+{
+	expect_open_error("transforms:\n  - {name: a, plugin: llm, input: a_in, on_success: out,\n"
+			   "     options: {provider: openai, template: 'x {{ row.a }}'}}\n",
+			   "model");
+	expect_open_error("transforms:\n  - {name: a, plugin: llm, input: a_in, on_success: out,\n"
+			   "     options: {model: m, template: 'x {{ row.a '}}\n",
+			   "template line 1, column");
+	expect_open_error("transforms:\n  - {name: a, plugin: llm, input: a_in, on_success: out,\n"
+			   "     options: {model: m, template: 'x', pool_sise: 3}}\n",
+			   "pool_size");
 }
 
 Test(graph, cycle_is_detected)

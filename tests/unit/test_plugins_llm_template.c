@@ -409,20 +409,18 @@ Test(llm_template, type_errors_name_the_field)
 
 Test(llm_template, tojson_reports_unhashable_values)
 {
-	{
-		llm_template *t = compile_ok("{{ row.v | tojson }}");
-		json_t *r = js("{\"v\": {\"k\": [9007199254740993]}}");
-		core_buf b = { 0 };
-		core_err err = { 0 };
+	llm_template *t = compile_ok("{{ row.v | tojson }}");
+	json_t *r = js("{\"v\": {\"k\": [9007199254740993]}}");
+	core_buf b = { 0 };
+	core_err err = { 0 };
 
-		cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA);
-		cr_expect(strstr(err.msg, "template field 'v' | tojson: "), "%s", err.msg);
-		cr_expect(strstr(err.msg, "outside +-2^53"), "%s", err.msg);
-		cr_expect_eq(b.len, 0);
-		core_buf_release(&b);
-		json_decref(r);
-		llm_template_free(t);
-	}
+	cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA);
+	cr_expect(strstr(err.msg, "template field 'v' | tojson: "), "%s", err.msg);
+	cr_expect(strstr(err.msg, "outside +-2^53"), "%s", err.msg);
+	cr_expect_eq(b.len, 0);
+	core_buf_release(&b);
+	json_decref(r);
+	llm_template_free(t);
 }
 
 Test(llm_template, non_object_row)

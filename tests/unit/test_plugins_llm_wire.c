@@ -477,7 +477,7 @@ Test(llm_response, error_bodies)
 
 Test(llm_response, huge_and_odd_content)
 {
-	size_t n = 8u << 20;
+	size_t n = 4u << 20;
 	core_buf b = { 0 };
 	llm_response r;
 	core_err err = { 0 };
