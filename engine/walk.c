@@ -175,7 +175,8 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	w->err->retryable = false;
 	rc = n->tops->process(n->tstate, t->data, out, &cc.base, w->err);
 	if (cc.base.context) {
-		context = json_dumps(cc.base.context, JSON_COMPACT | JSON_SORT_KEYS);
+		context = json_dumps(cc.base.context, JSON_COMPACT | JSON_SORT_KEYS |
+				     JSON_REAL_PRECISION(9));
 		json_decref(cc.base.context);
 		st.context_json = context;
 	}

@@ -533,7 +533,7 @@ static int first_choice(const json_t *root, llm_response *r,
 /* The envelope of a decoded object body. */
 static int parse_envelope(const json_t *root, llm_response *r, core_err *err)
 {
-	const json_t *e = json_object_get(root, "error"), *choice, *message;
+	const json_t *e = json_object_get(root, "error"), *choice = NULL, *message = NULL;
 	const json_t *content, *finish, *model = json_object_get(root, "model");
 	int rc;
 

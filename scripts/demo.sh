@@ -1,22 +1,39 @@
 #!/usr/bin/env bash
-# README command (1): install what is missing, build, run the demo pipeline.
+# README command (1): install what is missing, build, and run the demo:
+# examples/llm_classify — 3,000 support tickets classified by an LLM (the
+# bundled mock server, started and stopped here: no account, no key) with
+# 64 rows in flight, a live progress line, a gate and an error sink; then
+# the run's audit trail: runs, explain --row 42, verify.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 ./scripts/install-deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build -j"$(nproc)" --target elspeth >/dev/null
-echo "== built build/elspeth"
+cmake --build build -j"$(nproc)" --target elspeth elspeth-mock-llm >/dev/null
+echo "== built build/elspeth and build/elspeth-mock-llm"
 
-echo "== elspeth validate -s examples/quickstart/settings.yaml"
-build/elspeth validate -s examples/quickstart/settings.yaml
+EX=examples/llm_classify
+mkdir -p "$EX/out"
+rm -f "$EX/out/mock.port"
+# shellcheck disable=SC2046
+build/elspeth-mock-llm --port 0 --port-file "$EX/out/mock.port" $(cat "$EX/mock.args") \
+  > "$EX/out/mock.log" 2>&1 &
+mock=$!
+trap 'kill $mock 2>/dev/null || true' EXIT
+for _ in $(seq 100); do [ -s "$EX/out/mock.port" ] && break; sleep 0.05; done
+export ELSPETH_LLM_URL="http://127.0.0.1:$(cat "$EX/out/mock.port")/v1"
+echo "== mock LLM server at $ELSPETH_LLM_URL (options: $(cat "$EX/mock.args"))"
 echo
-echo "== elspeth run -s examples/quickstart/settings.yaml --execute"
-rm -rf examples/quickstart/out
-build/elspeth run -s examples/quickstart/settings.yaml --execute
+
+echo "== elspeth validate -s $EX/settings.yaml"
+build/elspeth validate -s "$EX/settings.yaml"
 echo
-echo "== outputs in examples/quickstart/out/"
-wc -l examples/quickstart/out/*
+echo "== elspeth run -s $EX/settings.yaml --execute --max-rows-in-flight 64"
+rm -f "$EX"/out/*.csv "$EX"/out/*.jsonl
+build/elspeth run -s "$EX/settings.yaml" --execute --max-rows-in-flight 64
+echo
+echo "== outputs in $EX/out/"
+wc -l "$EX"/out/*.csv "$EX"/out/*.jsonl
 echo
 echo "== elspeth runs"
 build/elspeth runs
