@@ -247,7 +247,7 @@ int cli_verify(int argc, char **argv)
 		json_t *c = json_object_get(rep, "checked");
 
 		printf("run %llu (%s): checked %lld rows, %lld tokens, %lld node states, "
-		       "%lld artifacts, %lld payloads, %lld sink files, %lld batches\n",
+		       "%lld artifacts, %lld payloads, %lld sink files, %lld batches, %lld calls\n",
 		       (unsigned long long)run, json_string_value(json_object_get(rep, "status")),
 		       (long long)json_integer_value(json_object_get(c, "rows")),
 		       (long long)json_integer_value(json_object_get(c, "tokens")),
@@ -255,7 +255,8 @@ int cli_verify(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(c, "artifacts")),
 		       (long long)json_integer_value(json_object_get(c, "payloads")),
 		       (long long)json_integer_value(json_object_get(c, "sink_files")),
-		       (long long)json_integer_value(json_object_get(c, "batches")));
+		       (long long)json_integer_value(json_object_get(c, "batches")),
+		       (long long)json_integer_value(json_object_get(c, "calls")));
 		json_array_foreach(json_object_get(rep, "violations"), i, v)
 			printf("VIOLATION: %s\n", json_string_value(v));
 		if (n > json_array_size(json_object_get(rep, "violations")))

@@ -7,7 +7,8 @@
  * files match the files on disk when those are present; fork/join balance
  * (a FORKED or COALESCED token has descendants, every parent is a recorded
  * token) and batch integrity (every batch has members, each a recorded
- * token with an outcome).
+ * token with an outcome); every call belongs to a recorded node state, call
+ * indexes of a state run 0, 1, ... without a gap, and call bodies are stored.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +23,7 @@ typedef struct verify {
 	json_t *violations;
 	size_t nviol;
 	uint64_t tokens, states, rows, artifacts, payloads, sink_files, batches;
+	uint64_t calls, call_state, call_next; /* the last call's state, next index */
 	json_t *files;     /* path -> FILE * as an integer */
 	json_t *parents;   /* token ids that are some token's parent */
 } verify;
@@ -336,6 +338,41 @@ static int sink_file_one(void *ctx, const void *key, size_t kl, const void *val,
 	return 0;
 }
 
+/* A call belongs to a recorded node state, its index follows the previous
+ * one of that state (0, 1, ...: unique, nothing lost), and its request and
+ * response bodies are stored. */
+static int call_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__CallRecord *c = elspeth__call_record__unpack(NULL, vl, val);
+	const void *sv;
+	size_t sl;
+	char what[96];
+	rec_key k;
+
+	(void)key;
+	(void)kl;
+	v->calls++;
+	if (!c)
+		return violation(v, "undecodable call"), 0;
+	snprintf(what, sizeof(what), "call %u of node state %llu", c->call_index,
+		 (unsigned long long)c->state_id);
+	k = key2(v->run, c->state_id);
+	if (rec_get(v->t, REC_NODE_STATES, &k, &sv, &sl))
+		violation(v, "%s: the node state is not recorded", what);
+	if (c->state_id != v->call_state)
+		v->call_next = 0;
+	if (c->call_index != v->call_next)
+		violation(v, "%s: expected call index %llu (a call is missing)", what,
+			  (unsigned long long)v->call_next);
+	v->call_state = c->state_id;
+	v->call_next = c->call_index + 1;
+	check_payload(v, c->request_hash, false, what);
+	check_payload(v, c->response_hash, false, what);
+	elspeth__call_record__free_unpacked(c, NULL);
+	return 0;
+}
+
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 {
 	verify v = { .run = run };
@@ -367,14 +404,15 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	rec_scan(v.t, REC_TOKENS, &k, token_one, &v);
 	rec_scan(v.t, REC_BATCHES, &k, batch_one, &v);
 	rec_scan(v.t, REC_NODE_STATES, &k, state_one, &v);
+	rec_scan(v.t, REC_CALLS, &k, call_one, &v);
 	rec_scan(v.t, REC_SINK_FILES, &k, sink_file_one, &v);
 	close_files(&v);
-	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
+	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
 		"run_id", (json_int_t)run, "status", r->status,
 		"checked", "rows", (json_int_t)v.rows, "tokens", (json_int_t)v.tokens,
 		"node_states", (json_int_t)v.states, "artifacts", (json_int_t)v.artifacts,
 		"payloads", (json_int_t)v.payloads, "sink_files", (json_int_t)v.sink_files,
-		"batches", (json_int_t)v.batches,
+		"batches", (json_int_t)v.batches, "calls", (json_int_t)v.calls,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
 	json_decref(v.files);
 	json_decref(v.parents);

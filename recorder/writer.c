@@ -19,11 +19,18 @@
  * Producers signal work_cond only when writer_idle is set. Shutdown:
  * stop = true, wake, join; the writer drains the queue before it exits.
  * After a sticky error the writer keeps draining, applying nothing, so
- * flush and sync callers still wake (and get the error).
+ * flush and sync callers still wake (and get the error). Once a second it
+ * trims the map (rec__map_trim).
  */
 #include <stdint.h>
 
 #include "recorder/recorder_internal.h"
+
+/* How often the writer drops its mapping of the data file's pages: the
+ * pages a long run touched would otherwise all count as resident (the
+ * kernel can reclaim them, but RSS and the OOM killer see them). The hot
+ * B-tree pages come back at the next access, from the page cache. */
+#define TRIM_NS (1000 * 1000 * 1000ull)
 
 static void batch_swap(rec__batch *a, rec__batch *b)
 {
@@ -77,6 +84,10 @@ static void *writer_main(void *arg)
 		if (!rc)
 			rc = rec__batch_apply(env, b, &err);
 		env->wstats.batches++;
+		if (!rc && core_now_mono_ns() - env->trimmed_ns > TRIM_NS) {
+			rec__map_trim(env);
+			env->trimmed_ns = core_now_mono_ns();
+		}
 
 		pthread_mutex_lock(&env->lock);
 		batch_finish(env, b, rc, &err);

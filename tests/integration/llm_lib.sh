@@ -10,6 +10,9 @@ trap 'for p in "${MOCK_PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/nu
 # is NAME test-args...: pass when the test command succeeds.
 is() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
 
+# lt A B: A < B (numbers).
+lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }
+
 # start_mock NAME OPTION...: starts the mock, waits for its port file; sets
 # PORT and MOCKPID.
 start_mock() {
