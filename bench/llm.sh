@@ -18,8 +18,10 @@
 #             5 req/s for 10 s, repeating), latency FLAKY_LAT (100 ms),
 #             FLAKY_ROWS rows, N = pool_size = FLAKY_N (64); AIMD on (the
 #             defaults: min 0, max 5000 ms, x2, -50 ms) and AIMD off
-#             (backoff_multiplier 1, max_dispatch_delay_ms 0: a fixed pool
-#             that retries a 429 at once). Definitions (per run, mock reset
+#             (backoff_multiplier 1, min = max dispatch delay 50 ms: a fixed
+#             pool paced for the high phase, 20 req/s, that retries a 429
+#             after 50 ms; with no delay at all it would spin on 429s at
+#             tens of thousands of requests a second). Definitions (per run, mock reset
 #             right before elspeth starts, so the schedule starts with it):
 #               capacity C  = what the server would have admitted to a
 #                             perfect client and answered within the run's
@@ -286,7 +288,7 @@ bench_flaky() {
   printf 'mode\trows\twall_s\tpipeline_s\tideal_s\tcalls\tcalls_per_row\trequests\tstatus_429\tshare_429\tadmitted\tok\tok_per_admitted\tcapacity\tgoodput\tadmitted_per_capacity\tuse_high_phase\tuse_low_phase\tmock_peak_concurrency\tpeak_threads\tpeak_rss_kb\telspeth_cpu_s\tstate_mb\tbg_cores\tbudget\n' > "$OUT/flaky.tsv"
   for mode in off on; do
     tag="flaky-aimd-$mode"
-    extra=""; [ "$mode" = off ] && extra="backoff_multiplier: 1, max_dispatch_delay_ms: 0"
+    extra=""; [ "$mode" = off ] && extra="backoff_multiplier: 1, min_dispatch_delay_ms: 50, max_dispatch_delay_ms: 50"
     settings "$tag" "$(input "$FLAKY_ROWS")" "$FLAKY_N" "$extra"
     echo "  flaky AIMD $mode: $FLAKY_ROWS rows at N = $FLAKY_N (takes minutes) ..." >&2
     run_elspeth "$tag" "$FLAKY_N" "$FLAKY_ROWS"

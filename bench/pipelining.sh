@@ -165,7 +165,7 @@ YAML
 # ------------------------------------------------------------ one run
 # run_one VARIANT MODE MS REP: appends one line to runs.tsv (MODE: seq | N).
 run_one() {
-  local v=$1 mode=$2 ms=$3 rep=$4 ext tag state sink cfg sum rows= secs= rate= rss own bg pid hwm t0 t1 b0 b1 fifo blocked
+  local v=$1 mode=$2 ms=$3 rep=$4 ext tag state sink cfg sum rows= secs= rate= rss own bg pid hwm t0 t1 b0 b1 fifo blocked psecs prate
   local flags
   case $v in delay) ext=csv ;; fork) ext=jsonl ;; esac
   tag="$v-$mode-L$ms-r$rep"
@@ -206,22 +206,26 @@ run_one() {
   fi
   rate=$(awk -v r="$rows" -v t="$secs" -v x="$rate" 'BEGIN { printf "%.2f", ((x < 1000 && t > 0) ? r / t : x) }')
   # The pipeline's own metrics, recorded with the run in the audit trail.
-  fifo=NaN; blocked=NaN
+  # pipeline_seconds: first row pulled -> last released (no start-up:
+  # opening the audit trail, creating N worker threads, closing sinks).
+  fifo=NaN; blocked=NaN; prate=NaN
   if [ "$AUDIT" = on ]; then
     "$BIN" runs -s "$cfg" --run latest > "$OUT/log/$tag.runs" 2>&1 || true
     fifo=$(awk '$1 == "metrics.fifo_wait_mean_ms" { print $2 }' "$OUT/log/$tag.runs")
     blocked=$(awk '$1 == "metrics.source_blocked_seconds" { print $2 }' "$OUT/log/$tag.runs")
+    psecs=$(awk '$1 == "metrics.pipeline_seconds" { print $2 }' "$OUT/log/$tag.runs")
+    [ -n "$psecs" ] && prate=$(awk -v r="$ROWS" -v t="$psecs" 'BEGIN { printf "%.2f", (t > 0 ? r / t : 0) }')
   fi
   [ "$KEEP_STATE" = 1 ] || rm -rf "$state" # ~6 MB per 2,000-row run
-  printf '%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%s\t%s\t%s\t%s\t%s\n' "$v" "$mode" "$ms" "$rep" "$rate" \
+  printf '%s\t%s\t%s\t%s\t%s\t%.4f\t%.3f\t%s\t%s\t%s\t%s\t%s\t%s\n' "$v" "$mode" "$ms" "$rep" "$rate" \
     "$(awk -v r="$ROWS" -v x="$rate" 'BEGIN { print r / x }')" \
     "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" "$rss" "${fifo:-NaN}" "${blocked:-NaN}" \
-    "$bg" "$(sha256sum "$sink" | cut -c1-64)" >> "$OUT/runs.tsv"
+    "$bg" "$(sha256sum "$sink" | cut -c1-64)" "$prate" >> "$OUT/runs.tsv"
   printf '  %-6s %-5s L=%-3s run %s: %9s rows/s  peak RSS %6.1f MB  other load %s cores\n' "$v" "$mode" "$ms" "$rep" "$rate" \
     "$(awk -v k="$rss" 'BEGIN { print k / 1024 }')" "$bg" >&2
 }
 
-printf 'variant\tmode\tL_ms\trep\trows_per_s\tengine_s\twall_s\tpeak_rss_kb\tfifo_wait_mean_ms\tsource_blocked_s\tbg_cores\tsink_sha256\n' > "$OUT/runs.tsv"
+printf 'variant\tmode\tL_ms\trep\trows_per_s\tengine_s\twall_s\tpeak_rss_kb\tfifo_wait_mean_ms\tsource_blocked_s\tbg_cores\tsink_sha256\tpipeline_rows_per_s\n' > "$OUT/runs.tsv"
 echo "pipelining: $ROWS rows, L = $L ms, audit $AUDIT, $(nproc) cores, N in {$NS}, Release build at $REV" >&2
 for v in delay fork; do
   k=1; [ "$v" = fork ] && k=2
@@ -249,7 +253,7 @@ done
 #                only); capped = min(ideal, ceiling)
 awk -F'\t' -v OFS='\t' -v L="$L" -v R="$ROWS" -v NS="seq $NS" '
   NR == 1 { next }
-  { k = $1 SUBSEP $2 SUBSEP $3; n[k]++; rate[k, n[k]] = $5; wall[k] += $7;
+  { k = $1 SUBSEP $2 SUBSEP $3; n[k]++; rate[k, n[k]] = $5; prate[k, n[k]] = $13; wall[k] += $7;
     if ($8 > rss[k]) rss[k] = $8; fifo[k] += $9; blocked[k] += $10; bg[k] += $11;
     shas[$1 SUBSEP $2] = shas[$1 SUBSEP $2] " " $12;
     if ($2 == "seq" && $3 == L && !($1 in ref)) ref[$1] = $12 }
@@ -257,11 +261,16 @@ awk -F'\t' -v OFS='\t' -v L="$L" -v R="$ROWS" -v NS="seq $NS" '
     m = n[k]; if (!m) return 0; for (i = 1; i <= m; i++) a[i] = rate[k, i] + 0;
     for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
     return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
+  function pmedian(k,   i, j, t, m, a) {
+    m = n[k]; if (!m) return 0; for (i = 1; i <= m; i++) a[i] = prate[k, i] + 0;
+    for (i = 2; i <= m; i++) for (j = i; j > 1 && a[j - 1] > a[j]; j--) { t = a[j]; a[j] = a[j - 1]; a[j - 1] = t }
+    return m % 2 ? a[(m + 1) / 2] : (a[m / 2] + a[m / 2 + 1]) / 2 }
   END {
     print "variant", "mode", "n", "l_row_ms", "runs", "rows_per_s", "speedup", "ideal_rows_per_s",
           "efficiency", "waves_bound_rows_per_s", "eff_vs_waves", "ceiling_rows_per_s",
           "capped_ideal_rows_per_s", "eff_vs_capped", "peak_rss_kb", "fifo_wait_mean_ms",
-          "source_blocked_share", "wall_s_per_run", "bg_cores", "sink";
+          "source_blocked_share", "wall_s_per_run", "bg_cores", "sink",
+          "pipeline_rows_per_s", "pipeline_efficiency";
     nm = split(NS, modes, " ");
     split("delay fork", vs, " ");
     for (vi = 1; vi <= 2; vi++) {
@@ -275,9 +284,11 @@ awk -F'\t' -v OFS='\t' -v L="$L" -v R="$ROWS" -v NS="seq $NS" '
         ceil0 = median(v SUBSEP m SUBSEP 0);
         cap = (ceil0 > 0 && ceil0 < ideal) ? ceil0 : ideal;
         ok = "OK"; c = split(shas[v SUBSEP m], s, " "); for (i = 1; i <= c; i++) if (s[i] != ref[v]) ok = "DIFF";
-        printf "%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.4f\t%.1f\t%.4f\t%.1f\t%.1f\t%.4f\t%d\t%.3f\t%.3f\t%.2f\t%.2f\t%s\n",
+        px = pmedian(k);
+        printf "%s\t%s\t%d\t%d\t%d\t%.2f\t%.2f\t%.1f\t%.4f\t%.1f\t%.4f\t%.1f\t%.1f\t%.4f\t%d\t%.3f\t%.3f\t%.2f\t%.2f\t%s\t%.2f\t%.4f\n",
           v, m, N, lrow, n[k], x, x / seqr, ideal, x / ideal, waves, x / waves, ceil0, cap, x / cap,
-          rss[k], fifo[k] / n[k], blocked[k] / n[k] / (R / x), wall[k] / n[k], bg[k] / n[k], ok;
+          rss[k], fifo[k] / n[k], blocked[k] / n[k] / (R / x), wall[k] / n[k], bg[k] / n[k], ok,
+          px, px / ideal;
       }
     }
   }' "$OUT/runs.tsv" > "$OUT/results.tsv"
@@ -287,16 +298,18 @@ echo "Pipelining: $ROWS rows, L = $L ms per delay, audit $AUDIT, $(nproc) cores 
 echo "  delay: CSV -> delay(L) -> CSV;                           L_row = L  = $L ms"
 echo "  fork:  CSV -> fork -> 2 x delay(L) -> coalesce -> JSONL; L_row = 2L = $((2 * L)) ms"
 echo "         (one worker walks both branches of a row, one after the other)"
-echo "  rows/s: median of 'runs' runs (engine's own figure); ideal = N / L_row (Little's law),"
+echo "  rows/s: median of 'runs' runs (the run's wall time); pipe r/s, eff(p): from the first row"
+echo "  pulled to the last released (without start-up: audit trail, N threads);"
+echo "  ideal = N / L_row (Little's law),"
 echo "  eff = rows/s / ideal; eff/w = against the best $ROWS rows can do in waves of N;"
 echo "  L=0 = the same mode with no latency (engine ceiling); eff/cap = against min(ideal, L=0);"
 echo "  fifo = mean ms a finished row waits for its predecessors; RSS = peak (max over runs);"
 echo "  bg = mean cores used by other processes during the runs"
 awk -F'\t' 'NR > 1 {
-  if (!hdr++) printf "%-7s %-5s %4s %9s %8s %8s %6s %6s %8s %7s %7s %6s %5s %4s\n",
-    "variant", "mode", "runs", "rows/s", "speedup", "ideal", "eff", "eff/w", "L=0", "eff/cap", "RSS MB", "fifo", "bg", "sink";
-  printf "%-7s %-5s %4d %9.1f %7.2fx %8.1f %5.1f%% %5.1f%% %8.0f %6.1f%% %7.1f %6.2f %5.2f %4s\n",
-    $1, $2, $5, $6, $7, $8, 100 * $9, 100 * $11, $12, 100 * $14, $15 / 1024, $16, $19, $20 }' "$OUT/results.tsv"
+  if (!hdr++) printf "%-7s %-5s %4s %9s %8s %8s %6s %6s %9s %6s %8s %7s %7s %6s %5s %4s\n",
+    "variant", "mode", "runs", "rows/s", "speedup", "ideal", "eff", "eff/w", "pipe r/s", "eff(p)", "L=0", "eff/cap", "RSS MB", "fifo", "bg", "sink";
+  printf "%-7s %-5s %4d %9.1f %7.2fx %8.1f %5.1f%% %5.1f%% %9.1f %5.1f%% %8.0f %6.1f%% %7.1f %6.2f %5.2f %4s\n",
+    $1, $2, $5, $6, $7, $8, 100 * $9, 100 * $11, $21, 100 * $22, $12, 100 * $14, $15 / 1024, $16, $19, $20 }' "$OUT/results.tsv"
 for v in delay fork; do
   if awk -F'\t' -v v="$v" '$1 == v && $20 != "OK" { bad = 1 } END { exit bad }' "$OUT/results.tsv"; then
     echo "sinks ($v): OK — $(awk -F'\t' -v v="$v" '$1 == v { c++ } END { print c }' "$OUT/runs.tsv") runs, byte-identical (sha256 $(awk -F'\t' -v v="$v" '$1 == v && $2 == "seq" { print substr($12, 1, 16); exit }' "$OUT/runs.tsv")...)"

@@ -19,7 +19,8 @@
  *            retry or made final. The throttle backs off at most once per
  *            round trip: capacity errors of requests sent before the last
  *            backoff (one burst) count once, or a burst of 50 rejections
- *            would multiply the delay 50 times;
+ *            would multiply the delay 50 times; and refusals without a
+ *            success in between back off at most once a second;
  *   poll     until a socket is ready, the next dispatch or delayed time
  *            (at most 1 s), or a wake-up.
  */
@@ -33,6 +34,7 @@
 
 #define MAX_BODY (16u << 20) /* a larger answer is malformed */
 #define MAX_POLL_MS 1000
+#define BACKOFF_QUIET_NS (1000 * 1000 * 1000ull)
 
 typedef struct batch {
 	pthread_cond_t cv;
@@ -71,6 +73,7 @@ struct hx_exec {
 	aimd throttle;
 	uint64_t next_dispatch;
 	uint64_t last_backoff;       /* when the throttle last backed off */
+	bool success_since_backoff;
 	uint64_t rng;
 	unsigned active;
 	hx_stats st;
@@ -281,15 +284,21 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 	j->req->attempts++;
 	if (c == HX_OK) {
 		aimd_on_success(&x->throttle);
+		x->success_since_backoff = true;
 		finish(j, c, status, msg);
 		return;
 	}
 	if (c == HX_CAPACITY) {
 		/* One backoff per round trip, as TCP does: the answers to
-		 * requests sent before the last backoff say nothing new. */
-		if (j->started_mono >= x->last_backoff) {
+		 * requests sent before the last backoff say nothing new. And
+		 * refusals with no success in between (a server whose rate
+		 * window is full refuses every probe until it resets) back
+		 * off at most once a second, or the delay overshoots. */
+		if (j->started_mono >= x->last_backoff &&
+		    (x->success_since_backoff || now - x->last_backoff >= BACKOFF_QUIET_NS)) {
 			aimd_on_capacity(&x->throttle);
 			x->last_backoff = now;
+			x->success_since_backoff = false;
 		}
 		x->st.capacity_errors++;
 		if (!j->first_capacity_mono)
@@ -408,7 +417,7 @@ static void *loop_main(void *arg)
 
 	for (;;) {
 		CURLMsg *m;
-		int running, left, ms;
+		int running, left, ms, finished;
 
 		pthread_mutex_lock(&x->lock);
 		if (x->shutdown && !x->active && !x->ready && !x->delayed) {
@@ -418,6 +427,7 @@ static void *loop_main(void *arg)
 		ms = dispatch(x);
 		pthread_mutex_unlock(&x->lock);
 		curl_multi_perform(x->multi, &running);
+		finished = 0;
 		while ((m = curl_multi_info_read(x->multi, &left))) {
 			job *j = NULL;
 
@@ -425,8 +435,11 @@ static void *loop_main(void *arg)
 				continue;
 			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
 			done(x, j, m->data.result);
+			finished++;
 		}
-		if (ms > 0)
+		/* A finished transfer freed a slot or queued a retry: dispatch
+		 * again before sleeping (ms was computed before it). */
+		if (!finished && ms > 0)
 			curl_multi_poll(x->multi, NULL, 0, ms, NULL);
 	}
 	return NULL;

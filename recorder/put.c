@@ -27,6 +27,15 @@ static void writer_wake(rec_env *env)
 	}
 }
 
+/* env->lock held: someone waits for the writer (a flush or sync ticket,
+ * a full queue), so it must not keep gathering puts either. */
+static void writer_hurry(rec_env *env)
+{
+	if (env->writer_gathering)
+		pthread_cond_signal(&env->work_cond);
+	writer_wake(env);
+}
+
 /* env->lock held. True on threads that must not wait for the writer:
  * the writer itself (in a rec_write_sync callback), and a thread holding
  * a rec_txn on a writing env (the writer may need it ended to grow the
@@ -44,6 +53,7 @@ static int queue_room(rec_env *env, size_t need)
 	       rec__batch_bytes(&env->queue) + need > env->queue_max) {
 		env->space_waits++;
 		env->space_waiters++;
+		writer_hurry(env);
 		pthread_cond_wait(&env->space_cond, &env->lock);
 		env->space_waiters--;
 	}
@@ -139,7 +149,7 @@ static int ticket_run(rec_env *env, uint8_t kind, rec__sync *s,
 	}
 	op->sync = s;
 	ticket = env->queue.ticket = ++env->ticket_next;
-	writer_wake(env);
+	writer_hurry(env);
 	while (env->ticket_done < ticket) {
 		env->done_waiters++;
 		pthread_cond_wait(&env->done_cond, &env->lock);

@@ -127,6 +127,8 @@ struct rec_env {
 	size_t txn_ops_max;          /* writer only: puts per txn cap */
 	rec__stats wstats;           /* writer only: running counts */
 	uint64_t trimmed_ns;         /* writer only: last rec__map_trim */
+	uint64_t committed_ns;       /* writer only: end of the last batch */
+	bool writer_gathering;       /* env->lock: waiting to grow a batch */
 	rec__stats stats;            /* copy of wstats after each batch */
 };
 

@@ -16,6 +16,9 @@
  * holds a flush marker); lock; publish the result (ticket_done, sticky
  * error, stats) and wake whoever waits for it.
  *
+ * Before taking the queue the writer gathers puts for up to GATHER_NS
+ * after its previous commit, unless a flush/sync ticket or a full queue
+ * (writer_gathering + writer_hurry in put.c) or stop says not to.
  * Producers signal work_cond only when writer_idle is set. Shutdown:
  * stop = true, wake, join; the writer drains the queue before it exits.
  * After a sticky error the writer keeps draining, applying nothing, so
@@ -23,6 +26,7 @@
  * trims the map (rec__map_trim).
  */
 #include <stdint.h>
+#include <time.h>
 
 #include "recorder/recorder_internal.h"
 
@@ -31,6 +35,14 @@
  * kernel can reclaim them, but RSS and the OOM killer see them). The hot
  * B-tree pages come back at the next access, from the page cache. */
 #define TRIM_NS (1000 * 1000 * 1000ull)
+
+/* Group commit: every commit rewrites the B-tree pages on the paths it
+ * touched (copy on write) and fdatasyncs, whatever its size, so the writer
+ * lets puts gather for up to this long after the previous commit — unless
+ * someone waits for it (rec_flush, rec_write_sync, a full queue) or the
+ * environment closes. Records reach the disk at most this much later; a
+ * checkpoint or a flush is never delayed. */
+#define GATHER_NS (20 * 1000 * 1000ull)
 
 static void batch_swap(rec__batch *a, rec__batch *b)
 {
@@ -57,6 +69,26 @@ static void batch_finish(rec_env *env, const rec__batch *b, int rc,
 		pthread_cond_broadcast(&env->space_cond);
 }
 
+/* env->lock held: waits until GATHER_NS after the last commit, or until
+ * someone needs the writer. Producers signal only when writer_gathering
+ * is set and they wait (put.c writer_hurry). */
+static void gather(rec_env *env)
+{
+	uint64_t until = env->committed_ns + GATHER_NS, now;
+	struct timespec ts;
+
+	while (!env->stop && !env->queue.ticket && !env->space_waiters &&
+	       (now = core_now_mono_ns()) < until) {
+		clock_gettime(CLOCK_REALTIME, &ts); /* work_cond's clock */
+		ts.tv_nsec += (long)(until - now);
+		ts.tv_sec += ts.tv_nsec / 1000000000L;
+		ts.tv_nsec %= 1000000000L;
+		env->writer_gathering = true;
+		pthread_cond_timedwait(&env->work_cond, &env->lock, &ts);
+		env->writer_gathering = false;
+	}
+}
+
 static void *writer_main(void *arg)
 {
 	rec_env *env = arg;
@@ -75,6 +107,7 @@ static void *writer_main(void *arg)
 		env->writer_idle = false;
 		if (!env->queue.nops)
 			break;
+		gather(env);
 		batch_swap(&env->queue, b);
 		if (env->space_waiters)
 			pthread_cond_broadcast(&env->space_cond);
@@ -84,7 +117,8 @@ static void *writer_main(void *arg)
 		if (!rc)
 			rc = rec__batch_apply(env, b, &err);
 		env->wstats.batches++;
-		if (!rc && core_now_mono_ns() - env->trimmed_ns > TRIM_NS) {
+		env->committed_ns = core_now_mono_ns();
+		if (!rc && env->committed_ns - env->trimmed_ns > TRIM_NS) {
 			rec__map_trim(env);
 			env->trimmed_ns = core_now_mono_ns();
 		}
