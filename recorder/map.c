@@ -14,7 +14,6 @@
  * writing env is for tests and tools.
  */
 #include <stdlib.h>
-#include <sys/mman.h>
 
 #include "recorder/recorder_internal.h"
 
@@ -92,12 +91,3 @@ size_t rec__mapsize_initial(void)
 	return (size_t)(v + MAPSIZE_ALIGN - 1) / MAPSIZE_ALIGN * MAPSIZE_ALIGN;
 }
 
-void rec__map_trim(rec_env *env)
-{
-	MDB_envinfo info;
-
-	pthread_rwlock_rdlock(&env->map_lock);
-	if (mdb_env_info(env->mdb, &info) == 0 && info.me_mapaddr)
-		madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);
-	pthread_rwlock_unlock(&env->map_lock);
-}

@@ -126,7 +126,6 @@ struct rec_env {
 	core_err werr_msg;
 	size_t txn_ops_max;          /* writer only: puts per txn cap */
 	rec__stats wstats;           /* writer only: running counts */
-	uint64_t trimmed_ns;         /* writer only: last rec__map_trim */
 	uint64_t committed_ns;       /* writer only: end of the last batch */
 	bool writer_gathering;       /* env->lock: waiting to grow a batch */
 	rec__stats stats;            /* copy of wstats after each batch */
@@ -144,10 +143,7 @@ int rec__txn_begin(rec_env *env, unsigned flags, MDB_txn **out);
 void rec__txn_done(rec_env *env);
 int rec__map_grow(rec_env *env);
 int rec__map_adopt(rec_env *env);
-/* Drops this process's mapping of the data file's pages (they stay in the
- * page cache; touching them maps them again), so resident memory does not
- * grow with the trail. Writer thread. */
-void rec__map_trim(rec_env *env);
+
 size_t rec__mapsize_initial(void);
 
 /* registry.c: one open env per directory per process (lmdb.h forbids

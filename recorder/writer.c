@@ -22,19 +22,13 @@
  * Producers signal work_cond only when writer_idle is set. Shutdown:
  * stop = true, wake, join; the writer drains the queue before it exits.
  * After a sticky error the writer keeps draining, applying nothing, so
- * flush and sync callers still wake (and get the error). Once a second it
- * trims the map (rec__map_trim).
+ * flush and sync callers still wake (and get the error).
  */
 #include <stdint.h>
 #include <time.h>
 
 #include "recorder/recorder_internal.h"
 
-/* How often the writer drops its mapping of the data file's pages: the
- * pages a long run touched would otherwise all count as resident (the
- * kernel can reclaim them, but RSS and the OOM killer see them). The hot
- * B-tree pages come back at the next access, from the page cache. */
-#define TRIM_NS (1000 * 1000 * 1000ull)
 
 /* Group commit: every commit rewrites the B-tree pages on the paths it
  * touched (copy on write) and fdatasyncs, whatever its size, so the writer
@@ -118,10 +112,6 @@ static void *writer_main(void *arg)
 			rc = rec__batch_apply(env, b, &err);
 		env->wstats.batches++;
 		env->committed_ns = core_now_mono_ns();
-		if (!rc && env->committed_ns - env->trimmed_ns > TRIM_NS) {
-			rec__map_trim(env);
-			env->trimmed_ns = core_now_mono_ns();
-		}
 
 		pthread_mutex_lock(&env->lock);
 		batch_finish(env, b, rc, &err);
