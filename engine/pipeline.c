@@ -34,6 +34,7 @@
  * are released (ADR 0007). Sequential mode runs the same stages inline on
  * the calling thread.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -374,6 +375,8 @@ static void *worker_main(void *arg)
 {
 	pline *p = arg;
 	uint64_t seq;
+
+	pthread_setname_np(pthread_self(), "elspeth-worker"); /* for top -H, gdb */
 
 	pthread_mutex_lock(&p->lock);
 	p->active++;

@@ -24,6 +24,7 @@
  *   poll     until a socket is ready, the next dispatch or delayed time
  *            (at most 1 s), or a wake-up.
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -414,6 +415,8 @@ static int dispatch(hx_exec *x)
 static void *loop_main(void *arg)
 {
 	hx_exec *x = arg;
+
+	pthread_setname_np(pthread_self(), "elspeth-http"); /* for top -H, gdb */
 
 	for (;;) {
 		CURLMsg *m;

@@ -24,6 +24,7 @@
  * After a sticky error the writer keeps draining, applying nothing, so
  * flush and sync callers still wake (and get the error).
  */
+#define _GNU_SOURCE /* pthread_setname_np */
 #include <stdint.h>
 #include <time.h>
 
@@ -89,6 +90,8 @@ static void *writer_main(void *arg)
 	rec__batch *b = &env->wbatch;
 	core_err err = { 0 };
 	int rc;
+
+	pthread_setname_np(pthread_self(), "elspeth-audit"); /* for top -H, gdb */
 
 	pthread_mutex_lock(&env->lock);
 	env->writer_self = pthread_self();
