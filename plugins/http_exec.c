@@ -9,8 +9,8 @@
  * condition variable until every job is final.
  *
  * The loop, on the executor thread:
- *   promote  delayed jobs whose time has come go to the front of ready
- *            (they are older than the rows queued since);
+ *   promote  delayed jobs whose time has come join the back of ready
+ *            (round robin: retries do not starve first attempts);
  *   dispatch while fewer than pool_size are active, a job is ready and
  *            the throttle allows (now >= next_dispatch): start it;
  *            next_dispatch = now + the throttle's delay;
@@ -160,22 +160,32 @@ static void push_delayed(hx_exec *x, job *j)
 	*p = j;
 }
 
-/* Due delayed jobs go to the front of ready, keeping their order. */
+/* The run is being interrupted (SIGINT/SIGTERM): a request waiting for
+ * capacity makes one last attempt at once and then gives up, so the rows
+ * in flight can finish (on_error) instead of waiting for the server. */
+static bool stopping(const job *j)
+{
+	return j->b->ctx && j->b->ctx->stop && atomic_load(j->b->ctx->stop);
+}
+
+/* Due delayed jobs join the back of ready, in their order: a retry waits
+ * its turn behind requests not yet tried once, or during a storm the
+ * first rows' retries would take every dispatch and starve the rest. */
 static void promote(hx_exec *x, uint64_t now)
 {
-	job *first = x->delayed, *last = NULL;
+	job **p = &x->delayed;
 
-	while (x->delayed && x->delayed->due_mono <= now) {
-		last = x->delayed;
-		last->queued_mono = now;
-		x->delayed = last->next;
+	while (*p) {
+		job *j = *p;
+
+		if (j->due_mono > now && !stopping(j)) {
+			p = &j->next;
+			continue;
+		}
+		*p = j->next;
+		j->queued_mono = now;
+		push_ready(x, j);
 	}
-	if (!last)
-		return;
-	last->next = x->ready;
-	if (!x->ready)
-		x->ready_tail = last;
-	x->ready = first;
 }
 
 /* ------------------------------------------------------------- transfers */
@@ -273,6 +283,25 @@ static uint64_t backoff_ns(hx_exec *x, const core_retry_cfg *r, unsigned k)
 	return (uint64_t)(d * 1e9);
 }
 
+/* When a request in a run of capacity errors gives up (mono ns). */
+static uint64_t capacity_deadline(const hx_exec *x, const job *j)
+{
+	if (stopping(j))
+		return j->first_capacity_mono;
+	return j->first_capacity_mono + (uint64_t)(x->cfg.max_capacity_retry_s * 1e9);
+}
+
+/* A capacity error past the request's deadline is its last (lock held). */
+static hx_class final_class(const hx_exec *x, const job *j, hx_class c, uint64_t now)
+{
+	if (c == HX_CAPACITY && j->first_capacity_mono &&
+	    now >= capacity_deadline(x, j))
+		return HX_GAVE_UP;
+	if (c == HX_CAPACITY && !j->first_capacity_mono && x->cfg.max_capacity_retry_s <= 0)
+		return HX_GAVE_UP;
+	return c;
+}
+
 /* Decides what follows an attempt that ended with class c (lock held). */
 static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_after_s,
 		   const char *msg)
@@ -304,19 +333,28 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 		x->st.capacity_errors++;
 		if (!j->first_capacity_mono)
 			j->first_capacity_mono = now;
-		if ((double)(now - j->first_capacity_mono) / 1e9 >= x->cfg.max_capacity_retry_s) {
-			snprintf(why, sizeof(why),
-				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
-				 x->cfg.max_capacity_retry_s, msg);
-			finish(j, HX_GAVE_UP, status, why);
-			return;
-		}
 		j->req->capacity_retries++;
 		wait = (uint64_t)(x->throttle.delay_ms * 1e6);
 		if (retry_after_s * 1e9 > (double)wait)
 			wait = (uint64_t)(retry_after_s * 1e9);
+		/* The last retry goes out at the deadline, not after it. */
+		if (now + wait > capacity_deadline(x, j))
+			wait = capacity_deadline(x, j) > now ? capacity_deadline(x, j) - now : 0;
 		j->due_mono = now + wait;
 		push_delayed(x, j);
+		return;
+	}
+	if (c == HX_GAVE_UP) {
+		x->st.capacity_errors++;
+		if (stopping(j))
+			snprintf(why, sizeof(why),
+				 "interrupted (SIGINT/SIGTERM) while the server refused for capacity: %s",
+				 msg);
+		else
+			snprintf(why, sizeof(why),
+				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
+				 x->cfg.max_capacity_retry_s, msg);
+		finish(j, HX_GAVE_UP, status, why);
 		return;
 	}
 	j->first_capacity_mono = 0;
@@ -338,16 +376,19 @@ static void done(hx_exec *x, job *j, CURLcode rc)
 	hx_req *r = j->req;
 	CURL *e = j->easy;
 	long status = 0;
-	curl_off_t ra = -1, ct = 0;
+	curl_off_t ra = -1;
+	long sent = 0;
 	char msg[256] = "";
 	hx_class c;
 
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &ra);
-	curl_easy_getinfo(e, CURLINFO_CONNECT_TIME_T, &ct);
+	/* Bytes of request sent: 0 means no connection was ever made (a
+	 * reused connection has no connect time, so that cannot tell). */
+	curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
 	curl_multi_remove_handle(x->multi, e);
 	j->easy = NULL;
-	c = hx_classify(rc, status, ct > 0 || status > 0);
+	c = hx_classify(rc, status, sent > 0 || status > 0);
 	if (j->too_big) {
 		c = HX_MALFORMED;
 		snprintf(msg, sizeof(msg), "answer larger than %u MiB", MAX_BODY >> 20);
@@ -359,6 +400,9 @@ static void done(hx_exec *x, job *j, CURLcode rc)
 	else if (c != HX_OK)
 		snprintf(msg, sizeof(msg), "HTTP %ld: %.200s", status,
 			 j->body.data ? j->body.data : "");
+	pthread_mutex_lock(&x->lock);
+	c = final_class(x, j, c, core_now_mono_ns());
+	pthread_mutex_unlock(&x->lock);
 	if (j->b->ctx && j->b->ctx->record_call) {
 		plg_call call = {
 			.call_type = "llm", .name = r->name, .ok = c == HX_OK,
@@ -384,6 +428,13 @@ static void done(hx_exec *x, job *j, CURLcode rc)
 
 /* ----------------------------------------------------------------- loop */
 
+/* A request at its capacity deadline: its last attempt does not wait for
+ * the throttle's gap (or it could fail long after the deadline). */
+static bool overdue(const hx_exec *x, const job *j, uint64_t now)
+{
+	return j->first_capacity_mono && now >= capacity_deadline(x, j);
+}
+
 /* Starts what may start; returns the poll timeout in ms (lock held). */
 static int dispatch(hx_exec *x)
 {
@@ -391,7 +442,8 @@ static int dispatch(hx_exec *x)
 	int ms = MAX_POLL_MS;
 
 	promote(x, now);
-	while (x->ready && x->active < x->cfg.pool_size && now >= x->next_dispatch) {
+	while (x->ready && x->active < x->cfg.pool_size &&
+	       (now >= x->next_dispatch || overdue(x, x->ready, now))) {
 		job *j = pop_ready(x);
 
 		if (!start(x, j, now)) {

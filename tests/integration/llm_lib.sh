@@ -20,12 +20,18 @@ start_mock() {
   rm -f "$name.port"
   "$MOCK" --port 0 --port-file "$name.port" "$@" > "$name.mock.log" 2>&1 &
   MOCKPID=$!
+  MOCKLOG=$name.mock.log
   MOCK_PIDS+=("$MOCKPID")
   for i in $(seq 1 200); do [ -s "$name.port" ] && break; sleep 0.025; done
   PORT=$(cat "$name.port" 2>/dev/null)
   [ -n "$PORT" ] || { fail "$name: the mock did not start"; cat "$name.mock.log"; }
 }
-stop_mock() { kill "$MOCKPID" 2>/dev/null; wait "$MOCKPID" 2>/dev/null; }
+stop_mock() {
+  kill "$MOCKPID" 2>/dev/null; wait "$MOCKPID" 2>/dev/null
+  if grep -q 'Sanitizer\|runtime error:' "$MOCKLOG"; then
+    fail "$MOCKLOG: sanitizer report"; grep -m5 'Sanitizer\|runtime error:' "$MOCKLOG" | sed 's/^/    /'
+  fi
+}
 
 # admin METHOD PATH [JSON]: an admin request to the current mock; prints the
 # answer body (exit 1 on an HTTP error).
@@ -96,6 +102,9 @@ run() {
   t1=$(date +%s.%N)
   SECS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
   [ -z "${LLM_DEBUG:-}" ] || echo "# run $name: exit $RC in $SECS s"
+  if grep -q "Sanitizer\|runtime error:" "$name.log"; then
+    fail "$name: sanitizer report"; grep -m5 "Sanitizer\|runtime error:\|^    #" "$name.log" | sed 's/^/    /'
+  fi
 }
 
 # nlines FILE: lines in FILE, 0 when it does not exist.

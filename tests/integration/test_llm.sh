@@ -3,14 +3,15 @@
 # elspeth-mock-llm (docs/mock_llm.md): answers and audit, the AIMD throttle
 # under 429/503/529 storms and Retry-After, transient retries (500s,
 # malformed and truncated bodies, stalls, refused connections), capacity
-# give-up, 4xx and key hygiene, Azure, llm_multi_query, row errors.
-# Row counts are modest so that the file also runs under ASan/TSan.
+# give-up and SIGINT during an outage, 4xx and key hygiene, Azure,
+# llm_multi_query, row errors. Row counts are modest so that the file also
+# runs under ASan/TSan. LLM_SECTIONS="2 7" runs some sections only;
+# LLM_DEBUG=1 prints each run's time.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/llm_lib.sh"
 cd "$WORK"
 [ -x "$MOCK" ] || { fail "no mock binary at $MOCK"; finish; exit; }
 T0=$(date +%s.%N)
-RETRY_FAST="{max_attempts: 3, initial_delay_seconds: 0.001, max_delay_seconds: 0.002}"
 
 # ---------------------------------------------------------------- 1. basic
 s1() {
@@ -153,9 +154,11 @@ n=$(grep -c '"_error_node":"t","_error":"LLM call failed (server, 3 attempts): H
 is "500s beyond max_attempts: each error row names the failure ($n of $R)" [ "$n" = $R ]
 is "500s beyond max_attempts: verify" verify_ok e500all
 # The retry backoff is 1-2 ms: two rows that fail twice each must not take
-# seconds (one sequential row at a time, nothing else wakes the executor).
+# seconds (one sequential row at a time, nothing else wakes the executor;
+# before 5d36ee4 each retry waited for the executor's 1 s poll).
 rows_csv two.csv 2
 pipeline two.yaml two.csv llm "$(base_opts)" "$(fast_retry 2)"
+mock_set '{"error_500_rate": 1.0}'
 run two two.yaml --sequential
 is "retry backoff honoured when idle: 2 rows x 1 retry of ~2 ms take < 0.5 s (took $SECS s)" lt "$SECS" 0.5
 stop_mock
@@ -244,6 +247,20 @@ is "capacity give-up: the run ends within a few seconds ($SECS s < 4 s)" lt "$SE
 # but the given-up attempt is recorded as capacity.
 is "capacity give-up: metrics.calls.gave_up counts the given-up requests ($gu, want $R)" [ "$gu" = $R ]
 is "capacity give-up: verify" verify_ok gave
+# SIGINT while rows wait out the outage (max_capacity_retry_seconds at its
+# default, 3600): the run must stop promptly with exit 3, as without LLMs.
+pipeline int.yaml gave.csv llm "$(base_opts)
+max_dispatch_delay_ms: 200"
+rm -rf int state-int
+OUT=int STATE=state-int "$ELSPETH" run -s int.yaml --execute --max-rows-in-flight 8 > int.log 2>&1 &
+pid=$!
+sleep 1
+kill -INT $pid
+for i in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { echo "    still running 5 s after SIGINT: killed"; kill -9 $pid; }
+{ wait $pid; } 2>/dev/null; rc=$?
+is "SIGINT during a capacity outage: exit 3 within 5 s (exit $rc)" [ "$rc" = 3 ]
+[ "$rc" = 137 ] || is "SIGINT during a capacity outage: verify" verify_ok int
 stop_mock
 }
 
