@@ -351,6 +351,9 @@ const core_sink_cfg *core_settings_sink(const core_settings *s,
  * pretty-printed like Python's json.dumps(indent=n), depth levels already
  * open. */
 int core_json_append(core_buf *b, const json_t *v, int indent, int depth);
+/* "an object", "an array", "a string", "an integer", "a real number",
+ * "a boolean" or "null": what v is, for error messages. */
+const char *core_json_kind(const json_t *v);
 
 /* ------------------------------------------------------------- clocks */
 

@@ -396,28 +396,6 @@ static int py_str(core_buf *b, const json_t *v)
 	return core_json_append(b, v, -1, 0);
 }
 
-static const char *kind_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a real number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		break;
-	}
-	return "null";
-}
-
 static bool truthy(const json_t *v)
 {
 	switch (json_typeof(v)) {
@@ -1203,7 +1181,7 @@ static int lookup(const struct expr *e, const json_t *row, struct val *x,
 
 	if (!json_is_object(row))
 		return core_err_set(err, CORE_EDATA, "template: the row is %s, not "
-				    "an object", kind_name(row));
+				    "an object", core_json_kind(row));
 	for (size_t i = 0; i < e->nsteps; i++) {
 		const struct step *s = &e->steps[i];
 		int plen = (int)s->path_len, prev = i ? (int)e->steps[i - 1].path_len : 0;
@@ -1218,7 +1196,7 @@ static int lookup(const struct expr *e, const json_t *row, struct val *x,
 		if (s->key ? !json_is_object(v) : !json_is_array(v))
 			return core_err_set(err, CORE_EDATA, "template field '%.*s': "
 					    "'%.*s' is %s, not %s", plen, e->path,
-					    prev, e->path, kind_name(v),
+					    prev, e->path, core_json_kind(v),
 					    s->key ? "an object" : "an array");
 		if (s->key) {
 			next = json_object_get(v, s->key);
@@ -1288,7 +1266,7 @@ static int filter_length(const struct expr *e, struct val *x, core_err *err)
 		n = json_integer((json_int_t)json_object_size(x->v));
 	else
 		return core_err_set(err, CORE_EDATA, "template field '%s' | length: "
-				    "%s has no length", e->path, kind_name(x->v));
+				    "%s has no length", e->path, core_json_kind(x->v));
 	if (!n)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	val_own(x, n);

@@ -48,28 +48,6 @@ static bool utf8_valid(const char *p, size_t n)
 	return true;
 }
 
-static const char *kind_name(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a real number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		break;
-	}
-	return "null";
-}
-
 /* A short description of a value for "got ...": its JSON text (cut to
  * about 60 bytes on a character boundary), or "an object"/"an array". */
 static void describe(const json_t *v, char *out, size_t cap)
@@ -79,7 +57,7 @@ static void describe(const json_t *v, char *out, size_t cap)
 
 	if (json_is_object(v) || json_is_array(v) ||
 	    core_json_append(&b, v, -1, 0)) {
-		snprintf(out, cap, "%s", kind_name(v));
+		snprintf(out, cap, "%s", core_json_kind(v));
 		core_buf_release(&b);
 		return;
 	}
@@ -514,19 +492,19 @@ static int first_choice(const json_t *root, llm_response *r,
 		return malformed(r, err, "choices missing");
 	if (!json_is_array(choices))
 		return malformed(r, err, "choices is %s, not an array",
-				 kind_name(choices));
+				 core_json_kind(choices));
 	if (!json_array_size(choices))
 		return malformed(r, err, "choices is empty");
 	*choice = json_array_get(choices, 0);
 	if (!json_is_object(*choice))
 		return malformed(r, err, "choices[0] is %s, not an object",
-				 kind_name(*choice));
+				 core_json_kind(*choice));
 	*message = json_object_get(*choice, "message");
 	if (!*message)
 		return malformed(r, err, "choices[0].message missing");
 	if (!json_is_object(*message))
 		return malformed(r, err, "choices[0].message is %s, not an object",
-				 kind_name(*message));
+				 core_json_kind(*message));
 	return 0;
 }
 
@@ -550,12 +528,12 @@ static int parse_envelope(const json_t *root, llm_response *r, core_err *err)
 	content = json_object_get(message, "content");
 	if (finish && !json_is_null(finish) && !json_is_string(finish))
 		return malformed(r, err, "choices[0].finish_reason is %s, not a "
-				 "string", kind_name(finish));
+				 "string", core_json_kind(finish));
 	if (!content)
 		return malformed(r, err, "choices[0].message.content missing");
 	if (!json_is_string(content) && !json_is_null(content))
 		return malformed(r, err, "choices[0].message.content is %s, not a "
-				 "string", kind_name(content));
+				 "string", core_json_kind(content));
 	if (json_is_string(finish) &&
 	    dup_string(finish, &r->finish_reason, NULL, err))
 		return CORE_ENOMEM;
@@ -605,7 +583,7 @@ int llm_response_parse(const void *body, size_t len, llm_response *out,
 	}
 	if (!json_is_object(root))
 		rc = malformed(out, err, "response is %s, not a JSON object",
-			       kind_name(root));
+			       core_json_kind(root));
 	else
 		rc = parse_envelope(root, out, err);
 	json_decref(root);
@@ -672,7 +650,7 @@ static int decode_answer(const char *query, const char *content, size_t len,
 				    je.position + (int)(b - content), je.text);
 	if (!json_is_object(*out)) {
 		rc = core_err_set(err, CORE_EDATA, "query '%s': the answer is %s, "
-				  "not a JSON object", query, kind_name(*out));
+				  "not a JSON object", query, core_json_kind(*out));
 		json_decref(*out);
 		*out = NULL;
 	}

@@ -108,28 +108,6 @@ static int ex_open(const core_node *options, void **state, core_err *err)
 
 /* ------------------------------------------------------------- process */
 
-static const char *kind_of(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-		return "an integer";
-	case JSON_REAL:
-		return "a real number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		return "null";
-	}
-	return "a value";
-}
-
 /* The array to explode, as a new reference in *arr. */
 static int get_array(const struct explode *x, const json_t *row,
 		     json_t **arr, core_err *err)
@@ -148,7 +126,7 @@ static int get_array(const struct explode *x, const json_t *row,
 	if (!json_is_string(v))
 		return core_err_set(err, CORE_EDATA,
 				    "field '%s' is not a JSON array: got %s",
-				    x->array_field, kind_of(v));
+				    x->array_field, core_json_kind(v));
 	*arr = json_loadb(json_string_value(v), json_string_length(v),
 			  JSON_REJECT_DUPLICATES, &jerr);
 	if (*arr && json_is_array(*arr))
