@@ -132,7 +132,7 @@ Test(http, refused_connection_is_retried_per_policy)
 	cr_assert_eq(r.result, HX_NETWORK, "%s", r.error);
 	cr_assert_eq(r.attempts, 3);
 	cr_assert_eq(ncalls, 3);
-	cr_assert(strstr(r.error, "after 3 attempts"), "%s", r.error);
+	cr_assert(strstr(r.error, "connect"), "%s", r.error);
 	core_buf_release(&r.response);
 	hx_close(x);
 	hx_close(NULL);
