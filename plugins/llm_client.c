@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "plugins/llm_client.h"
+#include "plugins/plugins_internal.h"
 
 enum provider { P_OPENROUTER, P_AZURE, P_OPENAI };
 
@@ -144,9 +145,16 @@ int llm_client_open(llm_client *c, const core_node *o, core_err *err)
 {
 	static const char *const providers[] = { "openrouter", "azure", "openai", NULL };
 	const core_node *pn = core_map_get(o, "provider");
+	plg_schema *schema = NULL;
 	int provider = P_OPENROUTER, rc;
 
 	memset(c, 0, sizeof(*c));
+	/* ELSPETH's schema block: checked like every plugin's (it declares
+	 * the rows; the LLM transforms do not enforce it). */
+	rc = plg__schema_parse(core_map_get(o, "schema"), &schema, err);
+	plg__schema_free(schema);
+	if (rc)
+		return rc;
 	if ((pn && (rc = core_node_enum(pn, providers, &provider, err))) ||
 	    (rc = endpoint(c, o, provider, err)) ||
 	    (rc = headers(c, o, provider, err)) ||
