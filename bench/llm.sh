@@ -80,8 +80,9 @@ WHICH=${*:-little flaky many}
 OUT=$ROOT/bench/out/llm
 mkdir -p "$OUT"/{bin,log,settings,state,sink}
 
-for c in jq curl /usr/bin/time; do
-  command -v "$c" >/dev/null 2>&1 || { echo "bench/llm.sh needs $c" >&2; exit 1; }
+source bench/lib.sh
+for c in jq:jq curl:curl /usr/bin/time:time; do
+  ensure_pkg "${c%%:*}" "${c#*:}" || { echo "bench/llm.sh needs ${c%%:*}" >&2; exit 1; }
 done
 
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null

@@ -74,21 +74,8 @@ quiet_gate() {
 
 # ensure_pkg COMMAND PACKAGE: apt-get install PACKAGE (non-interactive,
 # sudo -n when not root) unless COMMAND is already there.
-ensure_pkg() {
-  if command -v "$1" >/dev/null 2>&1; then return 0; fi
-  command -v apt-get >/dev/null 2>&1 || return 1
-  local sudo=()
-  if [ "$(id -u)" -ne 0 ]; then
-    command -v sudo >/dev/null 2>&1 || return 1
-    sudo=(sudo -n)
-  fi
-  echo "installing $2 (for $1) with apt-get ..." >&2
-  { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$2" ||
-    { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q &&
-      "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$2"; }
-  } >>"$OUT/apt.log" 2>&1 || { echo "  apt-get failed (see $OUT/apt.log)" >&2; return 1; }
-  command -v "$1" >/dev/null 2>&1
-}
+# ensure_pkg COMMAND PACKAGE (bench/lib.sh)
+source bench/lib.sh
 have_gnuplot=1; ensure_pkg gnuplot gnuplot-nox || have_gnuplot=0
 have_time=1;    ensure_pkg /usr/bin/time time   || have_time=0
 
