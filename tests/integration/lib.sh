@@ -4,7 +4,7 @@ set -uo pipefail
 ELSPETH=$(realpath "$1")
 SRC=$(realpath "$2")
 WORK=$(mktemp -d)
-trap 'rm -rf "$WORK"' EXIT
+trap 'mock_stop; rm -rf "$WORK"' EXIT
 FAILS=0
 PASSES=0
 
@@ -29,4 +29,27 @@ expect() {
 finish() {
   echo "$PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]
+}
+
+# The bundled mock LLM server, for examples with a mock.args file.
+# mock_start ARGS... starts it and exports ELSPETH_LLM_URL (the settings
+# read it); mock_reset zeroes its counters before a run, so its injected
+# faults fall on the same requests every time; mock_stop.
+MOCK_PID=
+MOCK_URL=
+mock_start() {
+  rm -f "$WORK/mock.port"
+  "$(dirname "$ELSPETH")/elspeth-mock-llm" --port 0 --port-file "$WORK/mock.port" "$@" \
+    > "$WORK/mock.log" 2>&1 &
+  MOCK_PID=$!
+  for _ in $(seq 200); do [ -s "$WORK/mock.port" ] && break; sleep 0.05; done
+  MOCK_URL="http://127.0.0.1:$(cat "$WORK/mock.port")"
+  export ELSPETH_LLM_URL="$MOCK_URL/v1"
+}
+mock_reset() {
+  python3 -c 'import sys, urllib.request as u; u.urlopen(u.Request(sys.argv[1] + "/admin/reset", data=b"", method="POST")).read()' "$MOCK_URL"
+}
+mock_stop() {
+  if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null; wait "$MOCK_PID" 2>/dev/null; fi
+  MOCK_PID=; unset ELSPETH_LLM_URL
 }

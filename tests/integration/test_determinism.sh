@@ -8,13 +8,34 @@ source "$(dirname "$0")/lib.sh"
 cp -r "$SRC/examples" "$WORK/examples"
 cd "$WORK"
 
-compare_modes() { # NAME SETTINGS
-  local name=$1 settings=$2 n
+# Examples that talk to the mock LLM server (mock.args) get it, reset
+# before every run; their retry delays are cut (outputs do not depend on
+# them).
+prepare() { # DIR: sets SETTINGS (no subshell: the mock must be ours)
+  local dir=$1
+  SETTINGS="$dir/settings.yaml"
+  if [ -f "$dir/mock.args" ]; then
+    # shellcheck disable=SC2046
+    mock_start $(cat "$dir/mock.args") --latency fixed:1
+    sed 's/^retry: .*/retry: {max_attempts: 3, initial_delay_seconds: 0.001, max_delay_seconds: 0.002}/' \
+      "$dir/settings.yaml" > "$dir/settings-fast.yaml"
+    SETTINGS="$dir/settings-fast.yaml"
+  fi
+}
+
+compare_modes() { # NAME SETTINGS [EXPECTED_DIR]
+  local name=$1 settings=$2 expected=${3:-} n
   local ref="$WORK/ref-$name"
+  [ -n "$MOCK_PID" ] && mock_reset
   ELSPETH_OUT_DIR="$ref" "$ELSPETH" run -s "$settings" --execute --sequential > /dev/null 2>&1 ||
     { fail "$name: sequential run failed"; return; }
+  if [ -n "$expected" ]; then
+    diff -r "$expected" "$ref" > /dev/null && pass "$name: --sequential gives the expected outputs" ||
+      fail "$name: --sequential differs from $expected"
+  fi
   for n in 1 2 7 64 256; do
     local out="$WORK/out-$name-$n"
+    [ -n "$MOCK_PID" ] && mock_reset
     if ! ELSPETH_OUT_DIR="$out" "$ELSPETH" run -s "$settings" --execute \
          --max-rows-in-flight $n > "$out.log" 2>&1; then
       fail "$name N=$n: run failed"; cat "$out.log"; continue
@@ -33,7 +54,9 @@ compare_modes() { # NAME SETTINGS
 }
 
 for dir in examples/*/; do
-  compare_modes "$(basename "$dir")" "$dir/settings.yaml"
+  prepare "$dir"
+  compare_modes "$(basename "$dir")" "$SETTINGS" "$dir/expected"
+  mock_stop
 done
 
 # Jitter: 400 rows, uniform 0–4 ms per row, first attempts of 10 % of the

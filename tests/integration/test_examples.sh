@@ -5,10 +5,6 @@
 # (latency shortened: answers do not depend on it) and reset before the
 # run, so its injected faults fall on the same requests every time.
 source "$(dirname "$0")/lib.sh"
-MOCK="$(dirname "$ELSPETH")/elspeth-mock-llm"
-mock_pid=
-stop_mock() { [ -n "$mock_pid" ] && kill "$mock_pid" 2>/dev/null; wait "$mock_pid" 2>/dev/null; mock_pid=; }
-trap 'stop_mock; rm -rf "$WORK"' EXIT
 # Work on a copy so the audit trail (./state) and outputs stay out of the tree.
 cp -r "$SRC/examples" "$WORK/examples"
 cd "$WORK"
@@ -16,15 +12,8 @@ for dir in examples/*/; do
   name=$(basename "$dir")
   [ -d "$dir/expected" ] || continue
   out="$WORK/out-$name"
-  unset ELSPETH_LLM_URL
-  if [ -f "$dir/mock.args" ]; then
-    rm -f mock.port
-    # shellcheck disable=SC2046
-    "$MOCK" --port 0 --port-file mock.port $(cat "$dir/mock.args") --latency fixed:1 > mock.log 2>&1 &
-    mock_pid=$!
-    for _ in $(seq 100); do [ -s mock.port ] && break; sleep 0.05; done
-    export ELSPETH_LLM_URL="http://127.0.0.1:$(cat mock.port)/v1"
-  fi
+  # shellcheck disable=SC2046
+  [ -f "$dir/mock.args" ] && mock_start $(cat "$dir/mock.args") --latency fixed:1
   expect "$name: validate" 0 "Settings valid" -- \
     env ELSPETH_OUT_DIR="$out" "$ELSPETH" validate -s "$dir/settings.yaml"
   expect "$name: run" 0 "Run completed" -- \
@@ -38,6 +27,6 @@ for dir in examples/*/; do
   done
   n_expected=$(ls "$dir/expected" | wc -l); n_out=$(ls "$out" | wc -l)
   [ "$n_expected" = "$n_out" ] && pass "$name: no unexpected outputs" || fail "$name: $n_out outputs, want $n_expected"
-  stop_mock
+  mock_stop
 done
 finish
