@@ -1,5 +1,25 @@
 # Shared by the benchmark scripts (sourced; $OUT must be set).
 
+HZ=$(getconf CLK_TCK)
+
+# Machine-wide busy CPU time in clock ticks (everything but idle, iowait).
+busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
+
+# quiet_gate: waits until the machine uses at most QUIET_MAX cores (sampled
+# over 1 s), for at most QUIET_WAIT seconds, so runs start on a quiet box.
+quiet_gate() {
+  local waited=0 b0 b1 load
+  while :; do
+    b0=$(busy_ticks); sleep 1; b1=$(busy_ticks)
+    load=$(awk -v a="$b0" -v b="$b1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
+    if awk -v l="$load" -v m="$QUIET_MAX" 'BEGIN { exit !(l <= m) }' || [ "$waited" -ge "$QUIET_WAIT" ]; then
+      return
+    fi
+    [ "$waited" = 0 ] && echo "  waiting for the machine to quieten (other load $load cores > $QUIET_MAX) ..." >&2
+    waited=$((waited + 1))
+  done
+}
+
 # ensure_pkg COMMAND PACKAGE: installs PACKAGE with apt-get (sudo when not
 # root) if COMMAND is missing; returns non-zero if it is still missing.
 ensure_pkg() {

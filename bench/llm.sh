@@ -94,23 +94,9 @@ BIN=$OUT/bin/elspeth
 MOCK=$OUT/bin/elspeth-mock-llm
 REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
-HZ=$(getconf CLK_TCK)
 
 # ------------------------------------------------------------ helpers
-busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
 proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
-quiet_gate() { # waits until other processes use <= QUIET_MAX cores
-  local waited=0 b0 b1 load
-  while :; do
-    b0=$(busy_ticks); sleep 1; b1=$(busy_ticks)
-    load=$(awk -v a="$b0" -v b="$b1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
-    if awk -v l="$load" -v m="$QUIET_MAX" 'BEGIN { exit !(l <= m) }' || [ "$waited" -ge "$QUIET_WAIT" ]; then
-      return
-    fi
-    [ "$waited" = 0 ] && echo "  waiting for the machine to quieten (other load $load cores > $QUIET_MAX) ..." >&2
-    waited=$((waited + 1))
-  done
-}
 # A FIFO held open read-write: `read -t` on it is a sleep without a fork.
 rm -f "$OUT/.tick"; mkfifo "$OUT/.tick"; exec {TICK}<>"$OUT/.tick"
 

@@ -54,27 +54,10 @@ cp build-release/elspeth "$BIN"
 REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
 
-# Machine-wide busy CPU time in clock ticks (everything but idle, iowait).
-busy_ticks() { awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9 }' /proc/stat; }
-HZ=$(getconf CLK_TCK)
-# quiet_gate: waits until other processes use at most QUIET_MAX cores
-# (sampled over 1 s), for at most QUIET_WAIT seconds; prints the last sample.
-quiet_gate() {
-  local waited=0 b0 b1 load
-  while :; do
-    b0=$(busy_ticks); sleep 1; b1=$(busy_ticks)
-    load=$(awk -v a="$b0" -v b="$b1" -v hz="$HZ" 'BEGIN { printf "%.2f", (b - a) / hz }')
-    if awk -v l="$load" -v m="$QUIET_MAX" 'BEGIN { exit !(l <= m) }' || [ "$waited" -ge "$QUIET_WAIT" ]; then
-      echo "$load"; return
-    fi
-    [ "$waited" = 0 ] && echo "  waiting for the machine to quieten (other load $load cores > $QUIET_MAX) ..." >&2
-    waited=$((waited + 1))
-  done
-}
+# busy_ticks, quiet_gate, ensure_pkg: bench/lib.sh
 
 # ensure_pkg COMMAND PACKAGE: apt-get install PACKAGE (non-interactive,
 # sudo -n when not root) unless COMMAND is already there.
-# ensure_pkg COMMAND PACKAGE (bench/lib.sh)
 source bench/lib.sh
 have_gnuplot=1; ensure_pkg gnuplot gnuplot-nox || have_gnuplot=0
 have_time=1;    ensure_pkg /usr/bin/time time   || have_time=0
@@ -162,7 +145,7 @@ run_one() {
   mkdir -p "$OUT/state" "$OUT/sink" "$OUT/settings" "$OUT/log"
   sed -e "s|@STATE@|$state|" -e "s|@SINK@|$sink|" -e "s|@MS@|$ms|g" "$OUT/$v.yaml.in" > "$cfg"
   if [ "$mode" = seq ]; then flags=(--sequential); else flags=(--max-rows-in-flight "$mode"); fi
-  quiet_gate > /dev/null
+  quiet_gate
   b0=$(busy_ticks)
   t0=$(date +%s.%N)
   if [ "$have_time" = 1 ]; then
