@@ -100,7 +100,7 @@ static slot *slot_of(pline *p, uint64_t seq)
 	return &p->ring[seq % p->cap];
 }
 
-static bool stopping(pline *p)
+static bool stopping(const pline *p)
 {
 	return p->shutdown || p->rc || (p->c->stop && *p->c->stop);
 }
@@ -154,7 +154,7 @@ static void track_blocked(pline *p)
 static bool can_pull(const pline *p)
 {
 	return p->started && !p->pulling && !p->source_done && room(p) &&
-	       !stopping((pline *)p);
+	       !stopping(p);
 }
 
 /* Idle workers not already promised a handed-over row. */

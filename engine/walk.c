@@ -170,7 +170,6 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	int rc;
 
 	st.id = cc.state_id = eng__audit_state_id(a);
-	cc.base.engine = &cc;
 	st.started_ns = core_now_wall_ns();
 	w->err->retryable = false;
 	rc = n->tops->process(n->tstate, t->data, out, &cc.base, w->err);

@@ -571,16 +571,9 @@ void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
 
 void hx_get_stats(hx_exec *x, hx_stats *out)
 {
-	size_t waiting = 0;
-
 	pthread_mutex_lock(&x->lock);
-	for (job *j = x->ready; j; j = j->next)
-		waiting++;
-	for (job *j = x->delayed; j; j = j->next)
-		waiting++;
 	*out = x->st;
 	out->active = x->active;
-	out->waiting = waiting;
 	out->delay_ms = x->throttle.delay_ms;
 	pthread_mutex_unlock(&x->lock);
 }

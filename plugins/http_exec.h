@@ -97,7 +97,6 @@ void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx);
 
 typedef struct hx_stats {
 	unsigned pool_size, active, peak_active;
-	size_t waiting;               /* requests queued or delayed now */
 	double delay_ms;              /* the throttle now */
 	unsigned long long requests, capacity_errors;
 } hx_stats;

@@ -111,6 +111,20 @@ static int throttle(llm_client *c, const core_node *o, core_err *err)
 	return 0;
 }
 
+char **plg__llm_dup_list(const char **v, size_t n)
+{
+	char **out = calloc(n ? n : 1, sizeof(*out));
+
+	for (size_t i = 0; out && i < n; i++)
+		if (!(out[i] = strdup(v[i]))) {
+			while (i--)
+				free(out[i]);
+			free(out);
+			return NULL;
+		}
+	return out;
+}
+
 static int request_opts(llm_client *c, const core_node *o, core_err *err)
 {
 	const char *sys = NULL;
@@ -132,11 +146,10 @@ static int request_opts(llm_client *c, const core_node *o, core_err *err)
 	if ((n = core_map_get(o, "required_input_fields")) &&
 	    (rc = core_node_str_list(n, &req, &nreq, err)))
 		return rc;
-	if (nreq && !(c->required = calloc(nreq, sizeof(*c->required))))
+	if (nreq && !(c->required = plg__llm_dup_list(req, nreq)))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
-	for (size_t i = 0; !rc && i < nreq; i++, c->nrequired++)
-		if (!(c->required[i] = strdup(req[i])))
-			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	else
+		c->nrequired = nreq;
 	free(req);
 	return rc;
 }
@@ -189,28 +202,31 @@ int llm_client_check_inputs(const llm_client *c, const json_t *row,
 }
 
 /* The executor's check of a 2xx body: only a malformed envelope is
- * retried; other problems (an API error, a refusal) are the row's. */
+ * retried; other problems (an API error, a refusal) are the row's. A good
+ * answer is kept, so the transform does not parse it again. */
 static int check_envelope(void *arg, const char *body, size_t len, char *msg,
 			  size_t msgsz)
 {
-	llm_response r;
+	llm_answer *a = arg;
 	core_err e;
-	int bad;
+	bool bad;
 
-	(void)arg;
-	llm_response_parse(body, len, &r, &e);
-	bad = r.kind == LLM_RESP_MALFORMED;
+	llm_response_release(&a->resp);
+	a->parsed = llm_response_parse(body, len, &a->resp, &e) == 0;
+	bad = a->resp.kind == LLM_RESP_MALFORMED;
 	if (bad)
 		snprintf(msg, msgsz, "%s", e.msg);
-	llm_response_release(&r);
+	if (!a->parsed)
+		llm_response_release(&a->resp);
 	return bad;
 }
 
 void llm_client_request(const llm_client *c, hx_req *r, const char *body,
-			size_t len, const char *name)
+			size_t len, const char *name, llm_answer *a)
 {
 	*r = (hx_req){ .url = c->url, .headers = c->headers, .body = body,
-		       .body_len = len, .name = name, .check = check_envelope };
+		       .body_len = len, .name = name, .check = check_envelope,
+		       .check_arg = a };
 }
 
 static const char *of_query(const char *query, char *buf, size_t n)
@@ -231,12 +247,15 @@ int llm_client_failed(const hx_req *r, const char *query, core_err *err)
 			    r->attempts, r->attempts == 1 ? "" : "s", r->error);
 }
 
-int llm_client_answer(const hx_req *r, const char *query, llm_response *out,
+int llm_client_answer(const hx_req *r, const char *query, llm_answer *a,
 		      core_err *err)
 {
 	char q[160];
-	int rc = llm_response_parse(r->response.data, r->response.len, out, err);
+	int rc;
 
+	if (a->parsed)
+		return 0;
+	rc = llm_response_parse(r->response.data, r->response.len, &a->resp, err);
 	if (rc == CORE_EDATA) {
 		err->retryable = false;
 		core_err_prefix(err, "%sLLM answer", query ? of_query(query, q, sizeof(q)) : "");

@@ -60,18 +60,32 @@ void llm_client_release(llm_client *c); /* zeroed or opened */
 int llm_client_check_inputs(const llm_client *c, const json_t *row,
 			    core_err *err);
 
-/* Prepares r to send body (which must outlive the call). */
+/* An answer, parsed once: by the executor's envelope check of the last
+ * 2xx attempt (parsed: true), or by llm_client_answer when that check did
+ * not keep it (an API error, a refusal: their message is rebuilt). */
+typedef struct llm_answer {
+	llm_response resp;
+	bool parsed;
+} llm_answer;
+
+/* Prepares r to send body (which must outlive the call); the envelope
+ * check parses the answer into *a (zero-initialised; release a->resp with
+ * llm_response_release). */
 void llm_client_request(const llm_client *c, hx_req *r, const char *body,
-			size_t len, const char *name);
+			size_t len, const char *name, llm_answer *a);
 
 /* After hx_run: CORE_EDATA describing why request r failed (r->result !=
  * HX_OK), naming the query when there is one. Never retryable: the
  * executor has already retried what `retry` allows. */
 int llm_client_failed(const hx_req *r, const char *query, core_err *err);
 
-/* Parses r's answer; on a problem CORE_EDATA naming the query. */
-int llm_client_answer(const hx_req *r, const char *query, llm_response *out,
+/* r's answer in a->resp; on a problem CORE_EDATA naming the query. */
+int llm_client_answer(const hx_req *r, const char *query, llm_answer *a,
 		      core_err *err);
+
+/* A malloc'd copy of n strings (each strdup'd); NULL when out of memory.
+ * The caller frees each string and the array. */
+char **plg__llm_dup_list(const char **v, size_t n);
 
 /* Re-raises a template compile error in err at the template's node
  * (file, line, column, key path). Returns err->code. */

@@ -96,7 +96,6 @@ struct plg_ctx {
 	 * describes how the row was processed (pool statistics); the engine
 	 * records it as the node state's context and releases it. */
 	json_t *context;
-	void *engine;                  /* the engine's own */
 };
 
 static inline void plg_blocking(plg_ctx *ctx, bool begin)

@@ -110,7 +110,8 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 {
 	llm *l = state;
 	core_buf body = { 0 };
-	llm_response resp = { 0 };
+	llm_answer ans = { 0 };
+	const llm_response *resp = &ans.resp;
 	hx_req r;
 	json_t *o;
 	int rc;
@@ -118,24 +119,24 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 	if ((rc = llm_client_check_inputs(&l->client, row, err)) ||
 	    (rc = build(l, row, &body, err)))
 		goto out_body;
-	llm_client_request(&l->client, &r, body.data, body.len, NULL);
+	llm_client_request(&l->client, &r, body.data, body.len, NULL, &ans);
 	hx_run(l->client.exec, &r, 1, ctx);
 	if (ctx)
 		ctx->context = llm_client_context(&l->client, &r, 1);
 	if (r.result != HX_OK)
 		rc = llm_client_failed(&r, NULL, err);
-	else if (!(rc = llm_client_answer(&r, NULL, &resp, err))) {
+	else if (!(rc = llm_client_answer(&r, NULL, &ans, err))) {
 		o = json_deep_copy(row);
-		if (!o || json_object_set_new(o, l->field, json_stringn(resp.content, resp.content_len)) ||
-		    json_object_set(o, l->usage_field, resp.usage ? resp.usage : json_null()) ||
-		    json_object_set_new(o, l->model_field, resp.model ? json_string(resp.model) : json_null()) ||
+		if (!o || json_object_set_new(o, l->field, json_stringn(resp->content, resp->content_len)) ||
+		    json_object_set(o, l->usage_field, resp->usage ? resp->usage : json_null()) ||
+		    json_object_set_new(o, l->model_field, resp->model ? json_string(resp->model) : json_null()) ||
 		    json_object_set_new(o, l->hash_field, json_string(llm_template_hash(l->tpl)))) {
 			json_decref(o);
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		} else
 			*out = o;
 	}
-	llm_response_release(&resp);
+	llm_response_release(&ans.resp);
 	core_buf_release(&r.response);
 out_body:
 	core_buf_release(&body);

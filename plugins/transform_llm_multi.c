@@ -71,20 +71,6 @@ static void multi_close(void *state)
 	free(m);
 }
 
-static char **dup_list(const char **v, size_t n)
-{
-	char **out = calloc(n ? n : 1, sizeof(*out));
-
-	for (size_t i = 0; out && i < n; i++)
-		if (!(out[i] = strdup(v[i]))) {
-			while (i--)
-				free(out[i]);
-			free(out);
-			return NULL;
-		}
-	return out;
-}
-
 static int parse_field(llm_field *f, const core_node *n, core_err *err)
 {
 	static const char *const keys[] = { "suffix", "type", "values", NULL };
@@ -110,7 +96,7 @@ static int parse_field(llm_field *f, const core_node *n, core_err *err)
 		rc = core_err_at(err, CORE_ECONFIG, vn, "`values` is empty");
 	f->suffix = strdup(suffix);
 	f->nvalues = nvalues;
-	f->values = (const char *const *)dup_list(values, nvalues);
+	f->values = (const char *const *)plg__llm_dup_list(values, nvalues);
 	free(values);
 	if (!rc && (!f->suffix || !f->values))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -156,7 +142,7 @@ static int parse_query(query *q, const core_node *n, const char *shared_tpl,
 	if ((fn = core_map_get(n, "input_fields")) &&
 	    (rc = core_node_str_list(fn, &inputs, &q->ninputs, err)))
 		return rc;
-	q->inputs = dup_list(inputs, q->ninputs);
+	q->inputs = plg__llm_dup_list(inputs, q->ninputs);
 	free(inputs);
 	if (!q->inputs)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -259,22 +245,20 @@ static int build(const multi *m, const query *q, const json_t *row,
 }
 
 /* Every answer type-checked into a copy of the row. */
-static int collect(const multi *m, const hx_req *r, const json_t *row,
-		   json_t **out, core_err *err)
+static int collect(const multi *m, const hx_req *r, llm_answer *a,
+		   const json_t *row, json_t **out, core_err *err)
 {
 	json_t *o = json_deep_copy(row);
 	int rc = o ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
 
 	for (size_t i = 0; !rc && i < m->nq; i++) {
 		const query *q = &m->q[i];
-		llm_response resp = { 0 };
 
 		if (r[i].result != HX_OK)
 			rc = llm_client_failed(&r[i], q->name, err);
-		else if (!(rc = llm_client_answer(&r[i], q->name, &resp, err)))
-			rc = llm_answer_apply(q->name, resp.content, resp.content_len,
+		else if (!(rc = llm_client_answer(&r[i], q->name, &a[i], err)))
+			rc = llm_answer_apply(q->name, a[i].resp.content, a[i].resp.content_len,
 					      q->fields, q->nfields, o, err);
-		llm_response_release(&resp);
 	}
 	if (rc)
 		json_decref(o);
@@ -289,24 +273,27 @@ static int multi_process(void *state, const json_t *row, json_t **out,
 	multi *m = state;
 	core_buf *bodies = calloc(m->nq, sizeof(*bodies));
 	hx_req *r = calloc(m->nq, sizeof(*r));
-	int rc = bodies && r ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
+	llm_answer *a = calloc(m->nq, sizeof(*a));
+	int rc = bodies && r && a ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
 
 	if (!rc)
 		rc = llm_client_check_inputs(&m->client, row, err);
 	for (size_t i = 0; !rc && i < m->nq; i++)
 		if (!(rc = build(m, &m->q[i], row, &bodies[i], err)))
 			llm_client_request(&m->client, &r[i], bodies[i].data,
-					   bodies[i].len, m->q[i].name);
+					   bodies[i].len, m->q[i].name, &a[i]);
 	if (!rc) {
 		hx_run(m->client.exec, r, m->nq, ctx);
 		if (ctx)
 			ctx->context = llm_client_context(&m->client, r, m->nq);
-		rc = collect(m, r, row, out, err);
+		rc = collect(m, r, a, row, out, err);
 	}
-	for (size_t i = 0; r && bodies && i < m->nq; i++) {
+	for (size_t i = 0; r && bodies && a && i < m->nq; i++) {
 		core_buf_release(&r[i].response);
 		core_buf_release(&bodies[i]);
+		llm_response_release(&a[i].resp);
 	}
+	free(a);
 	free(r);
 	free(bodies);
 	return rc;
