@@ -15,6 +15,7 @@ enum {
 
 int cli_validate(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_resume(int argc, char **argv);
 int cli_plugins(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_explain(int argc, char **argv);

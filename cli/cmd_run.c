@@ -86,6 +86,7 @@ typedef struct run_args {
 	bool execute;
 	bool json;
 	long max_in_flight;
+	const char *resume;   /* resume: the run (id or latest) */
 } run_args;
 
 /* -------------------------------------------------------------- progress */
@@ -130,7 +131,8 @@ static void progress_json(void *ctx, const eng_progress *p)
 	json_decref(e);
 }
 
-static int parse_args(int argc, char **argv, run_args *a)
+static int parse_args(const char *cmd, const char *usage, int argc, char **argv,
+		      run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "settings", required_argument, NULL, 's' },
@@ -159,24 +161,29 @@ static int parse_args(int argc, char **argv, run_args *a)
 		case 'N':
 			a->max_in_flight = strtol(optarg, &end, 10);
 			if (*end || a->max_in_flight < 1)
-				return cli_usage_error("run", "--max-rows-in-flight needs a positive integer, got '%s'", optarg);
+				return cli_usage_error(cmd, "--max-rows-in-flight needs a positive integer, got '%s'", optarg);
 			break;
 		case 'F':
 			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
-				return cli_usage_error("run", "--format is text or json, got '%s'", optarg);
+				return cli_usage_error(cmd, "--format is text or json, got '%s'", optarg);
 			a->json = !strcmp(optarg, "json");
 			break;
 		case 'h':
-			fputs(run_usage, stdout);
+			fputs(usage, stdout);
 			return -1;
 		default:
-			return cli_usage_error("run", "bad option '%s'", argv[optind - 1]);
+			return cli_usage_error(cmd, "bad option '%s'", argv[optind - 1]);
 		}
 	}
+	if (!strcmp(cmd, "resume")) {
+		if (optind != argc - 1)
+			return cli_usage_error(cmd, "expected RUN_ID (a run id or 'latest') and -s SETTINGS");
+		a->resume = argv[optind++];
+	}
 	if (!a->path || optind != argc)
-		return cli_usage_error("run", "expected -s SETTINGS");
+		return cli_usage_error(cmd, "expected -s SETTINGS");
 	if (a->max_in_flight > 4096)
-		return cli_usage_error("run", "--max-rows-in-flight is at most 4096, got %ld",
+		return cli_usage_error(cmd, "--max-rows-in-flight is at most 4096, got %ld",
 				       a->max_in_flight);
 	return 0;
 }
@@ -219,8 +226,18 @@ static void summary_json(const char *event, const dag_graph *g,
 	json_decref(e);
 }
 
+static void print_resumed(const eng_summary *sum)
+{
+	printf("  resumed run %llu (attempt %u): %llu completed rows reused, %llu in-flight "
+	       "rows run again, %llu LLM answers replayed, %llu abandoned tokens marked superseded\n",
+	       (unsigned long long)sum->run_id, sum->attempt,
+	       (unsigned long long)sum->rows_reused, (unsigned long long)sum->rows_rerun,
+	       (unsigned long long)sum->calls_replayed,
+	       (unsigned long long)sum->tokens_superseded);
+}
+
 static int execute(dag_graph *g, const char *settings_path, long in_flight,
-		   bool json)
+		   bool json, const char *resume)
 {
 	eng_opts o = { .stop = &stop_flag, .settings_path = settings_path,
 		       .max_rows_in_flight = (unsigned)in_flight };
@@ -247,7 +264,8 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 		return CLI_ERROR;
 	}
 	install_signals();
-	rc = eng_run(g, &o, &sum, &err);
+	rc = resume ? eng_resume(g, &o, resume, true, NULL, &sum, &err)
+		    : eng_run(g, &o, &sum, &err);
 	if (!rc && o.rec && rec_close(o.rec, &err))
 		rc = err.code;
 	else if (rc)
@@ -256,8 +274,9 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 		if (json)
 			summary_json("run_failed", g, &sum, err.msg);
 		cli_error(&err);
-		fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
-			(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
+		if (sum.run_id)
+			fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
+				(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
 		eng_summary_release(&sum);
 		return CLI_ERROR;
 	}
@@ -267,14 +286,22 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 		return sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 	}
 	print_summary(g, &sum);
+	if (resume)
+		print_resumed(&sum);
 	if (o.rec)
 		printf("  audit: run %llu in %s — explain a row with:\n"
 		       "    elspeth explain -s %s --run %llu --row 1\n",
 		       (unsigned long long)sum.run_id, path, settings_path,
 		       (unsigned long long)sum.run_id);
 	rc = sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
-	if (sum.interrupted)
-		fprintf(stderr, "Interrupted: stopped after row %llu; sinks hold rows 1..%llu.\n",
+	if (sum.interrupted && o.rec && sum.checkpoints)
+		fprintf(stderr, "Interrupted: stopped after row %llu; sinks hold rows 1..%llu. "
+			"To finish the run:\n  elspeth resume %llu -s %s --execute\n",
+			(unsigned long long)sum.rows, (unsigned long long)sum.rows,
+			(unsigned long long)sum.run_id, settings_path);
+	else if (sum.interrupted)
+		fprintf(stderr, "Interrupted: stopped after row %llu; sinks hold rows 1..%llu "
+			"(checkpoints are off: it cannot be resumed).\n",
 			(unsigned long long)sum.rows, (unsigned long long)sum.rows);
 	eng_summary_release(&sum);
 	return rc;
@@ -288,7 +315,7 @@ int cli_run(int argc, char **argv)
 	core_err err = { 0 };
 	int rc;
 
-	if ((rc = parse_args(argc, argv, &a)))
+	if ((rc = parse_args("run", run_usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;
@@ -303,8 +330,114 @@ int cli_run(int argc, char **argv)
 			       "  elspeth run -s %s --execute\n", a.path);
 		}
 	} else {
-		rc = execute(g, a.path, a.max_in_flight, a.json);
+		rc = execute(g, a.path, a.max_in_flight, a.json, NULL);
 	}
+	dag_free(g);
+	core_settings_free(s);
+	return rc;
+}
+
+/* ------------------------------------------------------------- resume */
+
+static const char resume_usage[] =
+	"usage: elspeth resume RUN_ID -s SETTINGS [--execute] [--sequential | --max-rows-in-flight N]\n"
+	"\n"
+	"Finishes a run that stopped (crash, kill, Ctrl-C, failure) from its latest\n"
+	"checkpoint: the sinks end as an uninterrupted run would have written them\n"
+	"(docs/resume.md). RUN_ID is a run id or 'latest'; SETTINGS must be the\n"
+	"settings the run used. Without --execute: checks the run, the settings and\n"
+	"the sink files, and says what a resume would do; nothing is written.\n"
+	"\n"
+	"  -s, --settings FILE        the pipeline settings (YAML) of the run\n"
+	"  -x, --execute              really resume it\n"
+	"      --sequential           one row at a time\n"
+	"      --max-rows-in-flight N rows processed at once (may differ from the run's)\n"
+	"      --format text|json     as for run\n"
+	"  -h, --help                 this help\n"
+	"\n"
+	"Exit codes: 0 success, 1 error (also: nothing to resume), 2 usage, 3 interrupted.\n";
+
+static void print_plan(const json_t *p, const char *path)
+{
+	const json_t *ck = json_object_get(p, "checkpoint"), *v;
+	size_t i;
+
+	printf("Run %lld (%s) can be resumed (attempt %lld) from its checkpoint (%s):\n",
+	       (long long)json_integer_value(json_object_get(p, "run_id")),
+	       json_string_value(json_object_get(p, "status")),
+	       (long long)json_integer_value(json_object_get(p, "next_attempt")),
+	       json_string_value(json_object_get(ck, "reason")));
+	printf("  released through row %lld; %lld completed rows waiting (released as they are), "
+	       "%lld in flight (run again)\n",
+	       (long long)json_integer_value(json_object_get(ck, "released_through_seq")),
+	       (long long)json_integer_value(json_object_get(ck, "completed_waiting")),
+	       (long long)json_integer_value(json_object_get(ck, "in_flight")));
+	printf("  the source continues after row %lld%s\n",
+	       (long long)json_integer_value(json_object_get(ck, "source_continues_after_seq")),
+	       json_is_true(json_object_get(ck, "source_done")) ? " (it had ended)" : "");
+	json_array_foreach(json_object_get(p, "sinks"), i, v)
+		printf("  sink %s: %s cut back to %lld bytes (%lld rows)\n",
+		       json_string_value(json_object_get(v, "name")),
+		       json_string_value(json_object_get(v, "path")),
+		       (long long)json_integer_value(json_object_get(v, "position")),
+		       (long long)json_integer_value(json_object_get(v, "rows")));
+	json_array_foreach(json_object_get(p, "aggregations"), i, v)
+		printf("  aggregation %s: %lld rows buffered (oldest %.1f s)\n",
+		       json_string_value(json_object_get(v, "name")),
+		       (long long)json_integer_value(json_object_get(v, "buffered")),
+		       json_real_value(json_object_get(v, "age_seconds")));
+	printf("  coalesce: nothing pending (a row's branches are joined within the row)\n");
+	printf("Nothing was changed. To resume:\n  elspeth resume %lld -s %s --execute\n",
+	       (long long)json_integer_value(json_object_get(p, "run_id")), path);
+}
+
+static int resume_dry(dag_graph *g, const run_args *a)
+{
+	eng_opts o = { .settings_path = a->path };
+	core_err err = { 0 };
+	eng_summary sum;
+	json_t *plan = NULL;
+	char path[4096];
+	int rc;
+
+	/* A dry run reads only. */
+	if (!g->settings->audit)
+		core_err_set(&err, CORE_ECONFIG,
+			"resume needs the Landscape, which landscape.enabled: false turns off");
+	else if (!rec_path_from_url(g->settings->landscape_url, path, sizeof(path), &err))
+		rec_open(path, REC_READONLY, &o.rec, &err);
+	if (!o.rec) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	rc = eng_resume(g, &o, a->resume, false, &plan, &sum, &err);
+	rec_close(o.rec, NULL);
+	eng_summary_release(&sum);
+	if (rc) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	if (a->json)
+		cli_print_json(plan);
+	else
+		print_plan(plan, a->path);
+	json_decref(plan);
+	return CLI_OK;
+}
+
+int cli_resume(int argc, char **argv)
+{
+	run_args a = { 0 };
+	core_settings *s;
+	dag_graph *g;
+	int rc;
+
+	if ((rc = parse_args("resume", resume_usage, argc, argv, &a)))
+		return rc < 0 ? CLI_OK : rc;
+	if ((rc = cli_load(a.path, &s, &g)))
+		return rc;
+	rc = a.execute ? execute(g, a.path, a.max_in_flight, a.json, a.resume)
+		       : resume_dry(g, &a);
 	dag_free(g);
 	core_settings_free(s);
 	return rc;

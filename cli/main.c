@@ -12,6 +12,7 @@ static const char usage[] =
 	"Commands:\n"
 	"  validate -s SETTINGS          check a pipeline without running it\n"
 	"  run -s SETTINGS [--execute]   run a pipeline (validates only without --execute)\n"
+	"  resume RUN_ID -s SETTINGS [--execute]  finish a run that stopped, from its checkpoint\n"
 	"  runs                          list recorded runs, newest first\n"
 	"  explain --run ID|latest --row SEQ   the whole story of one row\n"
 	"  verify --run ID|latest        check a run's audit invariants (exit 4 on violations)\n"
@@ -44,6 +45,8 @@ int main(int argc, char **argv)
 		return cli_validate(argc - 1, argv + 1);
 	if (!strcmp(cmd, "run"))
 		return cli_run(argc - 1, argv + 1);
+	if (!strcmp(cmd, "resume"))
+		return cli_resume(argc - 1, argv + 1);
 	if (!strcmp(cmd, "runs"))
 		return cli_runs(argc - 1, argv + 1);
 	if (!strcmp(cmd, "explain"))

@@ -191,6 +191,20 @@ void core_hex(const uint8_t *bytes, size_t len, char *out);
  * bytes hashed. */
 int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
 		     char out[CORE_SHA256_HEX_LEN + 1], core_err *err);
+/* SHA-256 of bytes [from, from + len) of a file; *got receives how many
+ * could be read (fewer at the end of the file). */
+int core_sha256_file_range(const char *path, uint64_t from, uint64_t len,
+			   uint64_t *got, char out[CORE_SHA256_HEX_LEN + 1],
+			   core_err *err);
+
+/* A running SHA-256 (e.g. of everything a sink wrote): _hex gives the
+ * digest of the bytes so far without ending the stream. */
+typedef struct core_sha256_stream core_sha256_stream;
+core_sha256_stream *core_sha256_stream_new(void); /* NULL: out of memory */
+void core_sha256_stream_add(core_sha256_stream *s, const void *p, size_t n);
+void core_sha256_stream_hex(const core_sha256_stream *s,
+			    char out[CORE_SHA256_HEX_LEN + 1]);
+void core_sha256_stream_free(core_sha256_stream *s); /* NULL allowed */
 /* SHA-256 over the canonical JSON of v, as 64 hex chars + NUL. */
 int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 		   core_err *err);
@@ -310,6 +324,9 @@ typedef struct core_retry_cfg {
 	double exponential_base;
 } core_retry_cfg;
 
+/* checkpoint.frequency */
+enum { CORE_CKPT_EVERY_ROW, CORE_CKPT_EVERY_N, CORE_CKPT_AGGREGATION_ONLY };
+
 typedef struct core_settings {
 	core_doc *doc;                 /* owned */
 	const char *path;
@@ -332,7 +349,9 @@ typedef struct core_settings {
 	long long max_rows_in_flight;
 	long long max_completed_waiting;
 	bool max_completed_waiting_set; /* given in the file (else 2N) */
-	bool checkpoint_enabled;
+	bool checkpoint_enabled;       /* default: on when audit is on */
+	int checkpoint_frequency;      /* CORE_CKPT_* */
+	long long checkpoint_interval; /* rows between checkpoints (every_n) */
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
 } core_settings;
 

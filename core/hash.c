@@ -65,17 +65,45 @@ out_release:
 	return rc;
 }
 
-int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
-		     char out[CORE_SHA256_HEX_LEN + 1], core_err *err)
+static const EVP_MD *md_sha256(void)
 {
-	uint8_t md[CORE_SHA256_LEN], chunk[65536];
+	pthread_once(&sha256_once, sha256_fetch);
+	return sha256_md ? sha256_md : EVP_sha256();
+}
+
+/* Feeds up to max bytes of f into ctx; *total gets how many. */
+static int hash_stream(FILE *f, const char *path, uint64_t max, EVP_MD_CTX *ctx,
+		       uint64_t *total, core_err *err)
+{
+	uint8_t chunk[65536];
+
+	*total = 0;
+	while (*total < max) {
+		size_t want = max - *total < sizeof(chunk) ? (size_t)(max - *total) : sizeof(chunk);
+		size_t n = fread(chunk, 1, want, f);
+
+		if (!n)
+			break;
+		EVP_DigestUpdate(ctx, chunk, n);
+		*total += n;
+	}
+	if (ferror(f))
+		return core_err_set(err, CORE_EIO, "cannot read %s: %s", path,
+				    strerror(errno));
+	return 0;
+}
+
+int core_sha256_file_range(const char *path, uint64_t from, uint64_t len,
+			   uint64_t *got, char out[CORE_SHA256_HEX_LEN + 1],
+			   core_err *err)
+{
+	uint8_t md[CORE_SHA256_LEN];
 	EVP_MD_CTX *ctx;
 	struct stat st;
 	uint64_t total = 0;
 	FILE *f;
 	int rc = 0;
 
-	pthread_once(&sha256_once, sha256_fetch);
 	f = fopen(path, "rb");
 	if (!f)
 		return core_err_set(err, CORE_EIO, "cannot read %s: %s", path,
@@ -84,26 +112,73 @@ int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
 		fclose(f);
 		return core_err_set(err, CORE_EIO, "%s is not a regular file", path);
 	}
-	ctx = EVP_MD_CTX_new();
-	if (!ctx || !EVP_DigestInit_ex(ctx, sha256_md ? sha256_md : EVP_sha256(), NULL))
-		abort();
-	while (total < max) {
-		size_t want = max - total < sizeof(chunk) ? (size_t)(max - total) : sizeof(chunk);
-		size_t n = fread(chunk, 1, want, f);
-
-		if (!n)
-			break;
-		EVP_DigestUpdate(ctx, chunk, n);
-		total += n;
-	}
-	if (ferror(f))
-		rc = core_err_set(err, CORE_EIO, "cannot read %s: %s", path,
+	if (from && fseeko(f, (off_t)from, SEEK_SET)) {
+		rc = core_err_set(err, CORE_EIO, "cannot seek in %s: %s", path,
 				  strerror(errno));
+		fclose(f);
+		return rc;
+	}
+	ctx = EVP_MD_CTX_new();
+	if (!ctx || !EVP_DigestInit_ex(ctx, md_sha256(), NULL))
+		abort();
+	rc = hash_stream(f, path, len, ctx, &total, err);
 	EVP_DigestFinal_ex(ctx, md, NULL);
 	EVP_MD_CTX_free(ctx);
 	fclose(f);
 	core_hex(md, sizeof(md), out);
-	if (size)
-		*size = total;
+	if (got)
+		*got = total;
 	return rc;
+}
+
+int core_sha256_file(const char *path, uint64_t max, uint64_t *size,
+		     char out[CORE_SHA256_HEX_LEN + 1], core_err *err)
+{
+	return core_sha256_file_range(path, 0, max, size, out, err);
+}
+
+struct core_sha256_stream {
+	EVP_MD_CTX *ctx;
+};
+
+core_sha256_stream *core_sha256_stream_new(void)
+{
+	core_sha256_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->ctx = EVP_MD_CTX_new();
+	if (!s->ctx || !EVP_DigestInit_ex(s->ctx, md_sha256(), NULL)) {
+		EVP_MD_CTX_free(s->ctx);
+		free(s);
+		return NULL;
+	}
+	return s;
+}
+
+void core_sha256_stream_add(core_sha256_stream *s, const void *p, size_t n)
+{
+	EVP_DigestUpdate(s->ctx, p, n);
+}
+
+void core_sha256_stream_hex(const core_sha256_stream *s,
+			    char out[CORE_SHA256_HEX_LEN + 1])
+{
+	uint8_t md[CORE_SHA256_LEN];
+	EVP_MD_CTX *c = EVP_MD_CTX_new();
+
+	/* Finalising a copy keeps the stream going. */
+	if (!c || !EVP_MD_CTX_copy_ex(c, s->ctx))
+		abort();
+	EVP_DigestFinal_ex(c, md, NULL);
+	EVP_MD_CTX_free(c);
+	core_hex(md, sizeof(md), out);
+}
+
+void core_sha256_stream_free(core_sha256_stream *s)
+{
+	if (!s)
+		return;
+	EVP_MD_CTX_free(s->ctx);
+	free(s);
 }

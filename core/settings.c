@@ -281,13 +281,28 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 				s->max_completed_waiting, s->max_rows_in_flight);
 	}
 	if ((n = core_map_get(root, "checkpoint"))) {
+		const core_node *f = core_map_get(n, "frequency");
+		const core_node *iv = core_map_get(n, "checkpoint_interval");
+
 		if ((rc = core__check_section(n, checkpoint_keys, err)) ||
-		    (rc = core_opt_bool(n, "enabled", &s->checkpoint_enabled, err)))
+		    (rc = core_opt_bool(n, "enabled", &s->checkpoint_enabled, err)) ||
+		    (f && (rc = core_node_enum(f, frequencies, &s->checkpoint_frequency, err))) ||
+		    (rc = core_opt_int(n, "checkpoint_interval", 1, 1000000000,
+				       &s->checkpoint_interval, err)))
 			return rc;
-		if (s->checkpoint_enabled)
-			return core_err_at(err, CORE_EUNSUPPORTED, n,
-				"not supported yet: checkpoint.enabled — checkpoints arrive with the checkpoint issue");
+		if (s->checkpoint_frequency == CORE_CKPT_EVERY_N && !iv)
+			return core_err_at(err, CORE_ECONFIG, f,
+				"frequency: every_n needs checkpoint_interval (rows between checkpoints)");
+		if (s->checkpoint_frequency != CORE_CKPT_EVERY_N && iv)
+			return core_err_at(err, CORE_ECONFIG, iv,
+				"checkpoint_interval applies to frequency: every_n only");
+		if (s->checkpoint_enabled && !s->audit &&
+		    core_map_get(n, "enabled"))
+			return core_err_at(err, CORE_ECONFIG, core_map_get(n, "enabled"),
+				"checkpoints are stored in the Landscape, which landscape.enabled: false turns off");
 	}
+	if (!s->audit)
+		s->checkpoint_enabled = false;
 	if ((n = core_map_get(root, "retry"))) {
 		if ((rc = core__check_section(n, retry_keys, err)) ||
 		    (rc = core_opt_int(n, "max_attempts", 1, 1000, &s->retry.max_attempts, err)) ||
@@ -357,6 +372,9 @@ static core_settings *settings_new(void)
 	s->max_rows_in_flight = 16;
 	s->max_completed_waiting = 32;
 	s->audit = true;
+	s->checkpoint_enabled = true;
+	s->checkpoint_frequency = CORE_CKPT_EVERY_ROW;
+	s->checkpoint_interval = 1;
 	s->landscape_url = "lmdb://./state/audit.lmdb";
 	return s;
 }

@@ -335,3 +335,59 @@ bool eng__aggs_timed(const eng_ctx *c)
 			return true;
 	return false;
 }
+
+/* ---------------------------------------------------------- checkpoints */
+
+size_t eng__aggs_count(const eng_ctx *c)
+{
+	return c->aggs ? c->aggs->nbufs : 0;
+}
+
+const dag_node *eng__aggs_get(const eng_ctx *c, size_t i,
+			      const eng_token **members, const uint64_t **seqs,
+			      size_t *n, uint64_t *age_ns)
+{
+	const agg_buf *b = &c->aggs->bufs[i];
+
+	*members = b->members;
+	*seqs = b->seqs;
+	*n = b->n;
+	*age_ns = b->n ? core_now_mono_ns() - b->first_mono : 0;
+	return b->node;
+}
+
+/* Puts a member back (resume), as eng__agg_accept would have, but fires
+ * no trigger: the buffer held it at the checkpoint. The buffer's age is
+ * age_ns (timeouts keep counting from when its first member came). */
+int eng__aggs_put_back(eng_ctx *c, uint64_t seq, eng_token *t, uint64_t age_ns,
+		       core_err *err)
+{
+	agg_buf *b = buf_of(c, t->node);
+
+	if (!b)
+		return core_err_set(err, CORE_EDATA,
+			"the checkpoint names aggregation node %d, which the pipeline lacks",
+			t->node);
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+		eng_token *m = realloc(b->members, cap * sizeof(*m));
+		uint64_t *sq = m ? realloc(b->seqs, cap * sizeof(*sq)) : NULL;
+
+		if (m)
+			b->members = m;
+		if (!m || !sq)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		b->seqs = sq;
+		b->cap = cap;
+	}
+	if (!b->n) {
+		uint64_t now = core_now_mono_ns();
+
+		b->first_mono = now > age_ns ? now - age_ns : 0;
+	}
+	b->seqs[b->n] = seq;
+	b->members[b->n++] = *t;
+	t->data = NULL;
+	t->error = NULL;
+	return 0;
+}

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
 
 #define STR(s) ((char *)((s) ? (s) : ""))
@@ -105,7 +106,7 @@ static int node_config(const dag_node *n, char **json, eng_hash hash,
 	return 0;
 }
 
-static int record_nodes(eng_audit *a, json_t *topo, core_err *err)
+static int record_nodes(eng_audit *a, json_t *topo, bool put, core_err *err)
 {
 	const dag_graph *g = a->g;
 	int rc = 0;
@@ -128,7 +129,8 @@ static int record_nodes(eng_audit *a, json_t *topo, core_err *err)
 		r.plugin_version = ELSPETH_VERSION;
 		r.config_hash = h;
 		r.config_json = cfg;
-		rc = rec_put_msg(a->rec, REC_NODES, &k, &r.base);
+		if (put)
+			rc = rec_put_msg(a->rec, REC_NODES, &k, &r.base);
 		json_array_append_new(json_object_get(topo, "nodes"),
 			json_pack("{s:s,s:s,s:s,s:s}", "name", r.name, "kind", r.kind,
 				  "plugin", r.plugin, "config_hash", h));
@@ -137,7 +139,7 @@ static int record_nodes(eng_audit *a, json_t *topo, core_err *err)
 	return rc;
 }
 
-static int record_edges(eng_audit *a, json_t *topo)
+static int record_edges(eng_audit *a, json_t *topo, bool put)
 {
 	const dag_graph *g = a->g;
 	int rc = 0;
@@ -152,7 +154,8 @@ static int record_edges(eng_audit *a, json_t *topo)
 		r.from_node = (uint32_t)g->edges[i].from;
 		r.to_node = (uint32_t)g->edges[i].to;
 		r.label = STR(g->edges[i].label);
-		rc = rec_put_msg(a->rec, REC_EDGES, &k, &r.base);
+		if (put)
+			rc = rec_put_msg(a->rec, REC_EDGES, &k, &r.base);
 		json_array_append_new(json_object_get(topo, "edges"),
 			json_pack("{s:i,s:i,s:s}", "from", g->edges[i].from,
 				  "to", g->edges[i].to, "label", r.label));
@@ -202,9 +205,9 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	rc = rec_new_run(rec, &r, err);
 	a->run_id = r.run_id;
 	if (!rc)
-		rc = record_nodes(a, topo, err);
+		rc = record_nodes(a, topo, true, err);
 	if (!rc)
-		rc = record_edges(a, topo);
+		rc = record_edges(a, topo, true);
 	if (!rc) {
 		rec_key k;
 
@@ -222,9 +225,50 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 
 static const char *sink_path(const dag_node *n)
 {
-	const core_node *p = core_map_get(n->options, "path");
+	return ckpt_sink_path(n->options);
+}
 
-	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+int eng__topology_hash(dag_graph *g, eng_hash out, core_err *err)
+{
+	eng_audit a = { .g = g };
+	json_t *topo = json_pack("{s:[],s:[]}", "nodes", "edges");
+	int rc;
+
+	if (!topo)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = record_nodes(&a, topo, false, err);
+	if (!rc)
+		rc = record_edges(&a, topo, false);
+	if (!rc)
+		rc = core_hash_json(topo, out, err);
+	json_decref(topo);
+	return rc;
+}
+
+int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
+		      const char *settings_path, const Elspeth__RunRecord *run,
+		      const uint64_t next[3], core_err *err)
+{
+	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
+	rec_key k;
+	int rc;
+
+	memset(a, 0, sizeof(*a));
+	a->g = g;
+	a->rec = rec;
+	a->run_id = run->run_id;
+	a->settings_path = settings_path;
+	a->started_ns = run->started_at_ns;
+	snprintf(a->topology_hash, sizeof(a->topology_hash), "%s", run->topology_hash);
+	atomic_init(&a->next_token, next[0]);
+	atomic_init(&a->next_state, next[1]);
+	atomic_init(&a->next_batch, next[2]);
+	fill_run(a, &r, settings_path, a->topology_hash);
+	run_key_id(a, &k);
+	if ((rc = rec_put_msg(rec, REC_RUNS, &k, &r.base)))
+		return core_err_set(err, rc, "audit: cannot record the resume of run %llu",
+				    (unsigned long long)run->run_id);
+	return 0;
 }
 
 /* Each sink file's size and hash at the end of the run. */
@@ -421,9 +465,10 @@ static void put_bytes(eng_audit *a, const void *data, size_t len, eng_hash out)
 	rec_put_payload(a->rec, data, len, out);
 }
 
-void eng__audit_call(eng_audit *a, uint64_t state_id, unsigned index,
-		     const plg_call *call)
+void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
+		     unsigned index, const plg_call *call)
 {
+	uint64_t state_id = st->id;
 	Elspeth__CallRecord r = ELSPETH__CALL_RECORD__INIT;
 	eng_hash req, resp;
 	rec_key k;
@@ -439,7 +484,11 @@ void eng__audit_call(eng_audit *a, uint64_t state_id, unsigned index,
 	r.call_index = index;
 	r.call_type = (char *)STR(call->call_type);
 	r.name = (char *)STR(call->name);
-	r.status = call->ok ? "success" : "error";
+	r.status = call->replayed_from ? "replayed" : call->ok ? "success" : "error";
+	r.replayed_from = (char *)STR(call->replayed_from);
+	r.token_id = st->token_id;
+	r.node_id = (uint32_t)st->node;
+	r.row_id = seq;
 	r.http_status = call->http_status;
 	r.request_hash = req;
 	r.response_hash = resp;

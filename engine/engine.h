@@ -94,6 +94,13 @@ typedef struct eng_summary {
 	/* outside calls (LLM requests), every attempt; by error class */
 	uint64_t calls, calls_ok;
 	uint64_t calls_by_class[ENG_CALL_CLASSES]; /* eng_call_classes[] */
+	uint64_t calls_replayed; /* answers reused by a resume, not sent */
+	/* checkpoints (ADR 0012) */
+	uint64_t checkpoints;    /* written by this run (or resume) */
+	uint32_t attempt;        /* 0: a run; n: its n-th resume */
+	uint64_t rows_reused;    /* resume: completed rows released as they were */
+	uint64_t rows_rerun;     /* resume: in-flight rows run again */
+	uint64_t tokens_superseded;
 } eng_summary;
 
 /* The error classes of calls counted in eng_summary.calls_by_class. */
@@ -109,5 +116,16 @@ extern const char *const eng_call_classes[ENG_CALL_CLASSES];
  * free with eng_summary_release(). */
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
 void eng_summary_release(eng_summary *sum);
+
+/* Resumes run `run_spec` (an id or "latest") of the Landscape o->rec from
+ * its latest checkpoint (DESIGN.md §9, docs/resume.md). First checks —
+ * the run is not completed, its topology and settings hashes equal g's,
+ * every sink file still holds what the checkpoint counted — and describes
+ * what a resume would do in *plan (a JSON object the caller releases;
+ * NULL allowed). Without `execute` that is all: nothing is written. With
+ * it, runs the rest of the run as eng_run does (o->max_rows_in_flight may
+ * differ from the crashed run's); sum holds the whole run's totals. */
+int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
+	       bool execute, json_t **plan, eng_summary *sum, core_err *err);
 
 #endif /* ELSPETH_ENGINE_H */

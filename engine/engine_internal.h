@@ -21,6 +21,8 @@
 
 typedef char eng_hash[CORE_SHA256_HEX_LEN + 1];
 
+struct eng_result;
+
 /* A row as pulled from the source. */
 typedef struct eng_row {
 	uint64_t seq;
@@ -28,6 +30,18 @@ typedef struct eng_row {
 	char *error;       /* validation failure, or NULL (owned) */
 	char *where;       /* "line 17" or NULL (owned) */
 	eng_hash hash;     /* of data (audit on) */
+	plg_source_pos pos;/* the source's position after this row */
+	bool has_pos;
+	plg_source_pos before; /* resume: before it (a running row) */
+	bool has_before;
+	/* Set (release order) once the row's record is enqueued: a
+	 * checkpoint may name it from then on. */
+	atomic_bool recorded;
+	/* Resume: the row was done at the checkpoint; this is its result,
+	 * released as it is (owned; NULL: process the row). */
+	struct eng_result *ready;
+	int ready_rc;
+	char *ready_error;
 } eng_row;
 
 /* Where a terminal token goes at release. */
@@ -98,6 +112,13 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 		      const char *error, const char *metrics_json,
 		      core_err *err);
+/* The topology hash eng__audit_start records, computed only. */
+int eng__topology_hash(dag_graph *g, eng_hash out, core_err *err);
+/* Continues run (a resume): status running again, ids from next[]
+ * (token, state, batch). */
+int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
+		      const char *settings_path, const Elspeth__RunRecord *run,
+		      const uint64_t next[3], core_err *err);
 /* Hashes v (and stores it as a payload when audit is on). */
 int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
 		       core_err *err);
@@ -114,8 +135,8 @@ void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
 uint64_t eng__audit_state_id(eng_audit *a);
 uint64_t eng__audit_state(eng_audit *a, const eng_state *st);
 /* One outside call made during node state state_id (plugins.h). */
-void eng__audit_call(eng_audit *a, uint64_t state_id, unsigned index,
-		     const plg_call *call);
+void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
+		     unsigned index, const plg_call *call);
 /* A gate decision: the edge labelled `edge` (a route key or a fork
  * branch), the condition's result as the reason. */
 void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
@@ -134,6 +155,40 @@ uint64_t eng__audit_batch(eng_audit *a, int node, const char *trigger,
 /* --------------------------------------------------------------- stages */
 
 typedef struct eng_aggs eng_aggs;
+typedef struct eng_replay eng_replay;
+typedef struct eng_pre eng_pre;
+
+/* Checkpointing of a run (checkpoint.c; NULL in eng_ctx: off). */
+typedef struct eng_ckpt {
+	int frequency;             /* CORE_CKPT_* */
+	uint64_t interval;         /* rows, every_n */
+	uint64_t last;             /* rows released at the last one */
+	uint64_t batches;          /* batches flushed at the last one */
+	uint32_t attempt;          /* 0: a run, n: its n-th resume */
+	uint64_t written;
+} eng_ckpt;
+
+/* One unreleased row for a checkpoint: done (res set) or running. */
+typedef struct eng_ckpt_row {
+	const eng_row *row;
+	const struct eng_result *res; /* NULL: still being processed */
+	int rc;                    /* a done row whose processing failed */
+	const char *error;
+	plg_source_pos before;     /* the source before the row */
+	bool has_before;
+} eng_ckpt_row;
+
+/* Where the pipeline stands, for a checkpoint. */
+typedef struct eng_ckpt_at {
+	const char *reason;        /* interval | aggregation | interrupt | end */
+	uint64_t released;         /* rows 1..released are in the sinks */
+	uint64_t frontier;         /* rows after it are read from the source */
+	plg_source_pos pos;        /* the source after row `frontier` */
+	bool has_pos;
+	bool source_done;
+	const eng_ckpt_row *rows;  /* released+1 .. frontier */
+	size_t nrows;
+} eng_ckpt_at;
 
 /* What the stages share. */
 typedef struct eng_ctx {
@@ -147,9 +202,46 @@ typedef struct eng_ctx {
 	 * set by the pipeline, may be NULL. */
 	void (*blocking)(void *arg, bool begin);
 	void *blocking_arg;
-	atomic_uint_fast64_t calls, calls_ok;
+	atomic_uint_fast64_t calls, calls_ok, calls_replayed;
 	atomic_uint_fast64_t calls_by_class[ENG_CALL_CLASSES];
+	eng_ckpt *ckpt;            /* NULL: no checkpoints */
+	/* resume (resume.c): answers to reuse, the checkpoint's unreleased
+	 * rows to go first, and where the pipeline starts */
+	eng_replay *replay;
+	eng_pre *pre;
+	struct eng_resume *resume; /* NULL: a new run */
+	uint64_t start_seq;        /* rows 1..start_seq were released */
+	plg_source_pos start_pos;  /* the source's position there */
+	bool has_start_pos;
 } eng_ctx;
+
+/* checkpoint.c */
+/* Whether a checkpoint is due after rows up to `released` went out. */
+bool eng__ckpt_due(const eng_ctx *c, uint64_t released, const eng_summary *sum);
+/* Writes a checkpoint (the release role is held: sinks, aggregations and
+ * sum are stable): enqueued without waiting; the writer fsyncs the sinks
+ * before it commits it with the records enqueued before it. */
+int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
+		    core_err *err);
+/* run.c: everything of a run after its audit record is started. */
+int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
+
+/* resume.c */
+/* Sinks reopened at the checkpoint, the source moved on. */
+int eng__resume_open(eng_ctx *c, void *src, core_err *err);
+/* Aggregation buffers, plugin states and totals put back. */
+int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err);
+uint32_t eng__resume_attempt(const eng_ctx *c);
+void eng__resume_finish(eng_ctx *c, const eng_summary *sum, const char *status);
+/* The next of the checkpoint's unreleased rows (seq must be the next):
+ * 1, or 0 when they are all out. */
+int eng__pre_next(eng_ctx *c, uint64_t seq, eng_row *row);
+/* The last of them (0: none, or not a resume). */
+uint64_t eng__pre_last(const eng_ctx *c);
+/* plg_ctx.replay for row seq at node. */
+bool eng__replay_find(eng_ctx *c, uint64_t seq, int node, const void *req,
+		      size_t len, char **resp, size_t *resp_len,
+		      const char **from);
 
 /* Calls c->blocking when set. */
 void eng__blocking(eng_ctx *c, bool begin);
@@ -159,6 +251,8 @@ void eng__blocking(eng_ctx *c, bool begin);
  * go is returned naming seq and node (the row's token is FAILED). */
 int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 		     core_err *err);
+/* Walks the row (or, for a resume's done row, takes its result). */
+int eng__row_run(eng_ctx *c, eng_row *row, eng_result *res, core_err *err);
 /* Walks an existing token from dest (batch outputs, on the release side);
  * seq names the row for messages. */
 int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
@@ -183,6 +277,14 @@ int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
 uint64_t eng__aggs_deadline(eng_ctx *c);
 /* Whether any aggregation has a timeout trigger (fixed for a run). */
 bool eng__aggs_timed(const eng_ctx *c);
+/* Checkpoints: the buffers, one by one (members in seq order, the age of
+ * the oldest), and putting members back on resume (no trigger fires). */
+size_t eng__aggs_count(const eng_ctx *c);
+const dag_node *eng__aggs_get(const eng_ctx *c, size_t i,
+			      const eng_token **members, const uint64_t **seqs,
+			      size_t *n, uint64_t *age_ns);
+int eng__aggs_put_back(eng_ctx *c, uint64_t seq, eng_token *t, uint64_t age_ns,
+		       core_err *err);
 
 /* pipeline.c */
 /* Runs the source through the graph with at most in_flight rows being

@@ -93,6 +93,11 @@ typedef struct pline {
 	uint64_t last_progress;
 	uint64_t first_pull_ns, last_release_ns;
 	uint64_t release_busy_ns;
+	/* checkpoints (release role) */
+	plg_source_pos rel_pos;   /* the source after row `released` */
+	bool rel_has_pos;
+	uint64_t pre_last;        /* a resume's last checkpointed row */
+	eng_ckpt_row *ckrows;     /* scratch, cap entries */
 } pline;
 
 static slot *slot_of(pline *p, uint64_t seq)
@@ -107,18 +112,26 @@ static bool stopping(const pline *p)
 
 /* -------------------------------------------------------------- source */
 
+/* The next row: a resume's rows from the checkpoint first, then the
+ * source's, with its position after each. */
 static int pull(pline *p, uint64_t seq, eng_row *row)
 {
 	const plg_source_ops *ops = p->c->g->nodes[0].sops;
 	plg_source_row r = { 0 };
-	int rc = ops->next(p->src, &r, &p->source_err);
+	int rc;
 
-	if (rc <= 0)
+	if (p->c->pre && (rc = eng__pre_next(p->c, seq, row)))
+		return rc;
+	if ((rc = ops->next(p->src, &r, &p->source_err)) <= 0)
 		return rc;
 	row->seq = seq;
 	row->data = r.row;
 	row->error = r.error;
 	row->where = r.where;
+	if (ops->position) {
+		ops->position(p->src, &row->pos);
+		row->has_pos = true;
+	}
 	return 1;
 }
 
@@ -202,6 +215,10 @@ static int release_row(pline *p, slot *s, core_err *err)
 	if (wait > p->wait_max_ns)
 		p->wait_max_ns = wait;
 	p->sum->rows++;
+	if (s->row.has_pos) {
+		p->rel_pos = s->row.pos;
+		p->rel_has_pos = true;
+	}
 	rc = eng__release(p->c, &s->res, p->sum, err);
 	p->release_busy_ns += core_now_mono_ns() - t;
 	eng__result_release(&s->res);
@@ -235,6 +252,53 @@ static bool can_release(pline *p)
 	       slot_of(p, p->released + 1)->state == SLOT_DONE;
 }
 
+/* Takes a checkpoint (ADR 0012): the rows after `released` that are done
+ * or recorded, up to the first that is neither (the frontier: rows after
+ * it are read again from the source, at the position after it). Lock and
+ * release role held; the lock is dropped while it is written. */
+static void checkpoint(pline *p, const char *reason)
+{
+	eng_ckpt_at at = { .reason = reason, .released = p->released,
+			   .frontier = p->released, .pos = p->rel_pos,
+			   .has_pos = p->rel_has_pos, .rows = p->ckrows };
+	core_err err;
+	int rc;
+
+	/* at.pos: the source's position after row at.frontier, if known. */
+	for (uint64_t seq = p->released + 1; seq <= p->pulled; seq++) {
+		slot *s = slot_of(p, seq);
+		eng_ckpt_row *r = &p->ckrows[at.nrows];
+
+		if (s->state == SLOT_DONE)
+			*r = (eng_ckpt_row){ .row = &s->row, .res = &s->res,
+					     .rc = s->rc, .error = s->err.msg };
+		else if (atomic_load_explicit(&s->row.recorded, memory_order_acquire))
+			*r = (eng_ckpt_row){ .row = &s->row,
+				.before = s->row.has_before ? s->row.before : at.pos,
+				.has_before = s->row.has_before || at.has_pos };
+		else
+			break;
+		at.nrows++;
+		at.frontier = seq;
+		at.pos = s->row.pos;
+		at.has_pos = s->row.has_pos;
+	}
+	at.source_done = p->source_done && at.frontier == p->pulled;
+	pthread_mutex_unlock(&p->lock);
+	rc = eng__ckpt_write(p->c, &at, p->sum, &err);
+	pthread_mutex_lock(&p->lock);
+	if (rc)
+		fail(p, rc, &err);
+}
+
+/* Whether a checkpoint is due (lock held): not while a resume's rows
+ * from the old checkpoint are still coming in. */
+static bool ckpt_due(const pline *p)
+{
+	return p->c->ckpt && p->pulled >= p->pre_last &&
+	       eng__ckpt_due(p->c, p->released, p->sum);
+}
+
 /* The release role: every consecutive DONE row, in seq order. Called and
  * returns with the lock held. */
 static void release_rows(pline *p)
@@ -262,6 +326,9 @@ static void release_rows(pline *p)
 			fail(p, rc, &err);
 		report(p, false);
 	}
+	if (!p->rc && ckpt_due(p))
+		checkpoint(p, p->c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
+			   "aggregation" : "interval");
 	p->releasing = false;
 	/* Room was made; if the calling thread released (all workers
 	 * idle) or too few workers run, bring one in to pull. */
@@ -358,7 +425,7 @@ static void process(pline *p, uint64_t seq)
 	slot *s = slot_of(p, seq);
 
 	pthread_mutex_unlock(&p->lock);
-	s->rc = eng__process_row(p->c, &s->row, &s->res, &s->err);
+	s->rc = eng__row_run(p->c, &s->row, &s->res, &s->err);
 	pthread_mutex_lock(&p->lock);
 	s->state = SLOT_DONE;
 	s->done_ns = core_now_mono_ns();
@@ -514,11 +581,19 @@ static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 	p->cap = cap;
 	p->ring = calloc(cap, sizeof(*p->ring));
 	p->handq = calloc(cap, sizeof(*p->handq));
-	if (!p->ring || !p->handq) {
+	p->ckrows = calloc(cap, sizeof(*p->ckrows));
+	if (!p->ring || !p->handq || !p->ckrows) {
 		free(p->ring);
 		free(p->handq);
+		free(p->ckrows);
 		return CORE_ENOMEM;
 	}
+	/* A resume starts after the rows its checkpoint had released. */
+	p->pulled = p->released = c->start_seq;
+	p->hand_head = p->hand_tail = 0;
+	p->rel_pos = c->start_pos;
+	p->rel_has_pos = c->has_start_pos;
+	p->pre_last = eng__pre_last(c);
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -559,6 +634,7 @@ static void pipe_destroy(pline *p)
 	pthread_mutex_destroy(&p->lock);
 	free(p->ring);
 	free(p->handq);
+	free(p->ckrows);
 }
 
 static void metrics(pline *p, eng_summary *sum)
@@ -574,6 +650,25 @@ static void metrics(pline *p, eng_summary *sum)
 	sum->fifo_wait_max_ms = (double)p->wait_max_ns / 1e6;
 	sum->source_blocked_s = (double)p->source_blocked_ns / 1e9;
 	sum->release_blocked_s = (double)p->release_busy_ns / 1e9;
+}
+
+/* A checkpoint at the end of the run or at an interrupt (nothing is in
+ * flight any more). Returns the run's result. */
+static int last_checkpoint(pline *p, int rc, core_err *err)
+{
+	bool stopped = p->c->stop && *p->c->stop;
+
+	if (rc || !p->c->ckpt)
+		return rc;
+	pthread_mutex_lock(&p->lock);
+	p->releasing = true;
+	checkpoint(p, stopped ? "interrupt" : "end");
+	p->releasing = false;
+	rc = p->rc;
+	if (rc)
+		*err = p->err;
+	pthread_mutex_unlock(&p->lock);
+	return rc;
 }
 
 /* One row in flight: the same stages, called in turn on this thread
@@ -607,7 +702,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 			p.first_pull_ns = core_now_mono_ns();
 		p.peak_in_flight = 1;
 		source_progress(&p);
-		s->rc = eng__process_row(c, &s->row, &s->res, &s->err);
+		s->rc = eng__row_run(c, &s->row, &s->res, &s->err);
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;
 		rc = release_row(&p, s, err);
@@ -620,10 +715,17 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		p.quarantined = sum->quarantined;
 		pthread_mutex_lock(&p.lock);
 		report(&p, false);
+		if (ckpt_due(&p)) {
+			checkpoint(&p, c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
+				   "aggregation" : "interval");
+			if ((rc = p.rc))
+				*err = p.err;
+		}
 		pthread_mutex_unlock(&p.lock);
 	}
 	if (rc == 0 && !(c->stop && *c->stop))
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
+	rc = last_checkpoint(&p, rc, err);
 	pthread_mutex_lock(&p.lock);
 	report(&p, true);
 	pthread_mutex_unlock(&p.lock);
@@ -683,6 +785,7 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 	rc = supervise(&p, err);
 	if (!rc && !(c->stop && *c->stop))
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
+	rc = last_checkpoint(&p, rc, err);
 	pthread_mutex_lock(&p.lock);
 	p.shutdown = true;
 	pthread_cond_broadcast(&p.work_cv);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
 
 const char *eng_outcome_name(eng_outcome o)
@@ -80,15 +81,56 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	/* The source first: a missing input must not leave empty outputs. */
 	if ((rc = g->nodes[0].sops->open(g->nodes[0].options, &src, err)))
 		return rc;
-	rc = dag_open(g, true, err);
+	/* A resume reopens the sinks at their checkpointed positions and
+	 * moves the source on before the rest opens as usual. */
+	if (c->resume)
+		rc = eng__resume_open(c, src, err);
+	if (!rc)
+		rc = dag_open(g, true, err);
 	if (!rc)
 		rc = eng__aggs_init(c, err);
+	if (!rc && c->resume)
+		rc = eng__resume_restore(c, sum, err);
 	if (!rc)
 		rc = eng__pipeline(c, src, in_flight,
 				   rows_unreleased(g, in_flight), sum, err);
 	eng__aggs_free(c);
 	g->nodes[0].sops->close(src);
+	/* Queued checkpoints name the sinks' descriptors: they are committed
+	 * before the sinks close. */
+	if (c->ckpt && c->audit->rec) {
+		core_err ferr;
+		int frc = rec_flush(c->audit->rec, &ferr);
+
+		if (!rc && frc) {
+			*err = ferr;
+			rc = frc;
+		}
+	}
 	return close_sinks(g, rc, err);
+}
+
+/* Checkpoints are on (audit on, checkpoint.enabled) and every sink can
+ * report its position; else off, or an error naming the sink. */
+static int ckpt_setup(eng_ctx *c, eng_ckpt *k, core_err *err)
+{
+	const core_settings *s = c->g->settings;
+
+	if (!c->audit->rec || !s->checkpoint_enabled)
+		return 0;
+	for (size_t i = 0; i < c->g->nnodes; i++) {
+		const dag_node *n = &c->g->nodes[i];
+
+		if (n->kind == DAG_SINK && (!n->kops->position || !n->kops->resume))
+			return core_err_set(err, CORE_ECONFIG,
+				"sink '%s' (plugin %s) cannot be checkpointed; set "
+				"checkpoint.enabled: false to run without checkpoints",
+				n->name, n->plugin);
+	}
+	k->frequency = s->checkpoint_frequency;
+	k->interval = (uint64_t)s->checkpoint_interval;
+	c->ckpt = k;
+	return 0;
 }
 
 static char *metrics_json(const eng_summary *s)
@@ -105,6 +147,14 @@ static char *metrics_json(const eng_summary *s)
 		"source_blocked_seconds", s->source_blocked_s,
 		"release_blocked_seconds", s->release_blocked_s,
 		"batches", (json_int_t)s->batches, "diverted", (json_int_t)s->diverted);
+	if (j && s->checkpoints)
+		json_object_set_new(j, "checkpoints", json_integer((json_int_t)s->checkpoints));
+	if (j && s->attempt) {
+		json_object_set_new(j, "resume_attempt", json_integer((json_int_t)s->attempt));
+		json_object_set_new(j, "rows_reused", json_integer((json_int_t)s->rows_reused));
+		json_object_set_new(j, "rows_rerun", json_integer((json_int_t)s->rows_rerun));
+		json_object_set_new(j, "calls_replayed", json_integer((json_int_t)s->calls_replayed));
+	}
 	json_t *calls = json_pack("{s:I,s:I}", "total", (json_int_t)s->calls,
 				  "ok", (json_int_t)s->calls_ok);
 	char *out;
@@ -122,16 +172,49 @@ static char *metrics_json(const eng_summary *s)
 	return out;
 }
 
-int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
+int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 {
-	uint64_t t0 = core_now_mono_ns();
-	eng_audit audit;
-	eng_ctx c = { .g = g, .audit = &audit, .stop = o ? o->stop : NULL,
-		      .opts = o, .t0_mono = t0 };
+	const eng_opts *o = c->opts;
+	eng_ckpt ckpt = { .attempt = c->resume ? eng__resume_attempt(c) : 0 };
 	const char *status;
 	core_err ferr = { 0 };
 	char *metrics;
 	int rc, frc;
+
+	if (c->resume)
+		ckpt.last = c->start_seq;
+	sum->run_id = c->audit->run_id;
+	sum->attempt = ckpt.attempt;
+	rc = ckpt_setup(c, &ckpt, err);
+	if (!rc)
+		rc = run_graph(c, rows_in_flight(c->g, o), sum, err);
+	sum->calls = c->calls;
+	sum->calls_ok = c->calls_ok;
+	sum->calls_replayed = c->calls_replayed;
+	for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
+		sum->calls_by_class[i] = c->calls_by_class[i];
+	sum->checkpoints = ckpt.written;
+	sum->wall_seconds = (double)(core_now_mono_ns() - c->t0_mono) / 1e9;
+	status = rc ? "failed" : sum->interrupted ? "interrupted" : "completed";
+	metrics = metrics_json(sum);
+	frc = eng__audit_finish(c->audit, sum, status, rc ? err->msg : NULL, metrics, &ferr);
+	if (c->resume)
+		eng__resume_finish(c, sum, status);
+	free(metrics);
+	if (!rc && frc) {
+		*err = ferr;
+		rc = frc;
+	}
+	c->ckpt = NULL;
+	return rc;
+}
+
+int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
+{
+	eng_audit audit;
+	eng_ctx c = { .g = g, .audit = &audit, .stop = o ? o->stop : NULL,
+		      .opts = o, .t0_mono = core_now_mono_ns() };
+	int rc;
 
 	memset(sum, 0, sizeof(*sum));
 	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
@@ -141,22 +224,7 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 			      o ? o->settings_path : NULL, err);
 	if (rc)
 		return rc;
-	sum->run_id = audit.run_id;
-	rc = run_graph(&c, rows_in_flight(g, o), sum, err);
-	sum->calls = c.calls;
-	sum->calls_ok = c.calls_ok;
-	for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
-		sum->calls_by_class[i] = c.calls_by_class[i];
-	sum->wall_seconds = (double)(core_now_mono_ns() - t0) / 1e9;
-	status = rc ? "failed" : sum->interrupted ? "interrupted" : "completed";
-	metrics = metrics_json(sum);
-	frc = eng__audit_finish(&audit, sum, status, rc ? err->msg : NULL, metrics, &ferr);
-	free(metrics);
-	if (!rc && frc) {
-		*err = ferr;
-		rc = frc;
-	}
-	return rc;
+	return eng__run_ctx(&c, sum, err);
 }
 
 void eng_summary_release(eng_summary *sum)

@@ -107,7 +107,7 @@ typedef struct call_ctx {
 	plg_ctx base; /* first: the transform sees only this */
 	eng_ctx *c;
 	eng_audit *audit;
-	uint64_t state_id;
+	const eng_state *st;  /* id, token, node */
 	atomic_uint next_call;
 } call_ctx;
 
@@ -131,6 +131,10 @@ static void count_call(eng_ctx *c, const plg_call *call)
 {
 	size_t k = 0;
 
+	if (call->replayed_from) { /* not sent: not a call made */
+		atomic_fetch_add(&c->calls_replayed, 1);
+		return;
+	}
 	atomic_fetch_add(&c->calls, 1);
 	if (call->ok) {
 		atomic_fetch_add(&c->calls_ok, 1);
@@ -148,8 +152,18 @@ static unsigned record_call(plg_ctx *ctx, const plg_call *call)
 	unsigned i = atomic_fetch_add(&cc->next_call, 1);
 
 	count_call(cc->c, call);
-	eng__audit_call(cc->audit, cc->state_id, i, call);
+	eng__audit_call(cc->audit, cc->st, cc->base.seq, i, call);
 	return i;
+}
+
+/* plg_ctx.replay: a resumed row's answers from the crashed attempt. */
+static bool ctx_replay(plg_ctx *ctx, const void *req, size_t len, char **resp,
+		       size_t *resp_len, const char **from)
+{
+	call_ctx *cc = (call_ctx *)ctx;
+
+	return eng__replay_find(cc->c, cc->base.seq, cc->st->node, req, len,
+				resp, resp_len, from);
 }
 
 /* One attempt, recorded as a node state. On success *out is set and, for
@@ -163,13 +177,14 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
 	call_ctx cc = { .base = { .seq = w->seq, .retry = &w->c->g->settings->retry,
 				  .stop = w->c->stop, .record_call = record_call,
-				  .blocking = ctx_blocking },
-			.c = w->c, .audit = a };
+				  .blocking = ctx_blocking,
+				  .replay = w->c->replay ? ctx_replay : NULL },
+			.c = w->c, .audit = a, .st = &st };
 	char *context = NULL;
 	uint64_t sid;
 	int rc;
 
-	st.id = cc.state_id = eng__audit_state_id(a);
+	st.id = eng__audit_state_id(a);
 	st.started_ns = core_now_wall_ns();
 	w->err->retryable = false;
 	rc = n->tops->process(n->tstate, t->data, out, &cc.base, w->err);
@@ -398,6 +413,7 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 	res->seq = row->seq;
 	if ((rc = eng__audit_row(c->audit, row, &t.id, err)))
 		return rc;
+	atomic_store_explicit(&row->recorded, true, memory_order_release);
 	memcpy(t.hash, row->hash, sizeof(t.hash));
 	t.data = json_incref(row->data);
 	if (row->error) {
@@ -415,6 +431,21 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 		rc = walk(&w, &t, c->g->nodes[0].next, ENG_COMPLETED);
 	}
 	walker_done(&w);
+	return rc;
+}
+
+int eng__row_run(eng_ctx *c, eng_row *row, eng_result *res, core_err *err)
+{
+	int rc;
+
+	if (!row->ready)
+		return eng__process_row(c, row, res, err);
+	*res = *row->ready;
+	free(row->ready);
+	row->ready = NULL;
+	rc = row->ready_rc;
+	if (rc)
+		core_err_set(err, rc, "%s", row->ready_error ? row->ready_error : "");
 	return rc;
 }
 
@@ -454,6 +485,11 @@ void eng__row_release(eng_row *r)
 	json_decref(r->data);
 	free(r->error);
 	free(r->where);
+	if (r->ready) {
+		eng__result_release(r->ready);
+		free(r->ready);
+	}
+	free(r->ready_error);
 	memset(r, 0, sizeof(*r));
 }
 

@@ -102,6 +102,8 @@ typedef struct hx_stats {
 } hx_stats;
 
 void hx_get_stats(hx_exec *x, hx_stats *out);
+/* Sets the throttle's delay (a resume restores the crashed run's). */
+void hx_set_delay(hx_exec *x, double delay_ms);
 
 /* Stops the thread and frees everything. NULL allowed. No hx_run may be
  * running. */

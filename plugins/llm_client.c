@@ -284,6 +284,29 @@ json_t *llm_client_context(const llm_client *c, const hx_req *reqs, size_t n)
 			 "dispatch_delay_ms", st.delay_ms);
 }
 
+json_t *llm_client_save(const llm_client *c)
+{
+	hx_stats st;
+
+	hx_get_stats(c->exec, &st);
+	return json_pack("{s:f}", "dispatch_delay_ms", st.delay_ms);
+}
+
+void llm_client_restore(llm_client *c, const json_t *saved)
+{
+	json_t *d = json_object_get(saved, "dispatch_delay_ms");
+	double ms;
+
+	if (!json_is_number(d))
+		return;
+	ms = json_number_value(d);
+	if (ms < c->cfg.min_dispatch_delay_ms)
+		ms = c->cfg.min_dispatch_delay_ms;
+	if (ms > c->cfg.max_dispatch_delay_ms)
+		ms = c->cfg.max_dispatch_delay_ms;
+	hx_set_delay(c->exec, ms);
+}
+
 int plg__llm_template_error(const core_node *at, core_err *err)
 {
 	char msg[sizeof(err->msg)];

@@ -92,6 +92,10 @@ char **plg__llm_dup_list(const char **v, size_t n);
 int plg__llm_template_error(const core_node *at, core_err *err);
 
 /* The node-state context for one row's calls: a new JSON object. */
+/* The throttle's state for a checkpoint, and putting it back (resume;
+ * clamped to this configuration's bounds). */
+json_t *llm_client_save(const llm_client *c);
+void llm_client_restore(llm_client *c, const json_t *saved);
 json_t *llm_client_context(const llm_client *c, const hx_req *reqs, size_t n);
 
 #endif /* ELSPETH_LLM_CLIENT_H */

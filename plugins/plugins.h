@@ -36,6 +36,13 @@ typedef struct plg_source_row {
 	char *where;
 } plg_source_row;
 
+/* Where a source stands between two records (resume, ADR 0012): what
+ * the fields mean is the source's own (CSV: byte offset and line). */
+typedef struct plg_source_pos {
+	uint64_t offset;
+	uint64_t line;
+} plg_source_pos;
+
 typedef struct plg_source_ops {
 	const char *name;
 	const char *description;
@@ -49,6 +56,12 @@ typedef struct plg_source_ops {
 	/* Optional (may be NULL): how far the source has read, for an ETA —
 	 * *done and *total in the same unit (bytes for files). */
 	void (*progress)(void *state, uint64_t *done, uint64_t *total);
+	/* Optional (both or neither): where the next record starts, and a
+	 * jump there in a new open of the same input, so a resumed run does
+	 * not re-read what it had read. Without them the engine skips
+	 * records one by one. */
+	void (*position)(void *state, plg_source_pos *out);
+	int (*seek)(void *state, const plg_source_pos *at, core_err *err);
 } plg_source_ops;
 
 void plg_source_row_release(plg_source_row *r);
@@ -70,6 +83,9 @@ typedef struct plg_call {
 	const void *request;       /* the body sent (never credentials) */
 	size_t request_len;
 	const void *response;      /* the body received (may be NULL) */
+	/* Not sent: the answer of an earlier attempt of this run was reused
+	 * (plg_ctx.replay); "state/index" of the call it came from. */
+	const char *replayed_from;
 	size_t response_len;
 	uint64_t submitted_ns, completed_ns; /* wall clock */
 	uint64_t throttle_delay_ns; /* waited for the throttle before sending */
@@ -96,6 +112,14 @@ struct plg_ctx {
 	 * describes how the row was processed (pool statistics); the engine
 	 * records it as the node state's context and releases it. */
 	json_t *context;
+	/* May be NULL. When this row is run again by a resume, finds the
+	 * successful answer an earlier attempt got for the same request
+	 * (the same bytes) at the same node: true with *response (malloc'd,
+	 * the caller frees) and *from ("state/index", static until the run
+	 * ends). The transform then records the call with replayed_from set
+	 * instead of sending it. */
+	bool (*replay)(plg_ctx *ctx, const void *request, size_t len,
+		       char **response, size_t *response_len, const char **from);
 };
 
 static inline void plg_blocking(plg_ctx *ctx, bool begin)
@@ -119,6 +143,11 @@ typedef struct plg_transform_ops {
 	int (*process)(void *state, const json_t *row, json_t **out,
 		       plg_ctx *ctx, core_err *err);
 	void (*close)(void *state);
+	/* Optional: state worth keeping across a crash (an LLM transform's
+	 * throttle), as a new JSON reference, and putting it back in a new
+	 * open of the same options (resume). */
+	json_t *(*save)(void *state);
+	void (*restore)(void *state, const json_t *saved);
 } plg_transform_ops;
 
 /* ------------------------------------------------------------------ sinks */
@@ -131,6 +160,15 @@ typedef struct plg_write_info {
 	uint64_t len;
 	const char *bytes;
 } plg_write_info;
+
+/* Where a sink's file stands (checkpoints, ADR 0012). */
+typedef struct plg_sink_pos {
+	uint64_t base;     /* the file's size when this run opened it */
+	uint64_t pos;      /* bytes in the file now */
+	uint64_t rows;     /* rows written by this run */
+	char hash[CORE_SHA256_HEX_LEN + 1]; /* of bytes [base, pos) */
+	int fd;            /* to fsync; -1: nothing to sync */
+} plg_sink_pos;
 
 typedef struct plg_sink_ops {
 	const char *name;
@@ -149,6 +187,15 @@ typedef struct plg_sink_ops {
 	/* Finishes the file (e.g. the closing bracket of a JSON array), closes
 	 * it and frees state. NULL state allowed. */
 	int (*close)(void *state, core_err *err);
+	/* Optional (both or neither; a sink without them cannot be used
+	 * with checkpoints): where the file stands now (called by the one
+	 * caller of write), and reopening it for a resume at a position an
+	 * earlier run reported — the bytes after it are cut off and the sink
+	 * continues as if it had just written them. The engine has checked
+	 * the file against `at` (size, hash) before. */
+	void (*position)(void *state, plg_sink_pos *out);
+	int (*resume)(const core_node *options, const plg_sink_pos *at,
+		      void **state, core_err *err);
 } plg_sink_ops;
 
 /* ----------------------------------------------------------- aggregations */

@@ -76,6 +76,8 @@ typedef struct plg__outfile {
 	bool open;
 	char *path;   /* malloc'd copy, for messages */
 	uint64_t pos; /* bytes in the file: the offset of the next write */
+	uint64_t base;/* its size when opened (before anything was written) */
+	core_sha256_stream *sha; /* of the bytes [base, pos) */
 } plg__outfile;
 
 /* Creates missing parent directories and opens path: truncated, or when
@@ -86,6 +88,13 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 		      core_err *err);
 int plg__outfile_write(plg__outfile *f, const void *p, size_t n,
 		       core_err *err);
+/* Reopens the file of an earlier run at->pos bytes long (cut off after
+ * it), positioned at its end; the running hash restarts from the bytes
+ * [at->base, at->pos) read back. */
+int plg__outfile_resume(plg__outfile *f, const char *path,
+			const plg_sink_pos *at, core_err *err);
+/* base, pos, the hash of what this run wrote, and the descriptor. */
+void plg__outfile_position(const plg__outfile *f, plg_sink_pos *out);
 int plg__outfile_flush(plg__outfile *f, core_err *err); /* fflush + fsync */
 /* Flushes, fsyncs and closes; f is zeroed. A closed f is a no-op. */
 int plg__outfile_close(plg__outfile *f, core_err *err);

@@ -399,6 +399,41 @@ static int csv_open(const core_node *options, void **state, core_err *err)
 	return 0;
 }
 
+/* Reopens at a checkpointed position: the header, if the file has one
+ * there, is read back (as in append mode) and a schema's must match. */
+static int csv_resume(const core_node *options, const plg_sink_pos *at,
+		      void **state, core_err *err)
+{
+	struct csv_sink *s = calloc(1, sizeof(*s));
+	const char *path = NULL;
+	bool append = false;
+	int rc;
+
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = parse_options(s, options, &path, &append, err);
+	if (!rc)
+		rc = plg__outfile_resume(&s->out, path, at, err);
+	if (!rc && at->pos)
+		rc = read_existing_header(s, path, err);
+	if (!rc && schema_has_fields(s->schema))
+		rc = header_from_schema(s, options, err);
+	if (rc) {
+		csv_close(s, NULL);
+		return rc;
+	}
+	*state = s;
+	return 0;
+}
+
+static void csv_position(void *state, plg_sink_pos *out)
+{
+	struct csv_sink *s = state;
+
+	plg__outfile_position(&s->out, out);
+	out->rows = 0; /* the header and the file say all a resume needs */
+}
+
 static int csv_check(const core_node *options, core_err *err)
 {
 	struct csv_sink *s = calloc(1, sizeof(*s));
@@ -444,4 +479,6 @@ const plg_sink_ops plg__csv_sink = {
 	.write = csv_write,
 	.flush = csv_flush,
 	.close = csv_close,
+	.position = csv_position,
+	.resume = csv_resume,
 };

@@ -94,6 +94,11 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 	}
 	f->fd = fd;
 	f->open = true;
+	f->base = f->pos;
+	if (!(f->sha = core_sha256_stream_new())) {
+		plg__outfile_close(f, NULL);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
 	rc = add_lf ? plg__outfile_write(f, "\n", 1, err) : 0;
 	if (rc)
 		plg__outfile_close(f, NULL);
@@ -122,7 +127,69 @@ int plg__outfile_write(plg__outfile *f, const void *p, size_t n, core_err *err)
 		done += (size_t)w;
 	}
 	f->pos += n;
+	core_sha256_stream_add(f->sha, p, n);
 	return 0;
+}
+
+/* Feeds bytes [from, to) of fd into f's hash. */
+static int rehash(plg__outfile *f, uint64_t from, uint64_t to, core_err *err)
+{
+	char buf[65536];
+
+	while (from < to) {
+		size_t want = to - from < sizeof(buf) ? (size_t)(to - from) : sizeof(buf);
+		ssize_t n = pread(f->fd, buf, want, (off_t)from);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return core_err_set(err, CORE_EIO, "cannot read back '%s': %s",
+					    f->path, n ? strerror(errno) : "file too short");
+		core_sha256_stream_add(f->sha, buf, (size_t)n);
+		from += (uint64_t)n;
+	}
+	return 0;
+}
+
+int plg__outfile_resume(plg__outfile *f, const char *path,
+			const plg_sink_pos *at, core_err *err)
+{
+	int rc;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+	if (f->fd < 0)
+		return core_err_set(err, CORE_EIO, "cannot open '%s' to resume: %s",
+				    path, strerror(errno));
+	f->open = true;
+	f->path = strdup(path);
+	f->sha = core_sha256_stream_new();
+	if (!f->path || !f->sha) {
+		plg__outfile_close(f, NULL);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	if (ftruncate(f->fd, (off_t)at->pos)) {
+		rc = core_err_set(err, CORE_EIO, "cannot cut '%s' back to %llu bytes: %s",
+				  path, (unsigned long long)at->pos, strerror(errno));
+		plg__outfile_close(f, NULL);
+		return rc;
+	}
+	f->base = at->base;
+	f->pos = at->pos;
+	if ((rc = rehash(f, at->base, at->pos, err)))
+		plg__outfile_close(f, NULL);
+	return rc;
+}
+
+void plg__outfile_position(const plg__outfile *f, plg_sink_pos *out)
+{
+	out->base = f->base;
+	out->pos = f->pos;
+	out->fd = f->open ? f->fd : -1;
+	if (f->sha)
+		core_sha256_stream_hex(f->sha, out->hash);
+	else
+		out->hash[0] = '\0';
 }
 
 int plg__outfile_flush(plg__outfile *f, core_err *err)
@@ -144,6 +211,7 @@ int plg__outfile_close(plg__outfile *f, core_err *err)
 		rc = core_err_set(err, CORE_EIO, "cannot close '%s': %s", f->path,
 				  strerror(errno));
 	free(f->path);
+	core_sha256_stream_free(f->sha);
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	return rc;

@@ -140,6 +140,38 @@ static int json_open(const core_node *options, void **state, core_err *err)
 	return 0;
 }
 
+/* Reopens at a checkpointed position; a JSON array continues after its
+ * last row (the closing bracket, if the run had closed, is cut off). */
+static int json_resume(const core_node *options, const plg_sink_pos *at,
+		       void **state, core_err *err)
+{
+	struct json_sink *s = calloc(1, sizeof(*s));
+	const char *path = NULL;
+	bool append = false;
+	int rc;
+
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = parse_options(s, options, &path, &append, err);
+	if (!rc)
+		rc = plg__outfile_resume(&s->out, path, at, err);
+	if (rc) {
+		json_close(s, NULL);
+		return rc;
+	}
+	s->rows = at->rows;
+	*state = s;
+	return 0;
+}
+
+static void json_position(void *state, plg_sink_pos *out)
+{
+	struct json_sink *s = state;
+
+	plg__outfile_position(&s->out, out);
+	out->rows = s->rows;
+}
+
 static int json_check(const core_node *options, core_err *err)
 {
 	struct json_sink *s = calloc(1, sizeof(*s));
@@ -189,4 +221,6 @@ const plg_sink_ops plg__json_sink = {
 	.write = json_write,
 	.flush = json_flush,
 	.close = json_close,
+	.position = json_position,
+	.resume = json_resume,
 };

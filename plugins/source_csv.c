@@ -399,6 +399,22 @@ static void csv_progress(void *state, uint64_t *done, uint64_t *total)
 	*total = s->size;
 }
 
+static void csv_position(void *state, plg_source_pos *out)
+{
+	const csv_src *s = state;
+
+	out->offset = s->rd.pos;
+	out->line = (uint64_t)s->rd.lines_read + 1;
+}
+
+static int csv_seek(void *state, const plg_source_pos *at, core_err *err)
+{
+	csv_src *s = state;
+	int rc = plg__csv_reader_seek(&s->rd, at->offset, (long)at->line, err);
+
+	return rc ? core_err_prefix(err, "%s", s->path) : 0;
+}
+
 const plg_source_ops plg__csv_source = {
 	.name = "csv",
 	.description = "rows from a CSV file (RFC 4180, UTF-8)",
@@ -406,4 +422,6 @@ const plg_source_ops plg__csv_source = {
 	.next = csv_next,
 	.close = csv_close,
 	.progress = csv_progress,
+	.position = csv_position,
+	.seek = csv_seek,
 };

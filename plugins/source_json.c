@@ -327,10 +327,49 @@ static int json_next(void *state, plg_source_row *out, core_err *err)
 	return s->array ? next_element(s, out, err) : next_line(s, out, err);
 }
 
+/* jsonl: the byte offset and line count; json: the array index. */
+static void json_position(void *state, plg_source_pos *out)
+{
+	const json_src *s = state;
+
+	if (s->array) {
+		out->offset = s->index;
+		out->line = 0;
+	} else {
+		off_t o = ftello(s->fp);
+
+		out->offset = o < 0 ? 0 : (uint64_t)o;
+		out->line = (uint64_t)s->line;
+	}
+}
+
+static int json_seek(void *state, const plg_source_pos *at, core_err *err)
+{
+	json_src *s = state;
+
+	if (s->array) {
+		if (at->offset > json_array_size(s->array))
+			return core_err_set(err, CORE_EDATA,
+				"%s: holds %zu rows, fewer than the %llu already read",
+				s->path, json_array_size(s->array),
+				(unsigned long long)at->offset);
+		s->index = (size_t)at->offset;
+		return 0;
+	}
+	if (fseeko(s->fp, (off_t)at->offset, SEEK_SET))
+		return core_err_set(err, CORE_EIO, "%s: cannot seek to byte %llu: %s",
+				    s->path, (unsigned long long)at->offset,
+				    strerror(errno));
+	s->line = (long)at->line;
+	return 0;
+}
+
 const plg_source_ops plg__json_source = {
 	.name = "json",
 	.description = "rows from a JSON array of objects or a JSON Lines file",
 	.open = json_open,
 	.next = json_next,
 	.close = json_close,
+	.position = json_position,
+	.seek = json_seek,
 };

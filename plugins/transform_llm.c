@@ -143,10 +143,22 @@ out_body:
 	return rc;
 }
 
+static json_t *llm_save(void *state)
+{
+	return llm_client_save(&((llm *)state)->client);
+}
+
+static void llm_restore(void *state, const json_t *saved)
+{
+	llm_client_restore(&((llm *)state)->client, saved);
+}
+
 const plg_transform_ops plg__llm = {
 	.name = "llm",
 	.description = "One chat completion per row (OpenRouter, Azure OpenAI, OpenAI-compatible) through a shared, throttled HTTP pool",
 	.open = llm_open,
 	.process = llm_process,
 	.close = llm_close,
+	.save = llm_save,
+	.restore = llm_restore,
 };

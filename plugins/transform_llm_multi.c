@@ -299,10 +299,22 @@ static int multi_process(void *state, const json_t *row, json_t **out,
 	return rc;
 }
 
+static json_t *multi_save(void *state)
+{
+	return llm_client_save(&((multi *)state)->client);
+}
+
+static void multi_restore(void *state, const json_t *saved)
+{
+	llm_client_restore(&((multi *)state)->client, saved);
+}
+
 const plg_transform_ops plg__llm_multi_query = {
 	.name = "llm_multi_query",
 	.description = "Several typed LLM queries per row, sent concurrently; answers validated into {query}_{suffix} columns",
 	.open = multi_open,
 	.process = multi_process,
 	.close = multi_close,
+	.save = multi_save,
+	.restore = multi_restore,
 };

@@ -14,7 +14,10 @@
  *                   puts per txn (kept for later batches), retry.
  * Anything else is returned and becomes the sticky error.
  */
+#include <errno.h>
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "recorder/recorder_internal.h"
 
@@ -32,7 +35,41 @@ static int op_put(rec_env *env, MDB_txn *txn, const rec__batch *b,
 
 static bool is_put(const rec__op *op)
 {
-	return op->kind == REC__OP_PUT || op->kind == REC__OP_PUT_ONCE;
+	return op->kind == REC__OP_PUT || op->kind == REC__OP_PUT_ONCE ||
+	       op->kind == REC__OP_PUT_FSYNC;
+}
+
+#define MAX_FSYNC_FDS 64 /* distinct descriptors per transaction */
+
+/* The descriptors a transaction must fsync before it commits. */
+typedef struct fd_set_ {
+	int fd[MAX_FSYNC_FDS];
+	size_t n;
+} fd_set_;
+
+static void fds_add(fd_set_ *s, const rec__batch *b, const rec__op *op)
+{
+	const char *p = b->arena.data + op->off + op->klen + op->vlen;
+
+	for (size_t i = 0; i < op->nfds; i++) {
+		int fd;
+		size_t j = 0;
+
+		memcpy(&fd, p + i * sizeof(int), sizeof(int));
+		while (j < s->n && s->fd[j] != fd)
+			j++;
+		if (j == s->n && s->n < MAX_FSYNC_FDS)
+			s->fd[s->n++] = fd;
+	}
+}
+
+/* fdatasync each; pipes and devices (EINVAL, EROFS) have nothing to do. */
+static int fds_sync(const fd_set_ *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (fdatasync(s->fd[i]) && errno != EINVAL && errno != EROFS)
+			return errno;
+	return 0;
 }
 
 /* Puts ops from *pos up to the next non-put (at most txn_ops_max) in one
@@ -43,6 +80,7 @@ static int puts_commit(rec_env *env, const rec__batch *b, size_t *pos,
 {
 	MDB_txn *txn;
 	size_t i = *pos;
+	fd_set_ fds = { .n = 0 };
 	int rc;
 
 	*tried = 0;
@@ -54,7 +92,13 @@ static int puts_commit(rec_env *env, const rec__batch *b, size_t *pos,
 			break;
 		if ((rc = op_put(env, txn, b, &b->ops[i])))
 			break;
+		if (b->ops[i].kind == REC__OP_PUT_FSYNC)
+			fds_add(&fds, b, &b->ops[i]);
 	}
+	/* Files a put depends on (a checkpoint's sinks) are durable before
+	 * the put commits. An fsync failure is an I/O error (EIO), sticky. */
+	if (!rc && fds.n && fds_sync(&fds))
+		rc = EIO;
 	if (rc)
 		mdb_txn_abort(txn);
 	else

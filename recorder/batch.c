@@ -61,6 +61,7 @@ int rec__batch_push(rec__batch *b, uint8_t kind, rec_table t, size_t klen,
 	op->off = b->arena.len;
 	op->vlen = vlen;
 	op->sync = NULL;
+	op->nfds = 0;
 	b->arena.len += klen + vlen;
 	b->arena.data[b->arena.len] = '\0'; /* core_buf's invariant */
 	*out = op;

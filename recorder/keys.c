@@ -101,6 +101,8 @@ const char *rec_table_name(rec_table t)
 	case REC_TRANSFORM_ERRORS: return "transform_errors";
 	case REC_SINK_FILES: return "sink_files";
 	case REC_CHECKPOINTS: return "checkpoints";
+	case REC_RESUMES: return "resumes";
+	case REC_SUPERSEDED: return "superseded";
 	case REC_PAYLOADS: return "payloads";
 	case REC_TABLE_LAST: break;
 	}

@@ -79,7 +79,7 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 		memcpy(p, k->b, k->len);
 		if (msg)
 			protobuf_c_message_pack(msg, (uint8_t *)p + k->len);
-		else if (vlen)
+		else if (vlen && val)
 			memcpy(p + k->len, val, vlen);
 		writer_wake(env);
 	}
@@ -100,6 +100,38 @@ int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
 		return CORE_EINTERNAL;
 	return enqueue(env, REC__OP_PUT, t, k, NULL,
 		       protobuf_c_message_get_packed_size(msg), msg);
+}
+
+int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
+		      const ProtobufCMessage *msg, const int *fds, size_t nfds)
+{
+	size_t vlen, extra = nfds * sizeof(int);
+	rec__op *op;
+	char *p;
+	int rc;
+
+	if (!env || !env->has_writer || (unsigned)t >= REC_TABLE_LAST || !k ||
+	    !k->len || k->len > REC_KEY_MAX || !msg || nfds > UINT16_MAX ||
+	    (nfds && !fds))
+		return CORE_EINTERNAL;
+	vlen = protobuf_c_message_get_packed_size(msg);
+	pthread_mutex_lock(&env->lock);
+	rc = queue_room(env, k->len + vlen + extra);
+	if (!rc)
+		rc = rec__batch_push(&env->queue, REC__OP_PUT_FSYNC, t, k->len,
+				     vlen + extra, &op);
+	if (!rc) {
+		op->vlen = vlen;
+		op->nfds = (uint16_t)nfds;
+		p = env->queue.arena.data + op->off;
+		memcpy(p, k->b, k->len);
+		protobuf_c_message_pack(msg, (uint8_t *)p + k->len);
+		if (extra)
+			memcpy(p + k->len + vlen, fds, extra);
+		writer_wake(env);
+	}
+	pthread_mutex_unlock(&env->lock);
+	return rc;
 }
 
 int rec_put_payload(rec_env *env, const void *data, size_t len,

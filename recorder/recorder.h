@@ -56,7 +56,9 @@ typedef enum rec_table {
 	REC_VALIDATION_ERRORS, /* run, row */
 	REC_TRANSFORM_ERRORS,  /* run, token, state */
 	REC_SINK_FILES,      /* run, node(4) */
-	REC_CHECKPOINTS,     /* run, seq */
+	REC_CHECKPOINTS,     /* run — the latest checkpoint */
+	REC_RESUMES,         /* run, attempt(4) */
+	REC_SUPERSEDED,      /* run, token */
 	REC_PAYLOADS,        /* sha256(32) -> bytes, stored once */
 	REC_TABLE_LAST
 } rec_table;
@@ -107,6 +109,12 @@ int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 /* Packs msg and enqueues it. */
 int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
 		const ProtobufCMessage *msg);
+/* Like rec_put_msg, and the writer fdatasyncs fds before it commits the
+ * transaction holding this put (a checkpoint and the sink files it names:
+ * the bytes it counts are durable before it is). The descriptors must
+ * stay open until the put is committed (rec_flush). */
+int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
+		      const ProtobufCMessage *msg, const int *fds, size_t nfds);
 /* Stores data in the payload store under its SHA-256 (once: an existing
  * payload is not rewritten); hex receives the hash. */
 int rec_put_payload(rec_env *env, const void *data, size_t len,

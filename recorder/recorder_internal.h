@@ -52,6 +52,8 @@ enum rec__op_kind {
 	REC__OP_PUT_ONCE,  /* MDB_NOOVERWRITE; an existing key is kept */
 	REC__OP_FLUSH,     /* fsync once the batch is committed */
 	REC__OP_SYNC,      /* run a rec_write_sync callback */
+	REC__OP_PUT_FSYNC, /* a put whose txn commits only after the file
+			    * descriptors stored after its value are fsync'd */
 };
 
 /* A rec_write_sync request; lives on the caller's stack until
@@ -70,6 +72,7 @@ typedef struct rec__op {
 	uint8_t kind;
 	uint8_t table;
 	uint16_t klen;
+	uint16_t nfds;     /* REC__OP_PUT_FSYNC: ints after the value */
 	size_t off;
 	size_t vlen;
 	rec__sync *sync;

@@ -1,0 +1,429 @@
+/*
+ * checkpoint.c — checkpoints in the Landscape, and the reads a resume
+ * makes before it runs (checkpoint.h).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "checkpoint/checkpoint.h"
+
+static void run_key(rec_key *k, uint64_t run)
+{
+	rec_key_init(k);
+	rec_key_u64(k, run);
+}
+
+int ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
+	     size_t nfds)
+{
+	rec_key k;
+
+	run_key(&k, c->run_id);
+	return rec_put_msg_fsync(env, REC_CHECKPOINTS, &k, &c->base, fds, nfds);
+}
+
+int ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,
+	      core_err *err)
+{
+	const void *v;
+	size_t vlen;
+	rec_txn *t;
+	rec_key k;
+	int rc;
+
+	*out = NULL;
+	if ((rc = rec_read_begin(env, &t, err)))
+		return rc;
+	run_key(&k, run);
+	rc = rec_get(t, REC_CHECKPOINTS, &k, &v, &vlen);
+	if (rc == REC_NOTFOUND)
+		core_err_set(err, REC_NOTFOUND,
+			"run %llu has no checkpoint: it ran with checkpoints off "
+			"(checkpoint.enabled: false), or stopped before its first",
+			(unsigned long long)run);
+	else if (rc)
+		core_err_set(err, CORE_EIO, "run %llu: cannot read its checkpoint",
+			     (unsigned long long)run);
+	else if (!(*out = elspeth__checkpoint__unpack(NULL, vlen, v)))
+		rc = core_err_set(err, CORE_EDATA, "run %llu: its checkpoint is undecodable",
+				  (unsigned long long)run);
+	else if ((*out)->format_version != CKPT_FORMAT_VERSION) {
+		rc = core_err_set(err, CORE_EDATA,
+			"run %llu: checkpoint format %u, this build reads %u",
+			(unsigned long long)run, (*out)->format_version,
+			CKPT_FORMAT_VERSION);
+		ckpt_free(*out);
+		*out = NULL;
+	}
+	rec_read_end(t);
+	return rc;
+}
+
+void ckpt_free(Elspeth__Checkpoint *c)
+{
+	if (c)
+		elspeth__checkpoint__free_unpacked(c, NULL);
+}
+
+const char *ckpt_sink_path(const core_node *options)
+{
+	const core_node *p = core_map_get(options, "path");
+
+	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+}
+
+int ckpt_check_sink(const Elspeth__CheckpointSink *s, const char *path,
+		    core_err *err)
+{
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	struct stat st;
+	uint64_t got;
+	int rc;
+
+	if (stat(path, &st))
+		return core_err_set(err, CORE_EDATA,
+			"sink '%s': %s is gone; the checkpoint has %llu bytes in it "
+			"(restore the file, or start a new run)", s->name, path,
+			(unsigned long long)s->position);
+	if (!S_ISREG(st.st_mode))
+		return 0; /* a device or pipe: nothing to check or cut */
+	if ((uint64_t)st.st_size < s->position)
+		return core_err_set(err, CORE_EDATA,
+			"sink '%s': %s has %llu bytes, fewer than the %llu the checkpoint "
+			"counted: it was truncated or replaced since the run stopped; "
+			"nothing was changed", s->name, path,
+			(unsigned long long)st.st_size, (unsigned long long)s->position);
+	rc = core_sha256_file_range(path, s->start, s->position - s->start, &got,
+				    hex, err);
+	if (rc)
+		return rc;
+	if (got != s->position - s->start || strcmp(hex, s->prefix_hash))
+		return core_err_set(err, CORE_EDATA,
+			"sink '%s': the first %llu bytes of %s differ from what the run "
+			"wrote (edited since it stopped?); nothing was changed",
+			s->name, (unsigned long long)s->position, path);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ ids */
+
+/* The first u64 after the run id of the last key of table t, or 0. */
+static uint64_t last_id(rec_txn *t, rec_table tab, uint64_t run)
+{
+	const void *key, *v;
+	size_t klen, vlen;
+	rec_key k;
+
+	run_key(&k, run);
+	if (rec_last(t, tab, &k, &key, &klen, &v, &vlen) || klen < 16)
+		return 0;
+	return rec_key_get_u64(key, 8);
+}
+
+static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
+{
+	uint64_t m = a > b ? a : b;
+
+	return m > c ? m : c;
+}
+
+int ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
+		  uint64_t *token, uint64_t *state, uint64_t *batch,
+		  core_err *err)
+{
+	rec_txn *t;
+	int rc;
+
+	if ((rc = rec_read_begin(env, &t, err)))
+		return rc;
+	*token = max3(c->next_token_id, last_id(t, REC_TOKENS, c->run_id) + 1, 1);
+	*state = max3(c->next_state_id, last_id(t, REC_NODE_STATES, c->run_id) + 1,
+		      last_id(t, REC_CALLS, c->run_id) + 1);
+	*batch = max3(c->next_batch_id, last_id(t, REC_BATCHES, c->run_id) + 1, 1);
+	rec_read_end(t);
+	return 0;
+}
+
+static int count_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	(void)k, (void)kl, (void)v, (void)vl;
+	(*(uint32_t *)ctx)++;
+	return 0;
+}
+
+int ckpt_resume_count(rec_env *env, uint64_t run, uint32_t *n, core_err *err)
+{
+	rec_txn *t;
+	rec_key k;
+	int rc;
+
+	*n = 0;
+	if ((rc = rec_read_begin(env, &t, err)))
+		return rc;
+	run_key(&k, run);
+	rc = rec_scan(t, REC_RESUMES, &k, count_one, n);
+	rec_read_end(t);
+	return rc ? core_err_set(err, CORE_EIO, "cannot read the resumes of run %llu",
+				 (unsigned long long)run) : 0;
+}
+
+/* ------------------------------------------------------------ superseding */
+
+/* Whether the checkpoint holds row seq as done (its tokens are reused). */
+static bool done_in(const Elspeth__Checkpoint *c, uint64_t seq)
+{
+	for (size_t i = 0; i < c->n_rows; i++)
+		if (c->rows[i]->seq == seq)
+			return c->rows[i]->done;
+	return false;
+}
+
+typedef struct supersede {
+	rec_env *env;
+	const Elspeth__Checkpoint *c;
+	uint32_t attempt;
+	uint64_t count;
+	int rc;
+} supersede;
+
+static void mark(supersede *s, uint64_t token, uint64_t row, const char *why)
+{
+	Elspeth__SupersededRecord r = ELSPETH__SUPERSEDED_RECORD__INIT;
+	rec_key k;
+
+	run_key(&k, s->c->run_id);
+	rec_key_u64(&k, token);
+	r.run_id = s->c->run_id;
+	r.token_id = token;
+	r.row_id = row;
+	r.attempt = s->attempt;
+	r.reason = (char *)why;
+	if (!s->rc)
+		s->rc = rec_put_msg(s->env, REC_SUPERSEDED, &k, &r.base);
+	s->count++;
+}
+
+/* tokens_by_row keys: run, row, token. Tokens of the row created before
+ * the checkpoint (later ones are marked by id). */
+static int row_token(void *ctx, const void *key, size_t kl, const void *v, size_t vl)
+{
+	supersede *s = ctx;
+	uint64_t token = rec_key_get_u64(key, 16);
+
+	(void)kl, (void)v, (void)vl;
+	if (token < s->c->next_token_id)
+		mark(s, token, rec_key_get_u64(key, 8),
+		     "its row was being processed when the run stopped; the resume ran it again");
+	return 0;
+}
+
+static void supersede_batches(supersede *s, rec_txn *t, uint64_t batch_end)
+{
+	for (uint64_t b = s->c->next_batch_id; b < batch_end && !s->rc; b++) {
+		Elspeth__BatchRecord *r;
+		const void *v;
+		char *was;
+		size_t vl;
+		rec_key k;
+
+		run_key(&k, s->c->run_id);
+		rec_key_u64(&k, b);
+		if (rec_get(t, REC_BATCHES, &k, &v, &vl))
+			continue;
+		if (!(r = elspeth__batch_record__unpack(NULL, vl, v)))
+			continue;
+		was = r->status;
+		r->status = "superseded";
+		s->rc = rec_put_msg(s->env, REC_BATCHES, &k, &r->base);
+		r->status = was;
+		elspeth__batch_record__free_unpacked(r, NULL);
+	}
+}
+
+int ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
+		   uint32_t attempt, uint64_t token_end, uint64_t batch_end,
+		   uint64_t *tokens, core_err *err)
+{
+	supersede s = { .env = env, .c = c, .attempt = attempt };
+	uint64_t last_row;
+	rec_txn *t;
+	int rc;
+
+	if ((rc = rec_read_begin(env, &t, err)))
+		return rc;
+	/* Rows recorded after the checkpoint's released rows, unless the
+	 * checkpoint holds them as done. */
+	last_row = last_id(t, REC_ROWS, c->run_id);
+	for (uint64_t seq = c->released_through_seq + 1; seq <= last_row && !s.rc; seq++) {
+		rec_key k;
+
+		if (done_in(c, seq))
+			continue;
+		run_key(&k, c->run_id);
+		rec_key_u64(&k, seq);
+		rec_scan(t, REC_TOKENS_BY_ROW, &k, row_token, &s);
+	}
+	/* Every token created after the checkpoint. */
+	for (uint64_t id = c->next_token_id; id < token_end && !s.rc; id++) {
+		Elspeth__TokenRecord *r;
+		const void *v;
+		size_t vl;
+		rec_key k;
+
+		run_key(&k, c->run_id);
+		rec_key_u64(&k, id);
+		if (rec_get(t, REC_TOKENS, &k, &v, &vl) ||
+		    !(r = elspeth__token_record__unpack(NULL, vl, v)))
+			continue;
+		mark(&s, id, r->row_id,
+		     "created after the last checkpoint; the resume redid that work");
+		elspeth__token_record__free_unpacked(r, NULL);
+	}
+	supersede_batches(&s, t, batch_end);
+	rec_read_end(t);
+	*tokens = s.count;
+	return s.rc ? core_err_set(err, s.rc, "cannot mark superseded work") : 0;
+}
+
+/* ---------------------------------------------------------------- replay */
+
+typedef struct replay_entry {
+	uint64_t row;
+	uint32_t node;
+	char hash[CORE_SHA256_HEX_LEN + 1];
+	char from[48];
+	char *resp;
+	size_t len;
+} replay_entry;
+
+struct ckpt_replay {
+	replay_entry *e;
+	size_t n, cap;
+};
+
+typedef struct replay_load {
+	const Elspeth__Checkpoint *c;
+	rec_txn *t;
+	ckpt_replay *r;
+	int rc;
+} replay_load;
+
+static int entry_cmp(const void *a, const void *b)
+{
+	const replay_entry *x = a, *y = b;
+
+	if (x->row != y->row)
+		return x->row < y->row ? -1 : 1;
+	if (x->node != y->node)
+		return x->node < y->node ? -1 : 1;
+	return strcmp(x->hash, y->hash);
+}
+
+static int call_one(void *ctx, const void *key, size_t kl, const void *v, size_t vl)
+{
+	replay_load *L = ctx;
+	Elspeth__CallRecord *r = elspeth__call_record__unpack(NULL, vl, v);
+	const void *body;
+	size_t blen;
+
+	(void)key, (void)kl;
+	if (!r)
+		return 0;
+	if (!strcmp(r->status, "success") && r->row_id > L->c->released_through_seq &&
+	    !done_in(L->c, r->row_id) && r->response_ref[0] &&
+	    !rec_get_payload(L->t, r->response_ref, &body, &blen)) {
+		ckpt_replay *R = L->r;
+		replay_entry *e;
+
+		if (R->n == R->cap) {
+			size_t cap = R->cap ? R->cap * 2 : 64;
+			replay_entry *ne = realloc(R->e, cap * sizeof(*ne));
+
+			if (!ne) {
+				L->rc = CORE_ENOMEM;
+				elspeth__call_record__free_unpacked(r, NULL);
+				return 1;
+			}
+			R->e = ne;
+			R->cap = cap;
+		}
+		e = &R->e[R->n];
+		memset(e, 0, sizeof(*e));
+		e->row = r->row_id;
+		e->node = r->node_id;
+		snprintf(e->hash, sizeof(e->hash), "%s", r->request_hash);
+		snprintf(e->from, sizeof(e->from), "%llu/%u",
+			 (unsigned long long)r->state_id, r->call_index);
+		if ((e->resp = malloc(blen ? blen : 1))) {
+			memcpy(e->resp, body, blen);
+			e->len = blen;
+			R->n++;
+		}
+	}
+	elspeth__call_record__free_unpacked(r, NULL);
+	return 0;
+}
+
+int ckpt_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
+		     ckpt_replay **out, core_err *err)
+{
+	replay_load L = { .c = c };
+	rec_key k;
+	int rc;
+
+	*out = NULL;
+	if (!(L.r = calloc(1, sizeof(*L.r))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((rc = rec_read_begin(env, &L.t, err))) {
+		free(L.r);
+		return rc;
+	}
+	run_key(&k, c->run_id);
+	rc = rec_scan(L.t, REC_CALLS, &k, call_one, &L);
+	rec_read_end(L.t);
+	if (L.rc || (rc && rc != 1)) {
+		ckpt_replay_free(L.r);
+		return core_err_set(err, L.rc ? L.rc : CORE_EIO,
+				    "cannot load the recorded calls of run %llu",
+				    (unsigned long long)c->run_id);
+	}
+	if (L.r->n)
+		qsort(L.r->e, L.r->n, sizeof(*L.r->e), entry_cmp);
+	*out = L.r;
+	return 0;
+}
+
+size_t ckpt_replay_size(const ckpt_replay *r)
+{
+	return r ? r->n : 0;
+}
+
+bool ckpt_replay_find(const ckpt_replay *r, uint64_t row, uint32_t node,
+		      const char *request_hash, char **resp, size_t *len,
+		      const char **from)
+{
+	replay_entry key = { .row = row, .node = node };
+	const replay_entry *e;
+
+	if (!r || !r->n)
+		return false;
+	snprintf(key.hash, sizeof(key.hash), "%s", request_hash);
+	e = bsearch(&key, r->e, r->n, sizeof(*r->e), entry_cmp);
+	if (!e || !(*resp = malloc(e->len ? e->len : 1)))
+		return false;
+	memcpy(*resp, e->resp, e->len);
+	*len = e->len;
+	*from = e->from;
+	return true;
+}
+
+void ckpt_replay_free(ckpt_replay *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->n; i++)
+		free(r->e[i].resp);
+	free(r->e);
+	free(r);
+}

@@ -1,0 +1,619 @@
+/*
+ * resume.c — eng_resume: finishes a run that stopped (a crash, SIGKILL,
+ * an interrupt, a failure) from its latest checkpoint (DESIGN.md §9, ADR
+ * 0012, docs/resume.md).
+ *
+ * Before anything is written: the run is not completed, the settings and
+ * topology hash as recorded, and every sink file still holds exactly what
+ * the checkpoint counted (size, hash of the bytes). Then:
+ *   - the crashed attempt's work after the checkpoint is marked
+ *     superseded (checkpoint/), new ids start above everything recorded;
+ *   - sinks reopen at their checkpointed positions (the bytes after are
+ *     cut off), the source moves on to the row after the checkpoint's
+ *     frontier (a seek, or skipping rows);
+ *   - aggregation buffers, plugin state (throttles) and the totals come
+ *     back;
+ *   - the checkpoint's unreleased rows go first through the normal
+ *     pipeline: done rows with their recorded final tokens (not computed
+ *     again), running rows from their recorded source payloads; answers
+ *     their LLM calls got before the crash are replayed, not paid again;
+ *   - then the source's rows, as in any run.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/engine_internal.h"
+
+struct eng_replay {
+	ckpt_replay *r;
+};
+
+struct eng_pre {
+	eng_row *rows;
+	size_t n, next;
+};
+
+typedef struct eng_resume {
+	rec_env *rec;
+	Elspeth__RunRecord *run;
+	Elspeth__Checkpoint *ck;
+	uint32_t attempt;
+	uint64_t started_ns;
+	uint64_t superseded;
+	eng_replay replay;
+	eng_pre pre;
+	uint64_t rows_reused, rows_rerun;
+} rstate;
+
+/* ------------------------------------------------------------- reading */
+
+static int load_run(rec_env *rec, uint64_t run, Elspeth__RunRecord **out,
+		    core_err *err)
+{
+	const void *v;
+	size_t vl;
+	rec_txn *t;
+	rec_key k;
+	int rc;
+
+	if ((rc = rec_read_begin(rec, &t, err)))
+		return rc;
+	rec_key_init(&k);
+	rec_key_u64(&k, run);
+	rc = rec_get(t, REC_RUNS, &k, &v, &vl);
+	if (!rc && !(*out = elspeth__run_record__unpack(NULL, vl, v)))
+		rc = CORE_EDATA;
+	rec_read_end(t);
+	return rc ? core_err_set(err, CORE_EDATA, "run %llu: no readable run record",
+				 (unsigned long long)run) : 0;
+}
+
+/* The JSON payload hex (a row, a token's data). */
+static int load_json(rec_env *rec, const char *hex, json_t **out, core_err *err)
+{
+	const void *p;
+	json_error_t je;
+	size_t len;
+	rec_txn *t;
+	int rc;
+
+	*out = NULL;
+	if ((rc = rec_read_begin(rec, &t, err)))
+		return rc;
+	rc = rec_get_payload(t, hex, &p, &len);
+	if (!rc && !(*out = json_loadb(p, len, JSON_DECODE_ANY, &je)))
+		rc = CORE_EDATA;
+	rec_read_end(t);
+	return rc ? core_err_set(err, CORE_EDATA,
+		"the checkpoint names payload %.16s..., which the Landscape %s",
+		hex, rc == REC_NOTFOUND ? "lacks" : "cannot decode") : 0;
+}
+
+/* ------------------------------------------------------------ tokens */
+
+static eng_outcome outcome_of(const char *name)
+{
+	for (int o = 0; o < ENG_OUTCOME_LAST; o++)
+		if (!strcmp(eng_outcome_name((eng_outcome)o), name))
+			return (eng_outcome)o;
+	return ENG_FAILED;
+}
+
+/* The graph's own copy of a fork branch name (tokens point into it). */
+static const char *branch_of(const dag_graph *g, const char *name)
+{
+	if (!name[0])
+		return NULL;
+	for (size_t i = 0; i < g->nnodes; i++)
+		for (size_t b = 0; b < g->nodes[i].nfork; b++)
+			if (!strcmp(g->nodes[i].fork_branches[b], name))
+				return g->nodes[i].fork_branches[b];
+	return NULL;
+}
+
+static int token_from(eng_ctx *c, const Elspeth__CheckpointToken *m,
+		      eng_token *t, core_err *err)
+{
+	int rc = 0;
+
+	memset(t, 0, sizeof(*t));
+	t->token_id = m->token_id;
+	t->to = (eng_dest_kind)m->to;
+	t->node = m->node_id;
+	t->outcome = outcome_of(m->outcome);
+	t->step = m->step;
+	t->branch = branch_of(c->g, m->branch);
+	snprintf(t->hash, sizeof(t->hash), "%s", m->data_ref);
+	if (m->error[0] && !(t->error = strdup(m->error)))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (m->data_json[0]) {
+		json_error_t je;
+
+		if (!(t->data = json_loads(m->data_json, JSON_DECODE_ANY, &je)))
+			rc = core_err_set(err, CORE_EDATA,
+				"the checkpoint's data of token %llu is undecodable: %s",
+				(unsigned long long)t->token_id, je.text);
+	} else if (m->data_ref[0]) {
+		rc = load_json(c->resume->rec, m->data_ref, &t->data, err);
+	}
+	if (!rc && t->to != ENG_TO_DISCARD &&
+	    (t->node < 0 || (size_t)t->node >= c->g->nnodes))
+		rc = core_err_set(err, CORE_EDATA,
+				  "the checkpoint sends token %llu to node %d, which the pipeline lacks",
+				  (unsigned long long)t->token_id, t->node);
+	if (rc) {
+		json_decref(t->data);
+		free(t->error);
+	}
+	return rc;
+}
+
+/* ------------------------------------------------ the checkpoint's rows */
+
+static int done_row(eng_ctx *c, const Elspeth__CheckpointRow *m, eng_row *row,
+		    core_err *err)
+{
+	eng_result *res = calloc(1, sizeof(*res));
+	int rc = 0;
+
+	if (!res)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	res->seq = m->seq;
+	res->failed = m->failed;
+	res->retries = m->retries;
+	for (size_t i = 0; i < m->n_tokens && !rc; i++) {
+		eng_token t;
+
+		if ((rc = token_from(c, m->tokens[i], &t, err)))
+			break;
+		if (eng__result_add(res, &t)) {
+			json_decref(t.data);
+			free(t.error);
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		}
+	}
+	row->ready = res;
+	row->ready_rc = m->rc;
+	if (m->rc && !(row->ready_error = strdup(m->error)))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	return rc;
+}
+
+static int pre_build(eng_ctx *c, rstate *r, core_err *err)
+{
+	const Elspeth__Checkpoint *ck = r->ck;
+	int rc = 0;
+
+	if (!ck->n_rows)
+		return 0;
+	if (!(r->pre.rows = calloc(ck->n_rows, sizeof(*r->pre.rows))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < ck->n_rows && !rc; i++) {
+		const Elspeth__CheckpointRow *m = ck->rows[i];
+		eng_row *row = &r->pre.rows[i];
+
+		row->seq = m->seq;
+		snprintf(row->hash, sizeof(row->hash), "%s", m->payload_ref);
+		if (m->seq != ck->released_through_seq + 1 + i)
+			rc = core_err_set(err, CORE_EDATA,
+				"the checkpoint's rows are not consecutive after row %llu",
+				(unsigned long long)ck->released_through_seq);
+		else if (m->done) {
+			rc = done_row(c, m, row, err);
+			r->rows_reused++;
+		} else {
+			/* Read again from the source when it opens. */
+			row->before = (plg_source_pos){ m->source_offset, m->source_line };
+			row->has_before = m->has_source_pos;
+			r->rows_rerun++;
+		}
+		/* A checkpoint may name it: it is recorded (crashed attempt). */
+		atomic_store(&row->recorded, true);
+		r->pre.n++;
+	}
+	if (!rc && ck->has_source_pos) {
+		eng_row *last = &r->pre.rows[r->pre.n - 1];
+
+		last->pos = (plg_source_pos){ ck->source_offset, ck->source_line };
+		last->has_pos = true;
+	}
+	return rc;
+}
+
+int eng__pre_next(eng_ctx *c, uint64_t seq, eng_row *row)
+{
+	eng_pre *p = c->pre;
+
+	if (!p || p->next >= p->n || p->rows[p->next].seq != seq)
+		return 0;
+	*row = p->rows[p->next];
+	memset(&p->rows[p->next], 0, sizeof(*row));
+	p->next++;
+	return 1;
+}
+
+uint64_t eng__pre_last(const eng_ctx *c)
+{
+	const eng_pre *p = c->pre;
+
+	return p && p->n ? p->rows[p->n - 1].seq : 0;
+}
+
+static void pre_free(eng_pre *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		eng__row_release(&p->rows[i]);
+	free(p->rows);
+	memset(p, 0, sizeof(*p));
+}
+
+/* ------------------------------------------------------------ replay */
+
+bool eng__replay_find(eng_ctx *c, uint64_t seq, int node, const void *req,
+		      size_t len, char **resp, size_t *resp_len,
+		      const char **from)
+{
+	uint8_t d[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+
+	if (!c->replay || !ckpt_replay_size(c->replay->r))
+		return false;
+	core_sha256(req, len, d);
+	core_hex(d, sizeof(d), hex);
+	return ckpt_replay_find(c->replay->r, seq, (uint32_t)node, hex, resp,
+				resp_len, from);
+}
+
+/* ------------------------------------------------- opening and restoring */
+
+/* The pre row with seq, if it is to be read again (not done). */
+static eng_row *rerun_row(eng_pre *p, uint64_t seq)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->rows[i].seq == seq)
+			return p->rows[i].ready ? NULL : &p->rows[i];
+	return NULL;
+}
+
+/* Takes the source's next record as row's data: it must be the record
+ * the run had read (the same canonical hash). */
+static int reread(eng_ctx *c, void *src, eng_row *row, core_err *err)
+{
+	const plg_source_ops *sops = c->g->nodes[0].sops;
+	plg_source_row r = { 0 };
+	eng_hash h;
+	int n = sops->next(src, &r, err);
+
+	if (n <= 0) {
+		plg_source_row_release(&r);
+		return n < 0 ? n : core_err_set(err, CORE_EDATA,
+			"row %llu: the source now ends before it", (unsigned long long)row->seq);
+	}
+	if ((n = core_hash_json(r.row, h, err))) {
+		plg_source_row_release(&r);
+		return n;
+	}
+	if (row->hash[0] && strcmp(h, row->hash)) {
+		plg_source_row_release(&r);
+		return core_err_set(err, CORE_EDATA,
+			"row %llu of the source differs from what the run read (the input "
+			"changed since it stopped); nothing was changed",
+			(unsigned long long)row->seq);
+	}
+	row->data = r.row;
+	row->error = r.error;
+	row->where = r.where;
+	if (sops->position) {
+		sops->position(src, &row->pos);
+		row->has_pos = true;
+	}
+	return 0;
+}
+
+/* The source on to the row after the checkpoint's frontier; the rows it
+ * was still processing read again on the way (by seeking when every
+ * position is known, else by reading from the start). */
+static int source_on(eng_ctx *c, void *src, core_err *err)
+{
+	const Elspeth__Checkpoint *ck = c->resume->ck;
+	const plg_source_ops *sops = c->g->nodes[0].sops;
+	eng_pre *pre = &c->resume->pre;
+	bool seek = sops->seek && sops->position && ck->has_source_pos;
+	int rc = 0;
+
+	for (size_t i = 0; i < pre->n && seek; i++)
+		seek = pre->rows[i].ready || pre->rows[i].has_before;
+	if (!seek) {
+		for (uint64_t seq = 1; seq <= ck->pulled_through_seq && !rc; seq++) {
+			eng_row *row = rerun_row(pre, seq);
+			plg_source_row r = { 0 };
+			int n;
+
+			if (row) {
+				rc = reread(c, src, row, err);
+				continue;
+			}
+			n = sops->next(src, &r, err);
+			plg_source_row_release(&r);
+			if (n == 0)
+				rc = core_err_set(err, CORE_EDATA,
+					"the source now ends after %llu rows; the run had read %llu",
+					(unsigned long long)seq - 1,
+					(unsigned long long)ck->pulled_through_seq);
+			else if (n < 0)
+				rc = n;
+		}
+		return rc;
+	}
+	for (size_t i = 0; i < pre->n && !rc; i++) {
+		eng_row *row = &pre->rows[i];
+		bool last = i + 1 == pre->n;
+
+		if (row->ready)
+			continue;
+		if (!(rc = sops->seek(src, &row->before, err)))
+			rc = reread(c, src, row, err);
+		if (last) /* the checkpoint's position is the one kept */
+			row->pos = (plg_source_pos){ ck->source_offset, ck->source_line };
+	}
+	if (!rc && ck->pulled_through_seq) {
+		plg_source_pos at = { ck->source_offset, ck->source_line };
+
+		rc = sops->seek(src, &at, err);
+	}
+	return rc;
+}
+
+int eng__resume_open(eng_ctx *c, void *src, core_err *err)
+{
+	const Elspeth__Checkpoint *ck = c->resume->ck;
+	dag_graph *g = c->g;
+	int rc;
+
+	if ((rc = source_on(c, src, err)))
+		return core_err_prefix(err, "resume: source");
+	/* The sinks, at their checkpointed positions. */
+	for (size_t i = 0; i < ck->n_sinks && !rc; i++) {
+		const Elspeth__CheckpointSink *s = ck->sinks[i];
+		dag_node *n = &g->nodes[s->node_id];
+		plg_sink_pos at = { .base = s->start, .pos = s->position,
+				    .rows = s->rows, .fd = -1 };
+
+		snprintf(at.hash, sizeof(at.hash), "%s", s->prefix_hash);
+		if ((rc = n->kops->resume(n->options, &at, &n->kstate, err)))
+			core_err_prefix(err, "resume: sink '%s'", n->name);
+	}
+	return rc;
+}
+
+int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
+{
+	const Elspeth__Checkpoint *ck = c->resume->ck;
+	const Elspeth__CheckpointTotals *t = ck->totals;
+	int rc = 0;
+
+	for (size_t i = 0; i < ck->n_aggregations && !rc; i++) {
+		const Elspeth__CheckpointAggregation *a = ck->aggregations[i];
+
+		for (size_t j = 0; j < a->n_members && !rc; j++) {
+			eng_token tok;
+
+			if ((rc = token_from(c, a->members[j], &tok, err)))
+				break;
+			rc = eng__aggs_put_back(c, a->members[j]->seq, &tok, a->age_ns, err);
+			json_decref(tok.data);
+			free(tok.error);
+		}
+	}
+	for (size_t i = 0; i < ck->n_plugins && !rc; i++) {
+		const Elspeth__CheckpointPlugin *p = ck->plugins[i];
+		dag_node *n = &c->g->nodes[p->node_id];
+		json_t *saved;
+
+		if (n->kind != DAG_TRANSFORM || !n->tops->restore || !n->tstate)
+			continue;
+		if ((saved = json_loads(p->state_json, 0, NULL))) {
+			n->tops->restore(n->tstate, saved);
+			json_decref(saved);
+		}
+	}
+	if (t) {
+		sum->rows = t->rows;
+		sum->succeeded = t->succeeded;
+		sum->failed = t->failed;
+		sum->quarantined = t->quarantined;
+		sum->discarded = t->discarded;
+		sum->retries = t->retries;
+		sum->diverted = t->diverted;
+		sum->batches = t->batches;
+		for (size_t i = 0; i < t->n_outcomes && i < ENG_OUTCOME_LAST; i++)
+			sum->outcomes[i] = t->outcomes[i];
+		for (size_t i = 0; i < t->n_per_sink && i < c->g->nnodes; i++)
+			sum->per_sink[i] = t->per_sink[i];
+	}
+	sum->rows_reused = c->resume->rows_reused;
+	sum->rows_rerun = c->resume->rows_rerun;
+	sum->tokens_superseded = c->resume->superseded;
+	return rc;
+}
+
+uint32_t eng__resume_attempt(const eng_ctx *c)
+{
+	return c->resume->attempt;
+}
+
+static void put_resume_record(rstate *r, const char *status,
+			      const eng_summary *sum, unsigned in_flight)
+{
+	Elspeth__ResumeRecord m = ELSPETH__RESUME_RECORD__INIT;
+	rec_key k;
+
+	rec_key_init(&k);
+	rec_key_u64(&k, r->run->run_id);
+	rec_key_u32(&k, r->attempt);
+	m.run_id = r->run->run_id;
+	m.attempt = r->attempt;
+	m.started_at_ns = r->started_ns;
+	m.completed_at_ns = strcmp(status, "running") ? core_now_wall_ns() : 0;
+	m.status = (char *)status;
+	m.from_released_seq = r->ck->released_through_seq;
+	m.rows_reused = r->rows_reused;
+	m.rows_rerun = r->rows_rerun;
+	m.tokens_superseded = r->superseded;
+	m.calls_replayed = sum ? sum->calls_replayed : 0;
+	m.max_rows_in_flight = in_flight;
+	m.previous_status = r->run->status;
+	rec_put_msg(r->rec, REC_RESUMES, &k, &m.base);
+}
+
+void eng__resume_finish(eng_ctx *c, const eng_summary *sum, const char *status)
+{
+	put_resume_record(c->resume, status, sum, sum->in_flight);
+	rec_flush(c->resume->rec, NULL);
+}
+
+/* ------------------------------------------------------------ planning */
+
+/* Checks everything a resume needs before it writes; fills r. */
+static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
+		   core_err *err)
+{
+	eng_hash topo;
+	uint64_t run;
+	int rc;
+
+	if ((rc = rec_resolve_run(rec, spec, &run, err)) ||
+	    (rc = load_run(rec, run, &r->run, err)))
+		return rc;
+	if (!strcmp(r->run->status, "completed"))
+		return core_err_set(err, CORE_EDATA,
+			"run %llu completed; there is nothing to resume", (unsigned long long)run);
+	if ((rc = eng__topology_hash(g, topo, err)))
+		return rc;
+	if (strcmp(topo, r->run->topology_hash))
+		return core_err_set(err, CORE_EDATA,
+			"run %llu was run with another pipeline (topology hash %.12s..., "
+			"these settings give %.12s...); resume with the settings it ran with",
+			(unsigned long long)run, r->run->topology_hash, topo);
+	if (strcmp(g->settings->config_hash, r->run->config_hash))
+		return core_err_set(err, CORE_EDATA,
+			"the settings changed since run %llu (config hash %.12s..., now %.12s...); "
+			"resume with the settings it ran with", (unsigned long long)run,
+			r->run->config_hash, g->settings->config_hash);
+	if ((rc = ckpt_load(rec, run, &r->ck, err)))
+		return rc;
+	for (size_t i = 0; i < r->ck->n_sinks; i++) {
+		const Elspeth__CheckpointSink *s = r->ck->sinks[i];
+		const dag_node *n = s->node_id < g->nnodes ? &g->nodes[s->node_id] : NULL;
+
+		if (!n || n->kind != DAG_SINK || strcmp(n->name, s->name))
+			return core_err_set(err, CORE_EDATA,
+				"the checkpoint names sink '%s', which the pipeline lacks", s->name);
+		if ((rc = ckpt_check_sink(s, s->path, err)))
+			return rc;
+	}
+	return 0;
+}
+
+static json_t *plan_json(const rstate *r)
+{
+	const Elspeth__Checkpoint *ck = r->ck;
+	json_t *sinks = json_array(), *aggs = json_array();
+	size_t done = 0;
+
+	for (size_t i = 0; i < ck->n_rows; i++)
+		done += ck->rows[i]->done;
+	for (size_t i = 0; i < ck->n_sinks; i++)
+		json_array_append_new(sinks, json_pack("{s:s,s:s,s:I,s:I}",
+			"name", ck->sinks[i]->name, "path", ck->sinks[i]->path,
+			"position", (json_int_t)ck->sinks[i]->position,
+			"rows", (json_int_t)(ck->totals && ck->sinks[i]->node_id < ck->totals->n_per_sink ?
+				ck->totals->per_sink[ck->sinks[i]->node_id] : 0)));
+	for (size_t i = 0; i < ck->n_aggregations; i++)
+		json_array_append_new(aggs, json_pack("{s:s,s:I,s:f}",
+			"name", ck->aggregations[i]->name,
+			"buffered", (json_int_t)ck->aggregations[i]->n_members,
+			"age_seconds", (double)ck->aggregations[i]->age_ns / 1e9));
+	return json_pack("{s:I,s:s,s:i,s:{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:I},s:o,s:o,s:o}",
+		"run_id", (json_int_t)r->run->run_id, "status", r->run->status,
+		"next_attempt", (int)r->attempt,
+		"checkpoint", "reason", ck->reason,
+		"created_at_ns", (json_int_t)ck->created_at_ns,
+		"released_through_seq", (json_int_t)ck->released_through_seq,
+		"completed_waiting", (json_int_t)done,
+		"in_flight", (json_int_t)(ck->n_rows - done),
+		"source_continues_after_seq", (json_int_t)ck->pulled_through_seq,
+		"source_done", ck->source_done,
+		"source_offset", (json_int_t)ck->source_offset,
+		"sinks", sinks, "aggregations", aggs,
+		"coalesce", json_array());
+}
+
+/* --------------------------------------------------------------- entry */
+
+static void resume_free(rstate *r)
+{
+	pre_free(&r->pre);
+	ckpt_replay_free(r->replay.r);
+	ckpt_free(r->ck);
+	if (r->run)
+		elspeth__run_record__free_unpacked(r->run, NULL);
+}
+
+/* Marks the crashed attempt's work, loads the replay answers and the
+ * checkpoint's rows; the run record says running again. */
+static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
+		 core_err *err)
+{
+	uint64_t next[3];
+	int rc;
+
+	if ((rc = ckpt_next_ids(r->rec, r->ck, &next[0], &next[1], &next[2], err)) ||
+	    (rc = ckpt_supersede(r->rec, r->ck, r->attempt, next[0], next[2],
+				 &r->superseded, err)) ||
+	    (rc = ckpt_replay_load(r->rec, r->ck, &r->replay.r, err)) ||
+	    (rc = pre_build(c, r, err)) ||
+	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, r->run,
+				    next, err)))
+		return rc;
+	put_resume_record(r, "running", NULL, o->max_rows_in_flight);
+	c->replay = &r->replay;
+	c->pre = &r->pre;
+	c->start_seq = r->ck->released_through_seq;
+	c->start_pos = (plg_source_pos){ r->ck->source_offset, r->ck->source_line };
+	c->has_start_pos = !r->ck->n_rows && c->g->nodes[0].sops->position;
+	return 0;
+}
+
+int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
+	       bool execute, json_t **plan, eng_summary *sum, core_err *err)
+{
+	rstate r = { .rec = o ? o->rec : NULL, .started_ns = core_now_wall_ns() };
+	eng_audit audit;
+	eng_ctx c = { .g = g, .audit = &audit, .stop = o->stop, .opts = o,
+		      .t0_mono = core_now_mono_ns(), .resume = &r };
+	int rc;
+
+	memset(sum, 0, sizeof(*sum));
+	if (plan)
+		*plan = NULL;
+	if (!r.rec)
+		return core_err_set(err, CORE_ECONFIG,
+			"resume needs the Landscape, which landscape.enabled: false turns off");
+	if (!(sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = prepare(g, r.rec, run_spec, &r, err);
+	if (!rc)
+		rc = ckpt_resume_count(r.rec, r.run->run_id, &r.attempt, err);
+	if (!rc) {
+		r.attempt++;
+		sum->run_id = r.run->run_id;
+		if (plan)
+			*plan = plan_json(&r);
+	}
+	if (!rc && execute && !(rc = start(&c, &r, &audit, o, err)))
+		rc = eng__run_ctx(&c, sum, err);
+	resume_free(&r);
+	return rc;
+}
