@@ -331,8 +331,8 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *v, size_t
 	if (!r)
 		return 0;
 	if (!strcmp(r->status, "success") && r->row_id > L->c->released_through_seq &&
-	    !done_in(L->c, r->row_id) && r->response_ref[0] &&
-	    !rec_get_payload(L->t, r->response_ref, &body, &blen)) {
+	    !done_in(L->c, r->row_id) && r->response_hash[0] &&
+	    !rec_get_payload(L->t, r->response_hash, &body, &blen)) {
 		ckpt_replay *R = L->r;
 		replay_entry *e;
 

@@ -211,6 +211,18 @@ int cli_explain(int argc, char **argv)
 
 /* ---------------------------------------------------------------- verify */
 
+/* What verify saw of resumes; nothing for a run never resumed. */
+static void print_resume_counts(const json_t *checked)
+{
+	long long resumes = json_integer_value(json_object_get(checked, "resumes"));
+	long long sup = json_integer_value(json_object_get(checked, "superseded"));
+	long long rep = json_integer_value(json_object_get(checked, "replayed_calls"));
+
+	if (resumes || sup || rep)
+		printf("resumes %lld: %lld superseded tokens, %lld replayed calls\n",
+		       resumes, sup, rep);
+}
+
 int cli_verify(int argc, char **argv)
 {
 	static const char usage[] =
@@ -219,6 +231,9 @@ int cli_verify(int argc, char **argv)
 		"every node state is closed, every COMPLETED/ROUTED token has an artifact,\n"
 		"every stored hash matches its payload (canonical JSON, sha256-rfc8785-v1),\n"
 		"and artifact byte ranges match the sink files when they are present.\n"
+		"A resumed run's superseded tokens and batches (work the resume redid)\n"
+		"need no outcome, and each replayed call must name a successful call\n"
+		"with the same request.\n"
 		"Exit 0 when all hold, 4 with the list of violations.\n\n";
 	read_args a = { .run = "latest" };
 	rec_env *env;
@@ -257,6 +272,7 @@ int cli_verify(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(c, "sink_files")),
 		       (long long)json_integer_value(json_object_get(c, "batches")),
 		       (long long)json_integer_value(json_object_get(c, "calls")));
+		print_resume_counts(c);
 		json_array_foreach(json_object_get(rep, "violations"), i, v)
 			printf("VIOLATION: %s\n", json_string_value(v));
 		if (n > json_array_size(json_object_get(rep, "violations")))

@@ -52,11 +52,21 @@ static void print_body(FILE *f, const char *label, const json_t *p)
 	core_buf_release(&b);
 }
 
-/* One outside call: index, query, outcome, timing, order, bodies. */
+/* One outside call: index, query, outcome, timing, order, bodies. A
+ * replayed call was not sent: it names the call whose answer it reused. */
 static void print_call(FILE *f, const json_t *r)
 {
 	const char *name = str(r, "name");
 
+	if (!strcmp(str(r, "status"), "replayed")) {
+		fprintf(f, "      call %lld%s%s%s: %s replayed (answer of call %s)\n",
+			num(r, "call_index"), name[0] ? " [" : "", name,
+			name[0] ? "]" : "", str(r, "call_type"),
+			str(r, "replayed_from")[0] ? str(r, "replayed_from") : "?");
+		print_body(f, "request", json_object_get(r, "request"));
+		print_body(f, "response", json_object_get(r, "response"));
+		return;
+	}
 	fprintf(f, "      call %lld%s%s%s: %s %s HTTP %lld in %.1f ms (throttle %.1f ms, sent #%lld, done #%lld)%s%s%s%s\n",
 		num(r, "call_index"), name[0] ? " [" : "", name, name[0] ? "]" : "",
 		str(r, "call_type"), str(r, "status"), num(r, "http_status"),
@@ -100,8 +110,10 @@ static void print_state(FILE *f, const json_t *st)
 		const json_t *b = json_object_get(st, "batch"), *m;
 		size_t k;
 
-		fprintf(f, "      batch %lld (trigger %s at row %lld), %zu members, tokens:",
+		fprintf(f, "      batch %lld (trigger %s at row %lld)%s, %zu members, tokens:",
 			num(b, "batch_id"), str(b, "trigger"), num(b, "trigger_seq"),
+			!strcmp(str(b, "status"), "superseded") ?
+				" superseded: flushed again by a resume" : "",
 			json_array_size(json_object_get(b, "members")));
 		json_array_foreach(json_object_get(b, "members"), k, m)
 			fprintf(f, " %lld", (long long)json_integer_value(m));
@@ -118,21 +130,34 @@ static void print_state(FILE *f, const json_t *st)
 		print_payload(f, "output", json_object_get(st, "output"));
 }
 
+/* A token a resume abandoned (docs/audit.md): its work was cut off by the
+ * crash and done again by newer tokens of the same row. */
+static const json_t *superseded(const json_t *t)
+{
+	return json_object_get(t, "superseded");
+}
+
 static void print_token(FILE *f, const json_t *t)
 {
 	const json_t *o = json_object_get(t, "outcome");
 	const json_t *a = json_object_get(t, "artifact");
+	const json_t *s = superseded(t);
 	const json_t *p;
 	size_t i;
 
 	fprintf(f, "Token %lld", num(t, "token_id"));
 	json_array_foreach(json_object_get(t, "parents"), i, p)
 		fprintf(f, "%s%lld", i ? ", " : " (from token ", num(p, "token_id"));
-	fputs(json_array_size(json_object_get(t, "parents")) ? ")\n" : "\n", f);
+	fputs(json_array_size(json_object_get(t, "parents")) ? ")" : "", f);
+	if (s)
+		fprintf(f, " — SUPERSEDED by resume %lld: %s", num(s, "attempt"),
+			str(s, "reason")[0] ? str(s, "reason") : "abandoned");
+	fputc('\n', f);
 	json_array_foreach(json_object_get(t, "states"), i, p)
 		print_state(f, p);
 	if (!o || json_is_null(o)) {
-		fputs("  Outcome: none recorded (the run stopped or is still running)\n", f);
+		fputs(s ? "  Outcome: none (abandoned by the resume)\n" :
+			  "  Outcome: none recorded (the run stopped or is still running)\n", f);
 		return;
 	}
 	fprintf(f, "  Outcome: %s%s%s\n", str(o, "outcome"),
@@ -140,13 +165,30 @@ static void print_token(FILE *f, const json_t *t)
 	if (json_object_get(o, "error"))
 		print_payload(f, "error", json_object_get(o, "error"));
 	if (a && !json_is_null(a))
-		fprintf(f, "  Written: %s bytes %lld..%lld (%lld bytes), sha256 %.16s…\n",
+		fprintf(f, "  Written: %s bytes %lld..%lld (%lld bytes), sha256 %.16s…%s\n",
 			str(a, "path"), num(a, "offset"),
 			num(a, "offset") + num(a, "length"), num(a, "length"),
-			str(a, "content_hash"));
+			str(a, "content_hash"),
+			s ? " (abandoned: not part of the final output)" : "");
 }
 
-/* The number of different sinks the row's tokens reached. */
+/* A run's resumes, one line each (nothing for a run never resumed). */
+static void print_resumes(FILE *f, const json_t *resumes)
+{
+	const json_t *r;
+	size_t i;
+
+	json_array_foreach(resumes, i, r)
+		fprintf(f, "Resume %lld (%s): from the checkpoint after row %lld, "
+			"%lld rows reused, %lld rerun, %lld tokens superseded, "
+			"%lld calls replayed\n", num(r, "attempt"), str(r, "status"),
+			num(r, "from_released_seq"), num(r, "rows_reused"),
+			num(r, "rows_rerun"), num(r, "tokens_superseded"),
+			num(r, "calls_replayed"));
+}
+
+/* The number of different sinks the row's tokens reached; superseded
+ * tokens do not count (their output was rewritten by the resume's). */
 static size_t sink_count(const json_t *tokens, json_t *names)
 {
 	const json_t *t;
@@ -155,7 +197,7 @@ static size_t sink_count(const json_t *tokens, json_t *names)
 	json_array_foreach(tokens, i, t) {
 		const char *s = str(json_object_get(t, "outcome"), "sink");
 
-		if (s[0])
+		if (s[0] && !superseded(t))
 			json_object_set_new(names, s, json_true());
 	}
 	return json_object_size(names);
@@ -182,6 +224,7 @@ int cli_explain_text(FILE *f, const json_t *doc, const char *sink)
 	json_decref(names);
 	fprintf(f, "Run %lld (%s), settings %s, hashes %s\n", num(run, "run_id"),
 		str(run, "status"), str(run, "settings_path"), str(run, "canonical_version"));
+	print_resumes(f, json_object_get(doc, "resumes"));
 	fprintf(f, "Row %lld (%s), source hash %s\n", num(row, "seq"),
 		str(row, "where")[0] ? str(row, "where") : "no position",
 		str(row, "source_hash"));

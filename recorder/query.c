@@ -276,12 +276,13 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 {
 	scan_ctx *c = ctx;
 	Elspeth__CallRecord *r = elspeth__call_record__unpack(NULL, vl, v);
+	json_t *j;
 
 	(void)k;
 	(void)kl;
 	if (!r)
 		return 0;
-	json_array_append_new(c->arr, json_pack(
+	j = json_pack(
 		"{s:i,s:s,s:s,s:s,s:i,s:s,s:s,s:f,s:s,s:s,s:f,s:i,s:i,s:o,s:o,s:o}",
 		"call_index", (int)r->call_index, "call_type", r->call_type,
 		"name", r->name, "status", r->status, "http_status", (int)r->http_status,
@@ -293,7 +294,11 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 		"complete_order", (int)r->complete_order,
 		"submitted_at", time_json(r->submitted_at_ns),
 		"request", body_json(c->x->t, r->request_hash),
-		"response", body_json(c->x->t, r->response_hash)));
+		"response", body_json(c->x->t, r->response_hash));
+	/* "STATE/INDEX": the recorded call whose answer this one reused. */
+	if (j && r->replayed_from[0])
+		json_object_set_new(j, "replayed_from", json_string(r->replayed_from));
+	json_array_append_new(c->arr, j);
 	free_msg(r);
 	return 0;
 }
@@ -323,9 +328,9 @@ static json_t *batch_json(explain *x, uint64_t batch)
 	if (!b)
 		return json_pack("{s:I,s:b,s:o}", "batch_id", (json_int_t)batch,
 				 "missing", 1, "members", members);
-	j = json_pack("{s:I,s:s,s:I,s:o}", "batch_id", (json_int_t)batch,
-		      "trigger", b->trigger, "trigger_seq", (json_int_t)b->trigger_seq,
-		      "members", members);
+	j = json_pack("{s:I,s:s,s:s,s:I,s:o}", "batch_id", (json_int_t)batch,
+		      "status", b->status, "trigger", b->trigger,
+		      "trigger_seq", (json_int_t)b->trigger_seq, "members", members);
 	free_msg(b);
 	return j;
 }
@@ -436,21 +441,121 @@ static int parent_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 	return 0;
 }
 
-static int token_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+static json_t *token_json(explain *x, uint64_t token)
 {
-	scan_ctx *c = ctx;
-	uint64_t token = rec_key_get_u64(k, 16);
-	json_t *parents = json_array(), *states = json_array();
+	rec_key k = key2(x->run, token);
+	Elspeth__SupersededRecord *s = get_msg(x->t, REC_SUPERSEDED, &k,
+		&elspeth__superseded_record__descriptor);
+	json_t *parents = json_array(), *states = json_array(), *j;
 
+	scan_by(x, REC_TOKEN_PARENTS, token, parent_one, parents);
+	scan_by(x, REC_STATES_BY_TOKEN, token, state_one, states);
+	j = json_pack("{s:I,s:o,s:o,s:o,s:o}",
+		"token_id", (json_int_t)token, "parents", parents, "states", states,
+		"outcome", outcome_json(x, token), "artifact", artifact_json(x, token));
+	if (s)
+		json_object_set_new(j, "superseded", json_pack("{s:i,s:s}",
+			"attempt", (int)s->attempt, "reason", s->reason));
+	free_msg(s);
+	return j;
+}
+
+/* A row's token ids, ascending and unique. */
+typedef struct id_list {
+	uint64_t *v;
+	size_t n, cap;
+	uint64_t row; /* superseded_one: the row whose tokens are wanted */
+} id_list;
+
+static int id_push(id_list *l, uint64_t id)
+{
+	uint64_t *nv;
+
+	if (l->n == l->cap) {
+		nv = realloc(l->v, (l->cap ? l->cap * 2 : 16) * sizeof(*nv));
+		if (!nv)
+			return CORE_ENOMEM;
+		l->v = nv;
+		l->cap = l->cap ? l->cap * 2 : 16;
+	}
+	l->v[l->n++] = id;
+	return 0;
+}
+
+static int id_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static int row_token_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
 	(void)kl;
 	(void)v;
 	(void)vl;
-	scan_by(c->x, REC_TOKEN_PARENTS, token, parent_one, parents);
-	scan_by(c->x, REC_STATES_BY_TOKEN, token, state_one, states);
-	json_array_append_new(c->arr, json_pack("{s:I,s:o,s:o,s:o,s:o}",
-		"token_id", (json_int_t)token, "parents", parents, "states", states,
-		"outcome", outcome_json(c->x, token),
-		"artifact", artifact_json(c->x, token)));
+	return id_push(ctx, rec_key_get_u64(k, 16));
+}
+
+static int superseded_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	id_list *l = ctx;
+	Elspeth__SupersededRecord *s = elspeth__superseded_record__unpack(NULL, vl, v);
+	int rc = 0;
+
+	(void)kl;
+	if (s && s->row_id == l->row)
+		rc = id_push(l, rec_key_get_u64(k, 8));
+	free_msg(s);
+	return rc;
+}
+
+/* Every token of row seq, the ones a resume abandoned included (also one
+ * whose tokens_by_row entry the crash cut off), in token order. 0 or
+ * CORE_ENOMEM; like every explain read, an unreadable table shows less. */
+static int row_tokens(explain *x, uint64_t seq, json_t *out)
+{
+	id_list l = { .row = seq };
+	rec_key k = key2(x->run, seq);
+	size_t i;
+
+	if (rec_scan(x->t, REC_TOKENS_BY_ROW, &k, row_token_one, &l) == CORE_ENOMEM)
+		goto out_free;
+	k = key1(x->run);
+	if (rec_scan(x->t, REC_SUPERSEDED, &k, superseded_one, &l) == CORE_ENOMEM)
+		goto out_free;
+	if (l.n)
+		qsort(l.v, l.n, sizeof(*l.v), id_cmp);
+	for (i = 0; i < l.n; i++)
+		if (!i || l.v[i] != l.v[i - 1])
+			json_array_append_new(out, token_json(x, l.v[i]));
+	free(l.v);
+	return 0;
+out_free:
+	free(l.v);
+	return CORE_ENOMEM;
+}
+
+static int resume_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	Elspeth__ResumeRecord *r = elspeth__resume_record__unpack(NULL, vl, v);
+
+	(void)k;
+	(void)kl;
+	if (!r)
+		return 0;
+	json_array_append_new(ctx, json_pack(
+		"{s:i,s:o,s:o,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:i}",
+		"attempt", (int)r->attempt, "started_at", time_json(r->started_at_ns),
+		"completed_at", time_json(r->completed_at_ns), "status", r->status,
+		"previous_status", r->previous_status,
+		"from_released_seq", (json_int_t)r->from_released_seq,
+		"rows_reused", (json_int_t)r->rows_reused,
+		"rows_rerun", (json_int_t)r->rows_rerun,
+		"tokens_superseded", (json_int_t)r->tokens_superseded,
+		"calls_replayed", (json_int_t)r->calls_replayed,
+		"max_rows_in_flight", (int)r->max_rows_in_flight));
+	free_msg(r);
 	return 0;
 }
 
@@ -480,7 +585,7 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 {
 	rec_key rk = key1(x->run);
 	Elspeth__RunRecord *run = get_msg(x->t, REC_RUNS, &rk, &elspeth__run_record__descriptor);
-	json_t *row, *doc;
+	json_t *row, *resumes, *doc;
 
 	if (!run)
 		return core_err_set(err, CORE_EDATA, "run %llu is not in the audit trail",
@@ -494,9 +599,17 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 	}
 	rec_scan(x->t, REC_NODES, &rk, load_nodes, x);
 	rec_scan(x->t, REC_EDGES, &rk, load_edges, x);
-	scan_by(x, REC_TOKENS_BY_ROW, seq, token_one, x->tokens);
-	doc = json_pack("{s:s,s:o,s:o,s:O}", "schema", "elspeth-explain-1",
-			"run", run_json(run), "row", row, "tokens", x->tokens);
+	resumes = json_array();
+	rec_scan(x->t, REC_RESUMES, &rk, resume_one, resumes);
+	if (row_tokens(x, seq, x->tokens)) {
+		free_msg(run);
+		json_decref(row);
+		json_decref(resumes);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	doc = json_pack("{s:s,s:o,s:o,s:o,s:O}", "schema", "elspeth-explain-1",
+			"run", run_json(run), "resumes", resumes, "row", row,
+			"tokens", x->tokens);
 	free_msg(run);
 	*out = doc;
 	return doc ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");

@@ -9,7 +9,16 @@
  * token) and batch integrity (every batch has members, each a recorded
  * token with an outcome); every call belongs to a recorded node state, call
  * indexes of a state run 0, 1, ... without a gap, and call bodies are stored.
+ *
+ * Resumed runs (docs/audit.md): a superseded token (work a resume abandoned)
+ * needs no outcome, closed states, descendants or artifact — its bytes were
+ * cut off the sink file — and its calls may have lost their node state
+ * (written after them); a superseded batch needs no member outcomes; in a
+ * run that did not complete, tokens waiting in the latest checkpoint's
+ * aggregation buffers need no outcome; a replayed call names a successful
+ * call of the run with the same request (and answer).
  */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,8 +33,12 @@ typedef struct verify {
 	size_t nviol;
 	uint64_t tokens, states, rows, artifacts, payloads, sink_files, batches;
 	uint64_t calls, call_state, call_next; /* the last call's state, next index */
+	uint64_t superseded, replayed, resumes;
 	json_t *files;     /* path -> FILE * as an integer */
 	json_t *parents;   /* token ids that are some token's parent */
+	json_t *abandoned; /* token ids in `superseded` */
+	json_t *waiting;   /* token ids in the checkpoint's aggregation buffers */
+	bool batch_superseded; /* member_one: the batch being scanned */
 } verify;
 
 static void violation(verify *v, const char *fmt, ...) CORE_PRINTF(2, 3);
@@ -168,12 +181,21 @@ static void check_artifact(verify *v, const Elspeth__TokenOutcomeRecord *o)
 	elspeth__artifact_record__free_unpacked(a, NULL);
 }
 
-static bool is_parent(verify *v, uint64_t id)
+/* Sets of token ids: json objects keyed by the decimal id. */
+static void set_add(json_t *set, uint64_t id)
 {
 	char k[24];
 
 	snprintf(k, sizeof(k), "%llu", (unsigned long long)id);
-	return json_object_get(v->parents, k) != NULL;
+	json_object_set_new(set, k, json_true());
+}
+
+static bool set_has(const json_t *set, uint64_t id)
+{
+	char k[24];
+
+	snprintf(k, sizeof(k), "%llu", (unsigned long long)id);
+	return json_object_get(set, k) != NULL;
 }
 
 /* Collects parent ids; each parent and child must be a recorded token. */
@@ -182,7 +204,6 @@ static int parent_one(void *ctx, const void *key, size_t kl, const void *val, si
 	verify *v = ctx;
 	Elspeth__TokenParentRecord *p = elspeth__token_parent_record__unpack(NULL, vl, val);
 	rec_key k;
-	char id[24];
 	const void *tv;
 	size_t tl;
 
@@ -190,8 +211,7 @@ static int parent_one(void *ctx, const void *key, size_t kl, const void *val, si
 	(void)kl;
 	if (!p)
 		return violation(v, "undecodable token parent"), 0;
-	snprintf(id, sizeof(id), "%llu", (unsigned long long)p->parent_token_id);
-	json_object_set_new(v->parents, id, json_true());
+	set_add(v->parents, p->parent_token_id);
 	k = key2(v->run, p->parent_token_id);
 	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl))
 		violation(v, "token %llu names parent %llu, which is not recorded",
@@ -201,7 +221,9 @@ static int parent_one(void *ctx, const void *key, size_t kl, const void *val, si
 }
 
 /* A batch has members, each a recorded token with an outcome or a
- * continuation (passthrough). */
+ * continuation (passthrough). The members of a superseded batch (one a
+ * crashed attempt flushed after its last checkpoint) were flushed again
+ * by the resume: their outcomes come from the new batch, if at all. */
 static int member_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
 {
 	verify *v = ctx;
@@ -218,7 +240,8 @@ static int member_one(void *ctx, const void *key, size_t kl, const void *val, si
 	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl))
 		violation(v, "batch %llu: member token %llu is not recorded",
 			  (unsigned long long)m->batch_id, (unsigned long long)m->token_id);
-	else if (rec_get(v->t, REC_TOKEN_OUTCOMES, &k, &tv, &tl))
+	else if (!v->batch_superseded &&
+		 rec_get(v->t, REC_TOKEN_OUTCOMES, &k, &tv, &tl))
 		violation(v, "batch %llu: member token %llu has no outcome",
 			  (unsigned long long)m->batch_id, (unsigned long long)m->token_id);
 	elspeth__batch_member_record__free_unpacked(m, NULL);
@@ -237,7 +260,10 @@ static int batch_one(void *ctx, const void *key, size_t kl, const void *val, siz
 		return violation(v, "undecodable batch"), 0;
 	v->batches++;
 	k = key2(v->run, b->batch_id);
-	if (rec_scan(v->t, REC_BATCH_MEMBERS, &k, member_one, v) != 1)
+	/* A crash may have cut a superseded batch off before its members. */
+	v->batch_superseded = !strcmp(b->status, "superseded");
+	if (rec_scan(v->t, REC_BATCH_MEMBERS, &k, member_one, v) != 1 &&
+	    !v->batch_superseded)
 		violation(v, "batch %llu of node %u has no members",
 			  (unsigned long long)b->batch_id, b->node_id);
 	elspeth__batch_record__free_unpacked(b, NULL);
@@ -252,13 +278,17 @@ static int token_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	Elspeth__TokenOutcomeRecord *o;
 	const void *ov;
 	size_t ol;
+	bool abandoned;
 
 	(void)kl;
 	(void)val;
 	(void)vl;
 	v->tokens++;
+	abandoned = set_has(v->abandoned, id);
 	if (rec_get(v->t, REC_TOKEN_OUTCOMES, &k, &ov, &ol)) {
-		violation(v, "token %llu has no terminal outcome", (unsigned long long)id);
+		if (!abandoned && !set_has(v->waiting, id))
+			violation(v, "token %llu has no terminal outcome",
+				  (unsigned long long)id);
 		return 0;
 	}
 	o = elspeth__token_outcome_record__unpack(NULL, ol, ov);
@@ -266,11 +296,13 @@ static int token_one(void *ctx, const void *key, size_t kl, const void *val, siz
 		violation(v, "token %llu: undecodable outcome", (unsigned long long)id);
 		return 0;
 	}
+	/* A superseded token's output was cut off the sink and rewritten by
+	 * the resume's tokens; its lineage may have been cut by the crash. */
 	if ((!strcmp(o->outcome, "COMPLETED") || !strcmp(o->outcome, "ROUTED") ||
-	     !strcmp(o->outcome, "DIVERTED")) && o->sink[0])
+	     !strcmp(o->outcome, "DIVERTED")) && o->sink[0] && !abandoned)
 		check_artifact(v, o);
 	if ((!strcmp(o->outcome, "FORKED") || !strcmp(o->outcome, "COALESCED")) &&
-	    !is_parent(v, id))
+	    !abandoned && !set_has(v->parents, id))
 		violation(v, "token %llu is %s but no token descends from it",
 			  (unsigned long long)id, o->outcome);
 	check_payload(v, o->error_hash, false, "outcome error");
@@ -290,7 +322,8 @@ static int state_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	if (!s)
 		return violation(v, "undecodable node state"), 0;
 	snprintf(what, sizeof(what), "node state %llu", (unsigned long long)s->state_id);
-	if (strcmp(s->status, "completed") && strcmp(s->status, "failed"))
+	if (strcmp(s->status, "completed") && strcmp(s->status, "failed") &&
+	    !set_has(v->abandoned, s->token_id))
 		violation(v, "%s (token %llu) is not closed: status '%s'", what,
 			  (unsigned long long)s->token_id, s->status);
 	check_payload(v, s->input_hash, true, what);
@@ -338,9 +371,86 @@ static int sink_file_one(void *ctx, const void *key, size_t kl, const void *val,
 	return 0;
 }
 
+/* "STATE/INDEX" -> its parts; false when s is not of that form. */
+static bool parse_call_ref(const char *s, uint64_t *state, uint32_t *index)
+{
+	unsigned long long st, ix;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return false;
+	st = strtoull(s, &end, 10);
+	if (*end != '/' || !isdigit((unsigned char)end[1]))
+		return false;
+	ix = strtoull(end + 1, &end, 10);
+	if (*end || ix > UINT32_MAX)
+		return false;
+	*state = st;
+	*index = (uint32_t)ix;
+	return true;
+}
+
+/* The recorded call a replayed call names ("STATE/INDEX"), or NULL after
+ * reporting why there is none. */
+static Elspeth__CallRecord *replay_source(verify *v, const char *from,
+					  const char *what)
+{
+	Elspeth__CallRecord *o;
+	const void *val;
+	size_t len;
+	uint64_t state;
+	uint32_t index;
+	rec_key k;
+
+	if (!from[0]) {
+		violation(v, "%s: replayed, but does not name the call it replays", what);
+		return NULL;
+	}
+	if (!parse_call_ref(from, &state, &index)) {
+		violation(v, "%s: replayed from '%s', which is not STATE/INDEX", what, from);
+		return NULL;
+	}
+	k = key2(v->run, state);
+	rec_key_u32(&k, index);
+	if (rec_get(v->t, REC_CALLS, &k, &val, &len)) {
+		violation(v, "%s: replayed from call %s, which is not recorded", what, from);
+		return NULL;
+	}
+	if (!(o = elspeth__call_record__unpack(NULL, len, val)))
+		violation(v, "%s: replayed from call %s, which is undecodable", what, from);
+	return o;
+}
+
+/* A replayed call reused the answer of an earlier successful call of the
+ * run: replayed_from names it, and the request (and so the answer) is the
+ * same. */
+static void check_replay(verify *v, const Elspeth__CallRecord *c, const char *what)
+{
+	const char *from = c->replayed_from;
+	Elspeth__CallRecord *o;
+
+	if (strcmp(c->status, "replayed")) {
+		violation(v, "%s: has replayed_from '%s' but status '%s'", what, from,
+			  c->status);
+		return;
+	}
+	v->replayed++;
+	if (!(o = replay_source(v, from, what)))
+		return;
+	if (strcmp(o->status, "success"))
+		violation(v, "%s: replayed from call %s, whose status is '%s', not success",
+			  what, from, o->status);
+	else if (strcmp(o->request_hash, c->request_hash))
+		violation(v, "%s: replayed from call %s, which sent a different request",
+			  what, from);
+	else if (strcmp(o->response_hash, c->response_hash))
+		violation(v, "%s: replayed from call %s, whose answer differs", what, from);
+	elspeth__call_record__free_unpacked(o, NULL);
+}
+
 /* A call belongs to a recorded node state, its index follows the previous
- * one of that state (0, 1, ...: unique, nothing lost), and its request and
- * response bodies are stored. */
+ * one of that state (0, 1, ...: unique, nothing lost; replayed calls
+ * count), and its request and response bodies are stored. */
 static int call_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
 {
 	verify *v = ctx;
@@ -358,7 +468,10 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *val, size
 	snprintf(what, sizeof(what), "call %u of node state %llu", c->call_index,
 		 (unsigned long long)c->state_id);
 	k = key2(v->run, c->state_id);
-	if (rec_get(v->t, REC_NODE_STATES, &k, &sv, &sl))
+	/* A state is recorded after its calls: a crash may have lost the
+	 * state of a token the resume then superseded. */
+	if (rec_get(v->t, REC_NODE_STATES, &k, &sv, &sl) &&
+	    !(c->token_id && set_has(v->abandoned, c->token_id)))
 		violation(v, "%s: the node state is not recorded", what);
 	if (c->state_id != v->call_state)
 		v->call_next = 0;
@@ -367,10 +480,69 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *val, size
 			  (unsigned long long)v->call_next);
 	v->call_state = c->state_id;
 	v->call_next = c->call_index + 1;
+	if (c->replayed_from[0] || !strcmp(c->status, "replayed"))
+		check_replay(v, c, what);
 	check_payload(v, c->request_hash, false, what);
 	check_payload(v, c->response_hash, false, what);
 	elspeth__call_record__free_unpacked(c, NULL);
 	return 0;
+}
+
+/* ---------------------------------------------------------- resumes */
+
+/* Collects the tokens a resume abandoned; each must be a recorded token. */
+static int superseded_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	uint64_t id = rec_key_get_u64(key, 8);
+	rec_key k = key2(v->run, id);
+	const void *tv;
+	size_t tl;
+
+	(void)kl;
+	(void)val;
+	(void)vl;
+	v->superseded++;
+	set_add(v->abandoned, id);
+	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl))
+		violation(v, "superseded token %llu is not recorded", (unsigned long long)id);
+	return 0;
+}
+
+static int resume_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	(void)key;
+	(void)kl;
+	(void)val;
+	(void)vl;
+	((verify *)ctx)->resumes++;
+	return 0;
+}
+
+/* A run that did not complete (interrupted, failed, or crashed while
+ * running) leaves tokens in aggregation buffers for a resume: the members
+ * its latest checkpoint lists need no outcome yet. */
+static void load_waiting(verify *v, const Elspeth__RunRecord *r)
+{
+	Elspeth__Checkpoint *c;
+	const void *val;
+	size_t len, i, j;
+	rec_key k;
+
+	rec_key_init(&k);
+	rec_key_u64(&k, v->run);
+	if (!strcmp(r->status, "completed") ||
+	    rec_get(v->t, REC_CHECKPOINTS, &k, &val, &len))
+		return;
+	c = elspeth__checkpoint__unpack(NULL, len, val);
+	if (!c) {
+		violation(v, "run %llu: undecodable checkpoint", (unsigned long long)v->run);
+		return;
+	}
+	for (i = 0; i < c->n_aggregations; i++)
+		for (j = 0; j < c->aggregations[i]->n_members; j++)
+			set_add(v->waiting, c->aggregations[i]->members[j]->token_id);
+	elspeth__checkpoint__free_unpacked(c, NULL);
 }
 
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
@@ -399,6 +571,11 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		violation(&v, "run %llu was hashed with '%s', this build checks '%s'",
 			  (unsigned long long)run, r->canonical_version, CORE_CANONICAL_VERSION);
 	v.parents = json_object();
+	v.abandoned = json_object();
+	v.waiting = json_object();
+	rec_scan(v.t, REC_SUPERSEDED, &k, superseded_one, &v);
+	rec_scan(v.t, REC_RESUMES, &k, resume_one, &v);
+	load_waiting(&v, r);
 	rec_scan(v.t, REC_ROWS, &k, row_one, &v);
 	rec_scan(v.t, REC_TOKEN_PARENTS, &k, parent_one, &v);
 	rec_scan(v.t, REC_TOKENS, &k, token_one, &v);
@@ -407,15 +584,19 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	rec_scan(v.t, REC_CALLS, &k, call_one, &v);
 	rec_scan(v.t, REC_SINK_FILES, &k, sink_file_one, &v);
 	close_files(&v);
-	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
+	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
 		"run_id", (json_int_t)run, "status", r->status,
 		"checked", "rows", (json_int_t)v.rows, "tokens", (json_int_t)v.tokens,
 		"node_states", (json_int_t)v.states, "artifacts", (json_int_t)v.artifacts,
 		"payloads", (json_int_t)v.payloads, "sink_files", (json_int_t)v.sink_files,
 		"batches", (json_int_t)v.batches, "calls", (json_int_t)v.calls,
+		"superseded", (json_int_t)v.superseded,
+		"replayed_calls", (json_int_t)v.replayed, "resumes", (json_int_t)v.resumes,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
 	json_decref(v.files);
 	json_decref(v.parents);
+	json_decref(v.abandoned);
+	json_decref(v.waiting);
 	elspeth__run_record__free_unpacked(r, NULL);
 	rec_read_end(v.t);
 	return 0;

@@ -47,8 +47,8 @@ expect "missing settings file" 1 "cannot open settings file nope.yaml" -- "$ELSP
 expect "usage error exits 2" 2 "expected -s SETTINGS" -- "$ELSPETH" run
 expect "unknown command exits 2" 2 "unknown command" -- "$ELSPETH" frobnicate
 
-pipeline "path: data/ok.csv" "checkpoint: {enabled: true}"
-expect "later feature is not supported yet" 1 "not supported yet: checkpoint.enabled" -- "$ELSPETH" validate -s p.yaml
+pipeline "path: data/ok.csv" "checkpoint: {frequency: every_n}"
+expect "checkpoint every_n without interval" 1 "frequency: every_n needs checkpoint_interval" -- "$ELSPETH" validate -s p.yaml
 
 # --- source errors ---
 pipeline "path: data/missing.csv"

@@ -106,14 +106,42 @@ Test(settings, missing_env_var_is_named)
 		     CORE_ECONFIG, "p.yaml:5:11: source.options.path: environment variable 'ELSPETH_T_MISSING' is not set");
 }
 
-Test(settings, later_features_are_rejected_and_bounds_checked)
+Test(settings, pipelining_and_checkpoint_bounds_checked)
 {
 	char text[2048];
 
 	snprintf(text, sizeof(text), "%sconcurrency: {pipelining: {enabled: true, max_rows_in_flight: 64, max_completed_waiting: 8}}\n", base);
 	expect_error(text, CORE_ECONFIG, "max_completed_waiting (8) is less than max_rows_in_flight (64)");
 	snprintf(text, sizeof(text), "%scheckpoint: {enabled: true, checkpoint_interval: 100}\n", base);
-	expect_error(text, CORE_EUNSUPPORTED, "not supported yet: checkpoint.enabled");
+	expect_error(text, CORE_ECONFIG, "checkpoint_interval applies to frequency: every_n only");
+	snprintf(text, sizeof(text), "%scheckpoint: {frequency: every_n}\n", base);
+	expect_error(text, CORE_ECONFIG, "frequency: every_n needs checkpoint_interval");
+	snprintf(text, sizeof(text), "%scheckpoint: {frequency: every_n, checkpoint_interval: 0}\n", base);
+	expect_error(text, CORE_ECONFIG, "checkpoint_interval");
+	snprintf(text, sizeof(text), "%slandscape: {enabled: false}\ncheckpoint: {enabled: true}\n", base);
+	expect_error(text, CORE_ECONFIG, "checkpoints are stored in the Landscape");
+}
+
+Test(settings, checkpoint_defaults)
+{
+	char text[2048];
+	core_settings *s;
+	core_err err;
+
+	snprintf(text, sizeof(text), "%s", base);
+	cr_assert_eq(load(text, &s, &err), 0, "%s", err.msg);
+	cr_assert(s->checkpoint_enabled);
+	cr_assert_eq(s->checkpoint_frequency, CORE_CKPT_EVERY_ROW);
+	core_settings_free(s);
+	snprintf(text, sizeof(text), "%scheckpoint: {frequency: every_n, checkpoint_interval: 250}\n", base);
+	cr_assert_eq(load(text, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->checkpoint_frequency, CORE_CKPT_EVERY_N);
+	cr_assert_eq(s->checkpoint_interval, 250);
+	core_settings_free(s);
+	snprintf(text, sizeof(text), "%slandscape: {enabled: false}\n", base);
+	cr_assert_eq(load(text, &s, &err), 0, "%s", err.msg);
+	cr_assert(!s->checkpoint_enabled, "no Landscape: no checkpoints");
+	core_settings_free(s);
 }
 
 Test(settings, dag_sections_load)
