@@ -200,6 +200,23 @@ static int open_audit(const core_settings *s, rec_env **rec, char *path,
 	return rec_open(path, 0, rec, err);
 }
 
+/* A resume writes only into an existing Landscape (opening one for
+ * writing would create it). */
+static int landscape_exists(const core_settings *s, core_err *err)
+{
+	char path[4096];
+	rec_env *ro;
+	int rc;
+
+	if (!s->audit)
+		return core_err_set(err, CORE_ECONFIG,
+			"resume needs the Landscape, which landscape.enabled: false turns off");
+	if ((rc = rec_path_from_url(s->landscape_url, path, sizeof(path), err)) ||
+	    (rc = rec_open(path, REC_READONLY, &ro, err)))
+		return rc;
+	return rec_close(ro, err);
+}
+
 static void summary_json(const char *event, const dag_graph *g,
 			 const eng_summary *sum, const char *error)
 {
@@ -259,7 +276,8 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 	char path[4096];
 	int rc;
 
-	if (open_audit(g->settings, &o.rec, path, sizeof(path), &err)) {
+	if ((resume && landscape_exists(g->settings, &err)) ||
+	    open_audit(g->settings, &o.rec, path, sizeof(path), &err)) {
 		cli_error(&err);
 		return CLI_ERROR;
 	}

@@ -652,6 +652,25 @@ static void metrics(pline *p, eng_summary *sum)
 	sum->release_blocked_s = (double)p->release_busy_ns / 1e9;
 }
 
+/* A new run's first checkpoint, before any row: the sinks' starting
+ * positions, so a run killed before its first release resumes too. */
+static int first_checkpoint(pline *p, core_err *err)
+{
+	int rc;
+
+	if (!p->c->ckpt || p->c->resume)
+		return 0;
+	pthread_mutex_lock(&p->lock);
+	p->releasing = true;
+	checkpoint(p, "start");
+	p->releasing = false;
+	rc = p->rc;
+	if (rc)
+		*err = p->err;
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
 /* A checkpoint at the end of the run or at an interrupt (nothing is in
  * flight any more). Returns the run's result. */
 static int last_checkpoint(pline *p, int rc, core_err *err)
@@ -681,6 +700,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 
 	if (pipe_init(&p, c, src, 1, 1, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = first_checkpoint(&p, err);
 	while (!rc) {
 		slot *s = &p.ring[0];
 		int prc;
@@ -774,6 +794,11 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 			     in_flight, nworkers);
 		pthread_mutex_lock(&p.lock);
 		fail(&p, e.code, &e);
+		pthread_mutex_unlock(&p.lock);
+	}
+	if ((rc = first_checkpoint(&p, err))) {
+		pthread_mutex_lock(&p.lock);
+		fail(&p, rc, err);
 		pthread_mutex_unlock(&p.lock);
 	}
 	/* Rows start once every worker exists, so the first rows do not

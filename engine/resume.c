@@ -475,6 +475,68 @@ void eng__resume_finish(eng_ctx *c, const eng_summary *sum, const char *status)
 
 /* ------------------------------------------------------------ planning */
 
+/* A run killed before its first checkpoint (while it was starting):
+ * nothing was released, so it resumes from the start — with every sink
+ * at 0 bytes, which is only known for sinks that truncate their file. */
+static int start_checkpoint(dag_graph *g, const Elspeth__RunRecord *run,
+			    Elspeth__Checkpoint **out, core_err *err)
+{
+	Elspeth__Checkpoint ck = ELSPETH__CHECKPOINT__INIT;
+	Elspeth__CheckpointSink *sinks = calloc(g->nnodes, sizeof(*sinks));
+	Elspeth__CheckpointSink **ptrs = calloc(g->nnodes, sizeof(*ptrs));
+	char empty[CORE_SHA256_HEX_LEN + 1];
+	uint8_t d[CORE_SHA256_LEN];
+	uint8_t *buf = NULL;
+	int rc = 0;
+
+	if (!sinks || !ptrs) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
+	core_sha256("", 0, d);
+	core_hex(d, sizeof(d), empty);
+	ck.format_version = CKPT_FORMAT_VERSION;
+	ck.run_id = run->run_id;
+	ck.reason = "none (stopped while starting)";
+	ck.topology_hash = run->topology_hash;
+	ck.config_hash = run->config_hash;
+	for (size_t i = 0; i < g->nnodes; i++) {
+		const dag_node *n = &g->nodes[i];
+		const core_node *mode = core_map_get(n->options, "mode");
+		Elspeth__CheckpointSink *m = &sinks[ck.n_sinks];
+
+		if (n->kind != DAG_SINK)
+			continue;
+		if (mode && mode->kind == CORE_NODE_SCALAR && !strcmp(mode->value, "append")) {
+			rc = core_err_set(err, CORE_EDATA,
+				"run %llu stopped before its first checkpoint, and sink '%s' appends "
+				"to its file, so what it held before the run is unknown; start a new run",
+				(unsigned long long)run->run_id, n->name);
+			goto out;
+		}
+		elspeth__checkpoint_sink__init(m);
+		m->node_id = (uint32_t)i;
+		m->name = (char *)n->name;
+		m->path = (char *)ckpt_sink_path(n->options);
+		m->prefix_hash = empty;
+		ptrs[ck.n_sinks++] = m;
+	}
+	ck.sinks = ptrs;
+	/* Packed and unpacked, so ckpt_free can free it like a loaded one. */
+	if (!(buf = malloc(elspeth__checkpoint__get_packed_size(&ck) + 1))) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
+	*out = elspeth__checkpoint__unpack(NULL, elspeth__checkpoint__pack(&ck, buf), buf);
+	if (!*out)
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+out:
+	free(buf);
+	free(ptrs);
+	free(sinks);
+	return rc;
+}
+
 /* Checks everything a resume needs before it writes; fills r. */
 static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 		   core_err *err)
@@ -491,7 +553,9 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"run %llu completed; there is nothing to resume", (unsigned long long)run);
 	if ((rc = eng__topology_hash(g, topo, err)))
 		return rc;
-	if (strcmp(topo, r->run->topology_hash))
+	/* Killed while starting: the provisional record has no topology
+	 * hash yet; the config hash still decides. */
+	if (r->run->topology_hash[0] && strcmp(topo, r->run->topology_hash))
 		return core_err_set(err, CORE_EDATA,
 			"run %llu was run with another pipeline (topology hash %.12s..., "
 			"these settings give %.12s...); resume with the settings it ran with",
@@ -501,7 +565,10 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"the settings changed since run %llu (config hash %.12s..., now %.12s...); "
 			"resume with the settings it ran with", (unsigned long long)run,
 			r->run->config_hash, g->settings->config_hash);
-	if ((rc = ckpt_load(rec, run, &r->ck, err)))
+	rc = ckpt_load(rec, run, &r->ck, err);
+	if (rc == REC_NOTFOUND)
+		rc = start_checkpoint(g, r->run, &r->ck, err);
+	if (rc)
 		return rc;
 	for (size_t i = 0; i < r->ck->n_sinks; i++) {
 		const Elspeth__CheckpointSink *s = r->ck->sinks[i];

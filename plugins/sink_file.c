@@ -157,7 +157,10 @@ int plg__outfile_resume(plg__outfile *f, const char *path,
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	f->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC);
+	if (!at->pos && (rc = mkdir_parents(path, err)))
+		return rc;
+	/* A file the run never got to create starts empty. */
+	f->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | (at->pos ? 0 : O_CREAT), 0666);
 	if (f->fd < 0)
 		return core_err_set(err, CORE_EIO, "cannot open '%s' to resume: %s",
 				    path, strerror(errno));
