@@ -22,6 +22,7 @@ void rec__batch_reset(rec__batch *b)
 	core_buf_reset(&b->arena);
 	b->nops = 0;
 	b->ticket = 0;
+	b->urgent = false;
 }
 
 /* Bytes the batch holds (what the queue bound counts). */

@@ -61,7 +61,8 @@ static int queue_room(rec_env *env, size_t need)
 }
 
 static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
-		   const void *val, size_t vlen, const ProtobufCMessage *msg)
+		   const void *val, size_t vlen, const ProtobufCMessage *msg,
+		   bool urgent)
 {
 	rec__op *op;
 	char *p;
@@ -81,7 +82,12 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 			protobuf_c_message_pack(msg, (uint8_t *)p + k->len);
 		else if (vlen && val)
 			memcpy(p + k->len, val, vlen);
-		writer_wake(env);
+		if (urgent) {
+			env->queue.urgent = true;
+			writer_hurry(env);
+		} else {
+			writer_wake(env);
+		}
 	}
 	pthread_mutex_unlock(&env->lock);
 	return rc;
@@ -90,7 +96,7 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 	    size_t vlen)
 {
-	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL);
+	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL, false);
 }
 
 int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
@@ -99,7 +105,16 @@ int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
 	if (!msg)
 		return CORE_EINTERNAL;
 	return enqueue(env, REC__OP_PUT, t, k, NULL,
-		       protobuf_c_message_get_packed_size(msg), msg);
+		       protobuf_c_message_get_packed_size(msg), msg, false);
+}
+
+int rec_put_msg_now(rec_env *env, rec_table t, const rec_key *k,
+		    const ProtobufCMessage *msg)
+{
+	if (!msg)
+		return CORE_EINTERNAL;
+	return enqueue(env, REC__OP_PUT, t, k, NULL,
+		       protobuf_c_message_get_packed_size(msg), msg, true);
 }
 
 int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
@@ -144,7 +159,7 @@ int rec_put_payload(rec_env *env, const void *data, size_t len,
 	core_sha256(data, len, k.b);
 	k.len = CORE_SHA256_LEN;
 	core_hex(k.b, CORE_SHA256_LEN, hex);
-	return enqueue(env, REC__OP_PUT_ONCE, REC_PAYLOADS, &k, data, len, NULL);
+	return enqueue(env, REC__OP_PUT_ONCE, REC_PAYLOADS, &k, data, len, NULL, false);
 }
 
 /* env->lock held. */

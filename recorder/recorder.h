@@ -109,6 +109,11 @@ int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 /* Packs msg and enqueues it. */
 int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
 		const ProtobufCMessage *msg);
+/* Like rec_put_msg, but the writer commits it without gathering more
+ * puts first (it does not wait the group-commit delay): for records worth
+ * an early commit, such as a paid LLM answer a resume could replay. */
+int rec_put_msg_now(rec_env *env, rec_table t, const rec_key *k,
+		    const ProtobufCMessage *msg);
 /* Like rec_put_msg, and the writer fdatasyncs fds before it commits the
  * transaction holding this put (a checkpoint and the sink files it names:
  * the bytes it counts are durable before it is). The descriptors must

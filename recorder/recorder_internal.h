@@ -83,6 +83,7 @@ typedef struct rec__batch {
 	rec__op *ops;
 	size_t nops, cap;
 	uint64_t ticket;   /* the last flush/sync ticket in it, or 0 */
+	bool urgent;       /* holds a put that should not wait (rec_put_msg_now) */
 } rec__batch;
 
 typedef struct rec__stats {

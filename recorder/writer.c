@@ -17,7 +17,8 @@
  * error, stats) and wake whoever waits for it.
  *
  * Before taking the queue the writer gathers puts for up to GATHER_NS
- * after its previous commit, unless a flush/sync ticket or a full queue
+ * after its previous commit, unless a flush/sync ticket, an urgent put
+ * (rec_put_msg_now: an LLM call's record), a full queue
  * (writer_gathering + writer_hurry in put.c) or stop says not to.
  * Producers signal work_cond only when writer_idle is set. Shutdown:
  * stop = true, wake, join; the writer drains the queue before it exits.
@@ -72,7 +73,8 @@ static void gather(rec_env *env)
 	uint64_t until = env->committed_ns + GATHER_NS, now;
 	struct timespec ts;
 
-	while (!env->stop && !env->queue.ticket && !env->space_waiters &&
+	while (!env->stop && !env->queue.ticket && !env->queue.urgent &&
+	       !env->space_waiters &&
 	       (now = core_now_mono_ns()) < until) {
 		clock_gettime(CLOCK_REALTIME, &ts); /* work_cond's clock */
 		ts.tv_nsec += (long)(until - now);
