@@ -17,8 +17,9 @@
  * error, stats) and wake whoever waits for it.
  *
  * Before taking the queue the writer gathers puts for up to GATHER_NS
- * after its previous commit, unless a flush/sync ticket, an urgent put
- * (rec_put_msg_now: an LLM call's record), a full queue
+ * after its previous commit (URGENT_GATHER_NS when an urgent put waits:
+ * rec_put_msg_now, an LLM call's record), unless a flush/sync ticket, a
+ * full queue
  * (writer_gathering + writer_hurry in put.c) or stop says not to.
  * Producers signal work_cond only when writer_idle is set. Shutdown:
  * stop = true, wake, join; the writer drains the queue before it exits.
@@ -39,6 +40,10 @@
  * environment closes. Records reach the disk at most this much later; a
  * checkpoint or a flush is never delayed. */
 #define GATHER_NS (20 * 1000 * 1000ull)
+/* ... and for at most this long when an urgent put waits (an LLM call's
+ * record: few are lost to a crash, yet a commit still carries ~2 ms of
+ * answers rather than one). */
+#define URGENT_GATHER_NS (2 * 1000 * 1000ull)
 
 static void batch_swap(rec__batch *a, rec__batch *b)
 {
@@ -65,17 +70,21 @@ static void batch_finish(rec_env *env, const rec__batch *b, int rc,
 		pthread_cond_broadcast(&env->space_cond);
 }
 
-/* env->lock held: waits until GATHER_NS after the last commit, or until
- * someone needs the writer. Producers signal only when writer_gathering
- * is set and they wait (put.c writer_hurry). */
+static uint64_t gather_until(const rec_env *env)
+{
+	return env->committed_ns + (env->queue.urgent ? URGENT_GATHER_NS : GATHER_NS);
+}
+
+/* env->lock held: waits until GATHER_NS (URGENT_GATHER_NS) after the
+ * last commit, or until someone needs the writer. Producers signal only
+ * when writer_gathering is set and they wait (put.c writer_hurry). */
 static void gather(rec_env *env)
 {
-	uint64_t until = env->committed_ns + GATHER_NS, now;
+	uint64_t now, until;
 	struct timespec ts;
 
-	while (!env->stop && !env->queue.ticket && !env->queue.urgent &&
-	       !env->space_waiters &&
-	       (now = core_now_mono_ns()) < until) {
+	while (!env->stop && !env->queue.ticket && !env->space_waiters &&
+	       (now = core_now_mono_ns()) < (until = gather_until(env))) {
 		clock_gettime(CLOCK_REALTIME, &ts); /* work_cond's clock */
 		ts.tv_nsec += (long)(until - now);
 		ts.tv_sec += ts.tv_nsec / 1000000000L;
