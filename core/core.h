@@ -44,6 +44,8 @@ typedef enum core_code {
 	CORE_EDATA,                   /* a row or field is invalid */
 	CORE_EEXPR,                   /* expression syntax or runtime error */
 	CORE_EINTERNAL,               /* a bug: an invariant did not hold */
+	CORE_ESTOPPED,                /* a row cut short by SIGINT/SIGTERM:
+				       * left for `elspeth resume` */
 	CORE_ERR_LAST
 } core_code;
 

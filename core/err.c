@@ -65,6 +65,8 @@ const char *core_strerror(int code)
 		return "expression error";
 	case CORE_EINTERNAL:
 		return "internal error";
+	case CORE_ESTOPPED:
+		return "interrupted";
 	case CORE_ERR_LAST:
 		break;
 	}

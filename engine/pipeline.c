@@ -75,6 +75,8 @@ typedef struct pline {
 	uint64_t *handq;          /* rows pulled for idle workers (ring) */
 	uint64_t hand_head, hand_tail;
 	bool started;             /* every worker thread exists */
+	bool abandoned;           /* the next row was cut short by a stop:
+				   * nothing more is released (resume) */
 	bool source_done, shutdown;
 	unsigned idle;            /* workers waiting on work_cv */
 	unsigned active;          /* workers neither idle nor blocked */
@@ -248,7 +250,7 @@ static void fail(pline *p, int rc, const core_err *err)
 
 static bool can_release(pline *p)
 {
-	return !p->releasing && !p->rc && p->released < p->pulled &&
+	return !p->releasing && !p->rc && !p->abandoned && p->released < p->pulled &&
 	       slot_of(p, p->released + 1)->state == SLOT_DONE;
 }
 
@@ -269,10 +271,11 @@ static void checkpoint(pline *p, const char *reason)
 		slot *s = slot_of(p, seq);
 		eng_ckpt_row *r = &p->ckrows[at.nrows];
 
-		if (s->state == SLOT_DONE)
+		if (s->state == SLOT_DONE && s->rc != CORE_ESTOPPED)
 			*r = (eng_ckpt_row){ .row = &s->row, .res = &s->res,
 					     .rc = s->rc, .error = s->err.msg };
-		else if (atomic_load_explicit(&s->row.recorded, memory_order_acquire))
+		else if (s->state == SLOT_DONE || /* cut short: run it again */
+			 atomic_load_explicit(&s->row.recorded, memory_order_acquire))
 			*r = (eng_ckpt_row){ .row = &s->row,
 				.before = s->row.has_before ? s->row.before : at.pos,
 				.has_before = s->row.has_before || at.has_pos };
@@ -307,10 +310,16 @@ static void release_rows(pline *p)
 	slot *s;
 
 	p->releasing = true;
-	while (!p->rc && p->released < p->pulled &&
+	while (!p->rc && !p->abandoned && p->released < p->pulled &&
 	       (s = slot_of(p, p->released + 1))->state == SLOT_DONE) {
 		int rc;
 
+		/* Cut short by SIGINT/SIGTERM: it and the rows after it stay
+		 * unreleased, for the resume (ADR 0012). */
+		if (s->rc == CORE_ESTOPPED) {
+			p->abandoned = true;
+			break;
+		}
 		if (s->waited)
 			p->waiting--;
 		pthread_mutex_unlock(&p->lock);
@@ -501,7 +510,8 @@ static bool finished(pline *p)
 	if (p->rc)
 		return true;
 	return (p->source_done || stopping(p)) && !p->pulling &&
-	       !p->releasing && p->processing == 0 && p->released == p->pulled;
+	       !p->releasing && p->processing == 0 &&
+	       (p->released == p->pulled || p->abandoned);
 }
 
 /* Fires due aggregation timeouts under the release role (lock held on
@@ -603,14 +613,15 @@ static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 	return 0;
 }
 
-/* Rows processed but never released (the run failed): their tokens get a
- * FAILED outcome so the trail stays complete. */
-static void abandon(pline *p, eng_summary *sum)
+/* Rows processed but never released. When the run failed their tokens
+ * get a FAILED outcome so the trail stays complete; when it was
+ * interrupted they are in its last checkpoint, for the resume. */
+static void abandon(pline *p, bool failed)
 {
 	for (unsigned i = 0; i < p->cap; i++) {
 		slot *s = &p->ring[i];
 
-		if (s->state == SLOT_DONE) {
+		if (s->state == SLOT_DONE && failed) {
 			for (size_t t = 0; t < s->res.ntokens; t++) {
 				eng_token *tok = &s->res.tokens[t];
 
@@ -624,7 +635,6 @@ static void abandon(pline *p, eng_summary *sum)
 		eng__result_release(&s->res);
 		eng__row_release(&s->row);
 	}
-	(void)sum;
 }
 
 static void pipe_destroy(pline *p)
@@ -725,6 +735,10 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		s->rc = eng__row_run(c, &s->row, &s->res, &s->err);
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;
+		if (s->rc == CORE_ESTOPPED) { /* left for the resume */
+			p.abandoned = true;
+			break;
+		}
 		rc = release_row(&p, s, err);
 		if (rc)
 			break;
@@ -751,7 +765,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 	pthread_mutex_unlock(&p.lock);
 	sum->interrupted = !rc && c->stop && *c->stop;
 	metrics(&p, sum);
-	abandon(&p, sum);
+	abandon(&p, rc != 0);
 	pipe_destroy(&p);
 	return rc;
 }
@@ -821,7 +835,7 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 	c->blocking = NULL;
 	sum->interrupted = !rc && c->stop && *c->stop;
 	metrics(&p, sum);
-	abandon(&p, sum);
+	abandon(&p, rc != 0);
 	pipe_destroy(&p);
 	return rc;
 }

@@ -245,9 +245,13 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 
 	t->step++;
 	while ((rc = attempt(w, t, n, try, &out))) {
-		if (!w->err->retryable || try + 1 >= (unsigned)r->max_attempts ||
-		    (stop && *stop))
+		if (!w->err->retryable || try + 1 >= (unsigned)r->max_attempts)
 			break;
+		if (stop && *stop) { /* it would have been retried */
+			rc = core_err_prefix(w->err, "interrupted before retry %u", try + 2);
+			w->err->code = rc = CORE_ESTOPPED;
+			break;
+		}
 		eng__blocking(w->c, true);
 		backoff_sleep(r, try++, stop, w->seq);
 		eng__blocking(w->c, false);
@@ -265,6 +269,8 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 		return 0;
 	}
 	*done = true;
+	if (rc == CORE_ESTOPPED) /* not failed: unfinished, for the resume */
+		return rc;
 	w->res->failed = true;
 	if (n->on_error == DAG_NONE)
 		return core_err_prefix(w->err,
@@ -384,7 +390,7 @@ static int walk(walker *w, tok *t, dag_dest at, eng_outcome how)
 		rc = core_err_set(w->err, CORE_EINTERNAL, "row %llu: the walk does not end",
 				  (unsigned long long)w->seq);
 out_done:
-	if (rc && !w->failed_recorded) {
+	if (rc && rc != CORE_ESTOPPED && !w->failed_recorded) {
 		/* The run stops on this row: the token still gets its one
 		 * terminal outcome (DESIGN.md §5.3). */
 		w->failed_recorded = true;

@@ -161,8 +161,9 @@ static void push_delayed(hx_exec *x, job *j)
 }
 
 /* The run is being interrupted (SIGINT/SIGTERM): a request waiting for
- * capacity makes one last attempt at once and then gives up, so the rows
- * in flight can finish (on_error) instead of waiting for the server. */
+ * capacity makes one last attempt at once and then gives up (marked
+ * interrupted: its row is left for `elspeth resume`, ADR 0012), so the
+ * run stops without waiting for the server. */
 static bool stopping(const job *j)
 {
 	return j->b->ctx && j->b->ctx->stop && atomic_load(j->b->ctx->stop);
@@ -346,10 +347,12 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 	}
 	if (c == HX_GAVE_UP) {
 		x->st.capacity_errors++;
-		if (stopping(j))
+		if (stopping(j)) {
 			snprintf(why, sizeof(why),
 				 "interrupted (SIGINT/SIGTERM) while the server refused for capacity: %s",
 				 msg);
+			j->req->interrupted = true;
+		}
 		else
 			snprintf(why, sizeof(why),
 				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
@@ -591,6 +594,7 @@ void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
 		reqs[i].result = HX_OK;
 		reqs[i].attempts = reqs[i].capacity_retries = 0;
 		reqs[i].throttle_ns = 0;
+		reqs[i].interrupted = false;
 		jobs[i] = (job){ .req = &reqs[i], .b = &b, .queued_mono = now };
 		if (!replayed(&reqs[i], ctx))
 			b.left++;

@@ -82,6 +82,7 @@ typedef struct hx_req {
 	char error[512];             /* when result != HX_OK */
 	unsigned attempts;           /* every attempt, capacity retries too */
 	unsigned capacity_retries;
+	bool interrupted;            /* gave up because the run is stopping */
 	uint64_t throttle_ns;        /* waited for a slot or the throttle */
 } hx_req;
 

@@ -242,6 +242,9 @@ int llm_client_failed(const hx_req *r, const char *query, core_err *err)
 	char q[160];
 
 	err->retryable = false;
+	if (r->interrupted)
+		return core_err_set(err, CORE_ESTOPPED, "%sLLM call not finished: %s",
+				    of_query(query, q, sizeof(q)), r->error);
 	return core_err_set(err, CORE_EDATA, "%sLLM call failed (%s, %u attempt%s): %s",
 			    of_query(query, q, sizeof(q)), hx_class_name(r->result),
 			    r->attempts, r->attempts == 1 ? "" : "s", r->error);
