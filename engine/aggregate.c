@@ -221,6 +221,35 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	return rc;
 }
 
+/* Takes t (its data and error) as the buffer's next member; the first
+ * member starts the buffer's age at age_ns (0: now). */
+static int buf_push(agg_buf *b, uint64_t seq, eng_token *t, uint64_t age_ns,
+		    core_err *err)
+{
+	if (b->n == b->cap) {
+		size_t cap = b->cap ? b->cap * 2 : 16;
+		eng_token *m = realloc(b->members, cap * sizeof(*m));
+		uint64_t *s = m ? realloc(b->seqs, cap * sizeof(*s)) : NULL;
+
+		if (m)
+			b->members = m;
+		if (!m || !s)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		b->seqs = s;
+		b->cap = cap;
+	}
+	if (!b->n) {
+		uint64_t now = core_now_mono_ns();
+
+		b->first_mono = now > age_ns ? now - age_ns : 0;
+	}
+	b->seqs[b->n] = seq;
+	b->members[b->n++] = *t;
+	t->data = NULL; /* the buffer owns it now */
+	t->error = NULL;
+	return 0;
+}
+
 /* ------------------------------------------------------------- triggers */
 
 static bool condition_fires(agg_buf *b, core_err *err, int *rc)
@@ -251,24 +280,8 @@ int eng__agg_accept(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	if (!b)
 		return core_err_set(err, CORE_EINTERNAL, "no aggregation %d", t->node);
 	a = b->node->agg;
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		eng_token *m = realloc(b->members, cap * sizeof(*m));
-		uint64_t *s = m ? realloc(b->seqs, cap * sizeof(*s)) : NULL;
-
-		if (m)
-			b->members = m;
-		if (!m || !s)
-			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		b->seqs = s;
-		b->cap = cap;
-	}
-	if (!b->n)
-		b->first_mono = core_now_mono_ns();
-	b->seqs[b->n] = seq;
-	b->members[b->n++] = *t;
-	t->data = NULL; /* the buffer owns it now */
-	t->error = NULL;
+	if ((rc = buf_push(b, seq, t, 0, err)))
+		return rc;
 	if (a->trigger_count && b->n >= (size_t)a->trigger_count)
 		return flush(c, b, "count", seq, sum, err);
 	if (b->node->trigger && condition_fires(b, err, &rc))
@@ -368,26 +381,5 @@ int eng__aggs_put_back(eng_ctx *c, uint64_t seq, eng_token *t, uint64_t age_ns,
 		return core_err_set(err, CORE_EDATA,
 			"the checkpoint names aggregation node %d, which the pipeline lacks",
 			t->node);
-	if (b->n == b->cap) {
-		size_t cap = b->cap ? b->cap * 2 : 16;
-		eng_token *m = realloc(b->members, cap * sizeof(*m));
-		uint64_t *sq = m ? realloc(b->seqs, cap * sizeof(*sq)) : NULL;
-
-		if (m)
-			b->members = m;
-		if (!m || !sq)
-			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		b->seqs = sq;
-		b->cap = cap;
-	}
-	if (!b->n) {
-		uint64_t now = core_now_mono_ns();
-
-		b->first_mono = now > age_ns ? now - age_ns : 0;
-	}
-	b->seqs[b->n] = seq;
-	b->members[b->n++] = *t;
-	t->data = NULL;
-	t->error = NULL;
-	return 0;
+	return buf_push(b, seq, t, age_ns, err);
 }

@@ -371,7 +371,11 @@ static int parse_options(struct csv_sink *s, const core_node *opts,
 
 static int csv_close(void *state, core_err *err);
 
-static int csv_open(const core_node *options, void **state, core_err *err)
+/* Opens the file afresh (at == NULL) or at a checkpointed position: an
+ * existing header (append mode, or a resumed file that has one) is read
+ * back and a schema's must match it. */
+static int csv_start(const core_node *options, const plg_sink_pos *at,
+		     void **state, core_err *err)
 {
 	struct csv_sink *s = calloc(1, sizeof(*s));
 	const char *path = NULL;
@@ -381,9 +385,11 @@ static int csv_open(const core_node *options, void **state, core_err *err)
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
-	if (!rc && append)
+	if (!rc && at)
+		rc = plg__outfile_resume(&s->out, path, at, err);
+	if (!rc && (at ? at->pos > 0 : append))
 		rc = read_existing_header(s, path, err);
-	if (!rc)
+	if (!rc && !at)
 		rc = plg__outfile_open(&s->out, path, append, err);
 	if (!rc && s->out.pos == 0 && s->header_done) {
 		header_clear(s); /* the file was emptied meanwhile */
@@ -399,31 +405,15 @@ static int csv_open(const core_node *options, void **state, core_err *err)
 	return 0;
 }
 
-/* Reopens at a checkpointed position: the header, if the file has one
- * there, is read back (as in append mode) and a schema's must match. */
+static int csv_open(const core_node *options, void **state, core_err *err)
+{
+	return csv_start(options, NULL, state, err);
+}
+
 static int csv_resume(const core_node *options, const plg_sink_pos *at,
 		      void **state, core_err *err)
 {
-	struct csv_sink *s = calloc(1, sizeof(*s));
-	const char *path = NULL;
-	bool append = false;
-	int rc;
-
-	if (!s)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = parse_options(s, options, &path, &append, err);
-	if (!rc)
-		rc = plg__outfile_resume(&s->out, path, at, err);
-	if (!rc && at->pos)
-		rc = read_existing_header(s, path, err);
-	if (!rc && schema_has_fields(s->schema))
-		rc = header_from_schema(s, options, err);
-	if (rc) {
-		csv_close(s, NULL);
-		return rc;
-	}
-	*state = s;
-	return 0;
+	return csv_start(options, at, state, err);
 }
 
 static void csv_position(void *state, plg_sink_pos *out)

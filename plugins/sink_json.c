@@ -120,7 +120,11 @@ static int parse_options(struct json_sink *s, const core_node *opts,
 
 static int json_close(void *state, core_err *err);
 
-static int json_open(const core_node *options, void **state, core_err *err)
+/* Opens the file afresh (at == NULL) or at a checkpointed position (a
+ * JSON array continues after its last row: a closing bracket written by
+ * a run that closed is cut off). */
+static int json_start(const core_node *options, const plg_sink_pos *at,
+		      void **state, core_err *err)
 {
 	struct json_sink *s = calloc(1, sizeof(*s));
 	const char *path = NULL;
@@ -131,37 +135,26 @@ static int json_open(const core_node *options, void **state, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
 	if (!rc)
-		rc = plg__outfile_open(&s->out, path, append, err);
+		rc = at ? plg__outfile_resume(&s->out, path, at, err)
+			: plg__outfile_open(&s->out, path, append, err);
 	if (rc) {
 		json_close(s, NULL);
 		return rc;
 	}
+	s->rows = at ? at->rows : 0;
 	*state = s;
 	return 0;
 }
 
-/* Reopens at a checkpointed position; a JSON array continues after its
- * last row (the closing bracket, if the run had closed, is cut off). */
+static int json_open(const core_node *options, void **state, core_err *err)
+{
+	return json_start(options, NULL, state, err);
+}
+
 static int json_resume(const core_node *options, const plg_sink_pos *at,
 		       void **state, core_err *err)
 {
-	struct json_sink *s = calloc(1, sizeof(*s));
-	const char *path = NULL;
-	bool append = false;
-	int rc;
-
-	if (!s)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = parse_options(s, options, &path, &append, err);
-	if (!rc)
-		rc = plg__outfile_resume(&s->out, path, at, err);
-	if (rc) {
-		json_close(s, NULL);
-		return rc;
-	}
-	s->rows = at->rows;
-	*state = s;
-	return 0;
+	return json_start(options, at, state, err);
 }
 
 static void json_position(void *state, plg_sink_pos *out)

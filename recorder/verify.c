@@ -15,7 +15,8 @@
  * cut off the sink file — and its calls may have lost their node state
  * (written after them); a superseded batch needs no member outcomes; in a
  * run that did not complete, tokens waiting in the latest checkpoint's
- * aggregation buffers need no outcome; a replayed call names a successful
+ * aggregation buffers, and tokens of the rows it holds unreleased (an
+ * interrupt leaves the rows it cut short), need no outcome; a replayed call names a successful
  * call of the run with the same request (and answer).
  */
 #include <ctype.h>
@@ -38,6 +39,7 @@ typedef struct verify {
 	json_t *parents;   /* token ids that are some token's parent */
 	json_t *abandoned; /* token ids in `superseded` */
 	json_t *waiting;   /* token ids in the checkpoint's aggregation buffers */
+	json_t *waiting_rows; /* rows the checkpoint holds unreleased */
 	bool batch_superseded; /* member_one: the batch being scanned */
 } verify;
 
@@ -270,6 +272,22 @@ static int batch_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	return 0;
 }
 
+/* Whether the token (its record) belongs to a row the checkpoint of an
+ * unfinished run holds unreleased (done or in flight: the resume releases
+ * or runs it). */
+static bool row_waiting(const verify *v, const void *val, size_t vl)
+{
+	Elspeth__TokenRecord *t;
+	bool w;
+
+	if (!json_object_size(v->waiting_rows) ||
+	    !(t = elspeth__token_record__unpack(NULL, vl, val)))
+		return false;
+	w = set_has(v->waiting_rows, t->row_id);
+	elspeth__token_record__free_unpacked(t, NULL);
+	return w;
+}
+
 static int token_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
 {
 	verify *v = ctx;
@@ -286,7 +304,7 @@ static int token_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	v->tokens++;
 	abandoned = set_has(v->abandoned, id);
 	if (rec_get(v->t, REC_TOKEN_OUTCOMES, &k, &ov, &ol)) {
-		if (!abandoned && !set_has(v->waiting, id))
+		if (!abandoned && !set_has(v->waiting, id) && !row_waiting(v, val, vl))
 			violation(v, "token %llu has no terminal outcome",
 				  (unsigned long long)id);
 		return 0;
@@ -520,8 +538,9 @@ static int resume_one(void *ctx, const void *key, size_t kl, const void *val, si
 }
 
 /* A run that did not complete (interrupted, failed, or crashed while
- * running) leaves tokens in aggregation buffers for a resume: the members
- * its latest checkpoint lists need no outcome yet. */
+ * running) leaves tokens in aggregation buffers and rows unreleased (an
+ * interrupt leaves the rows it cut short) for a resume: the members and
+ * rows its latest checkpoint lists need no outcome yet. */
 static void load_waiting(verify *v, const Elspeth__RunRecord *r)
 {
 	Elspeth__Checkpoint *c;
@@ -542,6 +561,8 @@ static void load_waiting(verify *v, const Elspeth__RunRecord *r)
 	for (i = 0; i < c->n_aggregations; i++)
 		for (j = 0; j < c->aggregations[i]->n_members; j++)
 			set_add(v->waiting, c->aggregations[i]->members[j]->token_id);
+	for (i = 0; i < c->n_rows; i++)
+		set_add(v->waiting_rows, c->rows[i]->seq);
 	elspeth__checkpoint__free_unpacked(c, NULL);
 }
 
@@ -573,6 +594,7 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	v.parents = json_object();
 	v.abandoned = json_object();
 	v.waiting = json_object();
+	v.waiting_rows = json_object();
 	rec_scan(v.t, REC_SUPERSEDED, &k, superseded_one, &v);
 	rec_scan(v.t, REC_RESUMES, &k, resume_one, &v);
 	load_waiting(&v, r);
@@ -597,6 +619,7 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	json_decref(v.parents);
 	json_decref(v.abandoned);
 	json_decref(v.waiting);
+	json_decref(v.waiting_rows);
 	elspeth__run_record__free_unpacked(r, NULL);
 	rec_read_end(v.t);
 	return 0;

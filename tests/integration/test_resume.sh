@@ -326,7 +326,12 @@ YAML
   # The run SIGKILLed half way through the reference run's time.
   mock_reset
   start_bg d ../llm.yaml run --execute
-  sleep "$half"
+  # Killed once about a third of the rows are out (a time-based kill
+  # misses on a loaded machine), at most after the reference's half time.
+  local w=0
+  while [ "$(nlines d/out/out.jsonl)" -lt $((U / 3)) ] && [ $w -lt 400 ]; do
+    sleep 0.01; w=$((w + 1))
+  done
   kill -KILL "$BG" 2>/dev/null
   wait "$BG" 2>/dev/null; BGRC=$?
   sleep 0.2   # requests already on the wire reach the mock
