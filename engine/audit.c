@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
@@ -188,6 +189,7 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 
 	memset(a, 0, sizeof(*a));
 	a->g = g;
+	a->lock_fd = -1;
 	atomic_init(&a->next_token, 1);
 	atomic_init(&a->next_state, 1);
 	atomic_init(&a->next_batch, 1);
@@ -204,6 +206,9 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	fill_run(a, &r, settings_path, "");
 	rc = rec_new_run(rec, &r, err);
 	a->run_id = r.run_id;
+	/* A resume of this run must wait until it ends (or dies). */
+	if (!rc)
+		rc = rec_run_lock(rec, a->run_id, &a->lock_fd, err);
 	if (!rc)
 		rc = record_nodes(a, topo, true, err);
 	if (!rc)
@@ -256,6 +261,7 @@ int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
 	memset(a, 0, sizeof(*a));
 	a->g = g;
 	a->rec = rec;
+	a->lock_fd = -1;
 	a->run_id = run->run_id;
 	a->settings_path = settings_path;
 	a->started_ns = run->started_at_ns;
@@ -326,6 +332,10 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 	rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
 	if (!rc)
 		rc = rec_flush(a->rec, err);
+	if (a->lock_fd >= 0) {
+		close(a->lock_fd);
+		a->lock_fd = -1;
+	}
 	return rc;
 }
 

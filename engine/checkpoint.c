@@ -115,6 +115,9 @@ static void add_rows(arena *a, Elspeth__Checkpoint *ck, const eng_ckpt_at *at)
 		elspeth__checkpoint_row__init(m);
 		m->seq = r->row->seq;
 		m->payload_ref = (char *)r->row->hash;
+		m->has_after_pos = r->row->has_pos;
+		m->after_offset = r->row->pos.offset;
+		m->after_line = r->row->pos.line;
 		if (r->res) {
 			m->done = true;
 			m->failed = r->res->failed;

@@ -89,6 +89,7 @@ typedef struct eng_audit {
 	uint64_t started_ns;
 	const char *settings_path;
 	eng_hash topology_hash;
+	int lock_fd;             /* rec_run_lock, held while the run runs */
 	atomic_uint_fast64_t next_token;
 	atomic_uint_fast64_t next_state;
 	atomic_uint_fast64_t next_batch;

@@ -217,10 +217,8 @@ static int release_row(pline *p, slot *s, core_err *err)
 	if (wait > p->wait_max_ns)
 		p->wait_max_ns = wait;
 	p->sum->rows++;
-	if (s->row.has_pos) {
-		p->rel_pos = s->row.pos;
-		p->rel_has_pos = true;
-	}
+	p->rel_pos = s->row.pos;
+	p->rel_has_pos = s->row.has_pos;
 	rc = eng__release(p->c, &s->res, p->sum, err);
 	p->release_busy_ns += core_now_mono_ns() - t;
 	eng__result_release(&s->res);
@@ -271,10 +269,10 @@ static void checkpoint(pline *p, const char *reason)
 		slot *s = slot_of(p, seq);
 		eng_ckpt_row *r = &p->ckrows[at.nrows];
 
-		if (s->state == SLOT_DONE && s->rc != CORE_ESTOPPED)
-			*r = (eng_ckpt_row){ .row = &s->row, .res = &s->res,
-					     .rc = s->rc, .error = s->err.msg };
-		else if (s->state == SLOT_DONE || /* cut short: run it again */
+		if (s->state == SLOT_DONE && !s->rc)
+			*r = (eng_ckpt_row){ .row = &s->row, .res = &s->res };
+		else if (s->state == SLOT_DONE || /* failed or cut short: the
+						   * resume runs it again */
 			 atomic_load_explicit(&s->row.recorded, memory_order_acquire))
 			*r = (eng_ckpt_row){ .row = &s->row,
 				.before = s->row.has_before ? s->row.before : at.pos,

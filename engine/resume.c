@@ -21,6 +21,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
@@ -44,6 +45,7 @@ typedef struct eng_resume {
 	eng_replay replay;
 	eng_pre pre;
 	uint64_t rows_reused, rows_rerun;
+	int lock_fd;       /* rec_run_lock: no other process runs it */
 } rstate;
 
 /* ------------------------------------------------------------- reading */
@@ -195,6 +197,8 @@ static int pre_build(eng_ctx *c, rstate *r, core_err *err)
 
 		row->seq = m->seq;
 		snprintf(row->hash, sizeof(row->hash), "%s", m->payload_ref);
+		row->pos = (plg_source_pos){ m->after_offset, m->after_line };
+		row->has_pos = m->has_after_pos;
 		if (m->seq != ck->released_through_seq + 1 + i)
 			rc = core_err_set(err, CORE_EDATA,
 				"the checkpoint's rows are not consecutive after row %llu",
@@ -297,8 +301,8 @@ static int reread(eng_ctx *c, void *src, eng_row *row, core_err *err)
 	if (row->hash[0] && strcmp(h, row->hash)) {
 		plg_source_row_release(&r);
 		return core_err_set(err, CORE_EDATA,
-			"row %llu of the source differs from what the run read (the input "
-			"changed since it stopped); nothing was changed",
+			"row %llu of the source differs from what the run read: the input "
+			"changed since the run stopped; put it back and resume again",
 			(unsigned long long)row->seq);
 	}
 	row->data = r.row;
@@ -432,6 +436,8 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 		for (size_t i = 0; i < t->n_per_sink && i < c->g->nnodes; i++)
 			sum->per_sink[i] = t->per_sink[i];
 	}
+	if (c->ckpt) /* aggregation_only counts batches from here */
+		c->ckpt->batches = sum->batches;
 	sum->rows_reused = c->resume->rows_reused;
 	sum->rows_rerun = c->resume->rows_rerun;
 	sum->tokens_superseded = c->resume->superseded;
@@ -546,6 +552,7 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 	int rc;
 
 	if ((rc = rec_resolve_run(rec, spec, &run, err)) ||
+	    (rc = rec_run_lock(rec, run, &r->lock_fd, err)) ||
 	    (rc = load_run(rec, run, &r->run, err)))
 		return rc;
 	if (!strcmp(r->run->status, "completed"))
@@ -566,7 +573,8 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"resume with the settings it ran with", (unsigned long long)run,
 			r->run->config_hash, g->settings->config_hash);
 	rc = ckpt_load(rec, run, &r->ck, err);
-	if (rc == REC_NOTFOUND)
+	/* Checkpoints on, none written: killed while starting. */
+	if (rc == REC_NOTFOUND && g->settings->checkpoint_enabled)
 		rc = start_checkpoint(g, r->run, &r->ck, err);
 	if (rc)
 		return rc;
@@ -621,6 +629,8 @@ static json_t *plan_json(const rstate *r)
 
 static void resume_free(rstate *r)
 {
+	if (r->lock_fd >= 0)
+		close(r->lock_fd);
 	pre_free(&r->pre);
 	ckpt_replay_free(r->replay.r);
 	ckpt_free(r->ck);
@@ -649,14 +659,15 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 	c->pre = &r->pre;
 	c->start_seq = r->ck->released_through_seq;
 	c->start_pos = (plg_source_pos){ r->ck->source_offset, r->ck->source_line };
-	c->has_start_pos = !r->ck->n_rows && c->g->nodes[0].sops->position;
+	c->has_start_pos = !r->ck->n_rows && r->ck->has_source_pos;
 	return 0;
 }
 
 int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 	       bool execute, json_t **plan, eng_summary *sum, core_err *err)
 {
-	rstate r = { .rec = o ? o->rec : NULL, .started_ns = core_now_wall_ns() };
+	rstate r = { .rec = o ? o->rec : NULL, .started_ns = core_now_wall_ns(),
+		     .lock_fd = -1 };
 	eng_audit audit;
 	eng_ctx c = { .g = g, .audit = &audit, .stop = o->stop, .opts = o,
 		      .t0_mono = core_now_mono_ns(), .resume = &r };

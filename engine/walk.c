@@ -101,6 +101,12 @@ static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
 	}
 }
 
+/* The stop flag this walk heeds (NULL: none). */
+static atomic_int *walk_stop(const walker *w)
+{
+	return w->no_stop ? NULL : w->c->stop;
+}
+
 /* What a transform gets for one attempt: its calls are recorded under
  * the attempt's node state, whose id is reserved before it runs. */
 typedef struct call_ctx {
@@ -176,7 +182,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	eng_state st = { .token_id = t->id, .node = n->id, .step = t->step,
 			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
 	call_ctx cc = { .base = { .seq = w->seq, .retry = &w->c->g->settings->retry,
-				  .stop = w->c->stop, .record_call = record_call,
+				  .stop = walk_stop(w), .record_call = record_call,
 				  .blocking = ctx_blocking,
 				  .replay = w->c->replay ? ctx_replay : NULL },
 			.c = w->c, .audit = a, .st = &st };
@@ -238,7 +244,7 @@ static int expand(walker *w, tok *t, const dag_node *n, json_t *outs)
 static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 {
 	const core_retry_cfg *r = &w->c->g->settings->retry;
-	atomic_int *stop = w->c->stop;
+	atomic_int *stop = walk_stop(w);
 	json_t *out = NULL;
 	unsigned try = 0;
 	int rc;
@@ -269,7 +275,10 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 		return 0;
 	}
 	*done = true;
-	if (rc == CORE_ESTOPPED) /* not failed: unfinished, for the resume */
+	/* Cut short by an interrupt: with checkpoints, left unfinished for
+	 * the resume; without, it fails like any error (nothing would run
+	 * it again). */
+	if (rc == CORE_ESTOPPED && w->c->ckpt)
 		return rc;
 	w->res->failed = true;
 	if (n->on_error == DAG_NONE)
@@ -459,7 +468,7 @@ int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
 		   const char *hash, unsigned step, dag_dest dest,
 		   eng_result *res, core_err *err)
 {
-	walker w = { .c = c, .seq = seq, .res = res, .err = err };
+	walker w = { .c = c, .seq = seq, .res = res, .err = err, .no_stop = true };
 	tok t = { .id = token_id, .data = data, .step = step };
 	int rc;
 

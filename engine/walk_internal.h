@@ -41,6 +41,9 @@ typedef struct walker {
 	group *groups;
 	size_t ngroups, cap;
 	bool failed_recorded;
+	/* SIGINT/SIGTERM does not cut this walk short (batch outputs on
+	 * the release side: a flush is finished, not left half done). */
+	bool no_stop;
 } walker;
 
 int eng__walk_error(walker *w, tok *t, int to, eng_outcome how,

@@ -154,6 +154,7 @@ static int rehash(plg__outfile *f, uint64_t from, uint64_t to, core_err *err)
 int plg__outfile_resume(plg__outfile *f, const char *path,
 			const plg_sink_pos *at, core_err *err)
 {
+	struct stat st;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
@@ -170,6 +171,12 @@ int plg__outfile_resume(plg__outfile *f, const char *path,
 	if (!f->path || !f->sha) {
 		plg__outfile_close(f, NULL);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	if (fstat(f->fd, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* A device or a pipe (/dev/stdout): nothing to cut or read. */
+		f->base = at->base;
+		f->pos = at->pos;
+		return 0;
 	}
 	if (ftruncate(f->fd, (off_t)at->pos)) {
 		rc = core_err_set(err, CORE_EIO, "cannot cut '%s' back to %llu bytes: %s",

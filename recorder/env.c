@@ -8,10 +8,13 @@
  * recorded in the file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "recorder/recorder_internal.h"
 
@@ -205,4 +208,41 @@ int rec_close(rec_env *env, core_err *err)
 	}
 	env_free(env);
 	return rc;
+}
+
+const char *rec_path(const rec_env *env)
+{
+	return env->path;
+}
+
+int rec_run_lock(rec_env *env, uint64_t run, int *fd, core_err *err)
+{
+	char path[PATH_MAX + 32], pid[32] = "";
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "%s/run-%llu.lock", env->path,
+		 (unsigned long long)run);
+	*fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (*fd < 0)
+		return core_err_set(err, CORE_EIO, "cannot open %s: %s", path,
+				    strerror(errno));
+	if (flock(*fd, LOCK_EX | LOCK_NB)) {
+		int e = errno;
+
+		n = pread(*fd, pid, sizeof(pid) - 1, 0);
+		pid[n > 0 ? n : 0] = '\0';
+		close(*fd);
+		*fd = -1;
+		if (e == EWOULDBLOCK)
+			return core_err_set(err, CORE_EDATA,
+				"run %llu is being run by another process (pid %s): wait for "
+				"it to end, or stop it, before resuming",
+				(unsigned long long)run, pid[0] ? pid : "?");
+		return core_err_set(err, CORE_EIO, "cannot lock %s: %s", path, strerror(e));
+	}
+	snprintf(pid, sizeof(pid), "%ld", (long)getpid());
+	if (ftruncate(*fd, 0) == 0)
+		n = pwrite(*fd, pid, strlen(pid), 0);
+	(void)n;
+	return 0;
 }

@@ -364,8 +364,8 @@ YAML
   [ "$dup" -ge 0 ] && [ "$dup" -le $((r1 - k)) ] &&
     pass "LLM replay: requests sent twice ($dup = $rt - $U) <= answers not durable at the kill ($((r1 - k)) = $r1 - $k)" ||
     fail "LLM replay: $dup requests sent twice ($rt - $U), more than the $((r1 - k)) answers not durable at the kill"
-  [ $((r1 - k)) -le 80 ] && pass "LLM replay: answers lost to the kill ($((r1 - k))) ~ the 64 in flight" ||
-    fail "LLM replay: $((r1 - k)) answers not durable at the kill, far more than the 64 in flight"
+  # How many were not durable depends on the writer's speed (64 in flight
+  # plus ~2 ms of answers here; far more under TSan): printed above.
   # How many answers are replayable depends on where the kill lands
   # relative to the last checkpoint (usually 1-40): printed, not asserted.
   [ -n "$z" ] && pass "LLM replay: the summary line counts $z replayed answers" ||
@@ -478,7 +478,26 @@ sg() {
   verify_ok g && pass "killed before the first checkpoint: verify OK" || { fail "killed before the first checkpoint: verify"; show g/verify.log; }
 }
 
-for sec in ${RESUME_SECTIONS:-a b c d e f g}; do
+# ------------------------------------------ h. the run is still running
+# A resume while the run (or another resume) still runs is refused: the
+# running process holds run-N.lock; once it is gone the resume proceeds.
+sh() {
+  ref
+  mkdir -p h
+  start_bg h ../p.yaml run --execute --max-rows-in-flight 2
+  local i
+  for i in $(seq 1 500); do [ -s h/out/joined.jsonl ] && break; sleep 0.01; done
+  resume h ../p.yaml --execute
+  [ $RC = 1 ] && grep -q "being run by another process (pid $BG)" h/resume.log &&
+    pass "a run still running: resume refused, naming its pid" ||
+    { fail "a run still running: resume exit $RC"; show h/resume.log; }
+  kill -KILL "$BG" 2>/dev/null; wait "$BG" 2>/dev/null
+  resume h ../p.yaml --execute --max-rows-in-flight 8
+  [ $RC = 0 ] && same_sinks ref h && pass "a run still running: after it died, the resume finishes it identically" ||
+    { fail "a run still running: resume after the kill exit $RC"; show h/resume.log; }
+}
+
+for sec in ${RESUME_SECTIONS:-a b c d e f g h}; do
   t=$(date +%s.%N); "s$sec"
   echo "# section $sec: $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 done
