@@ -31,8 +31,12 @@
  * A row whose processing failed stops the run when its turn to be
  * released comes, so the run fails at the same row in every mode. On
  * SIGINT/SIGTERM no more rows are pulled; the rows in flight finish and
- * are released (ADR 0007). Sequential mode runs the same stages inline on
- * the calling thread.
+ * are released (ADR 0007) — up to a row the interrupt cut short
+ * (CORE_ESTOPPED), which stays unreleased with the rows after it, for
+ * `elspeth resume`. Whoever holds the release role also takes the
+ * checkpoints (ADR 0012): after a release pass when one is due, before
+ * the first row, and at the end. Sequential mode runs the same stages
+ * inline on the calling thread.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
