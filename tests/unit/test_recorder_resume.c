@@ -273,6 +273,24 @@ static void put_checkpoint(fixture *fx, uint64_t member)
 	cr_assert_eq(rec_put_msg(fx->env, REC_CHECKPOINTS, &k, &c.base), 0);
 }
 
+/* The run's checkpoint, holding row `seq` unreleased (in flight). */
+static void put_checkpoint_row(fixture *fx, uint64_t seq)
+{
+	Elspeth__Checkpoint c = ELSPETH__CHECKPOINT__INIT;
+	Elspeth__CheckpointRow row = ELSPETH__CHECKPOINT_ROW__INIT;
+	Elspeth__CheckpointRow *rows[1] = { &row };
+	rec_key k = key1(RUN);
+
+	row.seq = seq;
+	c.format_version = 1;
+	c.run_id = RUN;
+	c.reason = "interrupt";
+	c.released_through_seq = seq - 1;
+	c.n_rows = 1;
+	c.rows = rows;
+	cr_assert_eq(rec_put_msg(fx->env, REC_CHECKPOINTS, &k, &c.base), 0);
+}
+
 /* --------------------------------------------------------- assertions */
 
 static json_t *verify_run(fixture *fx)
@@ -608,6 +626,42 @@ Test(recorder_resume, tokens_in_a_checkpoint_buffer_need_no_outcome_until_comple
 	assert_violation(rep, "token 1 has no terminal outcome");
 	assert_violation(rep, "token 2 has no terminal outcome");
 	assert_count(rep, 2);
+	json_decref(rep);
+}
+
+/* Row 2 was cut short by an interrupt and is held unreleased by the
+ * checkpoint: its tokens need no outcome until the run completes; row 1's
+ * token still does. */
+static json_t *verify_unreleased(const char *status)
+{
+	fixture fx;
+	json_t *rep;
+
+	fixture_open(&fx);
+	put_run(&fx, status);
+	put_row(&fx, 1);
+	put_row(&fx, 2);
+	put_token(&fx, 1, 1);
+	put_token(&fx, 2, 2);
+	put_token(&fx, 3, 2);
+	put_checkpoint_row(&fx, 2);
+	rep = verify_run(&fx);
+	fixture_close(&fx);
+	return rep;
+}
+
+Test(recorder_resume, tokens_of_unreleased_checkpoint_rows_need_no_outcome_until_completed,
+     .timeout = TIMEOUT)
+{
+	json_t *rep = verify_unreleased("interrupted");
+
+	assert_violation(rep, "token 1 has no terminal outcome");
+	assert_count(rep, 1);
+	json_decref(rep);
+	rep = verify_unreleased("completed");
+	assert_violation(rep, "token 2 has no terminal outcome");
+	assert_violation(rep, "token 3 has no terminal outcome");
+	assert_count(rep, 3);
 	json_decref(rep);
 }
 
