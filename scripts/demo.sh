@@ -57,9 +57,15 @@ reset_mock
 ELSPETH_OUT_DIR="$EX/out/crash" build/elspeth run -s "$EX/settings.yaml" --execute \
   --max-rows-in-flight 64 --format json > "$EX/out/crash/events.jsonl" 2>&1 &
 run=$!
-sleep 3
-kill -9 "$run"; wait "$run" 2>/dev/null || true
-echo "killed after 3 s: $(wc -l < "$EX/out/crash/tickets.csv") lines in tickets.csv so far"
+lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+# Killed about halfway: once ~1,000 tickets are written (at most 30 s).
+for _ in $(seq 600); do
+  [ "$(lines "$EX/out/crash/tickets.csv")" -ge 1000 ] && break
+  kill -0 "$run" 2>/dev/null || break
+  sleep 0.05
+done
+kill -9 "$run" 2>/dev/null || true; wait "$run" 2>/dev/null || true
+echo "killed (SIGKILL) with $(lines "$EX/out/crash/tickets.csv") lines in tickets.csv"
 echo "== elspeth resume latest -s $EX/settings.yaml (dry run)"
 ELSPETH_OUT_DIR="$EX/out/crash" build/elspeth resume latest -s "$EX/settings.yaml"
 echo "== elspeth resume latest -s $EX/settings.yaml --execute --max-rows-in-flight 64"
