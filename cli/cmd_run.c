@@ -249,7 +249,7 @@ static void print_resumed(const eng_summary *sum)
 	       "rows run again, %llu LLM answers replayed, %llu abandoned tokens marked superseded\n",
 	       (unsigned long long)sum->run_id, sum->attempt,
 	       (unsigned long long)sum->rows_reused, (unsigned long long)sum->rows_rerun,
-	       (unsigned long long)sum->calls_replayed,
+	       (unsigned long long)sum->replayed_now,
 	       (unsigned long long)sum->tokens_superseded);
 }
 

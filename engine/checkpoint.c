@@ -220,13 +220,22 @@ static void add_plugins(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck)
 	}
 }
 
-static void add_totals(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck,
+static void add_totals(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck,
 		       const eng_summary *sum)
 {
+	const dag_graph *g = c->g;
 	Elspeth__CheckpointTotals *t = alloc(a, sizeof(*t));
+	uint64_t *classes = alloc(a, ENG_CALL_CLASSES * sizeof(*classes));
 
-	if (!t)
+	if (!t || !classes)
 		return;
+	t->calls = atomic_load(&c->calls);
+	t->calls_ok = atomic_load(&c->calls_ok);
+	t->calls_replayed = atomic_load(&c->calls_replayed);
+	for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
+		classes[i] = atomic_load(&c->calls_by_class[i]);
+	t->n_calls_by_class = ENG_CALL_CLASSES;
+	t->calls_by_class = classes;
 	elspeth__checkpoint_totals__init(t);
 	t->rows = sum->rows;
 	t->succeeded = sum->succeeded;
@@ -276,7 +285,7 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 	add_aggregations(&a, c, &ck);
 	add_sinks(&a, c->g, &ck, fds, &nfds);
 	add_plugins(&a, c->g, &ck);
-	add_totals(&a, c->g, &ck, sum);
+	add_totals(&a, c, &ck, sum);
 	if (a.oom)
 		rc = core_err_set(err, CORE_ENOMEM, "checkpoint: out of memory");
 	else if ((rc = ckpt_put(au->rec, &ck, fds, nfds)))

@@ -101,6 +101,7 @@ typedef struct eng_summary {
 	uint64_t rows_reused;    /* resume: completed rows released as they were */
 	uint64_t rows_rerun;     /* resume: in-flight rows run again */
 	uint64_t tokens_superseded;
+	uint64_t replayed_now;   /* resume: answers this resume replayed */
 } eng_summary;
 
 /* The error classes of calls counted in eng_summary.calls_by_class. */

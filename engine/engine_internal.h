@@ -233,7 +233,7 @@ int eng__resume_open(eng_ctx *c, void *src, core_err *err);
 /* Aggregation buffers, plugin states and totals put back. */
 int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err);
 uint32_t eng__resume_attempt(const eng_ctx *c);
-void eng__resume_finish(eng_ctx *c, const eng_summary *sum, const char *status);
+void eng__resume_finish(eng_ctx *c, eng_summary *sum, const char *status);
 /* The next of the checkpoint's unreleased rows (seq must be the next):
  * 1, or 0 when they are all out. */
 int eng__pre_next(eng_ctx *c, uint64_t seq, eng_row *row);

@@ -46,6 +46,7 @@ typedef struct eng_resume {
 	eng_pre pre;
 	uint64_t rows_reused, rows_rerun;
 	int lock_fd;       /* rec_run_lock: no other process runs it */
+	uint64_t replayed_before; /* by earlier attempts (checkpoint totals) */
 } rstate;
 
 /* ------------------------------------------------------------- reading */
@@ -435,6 +436,13 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 			sum->outcomes[i] = t->outcomes[i];
 		for (size_t i = 0; i < t->n_per_sink && i < c->g->nnodes; i++)
 			sum->per_sink[i] = t->per_sink[i];
+		/* Calls of the earlier attempts count in the run's totals. */
+		atomic_store(&c->calls, t->calls);
+		atomic_store(&c->calls_ok, t->calls_ok);
+		atomic_store(&c->calls_replayed, t->calls_replayed);
+		c->resume->replayed_before = t->calls_replayed;
+		for (size_t i = 0; i < t->n_calls_by_class && i < ENG_CALL_CLASSES; i++)
+			atomic_store(&c->calls_by_class[i], t->calls_by_class[i]);
 	}
 	if (c->ckpt) /* aggregation_only counts batches from here */
 		c->ckpt->batches = sum->batches;
@@ -467,14 +475,15 @@ static void put_resume_record(rstate *r, const char *status,
 	m.rows_reused = r->rows_reused;
 	m.rows_rerun = r->rows_rerun;
 	m.tokens_superseded = r->superseded;
-	m.calls_replayed = sum ? sum->calls_replayed : 0;
+	m.calls_replayed = sum ? sum->replayed_now : 0;
 	m.max_rows_in_flight = in_flight;
 	m.previous_status = r->run->status;
 	rec_put_msg(r->rec, REC_RESUMES, &k, &m.base);
 }
 
-void eng__resume_finish(eng_ctx *c, const eng_summary *sum, const char *status)
+void eng__resume_finish(eng_ctx *c, eng_summary *sum, const char *status)
 {
+	sum->replayed_now = sum->calls_replayed - c->resume->replayed_before;
 	put_resume_record(c->resume, status, sum, sum->in_flight);
 	rec_flush(c->resume->rec, NULL);
 }

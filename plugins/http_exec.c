@@ -362,6 +362,16 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 	}
 	j->first_capacity_mono = 0;
 	if (hx_transient(c) && ++j->transient_attempts < max) {
+		if (stopping(j)) {
+			/* It would be retried after a backoff: left unfinished
+			 * for the resume instead (ADR 0012). */
+			snprintf(why, sizeof(why),
+				 "interrupted (SIGINT/SIGTERM) before retry %u: %s",
+				 j->transient_attempts + 1, msg);
+			j->req->interrupted = true;
+			finish(j, c, status, why);
+			return;
+		}
 		j->due_mono = now + backoff_ns(x, r, j->transient_attempts);
 		push_delayed(x, j);
 		return;

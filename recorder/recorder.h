@@ -86,8 +86,9 @@ int rec_close(rec_env *env, core_err *err);
 const char *rec_path(const rec_env *env);
 /* Takes the lock that says run `run` is being run by this process (a file
  * run-RUN.lock in the environment's directory, flock'd: a crash frees
- * it). *fd receives it (close it to release). CORE_EDATA naming the
- * holder's pid when another process holds it. */
+ * it). *fd receives it (close it to release; -1 when a READONLY env
+ * finds no lock file: nobody runs it, and nothing is created). CORE_EDATA
+ * naming the holder's pid when another process holds it. */
 int rec_run_lock(rec_env *env, uint64_t run, int *fd, core_err *err);
 /* "lmdb://./state/audit.lmdb" -> "./state/audit.lmdb". */
 int rec_path_from_url(const char *url, char *out, size_t cap, core_err *err);
