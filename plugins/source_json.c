@@ -50,25 +50,10 @@ static int nomem(core_err *err)
 	return core_err_set(err, CORE_ENOMEM, "out of memory");
 }
 
+/* core_json_kind, with integers and reals both "a number". */
 static const char *type_name(const json_t *v)
 {
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		return "an object";
-	case JSON_ARRAY:
-		return "an array";
-	case JSON_STRING:
-		return "a string";
-	case JSON_INTEGER:
-	case JSON_REAL:
-		return "a number";
-	case JSON_TRUE:
-	case JSON_FALSE:
-		return "a boolean";
-	case JSON_NULL:
-		break;
-	}
-	return "null";
+	return json_is_number(v) ? "a number" : core_json_kind(v);
 }
 
 /* Skips a UTF-8 byte order mark at the start of fp. */
