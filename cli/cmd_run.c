@@ -200,21 +200,29 @@ static int open_audit(const core_settings *s, rec_env **rec, char *path,
 	return rec_open(path, 0, rec, err);
 }
 
-/* A resume writes only into an existing Landscape (opening one for
- * writing would create it). */
-static int landscape_exists(const core_settings *s, core_err *err)
+/* The Landscape of the settings, read-only (a resume's checks and dry
+ * run: opening it for writing would create it). */
+static int open_readonly(const core_settings *s, rec_env **rec, core_err *err)
 {
 	char path[4096];
-	rec_env *ro;
 	int rc;
 
+	*rec = NULL;
 	if (!s->audit)
 		return core_err_set(err, CORE_ECONFIG,
 			"resume needs the Landscape, which landscape.enabled: false turns off");
-	if ((rc = rec_path_from_url(s->landscape_url, path, sizeof(path), err)) ||
-	    (rc = rec_open(path, REC_READONLY, &ro, err)))
+	if ((rc = rec_path_from_url(s->landscape_url, path, sizeof(path), err)))
 		return rc;
-	return rec_close(ro, err);
+	return rec_open(path, REC_READONLY, rec, err);
+}
+
+/* A resume writes only into an existing Landscape. */
+static int landscape_exists(const core_settings *s, core_err *err)
+{
+	rec_env *ro;
+	int rc = open_readonly(s, &ro, err);
+
+	return rc ? rc : rec_close(ro, err);
 }
 
 static void summary_json(const char *event, const dag_graph *g,
@@ -415,16 +423,9 @@ static int resume_dry(dag_graph *g, const run_args *a)
 	core_err err = { 0 };
 	eng_summary sum;
 	json_t *plan = NULL;
-	char path[4096];
 	int rc;
 
-	/* A dry run reads only. */
-	if (!g->settings->audit)
-		core_err_set(&err, CORE_ECONFIG,
-			"resume needs the Landscape, which landscape.enabled: false turns off");
-	else if (!rec_path_from_url(g->settings->landscape_url, path, sizeof(path), &err))
-		rec_open(path, REC_READONLY, &o.rec, &err);
-	if (!o.rec) {
+	if (open_readonly(g->settings, &o.rec, &err)) { /* a dry run reads only */
 		cli_error(&err);
 		return CLI_ERROR;
 	}

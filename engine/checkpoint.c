@@ -122,8 +122,6 @@ static void add_rows(arena *a, Elspeth__Checkpoint *ck, const eng_ckpt_at *at)
 			m->done = true;
 			m->failed = r->res->failed;
 			m->retries = r->res->retries;
-			m->rc = r->rc;
-			m->error = r->rc && r->error ? (char *)r->error : "";
 			m->tokens = alloc(a, r->res->ntokens * sizeof(*m->tokens));
 			for (size_t t = 0; m->tokens && t < r->res->ntokens; t++)
 				if ((m->tokens[t] = token_msg(a, &r->res->tokens[t], m->seq)))

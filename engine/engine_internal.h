@@ -40,8 +40,6 @@ typedef struct eng_row {
 	/* Resume: the row was done at the checkpoint; this is its result,
 	 * released as it is (owned; NULL: process the row). */
 	struct eng_result *ready;
-	int ready_rc;
-	char *ready_error;
 } eng_row;
 
 /* Where a terminal token goes at release. */
@@ -173,8 +171,6 @@ typedef struct eng_ckpt {
 typedef struct eng_ckpt_row {
 	const eng_row *row;
 	const struct eng_result *res; /* NULL: still being processed */
-	int rc;                    /* a done row whose processing failed */
-	const char *error;
 	plg_source_pos before;     /* the source before the row */
 	bool has_before;
 } eng_ckpt_row;

@@ -664,17 +664,14 @@ static void metrics(pline *p, eng_summary *sum)
 	sum->release_blocked_s = (double)p->release_busy_ns / 1e9;
 }
 
-/* A new run's first checkpoint, before any row: the sinks' starting
- * positions, so a run killed before its first release resumes too. */
-static int first_checkpoint(pline *p, core_err *err)
+/* A checkpoint taken by the calling thread outside a release pass. */
+static int checkpoint_now(pline *p, const char *reason, core_err *err)
 {
 	int rc;
 
-	if (!p->c->ckpt || p->c->resume)
-		return 0;
 	pthread_mutex_lock(&p->lock);
 	p->releasing = true;
-	checkpoint(p, "start");
+	checkpoint(p, reason);
 	p->releasing = false;
 	rc = p->rc;
 	if (rc)
@@ -683,23 +680,22 @@ static int first_checkpoint(pline *p, core_err *err)
 	return rc;
 }
 
+/* A new run's first checkpoint, before any row: the sinks' starting
+ * positions, so a run killed before its first release resumes too. */
+static int first_checkpoint(pline *p, core_err *err)
+{
+	if (!p->c->ckpt || p->c->resume)
+		return 0;
+	return checkpoint_now(p, "start", err);
+}
+
 /* A checkpoint at the end of the run or at an interrupt (nothing is in
  * flight any more). Returns the run's result. */
 static int last_checkpoint(pline *p, int rc, core_err *err)
 {
-	bool stopped = p->c->stop && *p->c->stop;
-
 	if (rc || !p->c->ckpt)
 		return rc;
-	pthread_mutex_lock(&p->lock);
-	p->releasing = true;
-	checkpoint(p, stopped ? "interrupt" : "end");
-	p->releasing = false;
-	rc = p->rc;
-	if (rc)
-		*err = p->err;
-	pthread_mutex_unlock(&p->lock);
-	return rc;
+	return checkpoint_now(p, p->c->stop && *p->c->stop ? "interrupt" : "end", err);
 }
 
 /* One row in flight: the same stages, called in turn on this thread

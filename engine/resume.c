@@ -177,9 +177,6 @@ static int done_row(eng_ctx *c, const Elspeth__CheckpointRow *m, eng_row *row,
 		}
 	}
 	row->ready = res;
-	row->ready_rc = m->rc;
-	if (m->rc && !(row->ready_error = strdup(m->error)))
-		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	return rc;
 }
 

@@ -254,7 +254,7 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 		if (!w->err->retryable || try + 1 >= (unsigned)r->max_attempts)
 			break;
 		if (stop && *stop) { /* it would have been retried */
-			rc = core_err_prefix(w->err, "interrupted before retry %u", try + 2);
+			core_err_prefix(w->err, "interrupted before retry %u", try + 2);
 			w->err->code = rc = CORE_ESTOPPED;
 			break;
 		}
@@ -451,17 +451,12 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 
 int eng__row_run(eng_ctx *c, eng_row *row, eng_result *res, core_err *err)
 {
-	int rc;
-
 	if (!row->ready)
 		return eng__process_row(c, row, res, err);
 	*res = *row->ready;
 	free(row->ready);
 	row->ready = NULL;
-	rc = row->ready_rc;
-	if (rc)
-		core_err_set(err, rc, "%s", row->ready_error ? row->ready_error : "");
-	return rc;
+	return 0;
 }
 
 int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
@@ -504,7 +499,6 @@ void eng__row_release(eng_row *r)
 		eng__result_release(r->ready);
 		free(r->ready);
 	}
-	free(r->ready_error);
 	memset(r, 0, sizeof(*r));
 }
 

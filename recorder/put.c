@@ -60,29 +60,43 @@ static int queue_room(rec_env *env, size_t need)
 	return env->werr;
 }
 
+/* What a put carries besides key and value. */
+typedef struct put_extra {
+	bool urgent;       /* the writer gathers no longer (rec_put_msg_now) */
+	const int *fds;    /* to fsync before the commit (REC__OP_PUT_FSYNC) */
+	size_t nfds;
+} put_extra;
+
 static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 		   const void *val, size_t vlen, const ProtobufCMessage *msg,
-		   bool urgent)
+		   const put_extra *x)
 {
+	size_t fbytes = x ? x->nfds * sizeof(int) : 0;
 	rec__op *op;
 	char *p;
 	int rc;
 
 	if (!env || !env->has_writer || (unsigned)t >= REC_TABLE_LAST || !k ||
-	    !k->len || k->len > REC_KEY_MAX || (vlen && !val && !msg))
+	    !k->len || k->len > REC_KEY_MAX || (vlen && !val && !msg) ||
+	    (x && (x->nfds > UINT16_MAX || (x->nfds && !x->fds))))
 		return CORE_EINTERNAL;
 	pthread_mutex_lock(&env->lock);
-	rc = queue_room(env, k->len + vlen);
+	rc = queue_room(env, k->len + vlen + fbytes);
 	if (!rc)
-		rc = rec__batch_push(&env->queue, kind, t, k->len, vlen, &op);
+		rc = rec__batch_push(&env->queue, kind, t, k->len, vlen + fbytes, &op);
 	if (!rc) {
+		op->vlen = vlen;
 		p = env->queue.arena.data + op->off;
 		memcpy(p, k->b, k->len);
 		if (msg)
 			protobuf_c_message_pack(msg, (uint8_t *)p + k->len);
 		else if (vlen && val)
 			memcpy(p + k->len, val, vlen);
-		if (urgent) {
+		if (fbytes) { /* the descriptors follow the value */
+			op->nfds = (uint16_t)x->nfds;
+			memcpy(p + k->len + vlen, x->fds, fbytes);
+		}
+		if (x && x->urgent) {
 			env->queue.urgent = true;
 			writer_hurry(env);
 		} else {
@@ -96,57 +110,38 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 	    size_t vlen)
 {
-	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL, false);
+	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL, NULL);
+}
+
+static int put_msg(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
+		   const ProtobufCMessage *msg, const put_extra *x)
+{
+	if (!msg)
+		return CORE_EINTERNAL;
+	return enqueue(env, kind, t, k, NULL,
+		       protobuf_c_message_get_packed_size(msg), msg, x);
 }
 
 int rec_put_msg(rec_env *env, rec_table t, const rec_key *k,
 		const ProtobufCMessage *msg)
 {
-	if (!msg)
-		return CORE_EINTERNAL;
-	return enqueue(env, REC__OP_PUT, t, k, NULL,
-		       protobuf_c_message_get_packed_size(msg), msg, false);
+	return put_msg(env, REC__OP_PUT, t, k, msg, NULL);
 }
 
 int rec_put_msg_now(rec_env *env, rec_table t, const rec_key *k,
 		    const ProtobufCMessage *msg)
 {
-	if (!msg)
-		return CORE_EINTERNAL;
-	return enqueue(env, REC__OP_PUT, t, k, NULL,
-		       protobuf_c_message_get_packed_size(msg), msg, true);
+	put_extra x = { .urgent = true };
+
+	return put_msg(env, REC__OP_PUT, t, k, msg, &x);
 }
 
 int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
 		      const ProtobufCMessage *msg, const int *fds, size_t nfds)
 {
-	size_t vlen, extra = nfds * sizeof(int);
-	rec__op *op;
-	char *p;
-	int rc;
+	put_extra x = { .fds = fds, .nfds = nfds };
 
-	if (!env || !env->has_writer || (unsigned)t >= REC_TABLE_LAST || !k ||
-	    !k->len || k->len > REC_KEY_MAX || !msg || nfds > UINT16_MAX ||
-	    (nfds && !fds))
-		return CORE_EINTERNAL;
-	vlen = protobuf_c_message_get_packed_size(msg);
-	pthread_mutex_lock(&env->lock);
-	rc = queue_room(env, k->len + vlen + extra);
-	if (!rc)
-		rc = rec__batch_push(&env->queue, REC__OP_PUT_FSYNC, t, k->len,
-				     vlen + extra, &op);
-	if (!rc) {
-		op->vlen = vlen;
-		op->nfds = (uint16_t)nfds;
-		p = env->queue.arena.data + op->off;
-		memcpy(p, k->b, k->len);
-		protobuf_c_message_pack(msg, (uint8_t *)p + k->len);
-		if (extra)
-			memcpy(p + k->len + vlen, fds, extra);
-		writer_wake(env);
-	}
-	pthread_mutex_unlock(&env->lock);
-	return rc;
+	return put_msg(env, REC__OP_PUT_FSYNC, t, k, msg, &x);
 }
 
 int rec_put_payload(rec_env *env, const void *data, size_t len,
@@ -159,7 +154,7 @@ int rec_put_payload(rec_env *env, const void *data, size_t len,
 	core_sha256(data, len, k.b);
 	k.len = CORE_SHA256_LEN;
 	core_hex(k.b, CORE_SHA256_LEN, hex);
-	return enqueue(env, REC__OP_PUT_ONCE, REC_PAYLOADS, &k, data, len, NULL, false);
+	return enqueue(env, REC__OP_PUT_ONCE, REC_PAYLOADS, &k, data, len, NULL, NULL);
 }
 
 /* env->lock held. */
