@@ -227,6 +227,7 @@ static void add_totals(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck,
 
 	if (!t || !classes)
 		return;
+	elspeth__checkpoint_totals__init(t);
 	t->calls = atomic_load(&c->calls);
 	t->calls_ok = atomic_load(&c->calls_ok);
 	t->calls_replayed = atomic_load(&c->calls_replayed);
@@ -234,7 +235,6 @@ static void add_totals(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck,
 		classes[i] = atomic_load(&c->calls_by_class[i]);
 	t->n_calls_by_class = ENG_CALL_CLASSES;
 	t->calls_by_class = classes;
-	elspeth__checkpoint_totals__init(t);
 	t->rows = sum->rows;
 	t->succeeded = sum->succeeded;
 	t->failed = sum->failed;
