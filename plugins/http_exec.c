@@ -5,7 +5,7 @@
  * statistics, the easy-handle free list and every batch's `left` and cv.
  * The executor thread alone touches the multi handle, the easy handles
  * and a job's transfer fields. hx_run (any worker) appends its jobs to
- * `ready`, wakes the loop with curl_multi_wakeup and sleeps on its batch's
+ * `ready`, wakes the loop (an eventfd) and sleeps on its batch's
  * condition variable until every job is final.
  *
  * The loop, on the executor thread:
@@ -14,19 +14,26 @@
  *   dispatch while fewer than pool_size are active, a job is ready and
  *            the throttle allows (now >= next_dispatch): start it;
  *            next_dispatch = now + the throttle's delay;
- *   perform  curl_multi_perform, then each finished transfer is
+ *   turn     epoll_wait on libcurl's sockets (the multi_socket API: no
+ *            poll over every connection each turn), the wake-up eventfd
+ *            and the timeouts; curl_multi_socket_action on what is ready;
+ *            then each finished transfer is
  *            classified, recorded (unlocked), and the job is delayed for a
  *            retry or made final. The throttle backs off at most once per
  *            round trip: capacity errors of requests sent before the last
  *            backoff (one burst) count once, or a burst of 50 rejections
  *            would multiply the delay 50 times; and refusals without a
  *            success in between back off at most once a second;
- *   poll     until a socket is ready, the next dispatch or delayed time
- *            (at most 1 s), or a wake-up.
+ *   the wait lasts until a socket is ready, the next dispatch, delayed
+ *   or libcurl time (at most 1 s), or a wake-up.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,10 +73,13 @@ struct hx_exec {
 	pthread_t thread;
 	pthread_mutex_t lock;
 	CURLM *multi;
+	int epfd;                    /* libcurl's sockets and wakefd */
+	int wakefd;                  /* eventfd: hx_run, hx_close */
+	uint64_t curl_timer;         /* libcurl's next timeout (mono), 0: none */
 	bool shutdown;
 	job *ready, *ready_tail;     /* FIFO */
 	job *delayed;                /* by due_mono */
-	CURL *free_easy[64];
+	CURL **free_easy;            /* idle easy handles, up to pool_size */
 	unsigned nfree;
 	aimd throttle;
 	uint64_t next_dispatch;
@@ -210,7 +220,7 @@ static CURL *take_easy(hx_exec *x)
 
 static void give_easy(hx_exec *x, CURL *e)
 {
-	if (x->nfree < sizeof(x->free_easy) / sizeof(x->free_easy[0])) {
+	if (x->nfree < x->cfg.pool_size) {
 		curl_easy_reset(e);
 		x->free_easy[x->nfree++] = e;
 	} else
@@ -473,16 +483,104 @@ static int dispatch(hx_exec *x)
 	return ms;
 }
 
+/* libcurl tells which sockets to watch (CURLMOPT_SOCKETFUNCTION). */
+static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *sockp)
+{
+	hx_exec *x = userp;
+	struct epoll_event ev = { .data.fd = fd };
+
+	(void)e;
+	(void)sockp;
+	if (what == CURL_POLL_REMOVE) {
+		epoll_ctl(x->epfd, EPOLL_CTL_DEL, fd, NULL);
+		return 0;
+	}
+	ev.events = (what & CURL_POLL_IN ? EPOLLIN : 0u) | (what & CURL_POLL_OUT ? EPOLLOUT : 0u);
+	if (epoll_ctl(x->epfd, EPOLL_CTL_MOD, fd, &ev) && errno == ENOENT)
+		epoll_ctl(x->epfd, EPOLL_CTL_ADD, fd, &ev);
+	return 0;
+}
+
+/* libcurl's own timeouts (CURLMOPT_TIMERFUNCTION). */
+static int on_timer(CURLM *m, long ms, void *userp)
+{
+	hx_exec *x = userp;
+
+	(void)m;
+	x->curl_timer = ms < 0 ? 0 : core_now_mono_ns() + (uint64_t)ms * 1000000u + 1;
+	return 0;
+}
+
+/* The poll timeout: the sooner of dispatch's and libcurl's. */
+static int wait_ms(const hx_exec *x, int ms)
+{
+	uint64_t now = core_now_mono_ns();
+
+	if (x->curl_timer) {
+		uint64_t d = x->curl_timer > now ? (x->curl_timer - now + 999999) / 1000000 : 0;
+
+		if (d < (uint64_t)ms)
+			ms = (int)d;
+	}
+	return ms;
+}
+
+/* Waits for sockets, a wake-up or a timeout and lets libcurl act on them;
+ * then completes the finished transfers. */
+static void turn(hx_exec *x, int ms)
+{
+	struct epoll_event ev[256];
+	CURLMsg *m;
+	int n, running, left;
+
+	n = epoll_wait(x->epfd, ev, 256, wait_ms(x, ms));
+	for (int i = 0; i < n; i++) {
+		int mask = 0;
+		uint64_t v;
+
+		if (ev[i].data.fd == x->wakefd) {
+			if (read(x->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+				continue;
+			continue;
+		}
+		if (ev[i].events & EPOLLIN)
+			mask |= CURL_CSELECT_IN;
+		if (ev[i].events & EPOLLOUT)
+			mask |= CURL_CSELECT_OUT;
+		if (ev[i].events & (EPOLLERR | EPOLLHUP))
+			mask |= CURL_CSELECT_ERR;
+		curl_multi_socket_action(x->multi, ev[i].data.fd, mask, &running);
+	}
+	if (x->curl_timer && core_now_mono_ns() >= x->curl_timer) {
+		x->curl_timer = 0;
+		curl_multi_socket_action(x->multi, CURL_SOCKET_TIMEOUT, 0, &running);
+	}
+	while ((m = curl_multi_info_read(x->multi, &left))) {
+		job *j = NULL;
+
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+		done(x, j, m->data.result);
+	}
+}
+
+static void wake(hx_exec *x)
+{
+	uint64_t one = 1;
+
+	if (write(x->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		return;
+}
+
 static void *loop_main(void *arg)
 {
 	hx_exec *x = arg;
+	int ms;
 
 	pthread_setname_np(pthread_self(), "elspeth-http"); /* for top -H, gdb */
 
 	for (;;) {
-		CURLMsg *m;
-		int running, left, ms, finished;
-
 		pthread_mutex_lock(&x->lock);
 		if (x->shutdown && !x->active && !x->ready && !x->delayed) {
 			pthread_mutex_unlock(&x->lock);
@@ -490,21 +588,10 @@ static void *loop_main(void *arg)
 		}
 		ms = dispatch(x);
 		pthread_mutex_unlock(&x->lock);
-		curl_multi_perform(x->multi, &running);
-		finished = 0;
-		while ((m = curl_multi_info_read(x->multi, &left))) {
-			job *j = NULL;
-
-			if (m->msg != CURLMSG_DONE)
-				continue;
-			curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
-			done(x, j, m->data.result);
-			finished++;
-		}
-		/* A finished transfer freed a slot or queued a retry: dispatch
-		 * again before sleeping (ms was computed before it). */
-		if (!finished && ms > 0)
-			curl_multi_poll(x->multi, NULL, 0, ms, NULL);
+		/* Every turn is followed by a dispatch: a finished transfer
+		 * frees a slot or queues a retry, and new requests must not
+		 * wait while answers keep arriving. */
+		turn(x, ms);
 	}
 	return NULL;
 }
@@ -528,17 +615,39 @@ int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 		  cfg->backoff_multiplier, cfg->recovery_step_ms);
 	x->rng = (uint64_t)(uintptr_t)x ^ core_now_mono_ns();
 	x->st.pool_size = x->cfg.pool_size;
+	if (!(x->free_easy = calloc(x->cfg.pool_size, sizeof(*x->free_easy)))) {
+		free(x);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
 	if (!(x->multi = curl_multi_init())) {
+		free(x->free_easy);
 		free(x);
 		return core_err_set(err, CORE_ENOMEM, "libcurl: cannot create a multi handle");
 	}
 	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)x->cfg.pool_size);
+	curl_multi_setopt(x->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(x->multi, CURLMOPT_SOCKETDATA, x);
+	curl_multi_setopt(x->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(x->multi, CURLMOPT_TIMERDATA, x);
+	x->epfd = epoll_create1(EPOLL_CLOEXEC);
+	x->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (x->epfd >= 0 && x->wakefd >= 0) {
+		struct epoll_event ev = { .events = EPOLLIN, .data.fd = x->wakefd };
+
+		epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->wakefd, &ev);
+	}
 	pthread_mutex_init(&x->lock, NULL);
-	if (pthread_create(&x->thread, NULL, loop_main, x)) {
+	if (x->epfd < 0 || x->wakefd < 0 ||
+	    pthread_create(&x->thread, NULL, loop_main, x)) {
 		pthread_mutex_destroy(&x->lock);
 		curl_multi_cleanup(x->multi);
+		if (x->epfd >= 0)
+			close(x->epfd);
+		if (x->wakefd >= 0)
+			close(x->wakefd);
+		free(x->free_easy);
 		free(x);
-		return core_err_set(err, CORE_EIO, "cannot start the HTTP executor thread");
+		return core_err_set(err, CORE_EIO, "cannot start the HTTP executor (thread, epoll or eventfd)");
 	}
 	*out = x;
 	return 0;
@@ -619,7 +728,7 @@ void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
 		if (jobs[i].req)
 			push_ready(x, &jobs[i]);
 	pthread_mutex_unlock(&x->lock);
-	curl_multi_wakeup(x->multi);
+	wake(x);
 	plg_blocking(ctx, true);
 	pthread_mutex_lock(&x->lock);
 	while (b.left)
@@ -656,11 +765,14 @@ void hx_close(hx_exec *x)
 	pthread_mutex_lock(&x->lock);
 	x->shutdown = true;
 	pthread_mutex_unlock(&x->lock);
-	curl_multi_wakeup(x->multi);
+	wake(x);
 	pthread_join(x->thread, NULL);
 	while (x->nfree)
 		curl_easy_cleanup(x->free_easy[--x->nfree]);
 	curl_multi_cleanup(x->multi);
+	close(x->epfd);
+	close(x->wakefd);
 	pthread_mutex_destroy(&x->lock);
+	free(x->free_easy);
 	free(x);
 }
