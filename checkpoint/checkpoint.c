@@ -15,12 +15,12 @@ static void run_key(rec_key *k, uint64_t run)
 }
 
 int ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
-	     size_t nfds)
+	     size_t nfds, uint64_t *gen)
 {
 	rec_key k;
 
 	run_key(&k, c->run_id);
-	return rec_put_msg_fsync(env, REC_CHECKPOINTS, &k, &c->base, fds, nfds);
+	return rec_put_msg_fsync(env, REC_CHECKPOINTS, &k, &c->base, fds, nfds, gen);
 }
 
 int ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,

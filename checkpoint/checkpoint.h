@@ -24,9 +24,10 @@
 #define CKPT_FORMAT_VERSION 1
 
 /* Enqueues c as its run's latest checkpoint; the writer fsyncs fds (the
- * sink files) before committing it. */
+ * sink files) before committing it. gen (if not NULL) receives the queue
+ * generation it went into (rec_queue_gen). */
 int ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
-	     size_t nfds);
+	     size_t nfds, uint64_t *gen);
 /* The latest checkpoint of run: 0, REC_NOTFOUND (err set, saying so), or
  * an error. Free with ckpt_free. */
 int ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,

@@ -25,6 +25,12 @@ bool eng__ckpt_due(const eng_ctx *c, uint64_t released, const eng_summary *sum)
 
 	if (!k || released < k->last)
 		return false;
+	/* The last one still waits in the audit queue: a new one would
+	 * replace it in the same commit, so the work of one of them would
+	 * be lost. The next release pass after the writer took the queue
+	 * writes it (ADR 0012). */
+	if (k->written && c->audit->rec && rec_queue_gen(c->audit->rec) == k->gen)
+		return false;
 	switch (k->frequency) {
 	case CORE_CKPT_EVERY_ROW:
 		return released > k->last;
@@ -286,7 +292,7 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 	add_totals(&a, c, &ck, sum);
 	if (a.oom)
 		rc = core_err_set(err, CORE_ENOMEM, "checkpoint: out of memory");
-	else if ((rc = ckpt_put(au->rec, &ck, fds, nfds)))
+	else if ((rc = ckpt_put(au->rec, &ck, fds, nfds, &c->ckpt->gen)))
 		rc = core_err_set(err, rc, "checkpoint after row %llu: cannot enqueue it",
 				  (unsigned long long)at->released);
 	arena_free(&a);

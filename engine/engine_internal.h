@@ -165,6 +165,7 @@ typedef struct eng_ckpt {
 	uint64_t batches;          /* batches flushed at the last one */
 	uint32_t attempt;          /* 0: a run, n: its n-th resume */
 	uint64_t written;
+	uint64_t gen;              /* audit queue generation of the last one */
 } eng_ckpt;
 
 /* One unreleased row for a checkpoint: done (res set) or running. */

@@ -65,6 +65,7 @@ typedef struct put_extra {
 	bool urgent;       /* the writer gathers no longer (rec_put_msg_now) */
 	const int *fds;    /* to fsync before the commit (REC__OP_PUT_FSYNC) */
 	size_t nfds;
+	uint64_t *gen;     /* receives env->queue_gen */
 } put_extra;
 
 static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
@@ -96,6 +97,8 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 			op->nfds = (uint16_t)x->nfds;
 			memcpy(p + k->len + vlen, x->fds, fbytes);
 		}
+		if (x && x->gen)
+			*x->gen = env->queue_gen;
 		if (x && x->urgent) {
 			env->queue.urgent = true;
 			writer_hurry(env);
@@ -137,11 +140,22 @@ int rec_put_msg_now(rec_env *env, rec_table t, const rec_key *k,
 }
 
 int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
-		      const ProtobufCMessage *msg, const int *fds, size_t nfds)
+		      const ProtobufCMessage *msg, const int *fds, size_t nfds,
+		      uint64_t *gen)
 {
-	put_extra x = { .fds = fds, .nfds = nfds };
+	put_extra x = { .fds = fds, .nfds = nfds, .gen = gen };
 
 	return put_msg(env, REC__OP_PUT_FSYNC, t, k, msg, &x);
+}
+
+uint64_t rec_queue_gen(rec_env *env)
+{
+	uint64_t g;
+
+	pthread_mutex_lock(&env->lock);
+	g = env->queue_gen;
+	pthread_mutex_unlock(&env->lock);
+	return g;
 }
 
 int rec_put_payload(rec_env *env, const void *data, size_t len,

@@ -125,9 +125,16 @@ int rec_put_msg_now(rec_env *env, rec_table t, const rec_key *k,
 /* Like rec_put_msg, and the writer fdatasyncs fds before it commits the
  * transaction holding this put (a checkpoint and the sink files it names:
  * the bytes it counts are durable before it is). The descriptors must
- * stay open until the put is committed (rec_flush). */
+ * stay open until the put is committed (rec_flush). gen (if not NULL)
+ * receives the generation of the queue the put went into (rec_queue_gen). */
 int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
-		      const ProtobufCMessage *msg, const int *fds, size_t nfds);
+		      const ProtobufCMessage *msg, const int *fds, size_t nfds,
+		      uint64_t *gen);
+/* The generation of the queue puts go into now. It grows when the writer
+ * takes the queue to commit it: while it still equals the generation of
+ * an earlier put, that put is queued and a new put will be committed in
+ * the same transaction (a put of the same key replaces it unread). */
+uint64_t rec_queue_gen(rec_env *env);
 /* Stores data in the payload store under its SHA-256 (once: an existing
  * payload is not rewritten); hex receives the hash. */
 int rec_put_payload(rec_env *env, const void *data, size_t len,

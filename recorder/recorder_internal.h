@@ -7,7 +7,8 @@
  *   env->lock      guards the producer side of the writer: queue,
  *                  queue_max, stop, writer_idle, writer_self,
  *                  writer_running, *_waiters, space_waits,
- *                  ticket_next, ticket_done, werr, werr_msg and stats.
+ *                  ticket_next, ticket_done, queue_gen, werr, werr_msg
+ *                  and stats.
  *   env->map_lock  (rwlock) read side: held by every transaction of this
  *                  process for its whole life (rec_txn, the writer's
  *                  txns); write side: taken only to change the map size
@@ -126,6 +127,7 @@ struct rec_env {
 	bool writer_running;
 	int done_waiters, space_waiters;
 	uint64_t ticket_next, ticket_done;
+	uint64_t queue_gen;          /* +1 each time the writer takes the queue */
 	int werr;
 	core_err werr_msg;
 	size_t txn_ops_max;          /* writer only: puts per txn cap */

@@ -117,6 +117,7 @@ static void *writer_main(void *arg)
 			break;
 		gather(env);
 		batch_swap(&env->queue, b);
+		env->queue_gen++;
 		if (env->space_waiters)
 			pthread_cond_broadcast(&env->space_cond);
 		rc = env->werr;
