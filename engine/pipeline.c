@@ -411,8 +411,12 @@ static uint64_t pull_rows(pline *p, unsigned keep, unsigned give)
 }
 
 /* plg_ctx.blocking: a worker waits for a timer or the network. Its row
- * needs no CPU meanwhile, so rows are pulled for idle workers (up to the
- * room left): this is how N rows come to be in flight. */
+ * needs no CPU meanwhile, so rows are pulled for idle workers: this is how
+ * N rows come to be in flight. Only as many as bring the running workers
+ * back to the target: each of those, when its row blocks, brings in the
+ * next. Waking a batch at once (up to PULL_BATCH) made the woken workers
+ * queue for the lock and the CPUs: at N = 256 with 20 ms rows, 2,000 rows
+ * took 177-184 ms instead of 176-178 (Little's law: 156). */
 static void blocking(void *arg, bool begin)
 {
 	pline *p = arg;
@@ -422,7 +426,7 @@ static void blocking(void *arg, bool begin)
 		p->active++;
 	else if (--p->active < p->target && spare_workers(p)) {
 		if (can_pull(p))
-			pull_rows(p, 0, PULL_BATCH);
+			pull_rows(p, 0, p->target - p->active);
 		else if (!p->pulling) /* e.g. the release role is busy */
 			pthread_cond_signal(&p->work_cv);
 	}

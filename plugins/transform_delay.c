@@ -12,6 +12,7 @@
  *                 stay deterministic when retry.max_attempts >= 2) or
  *                 always (every attempt fails: the row goes to on_error).
  */
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -109,10 +110,15 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 	struct timespec ts;
 
 	if (ms > 0) {
-		ts.tv_sec = (time_t)(ms / 1000);
-		ts.tv_nsec = (long)(fmod(ms, 1000) * 1e6);
+		/* The row is held until `ms` after it arrived: the engine's
+		 * blocking hook (which may hand rows to other workers) runs
+		 * within that time, as it does while an HTTP request is out. */
+		uint64_t until = core_now_mono_ns() + (uint64_t)(ms * 1e6);
+
+		ts.tv_sec = (time_t)(until / 1000000000u);
+		ts.tv_nsec = (long)(until % 1000000000u);
 		plg_blocking(ctx, true);
-		while (nanosleep(&ts, &ts))
+		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
 			;
 		plg_blocking(ctx, false);
 	}
