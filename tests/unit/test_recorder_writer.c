@@ -381,3 +381,28 @@ Test(recorder, reader_process_sees_growing_counts, .timeout = TIMEOUT)
 	env_close(env);
 	tdir_remove(&d);
 }
+
+/* rec_queue_gen: unchanged while a put still waits in the queue, moved
+ * once the writer has taken it (engine/checkpoint.c builds no checkpoint
+ * while the last one is queued, relying on this). */
+Test(recorder, queue_gen_moves_when_the_writer_takes_the_queue, .timeout = TIMEOUT)
+{
+	Elspeth__RunRecord run = ELSPETH__RUN_RECORD__INIT;
+	uint64_t g1 = 0, g2 = 0;
+	rec_env *env;
+	rec_key k;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	run.run_id = 1;
+	k = key1(1);
+	cr_assert_eq(rec_put_msg_fsync(env, REC_RUNS, &k, &run.base, NULL, 0, &g1), 0);
+	cr_assert_geq(rec_queue_gen(env), g1, "the generation never goes back");
+	env_flush(env); /* committed: the writer took the queue holding it */
+	cr_assert_gt(rec_queue_gen(env), g1);
+	cr_assert_eq(rec_put_msg_fsync(env, REC_RUNS, &k, &run.base, NULL, 0, &g2), 0);
+	cr_assert_gt(g2, g1, "a put after the commit goes into a later queue");
+	env_close(env);
+	tdir_remove(&d);
+}
