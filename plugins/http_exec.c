@@ -31,11 +31,11 @@
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "plugins/aimd.h"
 #include "plugins/http_exec.h"
@@ -539,8 +539,9 @@ static void turn(hx_exec *x, int ms)
 		uint64_t v;
 
 		if (ev[i].data.fd == x->wakefd) {
-			if (read(x->wakefd, &v, sizeof(v)) < 0 && errno != EAGAIN)
-				continue;
+			/* Reset the counter: the wake-up only ends the wait. */
+			if (read(x->wakefd, &v, sizeof(v)) < 0)
+				v = 0;
 			continue;
 		}
 		if (ev[i].events & EPOLLIN)
@@ -565,11 +566,13 @@ static void turn(hx_exec *x, int ms)
 	}
 }
 
+/* Ends the loop's wait (hx_run, hx_close). A full counter (EAGAIN) is
+ * a wake-up already pending. */
 static void wake(hx_exec *x)
 {
 	uint64_t one = 1;
 
-	if (write(x->wakefd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	if (write(x->wakefd, &one, sizeof(one)) < 0)
 		return;
 }
 
