@@ -75,6 +75,7 @@ YAML
 
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
+echo "bench/checkpoint.sh: $ELSPETH (built $(date -r "$ELSPETH" '+%F %T'); tree at $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)), $(nproc) cores"
 printf "%-5s %-10s %6s %12s %8s %12s %s\n" workload checkpoint N "rows/s" ratio checkpoints sink
 for name in fast slow; do
   n=16; [ "$name" = slow ] && n=64

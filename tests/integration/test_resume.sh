@@ -504,7 +504,8 @@ sh() {
 # ------------------------- i. at most one checkpoint per audit commit
 # A checkpoint that falls due while the previous one still waits in the
 # audit queue is put off (engine/checkpoint.c, ADR 0012): sequentially
-# every row is a release pass, yet the writer commits only every ~20 ms.
+# every row is a release pass, yet the writer gathers ~20 ms of records
+# per commit.
 si() {
   mkdir -p i
   awk 'BEGIN { print "id,text"; for (i = 1; i <= 4000; i++) printf "%d,row %d\n", i, i }' > i/in.csv
