@@ -304,6 +304,16 @@ static bool ckpt_due(const pline *p)
 	       eng__ckpt_due(p->c, p->released, p->sum);
 }
 
+/* Takes a checkpoint if one is due (lock and release role held). */
+static bool checkpoint_if_due(pline *p)
+{
+	if (p->rc || !ckpt_due(p))
+		return false;
+	checkpoint(p, p->c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
+		   "aggregation" : "interval");
+	return true;
+}
+
 /* The release role: every consecutive DONE row, in seq order. Called and
  * returns with the lock held. */
 static void release_rows(pline *p)
@@ -337,9 +347,7 @@ static void release_rows(pline *p)
 			fail(p, rc, &err);
 		report(p, false);
 	}
-	if (!p->rc && ckpt_due(p))
-		checkpoint(p, p->c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
-			   "aggregation" : "interval");
+	checkpoint_if_due(p);
 	p->releasing = false;
 	/* Room was made; if the calling thread released (all workers
 	 * idle) or too few workers run, bring one in to pull. */
@@ -559,6 +567,19 @@ static int supervise(pline *p, core_err *err)
 			release_rows(p); /* e.g. held back by a timeout */
 			continue;
 		}
+		/* A checkpoint a release pass put off while the previous one
+		 * waited for its commit (ADR 0012): taken here when the next
+		 * row holds the line, so released rows wait at most about
+		 * POLL_NS after that commit to be covered. */
+		if (!p->releasing) {
+			bool took;
+
+			p->releasing = true;
+			took = checkpoint_if_due(p);
+			p->releasing = false;
+			if (took)
+				continue;
+		}
 		if (!p->releasing && timed) {
 			dl = aggregation_timeouts(p);
 			if (can_release(p) || finished(p))
@@ -751,12 +772,8 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		p.quarantined = sum->quarantined;
 		pthread_mutex_lock(&p.lock);
 		report(&p, false);
-		if (ckpt_due(&p)) {
-			checkpoint(&p, c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
-				   "aggregation" : "interval");
-			if ((rc = p.rc))
-				*err = p.err;
-		}
+		if (checkpoint_if_due(&p) && (rc = p.rc))
+			*err = p.err;
 		pthread_mutex_unlock(&p.lock);
 	}
 	if (rc == 0 && !(c->stop && *c->stop))

@@ -637,7 +637,10 @@ int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 	if (x->epfd >= 0 && x->wakefd >= 0) {
 		struct epoll_event ev = { .events = EPOLLIN, .data.fd = x->wakefd };
 
-		epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->wakefd, &ev);
+		if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->wakefd, &ev)) {
+			close(x->wakefd);
+			x->wakefd = -1;
+		}
 	}
 	pthread_mutex_init(&x->lock, NULL);
 	if (x->epfd < 0 || x->wakefd < 0 ||

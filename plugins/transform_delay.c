@@ -21,6 +21,8 @@
 
 #include "plugins/plugins_internal.h"
 
+#define MAX_MS 3.6e6 /* one hour: the longest any option allows */
+
 enum dist { D_FIXED, D_UNIFORM, D_LOGNORMAL };
 
 typedef struct delay {
@@ -66,8 +68,10 @@ static double latency_ms(const delay *d, const json_t *row)
 	case D_UNIFORM:
 		return d->min_ms + (d->max_ms - d->min_ms) * u;
 	case D_LOGNORMAL:
-		/* Box–Muller normal, then exp. */
-		return d->median_ms * exp(d->sigma * sqrt(-2 * log(u)) * cos(2 * M_PI * v));
+		/* Box–Muller normal, then exp; a tail past MAX_MS is held
+		 * MAX_MS (sigma up to 10 reaches 1e13 ms). */
+		return fmin(d->median_ms * exp(d->sigma * sqrt(-2 * log(u)) * cos(2 * M_PI * v)),
+			    MAX_MS);
 	case D_FIXED:
 		break;
 	}
@@ -148,10 +152,10 @@ static int parse(delay *d, const core_node *o, core_err *err)
 
 	if ((rc = core_map_check_keys(o, delay_keys, err)) ||
 	    (dn && (rc = core_node_enum(dn, dists, &idx, err))) ||
-	    (rc = core_opt_double(o, "ms", 0, 3.6e6, &d->ms, err)) ||
-	    (rc = core_opt_double(o, "min_ms", 0, 3.6e6, &d->min_ms, err)) ||
-	    (rc = core_opt_double(o, "max_ms", 0, 3.6e6, &d->max_ms, err)) ||
-	    (rc = core_opt_double(o, "median_ms", 0, 3.6e6, &d->median_ms, err)) ||
+	    (rc = core_opt_double(o, "ms", 0, MAX_MS, &d->ms, err)) ||
+	    (rc = core_opt_double(o, "min_ms", 0, MAX_MS, &d->min_ms, err)) ||
+	    (rc = core_opt_double(o, "max_ms", 0, MAX_MS, &d->max_ms, err)) ||
+	    (rc = core_opt_double(o, "median_ms", 0, MAX_MS, &d->median_ms, err)) ||
 	    (rc = core_opt_double(o, "sigma", 0, 10, &d->sigma, err)) ||
 	    (rc = core_opt_int(o, "seed", -(1LL << 62), 1LL << 62, &d->seed, err)) ||
 	    (rc = core_opt_double(o, "error_rate", 0, 1, &d->error_rate, err)) ||

@@ -152,6 +152,8 @@ uint64_t rec_queue_gen(rec_env *env)
 {
 	uint64_t g;
 
+	if (!env || !env->has_writer)
+		return 0;
 	pthread_mutex_lock(&env->lock);
 	g = env->queue_gen;
 	pthread_mutex_unlock(&env->lock);
