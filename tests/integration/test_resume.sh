@@ -504,22 +504,32 @@ sh() {
     { fail "a run still running: resume after the kill exit $RC"; show h/resume.log; }
 }
 
+# idrows DIR N: DIR/in.csv with an id and a text column, N rows.
+idrows() {
+  mkdir -p "$1"
+  awk -v n="$2" 'BEGIN { print "id,text"; for (i = 1; i <= n; i++) printf "%d,row %d\n", i, i }' > "$1/in.csv"
+}
+# idsource NEXT: the settings' source block reading in.csv into NEXT.
+idsource() {
+  cat <<YAML
+source:
+  plugin: csv
+  on_success: $1
+  options:
+    path: in.csv
+    schema: {mode: fixed, fields: ["id: int", "text: str"]}
+    on_validation_failure: discard
+YAML
+}
+
 # ------------------------- i. at most one checkpoint per audit commit
 # A checkpoint that falls due while the previous one still waits in the
 # audit queue is put off (engine/checkpoint.c, ADR 0012): sequentially
 # every row is a release pass, yet the writer gathers ~20 ms of records
 # per commit.
 si() {
-  mkdir -p i
-  awk 'BEGIN { print "id,text"; for (i = 1; i <= 4000; i++) printf "%d,row %d\n", i, i }' > i/in.csv
-  cat > i/p.yaml <<'YAML'
-source:
-  plugin: csv
-  on_success: out
-  options:
-    path: in.csv
-    schema: {mode: fixed, fields: ["id: int", "text: str"]}
-    on_validation_failure: discard
+  idrows i 4000
+  { idsource out; cat <<'YAML'; } > i/p.yaml
 sinks:
   out: {plugin: csv, options: {path: out/rows.csv}}
 landscape: {url: "lmdb://state"}
@@ -536,16 +546,8 @@ YAML
 
 # --------------- j. a put-off checkpoint is taken while a row holds the line
 sj() {
-  mkdir -p j
-  awk 'BEGIN { print "id,text"; for (i = 1; i <= 200; i++) printf "%d,row %d\n", i, i }' > j/in.csv
-  cat > j/p.yaml <<'YAML'
-source:
-  plugin: csv
-  on_success: route_in
-  options:
-    path: in.csv
-    schema: {mode: fixed, fields: ["id: int", "text: str"]}
-    on_validation_failure: discard
+  idrows j 200
+  { idsource route_in; cat <<'YAML'; } > j/p.yaml
 gates:
   - name: route
     input: route_in
