@@ -590,10 +590,10 @@ Test(recorder_resume, bad_replayed_calls_are_violations, .timeout = TIMEOUT)
 	fixture_close(&fx);
 }
 
-/* Token 1 waits in the checkpoint's aggregation buffer, token 2 does not:
- * in an interrupted (or crashed, or failed) run only token 2 lacks an
- * outcome; in a completed run both do. */
-static json_t *verify_waiting(const char *status)
+/* Verifies a run in `status` with rows 1 and 2 (tokens 1 and 2, no
+ * outcomes) whose checkpoint holds either token 1 in an aggregation
+ * buffer (buffered) or row 2, with a second token 3, as unreleased. */
+static json_t *verify_held(const char *status, bool buffered)
 {
 	fixture fx;
 	json_t *rep;
@@ -604,12 +604,20 @@ static json_t *verify_waiting(const char *status)
 	put_row(&fx, 2);
 	put_token(&fx, 1, 1);
 	put_token(&fx, 2, 2);
-	put_checkpoint(&fx, 1);
+	if (buffered) {
+		put_checkpoint(&fx, 1);
+	} else {
+		put_token(&fx, 3, 2);
+		put_checkpoint_row(&fx, 2);
+	}
 	rep = verify_run(&fx);
 	fixture_close(&fx);
 	return rep;
 }
 
+/* Token 1 waits in the checkpoint's aggregation buffer, token 2 does not:
+ * in an interrupted (or crashed, or failed) run only token 2 lacks an
+ * outcome; in a completed run both do. */
 Test(recorder_resume, tokens_in_a_checkpoint_buffer_need_no_outcome_until_completed,
      .timeout = TIMEOUT)
 {
@@ -617,12 +625,12 @@ Test(recorder_resume, tokens_in_a_checkpoint_buffer_need_no_outcome_until_comple
 	json_t *rep;
 
 	for (size_t i = 0; i < 3; i++) {
-		rep = verify_waiting(unfinished[i]);
+		rep = verify_held(unfinished[i], true);
 		assert_violation(rep, "token 2 has no terminal outcome");
 		assert_count(rep, 1);
 		json_decref(rep);
 	}
-	rep = verify_waiting("completed");
+	rep = verify_held("completed", true);
 	assert_violation(rep, "token 1 has no terminal outcome");
 	assert_violation(rep, "token 2 has no terminal outcome");
 	assert_count(rep, 2);
@@ -632,33 +640,15 @@ Test(recorder_resume, tokens_in_a_checkpoint_buffer_need_no_outcome_until_comple
 /* Row 2 was cut short by an interrupt and is held unreleased by the
  * checkpoint: its tokens need no outcome until the run completes; row 1's
  * token still does. */
-static json_t *verify_unreleased(const char *status)
-{
-	fixture fx;
-	json_t *rep;
-
-	fixture_open(&fx);
-	put_run(&fx, status);
-	put_row(&fx, 1);
-	put_row(&fx, 2);
-	put_token(&fx, 1, 1);
-	put_token(&fx, 2, 2);
-	put_token(&fx, 3, 2);
-	put_checkpoint_row(&fx, 2);
-	rep = verify_run(&fx);
-	fixture_close(&fx);
-	return rep;
-}
-
 Test(recorder_resume, tokens_of_unreleased_checkpoint_rows_need_no_outcome_until_completed,
      .timeout = TIMEOUT)
 {
-	json_t *rep = verify_unreleased("interrupted");
+	json_t *rep = verify_held("interrupted", false);
 
 	assert_violation(rep, "token 1 has no terminal outcome");
 	assert_count(rep, 1);
 	json_decref(rep);
-	rep = verify_unreleased("completed");
+	rep = verify_held("completed", false);
 	assert_violation(rep, "token 2 has no terminal outcome");
 	assert_violation(rep, "token 3 has no terminal outcome");
 	assert_count(rep, 3);
