@@ -241,14 +241,9 @@ static void add_totals(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck,
 		classes[i] = atomic_load(&c->calls_by_class[i]);
 	t->n_calls_by_class = ENG_CALL_CLASSES;
 	t->calls_by_class = classes;
-	t->rows = sum->rows;
-	t->succeeded = sum->succeeded;
-	t->failed = sum->failed;
-	t->quarantined = sum->quarantined;
-	t->discarded = sum->discarded;
-	t->retries = sum->retries;
-	t->diverted = sum->diverted;
-	t->batches = sum->batches;
+#define SAVE(f) t->f = sum->f;
+	ENG_CKPT_TOTALS(SAVE)
+#undef SAVE
 	t->n_outcomes = ENG_OUTCOME_LAST;
 	t->outcomes = (uint64_t *)sum->outcomes;
 	t->n_per_sink = g->nnodes;

@@ -168,6 +168,13 @@ typedef struct eng_ckpt {
 	uint64_t gen;              /* audit queue generation of the last one */
 } eng_ckpt;
 
+/* The scalar run totals a checkpoint carries: fields of the same name in
+ * eng_summary and in CheckpointTotals (saved by engine/checkpoint.c,
+ * restored by engine/resume.c). */
+#define ENG_CKPT_TOTALS(X) \
+	X(rows) X(succeeded) X(failed) X(quarantined) X(discarded) \
+	X(retries) X(diverted) X(batches)
+
 /* One unreleased row for a checkpoint: done (res set) or running. */
 typedef struct eng_ckpt_row {
 	const eng_row *row;

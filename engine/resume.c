@@ -421,14 +421,9 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 		}
 	}
 	if (t) {
-		sum->rows = t->rows;
-		sum->succeeded = t->succeeded;
-		sum->failed = t->failed;
-		sum->quarantined = t->quarantined;
-		sum->discarded = t->discarded;
-		sum->retries = t->retries;
-		sum->diverted = t->diverted;
-		sum->batches = t->batches;
+#define RESTORE(f) sum->f = t->f;
+		ENG_CKPT_TOTALS(RESTORE)
+#undef RESTORE
 		for (size_t i = 0; i < t->n_outcomes && i < ENG_OUTCOME_LAST; i++)
 			sum->outcomes[i] = t->outcomes[i];
 		for (size_t i = 0; i < t->n_per_sink && i < c->g->nnodes; i++)
