@@ -35,8 +35,9 @@ typedef struct delay {
 	size_t nfailed, capfailed;
 } delay;
 
-/* A 64-bit draw from the row's canonical hash and the seed. */
-static uint64_t row_draw(const delay *d, const json_t *row, uint64_t salt)
+/* The first 64 bits of the row's canonical hash: what its draws start
+ * from (computed once per row, and only when a draw is needed). */
+static uint64_t row_key(const json_t *row)
 {
 	uint8_t h[CORE_SHA256_LEN];
 	core_buf b = { 0 };
@@ -49,6 +50,14 @@ static uint64_t row_draw(const delay *d, const json_t *row, uint64_t salt)
 	core_buf_release(&b);
 	for (int i = 0; i < 8; i++)
 		x = x << 8 | h[i];
+	return x;
+}
+
+/* A 64-bit draw from the row's key, the seed and a salt. */
+static uint64_t row_draw(const delay *d, uint64_t key, uint64_t salt)
+{
+	uint64_t x = key;
+
 	x ^= (uint64_t)d->seed * 0x9e3779b97f4a7c15ull + salt * 0xbf58476d1ce4e5b9ull;
 	x ^= x >> 31;
 	x *= 0x94d049bb133111ebull;
@@ -60,9 +69,9 @@ static double unit(uint64_t x)
 	return ((double)(x >> 11) + 0.5) / 9007199254740992.0; /* (0, 1) */
 }
 
-static double latency_ms(const delay *d, const json_t *row)
+static double latency_ms(const delay *d, uint64_t key)
 {
-	double u = unit(row_draw(d, row, 1)), v = unit(row_draw(d, row, 2));
+	double u = unit(row_draw(d, key, 1)), v = unit(row_draw(d, key, 2));
 
 	switch (d->dist) {
 	case D_UNIFORM:
@@ -110,7 +119,9 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 			 plg_ctx *ctx, core_err *err)
 {
 	delay *d = state;
-	double ms = latency_ms(d, row);
+	/* A fixed latency and no errors need no draw. */
+	uint64_t key = d->dist != D_FIXED || d->error_rate > 0 ? row_key(row) : 0;
+	double ms = latency_ms(d, key);
 	struct timespec ts;
 
 	if (ms > 0) {
@@ -126,8 +137,8 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 			;
 		plg_blocking(ctx, false);
 	}
-	if (d->error_rate > 0 && unit(row_draw(d, row, 3)) < d->error_rate &&
-	    (d->always || first_failure(d, row_draw(d, row, 4)))) {
+	if (d->error_rate > 0 && unit(row_draw(d, key, 3)) < d->error_rate &&
+	    (d->always || first_failure(d, row_draw(d, key, 4)))) {
 		core_err_set(err, CORE_EDATA, "delay: injected transient error (error_rate %g)",
 			     d->error_rate);
 		err->retryable = true;
