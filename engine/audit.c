@@ -29,7 +29,6 @@ int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
 		       core_err *err)
 {
 	core_buf b = { 0 };
-	uint8_t d[CORE_SHA256_LEN];
 	int rc;
 
 	if (!a->rec) {
@@ -38,9 +37,7 @@ int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
 	}
 	rc = core_canon_append(&b, v, err);
 	if (!rc) {
-		core_sha256(b.data, b.len, d);
-		core_hex(d, sizeof(d), out);
-		rc = rec_put_payload(a->rec, b.data, b.len, out);
+		rc = rec_put_payload(a->rec, b.data, b.len, out); /* hashes */
 		if (rc)
 			rc = core_err_set(err, rc, "audit: cannot store payload");
 	}
@@ -465,14 +462,9 @@ uint64_t eng__audit_state_id(eng_audit *a)
 /* Stores raw bytes as a payload; out receives the hash ("" if none). */
 static void put_bytes(eng_audit *a, const void *data, size_t len, eng_hash out)
 {
-	uint8_t d[CORE_SHA256_LEN];
-
 	out[0] = '\0';
-	if (!data)
-		return;
-	core_sha256(data, len, d);
-	core_hex(d, sizeof(d), out);
-	rec_put_payload(a->rec, data, len, out);
+	if (data)
+		rec_put_payload(a->rec, data, len, out); /* hashes */
 }
 
 void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
