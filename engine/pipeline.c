@@ -9,11 +9,18 @@
  *             release role, take it and release every consecutive DONE
  *             row in seq order (sinks, aggregations), then drop it;
  *   pull      else if there is room (fewer than N rows being processed
- *             and fewer than M = max_completed_waiting rows unreleased)
- *             and nobody holds the pull role, take it, pull one row,
- *             number it seq, and process it (the WorkPool part) — first
- *             waking an idle worker if there is room for more;
+ *             and fewer than M = max_completed_waiting rows unreleased),
+ *             take the next row read ahead and process it (the WorkPool
+ *             part) — first handing one to an idle worker if fewer
+ *             workers run than there are CPUs;
  *   idle      else sleep until there is room again.
+ *
+ * Rows are read from the source ahead of the pull, up to AHEAD of them,
+ * by whoever takes the pull role: a worker that finds nothing read, or
+ * one whose row starts to wait (blocking()) and finds fewer than
+ * AHEAD_LOW. Taking a row read ahead needs only the lock, so workers do
+ * not queue for the source (ADR 0014). Rows read ahead but never pulled
+ * (a stop, a failure) are dropped unrecorded; a resume reads them again.
  *
  * So a slow transform holds only its own thread, a thread that finishes
  * its row pulls the next itself, and a row crosses no thread boundary
@@ -49,6 +56,8 @@
 
 #define WORKER_STACK (256 * 1024)
 #define POLL_NS (100 * 1000 * 1000ull) /* the calling thread checks stop */
+#define AHEAD 64     /* rows read ahead of the pull */
+#define AHEAD_LOW 32 /* a worker whose row waits tops it up below this */
 
 enum slot_state { SLOT_EMPTY, SLOT_RUNNING, SLOT_DONE };
 
@@ -72,10 +81,13 @@ typedef struct pline {
 	pthread_cond_t work_cv;   /* idle workers */
 	pthread_cond_t main_cv;   /* the calling thread */
 	slot *ring;
-	uint64_t pulled;          /* highest seq pulled */
+	uint64_t pulled;          /* highest seq pulled (taken from `ahead`) */
+	eng_row *ahead;           /* rows read ahead of the pull (ring) */
+	uint64_t ahead_head, ahead_tail; /* [head, tail): ready to take */
+	bool source_eof;          /* the source said end (or failed) */
 	uint64_t released;        /* highest seq released */
 	unsigned processing;      /* rows pulled, not yet DONE */
-	bool pulling, releasing;  /* the roles */
+	bool pulling, releasing;  /* the roles (pulling: reading ahead) */
 	uint64_t *handq;          /* rows pulled for idle workers (ring) */
 	uint64_t hand_head, hand_tail;
 	bool started;             /* every worker thread exists */
@@ -83,7 +95,8 @@ typedef struct pline {
 				   * nothing more is released (resume) */
 	bool source_done, shutdown;
 	unsigned idle;            /* workers waiting on work_cv */
-	unsigned active;          /* workers neither idle nor blocked */
+	atomic_uint active;       /* workers neither idle nor blocked: changed
+				   * without the lock by blocking() */
 	unsigned target;          /* active workers wanted: the CPUs */
 	int source_rc;
 	core_err source_err;
@@ -170,10 +183,29 @@ static void track_blocked(pline *p)
 	}
 }
 
-static bool can_pull(const pline *p)
+static unsigned running(pline *p)
 {
-	return p->started && !p->pulling && !p->source_done && room(p) &&
+	return atomic_load_explicit(&p->active, memory_order_relaxed);
+}
+
+static unsigned ahead_n(const pline *p)
+{
+	return (unsigned)(p->ahead_tail - p->ahead_head);
+}
+
+/* May this thread take the pull role and read ahead? (lock held) */
+static bool can_read(const pline *p)
+{
+	return p->started && !p->pulling && !p->source_eof && ahead_n(p) < AHEAD &&
 	       !stopping(p);
+}
+
+/* May a row be started now: taken from the read-ahead, or read first?
+ * (lock held) */
+static bool can_start(const pline *p)
+{
+	return p->started && room(p) && !stopping(p) &&
+	       (ahead_n(p) || (!p->pulling && !p->source_eof));
 }
 
 /* Idle workers not already promised a handed-over row. */
@@ -351,93 +383,137 @@ static void release_rows(pline *p)
 	p->releasing = false;
 	/* Room was made; if the calling thread released (all workers
 	 * idle) or too few workers run, bring one in to pull. */
-	if (p->active < p->target && spare_workers(p) && can_pull(p))
+	if (running(p) < p->target && spare_workers(p) && can_start(p))
 		pthread_cond_signal(&p->work_cv);
 	wake_main(p);
 }
 
 /* -------------------------------------------------------------- workers */
 
-#define PULL_BATCH 32 /* rows pulled at once for idle workers */
-
 static unsigned umin(unsigned a, unsigned b)
 {
 	return a < b ? a : b;
 }
 
-
-/* The pull role: pulls `keep` (0 or 1) rows for the calling worker and
- * `give` more (at most) that it hands over to idle workers, waking them
- * all at once rather than one after another. Returns the seq of the kept
- * row, or 0. Called and returns with the lock held; the role must be
- * free (can_pull). */
-static uint64_t pull_rows(pline *p, unsigned keep, unsigned give)
+/* After the last row read ahead is taken, no more rows come (lock held). */
+static void check_source_done(pline *p)
 {
-	eng_row rows[PULL_BATCH];
-	uint64_t first = p->pulled + 1;
-	unsigned space = umin(p->n - p->processing,
-			      p->cap - (unsigned)(p->pulled - p->released));
-	unsigned k = umin(keep + umin(give, spare_workers(p)), umin(space, PULL_BATCH));
-	unsigned got = 0;
+	if (p->source_eof && !ahead_n(p) && !p->source_done) {
+		p->source_done = true;
+		pthread_cond_broadcast(&p->work_cv);
+		wake_main(p);
+	}
+}
+
+/* The pull role: reads rows into `ahead` until it holds AHEAD, numbering
+ * them. Called and returns with the lock held, which is dropped while
+ * reading: the entries it fills are outside [ahead_head, ahead_tail), so
+ * no taker sees them before ahead_tail moves. The role must be free
+ * (can_read). */
+static void read_ahead(pline *p)
+{
+	uint64_t first = p->pulled + ahead_n(p) + 1, tail = p->ahead_tail;
+	unsigned want = AHEAD - ahead_n(p), got = 0;
 	int rc = 1;
 
-	if (!k)
-		return 0;
 	p->pulling = true;
 	pthread_mutex_unlock(&p->lock);
-	while (got < k) {
-		memset(&rows[got], 0, sizeof(rows[got]));
-		if ((rc = pull(p, first + got, &rows[got])) <= 0)
+	while (got < want) {
+		eng_row *r = &p->ahead[(tail + got) % AHEAD];
+
+		memset(r, 0, sizeof(*r));
+		if ((rc = pull(p, first + got, r)) <= 0)
 			break;
 		got++;
 	}
 	pthread_mutex_lock(&p->lock);
+	p->ahead_tail += got;
+	if (got)
+		source_progress(p);
 	p->pulling = false;
-	for (unsigned i = 0; i < got; i++) {
-		*slot_of(p, first + i) = (slot){ .state = SLOT_RUNNING, .row = rows[i] };
-		if (i >= keep) {
-			p->handq[p->hand_tail++ % p->cap] = first + i;
+	if (rc <= 0) {
+		p->source_eof = true;
+		p->source_rc = rc;
+	}
+	check_source_done(p);
+}
+
+/* Takes the next row read ahead into its ring slot: the row is pulled.
+ * Lock held; ahead_n() > 0 and room(). Returns its seq. */
+static uint64_t take(pline *p)
+{
+	eng_row *r = &p->ahead[p->ahead_head++ % AHEAD];
+	uint64_t seq = r->seq;
+
+	*slot_of(p, seq) = (slot){ .state = SLOT_RUNNING, .row = *r };
+	memset(r, 0, sizeof(*r));
+	p->pulled = seq;
+	if (!p->first_pull_ns)
+		p->first_pull_ns = core_now_mono_ns();
+	if (++p->processing > p->peak_in_flight)
+		p->peak_in_flight = p->processing;
+	check_source_done(p);
+	track_blocked(p);
+	return seq;
+}
+
+/* Starts `keep` (0 or 1) rows for the calling worker and hands up to
+ * `give` more to idle workers, reading ahead first if nothing is read.
+ * Returns the seq of the kept row, or 0. Lock held on entry and exit. */
+static uint64_t pull_rows(pline *p, unsigned keep, unsigned give)
+{
+	uint64_t kept = 0;
+	unsigned k;
+
+	if (!ahead_n(p) && can_read(p))
+		read_ahead(p);
+	k = keep + umin(give, spare_workers(p));
+	for (unsigned i = 0; i < k && ahead_n(p) && room(p) && !stopping(p); i++) {
+		uint64_t seq = take(p);
+
+		if (i < keep) {
+			kept = seq;
+		} else {
+			p->handq[p->hand_tail++ % p->cap] = seq;
 			pthread_cond_signal(&p->work_cv);
 		}
 	}
-	if (got && !p->first_pull_ns)
-		p->first_pull_ns = core_now_mono_ns();
-	p->pulled += got;
-	p->processing += got;
-	if (p->processing > p->peak_in_flight)
-		p->peak_in_flight = p->processing;
-	if (got)
-		source_progress(p);
-	if (rc <= 0) {
-		p->source_done = true;
-		p->source_rc = rc;
-		pthread_cond_broadcast(&p->work_cv);
-		wake_main(p);
-	}
-	track_blocked(p);
-	return got > 0 && keep ? first : 0;
+	return kept;
 }
 
 /* plg_ctx.blocking: a worker waits for a timer or the network. Its row
  * needs no CPU meanwhile, so rows are pulled for idle workers: this is how
  * N rows come to be in flight. Only as many as bring the running workers
  * back to the target: each of those, when its row blocks, brings in the
- * next. Waking a batch at once (up to PULL_BATCH) made the woken workers
- * queue for the lock and the CPUs: at N = 256 with 20 ms rows, 2,000 rows
- * took 177-184 ms instead of 176-178 (Little's law: 156). */
+ * next. Waking a batch at once (up to 32) made the woken workers queue
+ * for the lock and the CPUs: at N = 256 with 20 ms rows, 2,000 rows took
+ * 177-184 ms instead of 176-178 (Little's law: 156). The waiting worker
+ * then tops up the rows read ahead. All of this only if the lock is free
+ * at once: a worker about to wait does not queue for the lock (that was
+ * a quarter of the run's futex calls), and whoever holds the lock starts
+ * rows itself when it can (worker_main, release_rows). */
 static void blocking(void *arg, bool begin)
 {
 	pline *p = arg;
 
-	pthread_mutex_lock(&p->lock);
-	if (!begin)
-		p->active++;
-	else if (--p->active < p->target && spare_workers(p)) {
-		if (can_pull(p))
-			pull_rows(p, 0, p->target - p->active);
+	if (!begin) {
+		atomic_fetch_add(&p->active, 1);
+		return;
+	}
+	atomic_fetch_sub(&p->active, 1);
+	/* The rest helps the other workers and is left to them when the
+	 * lock is busy: whoever holds it looks for rows to start next. */
+	if (pthread_mutex_trylock(&p->lock))
+		return;
+	if (running(p) < p->target && spare_workers(p)) {
+		if (can_start(p))
+			pull_rows(p, 0, p->target - running(p));
 		else if (!p->pulling) /* e.g. the release role is busy */
 			pthread_cond_signal(&p->work_cv);
 	}
+	/* This worker waits anyway: it reads ahead for the others. */
+	if (ahead_n(p) < AHEAD_LOW && can_read(p))
+		read_ahead(p);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -475,11 +551,11 @@ static void *worker_main(void *arg)
 			release_rows(p);
 		else if (p->hand_head < p->hand_tail)
 			process(p, p->handq[p->hand_head++ % p->cap]);
-		else if (can_pull(p)) {
+		else if (can_start(p)) {
 			/* Fewer workers run than there are CPUs: take one
 			 * more along. A row that waits (blocking()) brings
 			 * in the others. */
-			unsigned give = p->active < p->target ? p->target - p->active : 0;
+			unsigned a = running(p), give = a < p->target ? p->target - a : 0;
 
 			if ((seq = pull_rows(p, 1, give)))
 				process(p, seq);
@@ -619,10 +695,12 @@ static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 	p->ring = calloc(cap, sizeof(*p->ring));
 	p->handq = calloc(cap, sizeof(*p->handq));
 	p->ckrows = calloc(cap, sizeof(*p->ckrows));
-	if (!p->ring || !p->handq || !p->ckrows) {
+	p->ahead = calloc(AHEAD, sizeof(*p->ahead));
+	if (!p->ring || !p->handq || !p->ckrows || !p->ahead) {
 		free(p->ring);
 		free(p->handq);
 		free(p->ckrows);
+		free(p->ahead);
 		return CORE_ENOMEM;
 	}
 	/* A resume starts after the rows its checkpoint had released. */
@@ -662,6 +740,9 @@ static void abandon(pline *p, bool failed)
 		eng__result_release(&s->res);
 		eng__row_release(&s->row);
 	}
+	/* Read ahead, never pulled: a resume reads them again. */
+	while (p->ahead_head < p->ahead_tail)
+		eng__row_release(&p->ahead[p->ahead_head++ % AHEAD]);
 }
 
 static void pipe_destroy(pline *p)
@@ -672,6 +753,7 @@ static void pipe_destroy(pline *p)
 	free(p->ring);
 	free(p->handq);
 	free(p->ckrows);
+	free(p->ahead);
 }
 
 static void metrics(pline *p, eng_summary *sum)
