@@ -18,6 +18,8 @@
 
 #include "recorder/recorder_internal.h"
 
+#define PACK_STACK 1024 /* messages up to this size are packed on the stack */
+
 /* env->lock held. */
 static void writer_wake(rec_env *env)
 {
@@ -73,6 +75,7 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 		   const put_extra *x)
 {
 	size_t fbytes = x ? x->nfds * sizeof(int) : 0;
+	uint8_t small[PACK_STACK], *packed = NULL;
 	rec__op *op;
 	char *p;
 	int rc;
@@ -81,6 +84,14 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 	    !k->len || k->len > REC_KEY_MAX || (vlen && !val && !msg) ||
 	    (x && (x->nfds > UINT16_MAX || (x->nfds && !x->fds))))
 		return CORE_EINTERNAL;
+	/* Packed before the lock is taken: every thread puts through it. */
+	if (msg) {
+		packed = vlen <= sizeof(small) ? small : malloc(vlen);
+		if (!packed)
+			return CORE_ENOMEM;
+		protobuf_c_message_pack(msg, packed);
+		val = packed;
+	}
 	pthread_mutex_lock(&env->lock);
 	rc = queue_room(env, k->len + vlen + fbytes);
 	if (!rc)
@@ -89,9 +100,7 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 		op->vlen = vlen;
 		p = env->queue.arena.data + op->off;
 		memcpy(p, k->b, k->len);
-		if (msg)
-			protobuf_c_message_pack(msg, (uint8_t *)p + k->len);
-		else if (vlen && val)
+		if (vlen)
 			memcpy(p + k->len, val, vlen);
 		if (fbytes) { /* the descriptors follow the value */
 			op->nfds = (uint16_t)x->nfds;
@@ -107,6 +116,8 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 		}
 	}
 	pthread_mutex_unlock(&env->lock);
+	if (packed != small)
+		free(packed);
 	return rc;
 }
 
