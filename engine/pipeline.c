@@ -11,16 +11,18 @@
  *   pull      else if there is room (fewer than N rows being processed
  *             and fewer than M = max_completed_waiting rows unreleased),
  *             take the next row read ahead and process it (the WorkPool
- *             part) — first handing one to an idle worker if fewer
- *             workers run than there are CPUs;
+ *             part) — first handing rows to idle workers until one
+ *             worker per CPU runs;
  *   idle      else sleep until there is room again.
  *
  * Rows are read from the source ahead of the pull, up to AHEAD of them,
- * by whoever takes the pull role: a worker that finds nothing read, or
- * one whose row starts to wait (blocking()) and finds fewer than
- * AHEAD_LOW. Taking a row read ahead needs only the lock, so workers do
- * not queue for the source (ADR 0014). Rows read ahead but never pulled
- * (a stop, a failure) are dropped unrecorded; a resume reads them again.
+ * by whoever takes the pull role: a worker that finds nothing read
+ * (reads up to AHEAD), or one whose row starts to wait (blocking()) and
+ * finds fewer than AHEAD_LOW (reads a chunk). Taking a row read ahead
+ * needs only the lock, so workers do not queue for the source (ADR
+ * 0014). So the source is read up to AHEAD rows past the backpressure
+ * point. Rows read ahead but never pulled (a stop, a failure) are
+ * dropped unrecorded; a resume reads them again.
  *
  * So a slow transform holds only its own thread, a thread that finishes
  * its row pulls the next itself, and a row crosses no thread boundary
@@ -58,6 +60,7 @@
 #define POLL_NS (100 * 1000 * 1000ull) /* the calling thread checks stop */
 #define AHEAD 64     /* rows read ahead of the pull */
 #define AHEAD_LOW 32 /* a worker whose row waits tops it up below this */
+#define READ_CHUNK 16 /* rows read between two looks at the lock */
 
 enum slot_state { SLOT_EMPTY, SLOT_RUNNING, SLOT_DONE };
 
@@ -118,6 +121,9 @@ typedef struct pline {
 	uint64_t pre_last;        /* a resume's last checkpointed row */
 	eng_ckpt_row *ckrows;     /* scratch, cap entries */
 } pline;
+
+/* Set on the worker threads: blocking() counts only them. */
+static _Thread_local bool is_worker;
 
 static slot *slot_of(pline *p, uint64_t seq)
 {
@@ -405,36 +411,46 @@ static void check_source_done(pline *p)
 	}
 }
 
-/* The pull role: reads rows into `ahead` until it holds AHEAD, numbering
- * them. Called and returns with the lock held, which is dropped while
- * reading: the entries it fills are outside [ahead_head, ahead_tail), so
- * no taker sees them before ahead_tail moves. The role must be free
- * (can_read). */
-static void read_ahead(pline *p)
+/* The pull role: reads up to `max` rows into `ahead` (no more than it
+ * holds), numbering them, READ_CHUNK at a time. Called and returns with
+ * the lock held, which is dropped while reading: the entries it fills
+ * are outside [ahead_head, ahead_tail), so no taker sees them before
+ * ahead_tail moves. After each chunk it looks at the stop flag, and
+ * wakes a worker that went idle for want of rows if fewer than the
+ * target run. The role must be free (can_read). */
+static void read_ahead(pline *p, unsigned max)
 {
-	uint64_t first = p->pulled + ahead_n(p) + 1, tail = p->ahead_tail;
-	unsigned want = AHEAD - ahead_n(p), got = 0;
+	unsigned want = umin(max, AHEAD - ahead_n(p));
 	int rc = 1;
 
 	p->pulling = true;
-	pthread_mutex_unlock(&p->lock);
-	while (got < want) {
-		eng_row *r = &p->ahead[(tail + got) % AHEAD];
+	while (want && !stopping(p)) {
+		uint64_t first = p->pulled + ahead_n(p) + 1, tail = p->ahead_tail;
+		unsigned chunk = umin(want, READ_CHUNK), got = 0;
 
-		memset(r, 0, sizeof(*r));
-		if ((rc = pull(p, first + got, r)) <= 0)
+		pthread_mutex_unlock(&p->lock);
+		while (got < chunk) {
+			eng_row *r = &p->ahead[(tail + got) % AHEAD];
+
+			memset(r, 0, sizeof(*r));
+			if ((rc = pull(p, first + got, r)) <= 0)
+				break;
+			got++;
+		}
+		pthread_mutex_lock(&p->lock);
+		p->ahead_tail += got;
+		want -= got;
+		if (got)
+			source_progress(p);
+		if (rc <= 0) {
+			p->source_eof = true;
+			p->source_rc = rc;
 			break;
-		got++;
+		}
+		if (running(p) < p->target && spare_workers(p))
+			pthread_cond_signal(&p->work_cv);
 	}
-	pthread_mutex_lock(&p->lock);
-	p->ahead_tail += got;
-	if (got)
-		source_progress(p);
 	p->pulling = false;
-	if (rc <= 0) {
-		p->source_eof = true;
-		p->source_rc = rc;
-	}
 	check_source_done(p);
 }
 
@@ -457,17 +473,19 @@ static uint64_t take(pline *p)
 	return seq;
 }
 
-/* Starts `keep` (0 or 1) rows for the calling worker and hands up to
- * `give` more to idle workers, reading ahead first if nothing is read.
- * Returns the seq of the kept row, or 0. Lock held on entry and exit. */
-static uint64_t pull_rows(pline *p, unsigned keep, unsigned give)
+/* Starts `keep` (0 or 1) rows for the calling worker and hands rows to
+ * idle workers until one worker per CPU runs, reading ahead first if
+ * nothing is read. Returns the seq of the kept row, or 0. Lock held on
+ * entry and exit. */
+static uint64_t pull_rows(pline *p, unsigned keep)
 {
 	uint64_t kept = 0;
-	unsigned k;
+	unsigned k, run;
 
 	if (!ahead_n(p) && can_read(p))
-		read_ahead(p);
-	k = keep + umin(give, spare_workers(p));
+		read_ahead(p, AHEAD);
+	run = running(p); /* once: blocking() changes it without the lock */
+	k = keep + umin(run < p->target ? p->target - run : 0, spare_workers(p));
 	for (unsigned i = 0; i < k && ahead_n(p) && room(p) && !stopping(p); i++) {
 		uint64_t seq = take(p);
 
@@ -496,24 +514,32 @@ static void blocking(void *arg, bool begin)
 {
 	pline *p = arg;
 
+	if (!is_worker) /* the calling thread (an aggregation flush): it is
+			 * not counted among the workers */
+		return;
 	if (!begin) {
 		atomic_fetch_add(&p->active, 1);
 		return;
 	}
 	atomic_fetch_sub(&p->active, 1);
-	/* The rest helps the other workers and is left to them when the
-	 * lock is busy: whoever holds it looks for rows to start next. */
-	if (pthread_mutex_trylock(&p->lock))
+	/* The rest helps the other workers. When the lock is busy, an idle
+	 * worker is woken to look for rows itself (cheap when none is idle:
+	 * no waiter, no system call). */
+	if (pthread_mutex_trylock(&p->lock)) {
+		if (running(p) < p->target)
+			pthread_cond_signal(&p->work_cv);
 		return;
+	}
 	if (running(p) < p->target && spare_workers(p)) {
 		if (can_start(p))
-			pull_rows(p, 0, p->target - running(p));
+			pull_rows(p, 0);
 		else if (!p->pulling) /* e.g. the release role is busy */
 			pthread_cond_signal(&p->work_cv);
 	}
-	/* This worker waits anyway: it reads ahead for the others. */
+	/* This worker waits anyway: it reads a few rows ahead for the
+	 * others (a chunk, so the wait is rarely outlasted). */
 	if (ahead_n(p) < AHEAD_LOW && can_read(p))
-		read_ahead(p);
+		read_ahead(p, READ_CHUNK);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -543,6 +569,7 @@ static void *worker_main(void *arg)
 	uint64_t seq;
 
 	pthread_setname_np(pthread_self(), "elspeth-worker"); /* for top -H, gdb */
+	is_worker = true;
 
 	pthread_mutex_lock(&p->lock);
 	p->active++;
@@ -555,9 +582,7 @@ static void *worker_main(void *arg)
 			/* Fewer workers run than there are CPUs: take one
 			 * more along. A row that waits (blocking()) brings
 			 * in the others. */
-			unsigned a = running(p), give = a < p->target ? p->target - a : 0;
-
-			if ((seq = pull_rows(p, 1, give)))
+			if ((seq = pull_rows(p, 1)))
 				process(p, seq);
 		} else {
 			/* The calling thread decides when the run is over. */
@@ -667,10 +692,12 @@ static int supervise(pline *p, core_err *err)
 		pthread_cond_timedwait(&p->main_cv, &p->lock, &ts);
 		p->main_waiting = false;
 	}
+	/* A source error counts once the rows read before it are pulled:
+	 * a stop before then leaves them, and it, to the resume. */
 	rc = p->rc;
 	if (rc)
 		*err = p->err;
-	else if (p->source_rc < 0) {
+	else if (p->source_done && p->source_rc < 0) {
 		*err = p->source_err;
 		rc = p->source_rc;
 	}

@@ -14,6 +14,7 @@
  */
 #include <math.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -82,8 +83,37 @@ void eng__walk_outcome(walker *w, const tok *t, eng_outcome o, const char *error
 
 /* ------------------------------------------------------------ transforms */
 
+/* Debug builds: a transform that returned its input object has not
+ * changed it (its output hash is taken from the input, ADR 0014). A
+ * plugin that does is a programming error, like a failed assert. */
+static void check_unchanged(const char *node, const json_t *v, const char *hash)
+{
+#ifndef NDEBUG
+	uint8_t d[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1] = "";
+	core_buf b = { 0 };
+
+	if (core_canon_append(&b, v, NULL) == 0) {
+		core_sha256(b.data, b.len, d);
+		core_hex(d, sizeof(d), hex);
+	}
+	core_buf_release(&b);
+	if (strcmp(hex, hash)) {
+		fprintf(stderr, "elspeth: transform '%s' returned its input object "
+			"changed; plugins must not change their input\n", node);
+		abort();
+	}
+#else
+	(void)node;
+	(void)v;
+	(void)hash;
+#endif
+}
+
+/* Waits until the backoff of `attempt` has passed since `from` (taken
+ * before the engine's blocking hook, which may do work for other rows). */
 static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
-			  atomic_int *stop, uint64_t seq)
+			  atomic_int *stop, uint64_t seq, uint64_t from)
 {
 	double d = r->initial_delay_seconds * pow(r->exponential_base, attempt);
 	uint64_t end, x = seq * 0x9e3779b97f4a7c15ull + attempt;
@@ -93,7 +123,7 @@ static void backoff_sleep(const core_retry_cfg *r, unsigned attempt,
 	/* Jitter: 50–100 % of the delay, so retries of many rows spread. */
 	x ^= x >> 31;
 	d *= 0.5 + 0.5 * (double)(x % 1000) / 1000.0;
-	end = core_now_mono_ns() + (uint64_t)(d * 1e9);
+	end = from + (uint64_t)(d * 1e9);
 	while (core_now_mono_ns() < end && !(stop && *stop)) {
 		struct timespec ts = { 0, 5 * 1000 * 1000 };
 
@@ -202,9 +232,10 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	}
 	/* A transform that passes its input on (delay, passthrough) returns
 	 * the same object, unchanged (it gets it const): its hash is known. */
-	if (!rc && a->rec && *out == t->data && t->hash[0])
+	if (!rc && a->rec && *out == t->data && t->hash[0]) {
 		memcpy(oh, t->hash, sizeof(oh));
-	else if (!rc && a->rec && eng__audit_payload(a, *out, oh, w->err)) {
+		check_unchanged(n->name, *out, t->hash);
+	} else if (!rc && a->rec && eng__audit_payload(a, *out, oh, w->err)) {
 		json_decref(*out);
 		free(context);
 		return core_err_prefix(w->err, "row %llu: transform '%s' output",
@@ -251,6 +282,7 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 	atomic_int *stop = walk_stop(w);
 	json_t *out = NULL;
 	unsigned try = 0;
+	uint64_t from;
 	int rc;
 
 	t->step++;
@@ -262,8 +294,9 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 			w->err->code = rc = CORE_ESTOPPED;
 			break;
 		}
+		from = core_now_mono_ns();
 		eng__blocking(w->c, true);
-		backoff_sleep(r, try++, stop, w->seq);
+		backoff_sleep(r, try++, stop, w->seq, from);
 		eng__blocking(w->c, false);
 		w->res->retries++;
 	}
