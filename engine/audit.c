@@ -420,6 +420,7 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 		   core_err *err)
 {
 	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
+	eng_hash h;
 	rec_key k;
 	int rc;
 
@@ -428,9 +429,14 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 		row->hash[0] = '\0';
 		return 0;
 	}
-	rc = eng__audit_payload(a, row->data, row->hash, err);
+	rc = eng__audit_payload(a, row->data, h, err);
 	if (rc)
 		return core_err_prefix(err, "row %llu", (unsigned long long)row->seq);
+	/* A resumed row read again has its hash from the checkpoint already
+	 * (the same: reread() checked), and the next checkpoint may be
+	 * reading it: it is not written again. */
+	if (!row->hash[0])
+		memcpy(row->hash, h, sizeof(h));
 	r.run_id = run_key_id(a, &k);
 	rec_key_u64(&k, row->seq);
 	r.row_id = r.seq = row->seq;

@@ -3,8 +3,9 @@
  * rec_error. Any thread.
  *
  * DESIGN: everything here runs under env->lock (see writer.c for what it
- * guards). A put copies key and value (or packs the message) straight
- * into the queue's arena and wakes the writer only if it is idle.
+ * guards), except packing a message, done first, without it. A put copies
+ * key and value (or the packed message) into the queue's arena and wakes
+ * the writer only if it is idle.
  * Producers wait in one case only: more than queue_max (REC_QUEUE_MAX,
  * 32 MiB) bytes are queued (the disk is slower than the producers); they
  * wake when the writer takes the queue. So memory stays bounded by about
