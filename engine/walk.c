@@ -89,16 +89,9 @@ void eng__walk_outcome(walker *w, const tok *t, eng_outcome o, const char *error
 static void check_unchanged(const char *node, const json_t *v, const char *hash)
 {
 #ifndef NDEBUG
-	uint8_t d[CORE_SHA256_LEN];
-	char hex[CORE_SHA256_HEX_LEN + 1] = "";
-	core_buf b = { 0 };
+	char hex[CORE_SHA256_HEX_LEN + 1];
 
-	if (core_canon_append(&b, v, NULL) == 0) {
-		core_sha256(b.data, b.len, d);
-		core_hex(d, sizeof(d), hex);
-	}
-	core_buf_release(&b);
-	if (strcmp(hex, hash)) {
+	if (core_hash_json(v, hex, NULL) || strcmp(hex, hash)) {
 		fprintf(stderr, "elspeth: transform '%s' returned its input object "
 			"changed; plugins must not change their input\n", node);
 		abort();
