@@ -222,6 +222,13 @@ static unsigned spare_workers(const pline *p)
 	return p->idle > promised ? p->idle - promised : 0;
 }
 
+/* Fewer workers run than there are CPUs, and an idle one could start a
+ * row (lock held). */
+static bool short_of_workers(pline *p)
+{
+	return running(p) < p->target && spare_workers(p);
+}
+
 /* ------------------------------------------------------------- release */
 
 /* Reports progress when due (or always, when final). Lock held. */
@@ -389,7 +396,7 @@ static void release_rows(pline *p)
 	p->releasing = false;
 	/* Room was made; if the calling thread released (all workers
 	 * idle) or too few workers run, bring one in to pull. */
-	if (running(p) < p->target && spare_workers(p) && can_start(p))
+	if (short_of_workers(p) && can_start(p))
 		pthread_cond_signal(&p->work_cv);
 	wake_main(p);
 }
@@ -447,7 +454,7 @@ static void read_ahead(pline *p, unsigned max)
 			p->source_rc = rc;
 			break;
 		}
-		if (running(p) < p->target && spare_workers(p))
+		if (short_of_workers(p))
 			pthread_cond_signal(&p->work_cv);
 	}
 	p->pulling = false;
@@ -530,7 +537,7 @@ static void blocking(void *arg, bool begin)
 			pthread_cond_signal(&p->work_cv);
 		return;
 	}
-	if (running(p) < p->target && spare_workers(p)) {
+	if (short_of_workers(p)) {
 		if (can_start(p))
 			pull_rows(p, 0);
 		else if (!p->pulling) /* e.g. the release role is busy */
