@@ -601,6 +601,22 @@ static void *loop_main(void *arg)
 
 /* ------------------------------------------------------------ public */
 
+/* Frees what hx_open made (whatever of it exists): hx_close, or hx_open
+ * failing part way. The loop thread is not running. */
+static void release(hx_exec *x)
+{
+	while (x->nfree)
+		curl_easy_cleanup(x->free_easy[--x->nfree]);
+	if (x->multi)
+		curl_multi_cleanup(x->multi);
+	if (x->epfd >= 0)
+		close(x->epfd);
+	if (x->wakefd >= 0)
+		close(x->wakefd);
+	free(x->free_easy);
+	free(x);
+}
+
 int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 {
 	hx_exec *x;
@@ -618,13 +634,13 @@ int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 		  cfg->backoff_multiplier, cfg->recovery_step_ms);
 	x->rng = (uint64_t)(uintptr_t)x ^ core_now_mono_ns();
 	x->st.pool_size = x->cfg.pool_size;
+	x->epfd = x->wakefd = -1;
 	if (!(x->free_easy = calloc(x->cfg.pool_size, sizeof(*x->free_easy)))) {
-		free(x);
+		release(x);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	if (!(x->multi = curl_multi_init())) {
-		free(x->free_easy);
-		free(x);
+		release(x);
 		return core_err_set(err, CORE_ENOMEM, "libcurl: cannot create a multi handle");
 	}
 	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)x->cfg.pool_size);
@@ -646,13 +662,7 @@ int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 	if (x->epfd < 0 || x->wakefd < 0 ||
 	    pthread_create(&x->thread, NULL, loop_main, x)) {
 		pthread_mutex_destroy(&x->lock);
-		curl_multi_cleanup(x->multi);
-		if (x->epfd >= 0)
-			close(x->epfd);
-		if (x->wakefd >= 0)
-			close(x->wakefd);
-		free(x->free_easy);
-		free(x);
+		release(x);
 		return core_err_set(err, CORE_EIO, "cannot start the HTTP executor (thread, epoll or eventfd)");
 	}
 	*out = x;
@@ -773,12 +783,6 @@ void hx_close(hx_exec *x)
 	pthread_mutex_unlock(&x->lock);
 	wake(x);
 	pthread_join(x->thread, NULL);
-	while (x->nfree)
-		curl_easy_cleanup(x->free_easy[--x->nfree]);
-	curl_multi_cleanup(x->multi);
-	close(x->epfd);
-	close(x->wakefd);
 	pthread_mutex_destroy(&x->lock);
-	free(x->free_easy);
-	free(x);
+	release(x);
 }
