@@ -302,8 +302,8 @@ YAML
 
 # ------------------------------------------------------ d. LLM replay
 sd() {
-  local U=300 r1 rt z rel reused vz dup sent want k
-  mock_start --latency uniform:25:35 --seed 3
+  local U=600 r1 rt z rel reused vz dup sent want k
+  mock_start --latency uniform:40:60 --seed 3
   awk -v n=$U 'BEGIN { print "id,text"; for (i = 1; i <= n; i++) printf "%d,ticket %d: order %d arrived %s\n", i, i, i * 7919 % 10007, (i % 3 ? "late" : "broken") }' > llm.csv
   cat > llm.yaml <<YAML
 source: {plugin: csv, on_success: t_in, options: {path: $WORK/llm.csv, on_validation_failure: discard}}
@@ -331,25 +331,28 @@ YAML
   stats() { "$PY" -c 'import json, sys, urllib.request as u; print(json.load(u.urlopen(sys.argv[1] + "/admin/stats"))["requests"])' "$MOCK_URL"; }
   mkdir -p dref d
   mock_reset
-  local t0 half
+  local t0 tk tref
   t0=$(date +%s.%N)
   (cd dref && $TO "$ELSPETH" run -s ../llm.yaml --execute > run.log 2>&1) || { fail "LLM replay: reference run"; show dref/run.log; }
-  half=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", (b - a) / 2 }')
-  # The run SIGKILLed half way through the reference run's time.
+  tref=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   mock_reset
+  t0=$(date +%s.%N)
   start_bg d ../llm.yaml run --execute
-  # Killed once about a third of the rows are out (a time-based kill
-  # misses on a loaded machine), at most after the reference's half time.
+  # SIGKILLed once 30 rows are out (a time-based kill misses on a loaded
+  # machine). Rows come out in waves of up to 64 every 40-60 ms, so that
+  # is during the first wave, 9 waves before the end: room for a kill
+  # that lands late (300 rows at 25-35 ms once left too little).
   local w=0
-  while [ "$(nlines d/out/out.jsonl)" -lt $((U / 3)) ] && [ $w -lt 400 ]; do
+  while [ "$(nlines d/out/out.jsonl)" -lt $((U / 20)) ] && [ $w -lt 400 ]; do
     sleep 0.01; w=$((w + 1))
   done
   kill -KILL "$BG" 2>/dev/null
+  tk=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   wait "$BG" 2>/dev/null; BGRC=$?
   sleep 0.2   # requests already on the wire reach the mock
   r1=$(stats)
   if [ "$BGRC" != 137 ] || [ "$(nlines d/out/out.jsonl)" -ge $U ]; then
-    fail "LLM replay: the run was not killed mid-run (exit $BGRC)"; mock_stop; return
+    fail "LLM replay: the run was not killed mid-run (exit $BGRC, $(nlines d/out/out.jsonl) rows out at the kill, $tk s)"; mock_stop; return
   fi
   (cd d && "$ELSPETH" resume latest -s ../llm.yaml --format json > dry.json 2>&1)
   # The calls the killed run's Landscape holds (its verify fails: it stopped).
@@ -364,7 +367,7 @@ YAML
        "$PY" -c 'import json, sys; print(json.load(sys.stdin)["checked"].get("replayed_calls", "n/a"))')
   dup=$((rt - U)); sent=$((rt - r1))
   want=$((U - rel - reused))
-  echo "    # LLM replay: killed at $half s; U=$U rows need the LLM; the mock saw R1=$r1 requests at the kill, R_total=$rt;" \
+  echo "    # LLM replay: killed at $tk s (the uninterrupted run took $tref s); U=$U rows need the LLM; the mock saw R1=$r1 requests at the kill, R_total=$rt;" \
        "the killed run's Landscape holds $k calls (so $((r1 - k)) answers were in flight or not yet committed);" \
        "checkpoint: released through $rel, $reused done rows reused; the resume sent $sent, replayed ${z:-?} (verify: $vz)"
   [ $RC = 0 ] || { fail "LLM replay: resume (exit $RC)"; show d/resume.log; }
