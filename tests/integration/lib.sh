@@ -26,6 +26,16 @@ expect() {
   pass "$name"
 }
 
+# started FILE [SECONDS]: waits (at most SECONDS, default 20) until FILE
+# exists — a run's sink file, opened after its signal handlers are
+# installed, so a SIGINT sent after it is never the default action (a
+# fixed sleep from exec raced a slow start: sanitizers, a loaded machine).
+started() {
+  local i
+  for i in $(seq 1 $((${2:-20} * 100))); do [ -e "$1" ] && return 0; sleep 0.01; done
+  return 1
+}
+
 finish() {
   echo "$PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]

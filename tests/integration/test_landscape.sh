@@ -56,7 +56,8 @@ awk 'BEGIN { print "ticket_id,customer,subject,priority,amount";
 sed "s|examples/quickstart/data/tickets.csv|big.csv|" $QS > big.yaml
 ELSPETH_OUT_DIR=bigout "$ELSPETH" run -s big.yaml --execute > int.out 2>&1 &
 pid=$!
-sleep 0.5
+started bigout/normal.csv
+sleep 0.3
 kill -INT $pid
 wait $pid; rc=$?
 [ "$rc" = 3 ] && pass "SIGINT exits 3" || { fail "SIGINT exit $rc"; cat int.out; }

@@ -77,7 +77,8 @@ base "ms: 50" > slow5.yaml
 rm -rf out
 "$ELSPETH" run -s slow5.yaml --execute --max-rows-in-flight 64 > int.log 2>&1 &
 pid=$!
-sleep 0.8
+started out/out.csv
+sleep 0.5
 kill -INT $pid
 ( sleep 30; kill -9 $pid 2>/dev/null ) & guard=$!
 wait $pid; rc=$?

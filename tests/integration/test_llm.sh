@@ -254,7 +254,8 @@ max_dispatch_delay_ms: 200"
 rm -rf int state-int
 OUT=int STATE=state-int "$ELSPETH" run -s int.yaml --execute --max-rows-in-flight 8 > int.log 2>&1 &
 pid=$!
-sleep 1
+started int/out.jsonl
+sleep 0.5
 kill -INT $pid
 for i in $(seq 1 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
 kill -0 $pid 2>/dev/null && { echo "    still running 5 s after SIGINT: killed"; kill -9 $pid; }

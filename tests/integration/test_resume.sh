@@ -286,9 +286,7 @@ YAML
   mkdir -p c2ref c2
   (cd c2ref && $TO "$ELSPETH" run -s ../c2.yaml --execute > run.log 2>&1)
   start_bg c2 ../c2.yaml run --execute
-  # The sinks are opened after the signal handlers are installed; a
-  # fixed sleep from exec raced a slow start (ASan, a loaded machine).
-  for i in $(seq 1 2000); do [ -e c2/out/out.csv ] && break; sleep 0.005; done
+  started c2/out/out.csv
   sleep 0.1   # rows 1-4 are in their first attempt (200 ms, it fails)
   kill -INT "$BG"; wait "$BG"; BGRC=$?
   resume c2 ../c2.yaml --execute

@@ -68,7 +68,7 @@ mkdir -p bref b
 # error at once, while rows 1..4 take 300 ms each.
 (cd b && exec env LD_PRELOAD="$SHIM" ELSPETH_TEST_GETDELIM_FAIL=21 "$ELSPETH" run -s ../b.yaml --execute > bg.log 2>&1) &
 BG=$!
-for i in $(seq 1 2000); do [ -e b/out/out.csv ] && break; sleep 0.005; done
+started b/out/out.csv
 sleep 0.1
 kill -INT "$BG"; wait "$BG"; rc=$?
 [ $rc = 3 ] && pass "b. SIGINT before the rows ahead of the error: exit 3 (interrupted)" ||
