@@ -95,10 +95,11 @@ static int format_write(rec_env *env, MDB_txn *txn, core_err *err)
 	return rc ? rec__lmdb_err(err, rc, env, "writing the format marker") : 0;
 }
 
-/* Opens (READONLY: the existing ones; else creating them) every table. */
-static int tables_load(rec_env *env, MDB_txn *txn, core_err *err)
+/* Opens every table: the existing ones (ro), or creating the absent ones
+ * and the format marker. */
+static int tables_load(rec_env *env, MDB_txn *txn, bool ro, core_err *err)
 {
-	bool ro = env->flags & REC_READONLY, empty = false;
+	bool empty = false;
 	int rc, t;
 
 	rc = env_is_empty(env, txn, &empty, err);
@@ -142,22 +143,17 @@ static void tables_swap(rec_env *env, tables_save *s, bool restore)
 	s->nabsent = env->nabsent;
 }
 
-/* Called once from rec_open, before any other transaction exists. The
- * txn is committed (also when read-only) so the table handles become
- * shared by the environment. */
-int rec__tables_open(rec_env *env, core_err *err)
+/* One pass of tables_load in its own txn, committed (also when
+ * read-only) so the table handles become shared by the environment. */
+static int tables_pass(rec_env *env, bool ro, core_err *err)
 {
-	bool ro = env->flags & REC_READONLY;
 	MDB_txn *txn;
-	int rc, t;
+	int rc;
 
-	for (t = 0; t < REC_TABLE_LAST; t++)
-		env->absent[t] = true;
-	env->nabsent = REC_TABLE_LAST;
 	rc = rec__txn_begin(env, ro ? MDB_RDONLY : 0, &txn);
 	if (rc)
 		return rec__lmdb_err(err, rc, env, "beginning a transaction");
-	rc = tables_load(env, txn, err);
+	rc = tables_load(env, txn, ro, err);
 	if (rc)
 		goto out_abort;
 	rc = mdb_txn_commit(txn);
@@ -168,6 +164,25 @@ out_abort:
 	mdb_txn_abort(txn);
 	rec__txn_done(env);
 	return rc;
+}
+
+/* Called once from rec_open, before any other transaction exists. An
+ * existing trail is opened in a read-only txn, without LMDB's writer
+ * lock: a process that holds it (another run, or one stopped mid-commit
+ * by SIGSTOP / Ctrl-Z) does not hold up opening the trail, so `resume`
+ * gets as far as refusing a run that is still alive (rec_run_lock). Only
+ * a new trail, or one lacking tables, takes a write txn to create them. */
+int rec__tables_open(rec_env *env, core_err *err)
+{
+	int rc, t;
+
+	for (t = 0; t < REC_TABLE_LAST; t++)
+		env->absent[t] = true;
+	env->nabsent = REC_TABLE_LAST;
+	rc = tables_pass(env, true, err);
+	if (rc || (env->flags & REC_READONLY) || !env->nabsent)
+		return rc;
+	return tables_pass(env, false, err);
 }
 
 /* Reopens absent tables; the map lock is write-held by the caller. */
@@ -183,7 +198,7 @@ static int tables_reload(rec_env *env, core_err *err)
 	if (rc)
 		return rec__lmdb_err(err, rc, env, "beginning a transaction");
 	tables_swap(env, &save, false);
-	rc = tables_load(env, txn, err);
+	rc = tables_load(env, txn, true, err);
 	if (rc)
 		goto out_abort;
 	rc = mdb_txn_commit(txn);

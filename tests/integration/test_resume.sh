@@ -19,7 +19,8 @@
 #      is not a Landscape (empty, another LMDB);
 #   f. a resume killed in turn and resumed again;
 #   g. a run killed before its first interval checkpoint;
-#   h. a resume while the run still runs (run-N.lock);
+#   h. a resume while the run still runs (run-N.lock), the run stopped by
+#      SIGSTOP (perhaps inside a write txn: the resume must not wait);
 #   i. at most one checkpoint per audit commit: a fast 4,000-row run with
 #      frequency every_row writes far fewer checkpoints than rows (one
 #      per release pass would be 4,000);
@@ -504,7 +505,9 @@ sh() {
   start_bg h ../p.yaml run --execute --max-rows-in-flight 2
   local i
   for i in $(seq 1 500); do [ -s h/out/joined.jsonl ] && break; sleep 0.01; done
-  # Stopped, not ended: it holds its lock for as long as the resume needs.
+  # Stopped (as by Ctrl-Z), not ended: it keeps its lock for as long as the
+  # resume needs, and may be stopped inside an LMDB write txn, holding
+  # LMDB's writer lock: the resume must still refuse, not wait for it.
   kill -STOP "$BG" 2>/dev/null
   resume h ../p.yaml --execute
   [ $RC = 1 ] && grep -q "being run by another process (pid $BG)" h/resume.log &&

@@ -406,3 +406,64 @@ Test(recorder, queue_gen_moves_when_the_writer_takes_the_queue, .timeout = TIMEO
 	env_close(env);
 	tdir_remove(&d);
 }
+
+/* The child: holds LMDB's writer lock on an existing trail (a write txn,
+ * as a run stopped mid-commit does) until told to stop or for 3 s. */
+static int lock_holder_child(const char *path, int ready_fd, int stop_fd)
+{
+	struct pollfd pfd = { .fd = stop_fd, .events = POLLIN };
+	core_err err = { 0 };
+	rec_env *env = NULL;
+	MDB_txn *txn;
+
+	if (rec_open(path, 0, &env, &err) || rec__txn_begin(env, 0, &txn))
+		return 1;
+	if (write(ready_fd, "h", 1) != 1)
+		return 2;
+	poll(&pfd, 1, 3000);
+	mdb_txn_abort(txn);
+	rec__txn_done(env);
+	return rec_close(env, &err) ? 3 : 0;
+}
+
+/* Opening an existing trail for writing does not wait for LMDB's writer
+ * lock: `elspeth resume` must get as far as refusing a run that another
+ * process still holds, also when that process is stopped (SIGSTOP,
+ * Ctrl-Z) inside a write txn. Before, rec_open's table setup took a write
+ * txn and hung until the holder went on. */
+Test(recorder, open_does_not_wait_for_the_writer_lock, .timeout = TIMEOUT)
+{
+	int ready[2], stop[2], status;
+	struct pollfd pfd;
+	struct timespec t0, t1;
+	double secs;
+	rec_env *env;
+	char c;
+	pid_t pid;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0); /* the trail exists, with its tables */
+	rows_write(env, 0, 10);
+	env_flush(env);
+	env_close(env);
+	cr_assert_eq(pipe(ready), 0);
+	cr_assert_eq(pipe(stop), 0);
+	pid = fork();
+	cr_assert_neq(pid, -1);
+	if (pid == 0)
+		_exit(lock_holder_child(d.path, ready[1], stop[0]));
+	pfd = (struct pollfd){ .fd = ready[0], .events = POLLIN };
+	cr_assert_eq(poll(&pfd, 1, 10000), 1, "the child never took the lock");
+	cr_assert_eq(read(ready[0], &c, 1), 1);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	env = env_open(d.path, 0);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	cr_assert_lt(secs, 1.5, "rec_open waited %.2f s for another process's write txn", secs);
+	cr_assert_eq(write(stop[1], "x", 1), 1);
+	cr_assert_eq(waitpid(pid, &status, 0), pid);
+	cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child status %d", status);
+	env_close(env);
+	tdir_remove(&d);
+}
