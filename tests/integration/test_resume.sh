@@ -175,19 +175,24 @@ ref() {
     fail "reference run: exit $rc, $(nlines ref/out/joined.jsonl) joined rows"; show ref/run.log ref/verify.log
   fi
 }
-# stopped DIR SETTINGS SIGNAL RC [LINES]: a run (8 rows in flight) in DIR
-# sent SIGNAL once its joined sink holds LINES (default 60 of 225) rows;
-# returns 0 if it exited with RC before its last row. The run takes
-# ~0.3 s, and on a loaded machine the poll can see the lines so late that
-# the signal misses the run: then it is run again, stopped earlier.
+# stopped DIR SETTINGS SIGNAL RC [LINES [SINK TOTAL]]: a run in DIR sent
+# SIGNAL once DIR/out/SINK (default joined.jsonl, TOTAL rows: $JOINED)
+# holds LINES (default 60) rows; returns 0 if it exited with RC before its
+# last row, with the seconds from start to signal in STOP_S. $STOP_BEFORE,
+# if set, runs before each start. The runs take 0.3-0.6 s, and on a
+# loaded machine the poll can see the lines so late that the signal
+# misses the run: then it is run again, stopped earlier.
 stopped() {
-  local d=$1 s=$2 sig=$3 want=$4 n=${5:-60} k
+  local d=$1 s=$2 sig=$3 want=$4 n=${5:-60} sink=${6:-joined.jsonl} total=${7:-$JOINED} k t0
   for k in $n $((n / 2)) $((n / 4)); do
     rm -rf "$d"; mkdir -p "$d"
+    ${STOP_BEFORE:-}
+    t0=$(date +%s.%N)
     start_bg "$d" "$s" run --execute
-    stop_when "$d/out/joined.jsonl" "$k" "$sig"
-    [ "$BGRC" = "$want" ] && [ "$(nlines "$d/out/joined.jsonl")" -lt $JOINED ] && return 0
-    echo "    # $d: SIG$sig at $k joined rows: exit $BGRC, $(nlines "$d/out/joined.jsonl") of $JOINED rows out"
+    stop_when "$d/out/$sink" "$k" "$sig"
+    STOP_S=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
+    [ "$BGRC" = "$want" ] && [ "$(nlines "$d/out/$sink")" -lt "$total" ] && return 0
+    echo "    # $d: SIG$sig at $k rows: exit $BGRC, $(nlines "$d/out/$sink") of $total rows out at $STOP_S s"
   done
   fail "$d: the run was not stopped mid-run by SIG$sig (exit $BGRC, want $want)"
   show "$d/bg.log"; return 1
@@ -331,29 +336,16 @@ YAML
   stats() { "$PY" -c 'import json, sys, urllib.request as u; print(json.load(u.urlopen(sys.argv[1] + "/admin/stats"))["requests"])' "$MOCK_URL"; }
   mkdir -p dref
   mock_reset
-  local t0 tk tref
+  local t0 tref
   t0=$(date +%s.%N)
   (cd dref && $TO "$ELSPETH" run -s ../llm.yaml --execute > run.log 2>&1) || { fail "LLM replay: reference run"; show dref/run.log; }
   tref=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
   # SIGKILLed once 30 rows are out (a time-based kill misses on a loaded
   # machine). Rows come out in waves of up to 64 every 40-60 ms, so that
-  # is during the first wave, 9 waves before the end. Should the kill
-  # still miss the run, it is run again and killed earlier.
-  for k in 30 10 1; do
-    rm -rf d; mkdir -p d
-    mock_reset
-    t0=$(date +%s.%N)
-    start_bg d ../llm.yaml run --execute
-    stop_when d/out/out.jsonl $k KILL
-    tk=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.3f", b - a }')
-    [ "$BGRC" = 137 ] && [ "$(nlines d/out/out.jsonl)" -lt $U ] && break
-    echo "    # LLM replay: SIGKILL at $k rows: exit $BGRC, $(nlines d/out/out.jsonl) of $U rows out at $tk s"
-  done
+  # is during the first wave, 9 waves before the end.
+  STOP_BEFORE=mock_reset stopped d ../llm.yaml KILL 137 30 out.jsonl $U || { mock_stop; return; }
   sleep 0.2   # requests already on the wire reach the mock
   r1=$(stats)
-  if [ "$BGRC" != 137 ] || [ "$(nlines d/out/out.jsonl)" -ge $U ]; then
-    fail "LLM replay: the run was not killed mid-run (exit $BGRC, $(nlines d/out/out.jsonl) rows out at the kill, $tk s)"; mock_stop; return
-  fi
   (cd d && "$ELSPETH" resume latest -s ../llm.yaml --format json > dry.json 2>&1)
   # The calls the killed run's Landscape holds (its verify fails: it stopped).
   k=$("$ELSPETH" verify --database d/state --run latest --json 2>/dev/null |
@@ -367,7 +359,7 @@ YAML
        "$PY" -c 'import json, sys; print(json.load(sys.stdin)["checked"].get("replayed_calls", "n/a"))')
   dup=$((rt - U)); sent=$((rt - r1))
   want=$((U - rel - reused))
-  echo "    # LLM replay: killed at $tk s (the uninterrupted run took $tref s); U=$U rows need the LLM; the mock saw R1=$r1 requests at the kill, R_total=$rt;" \
+  echo "    # LLM replay: killed at $STOP_S s (the uninterrupted run took $tref s); U=$U rows need the LLM; the mock saw R1=$r1 requests at the kill, R_total=$rt;" \
        "the killed run's Landscape holds $k calls (so $((r1 - k)) answers were in flight or not yet committed);" \
        "checkpoint: released through $rel, $reused done rows reused; the resume sent $sent, replayed ${z:-?} (verify: $vz)"
   [ $RC = 0 ] || { fail "LLM replay: resume (exit $RC)"; show d/resume.log; }
