@@ -13,7 +13,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
 
 #define STR(s) ((char *)((s) ? (s) : ""))
@@ -227,7 +226,7 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 
 static const char *sink_path(const dag_node *n)
 {
-	return ckpt_sink_path(n->options);
+	return n->kops->target ? n->kops->target(n->options) : NULL;
 }
 
 int eng__topology_hash(dag_graph *g, eng_hash out, core_err *err)

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
 
 bool eng__ckpt_due(const eng_ctx *c, uint64_t released, const eng_summary *sum)
@@ -188,7 +187,7 @@ static void add_sinks(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck,
 		elspeth__checkpoint_sink__init(m);
 		m->node_id = (uint32_t)i;
 		m->name = (char *)n->name;
-		m->path = (char *)ckpt_sink_path(n->options);
+		m->path = (char *)(n->kops->target ? n->kops->target(n->options) : NULL);
 		m->start = pos.base;
 		m->position = pos.pos;
 		m->prefix_hash = hash;
@@ -264,7 +263,7 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 		return 0;
 	if (!(fds = calloc(c->g->nnodes + 1, sizeof(*fds))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	ck.format_version = CKPT_FORMAT_VERSION;
+	ck.format_version = REC_CKPT_FORMAT_VERSION;
 	ck.run_id = au->run_id;
 	ck.attempt = c->ckpt->attempt;
 	ck.reason = (char *)at->reason;
@@ -287,7 +286,7 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 	add_totals(&a, c, &ck, sum);
 	if (a.oom)
 		rc = core_err_set(err, CORE_ENOMEM, "checkpoint: out of memory");
-	else if ((rc = ckpt_put(au->rec, &ck, fds, nfds, &c->ckpt->gen)))
+	else if ((rc = rec_ckpt_put(au->rec, &ck, fds, nfds, &c->ckpt->gen)))
 		rc = core_err_set(err, rc, "checkpoint after row %llu: cannot enqueue it",
 				  (unsigned long long)at->released);
 	arena_free(&a);

@@ -7,7 +7,7 @@
  * topology hash as recorded, and every sink file still holds exactly what
  * the checkpoint counted (size, hash of the bytes). Then:
  *   - the crashed attempt's work after the checkpoint is marked
- *     superseded (checkpoint/), new ids start above everything recorded;
+ *     superseded (recorder/checkpoint.c), new ids start above everything recorded;
  *   - sinks reopen at their checkpointed positions (the bytes after are
  *     cut off), the source moves on to the row after the checkpoint's
  *     frontier (a seek, or skipping rows);
@@ -23,11 +23,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
 
 struct eng_replay {
-	ckpt_replay *r;
+	rec_replay *r;
 };
 
 struct eng_pre {
@@ -259,11 +258,11 @@ bool eng__replay_find(eng_ctx *c, uint64_t seq, int node, const void *req,
 	uint8_t d[CORE_SHA256_LEN];
 	char hex[CORE_SHA256_HEX_LEN + 1];
 
-	if (!c->replay || !ckpt_replay_size(c->replay->r))
+	if (!c->replay || !rec_replay_size(c->replay->r))
 		return false;
 	core_sha256(req, len, d);
 	core_hex(d, sizeof(d), hex);
-	return ckpt_replay_find(c->replay->r, seq, (uint32_t)node, hex, resp,
+	return rec_replay_find(c->replay->r, seq, (uint32_t)node, hex, resp,
 				resp_len, from);
 }
 
@@ -502,7 +501,7 @@ static int start_checkpoint(dag_graph *g, const Elspeth__RunRecord *run,
 	}
 	core_sha256("", 0, d);
 	core_hex(d, sizeof(d), empty);
-	ck.format_version = CKPT_FORMAT_VERSION;
+	ck.format_version = REC_CKPT_FORMAT_VERSION;
 	ck.run_id = run->run_id;
 	ck.reason = "none (stopped while starting)";
 	ck.topology_hash = run->topology_hash;
@@ -524,12 +523,12 @@ static int start_checkpoint(dag_graph *g, const Elspeth__RunRecord *run,
 		elspeth__checkpoint_sink__init(m);
 		m->node_id = (uint32_t)i;
 		m->name = (char *)n->name;
-		m->path = (char *)ckpt_sink_path(n->options);
+		m->path = (char *)(n->kops->target ? n->kops->target(n->options) : NULL);
 		m->prefix_hash = empty;
 		ptrs[ck.n_sinks++] = m;
 	}
 	ck.sinks = ptrs;
-	/* Packed and unpacked, so ckpt_free can free it like a loaded one. */
+	/* Packed and unpacked, so rec_ckpt_free can free it like a loaded one. */
 	if (!(buf = malloc(elspeth__checkpoint__get_packed_size(&ck) + 1))) {
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		goto out;
@@ -541,6 +540,22 @@ out:
 	free(buf);
 	free(ptrs);
 	free(sinks);
+	return rc;
+}
+
+/* Checks that sink n's output holds what checkpoint entry s says it had
+ * written (the sink's verify), naming the sink in the error. */
+static int check_sink(const dag_node *n, const Elspeth__CheckpointSink *s,
+		      core_err *err)
+{
+	plg_sink_pos at = { .base = s->start, .pos = s->position, .fd = -1 };
+	int rc;
+
+	if (!n->kops->verify)
+		return 0;
+	snprintf(at.hash, sizeof(at.hash), "%s", s->prefix_hash ? s->prefix_hash : "");
+	if ((rc = n->kops->verify(n->options, &at, err)))
+		core_err_prefix(err, "sink '%s': ", n->name);
 	return rc;
 }
 
@@ -573,7 +588,7 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"the settings changed since run %llu (config hash %.12s..., now %.12s...); "
 			"resume with the settings it ran with", (unsigned long long)run,
 			r->run->config_hash, g->settings->config_hash);
-	rc = ckpt_load(rec, run, &r->ck, err);
+	rc = rec_ckpt_load(rec, run, &r->ck, err);
 	/* Checkpoints on, none written: killed while starting. */
 	if (rc == REC_NOTFOUND && g->settings->checkpoint_enabled)
 		rc = start_checkpoint(g, r->run, &r->ck, err);
@@ -586,7 +601,7 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 		if (!n || n->kind != DAG_SINK || strcmp(n->name, s->name))
 			return core_err_set(err, CORE_EDATA,
 				"the checkpoint names sink '%s', which the pipeline lacks", s->name);
-		if ((rc = ckpt_check_sink(s, s->path, err)))
+		if ((rc = check_sink(n, s, err)))
 			return rc;
 	}
 	return 0;
@@ -633,8 +648,8 @@ static void resume_free(rstate *r)
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	pre_free(&r->pre);
-	ckpt_replay_free(r->replay.r);
-	ckpt_free(r->ck);
+	rec_replay_free(r->replay.r);
+	rec_ckpt_free(r->ck);
 	if (r->run)
 		elspeth__run_record__free_unpacked(r->run, NULL);
 }
@@ -647,10 +662,10 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 	uint64_t next[3];
 	int rc;
 
-	if ((rc = ckpt_next_ids(r->rec, r->ck, &next[0], &next[1], &next[2], err)) ||
-	    (rc = ckpt_supersede(r->rec, r->ck, r->attempt, next[0], next[2],
+	if ((rc = rec_ckpt_next_ids(r->rec, r->ck, &next[0], &next[1], &next[2], err)) ||
+	    (rc = rec_ckpt_supersede(r->rec, r->ck, r->attempt, next[0], next[2],
 				 &r->superseded, err)) ||
-	    (rc = ckpt_replay_load(r->rec, r->ck, &r->replay.r, err)) ||
+	    (rc = rec_replay_load(r->rec, r->ck, &r->replay.r, err)) ||
 	    (rc = pre_build(c, r, err)) ||
 	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, r->run,
 				    next, err)))
@@ -684,7 +699,7 @@ int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = prepare(g, r.rec, run_spec, &r, err);
 	if (!rc)
-		rc = ckpt_resume_count(r.rec, r.run->run_id, &r.attempt, err);
+		rc = rec_resume_count(r.rec, r.run->run_id, &r.attempt, err);
 	if (!rc) {
 		r.attempt++;
 		sum->run_id = r.run->run_id;

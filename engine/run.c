@@ -5,7 +5,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "checkpoint/checkpoint.h"
 #include "engine/engine_internal.h"
 
 const char *eng_outcome_name(eng_outcome o)

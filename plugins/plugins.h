@@ -196,6 +196,16 @@ typedef struct plg_sink_ops {
 	void (*position)(void *state, plg_sink_pos *out);
 	int (*resume)(const core_node *options, const plg_sink_pos *at,
 		      void **state, core_err *err);
+	/* Optional: the file the sink writes, as its options name it (the
+	 * audit trail records it), or NULL. Valid while options are. */
+	const char *(*target)(const core_node *options);
+	/* Optional (with position and resume): checks, reading only, that the
+	 * output still holds what position() reported as `at` (at least
+	 * at->pos bytes; bytes [at->base, at->pos) hash to at->hash), before
+	 * a resume cuts it back. CORE_EDATA saying what differs (the file was
+	 * edited, truncated or replaced since the run stopped). */
+	int (*verify)(const core_node *options, const plg_sink_pos *at,
+		      core_err *err);
 } plg_sink_ops;
 
 /* ----------------------------------------------------------- aggregations */

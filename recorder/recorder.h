@@ -1,7 +1,7 @@
 /*
  * recorder.h — the public contract of the Landscape's storage: one LMDB
  * environment per state directory holding the audit tables, the payload
- * store and (later) checkpoints (DESIGN.md §8).
+ * store and the checkpoints (DESIGN.md §8).
  *
  * Writing: any thread enqueues puts (rec_put*, never waiting for disk); one
  * writer thread per environment commits them in batches (group commit).
@@ -197,5 +197,63 @@ int rec_explain(rec_env *env, uint64_t run, uint64_t seq, uint64_t token,
  * {...counts}, "violations": [strings]}. Returns 0 when the checks ran
  * (violations or not). */
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err);
+
+/* ------------------------------------------------------------ checkpoints
+ *
+ * A run's latest checkpoint (ADR 0012, docs/resume.md) and what a resume
+ * reads before it runs: the ids already used, the crashed attempt's work
+ * marked superseded, and the answers of its calls for replay. The engine
+ * builds checkpoints (engine/checkpoint.c) and restores them
+ * (engine/resume.c); the recorder knows the records, not the engine.
+ *
+ * Thread rules: rec_ckpt_put from any thread (it enqueues); the rest on
+ * the thread preparing a resume, before the run starts. A rec_replay is
+ * read-only after rec_replay_load and may be shared by threads.
+ */
+
+#define REC_CKPT_FORMAT_VERSION 1
+
+/* Enqueues c as its run's latest checkpoint; the writer fsyncs fds (the
+ * sink files) before committing it. gen (if not NULL) receives the queue
+ * generation it went into (rec_queue_gen). */
+int rec_ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
+	     size_t nfds, uint64_t *gen);
+/* The latest checkpoint of run: 0, REC_NOTFOUND (err set, saying so), or
+ * an error. Free with rec_ckpt_free. */
+int rec_ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,
+	      core_err *err);
+void rec_ckpt_free(Elspeth__Checkpoint *c); /* NULL allowed */
+
+/* The first ids a resume may use: above every token, node state (calls
+ * included: they are recorded before their state) and batch of the run. */
+int rec_ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
+		  uint64_t *token, uint64_t *state, uint64_t *batch,
+		  core_err *err);
+
+/* Resumes recorded for the run so far (the next attempt is this + 1). */
+int rec_resume_count(rec_env *env, uint64_t run, uint32_t *n, core_err *err);
+
+/* Marks the work of the crashed attempt that the resume redoes as
+ * superseded by `attempt`: every token created after the checkpoint
+ * (id >= c->next_token_id, below token_end) and every token of a row
+ * after released_through_seq that the checkpoint does not hold as done;
+ * batches flushed after the checkpoint get status "superseded". Enqueues
+ * the records; *tokens receives the count. */
+int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
+		   uint32_t attempt, uint64_t token_end, uint64_t batch_end,
+		   uint64_t *tokens, core_err *err);
+
+/* The successful answers recorded for rows the resume runs again (rows
+ * after released_through_seq not done at the checkpoint), by (row, node,
+ * request hash). */
+typedef struct rec_replay rec_replay;
+int rec_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
+		     rec_replay **out, core_err *err);
+size_t rec_replay_size(const rec_replay *r);
+/* The answer for a request; *resp is a malloc'd copy. */
+bool rec_replay_find(const rec_replay *r, uint64_t row, uint32_t node,
+		      const char *request_hash, char **resp, size_t *len,
+		      const char **from);
+void rec_replay_free(rec_replay *r); /* NULL allowed */
 
 #endif /* ELSPETH_RECORDER_H */

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,8 +13,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "plugins/llm/llm.h"
 
-#include "plugins/llm_wire.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm_template.h"
+#include "plugins/template/template.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -43,20 +43,20 @@ static bool utf8_ok(const char *s, size_t n)
 	return ok;
 }
 
-static void check_template(const llm_template *t)
+static void check_template(const tpl_template *t)
 {
-	const char *h = llm_template_hash(t);
+	const char *h = tpl_hash(t);
 
 	if (strncmp(h, "sha256:", 7) || strlen(h) != 7 + 64)
 		abort();
-	for (size_t i = 0; i < llm_template_nfields(t); i++)
-		if (!llm_template_field(t, i))
+	for (size_t i = 0; i < tpl_nfields(t); i++)
+		if (!tpl_field(t, i))
 			abort();
-	if (llm_template_field(t, llm_template_nfields(t)))
+	if (tpl_field(t, tpl_nfields(t)))
 		abort();
 }
 
-static void render(const llm_template *t, bool utf8_in)
+static void render(const tpl_template *t, bool utf8_in)
 {
 	core_buf a = { 0 }, b = { 0 };
 	core_err ea = { 0 }, eb = { 0 };
@@ -64,8 +64,8 @@ static void render(const llm_template *t, bool utf8_in)
 
 	core_buf_puts(&a, "pre");
 	core_buf_puts(&b, "pre");
-	ra = llm_template_render(t, fixed_row(), &a, &ea);
-	rb = llm_template_render(t, fixed_row(), &b, &eb);
+	ra = tpl_render(t, fixed_row(), &a, &ea);
+	rb = tpl_render(t, fixed_row(), &b, &eb);
 	if (ra != rb || a.len != b.len || (a.len && memcmp(a.data, b.data, a.len)))
 		abort();
 	if (ra && ra != CORE_ENOMEM) {
@@ -83,25 +83,25 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *src = malloc(size + 1);
 	core_err err = { 0 };
-	llm_template *t = NULL;
+	tpl_template *t = NULL;
 	int rc;
 
 	if (!src)
 		return 0;
 	memcpy(src, data, size);
 	src[size] = '\0';
-	rc = llm_template_compile(src, &t, &err);
+	rc = tpl_compile(src, &t, &err);
 	if (rc) {
 		if (t || (rc != CORE_ENOMEM && (rc != CORE_ECONFIG ||
 		    strncmp(err.msg, "template line ", 14))))
 			abort();
 	} else {
-		if (strcmp(llm_template_source(t), src))
+		if (strcmp(tpl_source(t), src))
 			abort();
 		check_template(t);
 		render(t, strlen(src) == size && utf8_ok(src, size));
 	}
-	llm_template_free(t);
+	tpl_free(t);
 	free(src);
 	return 0;
 }

@@ -1,8 +1,7 @@
 /* The AIMD throttle's arithmetic and the HTTP executor's error classes. */
 #include <criterion/criterion.h>
 
-#include "plugins/aimd.h"
-#include "plugins/http_exec.h"
+#include "plugins/http/http.h"
 
 /* Criterion's float assertion evaluates its arguments twice: call once. */
 #define EXPECT_MS(call, want, ...) do { \
@@ -12,92 +11,92 @@
 
 Test(aimd, starts_at_the_minimum)
 {
-	aimd t;
+	http_aimd t;
 
-	aimd_init(&t, 0, 5000, 2.0, 50);
+	http_aimd_init(&t, 0, 5000, 2.0, 50);
 	cr_assert_float_eq(t.delay_ms, 0, 1e-9);
-	aimd_init(&t, 20, 5000, 2.0, 50);
+	http_aimd_init(&t, 20, 5000, 2.0, 50);
 	cr_assert_float_eq(t.delay_ms, 20, 1e-9);
 }
 
 Test(aimd, capacity_error_backs_off_from_the_floor_and_doubles)
 {
-	aimd t;
+	http_aimd t;
 
-	aimd_init(&t, 0, 5000, 2.0, 50);
-	EXPECT_MS(aimd_on_capacity(&t), 100); /* 0 * 2 -> floor */
-	EXPECT_MS(aimd_on_capacity(&t), 200);
-	EXPECT_MS(aimd_on_capacity(&t), 400);
+	http_aimd_init(&t, 0, 5000, 2.0, 50);
+	EXPECT_MS(http_aimd_on_capacity(&t), 100); /* 0 * 2 -> floor */
+	EXPECT_MS(http_aimd_on_capacity(&t), 200);
+	EXPECT_MS(http_aimd_on_capacity(&t), 400);
 	for (int i = 0; i < 10; i++)
-		aimd_on_capacity(&t);
+		http_aimd_on_capacity(&t);
 	cr_assert_float_eq(t.delay_ms, 5000, 1e-9, "capped at max");
 	cr_assert_eq(t.capacity_errors, 13);
 }
 
 Test(aimd, success_recovers_linearly_to_the_minimum)
 {
-	aimd t;
+	http_aimd t;
 
-	aimd_init(&t, 10, 5000, 2.0, 50);
-	aimd_on_capacity(&t); /* 100 */
-	aimd_on_capacity(&t); /* 200 */
-	EXPECT_MS(aimd_on_success(&t), 150);
-	EXPECT_MS(aimd_on_success(&t), 100);
-	EXPECT_MS(aimd_on_success(&t), 50);
-	EXPECT_MS(aimd_on_success(&t), 10, "floored at min");
-	EXPECT_MS(aimd_on_success(&t), 10);
+	http_aimd_init(&t, 10, 5000, 2.0, 50);
+	http_aimd_on_capacity(&t); /* 100 */
+	http_aimd_on_capacity(&t); /* 200 */
+	EXPECT_MS(http_aimd_on_success(&t), 150);
+	EXPECT_MS(http_aimd_on_success(&t), 100);
+	EXPECT_MS(http_aimd_on_success(&t), 50);
+	EXPECT_MS(http_aimd_on_success(&t), 10, "floored at min");
+	EXPECT_MS(http_aimd_on_success(&t), 10);
 	cr_assert_eq(t.successes, 5);
 }
 
 Test(aimd, other_multipliers_and_a_high_minimum)
 {
-	aimd t;
+	http_aimd t;
 
-	aimd_init(&t, 300, 1000, 1.5, 0);
-	EXPECT_MS(aimd_on_capacity(&t), 450);
-	EXPECT_MS(aimd_on_capacity(&t), 675);
-	EXPECT_MS(aimd_on_capacity(&t), 1000);
-	EXPECT_MS(aimd_on_success(&t), 1000, "step 0: no recovery");
-	aimd_init(&t, 0, 0, 1, 50); /* a fixed pool: the throttle off */
-	EXPECT_MS(aimd_on_capacity(&t), 0);
+	http_aimd_init(&t, 300, 1000, 1.5, 0);
+	EXPECT_MS(http_aimd_on_capacity(&t), 450);
+	EXPECT_MS(http_aimd_on_capacity(&t), 675);
+	EXPECT_MS(http_aimd_on_capacity(&t), 1000);
+	EXPECT_MS(http_aimd_on_success(&t), 1000, "step 0: no recovery");
+	http_aimd_init(&t, 0, 0, 1, 50); /* a fixed pool: the throttle off */
+	EXPECT_MS(http_aimd_on_capacity(&t), 0);
 }
 
 Test(http, classification)
 {
-	cr_assert_eq(hx_classify(CURLE_OK, 200, true), HX_OK);
-	cr_assert_eq(hx_classify(CURLE_OK, 201, true), HX_OK);
-	cr_assert_eq(hx_classify(CURLE_OK, 429, true), HX_CAPACITY);
-	cr_assert_eq(hx_classify(CURLE_OK, 503, true), HX_CAPACITY);
-	cr_assert_eq(hx_classify(CURLE_OK, 529, true), HX_CAPACITY);
-	cr_assert_eq(hx_classify(CURLE_OK, 500, true), HX_SERVER);
-	cr_assert_eq(hx_classify(CURLE_OK, 502, true), HX_SERVER);
-	cr_assert_eq(hx_classify(CURLE_OK, 408, true), HX_SERVER, "request timeout is transient");
-	cr_assert_eq(hx_classify(CURLE_OK, 400, true), HX_CLIENT);
-	cr_assert_eq(hx_classify(CURLE_OK, 401, true), HX_CLIENT);
-	cr_assert_eq(hx_classify(CURLE_OK, 404, true), HX_CLIENT);
-	cr_assert_eq(hx_classify(CURLE_OK, 301, true), HX_SERVER);
-	cr_assert_eq(hx_classify(CURLE_OPERATION_TIMEDOUT, 0, true), HX_TIMEOUT);
-	cr_assert_eq(hx_classify(CURLE_OPERATION_TIMEDOUT, 0, false), HX_CAPACITY,
+	cr_assert_eq(http_classify(CURLE_OK, 200, true), HTTP_OK);
+	cr_assert_eq(http_classify(CURLE_OK, 201, true), HTTP_OK);
+	cr_assert_eq(http_classify(CURLE_OK, 429, true), HTTP_CAPACITY);
+	cr_assert_eq(http_classify(CURLE_OK, 503, true), HTTP_CAPACITY);
+	cr_assert_eq(http_classify(CURLE_OK, 529, true), HTTP_CAPACITY);
+	cr_assert_eq(http_classify(CURLE_OK, 500, true), HTTP_SERVER);
+	cr_assert_eq(http_classify(CURLE_OK, 502, true), HTTP_SERVER);
+	cr_assert_eq(http_classify(CURLE_OK, 408, true), HTTP_SERVER, "request timeout is transient");
+	cr_assert_eq(http_classify(CURLE_OK, 400, true), HTTP_CLIENT);
+	cr_assert_eq(http_classify(CURLE_OK, 401, true), HTTP_CLIENT);
+	cr_assert_eq(http_classify(CURLE_OK, 404, true), HTTP_CLIENT);
+	cr_assert_eq(http_classify(CURLE_OK, 301, true), HTTP_SERVER);
+	cr_assert_eq(http_classify(CURLE_OPERATION_TIMEDOUT, 0, true), HTTP_TIMEOUT);
+	cr_assert_eq(http_classify(CURLE_OPERATION_TIMEDOUT, 0, false), HTTP_CAPACITY,
 		     "a connect timeout is the server under load");
-	cr_assert_eq(hx_classify(CURLE_COULDNT_CONNECT, 0, false), HX_NETWORK);
-	cr_assert_eq(hx_classify(CURLE_GOT_NOTHING, 0, true), HX_NETWORK);
-	cr_assert_eq(hx_classify(CURLE_PARTIAL_FILE, 200, true), HX_NETWORK);
-	cr_assert_eq(hx_classify(CURLE_RECV_ERROR, 0, true), HX_NETWORK);
+	cr_assert_eq(http_classify(CURLE_COULDNT_CONNECT, 0, false), HTTP_NETWORK);
+	cr_assert_eq(http_classify(CURLE_GOT_NOTHING, 0, true), HTTP_NETWORK);
+	cr_assert_eq(http_classify(CURLE_PARTIAL_FILE, 200, true), HTTP_NETWORK);
+	cr_assert_eq(http_classify(CURLE_RECV_ERROR, 0, true), HTTP_NETWORK);
 }
 
 Test(http, transient_classes_and_names)
 {
-	cr_assert(hx_transient(HX_SERVER));
-	cr_assert(hx_transient(HX_NETWORK));
-	cr_assert(hx_transient(HX_TIMEOUT));
-	cr_assert(hx_transient(HX_MALFORMED));
-	cr_assert_not(hx_transient(HX_OK));
-	cr_assert_not(hx_transient(HX_CAPACITY), "capacity retries are not counted");
-	cr_assert_not(hx_transient(HX_CLIENT));
-	cr_assert_not(hx_transient(HX_GAVE_UP));
-	for (int c = 0; c < HX_CLASS_LAST; c++)
-		cr_assert_str_neq(hx_class_name((hx_class)c), "unknown");
-	cr_assert_str_eq(hx_class_name(HX_CLASS_LAST), "unknown");
+	cr_assert(http_transient(HTTP_SERVER));
+	cr_assert(http_transient(HTTP_NETWORK));
+	cr_assert(http_transient(HTTP_TIMEOUT));
+	cr_assert(http_transient(HTTP_MALFORMED));
+	cr_assert_not(http_transient(HTTP_OK));
+	cr_assert_not(http_transient(HTTP_CAPACITY), "capacity retries are not counted");
+	cr_assert_not(http_transient(HTTP_CLIENT));
+	cr_assert_not(http_transient(HTTP_GAVE_UP));
+	for (int c = 0; c < HTTP_CLASS_LAST; c++)
+		cr_assert_str_neq(http_class_name((http_class)c), "unknown");
+	cr_assert_str_eq(http_class_name(HTTP_CLASS_LAST), "unknown");
 }
 
 /* Nothing listens on port 9 of 127.0.0.1 (discard; closed here): the
@@ -116,24 +115,24 @@ static unsigned count_call(plg_ctx *ctx, const plg_call *c)
 
 Test(http, refused_connection_is_retried_per_policy)
 {
-	hx_cfg cfg = { .pool_size = 2, .timeout_s = 2, .max_dispatch_delay_ms = 5000,
+	http_cfg cfg = { .pool_size = 2, .timeout_s = 2, .max_dispatch_delay_ms = 5000,
 		       .backoff_multiplier = 2, .recovery_step_ms = 50,
 		       .max_capacity_retry_s = 10 };
 	core_retry_cfg retry = { .max_attempts = 3, .initial_delay_seconds = 0.001,
 				 .max_delay_seconds = 0.002, .exponential_base = 2 };
 	plg_ctx ctx = { .retry = &retry, .record_call = count_call };
-	hx_req r = { .url = "http://127.0.0.1:9/v1/chat/completions", .body = "{}",
+	http_req r = { .url = "http://127.0.0.1:9/v1/chat/completions", .body = "{}",
 		     .body_len = 2 };
-	hx_exec *x;
+	http_exec *x;
 	core_err err;
 
-	cr_assert_eq(hx_open(&cfg, &x, &err), 0, "%s", err.msg);
-	hx_run(x, &r, 1, &ctx);
-	cr_assert_eq(r.result, HX_NETWORK, "%s", r.error);
+	cr_assert_eq(http_open(&cfg, &x, &err), 0, "%s", err.msg);
+	http_run(x, &r, 1, &ctx);
+	cr_assert_eq(r.result, HTTP_NETWORK, "%s", r.error);
 	cr_assert_eq(r.attempts, 3);
 	cr_assert_eq(ncalls, 3);
 	cr_assert(strstr(r.error, "connect"), "%s", r.error);
 	core_buf_release(&r.response);
-	hx_close(x);
-	hx_close(NULL);
+	http_close(x);
+	http_close(NULL);
 }

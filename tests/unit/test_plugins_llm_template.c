@@ -5,9 +5,9 @@
 
 #include <criterion/criterion.h>
 
-#include "plugins/llm_template.h"
+#include "plugins/template/template.h"
 
-TestSuite(llm_template, .timeout = 10);
+TestSuite(tpl_template, .timeout = 10);
 
 static const char *row_text =
 	"{\"a\": 1, \"s\": \"  Hi there \", \"n\": null, \"t\": true, \"f\": false,"
@@ -25,12 +25,12 @@ static json_t *js(const char *text)
 	return v;
 }
 
-static llm_template *compile_ok(const char *src)
+static tpl_template *compile_ok(const char *src)
 {
 	core_err err = { 0 };
-	llm_template *t = NULL;
+	tpl_template *t = NULL;
 
-	cr_assert_eq(llm_template_compile(src, &t, &err), 0, "%s: %s", src,
+	cr_assert_eq(tpl_compile(src, &t, &err), 0, "%s: %s", src,
 		     err.msg);
 	cr_assert_not_null(t);
 	return t;
@@ -39,15 +39,15 @@ static llm_template *compile_ok(const char *src)
 /* Renders src for the row (default: row_text); returns a malloc'd string. */
 static char *render_row(const char *src, const char *row)
 {
-	llm_template *t = compile_ok(src);
+	tpl_template *t = compile_ok(src);
 	json_t *r = js(row ? row : row_text);
 	core_buf b = { 0 };
 	core_err err = { 0 };
 
-	cr_assert_eq(llm_template_render(t, r, &b, &err), 0, "%s: %s", src,
+	cr_assert_eq(tpl_render(t, r, &b, &err), 0, "%s: %s", src,
 		     err.msg);
 	json_decref(r);
-	llm_template_free(t);
+	tpl_free(t);
 	return core_buf_steal(&b);
 }
 
@@ -62,9 +62,9 @@ static void expect(const char *src, const char *want)
 static void expect_compile_err(const char *src, const char *want)
 {
 	core_err err = { 0 };
-	llm_template *t = (llm_template *)1;
+	tpl_template *t = (tpl_template *)1;
 
-	cr_assert_eq(llm_template_compile(src, &t, &err), CORE_ECONFIG, "%s", src);
+	cr_assert_eq(tpl_compile(src, &t, &err), CORE_ECONFIG, "%s", src);
 	cr_assert_null(t);
 	cr_expect(strstr(err.msg, want), "template %s: got '%s', want '%s'", src,
 		  err.msg, want);
@@ -72,24 +72,24 @@ static void expect_compile_err(const char *src, const char *want)
 
 static void expect_render_err(const char *src, const char *want)
 {
-	llm_template *t = compile_ok(src);
+	tpl_template *t = compile_ok(src);
 	json_t *r = js(row_text);
 	core_buf b = { 0 };
 	core_err err = { 0 };
 
 	cr_assert(!core_buf_puts(&b, "keep"));
-	cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA, "%s", src);
+	cr_assert_eq(tpl_render(t, r, &b, &err), CORE_EDATA, "%s", src);
 	cr_expect(strstr(err.msg, want), "template %s: got '%s', want '%s'", src,
 		  err.msg, want);
 	cr_expect_str_eq(b.data, "keep", "the output is left as it was");
 	core_buf_release(&b);
 	json_decref(r);
-	llm_template_free(t);
+	tpl_free(t);
 }
 
 /* ------------------------------------------------------------ syntax */
 
-Test(llm_template, literal_text_only)
+Test(tpl_template, literal_text_only)
 {
 	expect("", "");
 	expect("just text", "just text");
@@ -97,7 +97,7 @@ Test(llm_template, literal_text_only)
 	expect("{ {", "{ {");
 }
 
-Test(llm_template, interpolation_forms)
+Test(tpl_template, interpolation_forms)
 {
 	expect("A={{row.a}}", "A=1");
 	expect("A={{ row.a }}!", "A=1!");
@@ -113,7 +113,7 @@ Test(llm_template, interpolation_forms)
 	expect("{{ row.s }}{{ row.a }}", "  Hi there 1");
 }
 
-Test(llm_template, string_literals)
+Test(tpl_template, string_literals)
 {
 	expect("{{ '{{' }} row.a {{ \"}}\" }}", "{{ row.a }}");
 	expect("{{ 'it\\'s' }}", "it's");
@@ -123,7 +123,7 @@ Test(llm_template, string_literals)
 	expect("{{ 'abc' | upper }}", "ABC");
 }
 
-Test(llm_template, comments)
+Test(tpl_template, comments)
 {
 	expect("a{# a comment {{ row.zz }} #}b", "ab");
 	expect("a {#- c -#} b", "ab");
@@ -132,7 +132,7 @@ Test(llm_template, comments)
 	expect("{##}x", "x");
 }
 
-Test(llm_template, whitespace_control)
+Test(tpl_template, whitespace_control)
 {
 	expect("x  {{- row.a -}}  \n y", "x1y");
 	expect("x \n {{- row.a }} \n", "x1 ");
@@ -142,7 +142,7 @@ Test(llm_template, whitespace_control)
 	expect("{{- row.a -}}", "1");
 }
 
-Test(llm_template, jinja_newline_handling)
+Test(tpl_template, jinja_newline_handling)
 {
 	expect("A {{ row.a }}\n", "A 1");
 	expect("A\n\n", "A\n");
@@ -151,7 +151,7 @@ Test(llm_template, jinja_newline_handling)
 	expect("a\r\nb {# c -#}  \n d\r\n", "a\nb d");
 }
 
-Test(llm_template, values_are_not_normalised)
+Test(tpl_template, values_are_not_normalised)
 {
 	char *got = render_row("[{{ row.v }}]\n", "{\"v\": \"a\\r\\nb\\n\"}");
 
@@ -159,7 +159,7 @@ Test(llm_template, values_are_not_normalised)
 	free(got);
 }
 
-Test(llm_template, unicode_pass_through)
+Test(tpl_template, unicode_pass_through)
 {
 	expect("{{ row.u }} \xe2\x9c\x93", "h\xc3\xa9llo \xe4\xb8\x96\xe7\x95\x8c \xe2\x9c\x93");
 	expect("{{ row.u | length }}", "8");
@@ -177,7 +177,7 @@ static void expect_value(const char *json_value, const char *want)
 	free(got);
 }
 
-Test(llm_template, python_str_of_scalars)
+Test(tpl_template, python_str_of_scalars)
 {
 	expect_value("\"text\"", "text");
 	expect_value("0", "0");
@@ -189,7 +189,7 @@ Test(llm_template, python_str_of_scalars)
 	expect_value("null", "None");
 }
 
-Test(llm_template, python_repr_of_reals)
+Test(tpl_template, python_repr_of_reals)
 {
 	/* Each expected string is Python 3's repr(float(x)). */
 	expect_value("0.1", "0.1");
@@ -215,7 +215,7 @@ Test(llm_template, python_repr_of_reals)
 	expect_value("0.5", "0.5");
 }
 
-Test(llm_template, containers_as_compact_json)
+Test(tpl_template, containers_as_compact_json)
 {
 	expect("{{ row.l }}", "[1,\"x\",[2,3]]");
 	expect("{{ row.o.in }}", "{\"deep\":7}");
@@ -225,7 +225,7 @@ Test(llm_template, containers_as_compact_json)
 
 /* ------------------------------------------------------------ filters */
 
-Test(llm_template, upper_lower_trim)
+Test(tpl_template, upper_lower_trim)
 {
 	expect("{{ row.s | upper }}", "  HI THERE ");
 	expect("{{ row.s | lower }}", "  hi there ");
@@ -252,7 +252,7 @@ static void expect_case(const char *in, const char *upper, const char *lower)
 	free(got);
 }
 
-Test(llm_template, unicode_case_as_python)
+Test(tpl_template, unicode_case_as_python)
 {
 	/* Expected values are Python 3's str.upper() / str.lower(). */
 	expect_case("Stra\xc3\x9f" "e \xc3\x89\xc3\xa7\xc3\xa0",
@@ -276,7 +276,7 @@ Test(llm_template, unicode_case_as_python)
 		    "\xe4\xb8\x96 \xc3\x97\xc3\xb7");                 /* 世 × ÷ */
 }
 
-Test(llm_template, length)
+Test(tpl_template, length)
 {
 	expect("{{ row.s | length }}", "11");
 	expect("{{ row.l | length }}/{{ row.o | length }}", "3/4");
@@ -284,7 +284,7 @@ Test(llm_template, length)
 	expect("{{ 'abc' | length }}", "3");
 }
 
-Test(llm_template, tojson_is_canonical)
+Test(tpl_template, tojson_is_canonical)
 {
 	expect("{{ row.o | tojson }}", "{\"b\":true,\"in\":{\"deep\":7},\"k\":\"v\",\"z\":null}");
 	expect("{{ row.s | tojson }}", "\"  Hi there \"");
@@ -294,7 +294,7 @@ Test(llm_template, tojson_is_canonical)
 	expect("{{ row.l | tojson | length }}", "13");
 }
 
-Test(llm_template, default_filter)
+Test(tpl_template, default_filter)
 {
 	expect("{{ row.zz | default('none given') }}", "none given");
 	expect("{{ row.n | default('was null') }}", "was null");
@@ -316,14 +316,14 @@ Test(llm_template, default_filter)
 
 /* ----------------------------------------------------- compile errors */
 
-Test(llm_template, statements_are_rejected)
+Test(tpl_template, statements_are_rejected)
 {
 	expect_compile_err("Hi {% if row.a %}x{% endif %}",
 			   "template line 1, column 4: statements ({% ... %}) are not supported");
 	expect_compile_err("a\nbc {%- raw %}", "line 2, column 4: statements");
 }
 
-Test(llm_template, syntax_errors_name_position)
+Test(tpl_template, syntax_errors_name_position)
 {
 	expect_compile_err("Hello {{ row.a", "line 1, column 15: expected '|' or '}}' "
 			   "to close the expression opened at line 1, column 7, "
@@ -358,25 +358,25 @@ Test(llm_template, syntax_errors_name_position)
 	expect_compile_err("{{ row.a | default('\xff') }}", "not valid UTF-8");
 }
 
-Test(llm_template, columns_count_characters_and_lines)
+Test(tpl_template, columns_count_characters_and_lines)
 {
 	expect_compile_err("\xc3\xa9\xc3\xa9 {{ bad }}", "line 1, column 7: unknown name 'bad'");
 	expect_compile_err("one\ntwo\n  {{ row.a | nope }}", "line 3, column 14: unknown filter 'nope'");
 }
 
-Test(llm_template, compile_error_without_err_struct)
+Test(tpl_template, compile_error_without_err_struct)
 {
-	llm_template *t = NULL;
+	tpl_template *t = NULL;
 
-	cr_expect_eq(llm_template_compile("{{ row", &t, NULL), CORE_ECONFIG);
-	cr_expect_eq(llm_template_compile("{{ 'x", &t, NULL), CORE_ECONFIG);
-	cr_expect_eq(llm_template_compile(NULL, &t, NULL), CORE_ECONFIG);
+	cr_expect_eq(tpl_compile("{{ row", &t, NULL), CORE_ECONFIG);
+	cr_expect_eq(tpl_compile("{{ 'x", &t, NULL), CORE_ECONFIG);
+	cr_expect_eq(tpl_compile(NULL, &t, NULL), CORE_ECONFIG);
 	cr_expect_null(t);
 }
 
 /* ------------------------------------------------------ render errors */
 
-Test(llm_template, missing_field_is_a_data_error)
+Test(tpl_template, missing_field_is_a_data_error)
 {
 	expect_render_err("Hi {{ row.x }}", "template field 'x' is not in the row");
 	expect_render_err("{{ row['my other'] }}", "template field 'my other' is not in the row");
@@ -391,7 +391,7 @@ Test(llm_template, missing_field_is_a_data_error)
 	expect_render_err("{{ row.x | length }}", "template field 'x' is not in the row");
 }
 
-Test(llm_template, type_errors_name_the_field)
+Test(tpl_template, type_errors_name_the_field)
 {
 	expect_render_err("{{ row.s.x }}", "template field 's.x': 's' is a string, not an object");
 	expect_render_err("{{ row.s[0] }}", "template field 's[0]': 's' is a string, not an array");
@@ -407,98 +407,98 @@ Test(llm_template, type_errors_name_the_field)
 	expect_render_err("{{ row.r | length }}", "a real number has no length");
 }
 
-Test(llm_template, tojson_reports_unhashable_values)
+Test(tpl_template, tojson_reports_unhashable_values)
 {
-	llm_template *t = compile_ok("{{ row.v | tojson }}");
+	tpl_template *t = compile_ok("{{ row.v | tojson }}");
 	json_t *r = js("{\"v\": {\"k\": [9007199254740993]}}");
 	core_buf b = { 0 };
 	core_err err = { 0 };
 
-	cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA);
+	cr_assert_eq(tpl_render(t, r, &b, &err), CORE_EDATA);
 	cr_expect(strstr(err.msg, "template field 'v' | tojson: "), "%s", err.msg);
 	cr_expect(strstr(err.msg, "outside +-2^53"), "%s", err.msg);
 	cr_expect_eq(b.len, 0);
 	core_buf_release(&b);
 	json_decref(r);
-	llm_template_free(t);
+	tpl_free(t);
 }
 
-Test(llm_template, non_object_row)
+Test(tpl_template, non_object_row)
 {
-	llm_template *t = compile_ok("{{ row.a }}");
+	tpl_template *t = compile_ok("{{ row.a }}");
 	json_t *r = js("[1]");
 	core_buf b = { 0 };
 	core_err err = { 0 };
 
-	cr_assert_eq(llm_template_render(t, r, &b, &err), CORE_EDATA);
+	cr_assert_eq(tpl_render(t, r, &b, &err), CORE_EDATA);
 	cr_expect_str_eq(err.msg, "template: the row is an array, not an object");
 	json_decref(r);
-	llm_template_free(t);
+	tpl_free(t);
 }
 
-Test(llm_template, render_appends_and_template_is_reusable)
+Test(tpl_template, render_appends_and_template_is_reusable)
 {
-	llm_template *t = compile_ok("<{{ row.a }}>");
+	tpl_template *t = compile_ok("<{{ row.a }}>");
 	json_t *r1 = js("{\"a\": 1}"), *r2 = js("{\"a\": \"two\"}");
 	core_buf b = { 0 };
 	core_err err = { 0 };
 
 	cr_assert(!core_buf_puts(&b, "pre"));
-	cr_assert_eq(llm_template_render(t, r1, &b, &err), 0);
-	cr_assert_eq(llm_template_render(t, r2, &b, &err), 0);
+	cr_assert_eq(tpl_render(t, r1, &b, &err), 0);
+	cr_assert_eq(tpl_render(t, r2, &b, &err), 0);
 	cr_expect_str_eq(b.data, "pre<1><two>");
 	cr_expect_eq(json_object_get(r1, "a")->refcount, 1, "the row is only read");
 	core_buf_release(&b);
 	json_decref(r1);
 	json_decref(r2);
-	llm_template_free(t);
+	tpl_free(t);
 }
 
 /* ------------------------------------------------------ fields, hash */
 
-Test(llm_template, fields_in_order_of_first_use)
+Test(tpl_template, fields_in_order_of_first_use)
 {
-	llm_template *t = compile_ok("{{ row.b }} {{ row['a x'].y }} {{ row.b | upper }}"
+	tpl_template *t = compile_ok("{{ row.b }} {{ row['a x'].y }} {{ row.b | upper }}"
 				     " {{ row.c | default('') }} {{ 'lit' }} {{ row.l[0] }}"
 				     " {{ row.d | default('') }} {{ row.d }}");
 
-	cr_assert_eq(llm_template_nfields(t), 5);
-	cr_expect_str_eq(llm_template_field(t, 0), "b");
-	cr_expect_str_eq(llm_template_field(t, 1), "a x");
-	cr_expect_str_eq(llm_template_field(t, 2), "c");
-	cr_expect_str_eq(llm_template_field(t, 3), "l");
-	cr_expect_str_eq(llm_template_field(t, 4), "d");
-	cr_expect(llm_template_field_required(t, 0));
-	cr_expect(llm_template_field_required(t, 1));
-	cr_expect_not(llm_template_field_required(t, 2), "only used with a default");
-	cr_expect(llm_template_field_required(t, 3));
-	cr_expect(llm_template_field_required(t, 4), "one use has no default");
-	cr_expect_null(llm_template_field(t, 5));
-	cr_expect_not(llm_template_field_required(t, 5));
-	llm_template_free(t);
+	cr_assert_eq(tpl_nfields(t), 5);
+	cr_expect_str_eq(tpl_field(t, 0), "b");
+	cr_expect_str_eq(tpl_field(t, 1), "a x");
+	cr_expect_str_eq(tpl_field(t, 2), "c");
+	cr_expect_str_eq(tpl_field(t, 3), "l");
+	cr_expect_str_eq(tpl_field(t, 4), "d");
+	cr_expect(tpl_field_required(t, 0));
+	cr_expect(tpl_field_required(t, 1));
+	cr_expect_not(tpl_field_required(t, 2), "only used with a default");
+	cr_expect(tpl_field_required(t, 3));
+	cr_expect(tpl_field_required(t, 4), "one use has no default");
+	cr_expect_null(tpl_field(t, 5));
+	cr_expect_not(tpl_field_required(t, 5));
+	tpl_free(t);
 
 	t = compile_ok("no fields {{ 'x' }}");
-	cr_expect_eq(llm_template_nfields(t), 0);
-	llm_template_free(t);
+	cr_expect_eq(tpl_nfields(t), 0);
+	tpl_free(t);
 }
 
-Test(llm_template, hash_is_of_the_source_text)
+Test(tpl_template, hash_is_of_the_source_text)
 {
-	llm_template *t = compile_ok("abc");
-	llm_template *u = compile_ok("abc\n");
+	tpl_template *t = compile_ok("abc");
+	tpl_template *u = compile_ok("abc\n");
 
 	/* sha256("abc") */
-	cr_expect_str_eq(llm_template_hash(t), "sha256:ba7816bf8f01cfea414140de5dae2223"
+	cr_expect_str_eq(tpl_hash(t), "sha256:ba7816bf8f01cfea414140de5dae2223"
 			 "b00361a396177a9cb410ff61f20015ad");
-	cr_expect_str_neq(llm_template_hash(t), llm_template_hash(u),
+	cr_expect_str_neq(tpl_hash(t), tpl_hash(u),
 			  "the hash covers the text as given");
-	cr_expect_str_eq(llm_template_source(u), "abc\n");
-	llm_template_free(t);
-	llm_template_free(u);
-	llm_template_free(NULL);
+	cr_expect_str_eq(tpl_source(u), "abc\n");
+	tpl_free(t);
+	tpl_free(u);
+	tpl_free(NULL);
 }
 
-Test(llm_template, large_template_and_values)
+Test(tpl_template, large_template_and_values)
 {
 	size_t n = 200000;
 	char *src = malloc(n * 12 + 1), *p = src, *got;
@@ -511,25 +511,25 @@ Test(llm_template, large_template_and_values)
 	big[(1 << 20) - 1] = '\0';
 	json_object_set_new(r, "a", json_string("y"));
 	{
-		llm_template *t = compile_ok(src);
+		tpl_template *t = compile_ok(src);
 		core_buf b = { 0 };
 		core_err err = { 0 };
 
-		cr_assert_eq(llm_template_render(t, r, &b, &err), 0);
+		cr_assert_eq(tpl_render(t, r, &b, &err), 0);
 		cr_expect_eq(b.len, n);
 		core_buf_release(&b);
-		llm_template_free(t);
+		tpl_free(t);
 	}
 	json_object_set_new(r, "a", json_string(big));
 	got = NULL;
 	{
-		llm_template *t = compile_ok("[{{ row.a | upper | length }}]");
+		tpl_template *t = compile_ok("[{{ row.a | upper | length }}]");
 		core_buf b = { 0 };
 		core_err err = { 0 };
 
-		cr_assert_eq(llm_template_render(t, r, &b, &err), 0);
+		cr_assert_eq(tpl_render(t, r, &b, &err), 0);
 		got = core_buf_steal(&b);
-		llm_template_free(t);
+		tpl_free(t);
 	}
 	cr_expect_str_eq(got, "[1048575]");
 	free(got);

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include <criterion/criterion.h>
+#include "plugins/llm/llm.h"
 
-#include "plugins/llm_wire.h"
 
 TestSuite(llm_types, .timeout = 10);
 TestSuite(llm_request, .timeout = 10);

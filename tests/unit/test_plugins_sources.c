@@ -6,7 +6,7 @@
 
 #include <criterion/criterion.h>
 
-#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
 #include "plugins/plugins_internal.h"
 
 /* ---------------------------------------------------------------- helpers */

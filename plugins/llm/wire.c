@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include "plugins/llm/llm.h"
 
-#include "plugins/llm_wire.h"
 
 #define INT_LIMIT 9007199254740992LL /* 2^53: what canonical JSON can hash */
 

@@ -4,7 +4,7 @@
  * DESIGN. x->lock guards the queues (ready, delayed), the throttle, the
  * statistics, the easy-handle free list and every batch's `left` and cv.
  * The executor thread alone touches the multi handle, the easy handles
- * and a job's transfer fields. hx_run (any worker) appends its jobs to
+ * and a job's transfer fields. http_run (any worker) appends its jobs to
  * `ready`, wakes the loop (an eventfd) and sleeps on its batch's
  * condition variable until every job is final.
  *
@@ -37,8 +37,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "plugins/aimd.h"
-#include "plugins/http_exec.h"
+#include "plugins/http/http.h"
 
 #define MAX_BODY (16u << 20) /* a larger answer is malformed */
 #define MAX_POLL_MS 1000
@@ -54,7 +53,7 @@ typedef struct batch {
 
 typedef struct job {
 	struct job *next;
-	hx_req *req;
+	http_req *req;
 	batch *b;
 	CURL *easy;
 	core_buf body;               /* this attempt's answer */
@@ -68,26 +67,26 @@ typedef struct job {
 	unsigned transient_attempts; /* attempts counted against retry */
 } job;
 
-struct hx_exec {
-	hx_cfg cfg;
+struct http_exec {
+	http_cfg cfg;
 	pthread_t thread;
 	pthread_mutex_t lock;
 	CURLM *multi;
 	int epfd;                    /* libcurl's sockets and wakefd */
-	int wakefd;                  /* eventfd: hx_run, hx_close */
+	int wakefd;                  /* eventfd: http_run, http_close */
 	uint64_t curl_timer;         /* libcurl's next timeout (mono), 0: none */
 	bool shutdown;
 	job *ready, *ready_tail;     /* FIFO */
 	job *delayed;                /* by due_mono */
 	CURL **free_easy;            /* idle easy handles, up to pool_size */
 	unsigned nfree;
-	aimd throttle;
+	http_aimd throttle;
 	uint64_t next_dispatch;
 	uint64_t last_backoff;       /* when the throttle last backed off */
 	bool success_since_backoff;
 	uint64_t rng;
 	unsigned active;
-	hx_stats st;
+	http_stats st;
 };
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
@@ -100,48 +99,48 @@ static void curl_init(void)
 
 /* ------------------------------------------------------ classification */
 
-const char *hx_class_name(hx_class c)
+const char *http_class_name(http_class c)
 {
 	switch (c) {
-	case HX_OK: return "ok";
-	case HX_CAPACITY: return "capacity";
-	case HX_SERVER: return "server";
-	case HX_NETWORK: return "network";
-	case HX_TIMEOUT: return "timeout";
-	case HX_MALFORMED: return "malformed";
-	case HX_CLIENT: return "client";
-	case HX_GAVE_UP: return "gave_up";
-	case HX_CLASS_LAST: break;
+	case HTTP_OK: return "ok";
+	case HTTP_CAPACITY: return "capacity";
+	case HTTP_SERVER: return "server";
+	case HTTP_NETWORK: return "network";
+	case HTTP_TIMEOUT: return "timeout";
+	case HTTP_MALFORMED: return "malformed";
+	case HTTP_CLIENT: return "client";
+	case HTTP_GAVE_UP: return "gave_up";
+	case HTTP_CLASS_LAST: break;
 	}
 	return "unknown";
 }
 
-hx_class hx_classify(CURLcode rc, long status, bool connected)
+http_class http_classify(CURLcode rc, long status, bool connected)
 {
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		return connected ? HX_TIMEOUT : HX_CAPACITY;
+		return connected ? HTTP_TIMEOUT : HTTP_CAPACITY;
 	if (rc != CURLE_OK)
-		return HX_NETWORK;
+		return HTTP_NETWORK;
 	if (status >= 200 && status < 300)
-		return HX_OK;
+		return HTTP_OK;
 	if (status == 429 || status == 503 || status == 529)
-		return HX_CAPACITY;
+		return HTTP_CAPACITY;
 	if (status == 408 || status >= 500 || status < 200)
-		return HX_SERVER;
+		return HTTP_SERVER;
 	if (status >= 400)
-		return HX_CLIENT;
-	return HX_SERVER; /* 3xx: not an answer we can use, maybe passing */
+		return HTTP_CLIENT;
+	return HTTP_SERVER; /* 3xx: not an answer we can use, maybe passing */
 }
 
-bool hx_transient(hx_class c)
+bool http_transient(http_class c)
 {
-	return c == HX_SERVER || c == HX_NETWORK || c == HX_TIMEOUT ||
-	       c == HX_MALFORMED;
+	return c == HTTP_SERVER || c == HTTP_NETWORK || c == HTTP_TIMEOUT ||
+	       c == HTTP_MALFORMED;
 }
 
 /* ---------------------------------------------------------------- queues */
 
-static void push_ready(hx_exec *x, job *j)
+static void push_ready(http_exec *x, job *j)
 {
 	j->next = NULL;
 	if (x->ready_tail)
@@ -151,7 +150,7 @@ static void push_ready(hx_exec *x, job *j)
 	x->ready_tail = j;
 }
 
-static job *pop_ready(hx_exec *x)
+static job *pop_ready(http_exec *x)
 {
 	job *j = x->ready;
 
@@ -160,7 +159,7 @@ static job *pop_ready(hx_exec *x)
 	return j;
 }
 
-static void push_delayed(hx_exec *x, job *j)
+static void push_delayed(http_exec *x, job *j)
 {
 	job **p = &x->delayed;
 
@@ -182,7 +181,7 @@ static bool stopping(const job *j)
 /* Due delayed jobs join the back of ready, in their order: a retry waits
  * its turn behind requests not yet tried once, or during a storm the
  * first rows' retries would take every dispatch and starve the rest. */
-static void promote(hx_exec *x, uint64_t now)
+static void promote(http_exec *x, uint64_t now)
 {
 	job **p = &x->delayed;
 
@@ -213,12 +212,12 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return core_buf_append(&j->body, p, len) ? 0 : len;
 }
 
-static CURL *take_easy(hx_exec *x)
+static CURL *take_easy(http_exec *x)
 {
 	return x->nfree ? x->free_easy[--x->nfree] : curl_easy_init();
 }
 
-static void give_easy(hx_exec *x, CURL *e)
+static void give_easy(http_exec *x, CURL *e)
 {
 	if (x->nfree < x->cfg.pool_size) {
 		curl_easy_reset(e);
@@ -228,9 +227,9 @@ static void give_easy(hx_exec *x, CURL *e)
 }
 
 /* Starts one attempt (lock held). Returns false if curl refused. */
-static bool start(hx_exec *x, job *j, uint64_t now)
+static bool start(http_exec *x, job *j, uint64_t now)
 {
-	const hx_req *r = j->req;
+	const http_req *r = j->req;
 	long timeout_ms = (long)(x->cfg.timeout_s * 1000.0);
 	CURL *e = take_easy(x);
 
@@ -268,22 +267,22 @@ static bool start(hx_exec *x, job *j, uint64_t now)
 }
 
 /* Final result of a job (lock held). */
-static void finish(job *j, hx_class c, long status, const char *msg)
+static void finish(job *j, http_class c, long status, const char *msg)
 {
-	hx_req *r = j->req;
+	http_req *r = j->req;
 	core_buf t = r->response;
 
 	r->result = c;
 	r->http_status = status;
 	r->response = j->body;
 	j->body = t;
-	snprintf(r->error, sizeof(r->error), "%s", c == HX_OK ? "" : msg);
+	snprintf(r->error, sizeof(r->error), "%s", c == HTTP_OK ? "" : msg);
 	if (--j->b->left == 0)
 		pthread_cond_signal(&j->b->cv);
 }
 
 /* Jittered exponential backoff before transient attempt k+1 (k >= 1). */
-static uint64_t backoff_ns(hx_exec *x, const core_retry_cfg *r, unsigned k)
+static uint64_t backoff_ns(http_exec *x, const core_retry_cfg *r, unsigned k)
 {
 	double d = r->initial_delay_seconds * pow(r->exponential_base, k - 1);
 
@@ -295,7 +294,7 @@ static uint64_t backoff_ns(hx_exec *x, const core_retry_cfg *r, unsigned k)
 }
 
 /* When a request in a run of capacity errors gives up (mono ns). */
-static uint64_t capacity_deadline(const hx_exec *x, const job *j)
+static uint64_t capacity_deadline(const http_exec *x, const job *j)
 {
 	if (stopping(j))
 		return j->first_capacity_mono;
@@ -303,18 +302,18 @@ static uint64_t capacity_deadline(const hx_exec *x, const job *j)
 }
 
 /* A capacity error past the request's deadline is its last (lock held). */
-static hx_class final_class(const hx_exec *x, const job *j, hx_class c, uint64_t now)
+static http_class final_class(const http_exec *x, const job *j, http_class c, uint64_t now)
 {
-	if (c == HX_CAPACITY && j->first_capacity_mono &&
+	if (c == HTTP_CAPACITY && j->first_capacity_mono &&
 	    now >= capacity_deadline(x, j))
-		return HX_GAVE_UP;
-	if (c == HX_CAPACITY && !j->first_capacity_mono && x->cfg.max_capacity_retry_s <= 0)
-		return HX_GAVE_UP;
+		return HTTP_GAVE_UP;
+	if (c == HTTP_CAPACITY && !j->first_capacity_mono && x->cfg.max_capacity_retry_s <= 0)
+		return HTTP_GAVE_UP;
 	return c;
 }
 
 /* Decides what follows an attempt that ended with class c (lock held). */
-static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_after_s,
+static void decide(http_exec *x, job *j, http_class c, long status, double retry_after_s,
 		   const char *msg)
 {
 	const core_retry_cfg *r = j->b->retry;
@@ -323,13 +322,13 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 	char why[300];
 
 	j->req->attempts++;
-	if (c == HX_OK) {
-		aimd_on_success(&x->throttle);
+	if (c == HTTP_OK) {
+		http_aimd_on_success(&x->throttle);
 		x->success_since_backoff = true;
 		finish(j, c, status, msg);
 		return;
 	}
-	if (c == HX_CAPACITY) {
+	if (c == HTTP_CAPACITY) {
 		/* One backoff per round trip, as TCP does: the answers to
 		 * requests sent before the last backoff say nothing new. And
 		 * refusals with no success in between (a server whose rate
@@ -337,7 +336,7 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 		 * off at most once a second, or the delay overshoots. */
 		if (j->started_mono >= x->last_backoff &&
 		    (x->success_since_backoff || now - x->last_backoff >= BACKOFF_QUIET_NS)) {
-			aimd_on_capacity(&x->throttle);
+			http_aimd_on_capacity(&x->throttle);
 			x->last_backoff = now;
 			x->success_since_backoff = false;
 		}
@@ -355,7 +354,7 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 		push_delayed(x, j);
 		return;
 	}
-	if (c == HX_GAVE_UP) {
+	if (c == HTTP_GAVE_UP) {
 		x->st.capacity_errors++;
 		if (stopping(j)) {
 			snprintf(why, sizeof(why),
@@ -367,11 +366,11 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 			snprintf(why, sizeof(why),
 				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
 				 x->cfg.max_capacity_retry_s, msg);
-		finish(j, HX_GAVE_UP, status, why);
+		finish(j, HTTP_GAVE_UP, status, why);
 		return;
 	}
 	j->first_capacity_mono = 0;
-	if (hx_transient(c) && ++j->transient_attempts < max) {
+	if (http_transient(c) && ++j->transient_attempts < max) {
 		if (stopping(j)) {
 			/* It would be retried after a backoff: left unfinished
 			 * for the resume instead (ADR 0012). */
@@ -390,15 +389,15 @@ static void decide(hx_exec *x, job *j, hx_class c, long status, double retry_aft
 }
 
 /* A transfer finished: classify, record (unlocked), decide. */
-static void done(hx_exec *x, job *j, CURLcode rc)
+static void done(http_exec *x, job *j, CURLcode rc)
 {
-	hx_req *r = j->req;
+	http_req *r = j->req;
 	CURL *e = j->easy;
 	long status = 0;
 	curl_off_t ra = -1;
 	long sent = 0;
 	char msg[256] = "";
-	hx_class c;
+	http_class c;
 
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &ra);
@@ -407,16 +406,16 @@ static void done(hx_exec *x, job *j, CURLcode rc)
 	curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
 	curl_multi_remove_handle(x->multi, e);
 	j->easy = NULL;
-	c = hx_classify(rc, status, sent > 0 || status > 0);
+	c = http_classify(rc, status, sent > 0 || status > 0);
 	if (j->too_big) {
-		c = HX_MALFORMED;
+		c = HTTP_MALFORMED;
 		snprintf(msg, sizeof(msg), "answer larger than %u MiB", MAX_BODY >> 20);
-	} else if (c == HX_OK && r->check &&
+	} else if (c == HTTP_OK && r->check &&
 		   r->check(r->check_arg, j->body.data, j->body.len, msg, sizeof(msg)))
-		c = HX_MALFORMED;
+		c = HTTP_MALFORMED;
 	else if (rc != CURLE_OK)
 		snprintf(msg, sizeof(msg), "%s", curl_easy_strerror(rc));
-	else if (c != HX_OK)
+	else if (c != HTTP_OK)
 		snprintf(msg, sizeof(msg), "HTTP %ld: %.200s", status,
 			 j->body.data ? j->body.data : "");
 	pthread_mutex_lock(&x->lock);
@@ -424,10 +423,10 @@ static void done(hx_exec *x, job *j, CURLcode rc)
 	pthread_mutex_unlock(&x->lock);
 	if (j->b->ctx && j->b->ctx->record_call) {
 		plg_call call = {
-			.call_type = "llm", .name = r->name, .ok = c == HX_OK,
+			.call_type = "llm", .name = r->name, .ok = c == HTTP_OK,
 			.http_status = (unsigned)status,
-			.error_class = c == HX_OK ? NULL : hx_class_name(c),
-			.error = c == HX_OK ? NULL : msg,
+			.error_class = c == HTTP_OK ? NULL : http_class_name(c),
+			.error = c == HTTP_OK ? NULL : msg,
 			.request = r->body, .request_len = r->body_len,
 			.response = j->body.data, .response_len = j->body.len,
 			.submitted_ns = j->submitted_wall,
@@ -449,13 +448,13 @@ static void done(hx_exec *x, job *j, CURLcode rc)
 
 /* A request at its capacity deadline: its last attempt does not wait for
  * the throttle's gap (or it could fail long after the deadline). */
-static bool overdue(const hx_exec *x, const job *j, uint64_t now)
+static bool overdue(const http_exec *x, const job *j, uint64_t now)
 {
 	return j->first_capacity_mono && now >= capacity_deadline(x, j);
 }
 
 /* Starts what may start; returns the poll timeout in ms (lock held). */
-static int dispatch(hx_exec *x)
+static int dispatch(http_exec *x)
 {
 	uint64_t now = core_now_mono_ns(), next = 0;
 	int ms = MAX_POLL_MS;
@@ -466,7 +465,7 @@ static int dispatch(hx_exec *x)
 		job *j = pop_ready(x);
 
 		if (!start(x, j, now)) {
-			finish(j, HX_NETWORK, 0, "cannot start the transfer (libcurl)");
+			finish(j, HTTP_NETWORK, 0, "cannot start the transfer (libcurl)");
 			continue;
 		}
 		x->next_dispatch = now + (uint64_t)(x->throttle.delay_ms * 1e6);
@@ -486,7 +485,7 @@ static int dispatch(hx_exec *x)
 /* libcurl tells which sockets to watch (CURLMOPT_SOCKETFUNCTION). */
 static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *sockp)
 {
-	hx_exec *x = userp;
+	http_exec *x = userp;
 	struct epoll_event ev = { .data.fd = fd };
 
 	(void)e;
@@ -504,7 +503,7 @@ static int on_socket(CURL *e, curl_socket_t fd, int what, void *userp, void *soc
 /* libcurl's own timeouts (CURLMOPT_TIMERFUNCTION). */
 static int on_timer(CURLM *m, long ms, void *userp)
 {
-	hx_exec *x = userp;
+	http_exec *x = userp;
 
 	(void)m;
 	x->curl_timer = ms < 0 ? 0 : core_now_mono_ns() + (uint64_t)ms * 1000000u + 1;
@@ -512,7 +511,7 @@ static int on_timer(CURLM *m, long ms, void *userp)
 }
 
 /* The poll timeout: the sooner of dispatch's and libcurl's. */
-static int wait_ms(const hx_exec *x, int ms)
+static int wait_ms(const http_exec *x, int ms)
 {
 	uint64_t now = core_now_mono_ns();
 
@@ -527,7 +526,7 @@ static int wait_ms(const hx_exec *x, int ms)
 
 /* Waits for sockets, a wake-up or a timeout and lets libcurl act on them;
  * then completes the finished transfers. */
-static void turn(hx_exec *x, int ms)
+static void turn(http_exec *x, int ms)
 {
 	struct epoll_event ev[256];
 	CURLMsg *m;
@@ -566,9 +565,9 @@ static void turn(hx_exec *x, int ms)
 	}
 }
 
-/* Ends the loop's wait (hx_run, hx_close). A full counter (EAGAIN) is
+/* Ends the loop's wait (http_run, http_close). A full counter (EAGAIN) is
  * a wake-up already pending. */
-static void wake(hx_exec *x)
+static void wake(http_exec *x)
 {
 	uint64_t one = 1;
 
@@ -578,7 +577,7 @@ static void wake(hx_exec *x)
 
 static void *loop_main(void *arg)
 {
-	hx_exec *x = arg;
+	http_exec *x = arg;
 	int ms;
 
 	pthread_setname_np(pthread_self(), "elspeth-http"); /* for top -H, gdb */
@@ -601,9 +600,9 @@ static void *loop_main(void *arg)
 
 /* ------------------------------------------------------------ public */
 
-/* Frees what hx_open made (whatever of it exists): hx_close, or hx_open
+/* Frees what http_open made (whatever of it exists): http_close, or http_open
  * failing part way. The loop thread is not running. */
-static void release(hx_exec *x)
+static void release(http_exec *x)
 {
 	while (x->nfree)
 		curl_easy_cleanup(x->free_easy[--x->nfree]);
@@ -617,9 +616,9 @@ static void release(hx_exec *x)
 	free(x);
 }
 
-int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
+int http_open(const http_cfg *cfg, http_exec **out, core_err *err)
 {
-	hx_exec *x;
+	http_exec *x;
 
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)
@@ -630,7 +629,7 @@ int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 	x->cfg = *cfg;
 	if (!x->cfg.pool_size)
 		x->cfg.pool_size = 1;
-	aimd_init(&x->throttle, cfg->min_dispatch_delay_ms, cfg->max_dispatch_delay_ms,
+	http_aimd_init(&x->throttle, cfg->min_dispatch_delay_ms, cfg->max_dispatch_delay_ms,
 		  cfg->backoff_multiplier, cfg->recovery_step_ms);
 	x->rng = (uint64_t)(uintptr_t)x ^ core_now_mono_ns();
 	x->st.pool_size = x->cfg.pool_size;
@@ -672,7 +671,7 @@ int hx_open(const hx_cfg *cfg, hx_exec **out, core_err *err)
 /* A resumed row's request that an earlier attempt of the run already got
  * a good answer for: the answer is reused, not sent (plg_ctx.replay), and
  * recorded as replayed. False: send it. */
-static bool replayed(hx_req *r, plg_ctx *ctx)
+static bool replayed(http_req *r, plg_ctx *ctx)
 {
 	char *resp = NULL, msg[256];
 	const char *from = NULL;
@@ -692,7 +691,7 @@ static bool replayed(hx_req *r, plg_ctx *ctx)
 		free(resp);
 		return false;
 	}
-	r->result = HX_OK;
+	r->result = HTTP_OK;
 	r->http_status = 200;
 	now = core_now_wall_ns();
 	if (ctx->record_call) {
@@ -710,7 +709,7 @@ static bool replayed(hx_req *r, plg_ctx *ctx)
 	return true;
 }
 
-void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
+void http_run(http_exec *x, http_req *reqs, size_t n, plg_ctx *ctx)
 {
 	batch b = { .left = 0, .ctx = ctx, .retry = ctx ? ctx->retry : NULL };
 	job *jobs;
@@ -720,13 +719,13 @@ void hx_run(hx_exec *x, hx_req *reqs, size_t n, plg_ctx *ctx)
 		return;
 	if (!(jobs = calloc(n, sizeof(*jobs)))) {
 		for (size_t i = 0; i < n; i++) {
-			reqs[i].result = HX_NETWORK;
+			reqs[i].result = HTTP_NETWORK;
 			snprintf(reqs[i].error, sizeof(reqs[i].error), "out of memory");
 		}
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		reqs[i].result = HX_OK;
+		reqs[i].result = HTTP_OK;
 		reqs[i].attempts = reqs[i].capacity_retries = 0;
 		reqs[i].throttle_ns = 0;
 		reqs[i].interrupted = false;
@@ -758,14 +757,14 @@ out:
 	free(jobs);
 }
 
-void hx_set_delay(hx_exec *x, double delay_ms)
+void http_set_delay(http_exec *x, double delay_ms)
 {
 	pthread_mutex_lock(&x->lock);
 	x->throttle.delay_ms = delay_ms;
 	pthread_mutex_unlock(&x->lock);
 }
 
-void hx_get_stats(hx_exec *x, hx_stats *out)
+void http_get_stats(http_exec *x, http_stats *out)
 {
 	pthread_mutex_lock(&x->lock);
 	*out = x->st;
@@ -774,7 +773,7 @@ void hx_get_stats(hx_exec *x, hx_stats *out)
 	pthread_mutex_unlock(&x->lock);
 }
 
-void hx_close(hx_exec *x)
+void http_close(http_exec *x)
 {
 	if (!x)
 		return;

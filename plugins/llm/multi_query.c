@@ -22,15 +22,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm_client.h"
-#include "plugins/llm_template.h"
+#include "plugins/llm/llm.h"
+#include "plugins/template/template.h"
 #include "plugins/plugins_internal.h"
 
 typedef struct query {
 	char *name;
 	char **inputs;
 	size_t ninputs;
-	llm_template *tpl;
+	tpl_template *tpl;
 	llm_field *fields;
 	size_t nfields;
 	bool structured;
@@ -48,7 +48,7 @@ static void query_release(query *q)
 	for (size_t i = 0; i < q->ninputs; i++)
 		free(q->inputs[i]);
 	free(q->inputs);
-	llm_template_free(q->tpl);
+	tpl_free(q->tpl);
 	for (size_t i = 0; i < q->nfields; i++) {
 		free((char *)q->fields[i].suffix);
 		for (size_t v = 0; v < q->fields[i].nvalues; v++)
@@ -96,7 +96,7 @@ static int parse_field(llm_field *f, const core_node *n, core_err *err)
 		rc = core_err_at(err, CORE_ECONFIG, vn, "`values` is empty");
 	f->suffix = strdup(suffix);
 	f->nvalues = nvalues;
-	f->values = (const char *const *)plg__llm_dup_list(values, nvalues);
+	f->values = (const char *const *)llm__dup_list(values, nvalues);
 	free(values);
 	if (!rc && (!f->suffix || !f->values))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -113,7 +113,7 @@ static int default_template(query *q, core_err *err)
 		core_buf_printf(&b, "%s%s: {{ row['%s'] }}", i ? "\n" : "",
 				q->inputs[i], q->inputs[i]);
 	rc = core_buf_putc(&b, '\0') ? core_err_set(err, CORE_ENOMEM, "out of memory") :
-	     llm_template_compile(b.data, &q->tpl, err);
+	     tpl_compile(b.data, &q->tpl, err);
 	core_buf_release(&b);
 	return rc;
 }
@@ -142,7 +142,7 @@ static int parse_query(query *q, const core_node *n, const char *shared_tpl,
 	if ((fn = core_map_get(n, "input_fields")) &&
 	    (rc = core_node_str_list(fn, &inputs, &q->ninputs, err)))
 		return rc;
-	q->inputs = plg__llm_dup_list(inputs, q->ninputs);
+	q->inputs = llm__dup_list(inputs, q->ninputs);
 	free(inputs);
 	if (!q->inputs)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -156,8 +156,8 @@ static int parse_query(query *q, const core_node *n, const char *shared_tpl,
 			return rc;
 	if (!tpl)
 		tpl = shared_tpl;
-	if (tpl && (rc = llm_template_compile(tpl, &q->tpl, err)))
-		return plg__llm_template_error(core_map_get(n, "template") ?
+	if (tpl && (rc = tpl_compile(tpl, &q->tpl, err)))
+		return llm__template_error(core_map_get(n, "template") ?
 				core_map_get(n, "template") : n, err);
 	if (!tpl && !q->ninputs)
 		return core_err_at(err, CORE_ECONFIG, n,
@@ -220,7 +220,7 @@ static int build(const multi *m, const query *q, const json_t *row,
 		if (!json_object_get(row, q->inputs[i]))
 			rc = core_err_set(err, CORE_EDATA, "query '%s': input field '%s' is missing",
 					  q->name, q->inputs[i]);
-	if (!rc && (rc = llm_template_render(q->tpl, row, &prompt, err)))
+	if (!rc && (rc = tpl_render(q->tpl, row, &prompt, err)))
 		core_err_prefix(err, "query '%s'", q->name);
 	if (!rc && !q->structured)
 		rc = llm_schema_instruction(&prompt, q->fields, q->nfields, err);
@@ -245,7 +245,7 @@ static int build(const multi *m, const query *q, const json_t *row,
 }
 
 /* Every answer type-checked into a copy of the row. */
-static int collect(const multi *m, const hx_req *r, llm_answer *a,
+static int collect(const multi *m, const http_req *r, llm_answer *a,
 		   const json_t *row, json_t **out, core_err *err)
 {
 	json_t *o = json_deep_copy(row);
@@ -254,7 +254,7 @@ static int collect(const multi *m, const hx_req *r, llm_answer *a,
 	for (size_t i = 0; !rc && i < m->nq; i++) {
 		const query *q = &m->q[i];
 
-		if (r[i].result != HX_OK)
+		if (r[i].result != HTTP_OK)
 			rc = llm_client_failed(&r[i], q->name, err);
 		else if (!(rc = llm_client_answer(&r[i], q->name, &a[i], err)))
 			rc = llm_answer_apply(q->name, a[i].resp.content, a[i].resp.content_len,
@@ -272,7 +272,7 @@ static int multi_process(void *state, const json_t *row, json_t **out,
 {
 	multi *m = state;
 	core_buf *bodies = calloc(m->nq, sizeof(*bodies));
-	hx_req *r = calloc(m->nq, sizeof(*r));
+	http_req *r = calloc(m->nq, sizeof(*r));
 	llm_answer *a = calloc(m->nq, sizeof(*a));
 	int rc = bodies && r && a ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
 
@@ -283,7 +283,7 @@ static int multi_process(void *state, const json_t *row, json_t **out,
 			llm_client_request(&m->client, &r[i], bodies[i].data,
 					   bodies[i].len, m->q[i].name, &a[i]);
 	if (!rc) {
-		hx_run(m->client.exec, r, m->nq, ctx);
+		http_run(m->client.exec, r, m->nq, ctx);
 		if (ctx)
 			ctx->context = llm_client_context(&m->client, r, m->nq);
 		rc = collect(m, r, a, row, out, err);

@@ -1,6 +1,6 @@
 /*
- * llm_template.c — compiles and renders prompt templates (the Jinja2 subset
- * described in llm_template.h and docs/templates.md).
+ * tpl_template.c — compiles and renders prompt templates (the Jinja2 subset
+ * described in tpl_template.h and docs/templates.md).
  *
  * A template compiles to a list of segments: literal text (already
  * whitespace-controlled and newline-normalised, as Jinja's lexer leaves
@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm_template.h"
+#include "plugins/template/template.h"
 
 #define HASH_PREFIX "sha256:"
 
@@ -59,7 +59,7 @@ struct seg {
 	struct expr *e;
 };
 
-struct llm_template {
+struct tpl_template {
 	char *src;
 	char hash[sizeof(HASH_PREFIX) + CORE_SHA256_HEX_LEN];
 	struct seg *segs;
@@ -421,7 +421,7 @@ static bool truthy(const json_t *v)
 /* ------------------------------------------------------------ compile */
 
 struct cc {
-	llm_template *t;
+	tpl_template *t;
 	const char *s;
 	size_t n;           /* bytes compiled (a trailing newline dropped) */
 	size_t pos;
@@ -939,7 +939,7 @@ static void free_expr(struct expr *e)
 
 static int add_seg(struct cc *c, char *text, size_t len, struct expr *e)
 {
-	llm_template *t = c->t;
+	tpl_template *t = c->t;
 
 	if (t->nsegs == c->capsegs) {
 		size_t cap = c->capsegs ? 2 * c->capsegs : 8;
@@ -980,7 +980,7 @@ static int add_text(struct cc *c, const char *s, size_t n)
 /* Records the expression's top-level field (first use keeps its place). */
 static int add_field(struct cc *c, const struct expr *e)
 {
-	llm_template *t = c->t;
+	tpl_template *t = c->t;
 	const char *name = e->steps[0].key;
 	bool defaulted = false;
 	size_t i;
@@ -1079,7 +1079,7 @@ static int compile_body(struct cc *c)
 	return rc;
 }
 
-int llm_template_compile(const char *src, llm_template **out, core_err *err)
+int tpl_compile(const char *src, tpl_template **out, core_err *err)
 {
 	struct cc c = { 0 };
 	uint8_t md[CORE_SHA256_LEN];
@@ -1106,14 +1106,14 @@ int llm_template_compile(const char *src, llm_template **out, core_err *err)
 	core_hex(md, sizeof(md), c.t->hash + sizeof(HASH_PREFIX) - 1);
 	rc = compile_body(&c);
 	if (rc) {
-		llm_template_free(c.t);
+		tpl_free(c.t);
 		return rc;
 	}
 	*out = c.t;
 	return 0;
 }
 
-void llm_template_free(llm_template *t)
+void tpl_free(tpl_template *t)
 {
 	if (!t)
 		return;
@@ -1130,27 +1130,27 @@ void llm_template_free(llm_template *t)
 	free(t);
 }
 
-const char *llm_template_hash(const llm_template *t)
+const char *tpl_hash(const tpl_template *t)
 {
 	return t->hash;
 }
 
-const char *llm_template_source(const llm_template *t)
+const char *tpl_source(const tpl_template *t)
 {
 	return t->src;
 }
 
-size_t llm_template_nfields(const llm_template *t)
+size_t tpl_nfields(const tpl_template *t)
 {
 	return t->nfields;
 }
 
-const char *llm_template_field(const llm_template *t, size_t i)
+const char *tpl_field(const tpl_template *t, size_t i)
 {
 	return i < t->nfields ? t->fields[i] : NULL;
 }
 
-bool llm_template_field_required(const llm_template *t, size_t i)
+bool tpl_field_required(const tpl_template *t, size_t i)
 {
 	return i < t->nfields && t->required[i];
 }
@@ -1347,7 +1347,7 @@ static int render_expr(const struct expr *e, const json_t *row, core_buf *out,
 	return rc;
 }
 
-int llm_template_render(const llm_template *t, const json_t *row,
+int tpl_render(const tpl_template *t, const json_t *row,
 			core_buf *out, core_err *err)
 {
 	size_t len0 = out->len;

@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
-#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
 #include "plugins/plugins_internal.h"
 
 typedef struct json_src {

@@ -13,7 +13,7 @@
 #include <strings.h>
 #include <sys/types.h>
 
-#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
 
 /* ------------------------------------------------------------------ UTF-8 */
 

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
 #include <sys/stat.h>
 
 #include "plugins/plugins_internal.h"

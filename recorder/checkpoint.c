@@ -1,12 +1,11 @@
 /*
  * checkpoint.c — checkpoints in the Landscape, and the reads a resume
- * makes before it runs (checkpoint.h).
+ * makes before it runs (recorder.h, "Checkpoints").
  */
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
-#include "checkpoint/checkpoint.h"
+#include "recorder/recorder.h"
 
 static void run_key(rec_key *k, uint64_t run)
 {
@@ -14,7 +13,7 @@ static void run_key(rec_key *k, uint64_t run)
 	rec_key_u64(k, run);
 }
 
-int ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
+int rec_ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
 	     size_t nfds, uint64_t *gen)
 {
 	rec_key k;
@@ -23,7 +22,7 @@ int ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
 	return rec_put_msg_fsync(env, REC_CHECKPOINTS, &k, &c->base, fds, nfds, gen);
 }
 
-int ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,
+int rec_ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,
 	      core_err *err)
 {
 	const void *v;
@@ -48,64 +47,22 @@ int ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,
 	else if (!(*out = elspeth__checkpoint__unpack(NULL, vlen, v)))
 		rc = core_err_set(err, CORE_EDATA, "run %llu: its checkpoint is undecodable",
 				  (unsigned long long)run);
-	else if ((*out)->format_version != CKPT_FORMAT_VERSION) {
+	else if ((*out)->format_version != REC_CKPT_FORMAT_VERSION) {
 		rc = core_err_set(err, CORE_EDATA,
 			"run %llu: checkpoint format %u, this build reads %u",
 			(unsigned long long)run, (*out)->format_version,
-			CKPT_FORMAT_VERSION);
-		ckpt_free(*out);
+			REC_CKPT_FORMAT_VERSION);
+		rec_ckpt_free(*out);
 		*out = NULL;
 	}
 	rec_read_end(t);
 	return rc;
 }
 
-void ckpt_free(Elspeth__Checkpoint *c)
+void rec_ckpt_free(Elspeth__Checkpoint *c)
 {
 	if (c)
 		elspeth__checkpoint__free_unpacked(c, NULL);
-}
-
-const char *ckpt_sink_path(const core_node *options)
-{
-	const core_node *p = core_map_get(options, "path");
-
-	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
-}
-
-int ckpt_check_sink(const Elspeth__CheckpointSink *s, const char *path,
-		    core_err *err)
-{
-	char hex[CORE_SHA256_HEX_LEN + 1];
-	struct stat st;
-	uint64_t got;
-	int rc;
-
-	if (stat(path, &st) && !s->position)
-		return 0; /* never opened: nothing to check, it starts empty */
-	if (stat(path, &st))
-		return core_err_set(err, CORE_EDATA,
-			"sink '%s': %s is gone; the checkpoint has %llu bytes in it "
-			"(restore the file, or start a new run)", s->name, path,
-			(unsigned long long)s->position);
-	if (!S_ISREG(st.st_mode))
-		return 0; /* a device or pipe: nothing to check or cut */
-	if ((uint64_t)st.st_size < s->position)
-		return core_err_set(err, CORE_EDATA,
-			"sink '%s': %s has %llu bytes, fewer than the %llu the checkpoint "
-			"counted: it was truncated or replaced since the run stopped; "
-			"nothing was changed", s->name, path,
-			(unsigned long long)st.st_size, (unsigned long long)s->position);
-	rc = core_sha256_file_range(path, s->start, s->position - s->start, &got,
-				    hex, err);
-	if (rc)
-		return rc;
-	if (got != s->position - s->start || strcmp(hex, s->prefix_hash))
-		return core_err_set(err, CORE_EDATA,
-			"sink '%s': the first %llu bytes of %s differ from what the run "
-			"wrote (edited since it stopped?); nothing was changed",
-			s->name, (unsigned long long)s->position, path);
-	return 0;
 }
 
 /* ------------------------------------------------------------------ ids */
@@ -130,7 +87,7 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 	return m > c ? m : c;
 }
 
-int ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
+int rec_ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
 		  uint64_t *token, uint64_t *state, uint64_t *batch,
 		  core_err *err)
 {
@@ -154,7 +111,7 @@ static int count_one(void *ctx, const void *k, size_t kl, const void *v, size_t 
 	return 0;
 }
 
-int ckpt_resume_count(rec_env *env, uint64_t run, uint32_t *n, core_err *err)
+int rec_resume_count(rec_env *env, uint64_t run, uint32_t *n, core_err *err)
 {
 	rec_txn *t;
 	rec_key k;
@@ -243,7 +200,7 @@ static void supersede_batches(supersede *s, rec_txn *t, uint64_t batch_end)
 	}
 }
 
-int ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
+int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 		   uint32_t attempt, uint64_t token_end, uint64_t batch_end,
 		   uint64_t *tokens, core_err *err)
 {
@@ -299,7 +256,7 @@ typedef struct replay_entry {
 	size_t len;
 } replay_entry;
 
-struct ckpt_replay {
+struct rec_replay {
 	replay_entry *e;
 	size_t n, cap;
 };
@@ -307,7 +264,7 @@ struct ckpt_replay {
 typedef struct replay_load {
 	const Elspeth__Checkpoint *c;
 	rec_txn *t;
-	ckpt_replay *r;
+	rec_replay *r;
 	int rc;
 } replay_load;
 
@@ -335,7 +292,7 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *v, size_t
 	if (!strcmp(r->status, "success") && r->row_id > L->c->released_through_seq &&
 	    !done_in(L->c, r->row_id) && r->response_hash[0] &&
 	    !rec_get_payload(L->t, r->response_hash, &body, &blen)) {
-		ckpt_replay *R = L->r;
+		rec_replay *R = L->r;
 		replay_entry *e;
 
 		if (R->n == R->cap) {
@@ -367,8 +324,8 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *v, size_t
 	return 0;
 }
 
-int ckpt_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
-		     ckpt_replay **out, core_err *err)
+int rec_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
+		     rec_replay **out, core_err *err)
 {
 	replay_load L = { .c = c };
 	rec_key k;
@@ -385,7 +342,7 @@ int ckpt_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
 	rc = rec_scan(L.t, REC_CALLS, &k, call_one, &L);
 	rec_read_end(L.t);
 	if (L.rc || (rc && rc != 1)) {
-		ckpt_replay_free(L.r);
+		rec_replay_free(L.r);
 		return core_err_set(err, L.rc ? L.rc : CORE_EIO,
 				    "cannot load the recorded calls of run %llu",
 				    (unsigned long long)c->run_id);
@@ -396,12 +353,12 @@ int ckpt_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
 	return 0;
 }
 
-size_t ckpt_replay_size(const ckpt_replay *r)
+size_t rec_replay_size(const rec_replay *r)
 {
 	return r ? r->n : 0;
 }
 
-bool ckpt_replay_find(const ckpt_replay *r, uint64_t row, uint32_t node,
+bool rec_replay_find(const rec_replay *r, uint64_t row, uint32_t node,
 		      const char *request_hash, char **resp, size_t *len,
 		      const char **from)
 {
@@ -420,7 +377,7 @@ bool ckpt_replay_find(const ckpt_replay *r, uint64_t row, uint32_t node,
 	return true;
 }
 
-void ckpt_replay_free(ckpt_replay *r)
+void rec_replay_free(rec_replay *r)
 {
 	if (!r)
 		return;

@@ -216,4 +216,6 @@ const plg_sink_ops plg__json_sink = {
 	.close = json_close,
 	.position = json_position,
 	.resume = json_resume,
+	.target = plg__outfile_target,
+	.verify = plg__outfile_verify,
 };

@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm_client.h"
+#include "plugins/llm/llm.h"
 #include "plugins/plugins_internal.h"
 
 enum provider { P_OPENROUTER, P_AZURE, P_OPENAI };
@@ -90,10 +90,10 @@ static int headers(llm_client *c, const core_node *o, int provider,
 static int throttle(llm_client *c, const core_node *o, core_err *err)
 {
 	long long pool = 32;
-	hx_cfg *x = &c->cfg;
+	http_cfg *x = &c->cfg;
 	int rc;
 
-	*x = (hx_cfg){ .timeout_s = 60, .min_dispatch_delay_ms = 0,
+	*x = (http_cfg){ .timeout_s = 60, .min_dispatch_delay_ms = 0,
 		       .max_dispatch_delay_ms = 5000, .backoff_multiplier = 2.0,
 		       .recovery_step_ms = 50, .max_capacity_retry_s = 3600 };
 	if ((rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
@@ -111,7 +111,7 @@ static int throttle(llm_client *c, const core_node *o, core_err *err)
 	return 0;
 }
 
-char **plg__llm_dup_list(const char **v, size_t n)
+char **llm__dup_list(const char **v, size_t n)
 {
 	char **out = calloc(n ? n : 1, sizeof(*out));
 
@@ -146,7 +146,7 @@ static int request_opts(llm_client *c, const core_node *o, core_err *err)
 	if ((n = core_map_get(o, "required_input_fields")) &&
 	    (rc = core_node_str_list(n, &req, &nreq, err)))
 		return rc;
-	if (nreq && !(c->required = plg__llm_dup_list(req, nreq)))
+	if (nreq && !(c->required = llm__dup_list(req, nreq)))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	else
 		c->nrequired = nreq;
@@ -173,14 +173,14 @@ int llm_client_open(llm_client *c, const core_node *o, core_err *err)
 	    (rc = headers(c, o, provider, err)) ||
 	    (rc = throttle(c, o, err)) ||
 	    (rc = request_opts(c, o, err)) ||
-	    (rc = hx_open(&c->cfg, &c->exec, err)))
+	    (rc = http_open(&c->cfg, &c->exec, err)))
 		llm_client_release(c);
 	return rc;
 }
 
 void llm_client_release(llm_client *c)
 {
-	hx_close(c->exec);
+	http_close(c->exec);
 	curl_slist_free_all(c->headers);
 	for (size_t i = 0; i < c->nrequired; i++)
 		free(c->required[i]);
@@ -221,10 +221,10 @@ static int check_envelope(void *arg, const char *body, size_t len, char *msg,
 	return bad;
 }
 
-void llm_client_request(const llm_client *c, hx_req *r, const char *body,
+void llm_client_request(const llm_client *c, http_req *r, const char *body,
 			size_t len, const char *name, llm_answer *a)
 {
-	*r = (hx_req){ .url = c->url, .headers = c->headers, .body = body,
+	*r = (http_req){ .url = c->url, .headers = c->headers, .body = body,
 		       .body_len = len, .name = name, .check = check_envelope,
 		       .check_arg = a };
 }
@@ -237,7 +237,7 @@ static const char *of_query(const char *query, char *buf, size_t n)
 	return buf;
 }
 
-int llm_client_failed(const hx_req *r, const char *query, core_err *err)
+int llm_client_failed(const http_req *r, const char *query, core_err *err)
 {
 	char q[160];
 
@@ -246,11 +246,11 @@ int llm_client_failed(const hx_req *r, const char *query, core_err *err)
 		return core_err_set(err, CORE_ESTOPPED, "%sLLM call not finished: %s",
 				    of_query(query, q, sizeof(q)), r->error);
 	return core_err_set(err, CORE_EDATA, "%sLLM call failed (%s, %u attempt%s): %s",
-			    of_query(query, q, sizeof(q)), hx_class_name(r->result),
+			    of_query(query, q, sizeof(q)), http_class_name(r->result),
 			    r->attempts, r->attempts == 1 ? "" : "s", r->error);
 }
 
-int llm_client_answer(const hx_req *r, const char *query, llm_answer *a,
+int llm_client_answer(const http_req *r, const char *query, llm_answer *a,
 		      core_err *err)
 {
 	char q[160];
@@ -266,18 +266,18 @@ int llm_client_answer(const hx_req *r, const char *query, llm_answer *a,
 	return rc;
 }
 
-json_t *llm_client_context(const llm_client *c, const hx_req *reqs, size_t n)
+json_t *llm_client_context(const llm_client *c, const http_req *reqs, size_t n)
 {
 	unsigned attempts = 0, capacity = 0;
 	uint64_t throttle = 0;
-	hx_stats st;
+	http_stats st;
 
 	for (size_t i = 0; i < n; i++) {
 		attempts += reqs[i].attempts;
 		capacity += reqs[i].capacity_retries;
 		throttle += reqs[i].throttle_ns;
 	}
-	hx_get_stats(c->exec, &st);
+	http_get_stats(c->exec, &st);
 	return json_pack("{s:i,s:i,s:i,s:f,s:i,s:i,s:f}",
 			 "requests", (int)n, "attempts", (int)attempts,
 			 "capacity_retries", (int)capacity,
@@ -289,9 +289,9 @@ json_t *llm_client_context(const llm_client *c, const hx_req *reqs, size_t n)
 
 json_t *llm_client_save(const llm_client *c)
 {
-	hx_stats st;
+	http_stats st;
 
-	hx_get_stats(c->exec, &st);
+	http_get_stats(c->exec, &st);
 	return json_pack("{s:f}", "dispatch_delay_ms", st.delay_ms);
 }
 
@@ -307,10 +307,10 @@ void llm_client_restore(llm_client *c, const json_t *saved)
 		ms = c->cfg.min_dispatch_delay_ms;
 	if (ms > c->cfg.max_dispatch_delay_ms)
 		ms = c->cfg.max_dispatch_delay_ms;
-	hx_set_delay(c->exec, ms);
+	http_set_delay(c->exec, ms);
 }
 
-int plg__llm_template_error(const core_node *at, core_err *err)
+int llm__template_error(const core_node *at, core_err *err)
 {
 	char msg[sizeof(err->msg)];
 

@@ -24,7 +24,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "plugins/csv_reader.h"
+#include "plugins/plugins_internal.h"
 #include "plugins/plugins_internal.h"
 
 struct csv_sink {
@@ -471,4 +471,6 @@ const plg_sink_ops plg__csv_sink = {
 	.close = csv_close,
 	.position = csv_position,
 	.resume = csv_resume,
+	.target = plg__outfile_target,
+	.verify = plg__outfile_verify,
 };

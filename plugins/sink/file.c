@@ -240,3 +240,48 @@ int plg__opt_encoding(const core_node *options, core_err *err)
 				   "encoding '%s' is not supported; only utf-8 is", enc);
 	return 0;
 }
+
+const char *plg__outfile_target(const core_node *options)
+{
+	const core_node *p = core_map_get(options, "path");
+
+	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+}
+
+int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
+			core_err *err)
+{
+	const char *path = plg__outfile_target(options);
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	struct stat st;
+	uint64_t got;
+	int rc;
+
+	if (!path)
+		return core_err_set(err, CORE_ECONFIG, "the sink has no path");
+	if (stat(path, &st) && !at->pos)
+		return 0; /* never opened: nothing to check, it starts empty */
+	if (stat(path, &st))
+		return core_err_set(err, CORE_EDATA,
+			"%s is gone; the checkpoint has %llu bytes in it "
+			"(restore the file, or start a new run)", path,
+			(unsigned long long)at->pos);
+	if (!S_ISREG(st.st_mode))
+		return 0; /* a device or pipe: nothing to check or cut */
+	if ((uint64_t)st.st_size < at->pos)
+		return core_err_set(err, CORE_EDATA,
+			"%s has %llu bytes, fewer than the %llu the checkpoint "
+			"counted: it was truncated or replaced since the run stopped; "
+			"nothing was changed", path,
+			(unsigned long long)st.st_size, (unsigned long long)at->pos);
+	rc = core_sha256_file_range(path, at->base, at->pos - at->base, &got,
+				    hex, err);
+	if (rc)
+		return rc;
+	if (got != at->pos - at->base || strcmp(hex, at->hash))
+		return core_err_set(err, CORE_EDATA,
+			"the first %llu bytes of %s differ from what the run "
+			"wrote (edited since it stopped?); nothing was changed",
+			(unsigned long long)at->pos, path);
+	return 0;
+}

@@ -12,13 +12,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm_client.h"
-#include "plugins/llm_template.h"
+#include "plugins/llm/llm.h"
+#include "plugins/template/template.h"
 #include "plugins/plugins_internal.h"
 
 typedef struct llm {
 	llm_client client;
-	llm_template *tpl;
+	tpl_template *tpl;
 	char *field;
 	char *usage_field, *model_field, *hash_field;
 } llm;
@@ -30,7 +30,7 @@ static void llm_close(void *state)
 	if (!l)
 		return;
 	llm_client_release(&l->client);
-	llm_template_free(l->tpl);
+	tpl_free(l->tpl);
 	free(l->field);
 	free(l->usage_field);
 	free(l->model_field);
@@ -57,8 +57,8 @@ static int llm_parse(llm *l, const core_node *o, core_err *err)
 	    (rc = core_opt_str(o, "template", true, &tpl, err)) ||
 	    (rc = core_opt_str(o, "response_field", false, &field, err)))
 		return rc;
-	if ((rc = llm_template_compile(tpl, &l->tpl, err)))
-		return plg__llm_template_error(core_map_get(o, "template"), err);
+	if ((rc = tpl_compile(tpl, &l->tpl, err)))
+		return llm__template_error(core_map_get(o, "template"), err);
 	l->field = strdup(field);
 	l->usage_field = suffixed(field, "_usage");
 	l->model_field = suffixed(field, "_model");
@@ -90,7 +90,7 @@ static int build(const llm *l, const json_t *row, core_buf *body, core_err *err)
 	llm_request rq;
 	int rc;
 
-	if ((rc = llm_template_render(l->tpl, row, &prompt, err)) ||
+	if ((rc = tpl_render(l->tpl, row, &prompt, err)) ||
 	    (rc = core_buf_putc(&prompt, '\0')))
 		goto out_prompt;
 	rq = (llm_request){ .model = l->client.model,
@@ -112,7 +112,7 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 	core_buf body = { 0 };
 	llm_answer ans = { 0 };
 	const llm_response *resp = &ans.resp;
-	hx_req r;
+	http_req r;
 	json_t *o;
 	int rc;
 
@@ -120,17 +120,17 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 	    (rc = build(l, row, &body, err)))
 		goto out_body;
 	llm_client_request(&l->client, &r, body.data, body.len, NULL, &ans);
-	hx_run(l->client.exec, &r, 1, ctx);
+	http_run(l->client.exec, &r, 1, ctx);
 	if (ctx)
 		ctx->context = llm_client_context(&l->client, &r, 1);
-	if (r.result != HX_OK)
+	if (r.result != HTTP_OK)
 		rc = llm_client_failed(&r, NULL, err);
 	else if (!(rc = llm_client_answer(&r, NULL, &ans, err))) {
 		o = json_deep_copy(row);
 		if (!o || json_object_set_new(o, l->field, json_stringn(resp->content, resp->content_len)) ||
 		    json_object_set(o, l->usage_field, resp->usage ? resp->usage : json_null()) ||
 		    json_object_set_new(o, l->model_field, resp->model ? json_string(resp->model) : json_null()) ||
-		    json_object_set_new(o, l->hash_field, json_string(llm_template_hash(l->tpl)))) {
+		    json_object_set_new(o, l->hash_field, json_string(tpl_hash(l->tpl)))) {
 			json_decref(o);
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		} else

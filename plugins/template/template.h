@@ -1,5 +1,5 @@
 /*
- * llm_template.h — prompt templates for the LLM transforms: the subset of
+ * tpl_template.h — prompt templates for the LLM transforms: the subset of
  * Jinja2 that ELSPETH prompts use, with StrictUndefined semantics.
  * docs/templates.md is the user's guide; in short:
  *
@@ -19,44 +19,44 @@
  * Thread rules: a compiled template is immutable; any number of threads
  * may render it at once.
  */
-#ifndef ELSPETH_LLM_TEMPLATE_H
-#define ELSPETH_LLM_TEMPLATE_H
+#ifndef ELSPETH_TEMPLATE_H
+#define ELSPETH_TEMPLATE_H
 
 #include <stdbool.h>
 #include <stddef.h>
 
 #include "core/core.h"
 
-typedef struct llm_template llm_template;
+typedef struct tpl_template tpl_template;
 
 /* Compiles src (NUL-terminated UTF-8; it is copied). On success *out is a
- * template to free with llm_template_free(). Syntax errors are CORE_ECONFIG
+ * template to free with tpl_free(). Syntax errors are CORE_ECONFIG
  * "template line L, column C: <what was expected, what was found>" (1-based
  * line, column in characters); *out is then NULL. CORE_ENOMEM on
  * allocation failure. */
-int llm_template_compile(const char *src, llm_template **out, core_err *err);
+int tpl_compile(const char *src, tpl_template **out, core_err *err);
 
 /* Renders t for one row (a JSON object), appending to out. Errors are
  * CORE_EDATA naming the field path:
  *   "template field 'x' is not in the row" (missing, no default filter)
  *   "template field 'a.b': 'a' is a string, not an object" (type problems)
  * On error out keeps its previous length. The row is only read. */
-int llm_template_render(const llm_template *t, const json_t *row,
+int tpl_render(const tpl_template *t, const json_t *row,
 			core_buf *out, core_err *err);
 
 /* "sha256:<64 hex>" of the source text as given; valid while t lives. */
-const char *llm_template_hash(const llm_template *t);
+const char *tpl_hash(const tpl_template *t);
 /* The source text as given; valid while t lives. */
-const char *llm_template_source(const llm_template *t);
+const char *tpl_source(const tpl_template *t);
 
 /* The distinct top-level row fields the template references, in order of
  * first use (for required_input_fields checks). Names are valid while t
  * lives; i < nfields. A field is `required` unless every use of it goes
  * through a default filter. */
-size_t llm_template_nfields(const llm_template *t);
-const char *llm_template_field(const llm_template *t, size_t i);
-bool llm_template_field_required(const llm_template *t, size_t i);
+size_t tpl_nfields(const tpl_template *t);
+const char *tpl_field(const tpl_template *t, size_t i);
+bool tpl_field_required(const tpl_template *t, size_t i);
 
-void llm_template_free(llm_template *t); /* NULL allowed */
+void tpl_free(tpl_template *t); /* NULL allowed */
 
-#endif /* ELSPETH_LLM_TEMPLATE_H */
+#endif /* ELSPETH_TEMPLATE_H */
