@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# LLM benchmarks (DESIGN.md §10–11) against the mock server
+# LLM benchmarks (docs/architecture.md §10–11) against the mock server
 # (elspeth-mock-llm, docs/mock_llm.md). Release build, audit trail on (the
 # default LMDB landscape), a fresh state dir and generated settings per run:
 #   CSV -> llm (one chat completion per row, provider openai, base_url the

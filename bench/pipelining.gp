@@ -49,7 +49,7 @@ set samples 200
 set style fill transparent solid 0.2 noborder
 plot \
   '+' using 1:(0.9 * ideal_a($1)):(ideal_a($1)) with filledcurves lc rgb "#1f77b4" \
-    title "DESIGN §11 budget: within 10% of N / L_{row}", \
+    title "docs/architecture.md §11 budget: within 10% of N / L_{row}", \
   '+' using 1:(0.9 * ideal_b($1)):(ideal_b($1)) with filledcurves lc rgb "#d62728" notitle, \
   ideal_a(x) ls 3 title sprintf("Little's law N / L, delay (L_{row} = %g ms)", L), \
   ideal_b(x) ls 4 title sprintf("Little's law N / 2L, fork + coalesce (L_{row} = %g ms)", 2 * L), \

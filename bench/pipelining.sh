@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Pipelining benchmark (DESIGN.md §11: throughput with N rows in flight and
+# Pipelining benchmark (docs/architecture.md §11: throughput with N rows in flight and
 # per-row latency L stays within 10% of Little's law, N / L, up to N = 256,
 # audit on). Two pipelines, Release build, audit trail on, a fresh state
 # dir per run:

@@ -4,7 +4,7 @@
 
 #include "engine/engine.h"
 
-/* Exit codes (DESIGN.md §2). */
+/* Exit codes (docs/architecture.md §2). */
 enum {
 	CLI_OK = 0,
 	CLI_ERROR = 1,      /* bad config, failed run */

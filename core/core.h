@@ -229,7 +229,7 @@ int core_redact_secrets(json_t *v);
 
 /* ------------------------------------------------------------- settings
  *
- * The typed view of an ELSPETH 0.4 settings file (DESIGN.md §6). All
+ * The typed view of an ELSPETH 0.4 settings file (docs/architecture.md §6). All
  * strings and nodes point into the document and live as long as the
  * settings. Keys of features not built yet are rejected at load with
  * CORE_EUNSUPPORTED ("not supported yet: <key path>"); unknown keys are

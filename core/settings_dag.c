@@ -1,6 +1,6 @@
 /*
  * settings_dag.c — the `coalesce` and `aggregations` sections
- * (DESIGN.md §6, §7).
+ * (docs/architecture.md §6, §7).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,6 +1,6 @@
 /*
  * validate.c — the checks a graph passes before the first row
- * (DESIGN.md §7 "Validation").
+ * (docs/architecture.md §7 "Validation").
  */
 #include <ctype.h>
 #include <stdlib.h>

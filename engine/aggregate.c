@@ -1,5 +1,5 @@
 /*
- * aggregate.c — aggregations on the release side (DESIGN.md §7).
+ * aggregate.c — aggregations on the release side (docs/architecture.md §7).
  *
  * Tokens reach an aggregation in release order, which is seq order in
  * every mode, so count-triggered batches hold the same rows whatever the

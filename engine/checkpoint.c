@@ -1,5 +1,5 @@
 /*
- * checkpoint.c — the engine's side of checkpoints (DESIGN.md §9, ADR
+ * checkpoint.c — the engine's side of checkpoints (docs/architecture.md §9, ADR
  * 0012): when one is due, and what it holds.
  *
  * A checkpoint is taken by whoever holds the release role, so the sinks,

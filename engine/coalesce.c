@@ -1,5 +1,5 @@
 /*
- * coalesce.c — joining the branch tokens of one fork (DESIGN.md §7).
+ * coalesce.c — joining the branch tokens of one fork (docs/architecture.md §7).
  *
  * Branch tokens park in a group keyed by (coalesce node, fork parent).
  * The walk of a row is depth first, so when every child of a fork has been

@@ -2,7 +2,7 @@
  * engine.h — the public contract of elspeth's engine: runs a validated
  * graph from its source to its sinks.
  *
- * The run is shaped as DESIGN.md §4: a source puller numbers rows
+ * The run is shaped as docs/architecture.md §4: a source puller numbers rows
  * (seq = 1, 2, 3 ...), row processing walks a row's token through the
  * graph and yields its terminal tokens, and release writes them to sinks
  * in seq order. This version schedules one row at a time (sequential);
@@ -23,7 +23,7 @@
 #include "dag/dag.h"
 #include "recorder/recorder.h"
 
-/* The terminal outcomes of DESIGN.md §5 invariant 3. */
+/* The terminal outcomes of docs/architecture.md §5 invariant 3. */
 typedef enum eng_outcome {
 	ENG_COMPLETED,   /* reached a sink through on_success */
 	ENG_ROUTED,      /* a gate (or an on_error) sent it to a sink */
@@ -119,7 +119,7 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
 void eng_summary_release(eng_summary *sum);
 
 /* Resumes run `run_spec` (an id or "latest") of the Landscape o->rec from
- * its latest checkpoint (DESIGN.md §9, docs/resume.md). First checks —
+ * its latest checkpoint (docs/architecture.md §9, docs/resume.md). First checks —
  * the run is not completed, its topology and settings hashes equal g's,
  * every sink file still holds what the checkpoint counted — and describes
  * what a resume would do in *plan (a JSON object the caller releases;

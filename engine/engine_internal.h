@@ -2,7 +2,7 @@
  * engine_internal.h — the stages of a run, shared by the engine's files.
  *
  *   pipeline.c  the three stages and their threads: source puller, work
- *               pool, release (DESIGN.md §4)
+ *               pool, release (docs/architecture.md §4)
  *   walk.c      one row's tokens through the graph (in a worker)
  *   coalesce.c  joining a fork's branch tokens
  *   release.c   writing a row's terminal tokens to sinks in order

@@ -1,5 +1,5 @@
 /*
- * pipeline.c — the three stages of DESIGN.md §4: the source puller, the
+ * pipeline.c — the three stages of docs/architecture.md §4: the source puller, the
  * work pool and the release queue.
  *
  * DESIGN. The stages are roles, not threads (ADR 0009). There are N

@@ -1,6 +1,6 @@
 /*
  * release.c — stage 3: a row's terminal tokens, in order. Audit before
- * action (DESIGN.md §5.4): a token's outcome is enqueued on the recorder
+ * action (docs/architecture.md §5.4): a token's outcome is enqueued on the recorder
  * before its sink write; the artifact follows the write. A failed write
  * goes to the sink's on_write_failure (DIVERTED), or stops the run.
  * Tokens for an aggregation are buffered there; a batch that a token

@@ -1,6 +1,6 @@
 /*
  * resume.c — eng_resume: finishes a run that stopped (a crash, SIGKILL,
- * an interrupt, a failure) from its latest checkpoint (DESIGN.md §9, ADR
+ * an interrupt, a failure) from its latest checkpoint (docs/architecture.md §9, ADR
  * 0012, docs/resume.md).
  *
  * Before anything is written: the run is not completed, the settings and

@@ -431,7 +431,7 @@ static int walk(walker *w, tok *t, dag_dest at, eng_outcome how)
 out_done:
 	if (rc && rc != CORE_ESTOPPED && !w->failed_recorded) {
 		/* The run stops on this row: the token still gets its one
-		 * terminal outcome (DESIGN.md §5.3). */
+		 * terminal outcome (docs/architecture.md §5.3). */
 		w->failed_recorded = true;
 		eng__walk_outcome(w, t, ENG_FAILED, w->err->msg);
 	}

@@ -1,7 +1,7 @@
 /*
  * recorder.h — the public contract of the Landscape's storage: one LMDB
  * environment per state directory holding the audit tables, the payload
- * store and the checkpoints (DESIGN.md §8).
+ * store and the checkpoints (docs/architecture.md §8).
  *
  * Writing: any thread enqueues puts (rec_put*, never waiting for disk); one
  * writer thread per environment commits them in batches (group commit).

@@ -1,6 +1,6 @@
 /*
  * verify.c — `elspeth verify`: checks a run's audit trail against the
- * invariants of DESIGN.md §5 (3, 4 and 7): every token has exactly one
+ * invariants of docs/architecture.md §5 (3, 4 and 7): every token has exactly one
  * terminal outcome, every node state is closed, every COMPLETED/ROUTED
  * token has an artifact, every referenced payload exists and hashes to its
  * key (payloads of rows and states are canonical JSON), artifacts and sink

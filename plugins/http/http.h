@@ -1,5 +1,5 @@
 /*
- * http_exec.h — the shared HTTP executor of the LLM transforms (DESIGN.md
+ * http_exec.h — the shared HTTP executor of the LLM transforms (docs/architecture.md
  * §10). One executor per transform: one thread runs a libcurl multi loop
  * for every row of the transform, so connections are reused, at most
  * `pool_size` requests are in flight, and rows waiting for a slot cost a
@@ -113,7 +113,7 @@ void http_close(http_exec *x);
 /* ------------------------------------------------------------- throttle */
 
 /*
- * The throttle — the dispatch throttle of the shared HTTP executor (DESIGN.md
+ * The throttle — the dispatch throttle of the shared HTTP executor (docs/architecture.md
  * §10): additive increase of the request rate, multiplicative decrease.
  *
  * The throttle is a delay between two dispatches. It starts at the

@@ -1,6 +1,6 @@
 /*
  * transform_llm_multi.c — `llm_multi_query`: several typed queries per row,
- * sent concurrently on the transform's shared pool (DESIGN.md §10).
+ * sent concurrently on the transform's shared pool (docs/architecture.md §10).
  *
  * Options: those of llm_client.h, plus
  *   template   optional default prompt for queries without their own

@@ -1,5 +1,5 @@
 /*
- * transform_llm.c — `llm`: one chat completion per row (DESIGN.md §10).
+ * transform_llm.c — `llm`: one chat completion per row (docs/architecture.md §10).
  *
  * Options: those of llm_client.h, plus
  *   template        the user prompt (docs/templates.md), required

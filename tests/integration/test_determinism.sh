@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# DESIGN.md §5 invariants 1–3 across modes: every example's sinks are
+# docs/architecture.md §5 invariants 1–3 across modes: every example's sinks are
 # byte-identical for --sequential and N in {1, 2, 7, 64, 256}, and verify
 # passes for every run. A latency-jitter pipeline (the delay transform,
 # rows finishing out of order, a fork, a coalesce and an aggregation) is

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Property test (DESIGN.md §5 invariants 1–3, §7): random valid pipelines
+# Property test (docs/architecture.md §5 invariants 1–3, §7): random valid pipelines
 # from tests/integration/property_gen.py — csv/json sources with invalid
 # rows, transforms (some failing, some flaky with retries), json_explode,
 # gates, forks joined by coalesce under every policy and merge, nested
