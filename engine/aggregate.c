@@ -113,7 +113,7 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 		}
 	}
 	if (!rc)
-		rc = eng__release(c, &res, sum, err);
+		rc = eng__emit(c, &res, sum, err);
 	eng__result_release(&res);
 	return rc;
 }
@@ -167,7 +167,7 @@ static int release_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
 			break;
 	}
 	if (!rc)
-		rc = eng__release(c, &res, sum, err);
+		rc = eng__emit(c, &res, sum, err);
 	eng__result_release(&res);
 	return rc;
 }

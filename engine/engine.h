@@ -3,13 +3,17 @@
  * graph from its source to its sinks.
  *
  * The run is shaped as docs/architecture.md §4: a source puller numbers rows
- * (seq = 1, 2, 3 ...), row processing walks a row's token through the
- * graph and yields its terminal tokens, and release writes them to sinks
- * in seq order. This version schedules one row at a time (sequential);
- * the pipelined engine replaces the scheduling, not these stages.
+ * (seq = 1, 2, 3 ...), up to max_rows_in_flight rows are processed at
+ * once (each row's tokens walk the graph on a worker thread), and the
+ * release queue hands their terminal tokens to the sinks strictly in seq
+ * order. With one row in flight (--sequential) everything runs on the
+ * calling thread.
  *
- * Thread rules: eng_run runs on the calling thread; *stop may be set from
- * a signal handler to stop pulling rows.
+ * Thread rules: eng_run and eng_resume block the calling thread until the
+ * run ends; with more than one row in flight they start that many worker
+ * threads and join them all before returning. The calling thread calls
+ * the progress callback. *stop may be set from a signal handler (or any
+ * thread) to stop pulling rows. One run per dag_graph at a time.
  */
 #ifndef ELSPETH_ENGINE_H
 #define ELSPETH_ENGINE_H
@@ -56,8 +60,9 @@ typedef struct eng_opts {
 	unsigned max_rows_in_flight; /* 1 = sequential; 0 = from settings */
 	rec_env *rec;                /* the Landscape; NULL: audit off */
 	const char *settings_path;   /* recorded with the run */
-	/* Called on the release thread about every progress_ms (and once at
-	 * the end) when set; must be quick. */
+	/* Called on the calling thread about every progress_ms (and once at
+	 * the end, with final set) when set, with no engine lock held: a slow
+	 * callback delays later reports, not the rows. */
 	void (*progress)(void *ctx, const eng_progress *p);
 	void *progress_ctx;
 	unsigned progress_ms;

@@ -1,14 +1,21 @@
 /*
  * engine_internal.h — the stages of a run, shared by the engine's files.
  *
- *   pipeline.c  the three stages and their threads: source puller, work
- *               pool, release (docs/architecture.md §4)
- *   walk.c      one row's tokens through the graph (in a worker)
- *   coalesce.c  joining a fork's branch tokens
- *   release.c   writing a row's terminal tokens to sinks in order
- *   aggregate.c aggregation buffers, triggers and flushes (release side)
- *   audit.c     what is recorded in the Landscape
- *   run.c       eng_run: open, run the pipeline, close
+ *   run.c            eng_run: open the graph's plugins, run, close, record
+ *   pipeline.c       the workers and the calling thread of a run
+ *   source_puller.c  reading rows ahead and starting them (the pull role)
+ *   release_queue.c  releasing DONE rows in seq order, and checkpoints
+ *                    between release passes (the release role)
+ *   walk.c           one row's tokens through the graph (in a worker)
+ *   coalesce.c       joining a fork's branch tokens
+ *   aggregate.c      aggregation buffers, triggers and flushes
+ *   emit.c           one released row's terminal tokens: outcome recorded,
+ *                    sink written, artifact recorded
+ *   audit.c          what is recorded in the Landscape
+ *   checkpoint.c     checkpoint capture: when one is due, what it holds
+ *   resume.c         eng_resume: resume planning and restore
+ *
+ * pipeline_internal.h holds what only the three pipeline files share.
  */
 #ifndef ELSPETH_ENGINE_INTERNAL_H
 #define ELSPETH_ENGINE_INTERNAL_H
@@ -266,7 +273,7 @@ int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
 
 /* Stage 3: writes res's tokens in order (outcome before the write, the
  * artifact after), feeding aggregations; batch outputs follow at once. */
-int eng__release(eng_ctx *c, eng_result *res, eng_summary *sum,
+int eng__emit(eng_ctx *c, eng_result *res, eng_summary *sum,
 		 core_err *err);
 
 /* aggregate.c (release side) */

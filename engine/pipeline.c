@@ -1,6 +1,9 @@
 /*
- * pipeline.c — the three stages of docs/architecture.md §4: the source puller, the
- * work pool and the release queue.
+ * pipeline.c — a pipelined run: the worker threads (the WorkPool of
+ * docs/architecture.md §4), the calling thread that supervises them, start,
+ * shutdown and sequential mode. The pull role is source_puller.c, the
+ * release role release_queue.c; what they share, and the locking rule, is
+ * pipeline_internal.h.
  *
  * DESIGN. The stages are roles, not threads (ADR 0009). There are N
  * worker threads (N = max_rows_in_flight); each loops:
@@ -32,10 +35,9 @@
  * and the aggregations still see one caller at a time, in seq order.
  *
  * One lock, p->lock, guards the counters, the roles and the ring slots'
- * states; a slot's row/result belong to its RUNNING worker, then (DONE) to
- * whoever holds the release role. The calling thread waits for the end,
- * reports progress, and fires aggregation timeouts (taking the release
- * role to do so).
+ * states (pipeline_internal.h). The calling thread waits for the end,
+ * reports progress (with no lock held: a slow terminal stalls no worker),
+ * and fires aggregation timeouts (taking the release role to do so).
  *
  * A row whose processing failed stops the run when its turn to be
  * released comes, so the run fails at the same row in every mode. On
@@ -54,130 +56,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/engine_internal.h"
+#include "engine/pipeline_internal.h"
 
 #define WORKER_STACK (256 * 1024)
 #define POLL_NS (100 * 1000 * 1000ull) /* the calling thread checks stop */
-#define AHEAD 64     /* rows read ahead of the pull */
-#define AHEAD_LOW 32 /* a worker whose row waits tops it up below this */
-#define READ_CHUNK 16 /* rows read between two looks at the lock */
-
-enum slot_state { SLOT_EMPTY, SLOT_RUNNING, SLOT_DONE };
-
-typedef struct slot {
-	enum slot_state state;
-	eng_row row;
-	eng_result res;
-	int rc;
-	core_err err;
-	uint64_t done_ns;
-	bool waited;       /* done before its predecessors were released */
-} slot;
-
-typedef struct pline {
-	eng_ctx *c;
-	void *src;
-	eng_summary *sum;         /* written by the release role only */
-	unsigned n;               /* max rows being processed (threads) */
-	unsigned cap;             /* max rows unreleased (ring size) */
-	pthread_mutex_t lock;
-	pthread_cond_t work_cv;   /* idle workers */
-	pthread_cond_t main_cv;   /* the calling thread */
-	slot *ring;
-	uint64_t pulled;          /* highest seq pulled (taken from `ahead`) */
-	eng_row *ahead;           /* rows read ahead of the pull (ring) */
-	uint64_t ahead_head, ahead_tail; /* [head, tail): ready to take */
-	bool source_eof;          /* the source said end (or failed) */
-	uint64_t released;        /* highest seq released */
-	unsigned processing;      /* rows pulled, not yet DONE */
-	bool pulling, releasing;  /* the roles (pulling: reading ahead) */
-	uint64_t *handq;          /* rows pulled for idle workers (ring) */
-	uint64_t hand_head, hand_tail;
-	bool started;             /* every worker thread exists */
-	bool abandoned;           /* the next row was cut short by a stop:
-				   * nothing more is released (resume) */
-	bool source_done, shutdown;
-	unsigned idle;            /* workers waiting on work_cv */
-	atomic_uint active;       /* workers neither idle nor blocked: changed
-				   * without the lock by blocking() */
-	unsigned target;          /* active workers wanted: the CPUs */
-	int source_rc;
-	core_err source_err;
-	bool main_waiting;        /* the calling thread sleeps on main_cv */
-	int rc;                   /* the run's failure, if any */
-	core_err err;
-	/* metrics and progress (under lock) */
-	uint64_t peak_in_flight, peak_waiting, waiting;
-	uint64_t wait_sum_ns, wait_max_ns, wait_n;
-	uint64_t blocked_since, source_blocked_ns;
-	uint64_t src_done, src_total; /* source progress */
-	uint64_t failed, quarantined; /* copies of sum's, for progress */
-	uint64_t last_progress;
-	uint64_t first_pull_ns, last_release_ns;
-	uint64_t release_busy_ns;
-	/* checkpoints (release role) */
-	plg_source_pos rel_pos;   /* the source after row `released` */
-	bool rel_has_pos;
-	uint64_t pre_last;        /* a resume's last checkpointed row */
-	eng_ckpt_row *ckrows;     /* scratch, cap entries */
-} pline;
 
 /* Set on the worker threads: blocking() counts only them. */
 static _Thread_local bool is_worker;
 
-static slot *slot_of(pline *p, uint64_t seq)
-{
-	return &p->ring[seq % p->cap];
-}
-
-static bool stopping(const pline *p)
-{
-	return p->shutdown || p->rc || (p->c->stop && *p->c->stop);
-}
-
-/* -------------------------------------------------------------- source */
-
-/* The next row: a resume's rows from the checkpoint first, then the
- * source's, with its position after each. */
-static int pull(pline *p, uint64_t seq, eng_row *row)
-{
-	const plg_source_ops *ops = p->c->g->nodes[0].sops;
-	plg_source_row r = { 0 };
-	int rc;
-
-	if (p->c->pre && (rc = eng__pre_next(p->c, seq, row)))
-		return rc;
-	if ((rc = ops->next(p->src, &r, &p->source_err)) <= 0)
-		return rc;
-	row->seq = seq;
-	row->data = r.row;
-	row->error = r.error;
-	row->where = r.where;
-	if (ops->position) {
-		ops->position(p->src, &row->pos);
-		row->has_pos = true;
-	}
-	return 1;
-}
-
-/* Asks the source how far it is (the pull role or the sequential loop). */
-static void source_progress(pline *p)
-{
-	const plg_source_ops *ops = p->c->g->nodes[0].sops;
-
-	if (ops->progress)
-		ops->progress(p->src, &p->src_done, &p->src_total);
-}
-
-/* Backpressure: is there room for one more row? (lock held) */
-static bool room(const pline *p)
-{
-	return p->processing < p->n && p->pulled - p->released < p->cap;
-}
-
 /* Opens or closes the current "source blocked by backpressure" period
  * after any change of the counters (lock held). */
-static void track_blocked(pline *p)
+void eng__pl_track_blocked(pline *p)
 {
 	bool blocked = !room(p) && !p->source_done;
 
@@ -189,103 +78,53 @@ static void track_blocked(pline *p)
 	}
 }
 
-static unsigned running(pline *p)
-{
-	return atomic_load_explicit(&p->active, memory_order_relaxed);
-}
-
-static unsigned ahead_n(const pline *p)
-{
-	return (unsigned)(p->ahead_tail - p->ahead_head);
-}
-
-/* May this thread take the pull role and read ahead? (lock held) */
-static bool can_read(const pline *p)
-{
-	return p->started && !p->pulling && !p->source_eof && ahead_n(p) < AHEAD &&
-	       !stopping(p);
-}
-
-/* May a row be started now: taken from the read-ahead, or read first?
- * (lock held) */
-static bool can_start(const pline *p)
-{
-	return p->started && room(p) && !stopping(p) &&
-	       (ahead_n(p) || (!p->pulling && !p->source_eof));
-}
-
-/* Idle workers not already promised a handed-over row. */
-static unsigned spare_workers(const pline *p)
-{
-	unsigned promised = (unsigned)(p->hand_tail - p->hand_head);
-
-	return p->idle > promised ? p->idle - promised : 0;
-}
-
-/* Fewer workers run than there are CPUs, and an idle one could start a
- * row (lock held). */
-static bool short_of_workers(pline *p)
-{
-	return running(p) < p->target && spare_workers(p);
-}
-
-/* ------------------------------------------------------------- release */
-
-/* Reports progress when due (or always, when final). Lock held. */
-static void report(pline *p, bool final)
+/* Progress is reported by the calling thread only, with no lock held: the
+ * callback may block on a terminal or a pipe, and no worker must wait for
+ * it. progress_due() takes the snapshot under the lock; report() calls
+ * the callback after the lock is dropped. */
+static bool progress_due(pline *p, bool final, eng_progress *pr)
 {
 	const eng_opts *o = p->c->opts;
 	uint64_t now = core_now_mono_ns();
-	eng_progress pr;
+	uint64_t every = (uint64_t)(o && o->progress_ms ? o->progress_ms : 250) * 1000000u;
 
 	if (!o || !o->progress)
-		return;
-	if (!final && now - p->last_progress < (uint64_t)(o->progress_ms ? o->progress_ms : 250) * 1000000u)
-		return;
+		return false;
+	if (!final && now - p->last_progress < every)
+		return false;
 	p->last_progress = now;
-	pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
+	*pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
 		.in_flight = p->processing, .waiting = p->waiting,
 		.failed = p->failed, .quarantined = p->quarantined,
 		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final,
 		.source_done = p->src_done, .source_total = p->src_total };
-	o->progress(o->progress_ctx, &pr);
+	return true;
 }
 
-/* Releases one DONE row (unlocked; the release role is held). */
-static int release_row(pline *p, slot *s, core_err *err)
+/* Reports progress when due (or always, when final). Lock held on entry
+ * and exit; dropped around the callback. Returns whether it was dropped. */
+static bool report(pline *p, bool final)
 {
-	uint64_t t = core_now_mono_ns(), wait = t - s->done_ns;
-	int rc;
+	const eng_opts *o = p->c->opts;
+	eng_progress pr;
 
-	if (s->rc) {
-		*err = s->err;
-		return s->rc;
-	}
-	p->wait_sum_ns += wait;
-	p->wait_n++;
-	if (wait > p->wait_max_ns)
-		p->wait_max_ns = wait;
-	p->sum->rows++;
-	p->rel_pos = s->row.pos;
-	p->rel_has_pos = s->row.has_pos;
-	rc = eng__release(p->c, &s->res, p->sum, err);
-	p->release_busy_ns += core_now_mono_ns() - t;
-	eng__result_release(&s->res);
-	eng__row_release(&s->row);
-	return rc;
+	if (!progress_due(p, final, &pr))
+		return false;
+	pthread_mutex_unlock(&p->lock);
+	o->progress(o->progress_ctx, &pr);
+	pthread_mutex_lock(&p->lock);
+	return true;
 }
-
-static bool finished(pline *p);
 
 /* Wakes the calling thread if the run may be over (lock held). */
-static void wake_main(pline *p)
+void eng__pl_wake_main(pline *p)
 {
-	if (p->main_waiting && finished(p))
+	if (p->main_waiting && eng__pl_finished(p))
 		pthread_cond_signal(&p->main_cv);
 }
 
 /* The first failure ends the run: nothing more is pulled or released. */
-static void fail(pline *p, int rc, const core_err *err)
+void eng__pl_fail(pline *p, int rc, const core_err *err)
 {
 	if (!p->rc) {
 		p->rc = rc;
@@ -295,215 +134,14 @@ static void fail(pline *p, int rc, const core_err *err)
 	pthread_cond_signal(&p->main_cv);
 }
 
-static bool can_release(pline *p)
+/* Every row pulled has been released (or the run failed). Lock held. */
+bool eng__pl_finished(pline *p)
 {
-	return !p->releasing && !p->rc && !p->abandoned && p->released < p->pulled &&
-	       slot_of(p, p->released + 1)->state == SLOT_DONE;
-}
-
-/* Takes a checkpoint (ADR 0012): the rows after `released` that are done
- * or recorded, up to the first that is neither (the frontier: rows after
- * it are read again from the source, at the position after it). Lock and
- * release role held; the lock is dropped while it is written. */
-static void checkpoint(pline *p, const char *reason)
-{
-	eng_ckpt_at at = { .reason = reason, .released = p->released,
-			   .frontier = p->released, .pos = p->rel_pos,
-			   .has_pos = p->rel_has_pos, .rows = p->ckrows };
-	core_err err;
-	int rc;
-
-	/* at.pos: the source's position after row at.frontier, if known. */
-	for (uint64_t seq = p->released + 1; seq <= p->pulled; seq++) {
-		slot *s = slot_of(p, seq);
-		eng_ckpt_row *r = &p->ckrows[at.nrows];
-
-		if (s->state == SLOT_DONE && !s->rc)
-			*r = (eng_ckpt_row){ .row = &s->row, .res = &s->res };
-		else if (s->state == SLOT_DONE || /* failed or cut short: the
-						   * resume runs it again */
-			 atomic_load_explicit(&s->row.recorded, memory_order_acquire))
-			*r = (eng_ckpt_row){ .row = &s->row,
-				.before = s->row.has_before ? s->row.before : at.pos,
-				.has_before = s->row.has_before || at.has_pos };
-		else
-			break;
-		at.nrows++;
-		at.frontier = seq;
-		at.pos = s->row.pos;
-		at.has_pos = s->row.has_pos;
-	}
-	at.source_done = p->source_done && at.frontier == p->pulled;
-	pthread_mutex_unlock(&p->lock);
-	rc = eng__ckpt_write(p->c, &at, p->sum, &err);
-	pthread_mutex_lock(&p->lock);
-	if (rc)
-		fail(p, rc, &err);
-}
-
-/* Whether a checkpoint is due (lock held): not while a resume's rows
- * from the old checkpoint are still coming in. */
-static bool ckpt_due(const pline *p)
-{
-	return p->c->ckpt && p->pulled >= p->pre_last &&
-	       eng__ckpt_due(p->c, p->released, p->sum);
-}
-
-/* Takes a checkpoint if one is due (lock and release role held). */
-static bool checkpoint_if_due(pline *p)
-{
-	if (p->rc || !ckpt_due(p))
-		return false;
-	checkpoint(p, p->c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
-		   "aggregation" : "interval");
-	return true;
-}
-
-/* The release role: every consecutive DONE row, in seq order. Called and
- * returns with the lock held. */
-static void release_rows(pline *p)
-{
-	core_err err;
-	slot *s;
-
-	p->releasing = true;
-	while (!p->rc && !p->abandoned && p->released < p->pulled &&
-	       (s = slot_of(p, p->released + 1))->state == SLOT_DONE) {
-		int rc;
-
-		/* Cut short by SIGINT/SIGTERM: it and the rows after it stay
-		 * unreleased, for the resume (ADR 0012). */
-		if (s->rc == CORE_ESTOPPED) {
-			p->abandoned = true;
-			break;
-		}
-		if (s->waited)
-			p->waiting--;
-		pthread_mutex_unlock(&p->lock);
-		rc = release_row(p, s, &err);
-		pthread_mutex_lock(&p->lock);
-		s->state = SLOT_EMPTY;
-		p->released++;
-		p->last_release_ns = core_now_mono_ns();
-		p->failed = p->sum->failed;
-		p->quarantined = p->sum->quarantined;
-		track_blocked(p);
-		if (rc)
-			fail(p, rc, &err);
-		report(p, false);
-	}
-	checkpoint_if_due(p);
-	p->releasing = false;
-	/* Room was made; if the calling thread released (all workers
-	 * idle) or too few workers run, bring one in to pull. */
-	if (short_of_workers(p) && can_start(p))
-		pthread_cond_signal(&p->work_cv);
-	wake_main(p);
-}
-
-/* -------------------------------------------------------------- workers */
-
-static unsigned umin(unsigned a, unsigned b)
-{
-	return a < b ? a : b;
-}
-
-/* After the last row read ahead is taken, no more rows come (lock held). */
-static void check_source_done(pline *p)
-{
-	if (p->source_eof && !ahead_n(p) && !p->source_done) {
-		p->source_done = true;
-		pthread_cond_broadcast(&p->work_cv);
-		wake_main(p);
-	}
-}
-
-/* The pull role: reads up to `max` rows into `ahead` (no more than it
- * holds), numbering them, READ_CHUNK at a time. Called and returns with
- * the lock held, which is dropped while reading: the entries it fills
- * are outside [ahead_head, ahead_tail), so no taker sees them before
- * ahead_tail moves. After each chunk it looks at the stop flag, and
- * wakes a worker that went idle for want of rows if fewer than the
- * target run. The role must be free (can_read). */
-static void read_ahead(pline *p, unsigned max)
-{
-	unsigned want = umin(max, AHEAD - ahead_n(p));
-	int rc = 1;
-
-	p->pulling = true;
-	while (want && !stopping(p)) {
-		uint64_t first = p->pulled + ahead_n(p) + 1, tail = p->ahead_tail;
-		unsigned chunk = umin(want, READ_CHUNK), got = 0;
-
-		pthread_mutex_unlock(&p->lock);
-		while (got < chunk) {
-			eng_row *r = &p->ahead[(tail + got) % AHEAD];
-
-			memset(r, 0, sizeof(*r));
-			if ((rc = pull(p, first + got, r)) <= 0)
-				break;
-			got++;
-		}
-		pthread_mutex_lock(&p->lock);
-		p->ahead_tail += got;
-		want -= got;
-		if (got)
-			source_progress(p);
-		if (rc <= 0) {
-			p->source_eof = true;
-			p->source_rc = rc;
-			break;
-		}
-		if (short_of_workers(p))
-			pthread_cond_signal(&p->work_cv);
-	}
-	p->pulling = false;
-	check_source_done(p);
-}
-
-/* Takes the next row read ahead into its ring slot: the row is pulled.
- * Lock held; ahead_n() > 0 and room(). Returns its seq. */
-static uint64_t take(pline *p)
-{
-	eng_row *r = &p->ahead[p->ahead_head++ % AHEAD];
-	uint64_t seq = r->seq;
-
-	*slot_of(p, seq) = (slot){ .state = SLOT_RUNNING, .row = *r };
-	memset(r, 0, sizeof(*r));
-	p->pulled = seq;
-	if (!p->first_pull_ns)
-		p->first_pull_ns = core_now_mono_ns();
-	if (++p->processing > p->peak_in_flight)
-		p->peak_in_flight = p->processing;
-	check_source_done(p);
-	track_blocked(p);
-	return seq;
-}
-
-/* Starts `keep` (0 or 1) rows for the calling worker and hands rows to
- * idle workers until one worker per CPU runs, reading ahead first if
- * nothing is read. Returns the seq of the kept row, or 0. Lock held on
- * entry and exit. */
-static uint64_t pull_rows(pline *p, unsigned keep)
-{
-	uint64_t kept = 0;
-	unsigned k, run;
-
-	if (!ahead_n(p) && can_read(p))
-		read_ahead(p, AHEAD);
-	run = running(p); /* once: blocking() changes it without the lock */
-	k = keep + umin(run < p->target ? p->target - run : 0, spare_workers(p));
-	for (unsigned i = 0; i < k && ahead_n(p) && room(p) && !stopping(p); i++) {
-		uint64_t seq = take(p);
-
-		if (i < keep) {
-			kept = seq;
-		} else {
-			p->handq[p->hand_tail++ % p->cap] = seq;
-			pthread_cond_signal(&p->work_cv);
-		}
-	}
-	return kept;
+	if (p->rc)
+		return true;
+	return (p->source_done || stopping(p)) && !p->pulling &&
+	       !p->releasing && p->processing == 0 &&
+	       (p->released == p->pulled || p->abandoned);
 }
 
 /* plg_ctx.blocking: a worker waits for a timer or the network. Its row
@@ -539,14 +177,14 @@ static void blocking(void *arg, bool begin)
 	}
 	if (short_of_workers(p)) {
 		if (can_start(p))
-			pull_rows(p, 0);
+			eng__pl_pull_rows(p, 0);
 		else if (!p->pulling) /* e.g. the release role is busy */
 			pthread_cond_signal(&p->work_cv);
 	}
 	/* This worker waits anyway: it reads a few rows ahead for the
 	 * others (a chunk, so the wait is rarely outlasted). */
 	if (ahead_n(p) < AHEAD_LOW && can_read(p))
-		read_ahead(p, READ_CHUNK);
+		eng__pl_read_ahead(p, READ_CHUNK);
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -567,7 +205,7 @@ static void process(pline *p, uint64_t seq)
 		if (++p->waiting > p->peak_waiting)
 			p->peak_waiting = p->waiting;
 	}
-	track_blocked(p);
+	eng__pl_track_blocked(p);
 }
 
 static void *worker_main(void *arg)
@@ -586,19 +224,19 @@ static void *worker_main(void *arg)
 	pthread_mutex_lock(&p->lock);
 	p->active++;
 	while (!p->shutdown) {
-		if (can_release(p))
-			release_rows(p);
+		if (eng__rq_ready(p))
+			eng__rq_drain(p);
 		else if (p->hand_head < p->hand_tail)
 			process(p, p->handq[p->hand_head++ % p->cap]);
 		else if (can_start(p)) {
 			/* Fewer workers run than there are CPUs: take one
 			 * more along. A row that waits (blocking()) brings
 			 * in the others. */
-			if ((seq = pull_rows(p, 1)))
+			if ((seq = eng__pl_pull_rows(p, 1)))
 				process(p, seq);
 		} else {
 			/* The calling thread decides when the run is over. */
-			wake_main(p);
+			eng__pl_wake_main(p);
 			p->active--;
 			p->idle++;
 			pthread_cond_wait(&p->work_cv, &p->lock);
@@ -610,8 +248,6 @@ static void *worker_main(void *arg)
 	pthread_mutex_unlock(&p->lock);
 	return NULL;
 }
-
-/* ------------------------------------------------------ calling thread */
 
 static void deadline_ts(uint64_t mono_deadline, struct timespec *ts)
 {
@@ -629,16 +265,6 @@ static void deadline_ts(uint64_t mono_deadline, struct timespec *ts)
 		ts->tv_sec++;
 		ts->tv_nsec -= 1000000000L;
 	}
-}
-
-/* Every row pulled has been released (or the run failed). Lock held. */
-static bool finished(pline *p)
-{
-	if (p->rc)
-		return true;
-	return (p->source_done || stopping(p)) && !p->pulling &&
-	       !p->releasing && p->processing == 0 &&
-	       (p->released == p->pulled || p->abandoned);
 }
 
 /* Fires due aggregation timeouts under the release role (lock held on
@@ -660,7 +286,7 @@ static uint64_t aggregation_timeouts(pline *p)
 	pthread_mutex_lock(&p->lock);
 	p->releasing = false;
 	if (rc)
-		fail(p, rc, &err);
+		eng__pl_fail(p, rc, &err);
 	return dl;
 }
 
@@ -673,11 +299,11 @@ static int supervise(pline *p, core_err *err)
 	int rc;
 
 	pthread_mutex_lock(&p->lock);
-	while (!finished(p)) {
+	while (!eng__pl_finished(p)) {
 		struct timespec ts;
 
-		if (can_release(p)) {
-			release_rows(p); /* e.g. held back by a timeout */
+		if (eng__rq_ready(p)) {
+			eng__rq_drain(p); /* e.g. held back by a timeout */
 			continue;
 		}
 		/* A checkpoint a release pass put off while the previous one
@@ -688,17 +314,18 @@ static int supervise(pline *p, core_err *err)
 			bool took;
 
 			p->releasing = true;
-			took = checkpoint_if_due(p);
+			took = eng__rq_checkpoint_if_due(p);
 			p->releasing = false;
 			if (took)
 				continue;
 		}
 		if (!p->releasing && timed) {
 			dl = aggregation_timeouts(p);
-			if (can_release(p) || finished(p))
+			if (eng__rq_ready(p) || eng__pl_finished(p))
 				continue;
 		}
-		report(p, false);
+		if (report(p, false))
+			continue;
 		deadline_ts(dl, &ts);
 		p->main_waiting = true;
 		pthread_cond_timedwait(&p->main_cv, &p->lock, &ts);
@@ -717,8 +344,6 @@ static int supervise(pline *p, core_err *err)
 	pthread_mutex_unlock(&p->lock);
 	return rc;
 }
-
-/* ---------------------------------------------------------- lifecycle */
 
 static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 		     eng_summary *sum)
@@ -810,40 +435,6 @@ static void metrics(pline *p, eng_summary *sum)
 	sum->release_blocked_s = (double)p->release_busy_ns / 1e9;
 }
 
-/* A checkpoint taken by the calling thread outside a release pass. */
-static int checkpoint_now(pline *p, const char *reason, core_err *err)
-{
-	int rc;
-
-	pthread_mutex_lock(&p->lock);
-	p->releasing = true;
-	checkpoint(p, reason);
-	p->releasing = false;
-	rc = p->rc;
-	if (rc)
-		*err = p->err;
-	pthread_mutex_unlock(&p->lock);
-	return rc;
-}
-
-/* A new run's first checkpoint, before any row: the sinks' starting
- * positions, so a run killed before its first release resumes too. */
-static int first_checkpoint(pline *p, core_err *err)
-{
-	if (!p->c->ckpt || p->c->resume)
-		return 0;
-	return checkpoint_now(p, "start", err);
-}
-
-/* A checkpoint at the end of the run or at an interrupt (nothing is in
- * flight any more). Returns the run's result. */
-static int last_checkpoint(pline *p, int rc, core_err *err)
-{
-	if (rc || !p->c->ckpt)
-		return rc;
-	return checkpoint_now(p, p->c->stop && *p->c->stop ? "interrupt" : "end", err);
-}
-
 /* One row in flight: the same stages, called in turn on this thread
  * (three threads handing every row to each other would cost more than
  * the work). Aggregation timeouts are checked between rows. */
@@ -854,7 +445,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 
 	if (pipe_init(&p, c, src, 1, 1, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = first_checkpoint(&p, err);
+	rc = eng__rq_first_checkpoint(&p, err);
 	while (!rc) {
 		slot *s = &p.ring[0];
 		int prc;
@@ -864,7 +455,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, false, sum, err);
 		if (rc)
 			break;
-		prc = pull(&p, p.pulled + 1, &s->row);
+		prc = eng__pl_pull(&p, p.pulled + 1, &s->row);
 		if (prc < 0) {
 			*err = p.source_err;
 			rc = prc;
@@ -875,7 +466,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		if (!p.first_pull_ns)
 			p.first_pull_ns = core_now_mono_ns();
 		p.peak_in_flight = 1;
-		source_progress(&p);
+		eng__pl_source_progress(&p);
 		s->rc = eng__row_run(c, &s->row, &s->res, &s->err);
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;
@@ -883,7 +474,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 			p.abandoned = true;
 			break;
 		}
-		rc = release_row(&p, s, err);
+		rc = eng__rq_emit_one(&p, s, err);
 		if (rc)
 			break;
 		s->state = SLOT_EMPTY;
@@ -893,13 +484,13 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		p.quarantined = sum->quarantined;
 		pthread_mutex_lock(&p.lock);
 		report(&p, false);
-		if (checkpoint_if_due(&p) && (rc = p.rc))
+		if (eng__rq_checkpoint_if_due(&p) && (rc = p.rc))
 			*err = p.err;
 		pthread_mutex_unlock(&p.lock);
 	}
 	if (rc == 0 && !(c->stop && *c->stop))
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
-	rc = last_checkpoint(&p, rc, err);
+	rc = eng__rq_last_checkpoint(&p, rc, err);
 	pthread_mutex_lock(&p.lock);
 	report(&p, true);
 	pthread_mutex_unlock(&p.lock);
@@ -947,12 +538,12 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		core_err_set(&e, CORE_EIO, "cannot start %u pipeline threads (started %u)",
 			     in_flight, nworkers);
 		pthread_mutex_lock(&p.lock);
-		fail(&p, e.code, &e);
+		eng__pl_fail(&p, e.code, &e);
 		pthread_mutex_unlock(&p.lock);
 	}
-	if ((rc = first_checkpoint(&p, err))) {
+	if ((rc = eng__rq_first_checkpoint(&p, err))) {
 		pthread_mutex_lock(&p.lock);
-		fail(&p, rc, err);
+		eng__pl_fail(&p, rc, err);
 		pthread_mutex_unlock(&p.lock);
 	}
 	/* Rows start once every worker exists, so the first rows do not
@@ -964,7 +555,7 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 	rc = supervise(&p, err);
 	if (!rc && !(c->stop && *c->stop))
 		rc = eng__aggs_tick(c, core_now_mono_ns(), p.released, true, sum, err);
-	rc = last_checkpoint(&p, rc, err);
+	rc = eng__rq_last_checkpoint(&p, rc, err);
 	pthread_mutex_lock(&p.lock);
 	p.shutdown = true;
 	pthread_cond_broadcast(&p.work_cv);

@@ -1,5 +1,5 @@
 /*
- * release.c — stage 3: a row's terminal tokens, in order. Audit before
+ * emit.c — a released row's terminal tokens, in order. Audit before
  * action (docs/architecture.md §5.4): a token's outcome is enqueued on the recorder
  * before its sink write; the artifact follows the write. A failed write
  * goes to the sink's on_write_failure (DIVERTED), or stops the run.
@@ -73,7 +73,7 @@ static int release_token(eng_ctx *c, uint64_t seq, eng_token *t,
 	return CORE_EINTERNAL;
 }
 
-int eng__release(eng_ctx *c, eng_result *res, eng_summary *sum,
+int eng__emit(eng_ctx *c, eng_result *res, eng_summary *sum,
 		 core_err *err)
 {
 	bool quarantined = false;

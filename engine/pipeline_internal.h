@@ -1,0 +1,207 @@
+/*
+ * pipeline_internal.h — what the three stages of a pipelined run share
+ * (docs/architecture.md §4): the ring of row slots and the one lock that
+ * guards it. ADR 0009 explains why the stages are roles, not threads.
+ *
+ *   pipeline.c       the workers, the calling thread (supervise), start
+ *                    and shutdown, sequential mode, progress
+ *   source_puller.c  the pull role: reads rows ahead, numbers them, starts
+ *                    them (the SourcePuller)
+ *   release_queue.c  the release role: releases DONE rows in seq order to
+ *                    the sinks and takes checkpoints (the ReleaseQueue)
+ *
+ * Locking. One lock, pline.lock, guards every field of pline except those
+ * marked otherwise, and every slot's `state`. A slot's row and result
+ * belong to the worker that runs it (RUNNING), then, once DONE, to whoever
+ * holds the release role. `active` changes without the lock (blocking()).
+ * Nothing that can block — reading the source, processing a row,
+ * writing a sink or a checkpoint, the progress callback — runs while it
+ * is held (the one call made under it is a source's progress(), which
+ * only reads a position), and no other lock is taken under it.
+ */
+#ifndef ELSPETH_ENGINE_PIPELINE_INTERNAL_H
+#define ELSPETH_ENGINE_PIPELINE_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "engine/engine_internal.h"
+
+#define AHEAD 64     /* rows read ahead of the pull */
+#define AHEAD_LOW 32 /* a worker whose row waits tops it up below this */
+#define READ_CHUNK 16 /* rows read between two looks at the lock */
+
+enum slot_state { SLOT_EMPTY, SLOT_RUNNING, SLOT_DONE };
+
+typedef struct slot {
+	enum slot_state state;
+	eng_row row;
+	eng_result res;
+	int rc;
+	core_err err;
+	uint64_t done_ns;
+	bool waited;       /* done before its predecessors were released */
+} slot;
+
+typedef struct pline {
+	eng_ctx *c;
+	void *src;
+	eng_summary *sum;         /* written by the release role only */
+	unsigned n;               /* max rows being processed (threads) */
+	unsigned cap;             /* max rows unreleased (ring size) */
+	pthread_mutex_t lock;
+	pthread_cond_t work_cv;   /* idle workers */
+	pthread_cond_t main_cv;   /* the calling thread */
+	slot *ring;
+	uint64_t pulled;          /* highest seq pulled (taken from `ahead`) */
+	eng_row *ahead;           /* rows read ahead of the pull (ring) */
+	uint64_t ahead_head, ahead_tail; /* [head, tail): ready to take */
+	bool source_eof;          /* the source said end (or failed) */
+	uint64_t released;        /* highest seq released */
+	unsigned processing;      /* rows pulled, not yet DONE */
+	bool pulling, releasing;  /* the roles (pulling: reading ahead) */
+	uint64_t *handq;          /* rows pulled for idle workers (ring) */
+	uint64_t hand_head, hand_tail;
+	bool started;             /* every worker thread exists */
+	bool abandoned;           /* the next row was cut short by a stop:
+				   * nothing more is released (resume) */
+	bool source_done, shutdown;
+	unsigned idle;            /* workers waiting on work_cv */
+	atomic_uint active;       /* workers neither idle nor blocked: changed
+				   * without the lock by blocking() */
+	unsigned target;          /* active workers wanted: the CPUs */
+	int source_rc;
+	core_err source_err;
+	bool main_waiting;        /* the calling thread sleeps on main_cv */
+	int rc;                   /* the run's failure, if any */
+	core_err err;
+	/* metrics and progress (under lock) */
+	uint64_t peak_in_flight, peak_waiting, waiting;
+	uint64_t wait_sum_ns, wait_max_ns, wait_n;
+	uint64_t blocked_since, source_blocked_ns;
+	uint64_t src_done, src_total; /* source progress */
+	uint64_t failed, quarantined; /* copies of sum's, for progress */
+	uint64_t last_progress;
+	uint64_t first_pull_ns, last_release_ns;
+	uint64_t release_busy_ns;
+	/* checkpoints (release role) */
+	plg_source_pos rel_pos;   /* the source after row `released` */
+	bool rel_has_pos;
+	uint64_t pre_last;        /* a resume's last checkpointed row */
+	eng_ckpt_row *ckrows;     /* scratch, cap entries */
+} pline;
+
+static inline slot *slot_of(pline *p, uint64_t seq)
+{
+	return &p->ring[seq % p->cap];
+}
+
+static inline bool stopping(const pline *p)
+{
+	return p->shutdown || p->rc || (p->c->stop && *p->c->stop);
+}
+
+/* Backpressure: is there room for one more row? (lock held) */
+static inline bool room(const pline *p)
+{
+	return p->processing < p->n && p->pulled - p->released < p->cap;
+}
+
+static inline unsigned running(pline *p)
+{
+	return atomic_load_explicit(&p->active, memory_order_relaxed);
+}
+
+static inline unsigned ahead_n(const pline *p)
+{
+	return (unsigned)(p->ahead_tail - p->ahead_head);
+}
+
+/* May this thread take the pull role and read ahead? (lock held) */
+static inline bool can_read(const pline *p)
+{
+	return p->started && !p->pulling && !p->source_eof && ahead_n(p) < AHEAD &&
+	       !stopping(p);
+}
+
+/* May a row be started now: taken from the read-ahead, or read first?
+ * (lock held) */
+static inline bool can_start(const pline *p)
+{
+	return p->started && room(p) && !stopping(p) &&
+	       (ahead_n(p) || (!p->pulling && !p->source_eof));
+}
+
+/* Idle workers not already promised a handed-over row. */
+static inline unsigned spare_workers(const pline *p)
+{
+	unsigned promised = (unsigned)(p->hand_tail - p->hand_head);
+
+	return p->idle > promised ? p->idle - promised : 0;
+}
+
+/* Fewer workers run than there are CPUs, and an idle one could start a
+ * row (lock held). */
+static inline bool short_of_workers(pline *p)
+{
+	return running(p) < p->target && spare_workers(p);
+}
+
+static inline unsigned umin(unsigned a, unsigned b)
+{
+	return a < b ? a : b;
+}
+
+/* ------------------------------------------------ pipeline.c (lock held) */
+
+/* Opens or closes the current "source blocked by backpressure" period
+ * after any change of the counters (lock held). */
+void eng__pl_track_blocked(pline *p);
+/* Wakes the calling thread if the run may be over (lock held). */
+void eng__pl_wake_main(pline *p);
+/* The first failure ends the run: nothing more is pulled or released. */
+void eng__pl_fail(pline *p, int rc, const core_err *err);
+/* Every row pulled has been released (or the run failed). Lock held. */
+bool eng__pl_finished(pline *p);
+
+/* ------------------------------------------------------ source_puller.c */
+
+/* The next row: a resume's rows from the checkpoint first, then the
+ * source's, with its position after each. */
+int eng__pl_pull(pline *p, uint64_t seq, eng_row *row);
+/* Asks the source how far it is (the pull role or the sequential loop). */
+void eng__pl_source_progress(pline *p);
+/* The pull role: reads up to `max` rows into `ahead` (no more than it
+ * holds), numbering them, READ_CHUNK at a time. Called and returns with
+ * the lock held, which is dropped while reading: the entries it fills
+ * are outside [ahead_head, ahead_tail), so no taker sees them before
+ * ahead_tail moves. After each chunk it looks at the stop flag, and
+ * wakes a worker that went idle for want of rows if fewer than the
+ * target run. The role must be free (can_read). */
+void eng__pl_read_ahead(pline *p, unsigned max);
+/* Starts `keep` (0 or 1) rows for the calling worker and hands rows to
+ * idle workers until one worker per CPU runs, reading ahead first if
+ * nothing is read. Returns the seq of the kept row, or 0. Lock held on
+ * entry and exit. */
+uint64_t eng__pl_pull_rows(pline *p, unsigned keep);
+
+/* ------------------------------------------------------ release_queue.c */
+
+/* Releases one DONE row (unlocked; the release role is held). */
+int eng__rq_emit_one(pline *p, slot *s, core_err *err);
+bool eng__rq_ready(pline *p);
+/* Takes a checkpoint if one is due (lock and release role held). */
+bool eng__rq_checkpoint_if_due(pline *p);
+/* The release role: every consecutive DONE row, in seq order. Called and
+ * returns with the lock held. */
+void eng__rq_drain(pline *p);
+/* A checkpoint taken by the calling thread outside a release pass. */
+int eng__rq_checkpoint_now(pline *p, const char *reason, core_err *err);
+/* A new run's first checkpoint, before any row: the sinks' starting
+ * positions, so a run killed before its first release resumes too. */
+int eng__rq_first_checkpoint(pline *p, core_err *err);
+/* A checkpoint at the end of the run or at an interrupt (nothing is in
+ * flight any more). Returns the run's result. */
+int eng__rq_last_checkpoint(pline *p, int rc, core_err *err);
+
+#endif /* ELSPETH_ENGINE_PIPELINE_INTERNAL_H */
