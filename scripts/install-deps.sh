@@ -8,7 +8,8 @@ PKGS=(
   libyaml-dev libjansson-dev liblmdb-dev lmdb-utils
   libprotobuf-c-dev protobuf-c-compiler
   libcriterion-dev libcurl4-openssl-dev libssl-dev
-  python3
+  python3 openssl
+  nghttp2-proxy
 )
 
 missing=()

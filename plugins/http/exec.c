@@ -33,6 +33,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -226,6 +227,24 @@ static void give_easy(http_exec *x, CURL *e)
 		curl_easy_cleanup(e);
 }
 
+/* HTTPS: a new request waits for a connection being set up rather than
+ * opening one more, so that once HTTP/2 is negotiated (ALPN) the requests
+ * share it as streams instead of one TLS handshake each. The trusted
+ * certificates are OpenSSL's environment variables when set, as Python's
+ * ssl and httpx read them (a private CA, a corporate proxy). */
+static void tls_options(CURL *e, const char *url)
+{
+	const char *file = getenv("SSL_CERT_FILE"), *dir = getenv("SSL_CERT_DIR");
+
+	if (strncasecmp(url, "https:", 6))
+		return;
+	curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+	if (file && *file)
+		curl_easy_setopt(e, CURLOPT_CAINFO, file);
+	if (dir && *dir)
+		curl_easy_setopt(e, CURLOPT_CAPATH, dir);
+}
+
 /* Starts one attempt (lock held). Returns false if curl refused. */
 static bool start(http_exec *x, job *j, uint64_t now)
 {
@@ -254,6 +273,7 @@ static bool start(http_exec *x, job *j, uint64_t now)
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	tls_options(e, r->url);
 	if (curl_multi_add_handle(x->multi, e) != CURLM_OK) {
 		give_easy(x, e);
 		j->easy = NULL;
@@ -643,6 +663,9 @@ int http_open(const http_cfg *cfg, http_exec **out, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "libcurl: cannot create a multi handle");
 	}
 	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)x->cfg.pool_size);
+	/* Never more connections to one host than requests in flight (HTTP/1.1
+	 * needs one each; HTTP/2 multiplexes them over a few). */
+	curl_multi_setopt(x->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)x->cfg.pool_size);
 	curl_multi_setopt(x->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
 	curl_multi_setopt(x->multi, CURLMOPT_SOCKETDATA, x);
 	curl_multi_setopt(x->multi, CURLMOPT_TIMERFUNCTION, on_timer);
