@@ -115,8 +115,8 @@ int plg__opt_encoding(const core_node *options, core_err *err);
 
 /* ---- the CSV record reader (plugins/source/csv_reader.c) ----
 
- * An RFC 4180 record reader over a FILE*, and the UTF-8
- * helpers the text sources share. 
+ * An RFC 4180 record reader over a FILE*. Its UTF-8 checks are core's
+ * (core_utf8_check, core_utf8_append_lossy).
  *
  * Dialect: a one-byte delimiter (not '"', CR or LF); fields may be quoted
  * with '"', a doubled quote inside quotes is one quote, and quoted fields
@@ -189,14 +189,6 @@ static inline const char *plg__csv_field(const plg__csv_reader *r, size_t i,
 	*len = r->spans[i].len;
 	return r->data.data + r->spans[i].off;
 }
-
-/* ---- UTF-8 (the same rules as jansson: no overlongs, no surrogates,
- * nothing above U+10FFFF) ---- */
-
-/* The offset of the first invalid byte, or len when s is valid. */
-size_t plg__utf8_check(const char *s, size_t len);
-/* Appends s to b with each invalid byte replaced by U+FFFD. */
-int plg__utf8_lossy(core_buf *b, const char *s, size_t len);
 
 /* The `encoding` option of a text source: absent or utf-8 (utf8,
  * utf-8-sig, any case) is 0; anything else is CORE_ECONFIG naming it. */

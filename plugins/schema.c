@@ -271,9 +271,7 @@ static const char *describe(const json_t *v, char *buf, size_t cap)
 		return "a value";
 	n = strlen(s);
 	if (n >= cap) {
-		n = cap - 4;
-		while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
+		n = core_utf8_cut(s, cap - 4);
 		memcpy(buf, s, n);
 		memcpy(buf + n, "...", 4);
 	} else {

@@ -338,8 +338,7 @@ static const char *group_label(const struct batch_stats *s,
 	t = json_dumps(g->key, JSON_ENCODE_ANY | JSON_COMPACT);
 	n = t ? strlen(t) : 0;
 	if (n > 64)
-		for (n = 61; n && ((unsigned char)t[n] & 0xC0) == 0x80; n--)
-			;
+		n = core_utf8_cut(t, 61);
 	snprintf(buf, cap, " in the group where %s is %.*s%s", s->group_by,
 		 (int)n, t ? t : "", t && n < strlen(t) ? "..." : "");
 	free(t);

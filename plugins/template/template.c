@@ -71,62 +71,17 @@ struct tpl_template {
 
 /* ------------------------------------------------------------ unicode */
 
-/* Decodes the code point at s (n > 0 bytes left) into *cp; returns its
- * length, or 1 with *cp = 0xFFFFFFFF for a byte that starts no valid
- * sequence (such bytes are passed through unchanged). */
-static size_t utf8_dec(const char *p, size_t n, uint32_t *cp)
+/* The code point at s (n > 0 bytes left) into *cp and its length; a byte
+ * that starts no valid sequence is 1 with *cp = 0xFFFFFFFF (such bytes
+ * are passed through unchanged). */
+static size_t utf8_dec(const char *s, size_t n, uint32_t *cp)
 {
-	const unsigned char *s = (const unsigned char *)p;
-	size_t len = s[0] < 0x80 ? 1 : s[0] >= 0xF0 ? 4 : s[0] >= 0xE0 ? 3 : 2;
-	uint32_t c = s[0] & (0xFF >> (len + (len > 1)));
+	size_t len = core_utf8_decode(s, n, cp);
 
+	if (len)
+		return len;
 	*cp = 0xFFFFFFFF;
-	if ((s[0] & 0xC0) == 0x80 || s[0] >= 0xF8 || len > n)
-		return 1;
-	for (size_t i = 1; i < len; i++) {
-		if ((s[i] & 0xC0) != 0x80)
-			return 1;
-		c = c << 6 | (s[i] & 0x3F);
-	}
-	if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) ||
-	    (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-	    (c >= 0xD800 && c <= 0xDFFF))
-		return 1;
-	*cp = c;
-	return len;
-}
-
-static size_t utf8_enc(uint32_t c, char *out)
-{
-	if (c < 0x80) {
-		out[0] = (char)c;
-		return 1;
-	}
-	if (c < 0x800) {
-		out[0] = (char)(0xC0 | c >> 6);
-		out[1] = (char)(0x80 | (c & 0x3F));
-		return 2;
-	}
-	if (c < 0x10000) {
-		out[0] = (char)(0xE0 | c >> 12);
-		out[1] = (char)(0x80 | (c >> 6 & 0x3F));
-		out[2] = (char)(0x80 | (c & 0x3F));
-		return 3;
-	}
-	out[0] = (char)(0xF0 | c >> 18);
-	out[1] = (char)(0x80 | (c >> 12 & 0x3F));
-	out[2] = (char)(0x80 | (c >> 6 & 0x3F));
-	out[3] = (char)(0x80 | (c & 0x3F));
-	return 4;
-}
-
-static size_t utf8_count(const char *s, size_t n)
-{
-	size_t c = 0;
-
-	for (size_t i = 0; i < n; i++)
-		c += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return c;
+	return 1;
 }
 
 /* Python's str.isspace() (what str.strip() and regex \s remove). */
@@ -297,7 +252,7 @@ static int append_case(core_buf *b, const char *s, size_t n, bool upper)
 			continue;
 		}
 		for (size_t j = 0, nm = case_map(c, upper, m); j < nm; j++)
-			elen += utf8_enc(m[j], enc + elen);
+			elen += core_utf8_encode(m[j], enc + elen);
 		if (core_buf_append(b, enc, elen))
 			return CORE_ENOMEM;
 		i += k;
@@ -437,17 +392,20 @@ static int cc_nomem(struct cc *c)
 static int cc_fail(const struct cc *c, size_t at, const char *fmt, ...)
 	CORE_PRINTF(3, 4);
 
+/* 1-based line and column (in characters) of byte offset at of s. */
 static void where(const char *s, size_t at, int *line, int *col)
 {
-	*line = *col = 1;
-	for (size_t i = 0; i < at && s[i]; i++) {
+	size_t bol = 0;
+
+	at = strnlen(s, at);
+	*line = 1;
+	for (size_t i = 0; i < at; i++) {
 		if (s[i] == '\n') {
 			++*line;
-			*col = 1;
-		} else if (((unsigned char)s[i] & 0xC0) != 0x80) {
-			++*col;
+			bol = i + 1;
 		}
 	}
+	*col = 1 + (int)core_utf8_count(s + bol, at - bol);
 }
 
 static int cc_fail(const struct cc *c, size_t at, const char *fmt, ...)
@@ -554,7 +512,7 @@ static int parse_escape(struct cc *c, core_buf *b)
 			       "(NUL, a surrogate or past U+10FFFF)", c->s[c->pos],
 			       (unsigned)cp);
 	c->pos += 1 + hex;
-	return core_buf_append(b, enc, utf8_enc(cp, enc)) ? cc_nomem(c) : 0;
+	return core_buf_append(b, enc, core_utf8_encode(cp, enc)) ? cc_nomem(c) : 0;
 }
 
 /* A '...' or "..." literal at c->pos with Python escapes; *out is a new
@@ -1258,7 +1216,7 @@ static int filter_length(const struct expr *e, struct val *x, core_err *err)
 	json_t *n;
 
 	if (json_is_string(x->v))
-		n = json_integer((json_int_t)utf8_count(json_string_value(x->v),
+		n = json_integer((json_int_t)core_utf8_count(json_string_value(x->v),
 						       json_string_length(x->v)));
 	else if (json_is_array(x->v))
 		n = json_integer((json_int_t)json_array_size(x->v));
