@@ -414,6 +414,18 @@ int core_json_append(core_buf *b, const json_t *v, int indent, int depth);
  * "a boolean" or "null": what v is, for error messages. */
 const char *core_json_kind(const json_t *v);
 
+/* ------------------------------------------------- floats as Python */
+
+/* Python's repr() (and str()) of d into buf (>= 32 bytes): the shortest
+ * digits that read back as d (the digits of core_format_double); with d
+ * written as x.yyy * 10^e, in fixed notation with at least one digit after
+ * the point when -4 <= e < 16 (100.0, 0.0001, 1.5), else in exponent form
+ * with a sign and at least two exponent digits (1e+16, 1e-05,
+ * 1.2345678901234568e+17); "nan", "inf", "-inf"; -0.0 keeps its sign.
+ * Returns the length, or -1 when cap is too small (never with 32 bytes).
+ * The gate expressions and the prompt templates print floats with it. */
+int core_format_double_py(double d, char *buf, size_t cap);
+
 /* ------------------------------------------------------------- clocks */
 
 /* Monotonic and wall clock in nanoseconds. */

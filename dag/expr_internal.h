@@ -254,8 +254,12 @@ int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
 		      dag__val *out);
 
 /* expr_repr.c */
-/* Python repr() of a float into buf (>= 32 bytes); returns the length. */
-int dag__fmt_float(double d, char *buf, size_t cap);
+/* Python repr() of a float into buf (>= 32 bytes); returns the length.
+ * The core's formatter, under the name the evaluator's files use. */
+static inline int dag__fmt_float(double d, char *buf, size_t cap)
+{
+	return core_format_double_py(d, buf, cap);
+}
 /* Appends Python str() (or repr() when repr) of v to b. */
 int dag__append_str(core_buf *b, const dag__val *v, bool repr);
 /* A new JSON reference for v, or NULL when v has no JSON form. */

@@ -262,67 +262,6 @@ static int append_case(core_buf *b, const char *s, size_t n, bool upper)
 
 /* ------------------------------------------------ Python-style values */
 
-/* Python repr() of a double: the shortest round-trip digits (taken from
- * the ECMAScript form, which has the same digits), in exponent form when
- * the decimal point would sit more than 16 places right or 4 left. */
-static void py_repr(double d, char *out, size_t cap)
-{
-	char es[40], dig[40], *p = out;
-	int n, len = 0, intd = -1, exp = 0, decpt;
-
-	if (isnan(d) || isinf(d)) {
-		snprintf(out, cap, "%s", isnan(d) ? "nan" : d < 0 ? "-inf" : "inf");
-		return;
-	}
-	if (signbit(d))
-		*p++ = '-';
-	if (d == 0) {
-		snprintf(p, cap - 1, "0.0");
-		return;
-	}
-	n = core_format_double(fabs(d), es, sizeof(es));
-	for (int i = 0; i < n && es[i] != 'e'; i++) {
-		if (es[i] == '.')
-			intd = len;
-		else
-			dig[len++] = es[i];
-	}
-	if (intd < 0)
-		intd = len;
-	if (strchr(es, 'e'))
-		exp = atoi(strchr(es, 'e') + 1);
-	decpt = intd + exp;
-	while (len > 1 && dig[0] == '0') {
-		memmove(dig, dig + 1, (size_t)--len);
-		decpt--;
-	}
-	while (len > 1 && dig[len - 1] == '0')
-		len--;
-	dig[len] = '\0';
-	if (decpt <= -4 || decpt > 16) {
-		snprintf(p, cap - (size_t)(p - out), "%c%s%se%c%02d", dig[0],
-			 len > 1 ? "." : "", dig + 1, decpt - 1 < 0 ? '-' : '+',
-			 abs(decpt - 1));
-		return;
-	}
-	/* Fixed: at most 16 integer digits or 4 leading zeros, so it fits. */
-	if (decpt <= 0) {
-		*p++ = '0';
-		*p++ = '.';
-		for (int i = decpt; i < 0; i++)
-			*p++ = '0';
-		snprintf(p, cap - (size_t)(p - out), "%s", dig);
-	} else if (decpt >= len) {
-		memcpy(p, dig, (size_t)len);
-		p += len;
-		for (int i = len; i < decpt; i++)
-			*p++ = '0';
-		snprintf(p, cap - (size_t)(p - out), ".0");
-	} else {
-		snprintf(p, cap - (size_t)(p - out), "%.*s.%s", decpt, dig, dig + decpt);
-	}
-}
-
 /* Python str() of a JSON value; objects and arrays as compact JSON. */
 static int py_str(core_buf *b, const json_t *v)
 {
@@ -336,7 +275,7 @@ static int py_str(core_buf *b, const json_t *v)
 		return core_buf_printf(b, "%" JSON_INTEGER_FORMAT,
 				       json_integer_value(v));
 	case JSON_REAL:
-		py_repr(json_real_value(v), num, sizeof(num));
+		core_format_double_py(json_real_value(v), num, sizeof(num));
 		return core_buf_puts(b, num);
 	case JSON_TRUE:
 		return core_buf_puts(b, "True");
