@@ -70,6 +70,13 @@ void plg__schema_free(plg_schema *s);
 int plg__schema_apply(const plg_schema *s, json_t *row, bool coerce,
 		      core_err *err);
 
+/* Whether [p, e) is a decimal number as text: [+-] digits [. digits]
+ * [(e|E) [+-] digits] with at least one mantissa digit (no spaces, no
+ * nan/inf). When it is, *integral (unless integral is NULL) tells whether
+ * it is digits with an optional sign only. Used to read numbers from text
+ * (schema.c, batch_stats.c). */
+bool plg__is_decimal(const char *p, const char *e, bool *integral);
+
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
 
