@@ -80,7 +80,7 @@ bool plg__is_decimal(const char *p, const char *e, bool *integral);
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
 
-/* ---- output files, shared by the sinks (defined in sink_csv.c) ----
+/* ---- output files, shared by the sinks (defined in sink/file.c) ----
  * A buffered FILE* that counts the bytes in the file, so a sink can report
  * each row's byte range without ftell. */
 typedef struct plg__outfile {
@@ -115,6 +115,17 @@ int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
 			core_err *err);
 /* Flushes, fsyncs and closes; f is zeroed. A closed f is a no-op. */
 int plg__outfile_close(plg__outfile *f, core_err *err);
+
+/* A file sink's option parser: fills state (the sink's zeroed struct) from
+ * options as its open does before touching the file; *path receives the
+ * `path` option and *append whether to append to the file. */
+typedef int plg__sink_parse(void *state, const core_node *options,
+			    const char **path, bool *append, core_err *err);
+/* plg_sink_ops.check of a file sink: parses the options into a new state
+ * of `size` bytes and frees it with close_state; no file is opened. */
+int plg__sink_check(const core_node *options, size_t size,
+		    plg__sink_parse *parse, int (*close_state)(void *, core_err *),
+		    core_err *err);
 /* Checks the `encoding` option: absent or utf-8 (CORE_EUNSUPPORTED else). */
 int plg__opt_encoding(const core_node *options, core_err *err);
 
