@@ -47,58 +47,6 @@ struct canon {
 static int canon_value(struct canon *c, const json_t *v,
 		       const struct canon_seg *seg, int depth);
 
-/* ------------------------------------------------------------- UTF-8 */
-
-static int utf8_cont(unsigned char ch)
-{
-	return (ch & 0xc0) == 0x80;
-}
-
-/* Length of the well-formed UTF-8 sequence at s (RFC 3629: no overlongs,
- * no surrogates, nothing above U+10FFFF), or 0 if it is not one. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-
-	if (c < 0x80)
-		return 1;
-	if (c < 0xc2 || c > 0xf4)
-		return 0;
-	if (c < 0xe0)
-		return n >= 2 && utf8_cont(s[1]) ? 2 : 0;
-	if (c < 0xf0) {
-		if (n < 3 || !utf8_cont(s[1]) || !utf8_cont(s[2]))
-			return 0;
-		if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] > 0x9f))
-			return 0;
-		return 3;
-	}
-	if (n < 4 || !utf8_cont(s[1]) || !utf8_cont(s[2]) || !utf8_cont(s[3]))
-		return 0;
-	if ((c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] > 0x8f))
-		return 0;
-	return 4;
-}
-
-/* Offset of the first byte that is not well-formed UTF-8, or n. */
-static size_t utf8_check(const char *s, size_t n)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, k;
-
-	while (i < n) {
-		if (u[i] < 0x80) {
-			i++;
-			continue;
-		}
-		k = utf8_seq(u + i, n - i);
-		if (!k)
-			return i;
-		i += k;
-	}
-	return n;
-}
-
 /* ------------------------------------------------- errors and field paths */
 
 static int is_ident(const char *k, size_t n)
@@ -124,7 +72,7 @@ static void path_key(core_buf *pb, const char *k, size_t n)
 	size_t i = 0, len;
 
 	while (i < n) {
-		len = u[i] >= 0x80 ? utf8_seq(u + i, n - i) : 1;
+		len = u[i] >= 0x80 ? core_utf8_decode(k + i, n - i, NULL) : 1;
 		if (len > 1) {
 			core_buf_append(pb, k + i, len);
 			i += len;
@@ -222,7 +170,7 @@ static int put_string(core_buf *b, const char *s, size_t n, size_t *bad)
 			continue;
 		}
 		if (u[i] >= 0x80) {
-			k = utf8_seq(u + i, n - i);
+			k = core_utf8_decode(s + i, n - i, NULL);
 			if (!k) {
 				*bad = i;
 				return CORE_EDATA;
@@ -405,7 +353,7 @@ static int push_members(struct canon *c, const json_t *v, size_t n,
 		e->key = json_object_iter_key(it);
 		e->klen = json_object_iter_key_len(it);
 		e->val = json_object_iter_value(it);
-		bad = utf8_check(e->key, e->klen);
+		bad = core_utf8_check(e->key, e->klen);
 		if (bad < e->klen)
 			return canon_fail(c, seg, CORE_EDATA,
 					  "object key is not valid UTF-8 (byte 0x%02x at "

@@ -87,6 +87,44 @@ int core_buf_printf(core_buf *b, const char *fmt, ...) CORE_PRINTF(2, 3);
 /* Hands the data to the caller (free()); the buffer is left empty. */
 char *core_buf_steal(core_buf *b);
 
+/* ----------------------------------------------------------------- UTF-8
+ *
+ * Well-formed UTF-8 as RFC 3629 (and jansson) define it: no overlong forms,
+ * no surrogates (U+D800..U+DFFF), nothing above U+10FFFF. Lengths and
+ * offsets are in bytes; s need not be NUL-terminated and may hold NUL
+ * bytes (U+0000 is valid).
+ */
+
+/* Decodes the sequence at s (n bytes available): returns its length (1 to
+ * 4) and stores the code point in *cp (cp may be NULL), or returns 0 when
+ * s does not start a well-formed sequence (a continuation or invalid lead
+ * byte, a bad or missing continuation, an overlong form, a surrogate, a
+ * code point above U+10FFFF) or n is 0; *cp is then left alone. */
+size_t core_utf8_decode(const char *s, size_t n, uint32_t *cp);
+/* Writes the UTF-8 form of cp to out; returns its length (1 to 4), or 0
+ * (nothing written) for a surrogate or a value above U+10FFFF. */
+size_t core_utf8_encode(uint32_t cp, char out[4]);
+/* The length of the longest well-formed prefix of s: the offset of the
+ * first byte that starts no valid sequence, or n when s is valid. */
+size_t core_utf8_check(const char *s, size_t n);
+/* Whether all of s is well-formed (core_utf8_check(s, n) == n). */
+bool core_utf8_valid(const char *s, size_t n);
+/* Appends s to b with each byte that starts no valid sequence replaced by
+ * U+FFFD (so a truncated three-byte sequence gives two U+FFFD). 0 or
+ * CORE_ENOMEM (b then holds part of s). */
+int core_utf8_append_lossy(core_buf *b, const char *s, size_t n);
+/* The number of code points in s, counted as the bytes that are not
+ * continuation bytes (10xxxxxx): exact for valid UTF-8, and never more
+ * than n for any bytes. */
+size_t core_utf8_count(const char *s, size_t n);
+/* The byte length of the first `count` code points of s (counted as
+ * core_utf8_count does), or n when s holds no more than count. */
+size_t core_utf8_prefix(const char *s, size_t n, size_t count);
+/* Where to cut s to at most n bytes without splitting a sequence: n moved
+ * back over continuation bytes to the start of the character at s[n].
+ * s[n] must be readable (s longer than n, or its NUL). */
+size_t core_utf8_cut(const char *s, size_t n);
+
 /* ------------------------------------------------- the settings document */
 
 typedef enum core_node_kind {
@@ -375,6 +413,18 @@ int core_json_append(core_buf *b, const json_t *v, int indent, int depth);
 /* "an object", "an array", "a string", "an integer", "a real number",
  * "a boolean" or "null": what v is, for error messages. */
 const char *core_json_kind(const json_t *v);
+
+/* ------------------------------------------------- floats as Python */
+
+/* Python's repr() (and str()) of d into buf (>= 32 bytes): the shortest
+ * digits that read back as d (the digits of core_format_double); with d
+ * written as x.yyy * 10^e, in fixed notation with at least one digit after
+ * the point when -4 <= e < 16 (100.0, 0.0001, 1.5), else in exponent form
+ * with a sign and at least two exponent digits (1e+16, 1e-05,
+ * 1.2345678901234568e+17); "nan", "inf", "-inf"; -0.0 keeps its sign.
+ * Returns the length, or -1 when cap is too small (never with 32 bytes).
+ * The gate expressions and the prompt templates print floats with it. */
+int core_format_double_py(double d, char *buf, size_t cap);
 
 /* ------------------------------------------------------------- clocks */
 

@@ -1,11 +1,14 @@
 /*
  * numfmt.c — ECMAScript Number.prototype.toString for doubles: the
  * shortest digits that read back to the same double, laid out as
- * ECMAScript does (exponent form from 1e21 up and below 1e-6).
- * Used by canonical JSON (RFC 8785) and by sinks.
+ * ECMAScript does (exponent form from 1e21 up and below 1e-6), and the
+ * same digits laid out as Python's repr() of a float. Used by canonical
+ * JSON (RFC 8785) and sinks (ECMAScript), gate expressions and prompt
+ * templates (Python).
  */
 #include <float.h>
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,37 +127,79 @@ static void shortest_digits(struct decimal *dc, double a)
 	}
 }
 
-/* Number::toString layout (ECMA-262 6.1.6.1.20) of k digits with the
- * decimal point after n of them. */
-static int es_layout(char *o, const struct decimal *dc)
+/* The digits in fixed notation, the decimal point after n = len + scale
+ * of them: "0.00ddd" when n <= 0, "ddd00" when n >= len (with ".0" when
+ * point_zero), else "dd.ddd". */
+static int lay_fixed(char *o, const struct decimal *dc, bool point_zero)
 {
-	int k = dc->len, n = dc->len + dc->scale, i = 0, e;
+	int k = dc->len, n = dc->len + dc->scale;
 
-	if (k <= n && n <= 21) {
-		memcpy(o, dc->dig, (size_t)k);
-		memset(o + k, '0', (size_t)(n - k));
-		return n;
-	}
-	if (0 < n && n <= 21) {
-		memcpy(o, dc->dig, (size_t)n);
-		o[n] = '.';
-		memcpy(o + n + 1, dc->dig + n, (size_t)(k - n));
-		return k + 1;
-	}
-	if (-6 < n && n <= 0) {
+	if (n <= 0) {
 		memcpy(o, "0.", 2);
 		memset(o + 2, '0', (size_t)-n);
 		memcpy(o + 2 - n, dc->dig, (size_t)k);
 		return 2 - n + k;
 	}
+	if (n >= k) {
+		memcpy(o, dc->dig, (size_t)k);
+		memset(o + k, '0', (size_t)(n - k));
+		if (!point_zero)
+			return n;
+		memcpy(o + n, ".0", 2);
+		return n + 2;
+	}
+	memcpy(o, dc->dig, (size_t)n);
+	o[n] = '.';
+	memcpy(o + n + 1, dc->dig + n, (size_t)(k - n));
+	return k + 1;
+}
+
+/* d[.ddd]e+X / e-X, the exponent at least `width` digits. */
+static int lay_exp(char *o, const struct decimal *dc, int width)
+{
+	int k = dc->len, e = dc->len + dc->scale - 1, i = 0;
+
 	o[i++] = dc->dig[0];
 	if (k > 1) {
 		o[i++] = '.';
 		memcpy(o + i, dc->dig + 1, (size_t)(k - 1));
 		i += k - 1;
 	}
-	e = n - 1;
-	return i + snprintf(o + i, 8, "e%c%d", e < 0 ? '-' : '+', abs(e));
+	return i + snprintf(o + i, 8, "e%c%0*d", e < 0 ? '-' : '+', width,
+			    abs(e));
+}
+
+/* Number::toString layout (ECMA-262 6.1.6.1.20): fixed notation from
+ * 1e-6 up to below 1e21. */
+static int es_layout(char *o, const struct decimal *dc)
+{
+	int n = dc->len + dc->scale;
+
+	if (-6 < n && n <= 21)
+		return lay_fixed(o, dc, false);
+	return lay_exp(o, dc, 1);
+}
+
+/* Python's repr() layout (float_repr_style 'r'): fixed notation from
+ * 1e-4 up to below 1e16, always with a digit after the point. */
+static int py_layout(char *o, const struct decimal *dc)
+{
+	int n = dc->len + dc->scale;
+
+	if (-4 < n && n <= 16)
+		return lay_fixed(o, dc, true);
+	return lay_exp(o, dc, 2);
+}
+
+/* Copies the text out with its NUL: its length, or -1 when it does not
+ * fit (never with the documented 32 bytes). */
+static int put_text(char *buf, size_t cap, const char *tmp, int len)
+{
+	if ((size_t)len >= cap)
+		return -1;
+	memcpy(buf, tmp, (size_t)len);
+	buf[len] = '\0';
+	return len;
 }
 
 int core_format_double(double d, char *buf, size_t cap)
@@ -173,9 +218,26 @@ int core_format_double(double d, char *buf, size_t cap)
 		shortest_digits(&dc, fabs(d));
 		len += es_layout(tmp + len, &dc);
 	}
-	if ((size_t)len >= cap) /* never with the documented 32 bytes */
-		return -1;
-	memcpy(buf, tmp, (size_t)len);
-	buf[len] = '\0';
-	return len;
+	return put_text(buf, cap, tmp, len);
+}
+
+int core_format_double_py(double d, char *buf, size_t cap)
+{
+	struct decimal dc;
+	char tmp[48];
+	int len = 0;
+
+	if (!isnan(d) && signbit(d)) /* Python prints any NaN as "nan" */
+		tmp[len++] = '-';
+	if (isnan(d) || isinf(d)) {
+		memcpy(tmp + len, isnan(d) ? "nan" : "inf", 3);
+		len += 3;
+	} else if (d == 0) {
+		memcpy(tmp + len, "0.0", 3);
+		len += 3;
+	} else {
+		shortest_digits(&dc, fabs(d));
+		len += py_layout(tmp + len, &dc);
+	}
+	return put_text(buf, cap, tmp, len);
 }

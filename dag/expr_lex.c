@@ -17,13 +17,7 @@
 
 unsigned dag__column(const char *src, uint32_t off)
 {
-	unsigned col = 1;
-	uint32_t i;
-
-	for (i = 0; i < off && src[i]; i++)
-		if (((unsigned char)src[i] & 0xC0) != 0x80)
-			col++;
-	return col;
+	return 1 + (unsigned)core_utf8_count(src, strnlen(src, off));
 }
 
 int dag__syntax_error(core_err *err, const char *src, uint32_t off,
@@ -39,59 +33,13 @@ int dag__syntax_error(core_err *err, const char *src, uint32_t off,
 			    dag__column(src, off), msg);
 }
 
-size_t dag__utf8_seq(const unsigned char *p, size_t n)
-{
-	size_t len, i;
-	uint32_t cp;
-
-	if (p[0] < 0x80)
-		return 1;
-	if (p[0] >= 0xC2 && p[0] <= 0xDF)
-		len = 2, cp = p[0] & 0x1F;
-	else if (p[0] >= 0xE0 && p[0] <= 0xEF)
-		len = 3, cp = p[0] & 0x0F;
-	else if (p[0] >= 0xF0 && p[0] <= 0xF4)
-		len = 4, cp = p[0] & 0x07;
-	else
-		return 0;
-	if (n < len)
-		return 0;
-	for (i = 1; i < len; i++) {
-		if ((p[i] & 0xC0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (p[i] & 0x3F);
-	}
-	if ((len == 3 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) ||
-	    (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)))
-		return 0;
-	return len;
-}
-
+/* Appends the UTF-8 form of cp (a code point the escape checks let
+ * through: at most U+10FFFF, no surrogate). */
 static int put_utf8(core_buf *b, uint32_t cp)
 {
 	char s[4];
-	size_t n;
 
-	if (cp < 0x80) {
-		s[0] = (char)cp;
-		n = 1;
-	} else if (cp < 0x800) {
-		s[0] = (char)(0xC0 | (cp >> 6));
-		s[1] = (char)(0x80 | (cp & 0x3F));
-		n = 2;
-	} else if (cp < 0x10000) {
-		s[0] = (char)(0xE0 | (cp >> 12));
-		s[1] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		s[2] = (char)(0x80 | (cp & 0x3F));
-		n = 3;
-	} else {
-		s[0] = (char)(0xF0 | (cp >> 18));
-		s[1] = (char)(0x80 | ((cp >> 12) & 0x3F));
-		s[2] = (char)(0x80 | ((cp >> 6) & 0x3F));
-		s[3] = (char)(0x80 | (cp & 0x3F));
-		n = 4;
-	}
-	return core_buf_append(b, s, n);
+	return core_buf_append(b, s, core_utf8_encode(cp, s));
 }
 
 static int hexval(char ch)
@@ -199,8 +147,7 @@ static int lex_string(dag__lexer *lx, dag__tok *t)
 				return rc;
 			continue;
 		}
-		seq = dag__utf8_seq((const unsigned char *)lx->src + pos,
-				    lx->len - pos);
+		seq = core_utf8_decode(lx->src + pos, lx->len - pos, NULL);
 		if (!seq)
 			return dag__syntax_error(lx->err, lx->src, pos,
 						 "invalid UTF-8 in string");
@@ -360,7 +307,7 @@ static int lex_bad_char(dag__lexer *lx)
 	if (*s >= 0x20 && *s < 0x7F)
 		return dag__syntax_error(lx->err, lx->src, lx->pos,
 					 "unexpected character '%c'", *s);
-	seq = dag__utf8_seq(s, lx->len - lx->pos);
+	seq = core_utf8_decode((const char *)s, lx->len - lx->pos, NULL);
 	if (seq > 1)
 		return dag__syntax_error(lx->err, lx->src, lx->pos,
 			"unexpected character '%.*s'", (int)seq, (const char *)s);

@@ -2,69 +2,12 @@
  * expr_repr.c — Python str()/repr() of runtime values (for str(), route
  * keys and messages) and conversion of values to JSON.
  *
- * Floats are printed as Python's repr does: the shortest digits that read
- * back to the same double, in fixed notation when the decimal exponent is
- * in (-4, 16], else in exponent notation with at least two exponent digits
- * (1.5, 100.0, 1e+16, 1e-05).
+ * Floats are printed as Python's repr does, by core_format_double_py (the
+ * prompt templates print them with it too): 1.5, 100.0, 1e+16, 1e-05.
  */
-#include <math.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "dag/expr_internal.h"
-
-/* The shortest round-tripping significant digits of d (finite, non-zero)
- * into digits (>= 18 bytes); returns their number, *exp10 the exponent of
- * the first digit. */
-static int shortest_digits(double d, char *digits, int *exp10)
-{
-	char tmp[48], *p, *e;
-	int prec, nd = 0;
-
-	for (prec = 0; prec < 17; prec++) {
-		snprintf(tmp, sizeof(tmp), "%.*e", prec, d);
-		if (strtod(tmp, NULL) == d)
-			break;
-	}
-	e = strchr(tmp, 'e');
-	for (p = tmp; p < e; p++)
-		if (*p >= '0' && *p <= '9')
-			digits[nd++] = *p;
-	while (nd > 1 && digits[nd - 1] == '0')
-		nd--;
-	digits[nd] = '\0';
-	*exp10 = atoi(e + 1);
-	return nd;
-}
-
-int dag__fmt_float(double d, char *buf, size_t cap)
-{
-	char digits[24];
-	const char *sign = d < 0 ? "-" : "";
-	int nd, exp10, decpt;
-
-	if (isnan(d))
-		return snprintf(buf, cap, "nan");
-	if (isinf(d))
-		return snprintf(buf, cap, "%sinf", sign);
-	if (d == 0)
-		return snprintf(buf, cap, "%s0.0", signbit(d) ? "-" : "");
-	nd = shortest_digits(d, digits, &exp10);
-	decpt = exp10 + 1;
-	if (decpt <= -4 || decpt > 16)
-		return snprintf(buf, cap, "%s%c%s%se%c%02d", sign, digits[0],
-				nd > 1 ? "." : "", digits + 1,
-				exp10 < 0 ? '-' : '+', abs(exp10));
-	if (decpt <= 0)
-		return snprintf(buf, cap, "%s0.%.*s%s", sign, -decpt,
-				"0000", digits);
-	if (decpt >= nd)
-		return snprintf(buf, cap, "%s%s%.*s.0", sign, digits,
-				decpt - nd, "0000000000000000");
-	return snprintf(buf, cap, "%s%.*s.%s", sign, decpt, digits,
-			digits + decpt);
-}
 
 static int append_repr_str(core_buf *b, const char *s, size_t n)
 {

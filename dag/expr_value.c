@@ -149,16 +149,6 @@ void dag__list_at(const dag__val *v, size_t i, dag__val *out)
 		*out = v->u.l.items[i];
 }
 
-size_t dag__utf8_len(const char *p, size_t n)
-{
-	size_t i, len = 0;
-
-	for (i = 0; i < n; i++)
-		if (((unsigned char)p[i] & 0xC0) != 0x80)
-			len++;
-	return len;
-}
-
 /* Stops early once over budget; budget - w never wraps. */
 static size_t json_weight(const json_t *j, size_t budget)
 {
@@ -283,9 +273,7 @@ const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
 	size_t len = node->end - node->start;
 
 	if (len + 1 > cap) {
-		len = cap - 4;
-		while (len && ((unsigned char)e->src[node->start + len] & 0xC0) == 0x80)
-			len--;	/* do not cut a UTF-8 sequence */
+		len = core_utf8_cut(e->src + node->start, cap - 4);
 		memcpy(buf, e->src + node->start, len);
 		memcpy(buf + len, "...", 4);
 		return buf;

@@ -70,10 +70,17 @@ void plg__schema_free(plg_schema *s);
 int plg__schema_apply(const plg_schema *s, json_t *row, bool coerce,
 		      core_err *err);
 
+/* Whether [p, e) is a decimal number as text: [+-] digits [. digits]
+ * [(e|E) [+-] digits] with at least one mantissa digit (no spaces, no
+ * nan/inf). When it is, *integral (unless integral is NULL) tells whether
+ * it is digits with an optional sign only. Used to read numbers from text
+ * (schema.c, batch_stats.c). */
+bool plg__is_decimal(const char *p, const char *e, bool *integral);
+
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
 
-/* ---- output files, shared by the sinks (defined in sink_csv.c) ----
+/* ---- output files, shared by the sinks (defined in sink/file.c) ----
  * A buffered FILE* that counts the bytes in the file, so a sink can report
  * each row's byte range without ftell. */
 typedef struct plg__outfile {
@@ -108,6 +115,17 @@ int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
 			core_err *err);
 /* Flushes, fsyncs and closes; f is zeroed. A closed f is a no-op. */
 int plg__outfile_close(plg__outfile *f, core_err *err);
+
+/* A file sink's option parser: fills state (the sink's zeroed struct) from
+ * options as its open does before touching the file; *path receives the
+ * `path` option and *append whether to append to the file. */
+typedef int plg__sink_parse(void *state, const core_node *options,
+			    const char **path, bool *append, core_err *err);
+/* plg_sink_ops.check of a file sink: parses the options into a new state
+ * of `size` bytes and frees it with close_state; no file is opened. */
+int plg__sink_check(const core_node *options, size_t size,
+		    plg__sink_parse *parse, int (*close_state)(void *, core_err *),
+		    core_err *err);
 /* Checks the `encoding` option: absent or utf-8 (CORE_EUNSUPPORTED else). */
 int plg__opt_encoding(const core_node *options, core_err *err);
 
@@ -115,8 +133,8 @@ int plg__opt_encoding(const core_node *options, core_err *err);
 
 /* ---- the CSV record reader (plugins/source/csv_reader.c) ----
 
- * An RFC 4180 record reader over a FILE*, and the UTF-8
- * helpers the text sources share. 
+ * An RFC 4180 record reader over a FILE*. Its UTF-8 checks are core's
+ * (core_utf8_check, core_utf8_append_lossy).
  *
  * Dialect: a one-byte delimiter (not '"', CR or LF); fields may be quoted
  * with '"', a doubled quote inside quotes is one quote, and quoted fields
@@ -189,14 +207,6 @@ static inline const char *plg__csv_field(const plg__csv_reader *r, size_t i,
 	*len = r->spans[i].len;
 	return r->data.data + r->spans[i].off;
 }
-
-/* ---- UTF-8 (the same rules as jansson: no overlongs, no surrogates,
- * nothing above U+10FFFF) ---- */
-
-/* The offset of the first invalid byte, or len when s is valid. */
-size_t plg__utf8_check(const char *s, size_t len);
-/* Appends s to b with each invalid byte replaced by U+FFFD. */
-int plg__utf8_lossy(core_buf *b, const char *s, size_t len);
 
 /* The `encoding` option of a text source: absent or utf-8 (utf8,
  * utf-8-sig, any case) is 0; anything else is CORE_ECONFIG naming it. */

@@ -271,9 +271,7 @@ static const char *describe(const json_t *v, char *buf, size_t cap)
 		return "a value";
 	n = strlen(s);
 	if (n >= cap) {
-		n = cap - 4;
-		while (n && ((unsigned char)s[n] & 0xC0) == 0x80)
-			n--;
+		n = core_utf8_cut(s, cap - 4);
 		memcpy(buf, s, n);
 		memcpy(buf + n, "...", 4);
 	} else {
@@ -346,8 +344,7 @@ static bool is_nonfinite_word(const char *b, const char *e)
 	       (n == 8 && !strncasecmp(b, "infinity", 8));
 }
 
-/* [+-] digits [. digits] [(e|E) [+-] digits], at least one mantissa digit. */
-static bool is_decimal(const char *p, const char *e)
+bool plg__is_decimal(const char *p, const char *e, bool *integral)
 {
 	size_t digits = 0;
 
@@ -355,6 +352,8 @@ static bool is_decimal(const char *p, const char *e)
 		p++;
 	for (; p < e && is_digit(*p); p++)
 		digits++;
+	if (integral)
+		*integral = p == e;
 	if (p < e && *p == '.')
 		for (p++; p < e && is_digit(*p); p++)
 			digits++;
@@ -383,7 +382,7 @@ static int coerce_float(const plg_field *fd, const json_t *v, json_t **out,
 	if (is_nonfinite_word(b, e))
 		return type_error(fd, v, " (NaN and Infinity are not allowed "
 				  "in rows)", err);
-	if (!is_decimal(b, e))
+	if (!plg__is_decimal(b, e, NULL))
 		return type_error(fd, v, NULL, err);
 	copy = strndup(b, (size_t)(e - b));
 	if (!copy)

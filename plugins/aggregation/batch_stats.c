@@ -153,39 +153,6 @@ static int bs_open(const core_node *options, void **state, core_err *err)
 
 /* -------------------------------------------------------------- values */
 
-static bool is_digit(char c)
-{
-	return c >= '0' && c <= '9';
-}
-
-/* [+-] digits [. digits] [(e|E) [+-] digits]; *integral when only the
- * leading digits are there. */
-static bool is_decimal(const char *p, const char *e, bool *integral)
-{
-	size_t digits = 0;
-
-	if (p < e && (*p == '+' || *p == '-'))
-		p++;
-	for (; p < e && is_digit(*p); p++)
-		digits++;
-	*integral = p == e;
-	if (p < e && *p == '.')
-		for (p++; p < e && is_digit(*p); p++)
-			digits++;
-	if (!digits)
-		return false;
-	if (p < e && (*p == 'e' || *p == 'E')) {
-		p++;
-		if (p < e && (*p == '+' || *p == '-'))
-			p++;
-		if (p == e || !is_digit(*p))
-			return false;
-		while (p < e && is_digit(*p))
-			p++;
-	}
-	return p == e;
-}
-
 /* A numeric string: 0, -1 when it is not a finite decimal number, -2 when
  * out of memory. */
 static int parse_text(const json_t *v, struct num *n)
@@ -200,7 +167,7 @@ static int parse_text(const json_t *v, struct num *n)
 	while (e > b && (e[-1] == ' ' || e[-1] == '\t' || e[-1] == '\r' ||
 			 e[-1] == '\n'))
 		e--;
-	if (!is_decimal(b, e, &integral))
+	if (!plg__is_decimal(b, e, &integral))
 		return -1;
 	buf = strndup(b, (size_t)(e - b));
 	if (!buf)
@@ -338,8 +305,7 @@ static const char *group_label(const struct batch_stats *s,
 	t = json_dumps(g->key, JSON_ENCODE_ANY | JSON_COMPACT);
 	n = t ? strlen(t) : 0;
 	if (n > 64)
-		for (n = 61; n && ((unsigned char)t[n] & 0xC0) == 0x80; n--)
-			;
+		n = core_utf8_cut(t, 61);
 	snprintf(buf, cap, " in the group where %s is %.*s%s", s->group_by,
 		 (int)n, t ? t : "", t && n < strlen(t) ? "..." : "");
 	free(t);

@@ -24,30 +24,6 @@ static const char *const type_names[LLM_T_LAST] = {
 
 /* ---------------------------------------------------------- helpers */
 
-static bool utf8_valid(const char *p, size_t n)
-{
-	const unsigned char *s = (const unsigned char *)p;
-
-	for (size_t i = 0; i < n;) {
-		size_t len = s[i] < 0x80 ? 1 : s[i] >= 0xF0 ? 4 : s[i] >= 0xE0 ? 3 : 2;
-		unsigned c = s[i] & (0xFFu >> (len + (len > 1)));
-
-		if ((s[i] & 0xC0) == 0x80 || s[i] >= 0xF5 || len > n - i)
-			return false;
-		for (size_t k = 1; k < len; k++) {
-			if ((s[i + k] & 0xC0) != 0x80)
-				return false;
-			c = c << 6 | (s[i + k] & 0x3Fu);
-		}
-		if ((len == 2 && c < 0x80) || (len == 3 && c < 0x800) ||
-		    (len == 4 && (c < 0x10000 || c > 0x10FFFF)) ||
-		    (c >= 0xD800 && c <= 0xDFFF))
-			return false;
-		i += len;
-	}
-	return true;
-}
-
 /* A short description of a value for "got ...": its JSON text (cut to
  * about 60 bytes on a character boundary), or "an object"/"an array". */
 static void describe(const json_t *v, char *out, size_t cap)
@@ -62,11 +38,8 @@ static void describe(const json_t *v, char *out, size_t cap)
 		return;
 	}
 	n = b.len;
-	if (n > 60) {
-		n = 60;
-		while (n && ((unsigned char)b.data[n] & 0xC0) == 0x80)
-			n--;
-	}
+	if (n > 60)
+		n = core_utf8_cut(b.data, 60);
 	snprintf(out, cap, "%.*s%s", (int)n, b.data, n < b.len ? "..." : "");
 	core_buf_release(&b);
 }
@@ -103,7 +76,8 @@ static int check_enum(const llm_field *f, core_err *err)
 		return core_err_set(err, CORE_ECONFIG, "output field '%s': an enum "
 				    "needs at least one value", f->suffix);
 	for (size_t i = 0; i < f->nvalues; i++) {
-		if (!f->values[i] || !utf8_valid(f->values[i], strlen(f->values[i])))
+		if (!f->values[i] ||
+		    !core_utf8_valid(f->values[i], strlen(f->values[i])))
 			return core_err_set(err, CORE_ECONFIG, "output field '%s': "
 					    "enum value %zu is missing or not "
 					    "UTF-8", f->suffix, i + 1);
@@ -124,7 +98,8 @@ static int check_fields(const llm_field *fields, size_t n, core_err *err)
 	for (size_t i = 0; i < n; i++) {
 		const llm_field *f = &fields[i];
 
-		if (!f->suffix || !*f->suffix || !utf8_valid(f->suffix, strlen(f->suffix)))
+		if (!f->suffix || !*f->suffix ||
+		    !core_utf8_valid(f->suffix, strlen(f->suffix)))
 			return core_err_set(err, CORE_ECONFIG, "output field %zu: the "
 					    "suffix must be a non-empty UTF-8 "
 					    "string", i + 1);
@@ -263,14 +238,14 @@ static int check_request(const llm_request *r, core_err *err)
 {
 	if (!r->user_prompt)
 		return core_err_set(err, CORE_ECONFIG, "request: no user prompt");
-	if (r->model && !utf8_valid(r->model, strlen(r->model)))
+	if (r->model && !core_utf8_valid(r->model, strlen(r->model)))
 		return core_err_set(err, CORE_ECONFIG, "request: the model name is "
 				    "not valid UTF-8");
 	if (r->system_prompt &&
-	    !utf8_valid(r->system_prompt, strlen(r->system_prompt)))
+	    !core_utf8_valid(r->system_prompt, strlen(r->system_prompt)))
 		return core_err_set(err, CORE_EDATA, "request: the system prompt is "
 				    "not valid UTF-8");
-	if (!utf8_valid(r->user_prompt, strlen(r->user_prompt)))
+	if (!core_utf8_valid(r->user_prompt, strlen(r->user_prompt)))
 		return core_err_set(err, CORE_EDATA, "request: the user prompt is "
 				    "not valid UTF-8");
 	if (r->has_temperature && !isfinite(r->temperature))
@@ -780,7 +755,8 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
 	bool as_reals = false;
 	int rc = check_fields(fields, n, err);
 
-	if (!rc && (!query || !*query || !utf8_valid(query, strlen(query))))
+	if (!rc && (!query || !*query ||
+		    !core_utf8_valid(query, strlen(query))))
 		rc = core_err_set(err, CORE_ECONFIG, "a query needs a non-empty "
 				  "UTF-8 name");
 	if (!rc && !json_is_object(dest))

@@ -25,7 +25,6 @@
 #include <unistd.h>
 
 #include "plugins/plugins_internal.h"
-#include "plugins/plugins_internal.h"
 
 struct csv_sink {
 	plg__outfile out;
@@ -339,9 +338,10 @@ out_undo_header:
 
 /* --------------------------------------------------------- open / close */
 
-static int parse_options(struct csv_sink *s, const core_node *opts,
+static int parse_options(void *state, const core_node *opts,
 			 const char **path, bool *append, core_err *err)
 {
+	struct csv_sink *s = state;
 	static const char *const keys[] = { "path", "delimiter", "mode",
 		"encoding", PLG_COMMON_KEYS, NULL };
 	static const char *const modes[] = { "write", "append", NULL };
@@ -426,16 +426,8 @@ static void csv_position(void *state, plg_sink_pos *out)
 
 static int csv_check(const core_node *options, core_err *err)
 {
-	struct csv_sink *s = calloc(1, sizeof(*s));
-	const char *path = NULL;
-	bool append = false;
-	int rc;
-
-	if (!s)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = parse_options(s, options, &path, &append, err);
-	csv_close(s, NULL); /* no file was opened: nothing is written */
-	return rc;
+	return plg__sink_check(options, sizeof(struct csv_sink), parse_options,
+			       csv_close, err);
 }
 
 static int csv_flush(void *state, core_err *err)

@@ -8,6 +8,9 @@
  * of a partial write are cut off again (ftruncate), so the file always
  * ends with whole rows and the row can be diverted (on_write_failure).
  * Durability is fsync at flush/close.
+ *
+ * Also here: what the file sinks share besides the file (the `encoding`
+ * option, target/verify for checkpoints, and check).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -284,4 +287,20 @@ int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
 			"wrote (edited since it stopped?); nothing was changed",
 			(unsigned long long)at->pos, path);
 	return 0;
+}
+
+int plg__sink_check(const core_node *options, size_t size,
+		    plg__sink_parse *parse, int (*close_state)(void *, core_err *),
+		    core_err *err)
+{
+	void *state = calloc(1, size);
+	const char *path = NULL;
+	bool append = false;
+	int rc;
+
+	if (!state)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	rc = parse(state, options, &path, &append, err);
+	close_state(state, NULL); /* no file was opened: nothing is written */
+	return rc;
 }

@@ -92,9 +92,10 @@ static int parse_format(struct json_sink *s, const core_node *opts,
 	return rc;
 }
 
-static int parse_options(struct json_sink *s, const core_node *opts,
+static int parse_options(void *state, const core_node *opts,
 			 const char **path, bool *append, core_err *err)
 {
+	struct json_sink *s = state;
 	static const char *const keys[] = { "path", "format", "indent", "mode",
 		"encoding", PLG_COMMON_KEYS, NULL };
 	const core_node *ind = core_map_get(opts, "indent");
@@ -167,16 +168,8 @@ static void json_position(void *state, plg_sink_pos *out)
 
 static int json_check(const core_node *options, core_err *err)
 {
-	struct json_sink *s = calloc(1, sizeof(*s));
-	const char *path = NULL;
-	bool append = false;
-	int rc;
-
-	if (!s)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = parse_options(s, options, &path, &append, err);
-	json_close(s, NULL); /* no file was opened: nothing is written */
-	return rc;
+	return plg__sink_check(options, sizeof(struct json_sink), parse_options,
+			       json_close, err);
 }
 
 static int json_flush(void *state, core_err *err)

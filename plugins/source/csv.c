@@ -192,9 +192,7 @@ static int unknown_col(const csv_src *s, const core_node *key, core_err *err)
 		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s'%s'",
 				      i ? ", " : "", s->cols[i]);
 	if (n >= sizeof(list)) { /* cut at a UTF-8 character boundary */
-		n = sizeof(list) - 4;
-		while (n && ((unsigned char)list[n] & 0xC0) == 0x80)
-			n--;
+		n = core_utf8_cut(list, sizeof(list) - 4);
 		memcpy(list + n, "...", 4);
 	}
 	return core_err_at(err, CORE_ECONFIG, key,

@@ -1,5 +1,5 @@
 /*
- * csv_reader.c — RFC 4180 records over a FILE*, and UTF-8 checks.
+ * csv_reader.c — RFC 4180 records over a FILE*.
  *
  * The reader takes one physical line at a time (getdelim) and scans it with
  * memchr for the delimiter or the quote, copying field bytes into one
@@ -14,73 +14,6 @@
 #include <sys/types.h>
 
 #include "plugins/plugins_internal.h"
-
-/* ------------------------------------------------------------------ UTF-8 */
-
-/* Length of the valid sequence at s (n > 0 bytes left), or 0. */
-static size_t utf8_seq(const unsigned char *s, size_t n)
-{
-	unsigned char c = s[0];
-	size_t k, i;
-
-	if (c < 0x80)
-		return 1;
-	if (c < 0xC2 || c > 0xF4)
-		return 0;
-	k = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-	if (n < k)
-		return 0;
-	for (i = 1; i < k; i++)
-		if ((s[i] & 0xC0) != 0x80)
-			return 0;
-	if ((c == 0xE0 && s[1] < 0xA0) ||  /* overlong */
-	    (c == 0xED && s[1] >= 0xA0) || /* surrogate */
-	    (c == 0xF0 && s[1] < 0x90) ||  /* overlong */
-	    (c == 0xF4 && s[1] >= 0x90))   /* above U+10FFFF */
-		return 0;
-	return k;
-}
-
-size_t plg__utf8_check(const char *s, size_t len)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	size_t i = 0, k;
-	uint64_t w;
-
-	while (i < len) {
-		while (i + 8 <= len) { /* ASCII runs, eight bytes at a time */
-			memcpy(&w, u + i, 8);
-			if (w & 0x8080808080808080ULL)
-				break;
-			i += 8;
-		}
-		if (i >= len)
-			break;
-		k = utf8_seq(u + i, len - i);
-		if (!k)
-			return i;
-		i += k;
-	}
-	return len;
-}
-
-int plg__utf8_lossy(core_buf *b, const char *s, size_t len)
-{
-	size_t i = 0, ok;
-
-	while (i < len) {
-		ok = plg__utf8_check(s + i, len - i);
-		if (core_buf_append(b, s + i, ok))
-			return CORE_ENOMEM;
-		i += ok;
-		if (i < len) {
-			if (core_buf_append(b, "\xEF\xBF\xBD", 3))
-				return CORE_ENOMEM;
-			i++;
-		}
-	}
-	return 0;
-}
 
 /* ----------------------------------------------------------------- reader */
 
@@ -168,11 +101,11 @@ static int end_field(plg__csv_reader *r, size_t fstart)
 	size_t len = r->data.len - fstart, bad, cap;
 	plg__csv_span *sp;
 
-	bad = plg__utf8_check(r->data.data + fstart, len);
+	bad = core_utf8_check(r->data.data + fstart, len);
 	if (bad < len) {
 		set_utf8_error(r, r->data.data + fstart, bad);
 		core_buf_reset(&r->scratch);
-		if (plg__utf8_lossy(&r->scratch, r->data.data + fstart, len))
+		if (core_utf8_append_lossy(&r->scratch, r->data.data + fstart, len))
 			return CORE_ENOMEM;
 		r->data.len = fstart;
 		if (core_buf_append(&r->data, r->scratch.data, r->scratch.len))

@@ -295,7 +295,7 @@ static int next_line(json_src *s, plg_source_row *out, core_err *err)
 		snprintf(why, sizeof(why), "invalid JSON at column %d: %s",
 			 jerr.column, jerr.text);
 	json_decref(row);
-	if (plg__utf8_lossy(&raw, p, n) || core_buf_reserve(&raw, 0) ||
+	if (core_utf8_append_lossy(&raw, p, n) || core_buf_reserve(&raw, 0) ||
 	    !(row = raw_row(json_stringn(raw.data, raw.len)))) {
 		core_buf_release(&raw);
 		return nomem(err);

@@ -1,5 +1,5 @@
 /*
- * tpl_template.h — prompt templates for the LLM transforms: the subset of
+ * template.h — prompt templates for the LLM transforms: the subset of
  * Jinja2 that ELSPETH prompts use, with StrictUndefined semantics.
  * docs/templates.md is the user's guide; in short:
  *

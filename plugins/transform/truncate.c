@@ -30,27 +30,6 @@ struct truncate {
 	struct limit *lim;
 };
 
-/* Code points in valid UTF-8: the bytes that are not continuations. */
-static size_t utf8_chars(const char *s, size_t n)
-{
-	size_t c = 0;
-
-	for (size_t i = 0; i < n; i++)
-		c += ((unsigned char)s[i] & 0xC0) != 0x80;
-	return c;
-}
-
-/* The byte length of the first `chars` code points of s (at most n). */
-static size_t utf8_prefix(const char *s, size_t n, size_t chars)
-{
-	size_t i = 0;
-
-	for (; i < n; i++)
-		if (((unsigned char)s[i] & 0xC0) != 0x80 && chars-- == 0)
-			break;
-	return i;
-}
-
 /* ------------------------------------------------------------ options */
 
 static int parse_fields(struct truncate *t, const core_node *map,
@@ -100,7 +79,7 @@ static int parse_options(struct truncate *t, const core_node *opts,
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (!rc) {
 		t->suffix_len = strlen(suffix);
-		t->suffix_chars = utf8_chars(suffix, t->suffix_len);
+		t->suffix_chars = core_utf8_count(suffix, t->suffix_len);
 	}
 	return rc;
 }
@@ -134,11 +113,11 @@ static json_t *cut(const struct truncate *t, const json_t *v, size_t max)
 	json_t *out;
 	char *buf;
 
-	if (utf8_chars(s, n) <= max)
+	if (core_utf8_count(s, n) <= max)
 		return json_incref((json_t *)v);
 	if (!t->suffix_len || t->suffix_chars >= max)
-		return json_stringn(s, utf8_prefix(s, n, max));
-	keep = utf8_prefix(s, n, max - t->suffix_chars);
+		return json_stringn(s, core_utf8_prefix(s, n, max));
+	keep = core_utf8_prefix(s, n, max - t->suffix_chars);
 	buf = malloc(keep + t->suffix_len);
 	if (!buf)
 		return NULL;

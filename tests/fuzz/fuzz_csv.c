@@ -24,7 +24,7 @@ static void check_record(const plg__csv_reader *rd, size_t size)
 		abort();
 	for (i = 0; i < rd->nfields; i++) {
 		f = plg__csv_field(rd, i, &len);
-		if (f[len] != '\0' || plg__utf8_check(f, len) != len)
+		if (f[len] != '\0' || !core_utf8_valid(f, len))
 			abort();
 		s = json_stringn(f, len);
 		if (!s)

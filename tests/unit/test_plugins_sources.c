@@ -387,16 +387,6 @@ Test(csv_reader, long_fields_and_many_fields)
 	free(in);
 }
 
-Test(csv_reader, utf8_check_follows_jansson_rules)
-{
-	cr_assert_eq(plg__utf8_check("h\xC3\xA9llo \xE2\x82\xAC \xF0\x9F\x98\x80", 15), 15);
-	cr_assert_eq(plg__utf8_check("ab\xC0\xAF", 4), 2, "overlong");
-	cr_assert_eq(plg__utf8_check("\xED\xA0\x80", 3), 0, "surrogate");
-	cr_assert_eq(plg__utf8_check("\xF4\x90\x80\x80", 4), 0, "> U+10FFFF");
-	cr_assert_eq(plg__utf8_check("abcdefghij\xE2\x82", 12), 10, "truncated");
-	cr_assert_eq(plg__utf8_check("a\0b", 3), 3, "NUL is valid");
-}
-
 /* ------------------------------------------------------------- csv_source */
 
 #define CSV (&plg__csv_source)
