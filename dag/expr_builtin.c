@@ -217,7 +217,7 @@ static int to_str(dag__ctx *c, const dag__val *v, dag__val *out)
 		snprintf(num, sizeof(num), "%lld", v->u.i);
 		return dag__make_str(c, num, strlen(num), out);
 	case DAG__V_FLOAT:
-		dag__fmt_float(v->u.d, num, sizeof(num));
+		core_format_double_py(v->u.d, num, sizeof(num));
 		return dag__make_str(c, num, strlen(num), out);
 	default:
 		break;
@@ -236,7 +236,7 @@ static int length(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	char s[128];
 
 	if (v->kind == DAG__V_STR)
-		set_int(out, (long long)dag__utf8_len(v->u.s.p, v->u.s.n));
+		set_int(out, (long long)core_utf8_count(v->u.s.p, v->u.s.n));
 	else if (dag__is_list(v))
 		set_int(out, (long long)dag__list_len(v));
 	else if (v->kind == DAG__V_DICT)

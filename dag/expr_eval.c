@@ -98,16 +98,11 @@ static int missing_field(dag__ctx *c, uint32_t n, const json_t *o,
 /* The code point at index i of a UTF-8 string, as a view. */
 static void str_at(const dag__val *s, long long i, dag__val *out)
 {
-	const char *p = s->u.s.p, *end = p + s->u.s.n;
+	size_t at = core_utf8_prefix(s->u.s.p, s->u.s.n, (size_t)i);
 
-	while (i > 0)
-		if (((unsigned char)*++p & 0xC0) != 0x80)
-			i--;
 	*out = *s;
-	out->u.s.p = p;
-	for (p++; p < end && ((unsigned char)*p & 0xC0) == 0x80; p++)
-		;
-	out->u.s.n = (size_t)(p - out->u.s.p);
+	out->u.s.p = s->u.s.p + at;
+	out->u.s.n = core_utf8_prefix(out->u.s.p, s->u.s.n - at, 1);
 }
 
 static int index_seq(dag__ctx *c, uint32_t n, const dag__val *seq,
@@ -122,7 +117,7 @@ static int index_seq(dag__ctx *c, uint32_t n, const dag__val *seq,
 			dag__type_name(seq), dag__type_name(idx),
 			dag__snippet(c->e, n, where, sizeof(where)));
 	i = idx->kind == DAG__V_INT ? idx->u.i : idx->u.b;
-	len = (long long)(str ? dag__utf8_len(seq->u.s.p, seq->u.s.n) :
+	len = (long long)(str ? core_utf8_count(seq->u.s.p, seq->u.s.n) :
 			  dag__list_len(seq));
 	if (i < 0)
 		i += len;

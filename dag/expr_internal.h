@@ -224,11 +224,6 @@ bool dag__is_list(const dag__val *v);
 bool dag__is_num(const dag__val *v);
 size_t dag__list_len(const dag__val *v);
 void dag__list_at(const dag__val *v, size_t i, dag__val *out);
-/* Python's len() of a str: its code points (core_utf8_count). */
-static inline size_t dag__utf8_len(const char *p, size_t n)
-{
-	return core_utf8_count(p, n);
-}
 /* About the printed size of v in bytes, the cost of walking it; above
  * DAG__ARENA_LIMIT the result is only known to be above it. */
 size_t dag__weight(const dag__val *v);
@@ -254,12 +249,6 @@ int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
 		      dag__val *out);
 
 /* expr_repr.c */
-/* Python repr() of a float into buf (>= 32 bytes); returns the length.
- * The core's formatter, under the name the evaluator's files use. */
-static inline int dag__fmt_float(double d, char *buf, size_t cap)
-{
-	return core_format_double_py(d, buf, cap);
-}
 /* Appends Python str() (or repr() when repr) of v to b. */
 int dag__append_str(core_buf *b, const dag__val *v, bool repr);
 /* A new JSON reference for v, or NULL when v has no JSON form. */

@@ -94,7 +94,7 @@ int dag__append_str(core_buf *b, const dag__val *v, bool repr)
 	case DAG__V_INT:
 		return core_buf_printf(b, "%lld", v->u.i);
 	case DAG__V_FLOAT:
-		dag__fmt_float(v->u.d, num, sizeof(num));
+		core_format_double_py(v->u.d, num, sizeof(num));
 		return core_buf_puts(b, num);
 	case DAG__V_STR:
 		if (repr)

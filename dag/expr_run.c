@@ -35,7 +35,7 @@ int dag_expr_eval(const dag_expr *e, const json_t *row, json_t **result,
 	if (*result)
 		goto out_release;
 	if (v.kind == DAG__V_FLOAT) {
-		dag__fmt_float(v.u.d, num, sizeof(num));
+		core_format_double_py(v.u.d, num, sizeof(num));
 		rc = core_err_set(err, CORE_EEXPR,
 				  "result %s is not a finite number and has no JSON form",
 				  num);
@@ -78,7 +78,7 @@ static int format_key(const dag__val *v, char *buf, size_t cap,
 		snprintf(num, sizeof(num), "%lld", v->u.i);
 		return put_key(buf, cap, num, strlen(num), err);
 	case DAG__V_FLOAT:
-		dag__fmt_float(v->u.d, num, sizeof(num));
+		core_format_double_py(v->u.d, num, sizeof(num));
 		return put_key(buf, cap, num, strlen(num), err);
 	default:
 		break;

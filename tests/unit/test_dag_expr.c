@@ -442,6 +442,8 @@ Test(expr, builtin_str)
 	expect("str(1.0)", "\"1.0\"");
 	expect("str(0.1)", "\"0.1\"");
 	expect("str(1e20)", "\"1e+20\"");
+	/* Just above a power of two: Python prints 16 digits here, not 17. */
+	expect("str(6.183260036827614e+172)", "\"6.183260036827614e+172\"");
 	expect("str(None)", "\"None\"");
 	expect("str(True)", "\"True\"");
 	expect("str('s')", "\"s\"");
