@@ -15,7 +15,7 @@
 
 typedef int (*set_fn)(mock_cfg *c, const char *v, char *err, size_t n);
 
-enum kind { K_LONG, K_DBL, K_STR, K_FN };
+enum kind { K_LONG, K_DBL, K_STR, K_ENUM, K_FN };
 
 struct opt {
 	const char *name;
@@ -26,6 +26,7 @@ struct opt {
 	double lo, hi;  /* inclusive range for K_LONG and K_DBL */
 	int startup;    /* refused by POST /admin/config */
 	set_fn fn;
+	const char *const *names; /* K_ENUM: the words, NULL-terminated */
 	const char *help;
 };
 
@@ -33,54 +34,112 @@ static int set_answer(mock_cfg *c, const char *v, char *err, size_t n);
 static int set_labels(mock_cfg *c, const char *v, char *err, size_t n);
 static int set_latency(mock_cfg *c, const char *v, char *err, size_t n);
 static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n);
+static int set_cschedule(mock_cfg *c, const char *v, char *err, size_t n);
+static int set_rpm(mock_cfg *c, const char *v, char *err, size_t n);
 static int set_status(mock_cfg *c, const char *v, char *err, size_t n);
 
+static const char *const LIMITERS[] = { "rolling", "fixed", "bucket", NULL };
+static const char *const HINTS[] = { "fixed", "none", "seconds", "http-date",
+	"ms", "azure", "fractional", "body", NULL };
+static const char *const RL_HEADERS[] = { "none", "openai", "anthropic",
+	NULL };
+static const char *const QUOTAS[] = { "none", "openai", "anthropic",
+	"credits", "credits-transient", NULL };
+
 #define OFF(f) offsetof(mock_cfg, f)
-#define RATE(f) K_DBL, OFF(f), 0, 1, 0, NULL
+#define O_LONG(nm, mv, d, f, l, h, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_LONG, .off = OFF(f), .lo = l, .hi = h, \
+	.help = help_ }
+#define O_DBL(nm, mv, d, f, l, h, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_DBL, .off = OFF(f), .lo = l, .hi = h, \
+	.help = help_ }
+#define O_RATE(nm, f, help_) O_DBL(nm, "P", "0", f, 0, 1, help_)
+#define O_STR(nm, mv, d, f, su, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_STR, .off = OFF(f), .startup = su, .help = help_ }
+#define O_ENUM(nm, mv, d, f, w, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_ENUM, .off = OFF(f), .names = w, .help = help_ }
+#define O_FN(nm, mv, d, f, help_) { .name = nm, .metavar = mv, .def = d, \
+	.kind = K_FN, .fn = f, .help = help_ }
 
 static const struct opt OPTS[] = {
-	{ "port", "P", "0", K_LONG, OFF(port), 0, 65535, 1, NULL,
-	  "TCP port to listen on; 0 picks a free one" },
-	{ "bind", "ADDR", "127.0.0.1", K_STR, OFF(bind), 0, 0, 1, NULL,
-	  "numeric IPv4 or IPv6 address to listen on" },
-	{ "port-file", "F", "", K_STR, OFF(port_file), 0, 0, 1, NULL,
-	  "write the actual port to F (atomically: F.tmp then rename)" },
-	{ "require-key", "K", "", K_STR, OFF(require_key), 0, 0, 0, NULL,
-	  "answer 401 unless 'Authorization: Bearer K' or 'api-key: K'" },
-	{ "answer", "label|echo", "label", K_FN, 0, 0, 0, 0, set_answer,
-	  "content: a label picked by the prompt hash, or the prompt" },
-	{ "labels", "A,B,..", "positive,negative,neutral", K_FN, 0, 0, 0, 0,
-	  set_labels, "labels for --answer label and string fields" },
-	{ "fence-rate", "P", "0", RATE(fence_rate),
-	  "share of standard-prompt JSON answers wrapped in ```json fences" },
-	{ "latency", "SPEC", "fixed:0", K_FN, 0, 0, 0, 0, set_latency,
-	  "fixed:MS | uniform:MIN:MAX | lognormal:MEDIAN:SIGMA (ms)" },
-	{ "max-concurrent", "N", "0", K_LONG, OFF(max_concurrent), 0, 1e9, 0,
-	  NULL, "requests served at once (0: no limit)" },
-	{ "rps", "R", "0", K_DBL, OFF(rps), 0, 1e9, 0, NULL,
-	  "requests admitted per rolling second (0: no limit)" },
-	{ "schedule", "R:S,..", "", K_FN, 0, 0, 0, 0, set_schedule,
-	  "repeating rate schedule overriding --rps, e.g. 20:10,5:10" },
-	{ "over-capacity-status", "429|503|529", "429", K_FN, 0, 0, 0, 0,
-	  set_status, "status answered over capacity" },
-	{ "retry-after", "S", "0", K_DBL, OFF(retry_after), 0, 86400, 0, NULL,
-	  "Retry-After seconds on over-capacity answers, rounded up (0: none)" },
-	{ "error-500-rate", "P", "0", RATE(rate[MOCK_FAULT_500]),
-	  "share of admitted requests answered 500" },
-	{ "malformed-rate", "P", "0", RATE(rate[MOCK_FAULT_MALFORMED]),
-	  "share answered 200 with a body that is not JSON" },
-	{ "truncated-rate", "P", "0", RATE(rate[MOCK_FAULT_TRUNCATED]),
-	  "share whose body stops short of Content-Length, then close" },
-	{ "stall-rate", "P", "0", RATE(rate[MOCK_FAULT_STALL]),
-	  "share held --stall-ms, then closed without an answer" },
-	{ "stall-ms", "MS", "60000", K_LONG, OFF(stall_ms), 0, 86400000, 0,
-	  NULL, "how long a stalled request is held" },
-	{ "drop-rate", "P", "0", RATE(rate[MOCK_FAULT_DROP]),
-	  "share closed right after the request is read" },
-	{ "length-rate", "P", "0", RATE(rate[MOCK_FAULT_LENGTH]),
-	  "share cut in half with finish_reason \"length\"" },
-	{ "seed", "S", "1", K_LONG, OFF(seed), 0, 9.2e18, 0, NULL,
-	  "seed of the latency and fault draws" },
+	{ .name = "port", .metavar = "P", .def = "0", .kind = K_LONG,
+	  .off = OFF(port), .lo = 0, .hi = 65535, .startup = 1,
+	  .help = "TCP port to listen on; 0 picks a free one" },
+	O_STR("bind", "ADDR", "127.0.0.1", bind, 1,
+	      "numeric IPv4 or IPv6 address to listen on"),
+	O_STR("port-file", "F", "", port_file, 1,
+	      "write the actual port to F (atomically: F.tmp then rename)"),
+	O_STR("require-key", "K", "", require_key, 0,
+	      "answer 401 unless 'Authorization: Bearer K' or 'api-key: K'"),
+	O_FN("answer", "label|echo", "label", set_answer,
+	     "content: a label picked by the prompt hash, or the prompt"),
+	O_FN("labels", "A,B,..", "positive,negative,neutral", set_labels,
+	     "labels for --answer label and string fields"),
+	O_RATE("fence-rate", fence_rate,
+	       "share of standard-prompt JSON answers wrapped in ```json fences"),
+	O_FN("latency", "SPEC", "fixed:0", set_latency,
+	     "fixed:MS | uniform:MIN:MAX | lognormal:MEDIAN:SIGMA (ms)"),
+	O_LONG("max-concurrent", "N", "0", max_concurrent, 0, 1e9,
+	       "requests served at once (0: no limit)"),
+	O_FN("concurrency-schedule", "N:S,..", "", set_cschedule,
+	     "repeating cap schedule overriding --max-concurrent, e.g. 8:5,2:5"),
+	O_DBL("rps", "R", "0", rps, 0, 1e9,
+	      "request rate limit per second (0: no limit)"),
+	O_FN("rpm", "N", "0", set_rpm,
+	     "the same limit per minute: sets --rps N/60"),
+	O_FN("schedule", "R:S,..", "", set_schedule,
+	     "repeating rate schedule overriding --rps, e.g. 20:10,5:10"),
+	O_ENUM("limiter", "rolling|fixed|bucket", "rolling", limiter, LIMITERS,
+	       "rate limiter: rolling window, fixed window or token bucket"),
+	O_LONG("window-ms", "MS", "1000", window_ms, 1, 86400000,
+	       "window length; a window holds rate x window requests"),
+	O_DBL("burst", "B", "0", burst, 0, 1e12,
+	      "token bucket size in requests (0: a window's worth)"),
+	O_DBL("refused-weight", "W", "0", refused_weight, 0, 100,
+	      "what a refused request costs the rate and token limits "
+	      "(1: every arrival counts, as OpenAI)"),
+	O_DBL("tpm", "T", "0", tpm, 0, 1e12,
+	      "tokens per minute (prompt chars/4 + max_tokens; 0: no limit)"),
+	O_LONG("default-max-tokens", "N", "1024", default_max_tokens, 0, 1e9,
+	       "tokens reserved when a request gives no max_tokens"),
+	O_FN("over-capacity-status", "429|503|529", "429", set_status,
+	     "status answered over capacity"),
+	O_ENUM("hint", "STYLE", "fixed", hint, HINTS,
+	       "fixed|none|seconds|http-date|ms|azure|fractional|body: how a "
+	       "refusal says when to retry"),
+	O_DBL("retry-after", "S", "0", retry_after, 0, 86400,
+	      "--hint fixed: Retry-After seconds, rounded up (0: none)"),
+	O_DBL("hint-factor", "F", "1", hint_factor, 0, 1000,
+	      "hinted wait = true wait x F (0.5 or 2: a wrong hint)"),
+	O_ENUM("ratelimit-headers", "none|openai|anthropic", "none",
+	       rl_headers, RL_HEADERS,
+	       "rate-limit headers on every chat answer"),
+	O_ENUM("quota", "KIND", "none", quota, QUOTAS,
+	       "none|openai|anthropic|credits|credits-transient: quota errors"),
+	O_LONG("quota-after", "N", "0", quota_after, 0, 9.2e18,
+	       "requests that pass the quota before it runs out"),
+	O_DBL("quota-rate", "P", "1", quota_rate, 0, 1,
+	      "share of the later requests refused for quota"),
+	O_LONG("quota-lock-ms", "MS", "0", quota_lock_ms, 0, 86400000,
+	       "how long a quota refusal lasts (0: until reset)"),
+	O_LONG("series-ms", "MS", "100", series_ms, 10, 3600000,
+	       "interval of GET /admin/series"),
+	O_RATE("error-500-rate", rate[MOCK_FAULT_500],
+	       "share of admitted requests answered 500"),
+	O_RATE("malformed-rate", rate[MOCK_FAULT_MALFORMED],
+	       "share answered 200 with a body that is not JSON"),
+	O_RATE("truncated-rate", rate[MOCK_FAULT_TRUNCATED],
+	       "share whose body stops short of Content-Length, then close"),
+	O_RATE("stall-rate", rate[MOCK_FAULT_STALL],
+	       "share held --stall-ms, then closed without an answer"),
+	O_LONG("stall-ms", "MS", "60000", stall_ms, 0, 86400000,
+	       "how long a stalled request is held"),
+	O_RATE("drop-rate", rate[MOCK_FAULT_DROP],
+	       "share closed right after the request is read"),
+	O_RATE("length-rate", rate[MOCK_FAULT_LENGTH],
+	       "share cut in half with finish_reason \"length\""),
+	O_LONG("seed", "S", "1", seed, 0, 9.2e18,
+	       "seed of the latency and fault draws"),
 };
 #define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
 
@@ -227,7 +286,9 @@ static int set_latency(mock_cfg *c, const char *v, char *err, size_t n)
 	return 0;
 }
 
-static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n)
+/* Parses "V:S[,V:S...]" into *out (caller frees); -1 on a bad spec. */
+static int parse_phases(const char *v, int integral, mock_phase **out,
+			size_t *nout)
 {
 	mock_phase *ph = NULL;
 	size_t count = 0;
@@ -238,22 +299,63 @@ static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n)
 		int k = 0;
 
 		if (sscanf(p, "%lf:%lf%n", &r, &s, &k) != 2 || !isfinite(r) ||
-		    !isfinite(s) || r < 0 || s <= 0 || (p[k] && p[k] != ',') ||
+		    !isfinite(s) || r < 0 || s <= 0 || r > 1e12 ||
+		    (integral && r != floor(r)) || (p[k] && p[k] != ',') ||
 		    (p[k] == ',' && !p[k + 1])) {
 			free(ph);
-			return bad(err, n, find_opt("schedule", 8), v,
-				   "expected RPS:SECS[,RPS:SECS...] with RPS >= 0 "
-				   "and SECS > 0, e.g. 20:10,5:10");
+			return -1;
 		}
 		ph = mock_xrealloc(ph, (count + 1) * sizeof(*ph));
 		ph[count++] = (mock_phase){ r, s };
 		p += k + (p[k] == ',');
 	}
+	*out = ph;
+	*nout = count;
+	return 0;
+}
+
+static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n)
+{
+	mock_phase *ph;
+	size_t count;
+
+	if (parse_phases(v, 0, &ph, &count))
+		return bad(err, n, find_opt("schedule", 8), v,
+			   "expected RPS:SECS[,RPS:SECS...] with RPS >= 0 "
+			   "and SECS > 0, e.g. 20:10,5:10");
 	free(c->phases);
 	free(c->schedule_spec);
 	c->phases = ph;
 	c->nphases = count;
 	c->schedule_spec = mock_xstrdup(v);
+	return 0;
+}
+
+static int set_cschedule(mock_cfg *c, const char *v, char *err, size_t n)
+{
+	mock_phase *ph;
+	size_t count;
+
+	if (parse_phases(v, 1, &ph, &count))
+		return bad(err, n, find_opt("concurrency-schedule", 20), v,
+			   "expected N:SECS[,N:SECS...] with a whole N >= 0 "
+			   "and SECS > 0, e.g. 8:5,2:5");
+	free(c->cphases);
+	free(c->cschedule_spec);
+	c->cphases = ph;
+	c->ncphases = count;
+	c->cschedule_spec = mock_xstrdup(v);
+	return 0;
+}
+
+static int set_rpm(mock_cfg *c, const char *v, char *err, size_t n)
+{
+	double d;
+
+	if (to_double(v, &d) || d < 0 || d > 6e10)
+		return bad(err, n, find_opt("rpm", 3), v,
+			   "expected a number 0..6e10");
+	c->rps = d / 60;
 	return 0;
 }
 
@@ -292,6 +394,14 @@ static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
 		free(*(char **)(void *)field);
 		*(char **)(void *)field = mock_xstrdup(v);
 		return 0;
+	case K_ENUM:
+		for (int i = 0; o->names[i]; i++) {
+			if (!strcmp(v, o->names[i])) {
+				*(int *)(void *)field = i;
+				return 0;
+			}
+		}
+		return bad(err, n, o, v, "expected %s", o->metavar);
 	case K_FN:
 		return o->fn(c, v, err, n);
 	}
@@ -310,6 +420,11 @@ static int check(const mock_cfg *c, char *err, size_t n)
 			 "--malformed-rate, --truncated-rate, --stall-rate, "
 			 "--drop-rate, --length-rate) add up to %g; keep the "
 			 "sum at most 1", sum);
+		return -1;
+	}
+	if (c->quota == MOCK_QUOTA_TRANSIENT && c->quota_lock_ms == 0) {
+		snprintf(err, n, "--quota credits-transient needs "
+			 "--quota-lock-ms > 0 (how long the refusal lasts)");
 		return -1;
 	}
 	return 0;
@@ -338,7 +453,20 @@ void mock_cfg_release(mock_cfg *c)
 	free(c->latency_spec);
 	free(c->schedule_spec);
 	free(c->phases);
+	free(c->cschedule_spec);
+	free(c->cphases);
 	memset(c, 0, sizeof(*c));
+}
+
+static mock_phase *copy_phases(const mock_phase *ph, size_t n)
+{
+	mock_phase *out;
+
+	if (!n)
+		return NULL;
+	out = mock_xmalloc(n * sizeof(*out));
+	memcpy(out, ph, n * sizeof(*out));
+	return out;
 }
 
 void mock_cfg_copy(mock_cfg *dst, const mock_cfg *src)
@@ -354,12 +482,9 @@ void mock_cfg_copy(mock_cfg *dst, const mock_cfg *src)
 	for (size_t i = 0; i < src->nlabels; i++)
 		dst->labels[i] = mock_xstrdup(src->labels[i]);
 	dst->schedule_spec = mock_xstrdup(src->schedule_spec);
-	dst->phases = NULL;
-	if (src->nphases) {
-		dst->phases = mock_xmalloc(src->nphases * sizeof(*dst->phases));
-		memcpy(dst->phases, src->phases,
-		       src->nphases * sizeof(*dst->phases));
-	}
+	dst->phases = copy_phases(src->phases, src->nphases);
+	dst->cschedule_spec = mock_xstrdup(src->cschedule_spec);
+	dst->cphases = copy_phases(src->cphases, src->ncphases);
 }
 
 /* ----------------------------------------------------------- front ends */
@@ -493,6 +618,8 @@ static json_t *opt_json(const mock_cfg *c, const struct opt *o)
 		return json_real(*(const double *)(const void *)field);
 	case K_STR:
 		return json_string(*(char *const *)(const void *)field);
+	case K_ENUM:
+		return json_string(o->names[*(const int *)(const void *)field]);
 	case K_FN:
 		break;
 	}
@@ -502,6 +629,10 @@ static json_t *opt_json(const mock_cfg *c, const struct opt *o)
 		return json_string(c->latency_spec);
 	if (o->fn == set_schedule)
 		return json_string(c->schedule_spec);
+	if (o->fn == set_cschedule)
+		return json_string(c->cschedule_spec);
+	if (o->fn == set_rpm)
+		return json_real(c->rps * 60);
 	if (o->fn == set_status)
 		return json_integer(c->over_status);
 	{
