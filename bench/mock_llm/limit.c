@@ -11,6 +11,8 @@
  * belongs to; a charge in a later window starts it at 0.
  * Bucket: the level, refilled lazily at the rate in force, phase by phase,
  * up to the size in force; HUGE_VAL until a limit first applies (full).
+ * A phase of rate 0 freezes it (no refill, and the size of a bucket that
+ * follows the rate does not shrink to nothing).
  */
 #include "limit.h"
 #include "buf.h"
@@ -162,13 +164,15 @@ static double bucket_level(const mock_limit *l, const mock_shape *s,
 			nx = t;
 		if (v < 0)
 			level = HUGE_VAL;
-		else
+		else if (v > 0) /* an outage (0) freezes the bucket */
 			level = fmin(bucket_size(s, v),
 				     level + v * (double)(nx - u) / 1000.0);
 		u = nx;
 	}
 	v = mock_rate_at(r, t, NULL);
-	return v < 0 ? HUGE_VAL : fmin(bucket_size(s, v), level);
+	if (v < 0)
+		return HUGE_VAL;
+	return v == 0 ? level : fmin(bucket_size(s, v), level);
 }
 
 static void bucket_advance(mock_limit *l, const mock_shape *s,
