@@ -2,41 +2,13 @@
  * config.c — the option table and its two front ends, argv and JSON (see
  * config.h). Every option is set through one function from its text form,
  * so the command line, POST /admin/config and the defaults share one
- * parser and one set of error messages.
+ * parser and one set of error messages. Options with a syntax of their
+ * own are set and shown by config_set.c.
  */
-#include "config.h"
-#include "buf.h"
+#include "config_internal.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-
-typedef int (*set_fn)(mock_cfg *c, const char *v, char *err, size_t n);
-
-enum kind { K_LONG, K_DBL, K_STR, K_ENUM, K_FN };
-
-struct opt {
-	const char *name;
-	const char *metavar;
-	const char *def;
-	enum kind kind;
-	size_t off;
-	double lo, hi;  /* inclusive range for K_LONG and K_DBL */
-	int startup;    /* refused by POST /admin/config */
-	set_fn fn;
-	const char *const *names; /* K_ENUM: the words, NULL-terminated */
-	const char *help;
-};
-
-static int set_answer(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_labels(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_latency(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_cschedule(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_rpm(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_status(mock_cfg *c, const char *v, char *err, size_t n);
 
 static const char *const LIMITERS[] = { "rolling", "fixed", "bucket", NULL };
 static const char *const HINTS[] = { "fixed", "none", "seconds", "http-date",
@@ -59,9 +31,9 @@ static const char *const QUOTAS[] = { "none", "openai", "anthropic",
 #define O_ENUM(nm, mv, d, f, w, help_) { .name = nm, .metavar = mv, \
 	.def = d, .kind = K_ENUM, .off = OFF(f), .names = w, .help = help_ }
 #define O_FN(nm, mv, d, f, help_) { .name = nm, .metavar = mv, .def = d, \
-	.kind = K_FN, .fn = f, .help = help_ }
+	.kind = K_FN, .fn = mock__set_##f, .get = mock__get_##f, .help = help_ }
 
-static const struct opt OPTS[] = {
+static const struct mock__opt OPTS[] = {
 	{ .name = "port", .metavar = "P", .def = "0", .kind = K_LONG,
 	  .off = OFF(port), .lo = 0, .hi = 65535, .startup = 1,
 	  .help = "TCP port to listen on; 0 picks a free one" },
@@ -71,23 +43,23 @@ static const struct opt OPTS[] = {
 	      "write the actual port to F (atomically: F.tmp then rename)"),
 	O_STR("require-key", "K", "", require_key, 0,
 	      "answer 401 unless 'Authorization: Bearer K' or 'api-key: K'"),
-	O_FN("answer", "label|echo", "label", set_answer,
+	O_FN("answer", "label|echo", "label", answer,
 	     "content: a label picked by the prompt hash, or the prompt"),
-	O_FN("labels", "A,B,..", "positive,negative,neutral", set_labels,
+	O_FN("labels", "A,B,..", "positive,negative,neutral", labels,
 	     "labels for --answer label and string fields"),
 	O_RATE("fence-rate", fence_rate,
 	       "share of standard-prompt JSON answers wrapped in ```json fences"),
-	O_FN("latency", "SPEC", "fixed:0", set_latency,
+	O_FN("latency", "SPEC", "fixed:0", latency,
 	     "fixed:MS | uniform:MIN:MAX | lognormal:MEDIAN:SIGMA (ms)"),
 	O_LONG("max-concurrent", "N", "0", max_concurrent, 0, 1e9,
 	       "requests served at once (0: no limit)"),
-	O_FN("concurrency-schedule", "N:S,..", "", set_cschedule,
+	O_FN("concurrency-schedule", "N:S,..", "", cschedule,
 	     "repeating cap schedule overriding --max-concurrent, e.g. 8:5,2:5"),
 	O_DBL("rps", "R", "0", rps, 0, 1e9,
 	      "request rate limit per second (0: no limit)"),
-	O_FN("rpm", "N", "0", set_rpm,
+	O_FN("rpm", "N", "0", rpm,
 	     "the same limit per minute: sets --rps N/60"),
-	O_FN("schedule", "R:S,..", "", set_schedule,
+	O_FN("schedule", "R:S,..", "", schedule,
 	     "repeating rate schedule overriding --rps, e.g. 20:10,5:10"),
 	O_ENUM("limiter", "rolling|fixed|bucket", "rolling", limiter, LIMITERS,
 	       "rate limiter: rolling window, fixed window or token bucket"),
@@ -102,7 +74,7 @@ static const struct opt OPTS[] = {
 	      "tokens per minute (prompt chars/4 + max_tokens; 0: no limit)"),
 	O_LONG("default-max-tokens", "N", "1024", default_max_tokens, 0, 1e9,
 	       "tokens reserved when a request gives no max_tokens"),
-	O_FN("over-capacity-status", "429|503|529", "429", set_status,
+	O_FN("over-capacity-status", "429|503|529", "429", status,
 	     "status answered over capacity"),
 	O_ENUM("hint", "STYLE", "fixed", hint, HINTS,
 	       "fixed|none|seconds|http-date|ms|azure|fractional|body: how a "
@@ -143,24 +115,7 @@ static const struct opt OPTS[] = {
 };
 #define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
 
-static int bad(char *err, size_t n, const struct opt *o, const char *v,
-	       const char *fmt, ...) MOCK_PRINTF(5, 6);
-
-static int bad(char *err, size_t n, const struct opt *o, const char *v,
-	       const char *fmt, ...)
-{
-	va_list ap;
-	int k = snprintf(err, n, "--%s: bad value '%s': ", o->name, v);
-
-	if (k >= 0 && (size_t)k < n) {
-		va_start(ap, fmt);
-		vsnprintf(err + k, n - (size_t)k, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
-static const struct opt *find_opt(const char *name, size_t len)
+const struct mock__opt *mock__cfg_find(const char *name, size_t len)
 {
 	for (size_t i = 0; i < NOPTS; i++) {
 		const char *o = OPTS[i].name;
@@ -177,200 +132,7 @@ static const struct opt *find_opt(const char *name, size_t len)
 	return NULL;
 }
 
-/* Parses a whole string as a finite double. */
-static int to_double(const char *v, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(v, &end);
-	return *v && !*end && !errno && isfinite(*out) ? 0 : -1;
-}
-
-static int to_long(const char *v, long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtol(v, &end, 10);
-	return *v && !*end && !errno ? 0 : -1;
-}
-
-/* ------------------------------------------------------------ setters */
-
-static int set_answer(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	if (strcmp(v, "label") && strcmp(v, "echo"))
-		return bad(err, n, find_opt("answer", 6), v,
-			   "expected label or echo");
-	free(c->answer);
-	c->answer = mock_xstrdup(v);
-	return 0;
-}
-
-static void free_labels(mock_cfg *c)
-{
-	for (size_t i = 0; i < c->nlabels; i++)
-		free(c->labels[i]);
-	free(c->labels);
-	c->labels = NULL;
-	c->nlabels = 0;
-}
-
-static int set_labels(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	char **labels = NULL;
-	size_t count = 0;
-	const char *p = v;
-
-	for (;;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-
-		while (len && *p == ' ')
-			p++, len--;
-		while (len && p[len - 1] == ' ')
-			len--;
-		if (!len) {
-			for (size_t i = 0; i < count; i++)
-				free(labels[i]);
-			free(labels);
-			return bad(err, n, find_opt("labels", 6), v,
-				   "expected non-empty labels separated by commas");
-		}
-		labels = mock_xrealloc(labels, (count + 1) * sizeof(*labels));
-		labels[count++] = mock_xstrndup(p, len);
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	free_labels(c);
-	free(c->labels_spec);
-	c->labels = labels;
-	c->nlabels = count;
-	c->labels_spec = mock_xstrdup(v);
-	return 0;
-}
-
-static int set_latency(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	const struct opt *o = find_opt("latency", 7);
-	char kind[16];
-	double a = 0, b = 0;
-	int k = 0;
-	mock_lat_kind lk;
-
-	if (to_double(v, &a) == 0) {
-		lk = MOCK_LAT_FIXED;
-	} else if (sscanf(v, "%15[a-z]:%lf%n", kind, &a, &k) == 2 &&
-		   v[k] == '\0' && !strcmp(kind, "fixed")) {
-		lk = MOCK_LAT_FIXED;
-	} else if (sscanf(v, "%15[a-z]:%lf:%lf%n", kind, &a, &b, &k) == 3 &&
-		   v[k] == '\0' && (!strcmp(kind, "uniform") ||
-				    !strcmp(kind, "lognormal"))) {
-		lk = kind[0] == 'u' ? MOCK_LAT_UNIFORM : MOCK_LAT_LOGNORMAL;
-	} else {
-		return bad(err, n, o, v, "expected fixed:MS, uniform:MIN:MAX "
-			   "or lognormal:MEDIAN:SIGMA");
-	}
-	if (!isfinite(a) || !isfinite(b) || a < 0 || b < 0 || a > 3.6e6 ||
-	    b > 3.6e6 || (lk == MOCK_LAT_UNIFORM && b < a) ||
-	    (lk == MOCK_LAT_LOGNORMAL && b > 10))
-		return bad(err, n, o, v, "times are 0..3600000 ms, MIN <= MAX, "
-			   "SIGMA 0..10");
-	free(c->latency_spec);
-	c->latency_spec = mock_xstrdup(v);
-	c->lat_kind = lk;
-	c->lat_a = a;
-	c->lat_b = b;
-	return 0;
-}
-
-/* Parses "V:S[,V:S...]" into *out (caller frees); -1 on a bad spec. */
-static int parse_phases(const char *v, int integral, mock_phase **out,
-			size_t *nout)
-{
-	mock_phase *ph = NULL;
-	size_t count = 0;
-	const char *p = v;
-
-	while (*p) {
-		double r, s;
-		int k = 0;
-
-		if (sscanf(p, "%lf:%lf%n", &r, &s, &k) != 2 || !isfinite(r) ||
-		    !isfinite(s) || r < 0 || s <= 0 || r > 1e12 ||
-		    (integral && r != floor(r)) || (p[k] && p[k] != ',') ||
-		    (p[k] == ',' && !p[k + 1])) {
-			free(ph);
-			return -1;
-		}
-		ph = mock_xrealloc(ph, (count + 1) * sizeof(*ph));
-		ph[count++] = (mock_phase){ r, s };
-		p += k + (p[k] == ',');
-	}
-	*out = ph;
-	*nout = count;
-	return 0;
-}
-
-static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	mock_phase *ph;
-	size_t count;
-
-	if (parse_phases(v, 0, &ph, &count))
-		return bad(err, n, find_opt("schedule", 8), v,
-			   "expected RPS:SECS[,RPS:SECS...] with RPS >= 0 "
-			   "and SECS > 0, e.g. 20:10,5:10");
-	free(c->phases);
-	free(c->schedule_spec);
-	c->phases = ph;
-	c->nphases = count;
-	c->schedule_spec = mock_xstrdup(v);
-	return 0;
-}
-
-static int set_cschedule(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	mock_phase *ph;
-	size_t count;
-
-	if (parse_phases(v, 1, &ph, &count))
-		return bad(err, n, find_opt("concurrency-schedule", 20), v,
-			   "expected N:SECS[,N:SECS...] with a whole N >= 0 "
-			   "and SECS > 0, e.g. 8:5,2:5");
-	free(c->cphases);
-	free(c->cschedule_spec);
-	c->cphases = ph;
-	c->ncphases = count;
-	c->cschedule_spec = mock_xstrdup(v);
-	return 0;
-}
-
-static int set_rpm(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	double d;
-
-	if (to_double(v, &d) || d < 0 || d > 6e10)
-		return bad(err, n, find_opt("rpm", 3), v,
-			   "expected a number 0..6e10");
-	c->rps = d / 60;
-	return 0;
-}
-
-static int set_status(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	long s;
-
-	if (to_long(v, &s) || (s != 429 && s != 503 && s != 529))
-		return bad(err, n, find_opt("over-capacity-status", 20), v,
-			   "expected 429, 503 or 529");
-	c->over_status = s;
-	return 0;
-}
-
-static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
+static int set_opt(mock_cfg *c, const struct mock__opt *o, const char *v,
 		   char *err, size_t n)
 {
 	char *field = (char *)c + o->off;
@@ -379,14 +141,14 @@ static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
 
 	switch (o->kind) {
 	case K_LONG:
-		if (to_long(v, &l) || l < o->lo || l > o->hi)
-			return bad(err, n, o, v, "expected an integer %.0f..%.0f",
+		if (mock__cfg_long(v, &l) || l < o->lo || l > o->hi)
+			return mock__cfg_bad(err, n, o, v, "expected an integer %.0f..%.0f",
 				   o->lo, o->hi);
 		*(long *)(void *)field = l;
 		return 0;
 	case K_DBL:
-		if (to_double(v, &d) || d < o->lo || d > o->hi)
-			return bad(err, n, o, v, "expected a number %g..%g",
+		if (mock__cfg_double(v, &d) || d < o->lo || d > o->hi)
+			return mock__cfg_bad(err, n, o, v, "expected a number %g..%g",
 				   o->lo, o->hi);
 		*(double *)(void *)field = d;
 		return 0;
@@ -401,7 +163,7 @@ static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
 				return 0;
 			}
 		}
-		return bad(err, n, o, v, "expected %s", o->metavar);
+		return mock__cfg_bad(err, n, o, v, "expected %s", o->metavar);
 	case K_FN:
 		return o->fn(c, v, err, n);
 	}
@@ -449,7 +211,7 @@ void mock_cfg_release(mock_cfg *c)
 	free(c->require_key);
 	free(c->answer);
 	free(c->labels_spec);
-	free_labels(c);
+	mock__cfg_free_labels(c);
 	free(c->latency_spec);
 	free(c->schedule_spec);
 	free(c->phases);
@@ -494,7 +256,7 @@ int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq, *v;
-		const struct opt *o;
+		const struct mock__opt *o;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			mock_cfg_usage(stdout);
@@ -507,7 +269,7 @@ int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
 		}
 		a += 2;
 		eq = strchr(a, '=');
-		o = find_opt(a, eq ? (size_t)(eq - a) : strlen(a));
+		o = mock__cfg_find(a, eq ? (size_t)(eq - a) : strlen(a));
 		if (!o) {
 			snprintf(err, errlen, "unknown option '%s' (see --help)",
 				 argv[i]);
@@ -529,7 +291,7 @@ int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
 }
 
 /* The text form of a JSON value, or NULL with err set. Caller frees. */
-static char *json_text(const struct opt *o, const json_t *v, char *err,
+static char *json_text(const struct mock__opt *o, const json_t *v, char *err,
 		       size_t n)
 {
 	mock_buf b = { 0 };
@@ -576,7 +338,7 @@ int mock_cfg_apply_json(mock_cfg *c, const json_t *obj, char *err,
 	}
 	mock_cfg_copy(&tmp, c);
 	json_object_foreach((json_t *)obj, key, v) {
-		const struct opt *o = find_opt(key, strlen(key));
+		const struct mock__opt *o = mock__cfg_find(key, strlen(key));
 		char *text;
 		int rc;
 
@@ -607,7 +369,7 @@ out_release:
 	return -1;
 }
 
-static json_t *opt_json(const mock_cfg *c, const struct opt *o)
+static json_t *opt_json(const mock_cfg *c, const struct mock__opt *o)
 {
 	const char *field = (const char *)c + o->off;
 
@@ -623,25 +385,7 @@ static json_t *opt_json(const mock_cfg *c, const struct opt *o)
 	case K_FN:
 		break;
 	}
-	if (o->fn == set_answer)
-		return json_string(c->answer);
-	if (o->fn == set_latency)
-		return json_string(c->latency_spec);
-	if (o->fn == set_schedule)
-		return json_string(c->schedule_spec);
-	if (o->fn == set_cschedule)
-		return json_string(c->cschedule_spec);
-	if (o->fn == set_rpm)
-		return json_real(c->rps * 60);
-	if (o->fn == set_status)
-		return json_integer(c->over_status);
-	{
-		json_t *a = json_array();
-
-		for (size_t i = 0; i < c->nlabels; i++)
-			json_array_append_new(a, json_string(c->labels[i]));
-		return a;
-	}
+	return o->get(c);
 }
 
 json_t *mock_cfg_to_json(const mock_cfg *c)
