@@ -44,7 +44,6 @@ typedef struct mock_verdict {
 				 * MOCK_NEVER when not within a day */
 	mock_lim_view req, tok; /* the limiters after the decision */
 	double tokens;          /* the request's token charge */
-	double used_tokens;     /* tokens refused: the budget's content */
 } mock_verdict;
 
 /*

@@ -1,12 +1,10 @@
 /*
- * route.c — the endpoints (see server.h and docs/mock_llm.md):
+ * route.c — the chat endpoints (see server.h and docs/mock_llm.md):
  *   POST [prefix]/v1/chat/completions                 OpenAI, OpenRouter
  *   POST [prefix]/openai/deployments/D/chat/completions?api-version=V
- *   GET /admin/stats, POST /admin/reset, GET|POST /admin/config, GET /health
- *   GET /admin/series
- * A chat request goes through: method, key, api-version, body, admission
- * (quota and capacity), then its fate (policy.h). Admin requests skip
- * admission and faults.
+ * and the dispatch to the admin ones (admin.c). A chat request goes
+ * through: method, key, api-version, body, admission (quota and
+ * capacity), then its fate (policy.h).
  */
 #include "server.h"
 #include "answer.h"
@@ -28,99 +26,13 @@ void mock__error(mock_reply *r, int status, const char *type,
 	free(body);
 }
 
-static void reply_json(mock_reply *r, int status, json_t *v)
-{
-	char *body = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(12));
-	size_t n = body ? strlen(body) : 0;
-
-	mock_http_head(&r->out, status, n, r->close, NULL);
-	mock_buf_add(&r->out, body, n);
-	free(body);
-	json_decref(v);
-}
-
-static void not_allowed(mock_reply *r, const char *allow)
+void mock__not_allowed(mock_reply *r, const char *allow)
 {
 	char extra[64];
 
 	snprintf(extra, sizeof(extra), "Allow: %s\r\n", allow);
 	mock__error(r, 405, "invalid_request_error", "method_not_allowed",
 		    extra, "method not allowed on this path");
-}
-
-/* ---------------------------------------------------------------- admin */
-
-static void admin_config(mock_server *s, const char *buf,
-			 const mock_http_req *req, mock_reply *r)
-{
-	uint64_t now = mock_loop_now(s->loop);
-	char err[512];
-	mock_cfg old;
-	json_t *v;
-
-	if (mock_span_eq(buf, req->method, "GET")) {
-		reply_json(r, 200, mock_cfg_to_json(&s->cfg));
-		return;
-	}
-	v = json_loadb(buf + req->head_len, req->body_len, 0, NULL);
-	mock_policy_before_change(s->policy, &s->cfg, now);
-	mock_cfg_copy(&old, &s->cfg);
-	if (!v || mock_cfg_apply_json(&s->cfg, v, err, sizeof(err))) {
-		if (!v)
-			snprintf(err, sizeof(err), "the body must be a JSON "
-				 "object of options, e.g. {\"rps\": 10}");
-		mock__error(r, 400, "invalid_request_error", "invalid_config",
-			    NULL, err);
-	} else {
-		mock_policy_after_change(s->policy, &old, &s->cfg, now);
-		reply_json(r, 200, mock_cfg_to_json(&s->cfg));
-	}
-	mock_cfg_release(&old);
-	json_decref(v);
-}
-
-/* 1 when the request was an admin (or health) request, answered in r. */
-static int route_admin(mock_server *s, const char *buf,
-		       const mock_http_req *req, mock_reply *r)
-{
-	int get = mock_span_eq(buf, req->method, "GET");
-	int post = mock_span_eq(buf, req->method, "POST");
-	uint64_t now = mock_loop_now(s->loop);
-
-	if (mock_span_eq(buf, req->path, "/admin/stats")) {
-		if (get)
-			reply_json(r, 200, mock_policy_stats(s->policy, &s->cfg,
-							     now));
-		else
-			not_allowed(r, "GET");
-	} else if (mock_span_eq(buf, req->path, "/admin/series")) {
-		if (get)
-			reply_json(r, 200, mock_policy_series(s->policy, &s->cfg,
-							      now));
-		else
-			not_allowed(r, "GET");
-	} else if (mock_span_eq(buf, req->path, "/admin/reset")) {
-		if (post) {
-			mock_policy_reset(s->policy, &s->cfg, now);
-			reply_json(r, 200, mock_policy_stats(s->policy, &s->cfg,
-							     now));
-		} else {
-			not_allowed(r, "POST");
-		}
-	} else if (mock_span_eq(buf, req->path, "/admin/config")) {
-		if (get || post)
-			admin_config(s, buf, req, r);
-		else
-			not_allowed(r, "GET, POST");
-	} else if (mock_span_eq(buf, req->path, "/health")) {
-		if (get)
-			reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
-		else
-			not_allowed(r, "GET");
-	} else {
-		return 0;
-	}
-	return 1;
 }
 
 /* ----------------------------------------------------------------- chat */
@@ -334,7 +246,7 @@ static void route_chat(mock_server *s, const char *buf,
 
 	mock_policy_count_request(s->policy);
 	if (!mock_span_eq(buf, req->method, "POST")) {
-		not_allowed(r, "POST");
+		mock__not_allowed(r, "POST");
 		status = 405;
 	} else if (!key_ok(s, buf, req)) {
 		mock__error(r, status = 401, "invalid_request_error",
@@ -366,7 +278,7 @@ void mock__route(mock_server *s, const char *buf, const mock_http_req *req,
 	char *deployment;
 
 	r->close = !req->keep_alive;
-	if (route_admin(s, buf, req, r))
+	if (mock__route_admin(s, buf, req, r))
 		return;
 	deployment = azure_deployment(buf, req->path);
 	if (*deployment || ends_with(buf, req->path, "/v1/chat/completions") ||
