@@ -147,7 +147,7 @@ static int parse_phases(const char *v, int integral, mock_phase **out,
 		int k = 0;
 
 		if (sscanf(p, "%lf:%lf%n", &r, &s, &k) != 2 || !isfinite(r) ||
-		    !isfinite(s) || r < 0 || s <= 0 || r > 1e12 ||
+		    !isfinite(s) || r < 0 || s <= 0 || r > 1e12 || s > 1e9 ||
 		    (integral && r != floor(r)) || (p[k] && p[k] != ',') ||
 		    (p[k] == ',' && !p[k + 1])) {
 			free(ph);
@@ -170,7 +170,7 @@ int mock__set_schedule(mock_cfg *c, const char *v, char *err, size_t n)
 	if (parse_phases(v, 0, &ph, &count))
 		return mock__cfg_bad(err, n, mock__cfg_find("schedule", 8), v,
 			   "expected RPS:SECS[,RPS:SECS...] with RPS >= 0 "
-			   "and SECS > 0, e.g. 20:10,5:10");
+			   "and 0 < SECS <= 1e9, e.g. 20:10,5:10");
 	free(c->phases);
 	free(c->schedule_spec);
 	c->phases = ph;
@@ -187,7 +187,7 @@ int mock__set_cschedule(mock_cfg *c, const char *v, char *err, size_t n)
 	if (parse_phases(v, 1, &ph, &count))
 		return mock__cfg_bad(err, n, mock__cfg_find("concurrency-schedule", 20), v,
 			   "expected N:SECS[,N:SECS...] with a whole N >= 0 "
-			   "and SECS > 0, e.g. 8:5,2:5");
+			   "and 0 < SECS <= 1e9, e.g. 8:5,2:5");
 	free(c->cphases);
 	free(c->cschedule_spec);
 	c->cphases = ph;

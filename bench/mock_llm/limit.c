@@ -24,6 +24,13 @@
 #define EPS 1e-9
 enum { HORIZON_MS = 86400000, MAX_STEPS = 1000000 };
 
+/* ms as an integer, capped at 1e13 (300 years): a huge double (a rate
+ * of 1e-300) does not convert. */
+static uint64_t to_ms(double ms)
+{
+	return ms < 1e13 ? (uint64_t)ms : (uint64_t)1e13;
+}
+
 /* Units per window at rate r > 0; *len gets the window's length. */
 static double win_limit(const mock_shape *s, double r, uint64_t *len)
 {
@@ -33,7 +40,7 @@ static double win_limit(const mock_shape *s, double r, uint64_t *len)
 	if (n >= 1)
 		return n;
 	if (s->mode == MOCK_LIM_ROLLING)
-		*len = (uint64_t)(1000 / r);
+		*len = to_ms(1000 / r);
 	return 1;
 }
 
@@ -262,7 +269,7 @@ static uint64_t first_in(const mock_limit *l, const mock_shape *s, double v,
 		size = bucket_size(s, v);
 		*level = fmin(*level, size);
 		need = cost - *level;
-		c = need <= EPS ? t : t + (uint64_t)ceil(need / v * 1000.0);
+		c = need <= EPS ? t : t + to_ms(ceil(need / v * 1000.0));
 		*level = fmin(size, *level + v * (double)(*end - t) / 1000.0);
 		return cost <= size + EPS && c < *end ? c : MOCK_NEVER;
 	}
