@@ -8,7 +8,8 @@
  * the running totals, so a hint costs O(log n) however many refused
  * requests a hammering client piled into the window.
  * Fixed: one counter for the window [origin + kW, origin + (k+1)W) it
- * belongs to; a charge in a later window starts it at 0.
+ * belongs to, known by its start (W may change with the rate); a charge
+ * in another window starts it at 0.
  * Bucket: the level, refilled lazily at the rate in force, phase by phase,
  * up to the size in force; HUGE_VAL until a limit first applies (full).
  * A phase of rate 0 freezes it (no refill, and the size of a bucket that
@@ -31,7 +32,8 @@ static uint64_t to_ms(double ms)
 	return ms < 1e13 ? (uint64_t)ms : (uint64_t)1e13;
 }
 
-/* Units per window at rate r > 0; *len gets the window's length. */
+/* Units per window at rate r > 0; *len gets the window's length. A
+ * window too short for one unit grows to hold exactly one. */
 static double win_limit(const mock_shape *s, double r, uint64_t *len)
 {
 	double n = floor(r * ((double)s->window_ms / 1000.0) + EPS);
@@ -39,8 +41,7 @@ static double win_limit(const mock_shape *s, double r, uint64_t *len)
 	*len = s->window_ms;
 	if (n >= 1)
 		return n;
-	if (s->mode == MOCK_LIM_ROLLING)
-		*len = to_ms(1000 / r);
+	*len = to_ms(1000 / r);
 	return 1;
 }
 
@@ -54,7 +55,7 @@ static double bucket_size(const mock_shape *s, double r)
 void mock_limit_init(mock_limit *l, uint64_t now)
 {
 	memset(l, 0, sizeof(*l));
-	l->origin = l->last = now;
+	l->origin = l->last = l->win = now;
 	l->level = HUGE_VAL;
 }
 
@@ -147,9 +148,15 @@ static uint64_t rolling_first(const mock_limit *l, double n, uint64_t len,
 
 /* --------------------------------------------------- fixed, bucket */
 
-static void fixed_roll(mock_limit *l, const mock_shape *s, uint64_t now)
+/* The start of the fixed window of length len that holds t. */
+static uint64_t win_start(const mock_limit *l, uint64_t len, uint64_t t)
 {
-	uint64_t w = (now - l->origin) / s->window_ms;
+	return l->origin + (t - l->origin) / len * len;
+}
+
+static void fixed_roll(mock_limit *l, uint64_t len, uint64_t now)
+{
+	uint64_t w = win_start(l, len, now);
 
 	if (w != l->win) {
 		l->win = w;
@@ -209,7 +216,7 @@ int mock_limit_allows(mock_limit *l, const mock_shape *s, const mock_rate *r,
 		ring_expire(l, now, len);
 		return ring_sum(l) + cost <= n + EPS;
 	case MOCK_LIM_FIXED:
-		fixed_roll(l, s, now);
+		fixed_roll(l, len, now);
 		return l->used + cost <= n + EPS;
 	case MOCK_LIM_BUCKET:
 		bucket_advance(l, s, r, now);
@@ -222,20 +229,20 @@ void mock_limit_charge(mock_limit *l, const mock_shape *s, const mock_rate *r,
 		       uint64_t now, double cost)
 {
 	double v = mock_rate_at(r, now, NULL), size;
-	uint64_t len;
+	uint64_t len = s->window_ms;
 
 	if (v < 0 || cost <= 0)
 		return;
+	if (v > 0)
+		win_limit(s, v, &len);
 	switch (s->mode) {
 	case MOCK_LIM_ROLLING:
-		if (v > 0) {
-			win_limit(s, v, &len);
+		if (v > 0)
 			ring_expire(l, now, len);
-		}
 		ring_push(l, now, cost);
 		break;
 	case MOCK_LIM_FIXED:
-		fixed_roll(l, s, now);
+		fixed_roll(l, len, now);
 		l->used += cost;
 		break;
 	case MOCK_LIM_BUCKET:
@@ -259,10 +266,9 @@ static uint64_t first_in(const mock_limit *l, const mock_shape *s, double v,
 		c = rolling_first(l, n, len, t, cost);
 		return c < *end ? c : MOCK_NEVER;
 	case MOCK_LIM_FIXED:
-		w = (t - l->origin) / s->window_ms;
-		c = l->origin + (w + 1) * s->window_ms;
-		if (c < *end)
-			*end = c;
+		w = win_start(l, len, t);
+		if (w + len < *end)
+			*end = w + len;
 		return (w == l->win ? l->used : 0) + cost <= n + EPS ? t :
 								   MOCK_NEVER;
 	case MOCK_LIM_BUCKET:
@@ -332,8 +338,7 @@ void mock_limit_view(mock_limit *l, const mock_shape *s, const mock_rate *r,
 	case MOCK_LIM_FIXED:
 		v->remaining = v->limit - l->used;
 		if (l->used > 0)
-			v->reset_ms = until(l->origin + (l->win + 1) *
-					    s->window_ms, now);
+			v->reset_ms = until(l->win + len, now);
 		break;
 	case MOCK_LIM_BUCKET:
 		v->limit = bucket_size(s, rate);

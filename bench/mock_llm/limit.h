@@ -9,8 +9,7 @@
  * rate of 0 admits nothing in every mode (a schedule's outage phase).
  *
  * A window of length W at rate R holds N = floor(R x W / 1000) units. When
- * that is below 1, a rolling window holds 1 unit per 1000 / R ms and a
- * fixed window holds 1 unit. A bucket holds the burst, or N (at least 1)
+ * that is below 1, the window is 1000 / R ms long and holds 1 unit. A bucket holds the burst, or N (at least 1)
  * when the burst is 0. The limits follow the rate in force at the moment
  * of each decision. Single-threaded; nothing here allocates except the
  * rolling window's ring (aborts on OOM, buf.h).
@@ -72,7 +71,7 @@ typedef struct mock_limit {
 	size_t head, count, cap;
 	double base;           /* rolling: cum of the last entry dropped */
 	uint64_t origin;       /* fixed: windows are [origin + kW, ..) */
-	uint64_t win;          /* fixed: the window `used` belongs to */
+	uint64_t win;          /* fixed: the start of the window of `used` */
 	double used;
 	double level;          /* bucket: units in it (HUGE_VAL: full) */
 	uint64_t last;         /* bucket: when level was computed */

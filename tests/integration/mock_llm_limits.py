@@ -99,6 +99,12 @@ async def fixed_window(c, port):
     await asyncio.sleep(wait / 1000 + 0.02)
     st = [(await post(c, port, f"g{i}")).status for i in range(6)]
     c.check("fixed window: at the boundary the counter resets (5 more at once)", st == [200] * 5 + [429], st)
+    # under 1 a window, the window stretches to hold 1: rps 0.5 is 1 per 2 s
+    t_reset = await setup(c, port, limiter="fixed", rps=0.5, hint="ms")
+    rs = [await post(c, port, f"z{i}") for i in range(2)]
+    want = (t_reset + 2 - time.monotonic()) * 1000
+    c.check(f"fixed window at rps 0.5: 1 per 2 s ({header_ms(rs[1])} ms vs ~{want:.0f})",
+            [r.status for r in rs] == [200, 429] and near(header_ms(rs[1]), want, 120), rs)
     # a per-minute window: OpenAI's RPM, reset times in its format
     t_reset = await setup(c, port, limiter="fixed", window_ms=60000, rpm=3, hint="seconds",
                           ratelimit_headers="openai")
