@@ -126,14 +126,15 @@ async def bucket(c, port):
     await setup(c, port, limiter="bucket", rps=10, burst=5, hint="ms", ratelimit_headers="openai")
     rs = [await post(c, port, f"b{i}") for i in range(8)]
     st = [r.status for r in rs]
-    c.check("bucket: the burst of 5 at once, then 429", st[:5] == [200] * 5 and st.count(200) <= 6, st)
+    # (a slow client sees a token or two drip in while it sends the 8)
+    c.check("bucket: the burst of 5 at once, then 429", st[:5] == [200] * 5 and st.count(200) <= 7, st)
     c.check("bucket: limit 5 in the headers", rs[0].headers.get("x-ratelimit-limit-requests") == "5", rs[0].headers)
     late = [r for r in rs if r.status == 429]
     c.check("bucket: the hint is the next token's refill (<= 100 ms)",
             late and all(0 < header_ms(r) <= 100 for r in late), [r.headers for r in late])
     await asyncio.sleep(0.5)
     st = [(await post(c, port, f"c{i}")).status for i in range(8)]
-    c.check("bucket: 0.5 s at 10/s refills ~5", 4 <= st.count(200) <= 6 and st[0] == 200, st)
+    c.check("bucket: 0.5 s at 10/s refills ~5", 4 <= st.count(200) <= 7 and st[0] == 200, st)
 
 
 async def schedule_modes(c, port):
