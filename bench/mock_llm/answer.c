@@ -54,6 +54,28 @@ static long count_words(const char *s, size_t n)
 	return w;
 }
 
+static long count_chars(const char *s, size_t n)
+{
+	long c = 0;
+
+	for (size_t i = 0; i < n; i++)
+		c += ((unsigned char)s[i] & 0xc0) != 0x80;
+	return c;
+}
+
+/* max_tokens, else max_completion_tokens, else -1. */
+static long max_tokens_of(const json_t *root)
+{
+	const json_t *m = json_object_get(root, "max_tokens");
+
+	if (!json_is_integer(m))
+		m = json_object_get(root, "max_completion_tokens");
+	if (!json_is_integer(m) || json_integer_value(m) < 0)
+		return -1;
+	return json_integer_value(m) > 1000000000 ? 1000000000 :
+	       (long)json_integer_value(m);
+}
+
 static int fail(char *err, size_t n, const char *msg)
 {
 	snprintf(err, n, "%s", msg);
@@ -161,6 +183,8 @@ int mock_chat_parse(mock_chat *c, const char *body, size_t len, char *err,
 		content_text(json_object_get(m, "content"), &text);
 		c->prompt_tokens += count_words(text.data ? text.data : "",
 						text.len);
+		c->prompt_chars += count_chars(text.data ? text.data : "",
+					       text.len);
 		/* the last user message, else the last message */
 		if (is_user || (!have_user && i + 1 == json_array_size(messages))) {
 			mock_buf_release(&last);
@@ -170,6 +194,7 @@ int mock_chat_parse(mock_chat *c, const char *body, size_t len, char *err,
 			mock_buf_release(&text);
 		}
 	}
+	c->max_tokens = max_tokens_of(c->root);
 	c->last_user = mock_buf_detach(&last, NULL);
 	c->prompt_hash = mock_hash64(c->last_user, strlen(c->last_user));
 	hash_messages(c, messages);

@@ -26,6 +26,8 @@ typedef struct mock_chat {
 	uint64_t req_hash;
 	uint64_t prompt_hash;
 	long prompt_tokens;    /* whitespace-separated words of all messages */
+	long prompt_chars;     /* characters (code points) of all messages */
+	long max_tokens;       /* max_tokens or max_completion_tokens; -1 */
 	const json_t *schema;  /* JSON Schema of a structured answer, or NULL */
 	json_t *prompt_schema; /* owned when the schema came from the prompt */
 	int json_object;       /* response_format {"type":"json_object"} */

@@ -2,106 +2,120 @@
  * config.c — the option table and its two front ends, argv and JSON (see
  * config.h). Every option is set through one function from its text form,
  * so the command line, POST /admin/config and the defaults share one
- * parser and one set of error messages.
+ * parser and one set of error messages. Options with a syntax of their
+ * own are set and shown by config_set.c.
  */
-#include "config.h"
-#include "buf.h"
+#include "config_internal.h"
 
-#include <errno.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-typedef int (*set_fn)(mock_cfg *c, const char *v, char *err, size_t n);
-
-enum kind { K_LONG, K_DBL, K_STR, K_FN };
-
-struct opt {
-	const char *name;
-	const char *metavar;
-	const char *def;
-	enum kind kind;
-	size_t off;
-	double lo, hi;  /* inclusive range for K_LONG and K_DBL */
-	int startup;    /* refused by POST /admin/config */
-	set_fn fn;
-	const char *help;
-};
-
-static int set_answer(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_labels(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_latency(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n);
-static int set_status(mock_cfg *c, const char *v, char *err, size_t n);
+static const char *const LIMITERS[] = { "rolling", "fixed", "bucket", NULL };
+static const char *const HINTS[] = { "fixed", "none", "seconds", "http-date",
+	"ms", "azure", "fractional", "body", NULL };
+static const char *const RL_HEADERS[] = { "none", "openai", "anthropic",
+	NULL };
+static const char *const QUOTAS[] = { "none", "openai", "anthropic",
+	"credits", "credits-transient", NULL };
 
 #define OFF(f) offsetof(mock_cfg, f)
-#define RATE(f) K_DBL, OFF(f), 0, 1, 0, NULL
+#define O_LONG(nm, mv, d, f, l, h, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_LONG, .off = OFF(f), .lo = l, .hi = h, \
+	.help = help_ }
+#define O_DBL(nm, mv, d, f, l, h, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_DBL, .off = OFF(f), .lo = l, .hi = h, \
+	.help = help_ }
+#define O_RATE(nm, f, help_) O_DBL(nm, "P", "0", f, 0, 1, help_)
+#define O_STR(nm, mv, d, f, su, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_STR, .off = OFF(f), .startup = su, .help = help_ }
+#define O_ENUM(nm, mv, d, f, w, help_) { .name = nm, .metavar = mv, \
+	.def = d, .kind = K_ENUM, .off = OFF(f), .names = w, .help = help_ }
+#define O_FN(nm, mv, d, f, help_) { .name = nm, .metavar = mv, .def = d, \
+	.kind = K_FN, .fn = mock__set_##f, .get = mock__get_##f, .help = help_ }
 
-static const struct opt OPTS[] = {
-	{ "port", "P", "0", K_LONG, OFF(port), 0, 65535, 1, NULL,
-	  "TCP port to listen on; 0 picks a free one" },
-	{ "bind", "ADDR", "127.0.0.1", K_STR, OFF(bind), 0, 0, 1, NULL,
-	  "numeric IPv4 or IPv6 address to listen on" },
-	{ "port-file", "F", "", K_STR, OFF(port_file), 0, 0, 1, NULL,
-	  "write the actual port to F (atomically: F.tmp then rename)" },
-	{ "require-key", "K", "", K_STR, OFF(require_key), 0, 0, 0, NULL,
-	  "answer 401 unless 'Authorization: Bearer K' or 'api-key: K'" },
-	{ "answer", "label|echo", "label", K_FN, 0, 0, 0, 0, set_answer,
-	  "content: a label picked by the prompt hash, or the prompt" },
-	{ "labels", "A,B,..", "positive,negative,neutral", K_FN, 0, 0, 0, 0,
-	  set_labels, "labels for --answer label and string fields" },
-	{ "fence-rate", "P", "0", RATE(fence_rate),
-	  "share of standard-prompt JSON answers wrapped in ```json fences" },
-	{ "latency", "SPEC", "fixed:0", K_FN, 0, 0, 0, 0, set_latency,
-	  "fixed:MS | uniform:MIN:MAX | lognormal:MEDIAN:SIGMA (ms)" },
-	{ "max-concurrent", "N", "0", K_LONG, OFF(max_concurrent), 0, 1e9, 0,
-	  NULL, "requests served at once (0: no limit)" },
-	{ "rps", "R", "0", K_DBL, OFF(rps), 0, 1e9, 0, NULL,
-	  "requests admitted per rolling second (0: no limit)" },
-	{ "schedule", "R:S,..", "", K_FN, 0, 0, 0, 0, set_schedule,
-	  "repeating rate schedule overriding --rps, e.g. 20:10,5:10" },
-	{ "over-capacity-status", "429|503|529", "429", K_FN, 0, 0, 0, 0,
-	  set_status, "status answered over capacity" },
-	{ "retry-after", "S", "0", K_DBL, OFF(retry_after), 0, 86400, 0, NULL,
-	  "Retry-After seconds on over-capacity answers, rounded up (0: none)" },
-	{ "error-500-rate", "P", "0", RATE(rate[MOCK_FAULT_500]),
-	  "share of admitted requests answered 500" },
-	{ "malformed-rate", "P", "0", RATE(rate[MOCK_FAULT_MALFORMED]),
-	  "share answered 200 with a body that is not JSON" },
-	{ "truncated-rate", "P", "0", RATE(rate[MOCK_FAULT_TRUNCATED]),
-	  "share whose body stops short of Content-Length, then close" },
-	{ "stall-rate", "P", "0", RATE(rate[MOCK_FAULT_STALL]),
-	  "share held --stall-ms, then closed without an answer" },
-	{ "stall-ms", "MS", "60000", K_LONG, OFF(stall_ms), 0, 86400000, 0,
-	  NULL, "how long a stalled request is held" },
-	{ "drop-rate", "P", "0", RATE(rate[MOCK_FAULT_DROP]),
-	  "share closed right after the request is read" },
-	{ "length-rate", "P", "0", RATE(rate[MOCK_FAULT_LENGTH]),
-	  "share cut in half with finish_reason \"length\"" },
-	{ "seed", "S", "1", K_LONG, OFF(seed), 0, 9.2e18, 0, NULL,
-	  "seed of the latency and fault draws" },
+static const struct mock__opt OPTS[] = {
+	{ .name = "port", .metavar = "P", .def = "0", .kind = K_LONG,
+	  .off = OFF(port), .lo = 0, .hi = 65535, .startup = 1,
+	  .help = "TCP port to listen on; 0 picks a free one" },
+	O_STR("bind", "ADDR", "127.0.0.1", bind, 1,
+	      "numeric IPv4 or IPv6 address to listen on"),
+	O_STR("port-file", "F", "", port_file, 1,
+	      "write the actual port to F (atomically: F.tmp then rename)"),
+	O_STR("require-key", "K", "", require_key, 0,
+	      "answer 401 unless 'Authorization: Bearer K' or 'api-key: K'"),
+	O_FN("answer", "label|echo", "label", answer,
+	     "content: a label picked by the prompt hash, or the prompt"),
+	O_FN("labels", "A,B,..", "positive,negative,neutral", labels,
+	     "labels for --answer label and string fields"),
+	O_RATE("fence-rate", fence_rate,
+	       "share of standard-prompt JSON answers wrapped in ```json fences"),
+	O_FN("latency", "SPEC", "fixed:0", latency,
+	     "fixed:MS | uniform:MIN:MAX | lognormal:MEDIAN:SIGMA (ms)"),
+	O_LONG("max-concurrent", "N", "0", max_concurrent, 0, 1e9,
+	       "requests served at once (0: no limit)"),
+	O_FN("concurrency-schedule", "N:S,..", "", cschedule,
+	     "repeating cap schedule overriding --max-concurrent, e.g. 8:5,2:5"),
+	O_DBL("rps", "R", "0", rps, 0, 1e9,
+	      "request rate limit per second (0: no limit)"),
+	O_FN("rpm", "N", "0", rpm,
+	     "the same limit per minute: sets --rps N/60"),
+	O_FN("schedule", "R:S,..", "", schedule,
+	     "repeating rate schedule overriding --rps, e.g. 20:10,5:10"),
+	O_ENUM("limiter", "rolling|fixed|bucket", "rolling", limiter, LIMITERS,
+	       "rate limiter: rolling window, fixed window or token bucket"),
+	O_LONG("window-ms", "MS", "1000", window_ms, 1, 86400000,
+	       "window length; a window holds rate x window requests"),
+	O_DBL("burst", "B", "0", burst, 0, 1e12,
+	      "token bucket size in requests (0: a window's worth)"),
+	O_DBL("refused-weight", "W", "0", refused_weight, 0, 100,
+	      "what a refused request costs the rate and token limits "
+	      "(1: every arrival counts, as OpenAI)"),
+	O_DBL("tpm", "T", "0", tpm, 0, 1e12,
+	      "tokens per minute (prompt chars/4 + max_tokens; 0: no limit)"),
+	O_LONG("default-max-tokens", "N", "1024", default_max_tokens, 0, 1e9,
+	       "tokens reserved when a request gives no max_tokens"),
+	O_FN("over-capacity-status", "429|503|529", "429", status,
+	     "status answered over capacity"),
+	O_ENUM("hint", "STYLE", "fixed", hint, HINTS,
+	       "fixed|none|seconds|http-date|ms|azure|fractional|body: how a "
+	       "refusal says when to retry"),
+	O_DBL("retry-after", "S", "0", retry_after, 0, 86400,
+	      "--hint fixed: Retry-After seconds, rounded up (0: none)"),
+	O_DBL("hint-factor", "F", "1", hint_factor, 0, 1000,
+	      "hinted wait = true wait x F (0.5 or 2: a wrong hint)"),
+	O_ENUM("ratelimit-headers", "none|openai|anthropic", "none",
+	       rl_headers, RL_HEADERS,
+	       "rate-limit headers on every chat answer"),
+	O_ENUM("quota", "KIND", "none", quota, QUOTAS,
+	       "none|openai|anthropic|credits|credits-transient: quota errors"),
+	O_LONG("quota-after", "N", "0", quota_after, 0, 9.2e18,
+	       "requests that pass the quota before it runs out"),
+	O_DBL("quota-rate", "P", "1", quota_rate, 0, 1,
+	      "share of the later requests refused for quota"),
+	O_LONG("quota-lock-ms", "MS", "0", quota_lock_ms, 0, 86400000,
+	       "how long a quota refusal lasts (0: until reset)"),
+	O_LONG("series-ms", "MS", "100", series_ms, 10, 3600000,
+	       "interval of GET /admin/series"),
+	O_RATE("error-500-rate", rate[MOCK_FAULT_500],
+	       "share of admitted requests answered 500"),
+	O_RATE("malformed-rate", rate[MOCK_FAULT_MALFORMED],
+	       "share answered 200 with a body that is not JSON"),
+	O_RATE("truncated-rate", rate[MOCK_FAULT_TRUNCATED],
+	       "share whose body stops short of Content-Length, then close"),
+	O_RATE("stall-rate", rate[MOCK_FAULT_STALL],
+	       "share held --stall-ms, then closed without an answer"),
+	O_LONG("stall-ms", "MS", "60000", stall_ms, 0, 86400000,
+	       "how long a stalled request is held"),
+	O_RATE("drop-rate", rate[MOCK_FAULT_DROP],
+	       "share closed right after the request is read"),
+	O_RATE("length-rate", rate[MOCK_FAULT_LENGTH],
+	       "share cut in half with finish_reason \"length\""),
+	O_LONG("seed", "S", "1", seed, 0, 9.2e18,
+	       "seed of the latency and fault draws"),
 };
 #define NOPTS (sizeof(OPTS) / sizeof(OPTS[0]))
 
-static int bad(char *err, size_t n, const struct opt *o, const char *v,
-	       const char *fmt, ...) MOCK_PRINTF(5, 6);
-
-static int bad(char *err, size_t n, const struct opt *o, const char *v,
-	       const char *fmt, ...)
-{
-	va_list ap;
-	int k = snprintf(err, n, "--%s: bad value '%s': ", o->name, v);
-
-	if (k >= 0 && (size_t)k < n) {
-		va_start(ap, fmt);
-		vsnprintf(err + k, n - (size_t)k, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
-static const struct opt *find_opt(const char *name, size_t len)
+const struct mock__opt *mock__cfg_find(const char *name, size_t len)
 {
 	for (size_t i = 0; i < NOPTS; i++) {
 		const char *o = OPTS[i].name;
@@ -118,157 +132,7 @@ static const struct opt *find_opt(const char *name, size_t len)
 	return NULL;
 }
 
-/* Parses a whole string as a finite double. */
-static int to_double(const char *v, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(v, &end);
-	return *v && !*end && !errno && isfinite(*out) ? 0 : -1;
-}
-
-static int to_long(const char *v, long *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtol(v, &end, 10);
-	return *v && !*end && !errno ? 0 : -1;
-}
-
-/* ------------------------------------------------------------ setters */
-
-static int set_answer(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	if (strcmp(v, "label") && strcmp(v, "echo"))
-		return bad(err, n, find_opt("answer", 6), v,
-			   "expected label or echo");
-	free(c->answer);
-	c->answer = mock_xstrdup(v);
-	return 0;
-}
-
-static void free_labels(mock_cfg *c)
-{
-	for (size_t i = 0; i < c->nlabels; i++)
-		free(c->labels[i]);
-	free(c->labels);
-	c->labels = NULL;
-	c->nlabels = 0;
-}
-
-static int set_labels(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	char **labels = NULL;
-	size_t count = 0;
-	const char *p = v;
-
-	for (;;) {
-		const char *e = strchr(p, ',');
-		size_t len = e ? (size_t)(e - p) : strlen(p);
-
-		while (len && *p == ' ')
-			p++, len--;
-		while (len && p[len - 1] == ' ')
-			len--;
-		if (!len) {
-			for (size_t i = 0; i < count; i++)
-				free(labels[i]);
-			free(labels);
-			return bad(err, n, find_opt("labels", 6), v,
-				   "expected non-empty labels separated by commas");
-		}
-		labels = mock_xrealloc(labels, (count + 1) * sizeof(*labels));
-		labels[count++] = mock_xstrndup(p, len);
-		if (!e)
-			break;
-		p = e + 1;
-	}
-	free_labels(c);
-	free(c->labels_spec);
-	c->labels = labels;
-	c->nlabels = count;
-	c->labels_spec = mock_xstrdup(v);
-	return 0;
-}
-
-static int set_latency(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	const struct opt *o = find_opt("latency", 7);
-	char kind[16];
-	double a = 0, b = 0;
-	int k = 0;
-	mock_lat_kind lk;
-
-	if (to_double(v, &a) == 0) {
-		lk = MOCK_LAT_FIXED;
-	} else if (sscanf(v, "%15[a-z]:%lf%n", kind, &a, &k) == 2 &&
-		   v[k] == '\0' && !strcmp(kind, "fixed")) {
-		lk = MOCK_LAT_FIXED;
-	} else if (sscanf(v, "%15[a-z]:%lf:%lf%n", kind, &a, &b, &k) == 3 &&
-		   v[k] == '\0' && (!strcmp(kind, "uniform") ||
-				    !strcmp(kind, "lognormal"))) {
-		lk = kind[0] == 'u' ? MOCK_LAT_UNIFORM : MOCK_LAT_LOGNORMAL;
-	} else {
-		return bad(err, n, o, v, "expected fixed:MS, uniform:MIN:MAX "
-			   "or lognormal:MEDIAN:SIGMA");
-	}
-	if (!isfinite(a) || !isfinite(b) || a < 0 || b < 0 || a > 3.6e6 ||
-	    b > 3.6e6 || (lk == MOCK_LAT_UNIFORM && b < a) ||
-	    (lk == MOCK_LAT_LOGNORMAL && b > 10))
-		return bad(err, n, o, v, "times are 0..3600000 ms, MIN <= MAX, "
-			   "SIGMA 0..10");
-	free(c->latency_spec);
-	c->latency_spec = mock_xstrdup(v);
-	c->lat_kind = lk;
-	c->lat_a = a;
-	c->lat_b = b;
-	return 0;
-}
-
-static int set_schedule(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	mock_phase *ph = NULL;
-	size_t count = 0;
-	const char *p = v;
-
-	while (*p) {
-		double r, s;
-		int k = 0;
-
-		if (sscanf(p, "%lf:%lf%n", &r, &s, &k) != 2 || !isfinite(r) ||
-		    !isfinite(s) || r < 0 || s <= 0 || (p[k] && p[k] != ',') ||
-		    (p[k] == ',' && !p[k + 1])) {
-			free(ph);
-			return bad(err, n, find_opt("schedule", 8), v,
-				   "expected RPS:SECS[,RPS:SECS...] with RPS >= 0 "
-				   "and SECS > 0, e.g. 20:10,5:10");
-		}
-		ph = mock_xrealloc(ph, (count + 1) * sizeof(*ph));
-		ph[count++] = (mock_phase){ r, s };
-		p += k + (p[k] == ',');
-	}
-	free(c->phases);
-	free(c->schedule_spec);
-	c->phases = ph;
-	c->nphases = count;
-	c->schedule_spec = mock_xstrdup(v);
-	return 0;
-}
-
-static int set_status(mock_cfg *c, const char *v, char *err, size_t n)
-{
-	long s;
-
-	if (to_long(v, &s) || (s != 429 && s != 503 && s != 529))
-		return bad(err, n, find_opt("over-capacity-status", 20), v,
-			   "expected 429, 503 or 529");
-	c->over_status = s;
-	return 0;
-}
-
-static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
+static int set_opt(mock_cfg *c, const struct mock__opt *o, const char *v,
 		   char *err, size_t n)
 {
 	char *field = (char *)c + o->off;
@@ -277,14 +141,14 @@ static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
 
 	switch (o->kind) {
 	case K_LONG:
-		if (to_long(v, &l) || l < o->lo || l > o->hi)
-			return bad(err, n, o, v, "expected an integer %.0f..%.0f",
+		if (mock__cfg_long(v, &l) || l < o->lo || l > o->hi)
+			return mock__cfg_bad(err, n, o, v, "expected an integer %.0f..%.0f",
 				   o->lo, o->hi);
 		*(long *)(void *)field = l;
 		return 0;
 	case K_DBL:
-		if (to_double(v, &d) || d < o->lo || d > o->hi)
-			return bad(err, n, o, v, "expected a number %g..%g",
+		if (mock__cfg_double(v, &d) || d < o->lo || d > o->hi)
+			return mock__cfg_bad(err, n, o, v, "expected a number %g..%g",
 				   o->lo, o->hi);
 		*(double *)(void *)field = d;
 		return 0;
@@ -292,6 +156,14 @@ static int set_opt(mock_cfg *c, const struct opt *o, const char *v,
 		free(*(char **)(void *)field);
 		*(char **)(void *)field = mock_xstrdup(v);
 		return 0;
+	case K_ENUM:
+		for (int i = 0; o->names[i]; i++) {
+			if (!strcmp(v, o->names[i])) {
+				*(int *)(void *)field = i;
+				return 0;
+			}
+		}
+		return mock__cfg_bad(err, n, o, v, "expected %s", o->metavar);
 	case K_FN:
 		return o->fn(c, v, err, n);
 	}
@@ -310,6 +182,11 @@ static int check(const mock_cfg *c, char *err, size_t n)
 			 "--malformed-rate, --truncated-rate, --stall-rate, "
 			 "--drop-rate, --length-rate) add up to %g; keep the "
 			 "sum at most 1", sum);
+		return -1;
+	}
+	if (c->quota == MOCK_QUOTA_TRANSIENT && c->quota_lock_ms == 0) {
+		snprintf(err, n, "--quota credits-transient needs "
+			 "--quota-lock-ms > 0 (how long the refusal lasts)");
 		return -1;
 	}
 	return 0;
@@ -334,11 +211,24 @@ void mock_cfg_release(mock_cfg *c)
 	free(c->require_key);
 	free(c->answer);
 	free(c->labels_spec);
-	free_labels(c);
+	mock__cfg_free_labels(c);
 	free(c->latency_spec);
 	free(c->schedule_spec);
 	free(c->phases);
+	free(c->cschedule_spec);
+	free(c->cphases);
 	memset(c, 0, sizeof(*c));
+}
+
+static mock_phase *copy_phases(const mock_phase *ph, size_t n)
+{
+	mock_phase *out;
+
+	if (!n)
+		return NULL;
+	out = mock_xmalloc(n * sizeof(*out));
+	memcpy(out, ph, n * sizeof(*out));
+	return out;
 }
 
 void mock_cfg_copy(mock_cfg *dst, const mock_cfg *src)
@@ -354,12 +244,9 @@ void mock_cfg_copy(mock_cfg *dst, const mock_cfg *src)
 	for (size_t i = 0; i < src->nlabels; i++)
 		dst->labels[i] = mock_xstrdup(src->labels[i]);
 	dst->schedule_spec = mock_xstrdup(src->schedule_spec);
-	dst->phases = NULL;
-	if (src->nphases) {
-		dst->phases = mock_xmalloc(src->nphases * sizeof(*dst->phases));
-		memcpy(dst->phases, src->phases,
-		       src->nphases * sizeof(*dst->phases));
-	}
+	dst->phases = copy_phases(src->phases, src->nphases);
+	dst->cschedule_spec = mock_xstrdup(src->cschedule_spec);
+	dst->cphases = copy_phases(src->cphases, src->ncphases);
 }
 
 /* ----------------------------------------------------------- front ends */
@@ -369,7 +256,7 @@ int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
 {
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *eq, *v;
-		const struct opt *o;
+		const struct mock__opt *o;
 
 		if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
 			mock_cfg_usage(stdout);
@@ -382,7 +269,7 @@ int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
 		}
 		a += 2;
 		eq = strchr(a, '=');
-		o = find_opt(a, eq ? (size_t)(eq - a) : strlen(a));
+		o = mock__cfg_find(a, eq ? (size_t)(eq - a) : strlen(a));
 		if (!o) {
 			snprintf(err, errlen, "unknown option '%s' (see --help)",
 				 argv[i]);
@@ -404,7 +291,7 @@ int mock_cfg_parse_argv(mock_cfg *c, int argc, char **argv, char *err,
 }
 
 /* The text form of a JSON value, or NULL with err set. Caller frees. */
-static char *json_text(const struct opt *o, const json_t *v, char *err,
+static char *json_text(const struct mock__opt *o, const json_t *v, char *err,
 		       size_t n)
 {
 	mock_buf b = { 0 };
@@ -451,7 +338,7 @@ int mock_cfg_apply_json(mock_cfg *c, const json_t *obj, char *err,
 	}
 	mock_cfg_copy(&tmp, c);
 	json_object_foreach((json_t *)obj, key, v) {
-		const struct opt *o = find_opt(key, strlen(key));
+		const struct mock__opt *o = mock__cfg_find(key, strlen(key));
 		char *text;
 		int rc;
 
@@ -482,7 +369,7 @@ out_release:
 	return -1;
 }
 
-static json_t *opt_json(const mock_cfg *c, const struct opt *o)
+static json_t *opt_json(const mock_cfg *c, const struct mock__opt *o)
 {
 	const char *field = (const char *)c + o->off;
 
@@ -493,24 +380,12 @@ static json_t *opt_json(const mock_cfg *c, const struct opt *o)
 		return json_real(*(const double *)(const void *)field);
 	case K_STR:
 		return json_string(*(char *const *)(const void *)field);
+	case K_ENUM:
+		return json_string(o->names[*(const int *)(const void *)field]);
 	case K_FN:
 		break;
 	}
-	if (o->fn == set_answer)
-		return json_string(c->answer);
-	if (o->fn == set_latency)
-		return json_string(c->latency_spec);
-	if (o->fn == set_schedule)
-		return json_string(c->schedule_spec);
-	if (o->fn == set_status)
-		return json_integer(c->over_status);
-	{
-		json_t *a = json_array();
-
-		for (size_t i = 0; i < c->nlabels; i++)
-			json_array_append_new(a, json_string(c->labels[i]));
-		return a;
-	}
+	return o->get(c);
 }
 
 json_t *mock_cfg_to_json(const mock_cfg *c)

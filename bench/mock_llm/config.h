@@ -30,10 +30,44 @@ typedef enum mock_fault {
 	MOCK_FAULT_LAST
 } mock_fault;
 
+/* One phase of a repeating schedule: a rate (requests per second) for
+ * --schedule, a concurrency cap for --concurrency-schedule. */
 typedef struct mock_phase {
-	double rps;   /* admitted per second during the phase; 0 admits none */
+	double value; /* the limit during the phase; 0 admits none */
 	double secs;  /* phase length */
 } mock_phase;
+
+/* The values of the word options, in the order of their names in config.c. */
+typedef enum mock_lim_mode {
+	MOCK_LIM_ROLLING,   /* a rolling window of --window-ms */
+	MOCK_LIM_FIXED,     /* counters reset at window boundaries */
+	MOCK_LIM_BUCKET     /* a token bucket */
+} mock_lim_mode;
+
+typedef enum mock_hint_style {
+	MOCK_HINT_FIXED,      /* Retry-After: ceil(--retry-after), none at 0 */
+	MOCK_HINT_NONE,
+	MOCK_HINT_SECONDS,    /* Retry-After: whole seconds, rounded up */
+	MOCK_HINT_HTTP_DATE,  /* Retry-After: an IMF-fixdate */
+	MOCK_HINT_MS,         /* retry-after-ms */
+	MOCK_HINT_AZURE,      /* retry-after-ms and Retry-After (seconds) */
+	MOCK_HINT_FRACTIONAL, /* Retry-After: 0.35 */
+	MOCK_HINT_BODY        /* "Please try again in 1.234s." in the message */
+} mock_hint_style;
+
+typedef enum mock_rl_headers {
+	MOCK_RLH_NONE,
+	MOCK_RLH_OPENAI,      /* x-ratelimit-* */
+	MOCK_RLH_ANTHROPIC    /* anthropic-ratelimit-* */
+} mock_rl_headers;
+
+typedef enum mock_quota_kind {
+	MOCK_QUOTA_NONE,
+	MOCK_QUOTA_OPENAI,    /* 429 insufficient_quota */
+	MOCK_QUOTA_ANTHROPIC, /* 400 "reached your specified API usage limits" */
+	MOCK_QUOTA_CREDITS,   /* 402 OpenRouter "Insufficient credits" */
+	MOCK_QUOTA_TRANSIENT  /* 402 with a retry hint (a key limit that resets) */
+} mock_quota_kind;
 
 /* All strings and arrays are owned by the mock_cfg. */
 typedef struct mock_cfg {
@@ -54,12 +88,32 @@ typedef struct mock_cfg {
 	double lat_a, lat_b;
 	/* capacity */
 	long max_concurrent;    /* 0: no limit */
-	double rps;             /* 0: no limit */
+	char *cschedule_spec;   /* --concurrency-schedule, "" when none */
+	mock_phase *cphases;
+	size_t ncphases;
+	double rps;             /* 0: no limit (--rpm sets rps = rpm / 60) */
 	char *schedule_spec;    /* "" when none */
 	mock_phase *phases;
 	size_t nphases;
+	int limiter;            /* mock_lim_mode */
+	long window_ms;
+	double burst;           /* bucket size; 0: a window's worth */
+	double refused_weight;  /* what a refused request costs the limiters */
+	double tpm;             /* tokens per minute; 0: no limit */
+	long default_max_tokens;
 	long over_status;
-	double retry_after;     /* seconds; 0 omits Retry-After */
+	/* hints and headers */
+	int hint;               /* mock_hint_style */
+	double retry_after;     /* seconds, for --hint fixed; 0 omits it */
+	double hint_factor;     /* hinted wait = true wait x factor */
+	int rl_headers;         /* mock_rl_headers */
+	/* quota */
+	int quota;              /* mock_quota_kind */
+	long quota_after;
+	double quota_rate;
+	long quota_lock_ms;     /* 0: a quota refusal lasts until reset */
+	/* accounting */
+	long series_ms;
 	/* faults */
 	double rate[MOCK_FAULT_LAST];
 	long stall_ms;

@@ -7,7 +7,9 @@
  * order; bytes of pipelined requests wait in `in`. The socket is registered
  * edge-triggered for input and output once, so reads drain to EAGAIN.
  * A client that closes its side abandons its request: the connection is
- * closed at once and its concurrency slot freed.
+ * closed at once and its concurrency slot freed. Only WAIT and STALL arm
+ * the timer, and only admitted requests (holding a slot) reach them:
+ * server.c reads the timers as the times slots will be freed.
  */
 #include "server.h"
 

@@ -159,6 +159,7 @@ const char *mock_http_reason(int status)
 	case 200: return "OK";
 	case 400: return "Bad Request";
 	case 401: return "Unauthorized";
+	case 402: return "Payment Required";
 	case 404: return "Not Found";
 	case 405: return "Method Not Allowed";
 	case 411: return "Length Required";

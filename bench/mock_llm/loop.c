@@ -152,6 +152,30 @@ void mock_timer_start(mock_loop *l, mock_timer *t, uint64_t delay_ms)
 	sift_up(l, l->n - 1);
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+uint64_t mock_loop_kth_due(const mock_loop *l, size_t k)
+{
+	uint64_t *due, r;
+
+	if (k == 0 || k > l->n)
+		return UINT64_MAX;
+	if (k == 1)
+		return l->heap[0]->due_ms;
+	due = mock_xmalloc(l->n * sizeof(*due));
+	for (size_t i = 0; i < l->n; i++)
+		due[i] = l->heap[i]->due_ms;
+	qsort(due, l->n, sizeof(*due), cmp_u64);
+	r = due[k - 1];
+	free(due);
+	return r;
+}
+
 /* ------------------------------------------------------------ the loop */
 
 static int wait_ms(const mock_loop *l)

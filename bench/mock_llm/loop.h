@@ -44,6 +44,10 @@ void mock_timer_start(mock_loop *l, mock_timer *t, uint64_t delay_ms);
 /* Disarms t; no-op when not armed. */
 void mock_timer_stop(mock_loop *l, mock_timer *t);
 
+/* The due time of the k-th (1-based) earliest armed timer, or UINT64_MAX
+ * when fewer are armed. O(1) for k = 1, O(n) otherwise. */
+uint64_t mock_loop_kth_due(const mock_loop *l, size_t k);
+
 /* Milliseconds on CLOCK_MONOTONIC, cached at each wake-up of the loop. */
 uint64_t mock_loop_now(const mock_loop *l);
 /* Reads CLOCK_MONOTONIC now. */

@@ -1,13 +1,15 @@
 /*
- * route.c — the endpoints (see server.h and docs/mock_llm.md):
+ * route.c — the chat endpoints (see server.h and docs/mock_llm.md):
  *   POST [prefix]/v1/chat/completions                 OpenAI, OpenRouter
  *   POST [prefix]/openai/deployments/D/chat/completions?api-version=V
- *   GET /admin/stats, POST /admin/reset, GET|POST /admin/config, GET /health
- * A chat request goes through: method, key, api-version, body, capacity,
- * then its fate (policy.h). Admin requests skip capacity and faults.
+ * and the dispatch to the admin ones (admin.c). A chat request goes
+ * through: method, key, api-version, body, admission (quota and
+ * capacity), then its fate (policy.h).
  */
 #include "server.h"
 #include "answer.h"
+#include "hint.h"
+#include "quota.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -24,93 +26,13 @@ void mock__error(mock_reply *r, int status, const char *type,
 	free(body);
 }
 
-static void reply_json(mock_reply *r, int status, json_t *v)
-{
-	char *body = json_dumps(v, JSON_COMPACT | JSON_REAL_PRECISION(12));
-	size_t n = body ? strlen(body) : 0;
-
-	mock_http_head(&r->out, status, n, r->close, NULL);
-	mock_buf_add(&r->out, body, n);
-	free(body);
-	json_decref(v);
-}
-
-static void not_allowed(mock_reply *r, const char *allow)
+void mock__not_allowed(mock_reply *r, const char *allow)
 {
 	char extra[64];
 
 	snprintf(extra, sizeof(extra), "Allow: %s\r\n", allow);
 	mock__error(r, 405, "invalid_request_error", "method_not_allowed",
 		    extra, "method not allowed on this path");
-}
-
-/* ---------------------------------------------------------------- admin */
-
-static void admin_config(mock_server *s, const char *buf,
-			 const mock_http_req *req, mock_reply *r)
-{
-	char err[512];
-	char *old_schedule;
-	json_t *v;
-
-	if (mock_span_eq(buf, req->method, "GET")) {
-		reply_json(r, 200, mock_cfg_to_json(&s->cfg));
-		return;
-	}
-	v = json_loadb(buf + req->head_len, req->body_len, 0, NULL);
-	old_schedule = mock_xstrdup(s->cfg.schedule_spec);
-	if (!v || mock_cfg_apply_json(&s->cfg, v, err, sizeof(err))) {
-		if (!v)
-			snprintf(err, sizeof(err), "the body must be a JSON "
-				 "object of options, e.g. {\"rps\": 10}");
-		mock__error(r, 400, "invalid_request_error", "invalid_config",
-			    NULL, err);
-	} else {
-		if (strcmp(old_schedule, s->cfg.schedule_spec))
-			mock_policy_restart_schedule(s->policy,
-						     mock_loop_now(s->loop));
-		reply_json(r, 200, mock_cfg_to_json(&s->cfg));
-	}
-	free(old_schedule);
-	json_decref(v);
-}
-
-/* 1 when the request was an admin (or health) request, answered in r. */
-static int route_admin(mock_server *s, const char *buf,
-		       const mock_http_req *req, mock_reply *r)
-{
-	int get = mock_span_eq(buf, req->method, "GET");
-	int post = mock_span_eq(buf, req->method, "POST");
-	uint64_t now = mock_loop_now(s->loop);
-
-	if (mock_span_eq(buf, req->path, "/admin/stats")) {
-		if (get)
-			reply_json(r, 200, mock_policy_stats(s->policy, &s->cfg,
-							     now));
-		else
-			not_allowed(r, "GET");
-	} else if (mock_span_eq(buf, req->path, "/admin/reset")) {
-		if (post) {
-			mock_policy_reset(s->policy, now);
-			reply_json(r, 200, mock_policy_stats(s->policy, &s->cfg,
-							     now));
-		} else {
-			not_allowed(r, "POST");
-		}
-	} else if (mock_span_eq(buf, req->path, "/admin/config")) {
-		if (get || post)
-			admin_config(s, buf, req, r);
-		else
-			not_allowed(r, "GET, POST");
-	} else if (mock_span_eq(buf, req->path, "/health")) {
-		if (get)
-			reply_json(r, 200, json_pack("{s:s}", "status", "ok"));
-		else
-			not_allowed(r, "GET");
-	} else {
-		return 0;
-	}
-	return 1;
 }
 
 /* ----------------------------------------------------------------- chat */
@@ -173,26 +95,79 @@ static int has_api_version(const char *buf, mock_span q)
 	return 0;
 }
 
-static void over_capacity(mock_server *s, mock_reply *r)
+/* The refusal's message: the mock's own, unless the hint goes in the
+ * body or tokens ran out, where it reads like OpenAI's. */
+static void refusal_message(const mock_cfg *cfg, const mock_verdict *v,
+			    mock_buf *msg)
 {
-	long st = s->cfg.over_status;
-	char extra[64] = "";
+	const mock_lim_view *q = v->cause == MOCK_CAUSE_TOKENS ? &v->tok :
+							       &v->req;
 
-	if (s->cfg.retry_after > 0)
-		snprintf(extra, sizeof(extra), "Retry-After: %.0f\r\n",
-			 ceil(s->cfg.retry_after));
+	if (v->cause == MOCK_CAUSE_TOKENS) {
+		mock_buf_addf(msg, "Rate limit reached on tokens per min "
+			      "(TPM): Limit %.0f, Used %.0f, Requested %.0f.",
+			      floor(q->limit), ceil(q->limit - q->remaining),
+			      v->tokens);
+	} else if (cfg->hint != MOCK_HINT_BODY) {
+		mock_buf_adds(msg, "the mock server is over capacity; retry "
+			      "later");
+		return;
+	} else if (v->cause == MOCK_CAUSE_CONCURRENCY) {
+		mock_buf_adds(msg, "Rate limit reached on concurrent requests.");
+	} else if (cfg->window_ms == 60000) {
+		mock_buf_addf(msg, "Rate limit reached on requests per min "
+			      "(RPM): Limit %.0f, Used %.0f, Requested 1.",
+			      floor(q->limit), ceil(q->limit - q->remaining));
+	} else {
+		mock_buf_addf(msg, "Rate limit reached on requests per %ld ms: "
+			      "Limit %.0f, Used %.0f, Requested 1.",
+			      cfg->window_ms, floor(q->limit),
+			      ceil(q->limit - q->remaining));
+	}
+	mock_hint_sentence(msg, cfg, v->wait_ms);
+}
+
+static void refuse(mock_server *s, const mock_verdict *v, mock_reply *r)
+{
+	const mock_cfg *cfg = &s->cfg;
+	long st = cfg->over_status;
+	mock_buf extra = { 0 }, msg = { 0 };
+	int status;
+	size_t n;
+	char *body;
+
+	if (v->cause == MOCK_CAUSE_QUOTA) {
+		if (cfg->quota == MOCK_QUOTA_TRANSIENT)
+			mock_hint_headers(&extra, cfg, v->wait_ms);
+		mock_ratelimit_headers(&extra, cfg, &v->req, &v->tok);
+		body = mock_quota_body(cfg, v->wait_ms, &status, &n);
+		mock_http_head(&r->out, status, n, r->close, extra.data);
+		mock_buf_add(&r->out, body, n);
+		free(body);
+		mock_policy_count_status(s->policy, status);
+		goto out_release;
+	}
+	mock_hint_headers(&extra, cfg, v->wait_ms);
+	mock_ratelimit_headers(&extra, cfg, &v->req, &v->tok);
+	refusal_message(cfg, v, &msg);
 	mock__error(r, (int)st, st == 429 ? "rate_limit_error" :
 		    st == 503 ? "server_error" : "overloaded_error",
 		    st == 429 ? "rate_limit_exceeded" :
 		    st == 503 ? "service_unavailable" : "overloaded",
-		    extra, "the mock server is over capacity; retry later");
+		    extra.data, msg.data);
+	mock_policy_count_status(s->policy, (int)st);
+out_release:
+	mock_buf_release(&extra);
+	mock_buf_release(&msg);
 }
 
-/* The answer of an admitted request, by its fate. */
+/* The answer of an admitted request, by its fate; `extra` holds the
+ * rate-limit headers. */
 static void serve(mock_server *s, const mock_chat *chat, const char *model,
-		  mock_reply *r)
+		  const char *extra, mock_reply *r)
 {
-	int fate = mock_policy_fate(s->policy, &s->cfg, chat->req_hash);
+	uint64_t now = mock_loop_now(s->loop);
+	int fate = mock_policy_fate(s->policy, &s->cfg, chat->req_hash, now);
 	int status = fate == MOCK_FAULT_500 ? 500 : 200;
 	size_t n;
 	char *body;
@@ -204,11 +179,14 @@ static void serve(mock_server *s, const mock_chat *chat, const char *model,
 		r->kind = fate == MOCK_FAULT_DROP ? MOCK_REPLY_DROP :
 						    MOCK_REPLY_STALL;
 		r->delay_ms = (uint64_t)s->cfg.stall_ms;
+		mock_policy_note_service(s->policy, fate == MOCK_FAULT_DROP ?
+					 0 : r->delay_ms);
 		return;
 	}
+	mock_policy_note_service(s->policy, r->delay_ms);
 	mock_policy_count_status(s->policy, status);
 	if (fate == MOCK_FAULT_500) {
-		mock__error(r, 500, "server_error", "internal_error", NULL,
+		mock__error(r, 500, "server_error", "internal_error", extra,
 			    "injected fault: internal server error");
 		return;
 	}
@@ -218,15 +196,44 @@ static void serve(mock_server *s, const mock_chat *chat, const char *model,
 		n /= 2; /* a proper prefix of a JSON object is never JSON */
 	} else if (fate == MOCK_FAULT_TRUNCATED) {
 		r->close = 1;
-		mock_http_head(&r->out, 200, n, 1, NULL);
+		mock_http_head(&r->out, 200, n, 1, extra);
 		n /= 2;
 		mock_buf_add(&r->out, body, n);
 		free(body);
 		return;
 	}
-	mock_http_head(&r->out, 200, n, r->close, NULL);
+	mock_http_head(&r->out, 200, n, r->close, extra);
 	mock_buf_add(&r->out, body, n);
 	free(body);
+}
+
+/* The token charge of a request: its characters / 4, rounded up, plus the
+ * completion it may ask for. */
+static double token_charge(const mock_cfg *cfg, const mock_chat *chat)
+{
+	return (double)((chat->prompt_chars + 3) / 4) +
+	       (double)(chat->max_tokens >= 0 ? chat->max_tokens :
+						cfg->default_max_tokens);
+}
+
+static void admit_chat(mock_server *s, const mock_chat *chat,
+		       const char *deployment, mock_reply *r)
+{
+	mock_verdict v;
+	mock_buf extra = { 0 };
+	const char *model;
+
+	mock_policy_decide(s->policy, &s->cfg, mock_loop_now(s->loop),
+			   token_charge(&s->cfg, chat), &v);
+	if (v.cause != MOCK_CAUSE_NONE) {
+		refuse(s, &v, r);
+		return;
+	}
+	model = json_string_value(json_object_get(chat->root, "model"));
+	mock_ratelimit_headers(&extra, &s->cfg, &v.req, &v.tok);
+	serve(s, chat, *deployment ? deployment : model ? model : "mock-model",
+	      extra.data, r);
+	mock_buf_release(&extra);
 }
 
 static void route_chat(mock_server *s, const char *buf,
@@ -239,7 +246,7 @@ static void route_chat(mock_server *s, const char *buf,
 
 	mock_policy_count_request(s->policy);
 	if (!mock_span_eq(buf, req->method, "POST")) {
-		not_allowed(r, "POST");
+		mock__not_allowed(r, "POST");
 		status = 405;
 	} else if (!key_ok(s, buf, req)) {
 		mock__error(r, status = 401, "invalid_request_error",
@@ -259,16 +266,8 @@ static void route_chat(mock_server *s, const char *buf,
 		mock__error(r, 400, "invalid_request_error", "invalid_request",
 			    NULL, err);
 		mock_policy_count_status(s->policy, 400);
-	} else if (!mock_policy_admit(s->policy, &s->cfg,
-				      mock_loop_now(s->loop))) {
-		over_capacity(s, r);
-		mock_policy_count_status(s->policy, (int)s->cfg.over_status);
 	} else {
-		const char *model = json_string_value(
-			json_object_get(chat.root, "model"));
-
-		serve(s, &chat, *deployment ? deployment :
-			  model ? model : "mock-model", r);
+		admit_chat(s, &chat, deployment, r);
 	}
 	mock_chat_release(&chat);
 }
@@ -279,7 +278,7 @@ void mock__route(mock_server *s, const char *buf, const mock_http_req *req,
 	char *deployment;
 
 	r->close = !req->keep_alive;
-	if (route_admin(s, buf, req, r))
+	if (mock__route_admin(s, buf, req, r))
 		return;
 	deployment = azure_deployment(buf, req->path);
 	if (*deployment || ends_with(buf, req->path, "/v1/chat/completions") ||

@@ -58,6 +58,7 @@ static void on_accept(mock_io *io, uint32_t events)
 			return; /* EAGAIN, or nothing we can fix here */
 		}
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		mock_policy_count_connection(s->policy);
 		mock__conn_open(s, fd);
 	}
 }
@@ -70,6 +71,16 @@ static void on_signal(mock_io *io, uint32_t events)
 	(void)events;
 	while (read(s->sfd, &si, sizeof(si)) == (ssize_t)sizeof(si))
 		mock_loop_stop(s->loop);
+}
+
+/* Every armed timer of the loop belongs to a connection that holds a
+ * concurrency slot until it fires (conn.c: an answer waiting out its
+ * latency, or a stall), so the k-th timer due is the k-th slot freed. */
+static uint64_t slot_due(void *ctx, size_t k)
+{
+	mock_server *s = ctx;
+
+	return mock_loop_kth_due(s->loop, k);
 }
 
 static int open_listener(mock_server *s, char *err, size_t n)
@@ -141,7 +152,8 @@ int mock_server_init(mock_server *s, mock_cfg *cfg, char *err, size_t n)
 			 strerror(errno));
 		return -1;
 	}
-	s->policy = mock_policy_create(mock_loop_now(s->loop));
+	s->policy = mock_policy_create(&s->cfg, mock_loop_now(s->loop));
+	mock_policy_set_slot_fn(s->policy, slot_due, s);
 	if (open_listener(s, err, n) || open_signals(s, err, n))
 		return -1;
 	s->spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);

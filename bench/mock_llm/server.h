@@ -3,7 +3,8 @@
  * the routes, all on one mock_loop in one thread.
  *
  * Files: server.c (listen, accept, signals, run), conn.c (one connection:
- * read, parse, wait, write), route.c (endpoints: chat, admin).
+ * read, parse, wait, write), route.c (the chat endpoints), admin.c (the
+ * admin ones).
  */
 #ifndef MOCK_SERVER_H
 #define MOCK_SERVER_H
@@ -65,6 +66,13 @@ typedef struct mock_reply {
  * by req. Fills r (zero it first; the caller releases r->out). */
 void mock__route(mock_server *s, const char *buf, const mock_http_req *req,
 		 mock_reply *r);
+
+/* Answers an admin or health request into r and returns 1; 0 when the
+ * path is not one (admin.c). */
+int mock__route_admin(mock_server *s, const char *buf,
+		      const mock_http_req *req, mock_reply *r);
+/* A 405 with "Allow: allow". */
+void mock__not_allowed(mock_reply *r, const char *allow);
 
 /* Builds an error answer with an OpenAI-style body into r->out. `extra`
  * is more header lines (CRLF-terminated) or NULL. */

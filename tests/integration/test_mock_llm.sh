@@ -3,8 +3,11 @@
 # Azure answers and their determinism, keys, capacity (max-concurrent, rps,
 # schedule), every injected fault, structured answers, the admin endpoints,
 # HTTP details (keep-alive, pipelining, 100-continue, chunked) and 2000
-# concurrent connections. The client is python3 (stdlib only); it prints
-# "ok - ..." / "FAIL - ..." lines that are counted here.
+# concurrent connections; then the provider-like limits (limiter modes,
+# refused requests that count, token budgets, hints, rate-limit headers,
+# quota errors, capacity and goodput, the series) in mock_llm_limits.py.
+# The client is python3 (stdlib only); it prints "ok - ..." / "FAIL - ..."
+# lines that are counted here.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 MOCK="$(dirname "$ELSPETH")/elspeth-mock-llm"
@@ -18,11 +21,17 @@ expect "bad schedule: exit 2" 2 "--schedule: bad value" -- "$MOCK" --schedule 5:
 expect "bad status: exit 2" 2 "expected 429, 503 or 529" -- "$MOCK" --over-capacity-status 500
 expect "fault rates over 1: exit 2" 2 "add up to" -- "$MOCK" --drop-rate 0.6 --stall-rate 0.6
 expect "missing value: exit 2" 2 "--port needs a value" -- "$MOCK" --port
+expect "--help lists the limiter options" 0 "--refused-weight" -- "$MOCK" --help
+expect "bad limiter: exit 2" 2 "expected rolling|fixed|bucket" -- "$MOCK" --limiter leaky
+expect "bad hint: exit 2" 2 "--hint: bad value 'soon'" -- "$MOCK" --hint soon
+expect "bad concurrency schedule: exit 2" 2 "a whole N" -- "$MOCK" --concurrency-schedule 1.5:2
+expect "transient quota needs a lock: exit 2" 2 "--quota-lock-ms" -- "$MOCK" --quota credits-transient
 
 cat > client.py <<'PY'
 import asyncio, json, os, re, resource, signal, subprocess, sys, time
 
 MOCK = sys.argv[1]
+HERE = sys.argv[2]  # tests/integration, where mock_llm_limits.py lives
 LABELS = ["positive", "negative", "neutral"]
 CHAT = "/v1/chat/completions"
 
@@ -397,6 +406,9 @@ async def main():
         await many(port, n)
     finally:
         stop(p, "mock B")
+    sys.path.insert(0, HERE)
+    import mock_llm_limits
+    await mock_llm_limits.run(sys.modules[__name__])
 
 asyncio.run(main())
 PY
@@ -408,5 +420,5 @@ while IFS= read -r line; do
     "client exit "*) [ "${line#client exit }" = 0 ] || fail "client.py exited ${line#client exit }" ;;
     *) echo "    $line" ;;
   esac
-done < <(timeout 120 python3 client.py "$MOCK" 2>&1; echo "client exit $?")
+done < <(timeout 180 python3 client.py "$MOCK" "$SRC/tests/integration" 2>&1; echo "client exit $?")
 finish
