@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# Capacity control against provider-like limits (docs/architecture.md §10–11,
+# issue 15). The mock (docs/mock_llm.md) is set up as the real limiters
+# behave — refused requests count against the window (OpenAI), hints in
+# each provider's style, x-ratelimit headers — and it computes, itself,
+# what a perfect client could have had admitted in the same time
+# (capacity) and the goodput = useful answers / capacity. Each scenario
+# runs CSV -> llm -> CSV (audit on, Release build) once per controller
+# MODE and REPEATS times; the table shows medians:
+#
+#   flaky       20 <-> 5 req/s every 10 s, 1 s rolling window, refused
+#               requests count, latency 100 ms, no hints
+#   flaky-hint  the same with exact retry-after-ms hints
+#   cap56       at most 56 requests at once, pool 64, latency lognormal
+#               (median 150 ms, sigma 0.5), no rate limit
+#   rpm600      600 requests/minute in a fixed 60 s window, x-ratelimit-*
+#               headers (OpenAI), latency 100 ms
+#   none        no limit, latency 20 ms, N = pool = 256
+#
+# Columns: goodput (the mock's), refused share (refused / arrivals),
+# attempts per row (arrivals / rows), peak in flight (the mock's peak
+# concurrency), connections accepted, wall seconds.
+#
+# Usage: bench/limits.sh [SCENARIO...]        (default: all)
+# Environment: MODES="aimd" (the controllers to compare: aimd = the
+#              dispatch-delay AIMD, options backoff_multiplier etc.)
+#              REPEATS=3; ROWS_<scenario> to change a scenario's rows.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+MODES=${MODES:-aimd}
+REPEATS=${REPEATS:-3}
+QUIET_MAX=${QUIET_MAX:-1.0}
+QUIET_WAIT=${QUIET_WAIT:-10}
+WHICH=${*:-flaky flaky-hint cap56 rpm600 none}
+OUT=$ROOT/bench/out/limits
+mkdir -p "$OUT"/{bin,log,settings,state,sink}
+source bench/lib.sh
+for c in jq:jq curl:curl; do
+  ensure_pkg "${c%%:*}" "${c#*:}" || { echo "bench/limits.sh needs ${c%%:*}" >&2; exit 1; }
+done
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
+cmake --build build-release -j"$(nproc)" --target elspeth elspeth-mock-llm >/dev/null
+cp build-release/elspeth build-release/elspeth-mock-llm "$OUT/bin/"
+BIN=$OUT/bin/elspeth
+MOCK=$OUT/bin/elspeth-mock-llm
+REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
+
+MOCK_PID=
+stop_mock() {
+  if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null || true; wait "$MOCK_PID" 2>/dev/null || true; fi
+  MOCK_PID=
+}
+trap stop_mock EXIT
+start_mock() { # ARGS...
+  stop_mock
+  rm -f "$OUT/mock.port"
+  "$MOCK" --port 0 --port-file "$OUT/mock.port" "$@" > "$OUT/log/mock.log" 2>&1 &
+  MOCK_PID=$!
+  for _ in $(seq 100); do [ -s "$OUT/mock.port" ] && break; sleep 0.05; done
+  PORT=$(cat "$OUT/mock.port")
+}
+mock() { # METHOD PATH
+  curl -sf -X "$1" "http://127.0.0.1:$PORT$2"
+}
+
+input() { # ROWS
+  local f="$OUT/input-$1.csv"
+  [ -f "$f" ] || awk -v n="$1" 'BEGIN { print "id,text";
+    for (i = 1; i <= n; i++) printf "%d,ticket %d: the printer on floor %d jams\n", i, i, i % 17 }' > "$f"
+  echo "$f"
+}
+
+# Controller options per mode (the llm transform's options).
+mode_opts() {
+  case $1 in
+    aimd) echo "" ;;
+    *) echo "unknown mode $1" >&2; exit 2 ;;
+  esac
+}
+
+settings() { # TAG INPUT POOL EXTRA
+  local tag=$1 in=$2 pool=$3 extra=${4:-}
+  [ -n "$extra" ] && extra=", $extra"
+  cat > "$OUT/settings/$tag.yaml" <<YAML
+source:
+  plugin: csv
+  on_success: ask
+  options: {path: $in, on_validation_failure: discard}
+transforms:
+  - name: classify
+    plugin: llm
+    input: ask
+    on_success: out
+    on_error: errors
+    options: {provider: openai, model: mock-1, base_url: "http://127.0.0.1:$PORT/v1",
+              api_key: bench, template: "Classify this ticket: {{ row.text }}",
+              response_field: label, pool_size: $pool$extra}
+sinks:
+  out: {plugin: csv, options: {path: "$OUT/sink/$tag.csv"}}
+  errors: {plugin: json, options: {path: "$OUT/sink/$tag-errors.jsonl", format: jsonl}}
+landscape: {url: "lmdb://$OUT/state/$tag"}
+YAML
+}
+
+# scenario NAME: sets ROWS, POOL, N, MOCK_ARGS
+scenario() {
+  case $1 in
+    flaky) ROWS=${ROWS_flaky:-500}; POOL=64; N=64
+      MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint none" ;;
+    flaky-hint) ROWS=${ROWS_flaky_hint:-500}; POOL=64; N=64
+      MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint ms" ;;
+    cap56) ROWS=${ROWS_cap56:-3000}; POOL=64; N=64
+      MOCK_ARGS="--latency lognormal:150:0.5 --max-concurrent 56 --hint none" ;;
+    rpm600) ROWS=${ROWS_rpm600:-1500}; POOL=64; N=64
+      MOCK_ARGS="--latency fixed:100 --rpm 600 --limiter fixed --window-ms 60000 --ratelimit-headers openai --hint none" ;;
+    none) ROWS=${ROWS_none:-4000}; POOL=256; N=256
+      MOCK_ARGS="--latency fixed:20" ;;
+    *) echo "unknown scenario $1" >&2; exit 2 ;;
+  esac
+}
+
+median() { sort -g | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+
+printf 'capacity control: %s, Release build at %s, %s runs each (medians)\n' "$WHICH" "$REV" "$REPEATS"
+printf '%-11s %-9s %8s %8s %9s %7s %6s %7s\n' scenario mode goodput refused att/row peak_if conns wall_s
+: > "$OUT/runs.tsv"
+for sc in $WHICH; do
+  scenario "$sc"
+  in=$(input "$ROWS")
+  for mode in $MODES; do
+    for r in $(seq "$REPEATS"); do
+      # shellcheck disable=SC2086
+      start_mock $MOCK_ARGS
+      tag="$sc-$mode-$r"
+      settings "$tag" "$in" "$POOL" "$(mode_opts "$mode")"
+      rm -rf "$OUT/state/$tag"
+      quiet_gate
+      mock POST /admin/reset > /dev/null
+      t0=$(date +%s.%N)
+      "$BIN" run -s "$OUT/settings/$tag.yaml" --execute --max-rows-in-flight "$N" \
+        > "$OUT/log/$tag.log" 2>&1 || true
+      t1=$(date +%s.%N)
+      mock GET /admin/stats > "$OUT/log/$tag.stats.json"
+      stop_mock
+      ok=$(wc -l < "$OUT/sink/$tag.csv" 2>/dev/null || echo 1)
+      jq -r --arg sc "$sc" --arg mode "$mode" --argjson rows "$ROWS" \
+        --arg wall "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" --argjson out "$((ok - 1))" \
+        '[$sc, $mode, (.goodput // 0), ((.refused | add) / ([.arrivals, 1] | max)),
+          (.arrivals / $rows), .peak_concurrency, .connections, ($wall | tonumber), $out] | @tsv' \
+        "$OUT/log/$tag.stats.json" >> "$OUT/runs.tsv"
+      rm -rf "$OUT/state/$tag"
+    done
+    awk -F'\t' -v sc="$sc" -v m="$mode" '$1 == sc && $2 == m' "$OUT/runs.tsv" > "$OUT/.cur"
+    row=()
+    for col in 3 4 5 6 7 8; do row+=("$(cut -f"$col" "$OUT/.cur" | median)"); done
+    printf '%-11s %-9s %7.1f%% %7.1f%% %9.3f %7.0f %6.0f %7.1f\n' "$sc" "$mode" \
+      "$(awk -v v="${row[0]}" 'BEGIN { print v * 100 }')" \
+      "$(awk -v v="${row[1]}" 'BEGIN { print v * 100 }')" "${row[2]}" "${row[3]}" "${row[4]}" "${row[5]}"
+  done
+done
+echo "every run: $OUT/runs.tsv (scenario mode goodput refused att/row peak conns wall rows_out)"
