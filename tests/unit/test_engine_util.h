@@ -34,11 +34,14 @@
 #ifndef TEST_ENGINE_UTIL_H
 #define TEST_ENGINE_UTIL_H
 
+#include <dirent.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <criterion/criterion.h>
 
@@ -523,11 +526,14 @@ typedef struct tpipe {
 	core_err err;
 } tpipe;
 
-static inline void tp_open(tpipe *p, const char *yaml)
+/* With rec, audit is on: a run is recorded (its lock is held until
+ * tp_close). */
+static inline void tp_open_rec(tpipe *p, const char *yaml, rec_env *rec)
 {
 	memset(p, 0, sizeof(*p));
 	p->g = eng_graph(yaml, &p->s);
-	cr_assert_eq(eng__audit_start(&p->audit, NULL, p->g, NULL, &p->err), 0);
+	cr_assert_eq(eng__audit_start(&p->audit, rec, p->g, "t.yaml", &p->err), 0,
+		     "%s", p->err.msg);
 	p->c = (eng_ctx){ .g = p->g, .audit = &p->audit, .stop = &tstop,
 			  .t0_mono = core_now_mono_ns() };
 	cr_assert_eq(dag_open(p->g, true, &p->err), 0, "%s", p->err.msg);
@@ -536,8 +542,15 @@ static inline void tp_open(tpipe *p, const char *yaml)
 	cr_assert_not_null(p->sum.per_sink);
 }
 
+static inline void tp_open(tpipe *p, const char *yaml)
+{
+	tp_open_rec(p, yaml, NULL);
+}
+
 static inline void tp_close(tpipe *p)
 {
+	if (p->audit.lock_fd >= 0)
+		close(p->audit.lock_fd);
 	eng__aggs_free(&p->c);
 	dag_free(p->g);
 	core_settings_free(p->s);
@@ -565,6 +578,73 @@ static inline int tp_row(tpipe *p, uint64_t seq, long long i, eng_result *res)
 	rc = eng__process_row(&p->c, &row, res, &p->err);
 	eng__row_release(&row);
 	return rc;
+}
+
+/* ------------------------------------------------------- Landscapes */
+
+typedef struct etmp {
+	char root[64];   /* the mkdtemp directory */
+	char lmdb[96];   /* root/audit.lmdb */
+} etmp;
+
+static inline void etmp_make(etmp *d)
+{
+	snprintf(d->root, sizeof(d->root), "/tmp/elspeth-eng-XXXXXX");
+	cr_assert_not_null(mkdtemp(d->root));
+	snprintf(d->lmdb, sizeof(d->lmdb), "%s/audit.lmdb", d->root);
+}
+
+/* rm -r of a tree of our own (no symlinks). */
+static inline void rm_tree(const char *path)
+{
+	struct dirent *e;
+	struct stat st;
+	char sub[512];
+	DIR *dir;
+
+	if (lstat(path, &st))
+		return;
+	if (S_ISDIR(st.st_mode) && (dir = opendir(path))) {
+		while ((e = readdir(dir)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+			    snprintf(sub, sizeof(sub), "%s/%.200s", path, e->d_name) <
+			    (int)sizeof(sub))
+				rm_tree(sub);
+		closedir(dir);
+	}
+	remove(path);
+}
+
+static inline void etmp_remove(etmp *d)
+{
+	rm_tree(d->root);
+}
+
+static inline rec_env *etmp_rec(etmp *d, int flags)
+{
+	core_err err = { 0 };
+	rec_env *rec = NULL;
+
+	cr_assert_eq(rec_open(d->lmdb, flags, &rec, &err), 0, "rec_open: %s", err.msg);
+	return rec;
+}
+
+static inline void rec_done(rec_env *rec)
+{
+	core_err err = { 0 };
+
+	cr_assert_eq(rec_close(rec, &err), 0, "rec_close: %s", err.msg);
+}
+
+/* The latest checkpoint of run (fails the test when there is none). */
+static inline Elspeth__Checkpoint *ckpt_of(rec_env *rec, uint64_t run)
+{
+	Elspeth__Checkpoint *ck = NULL;
+	core_err err = { 0 };
+
+	cr_assert_eq(rec_flush(rec, &err), 0, "%s", err.msg);
+	cr_assert_eq(rec_ckpt_load(rec, run, &ck, &err), 0, "%s", err.msg);
+	return ck;
 }
 
 /* The compact JSON text of v (malloc'd). */
