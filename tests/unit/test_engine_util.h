@@ -9,13 +9,15 @@
  *   source (any plugin)    tsrc: rows {"i": 1..rows}; options rows (10),
  *                          invalid_every (every k-th row fails validation),
  *                          fail_at (a fatal read error instead of row k);
+ *                          tsrc_salt, tsrc_limit change the input
  *                          position/seek by row index
  *   transform              ttx: a copy of the row with `key` set to
  *                          `value` (when given); sleep_us (a random sleep
  *                          of 0..sleep_us µs, said to the engine through
  *                          plg_blocking); fail_mod (rows with i % m == 0
  *                          fail, not retryable); stop_at (row i sets the
- *                          test's stop flag and fails retryably, once);
+ *                          test's stop flag and fails retryably, once per
+ *                          test);
  *                          an expanding transform (json_explode in the
  *                          settings) makes `expand` children with "k": j
  *   sink                   tsink: keeps rows in memory under options
@@ -60,8 +62,14 @@ static json_t *tsink_store;
 static json_t *tagg_batches;
 /* Added to every source row as "v" when non-zero: the input changed. */
 static int tsrc_salt;
+/* When non-zero, the source ends after this many rows: the input got
+ * shorter. */
+static long long tsrc_limit;
 /* Rows ttx processed (every attempt). */
 static atomic_uint ttx_calls;
+/* ttx's stop_at fired (once per test process: a resume does not stop
+ * again). */
+static atomic_bool ttx_stopped;
 
 static inline long long row_i(const json_t *row)
 {
@@ -104,7 +112,7 @@ static inline int tsrc_next(void *state, plg_source_row *out, core_err *err)
 
 	if (s->fail_at && s->next + 1 == s->fail_at)
 		return core_err_set(err, CORE_EIO, "tsrc: cannot read row %lld", s->fail_at);
-	if (s->next >= s->n)
+	if (s->next >= s->n || (tsrc_limit && s->next >= tsrc_limit))
 		return 0;
 	k = ++s->next;
 	out->row = json_pack("{s:I}", "i", (json_int_t)k);
@@ -166,7 +174,6 @@ static inline const plg_source_ops *tsrc_noseek_ops(void)
 typedef struct ttx {
 	const char *key, *value;
 	long long sleep_us, fail_mod, stop_at, expand;
-	atomic_bool stopped;
 } ttx;
 
 static inline int ttx_open(const core_node *o, void **state, core_err *err)
@@ -208,7 +215,7 @@ static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *e
 	atomic_fetch_add(&ttx_calls, 1);
 	if (t->sleep_us)
 		random_sleep(t->sleep_us, ctx);
-	if (t->stop_at && i == t->stop_at && !atomic_exchange(&t->stopped, true)) {
+	if (t->stop_at && i == t->stop_at && !atomic_exchange(&ttx_stopped, true)) {
 		atomic_store(&tstop, 1);
 		core_err_set(err, CORE_EDATA, "row %lld: a transient failure (test)", i);
 		err->retryable = true;
