@@ -12,7 +12,8 @@
  *                          tsrc_salt, tsrc_limit change the input
  *                          position/seek by row index
  *   transform              ttx: a copy of the row with `key` set to
- *                          `value` (when given); sleep_us (a random sleep
+ *                          `value` (when given) and the keys of map `set`;
+ *                          delay_us (a fixed sleep); sleep_us (a random sleep
  *                          of 0..sleep_us µs, said to the engine through
  *                          plg_blocking); fail_mod (rows with i % m == 0
  *                          fail, not retryable); stop_at (row i sets the
@@ -173,7 +174,8 @@ static inline const plg_source_ops *tsrc_noseek_ops(void)
 
 typedef struct ttx {
 	const char *key, *value;
-	long long sleep_us, fail_mod, stop_at, expand;
+	json_t *set;       /* keys to set, or NULL */
+	long long sleep_us, delay_us, fail_mod, stop_at, expand;
 } ttx;
 
 static inline int ttx_open(const core_node *o, void **state, core_err *err)
@@ -183,7 +185,10 @@ static inline int ttx_open(const core_node *o, void **state, core_err *err)
 	cr_assert_not_null(t);
 	cr_assert_eq(core_opt_str(o, "key", false, &t->key, err), 0);
 	cr_assert_eq(core_opt_str(o, "value", false, &t->value, err), 0);
+	if (core_map_get(o, "set"))
+		t->set = core_node_to_json(core_map_get(o, "set"));
 	t->sleep_us = opt_ll(o, "sleep_us", 0);
+	t->delay_us = opt_ll(o, "delay_us", 0);
 	t->fail_mod = opt_ll(o, "fail_mod", 0);
 	t->stop_at = opt_ll(o, "stop_at", 0);
 	t->expand = opt_ll(o, "expand", 2);
@@ -215,6 +220,11 @@ static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *e
 	atomic_fetch_add(&ttx_calls, 1);
 	if (t->sleep_us)
 		random_sleep(t->sleep_us, ctx);
+	if (t->delay_us) {
+		struct timespec ts = { t->delay_us / 1000000, t->delay_us % 1000000 * 1000 };
+
+		nanosleep(&ts, NULL);
+	}
 	if (t->stop_at && i == t->stop_at && !atomic_exchange(&ttx_stopped, true)) {
 		atomic_store(&tstop, 1);
 		core_err_set(err, CORE_EDATA, "row %lld: a transient failure (test)", i);
@@ -237,6 +247,8 @@ static inline int ttx_process(void *state, const json_t *row, json_t **out,
 	*out = json_copy((json_t *)row);
 	if (t->key)
 		json_object_set_new(*out, t->key, json_string(t->value ? t->value : ""));
+	if (t->set)
+		json_object_update(*out, t->set);
 	return 0;
 }
 
@@ -262,7 +274,11 @@ static inline int ttx_expand(void *state, const json_t *row, json_t **out,
 
 static inline void ttx_close(void *state)
 {
-	free(state);
+	ttx *t = state;
+
+	if (t)
+		json_decref(t->set);
+	free(t);
 }
 
 static inline const plg_transform_ops *ttx_ops(bool expands)
