@@ -9,18 +9,18 @@
  *   source (any plugin)    tsrc: rows {"i": 1..rows}; options rows (10),
  *                          invalid_every (every k-th row fails validation),
  *                          fail_at (a fatal read error instead of row k);
- *                          tsrc_salt, tsrc_limit change the input
- *                          position/seek by row index
+ *                          position/seek by row index; the globals
+ *                          tsrc_salt and tsrc_limit change the input
  *   transform              ttx: a copy of the row with `key` set to
  *                          `value` (when given) and the keys of map `set`;
- *                          delay_us (a fixed sleep); sleep_us (a random sleep
- *                          of 0..sleep_us µs, said to the engine through
- *                          plg_blocking); fail_mod (rows with i % m == 0
- *                          fail, not retryable); stop_at (row i sets the
- *                          test's stop flag and fails retryably, once per
- *                          test);
- *                          an expanding transform (json_explode in the
- *                          settings) makes `expand` children with "k": j
+ *                          delay_us (a fixed sleep); sleep_us (a random
+ *                          sleep of 0..sleep_us µs, said to the engine
+ *                          through plg_blocking); fail_mod (rows with
+ *                          i % m == 0 fail, not retryable); stop_at (row i
+ *                          sets the test's stop flag and fails retryably,
+ *                          once per test); as an expanding transform
+ *                          (json_explode in the settings) it makes
+ *                          `expand` (2) children with "k": 0, 1, ...
  *   sink                   tsink: keeps rows in memory under options
  *                          `name` (tsink_rows(name)); fail_mod (writes of
  *                          rows with i % m == 0 fail); position, resume
