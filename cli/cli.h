@@ -13,6 +13,10 @@ enum {
 	CLI_AUDIT = 4       /* audit-integrity failure */
 };
 
+/* `elspeth COMMAND ...` (argv[0] the program): dispatches to the
+ * subcommands; returns the exit code. */
+int cli_main(int argc, char **argv);
+
 int cli_validate(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_resume(int argc, char **argv);
@@ -20,6 +24,33 @@ int cli_plugins(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
+
+/* The options of `run` and `resume` (cmd_run.c). */
+typedef struct cli_run_args {
+	const char *path;     /* -s */
+	bool execute;
+	bool json;            /* --format json */
+	long max_in_flight;   /* --sequential: 1; 0: from the settings */
+	const char *resume;   /* resume: the run (id or latest) */
+} cli_run_args;
+
+/* The options of the read commands `runs`, `explain`, `verify`
+ * (cmd_read.c). */
+typedef struct cli_read_args {
+	const char *settings, *database, *run, *sink;
+	unsigned long long row, token;
+	bool json;
+} cli_read_args;
+
+/* Parse argv (argv[0] is the command, cmd its name) into *a, which the
+ * caller initialises with the defaults; strings point into argv. Return
+ * 0, -1 after printing `usage` (--help), or CLI_USAGE after printing
+ * what is wrong to stderr. They use getopt_long: a second parse in the
+ * same process needs optind reset (to 0 for glibc) first. */
+int cli_parse_run_args(const char *cmd, const char *usage, int argc,
+		       char **argv, cli_run_args *a);
+int cli_parse_read_args(const char *cmd, const char *usage, int argc,
+			char **argv, cli_read_args *a);
 
 /* Opens the audit trail named by -s SETTINGS (its landscape.url), else
  * --database PATH, else ./state/audit.lmdb; prints the error. */

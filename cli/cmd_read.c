@@ -6,20 +6,13 @@
 
 #include "cli/cli.h"
 
-typedef struct read_args {
-	const char *settings, *database, *run, *sink;
-	unsigned long long row, token;
-	bool json;
-} read_args;
-
 static const char where_help[] =
 	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
 	"      --database PATH   ... or from this LMDB directory\n"
 	"                        (default: ./state/audit.lmdb)\n";
 
-/* Parses the options of a read command; -1 after --help. */
-static int parse(const char *cmd, const char *usage, int argc, char **argv,
-		 read_args *a)
+int cli_parse_read_args(const char *cmd, const char *usage, int argc,
+			char **argv, cli_read_args *a)
 {
 	static const struct option longopts[] = {
 		{ "settings", required_argument, NULL, 's' },
@@ -137,7 +130,7 @@ int cli_runs(int argc, char **argv)
 		"Lists the recorded runs, newest first; with --run, one run in detail\n"
 		"with its pipeline metrics (rows in flight, peak waiting, FIFO wait,\n"
 		"time the source was blocked by backpressure, batches, diverted).\n\n";
-	read_args a = { 0 };
+	cli_read_args a = { 0 };
 	rec_env *env;
 	json_t *runs;
 	core_err err = { 0 };
@@ -145,7 +138,7 @@ int cli_runs(int argc, char **argv)
 	json_t *r;
 	int rc;
 
-	if ((rc = parse("runs", usage, argc, argv, &a)))
+	if ((rc = cli_parse_read_args("runs", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
@@ -182,14 +175,14 @@ int cli_explain(int argc, char **argv)
 		"its reason, each external call, the terminal outcome, and where the\n"
 		"output landed (sink, byte range). --json prints the document whose\n"
 		"schema is in docs/audit.md.\n\n";
-	read_args a = { .run = "latest" };
+	cli_read_args a = { .run = "latest" };
 	rec_env *env;
 	json_t *doc = NULL;
 	core_err err = { 0 };
 	uint64_t run;
 	int rc;
 
-	if ((rc = parse("explain", usage, argc, argv, &a)))
+	if ((rc = cli_parse_read_args("explain", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
 	if (!a.row == !a.token)
 		return cli_usage_error("explain", "give exactly one of --row SEQ or --token ID");
@@ -235,7 +228,7 @@ int cli_verify(int argc, char **argv)
 		"need no outcome, and each replayed call must name a successful call\n"
 		"with the same request.\n"
 		"Exit 0 when all hold, 4 with the list of violations.\n\n";
-	read_args a = { .run = "latest" };
+	cli_read_args a = { .run = "latest" };
 	rec_env *env;
 	json_t *rep = NULL, *v;
 	core_err err = { 0 };
@@ -243,7 +236,7 @@ int cli_verify(int argc, char **argv)
 	size_t i, n;
 	int rc;
 
-	if ((rc = parse("verify", usage, argc, argv, &a)))
+	if ((rc = cli_parse_read_args("verify", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;

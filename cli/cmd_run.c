@@ -81,14 +81,6 @@ static void print_summary(const dag_graph *g, const eng_summary *sum)
 	}
 }
 
-typedef struct run_args {
-	const char *path;
-	bool execute;
-	bool json;
-	long max_in_flight;
-	const char *resume;   /* resume: the run (id or latest) */
-} run_args;
-
 /* -------------------------------------------------------------- progress */
 
 static void progress_text(void *ctx, const eng_progress *p)
@@ -131,8 +123,8 @@ static void progress_json(void *ctx, const eng_progress *p)
 	json_decref(e);
 }
 
-static int parse_args(const char *cmd, const char *usage, int argc, char **argv,
-		      run_args *a)
+int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv,
+		       cli_run_args *a)
 {
 	static const struct option longopts[] = {
 		{ "settings", required_argument, NULL, 's' },
@@ -335,13 +327,13 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 
 int cli_run(int argc, char **argv)
 {
-	run_args a = { 0 };
+	cli_run_args a = { 0 };
 	core_settings *s;
 	dag_graph *g;
 	core_err err = { 0 };
 	int rc;
 
-	if ((rc = parse_args("run", run_usage, argc, argv, &a)))
+	if ((rc = cli_parse_run_args("run", run_usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;
@@ -417,7 +409,7 @@ static void print_plan(const json_t *p, const char *path)
 	       (long long)json_integer_value(json_object_get(p, "run_id")), path);
 }
 
-static int resume_dry(dag_graph *g, const run_args *a)
+static int resume_dry(dag_graph *g, const cli_run_args *a)
 {
 	eng_opts o = { .settings_path = a->path };
 	core_err err = { 0 };
@@ -446,12 +438,12 @@ static int resume_dry(dag_graph *g, const run_args *a)
 
 int cli_resume(int argc, char **argv)
 {
-	run_args a = { 0 };
+	cli_run_args a = { 0 };
 	core_settings *s;
 	dag_graph *g;
 	int rc;
 
-	if ((rc = parse_args("resume", resume_usage, argc, argv, &a)))
+	if ((rc = cli_parse_run_args("resume", resume_usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;

@@ -1,60 +1,7 @@
-/* main.c — `elspeth COMMAND ...`: dispatches to the subcommands. */
-#include <stdio.h>
-#include <string.h>
-
+/* main.c — the elspeth binary: everything is in cli_main (dispatch.c). */
 #include "cli/cli.h"
-
-static const char usage[] =
-	"usage: elspeth COMMAND [OPTIONS]\n"
-	"\n"
-	"An auditable data-pipeline engine.\n"
-	"\n"
-	"Commands:\n"
-	"  validate -s SETTINGS          check a pipeline without running it\n"
-	"  run -s SETTINGS [--execute]   run a pipeline (validates only without --execute)\n"
-	"  resume RUN_ID -s SETTINGS [--execute]  finish a run that stopped, from its checkpoint\n"
-	"  runs                          list recorded runs, newest first\n"
-	"  explain --run ID|latest --row SEQ   the whole story of one row\n"
-	"  verify --run ID|latest        check a run's audit invariants (exit 4 on violations)\n"
-	"  plugins list                  list the available plugins\n"
-	"\n"
-	"Options:\n"
-	"  -h, --help                    show help (also: elspeth COMMAND --help)\n"
-	"  --version                     show the version\n"
-	"\n"
-	"Exit codes: 0 success, 1 error, 2 usage, 3 interrupted, 4 audit-integrity failure.\n";
 
 int main(int argc, char **argv)
 {
-	const char *cmd = argc > 1 ? argv[1] : NULL;
-
-	if (!cmd) {
-		fputs(usage, stderr);
-		return CLI_USAGE;
-	}
-	if (!strcmp(cmd, "-h") || !strcmp(cmd, "--help") || !strcmp(cmd, "help")) {
-		fputs(usage, stdout);
-		return CLI_OK;
-	}
-	if (!strcmp(cmd, "--version") || !strcmp(cmd, "version")) {
-		printf("elspeth %s (canonical hashing %s)\n", ELSPETH_VERSION,
-		       CORE_CANONICAL_VERSION);
-		return CLI_OK;
-	}
-	if (!strcmp(cmd, "validate"))
-		return cli_validate(argc - 1, argv + 1);
-	if (!strcmp(cmd, "run"))
-		return cli_run(argc - 1, argv + 1);
-	if (!strcmp(cmd, "resume"))
-		return cli_resume(argc - 1, argv + 1);
-	if (!strcmp(cmd, "runs"))
-		return cli_runs(argc - 1, argv + 1);
-	if (!strcmp(cmd, "explain"))
-		return cli_explain(argc - 1, argv + 1);
-	if (!strcmp(cmd, "verify"))
-		return cli_verify(argc - 1, argv + 1);
-	if (!strcmp(cmd, "plugins"))
-		return cli_plugins(argc - 1, argv + 1);
-	fprintf(stderr, "elspeth: unknown command '%s'\n\n%s", cmd, usage);
-	return CLI_USAGE;
+	return cli_main(argc, argv);
 }
