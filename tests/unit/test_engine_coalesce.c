@@ -353,7 +353,7 @@ static void audited_join(const char *join, json_t **outcomes, json_t **context)
 	rec = etmp_rec(&d, 0);
 	tp_open_rec(&p, yaml + strlen("landscape: {enabled: false}\n"), rec);
 	cr_assert_eq(tp_row(&p, 1, 1, &res), 0, "%s", p.err.msg);
-	cr_assert_eq(eng__release(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
+	cr_assert_eq(eng__emit(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
 	explain_row(rec, p.audit.run_id, outcomes, context);
 	cr_assert_eq(rec_verify(rec, p.audit.run_id, &rep, &p.err), 0, "%s", p.err.msg);
 	cr_assert_eq(json_integer_value(json_object_get(rep, "violation_count")), 0,

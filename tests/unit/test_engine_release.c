@@ -2,7 +2,7 @@
  * release.c): a row's tokens come out in a fixed order (fork branch
  * order, then creation order), rows in seq order, whatever the number of
  * rows in flight; failures stop the run at the same row in every mode;
- * eng__release writes, counts, diverts and fails as documented. */
+ * eng__emit writes, counts, diverts and fails as documented. */
 #include "test_engine_util.h"
 
 TestSuite(release, .timeout = TIMEOUT);
@@ -449,7 +449,7 @@ Test(walk, resumed_done_row_is_taken_as_it_is)
 	tp_close(&p);
 }
 
-/* ------------------------------------------------ eng__release */
+/* ------------------------------------------------ eng__emit */
 
 #define SINKS_YAML \
 	"landscape: {enabled: false}\n" \
@@ -494,7 +494,7 @@ Test(release, writes_tokens_in_result_order_and_counts)
 	add_token(&res, 12, other, 1, ENG_ROUTED);
 	add_token(&res, 13, DAG_NONE, 1, ENG_FAILED);
 	add_token(&res, 14, out, 1, ENG_ROUTED);
-	cr_assert_eq(eng__release(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
+	cr_assert_eq(eng__emit(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
 	assert_json(tsink_rows("out"), "[{\"i\":1,\"token\":11},{\"i\":1,\"token\":14}]");
 	assert_json(tsink_rows("other"), "[{\"i\":1,\"token\":12}]");
 	cr_assert_eq(p.sum.per_sink[out], 2);
@@ -522,9 +522,9 @@ Test(release, row_counts_failed_quarantined_and_not_batches)
 	add_token(&failed, 1, out, 1, ENG_ROUTED);
 	add_token(&quarantined, 2, out, 2, ENG_QUARANTINED);
 	add_token(&batch, 3, out, 3, ENG_COMPLETED);
-	cr_assert_eq(eng__release(&p.c, &failed, &p.sum, &p.err), 0);
-	cr_assert_eq(eng__release(&p.c, &quarantined, &p.sum, &p.err), 0);
-	cr_assert_eq(eng__release(&p.c, &batch, &p.sum, &p.err), 0);
+	cr_assert_eq(eng__emit(&p.c, &failed, &p.sum, &p.err), 0);
+	cr_assert_eq(eng__emit(&p.c, &quarantined, &p.sum, &p.err), 0);
+	cr_assert_eq(eng__emit(&p.c, &batch, &p.sum, &p.err), 0);
 	cr_assert_eq(p.sum.failed, 1);
 	cr_assert_eq(p.sum.quarantined, 1);
 	cr_assert_eq(p.sum.succeeded, 0, "batch outputs are not rows");
@@ -547,7 +547,7 @@ Test(release, failed_write_is_diverted_to_on_write_failure)
 	add_token(&res, 1, out, 1, ENG_COMPLETED);
 	add_token(&res, 2, out, 2, ENG_COMPLETED); /* fails: 2 % 2 */
 	add_token(&res, 3, out, 3, ENG_COMPLETED);
-	cr_assert_eq(eng__release(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
+	cr_assert_eq(eng__emit(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
 	assert_json(tsink_rows("out"), "[{\"i\":1,\"token\":1},{\"i\":3,\"token\":3}]");
 	assert_json(tsink_rows("spill"), "[{\"i\":2,\"token\":2}]");
 	cr_assert_eq(res.tokens[1].outcome, ENG_DIVERTED);
@@ -570,7 +570,7 @@ Test(release, failed_write_with_discard_is_diverted_and_discarded)
 
 	open_sinks(&p, 2, ", on_write_failure: discard", 0);
 	add_token(&res, 2, node_id(p.g, "out"), 2, ENG_COMPLETED);
-	cr_assert_eq(eng__release(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
+	cr_assert_eq(eng__emit(&p.c, &res, &p.sum, &p.err), 0, "%s", p.err.msg);
 	cr_assert_eq(res.tokens[0].outcome, ENG_DIVERTED);
 	cr_assert_eq(res.tokens[0].to, ENG_TO_DISCARD);
 	cr_assert_eq(p.sum.diverted, 1);
@@ -588,7 +588,7 @@ Test(release, failed_write_without_on_write_failure_stops)
 	open_sinks(&p, 2, "", 0);
 	add_token(&res, 1, node_id(p.g, "out"), 2, ENG_COMPLETED);
 	add_token(&res, 2, node_id(p.g, "out"), 3, ENG_COMPLETED);
-	cr_assert_eq(eng__release(&p.c, &res, &p.sum, &p.err), CORE_EIO);
+	cr_assert_eq(eng__emit(&p.c, &res, &p.sum, &p.err), CORE_EIO);
 	cr_assert(strstr(p.err.msg, "row 7: sink 'out': no space left on device"),
 		  "%s", p.err.msg);
 	cr_assert_eq(json_array_size(tsink_rows("out")), 0,
@@ -604,7 +604,7 @@ Test(release, failed_divert_names_both_sinks)
 
 	open_sinks(&p, 2, ", on_write_failure: spill", 2);
 	add_token(&res, 1, node_id(p.g, "out"), 4, ENG_COMPLETED);
-	cr_assert_eq(eng__release(&p.c, &res, &p.sum, &p.err), CORE_EIO);
+	cr_assert_eq(eng__emit(&p.c, &res, &p.sum, &p.err), CORE_EIO);
 	cr_assert(strstr(p.err.msg, "row 8: on_write_failure sink 'spill' failed too"),
 		  "%s", p.err.msg);
 	eng__result_release(&res);

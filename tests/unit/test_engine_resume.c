@@ -46,7 +46,7 @@ static void release(tpipe *p, uint64_t seq)
 
 	process(p, &row, seq, &res);
 	p->sum.rows++;
-	cr_assert_eq(eng__release(&p->c, &res, &p->sum, &p->err), 0, "%s", p->err.msg);
+	cr_assert_eq(eng__emit(&p->c, &res, &p->sum, &p->err), 0, "%s", p->err.msg);
 	eng__result_release(&res);
 	eng__row_release(&row);
 }

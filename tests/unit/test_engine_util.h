@@ -538,7 +538,7 @@ static inline dag_graph *eng_graph(const char *yaml, core_settings **s)
 }
 
 /* A graph opened with audit off, and what the stages share: for tests
- * that drive eng__process_row, eng__release and the aggregations
+ * that drive eng__process_row, eng__emit and the aggregations
  * directly. */
 typedef struct tpipe {
 	core_settings *s;
