@@ -71,5 +71,12 @@ void cli_print_pipeline(FILE *f, const dag_graph *g);
 /* Prints "error: msg" to stderr. */
 void cli_error(const core_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) CORE_PRINTF(2, 3);
+/* The usage error for what getopt_long just refused (an unknown option,
+ * one inside a cluster such as -qx, a missing argument): names it. */
+int cli_bad_option(const char *cmd, int argc, char **argv);
+/* A whole number in [1, max] written with digits only (no sign or space):
+ * 0 and *out set; 1 when it is above max (however large); -1 when it is
+ * not such a number. */
+int cli_parse_count(const char *s, unsigned long long max, unsigned long long *out);
 
 #endif

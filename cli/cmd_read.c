@@ -1,5 +1,6 @@
 /* cmd_read.c — the read commands: `runs`, `explain`, `verify`. */
 #include <getopt.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +26,6 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char *end;
 	int c;
 
 	opterr = 0;
@@ -38,8 +38,7 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		case 'j': a->json = true; break;
 		case 'w':
 		case 't':
-			*(c == 'w' ? &a->row : &a->token) = strtoull(optarg, &end, 10);
-			if (*end || !*optarg || optarg[0] == '-')
+			if (cli_parse_count(optarg, ULLONG_MAX, c == 'w' ? &a->row : &a->token))
 				return cli_usage_error(cmd, "--%s needs a positive number, got '%s'",
 						       c == 'w' ? "row" : "token", optarg);
 			break;
@@ -47,7 +46,7 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			printf("%s%s", usage, where_help);
 			return -1;
 		default:
-			return cli_usage_error(cmd, "bad option '%s'", argv[optind - 1]);
+			return cli_bad_option(cmd, argc, argv);
 		}
 	}
 	if (optind != argc)

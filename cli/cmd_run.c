@@ -135,7 +135,8 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	char *end;
+	unsigned long long n;
+	int prc;
 	int c;
 
 	opterr = 0;
@@ -151,9 +152,11 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			a->max_in_flight = 1;
 			break;
 		case 'N':
-			a->max_in_flight = strtol(optarg, &end, 10);
-			if (*end || a->max_in_flight < 1)
+			if ((prc = cli_parse_count(optarg, 4096, &n)) < 0)
 				return cli_usage_error(cmd, "--max-rows-in-flight needs a positive integer, got '%s'", optarg);
+			if (prc > 0)
+				return cli_usage_error(cmd, "--max-rows-in-flight is at most 4096, got %s", optarg);
+			a->max_in_flight = (long)n;
 			break;
 		case 'F':
 			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
@@ -164,7 +167,7 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			fputs(usage, stdout);
 			return -1;
 		default:
-			return cli_usage_error(cmd, "bad option '%s'", argv[optind - 1]);
+			return cli_bad_option(cmd, argc, argv);
 		}
 	}
 	if (!strcmp(cmd, "resume")) {
@@ -174,9 +177,6 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 	}
 	if (!a->path || optind != argc)
 		return cli_usage_error(cmd, "expected -s SETTINGS");
-	if (a->max_in_flight > 4096)
-		return cli_usage_error(cmd, "--max-rows-in-flight is at most 4096, got %ld",
-				       a->max_in_flight);
 	return 0;
 }
 

@@ -1,6 +1,11 @@
 /* common.c — loading and printing shared by the subcommands. */
+#include <ctype.h>
+#include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "cli/cli.h"
 
@@ -105,4 +110,34 @@ void cli_print_pipeline(FILE *f, const dag_graph *g)
 	for (size_t i = 1; i < g->nnodes; i++)
 		print_node(f, g, &g->nodes[i]);
 	fprintf(f, "Graph: %zu nodes, %zu edges\n", g->nnodes, g->nedges);
+}
+
+int cli_bad_option(const char *cmd, int argc, char **argv)
+{
+	const char *last = optind - 1 < argc ? argv[optind - 1] : "";
+
+	/* A long option is named as written; a short one by its letter, since
+	 * inside a cluster optind has not moved past it. */
+	if (!strncmp(last, "--", 2) || !optopt || optopt == '?')
+		return cli_usage_error(cmd, "bad option '%s'", last);
+	return cli_usage_error(cmd, "bad option '-%c'", optopt);
+}
+
+int cli_parse_count(const char *s, unsigned long long max, unsigned long long *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (*end)
+		return -1;
+	if (errno == ERANGE || v > max)
+		return 1;
+	if (v < 1)
+		return -1;
+	*out = v;
+	return 0;
 }

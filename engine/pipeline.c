@@ -460,8 +460,10 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 			*err = p.source_err;
 			rc = prc;
 		}
-		if (prc <= 0)
+		if (prc <= 0) {
+			p.source_done = prc == 0; /* the end checkpoint says so */
 			break;
+		}
 		p.pulled = s->row.seq;
 		if (!p.first_pull_ns)
 			p.first_pull_ns = core_now_mono_ns();

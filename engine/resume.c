@@ -555,7 +555,7 @@ static int check_sink(const dag_node *n, const Elspeth__CheckpointSink *s,
 		return 0;
 	snprintf(at.hash, sizeof(at.hash), "%s", s->prefix_hash ? s->prefix_hash : "");
 	if ((rc = n->kops->verify(n->options, &at, err)))
-		core_err_prefix(err, "sink '%s': ", n->name);
+		core_err_prefix(err, "sink '%s'", n->name);
 	return rc;
 }
 

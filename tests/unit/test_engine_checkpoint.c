@@ -321,12 +321,12 @@ Test(ckpt_run, start_and_end_only_without_batches_pipelined)
 	start_and_end_only(4);
 }
 
-/* Disabled: fails. Sequential mode never sets the pipeline's source_done
+/* A bug these tests found (fixed): sequential mode never sets the pipeline's source_done
  * (engine/pipeline.c sequential() leaves its loop on prc == 0 without
  * it), so its end checkpoint says source_done: false where the pipelined
  * engine's says true, and `elspeth resume` (dry run) of such a run does
- * not say "(it had ended)". Enable once sequential() sets it. */
-Test(ckpt_run, start_and_end_only_without_batches_sequential, .disabled = true)
+ * not say "(it had ended)". */
+Test(ckpt_run, start_and_end_only_without_batches_sequential)
 {
 	start_and_end_only(1);
 }

@@ -405,11 +405,10 @@ Test(resume, changed_sink_is_refused_before_anything_is_cut)
 	etmp_remove(&d);
 }
 
-/* Disabled: fails. check_sink() in engine/resume.c prefixes "sink '%s': "
+/* A bug these tests found (fixed): check_sink() in engine/resume.c prefixes "sink '%s': "
  * through core_err_prefix, which adds ": " itself, so the message reads
- * "sink 'out': : tsink 'out' does not hold ...". Enable once the prefix
- * loses its own ": ". */
-Test(resume, changed_sink_message_names_the_sink_once, .disabled = true)
+ * "sink 'out': : tsink 'out' does not hold ...". */
+Test(resume, changed_sink_message_names_the_sink_once)
 {
 	etmp d;
 	rec_env *rec;
