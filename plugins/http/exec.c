@@ -1,5 +1,5 @@
 /*
- * http_exec.c — the shared HTTP executor (see http_exec.h).
+ * exec.c — the shared HTTP executor (plugins/http/http.h).
  *
  * DESIGN. x->lock guards the queues (ready, delayed), the throttle, the
  * statistics, the easy-handle free list and every batch's `left` and cv.

@@ -1,4 +1,4 @@
-/* llm_client.c — see llm_client.h. */
+/* client.c — the LLM client (plugins/llm/llm.h, "client"). */
 #include <stdlib.h>
 #include <string.h>
 

@@ -153,7 +153,7 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  * Client — what the llm and llm_multi_query transforms share: the
  * provider, endpoint and credentials, the request options, the shared HTTP
  * executor (plugins/http/http.h), and the checks and error messages of a call.
- * Internal to the plugins module.
+ * Shared by the llm and llm_multi_query transforms.
  *
  * Options (both transforms):
  *   provider: openrouter | azure | openai          (default openrouter)
@@ -172,7 +172,7 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *   pool_size             requests in flight at most (default 32)
  *   min_dispatch_delay_ms (0), max_dispatch_delay_ms (5000),
  *   backoff_multiplier (2.0), recovery_step_ms (50),
- *   max_capacity_retry_seconds (3600): the AIMD throttle (aimd.h)
+ *   max_capacity_retry_seconds (3600): the AIMD throttle (plugins/http/http.h)
  *   schema                accepted (ELSPETH's block)
  */
 

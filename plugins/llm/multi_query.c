@@ -1,8 +1,8 @@
 /*
- * transform_llm_multi.c — `llm_multi_query`: several typed queries per row,
+ * multi_query.c — `llm_multi_query`: several typed queries per row,
  * sent concurrently on the transform's shared pool (docs/architecture.md §10).
  *
- * Options: those of llm_client.h, plus
+ * Options: those of the client (llm.h), plus
  *   template   optional default prompt for queries without their own
  *   queries:   a list of
  *     name            the column prefix ([a-z0-9_]+)

@@ -1,7 +1,7 @@
 /*
- * transform_llm.c — `llm`: one chat completion per row (docs/architecture.md §10).
+ * transform.c — `llm`: one chat completion per row (docs/architecture.md §10).
  *
- * Options: those of llm_client.h, plus
+ * Options: those of the client (llm.h), plus
  *   template        the user prompt (docs/templates.md), required
  *   response_field  where the answer goes (default llm_response); also
  *                   <field>_usage, <field>_model, <field>_template_hash

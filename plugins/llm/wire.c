@@ -1,6 +1,6 @@
 /*
- * llm_wire.c — chat-completion request bodies, response envelopes and
- * typed multi-query answers (see llm_wire.h).
+ * wire.c — chat-completion request bodies, response envelopes and
+ * typed multi-query answers (plugins/llm/llm.h, "wire").
  *
  * Request bodies are built as jansson objects (which keep insertion order)
  * and written by core_json_append, so the bytes depend only on the

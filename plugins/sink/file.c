@@ -1,5 +1,5 @@
 /*
- * sink_file.c — the counted output file the sinks share. It knows its
+ * file.c — the counted output file the sinks share. It knows its
  * byte position, so each row's byte range is known without ftell; opening
  * creates missing parent directories.
  *

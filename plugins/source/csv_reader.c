@@ -1,5 +1,5 @@
 /*
- * csv_reader.c — RFC 4180 records over a FILE*.
+ * csv_reader.c — RFC 4180 records over a FILE* (plugins_internal.h).
  *
  * The reader takes one physical line at a time (getdelim) and scans it with
  * memchr for the delimiter or the quote, copying field bytes into one

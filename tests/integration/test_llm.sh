@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The LLM transforms (docs/architecture.md §10, plugins/transform_llm*.c) against
+# The LLM transforms (docs/architecture.md §10, plugins/llm/) against
 # elspeth-mock-llm (docs/mock_llm.md): answers and audit, the AIMD throttle
 # under 429/503/529 storms and Retry-After, transient retries (500s,
 # malformed and truncated bodies, stalls, refused connections), capacity
