@@ -15,9 +15,11 @@
 #               (median 150 ms, sigma 0.5), no rate limit
 #   rpm600      600 requests/minute in a fixed 60 s window, x-ratelimit-*
 #               headers (OpenAI), latency 100 ms
-#   none        no limit, latency 20 ms, N = pool = 256
+#   none        no limit, latency 50 ms, N = pool = 256 (as bench/llm.sh little)
 #
-# Columns: goodput (the mock's), refused share (refused / arrivals),
+# Columns: goodput (the mock's; for `none`, which has no capacity to
+# speak of: rows/s over Little's law N / L, from the first row pulled to the
+# last released), refused share (refused / arrivals),
 # attempts per row (arrivals / rows), peak in flight (the mock's peak
 # concurrency), connections accepted, wall seconds.
 #
@@ -106,6 +108,7 @@ YAML
 
 # scenario NAME: sets ROWS, POOL, N, MOCK_ARGS
 scenario() {
+  LITTLE_MS=0
   case $1 in
     flaky) ROWS=${ROWS_flaky:-500}; POOL=64; N=64
       MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint none" ;;
@@ -115,8 +118,8 @@ scenario() {
       MOCK_ARGS="--latency lognormal:150:0.5 --max-concurrent 56 --hint none" ;;
     rpm600) ROWS=${ROWS_rpm600:-1500}; POOL=64; N=64
       MOCK_ARGS="--latency fixed:100 --rpm 600 --limiter fixed --window-ms 60000 --ratelimit-headers openai --hint none" ;;
-    none) ROWS=${ROWS_none:-4000}; POOL=256; N=256
-      MOCK_ARGS="--latency fixed:20" ;;
+    none) ROWS=${ROWS_none:-20000}; POOL=256; N=256; LITTLE_MS=50
+      MOCK_ARGS="--latency fixed:50" ;;
     *) echo "unknown scenario $1" >&2; exit 2 ;;
   esac
 }
@@ -140,14 +143,17 @@ for sc in $WHICH; do
       mock POST /admin/reset > /dev/null
       t0=$(date +%s.%N)
       "$BIN" run -s "$OUT/settings/$tag.yaml" --execute --max-rows-in-flight "$N" \
-        > "$OUT/log/$tag.log" 2>&1 || true
+        --format json > "$OUT/log/$tag.jsonl" 2> "$OUT/log/$tag.err" || true
       t1=$(date +%s.%N)
       mock GET /admin/stats > "$OUT/log/$tag.stats.json"
       stop_mock
       ok=$(wc -l < "$OUT/sink/$tag.csv" 2>/dev/null || echo 1)
       jq -r --arg sc "$sc" --arg mode "$mode" --argjson rows "$ROWS" \
         --arg wall "$(awk -v a="$t0" -v b="$t1" 'BEGIN { print b - a }')" --argjson out "$((ok - 1))" \
-        '[$sc, $mode, (.goodput // 0), ((.refused | add) / ([.arrivals, 1] | max)),
+        --argjson little "$LITTLE_MS" --argjson n "$N" \
+        --argjson pipe "$(jq -s 'map(select(.event == "run_completed"))[0].pipeline_seconds // 1e9' "$OUT/log/$tag.jsonl")" \
+        '[$sc, $mode,
+          (if $little > 0 then ($out / $pipe) / ($n * 1000 / $little) else (.goodput // 0) end), ((.refused | add) / ([.arrivals, 1] | max)),
           (.arrivals / $rows), .peak_concurrency, .connections, ($wall | tonumber), $out] | @tsv' \
         "$OUT/log/$tag.stats.json" >> "$OUT/runs.tsv"
       rm -rf "$OUT/state/$tag"
