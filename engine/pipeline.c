@@ -64,20 +64,6 @@
 /* Set on the worker threads: blocking() counts only them. */
 static _Thread_local bool is_worker;
 
-/* Opens or closes the current "source blocked by backpressure" period
- * after any change of the counters (lock held). */
-void eng__pl_track_blocked(pline *p)
-{
-	bool blocked = !room(p) && !p->source_done;
-
-	if (blocked && !p->blocked_since)
-		p->blocked_since = core_now_mono_ns();
-	else if (!blocked && p->blocked_since) {
-		p->source_blocked_ns += core_now_mono_ns() - p->blocked_since;
-		p->blocked_since = 0;
-	}
-}
-
 /* Progress is reported by the calling thread only, with no lock held: the
  * callback may block on a terminal or a pipe, and no worker must wait for
  * it. progress_due() takes the snapshot under the lock; report() calls
@@ -116,13 +102,6 @@ static bool report(pline *p, bool final)
 	return true;
 }
 
-/* Wakes the calling thread if the run may be over (lock held). */
-void eng__pl_wake_main(pline *p)
-{
-	if (p->main_waiting && eng__pl_finished(p))
-		pthread_cond_signal(&p->main_cv);
-}
-
 /* The first failure ends the run: nothing more is pulled or released. */
 void eng__pl_fail(pline *p, int rc, const core_err *err)
 {
@@ -132,16 +111,6 @@ void eng__pl_fail(pline *p, int rc, const core_err *err)
 	}
 	pthread_cond_broadcast(&p->work_cv);
 	pthread_cond_signal(&p->main_cv);
-}
-
-/* Every row pulled has been released (or the run failed). Lock held. */
-bool eng__pl_finished(pline *p)
-{
-	if (p->rc)
-		return true;
-	return (p->source_done || stopping(p)) && !p->pulling &&
-	       !p->releasing && p->processing == 0 &&
-	       (p->released == p->pulled || p->abandoned);
 }
 
 /* plg_ctx.blocking: a worker waits for a timer or the network. Its row

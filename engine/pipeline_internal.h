@@ -154,15 +154,48 @@ static inline unsigned umin(unsigned a, unsigned b)
 
 /* ------------------------------------------------ pipeline.c (lock held) */
 
+/* Small predicates every role asks, inline as they were before the
+ * stages had files of their own (each is called per row, lock held). */
+
 /* Opens or closes the current "source blocked by backpressure" period
  * after any change of the counters (lock held). */
-void eng__pl_track_blocked(pline *p);
+static inline void eng__pl_track_blocked(pline *p)
+{
+	bool blocked = !room(p) && !p->source_done;
+
+	if (blocked && !p->blocked_since)
+		p->blocked_since = core_now_mono_ns();
+	else if (!blocked && p->blocked_since) {
+		p->source_blocked_ns += core_now_mono_ns() - p->blocked_since;
+		p->blocked_since = 0;
+	}
+}
+
+/* Every row pulled has been released (or the run failed). Lock held. */
+static inline bool eng__pl_finished(pline *p)
+{
+	if (p->rc)
+		return true;
+	return (p->source_done || stopping(p)) && !p->pulling &&
+	       !p->releasing && p->processing == 0 &&
+	       (p->released == p->pulled || p->abandoned);
+}
+
 /* Wakes the calling thread if the run may be over (lock held). */
-void eng__pl_wake_main(pline *p);
+static inline void eng__pl_wake_main(pline *p)
+{
+	if (p->main_waiting && eng__pl_finished(p))
+		pthread_cond_signal(&p->main_cv);
+}
+
+static inline bool eng__rq_ready(pline *p)
+{
+	return !p->releasing && !p->rc && !p->abandoned && p->released < p->pulled &&
+	       slot_of(p, p->released + 1)->state == SLOT_DONE;
+}
+
 /* The first failure ends the run: nothing more is pulled or released. */
 void eng__pl_fail(pline *p, int rc, const core_err *err);
-/* Every row pulled has been released (or the run failed). Lock held. */
-bool eng__pl_finished(pline *p);
 
 /* ------------------------------------------------------ source_puller.c */
 
@@ -189,7 +222,6 @@ uint64_t eng__pl_pull_rows(pline *p, unsigned keep);
 
 /* Releases one DONE row (unlocked; the release role is held). */
 int eng__rq_emit_one(pline *p, slot *s, core_err *err);
-bool eng__rq_ready(pline *p);
 /* Takes a checkpoint if one is due (lock and release role held). */
 bool eng__rq_checkpoint_if_due(pline *p);
 /* The release role: every consecutive DONE row, in seq order. Called and

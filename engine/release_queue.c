@@ -34,12 +34,6 @@ int eng__rq_emit_one(pline *p, slot *s, core_err *err)
 	return rc;
 }
 
-bool eng__rq_ready(pline *p)
-{
-	return !p->releasing && !p->rc && !p->abandoned && p->released < p->pulled &&
-	       slot_of(p, p->released + 1)->state == SLOT_DONE;
-}
-
 /* Takes a checkpoint (ADR 0012): the rows after `released` that are done
  * or recorded, up to the first that is neither (the frontier: rows after
  * it are read again from the source, at the position after it). Lock and
