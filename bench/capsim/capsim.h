@@ -109,12 +109,14 @@ typedef struct sim_lim {
 	double fixed_count;
 	double tokens;           /* bucket */
 	uint64_t bucket_t;
+	uint64_t offset;         /* of the schedule, from the run's start */
 } sim_lim;
 
 typedef struct sim_server {
 	const sim_scenario *sc;
 	sim_lim req, tok;
 	unsigned current, peak;  /* admitted and not finished */
+	uint64_t offset;         /* where in their period the schedules start */
 	sim_rng rng;
 } sim_server;
 
@@ -146,6 +148,7 @@ typedef enum sim_ctl_kind {
 	SIM_CTL_VECTOR,   /* Vector-style adaptive concurrency */
 	SIM_CTL_CAP,      /* plugins/http/capacity.c */
 	SIM_CTL_ORACLE,   /* sees the server: the perfect client */
+	SIM_CTL_PACED,    /* knows the limit, paces at 97 % of it (diagnostic) */
 	SIM_CTL_LAST
 } sim_ctl_kind;
 

@@ -48,6 +48,7 @@ const char *sim_ctl_name(sim_ctl_kind k)
 	case SIM_CTL_VECTOR: return "vector";
 	case SIM_CTL_CAP: return "cap";
 	case SIM_CTL_ORACLE: return "oracle";
+	case SIM_CTL_PACED: return "paced";
 	case SIM_CTL_LAST: break;
 	}
 	return "?";
@@ -186,6 +187,7 @@ uint64_t sim_ctl_acquire(sim_ctl *c, uint64_t now, double tokens, unsigned *k)
 	case SIM_CTL_VECTOR: return vector_acquire(c, k);
 	case SIM_CTL_CAP: return http_cap_acquire(&c->cap, now, tokens, k, NULL);
 	case SIM_CTL_ORACLE:
+	case SIM_CTL_PACED:
 	case SIM_CTL_LAST: break;
 	}
 	*k = ++c->inflight;
@@ -208,6 +210,7 @@ void sim_ctl_done(sim_ctl *c, uint64_t sent, unsigned k, uint64_t now, bool admi
 			      admitted ? tokens : 0);
 		return;
 	case SIM_CTL_ORACLE:
+	case SIM_CTL_PACED:
 	case SIM_CTL_LAST:
 		break;
 	}
@@ -241,10 +244,12 @@ void sim_ctl_describe(sim_ctl *c, char *buf, size_t n)
 		return;
 	case SIM_CTL_CAP:
 		http_cap_save(&c->cap, &st);
-		snprintf(buf, n, "rate %.2f good %.2f window %.1f (%.1f) rtt %.0f ms",
-			 st.rate, st.good_rate, st.window, st.good_window, st.min_rtt_s * 1e3);
+		snprintf(buf, n, "rate %.2f good %.2f peak %.2f window %.1f (%.1f) rtt %.0f ms hint x%.2f",
+			 st.rate, st.good_rate, st.peak_rate, st.window, st.good_window,
+			 st.min_rtt_s * 1e3, st.hint_scale);
 		return;
 	case SIM_CTL_ORACLE:
+	case SIM_CTL_PACED:
 	case SIM_CTL_LAST:
 		break;
 	}

@@ -103,7 +103,15 @@ static bool lim_on(const sim_lim *l)
 
 static double lim_rate(const sim_lim *l, uint64_t now)
 {
-	return sim_sched_at(&l->cfg->rate, now);
+	return sim_sched_at(&l->cfg->rate, now + l->offset);
+}
+
+/* The end of the schedule phase now is in, in run time. */
+static uint64_t next_phase(const sim_sched *s, uint64_t offset, uint64_t now)
+{
+	uint64_t t = sched_next(s, now + offset);
+
+	return t == UINT64_MAX ? t : t - offset;
 }
 
 static double lim_limit(const sim_lim *l, uint64_t now)
@@ -211,7 +219,7 @@ static uint64_t lim_free_at(const sim_lim *l, uint64_t now, double cost)
 	uint64_t w = window_ns(l);
 
 	if (limit < cost) /* this phase admits nothing of this size */
-		return sched_next(&l->cfg->rate, now);
+		return next_phase(&l->cfg->rate, l->offset, now);
 	switch (l->cfg->mode) {
 	case SIM_LIM_ROLLING:
 		need = l->sum + cost - limit - 1e-9;
@@ -274,9 +282,12 @@ void sim_server_init(sim_server *s, const sim_scenario *sc, uint64_t seed)
 	s->sc = sc;
 	s->req.cfg = &sc->req;
 	s->tok.cfg = &sc->tok;
+	sim_rng_seed(&s->rng, seed ^ 0x5e4e4ull);
+	/* Each seed meets the schedules at another point of their period. */
+	s->offset = (uint64_t)(sim_rng_unit(&s->rng) * 3600 * 1e9);
+	s->req.offset = s->tok.offset = s->offset;
 	s->req.tokens = lim_limit(&s->req, 0);
 	s->tok.tokens = lim_limit(&s->tok, 0);
-	sim_rng_seed(&s->rng, seed ^ 0x5e4e4ull);
 }
 
 void sim_server_release(sim_server *s)
@@ -287,7 +298,7 @@ void sim_server_release(sim_server *s)
 
 static bool cap_allows(const sim_server *s, uint64_t now)
 {
-	double cap = sim_sched_at(&s->sc->cap, now);
+	double cap = sim_sched_at(&s->sc->cap, now + s->offset);
 
 	return cap <= 0 || s->current < (unsigned)cap;
 }
@@ -302,7 +313,7 @@ bool sim_server_would_admit(sim_server *s, uint64_t now, double tokens)
 
 uint64_t sim_server_next_change(sim_server *s, uint64_t now, double tokens)
 {
-	uint64_t t = sched_next(&s->sc->cap, now);
+	uint64_t t = next_phase(&s->sc->cap, s->offset, now);
 	const sim_lim *ls[2] = { &s->req, &s->tok };
 
 	for (int i = 0; i < 2; i++) {
@@ -311,8 +322,8 @@ uint64_t sim_server_next_change(sim_server *s, uint64_t now, double tokens)
 
 		if (!lim_on(l))
 			continue;
-		if (sched_next(&l->cfg->rate, now) < t)
-			t = sched_next(&l->cfg->rate, now);
+		if (next_phase(&l->cfg->rate, l->offset, now) < t)
+			t = next_phase(&l->cfg->rate, l->offset, now);
 		if (l->cfg->mode == SIM_LIM_ROLLING && l->n)
 			u = l->e[l->head].t + window_ns(l);
 		else if (l->cfg->mode == SIM_LIM_FIXED)
@@ -325,6 +336,7 @@ uint64_t sim_server_next_change(sim_server *s, uint64_t now, double tokens)
 	return t;
 }
 
+/* Latency, with a network's jitter of +-2 %. */
 static uint64_t latency(sim_server *s)
 {
 	const sim_scenario *sc = s->sc;
@@ -334,7 +346,7 @@ static uint64_t latency(sim_server *s)
 		ms = sc->lat_ms * exp(sc->sigma * sim_rng_normal(&s->rng));
 	else if (sc->lat == SIM_LAT_QUEUE)
 		ms = sc->lat_ms * (1.0 + (double)s->current / sc->queue_c);
-	return (uint64_t)(ms * 1e6);
+	return (uint64_t)(ms * (0.98 + 0.04 * sim_rng_unit(&s->rng)) * 1e6);
 }
 
 /* The retry hint of a refusal: when the limiters that refused have room. */
@@ -369,16 +381,16 @@ void sim_server_arrive(sim_server *s, uint64_t now, double tokens, sim_answer *a
 
 	http_hints_init(&a->hints);
 	a->admitted = sim_server_would_admit(s, now, tokens);
-	if (!a->admitted)
-		retry_hint(s, now, tokens, a);
 	lim_add(&s->req, now, a->admitted ? 1 : w);
 	lim_add(&s->tok, now, a->admitted ? tokens : tokens * sc->tok.refused_weight);
+	if (!a->admitted) /* counting the refused request, when it counts */
+		retry_hint(s, now, tokens, a);
 	if (a->admitted) {
 		if (++s->current > s->peak)
 			s->peak = s->current;
 		a->latency = latency(s);
 	} else
-		a->latency = (uint64_t)(sc->refuse_ms * 1e6);
+		a->latency = (uint64_t)(sc->refuse_ms * (0.8 + 0.4 * sim_rng_unit(&s->rng)) * 1e6);
 	if (sc->ratelimit_headers) {
 		lim_headers(&s->req, now, &a->hints.limit_requests,
 			    &a->hints.remaining_requests, &a->hints.reset_requests_s);

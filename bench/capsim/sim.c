@@ -94,7 +94,7 @@ typedef struct client {
 	unsigned *free_ids;
 	size_t nreqs, nfree, cap;
 	unsigned ready, inflight;
-	uint64_t wake_at, end;
+	uint64_t wake_at, end, paced_next;
 	sim_result *res;
 	double lat_sum;
 	/* trace */
@@ -124,7 +124,7 @@ static void flush_trace(client *c, uint64_t now)
 		sim_ctl_describe(c->ctl, d, sizeof(d));
 		fprintf(stderr, "%4llu s  ok %4u  refused %4u  in flight %3u  limit %5.1f  %s\n",
 			(unsigned long long)c->sec, c->sec_ok, c->sec_refused, c->inflight,
-			c->sc->req.rate.n ? sim_sched_at(&c->sc->req.rate, c->sec * SIM_NS) : 0,
+			c->sc->req.rate.n ? sim_sched_at(&c->sc->req.rate, c->sec * SIM_NS + c->srv.offset) : 0,
 			d);
 		c->sec++;
 		c->sec_ok = c->sec_refused = 0;
@@ -179,6 +179,16 @@ static void dispatch(client *c, uint64_t now)
 			send(c, now, c->inflight + 1);
 		if (c->ready && c->inflight < c->sc->pool)
 			wake_at(c, now, sim_server_next_change(&c->srv, now, tok));
+		return;
+	}
+	if (c->kind == SIM_CTL_PACED) { /* 97 % of the limit now, evenly */
+		double r = 0.97 * sim_sched_at(&c->sc->req.rate, now + c->srv.offset);
+
+		if (c->ready && c->inflight < c->sc->pool && now >= c->paced_next) {
+			send(c, now, c->inflight + 1);
+			c->paced_next = now + (uint64_t)(1e9 / r);
+		}
+		wake_at(c, now, c->paced_next);
 		return;
 	}
 	while (c->ready && c->inflight < c->sc->pool) {

@@ -6,6 +6,13 @@
  * refusal without one), the pace (requests and tokens per second: learnt,
  * configured, or from an announced quota) and the window (requests in
  * flight). Pure logic: times come in, no clock is read.
+ *
+ * The pace cruises at `base`, the last rate that worked. Now and then it
+ * probes above it for PROBE_S; a probe that draws no refusal becomes the
+ * new base, one that does is taken back. After a drop (a refusal while
+ * cruising) it also tries the rate that worked before the drop (a jump),
+ * often when that is far above, rarely when close. A refusal while
+ * cruising means the limit fell: the base is cut.
  */
 #include <math.h>
 #include <string.h>
@@ -15,19 +22,23 @@
 #define SEC 1e9
 
 /* pace */
-#define BETA 0.7             /* a refusal at a rate that had worked */
-#define CUT_MARGIN 0.95      /* a cut stays this far under what was seen */
+#define BETA 0.7             /* a drop: base * BETA at most, */
+#define BETA_FLOOR 0.3       /* base * BETA_FLOOR at least */
+#define CUT_MARGIN 0.95      /* a cut stays this far under what was admitted */
 #define MEASURE_S 1.0        /* horizon of the rates seen */
-#define RECOVER_S 0.25       /* back to `good`: e-folding time */
-#define CONFIRM_S 1.0        /* a rate held this long without refusal worked */
-#define PROBE_GAIN 0.02      /* growth above good: +2 %/s at first, */
-#define PROBE_DOUBLING_S 2.0 /* doubling every 2 s, */
-#define PROBE_GAIN_MAX 0.5   /* up to +50 %/s */
-#define JUMP_GAP 1.3         /* a peak this far above good is worth trying */
-#define JUMP_STEP 4.0        /* at most this many times good at once */
-#define JUMP_EVERY_S 3.0     /* interval: this / (peak / good - 1), */
+#define PROBE_S 1.0          /* a probe lasts this long, */
+#define SETTLE_S 1.0         /* and its refusals may come this much later */
+#define GAIN0 0.05           /* the first probe: +5 %, */
+#define GAIN_MAX 0.5         /* doubling after each success, up to +50 %, */
+#define GAIN_MIN 0.02        /* halving after each failure, down to +2 % */
+#define PROBE_EVERY_S 2.0    /* cruise between probes, */
+#define PROBE_EVERY_MAX_S 30.0 /* x1.5 after each failed probe, up to */
+#define JUMP_GAP 1.3         /* a peak this far above base is worth trying */
+#define JUMP_STEP 8.0        /* at most this many times base at once */
+#define JUMP_EVERY_S 3.0     /* interval: this / (peak / base - 1) */
 #define JUMP_MIN_S 1.0       /* within these bounds */
 #define JUMP_MAX_S 30.0
+#define JUMP_PATIENCE_S 20.0 /* then longer, with the square of the time */
 #define MIN_RATE 0.01        /* one request per 100 s */
 #define BACKOFF_MAX_S 60.0   /* the longest pause without a hint */
 #define BACKOFF_UNPACED_S 0.05 /* the first pause when not paced */
@@ -59,10 +70,12 @@ void http_cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now)
 	if (!c->cfg.max_inflight)
 		c->cfg.max_inflight = 1;
 	c->rate = cfg->max_rps > 0 ? cfg->max_rps : INFINITY;
+	c->base = cfg->max_rps > 0 ? cfg->max_rps : 0;
 	c->window = c->good_window = c->cfg.max_inflight;
 	c->hint_scale = 1;
-	c->probe_gain = PROBE_GAIN;
-	c->grown_at = c->good_since = now;
+	c->gain = GAIN0;
+	c->probe_every = PROBE_EVERY_S;
+	c->next_probe = c->next_jump = now;
 }
 
 /* ------------------------------------------------------------------ logs */
@@ -124,6 +137,23 @@ static uint64_t ago(uint64_t now, double s)
 	uint64_t d = (uint64_t)(s * SEC);
 
 	return now > d ? now - d : 0;
+}
+
+/* Requests sent per second over the last MEASURE_S (refused ones too). */
+static double seen_rate(const http_cap *c, uint64_t now)
+{
+	double tokens;
+
+	return sent_after(c, ago(now, MEASURE_S), &tokens) / MEASURE_S;
+}
+
+/* Requests admitted per second over MEASURE_S, ending a round trip ago
+ * (the answers to later ones have not all come back). */
+static double admitted_rate(const http_cap *c, uint64_t now)
+{
+	uint64_t to = ago(now, c->srtt_s);
+
+	return oks_between(c, ago(to, MEASURE_S), to) / MEASURE_S;
 }
 
 /* ---------------------------------------------------------------- quotas */
@@ -192,9 +222,10 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 		c->window_bound = true;
 		return hold(why, HTTP_CAP_WINDOW, HTTP_CAP_WAIT_DONE);
 	}
+	if (c->first_probe && c->sent_since_react)
+		return hold(why, HTTP_CAP_BACKOFF, HTTP_CAP_WAIT_DONE);
 	if (isfinite(rate) && now < c->next_send) {
 		c->pace_bound = true;
-		c->paced_at = now;
 		return hold(why, HTTP_CAP_PACE, c->next_send);
 	}
 	if (isfinite(trate) && tokens > 0 && now < c->next_tok)
@@ -203,9 +234,12 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 		c->next_send = advance(c->next_send, now, 1 / rate);
 	if (isfinite(trate) && tokens > 0)
 		c->next_tok = advance(c->next_tok, now, tokens / trate);
-	if (c->hint_end && !c->hint_test && now >= c->hint_end)
-		c->hint_test = now; /* the first send after a hinted pause */
 	*k = ++c->inflight;
+	c->sent_since_react++;
+	if (c->hint_end && !c->hint_test && now >= c->hint_end) {
+		c->hint_test = now; /* the first send after a hinted pause */
+		c->hint_test_k = *k;
+	}
 	if (c->inflight >= window_slots(c))
 		c->window_bound = true;
 	log_send(c, now, tokens);
@@ -234,9 +268,9 @@ static void pause_for(http_cap *c, uint64_t until, http_cap_reason why)
 /* A hint is tested by the first request sent after the pause it asked
  * for: refused, the hints of this upstream are too short, and later ones
  * are stretched; admitted, the stretch decays back toward 1. */
-static void test_hint(http_cap *c, uint64_t sent, http_cap_outcome o)
+static void test_hint(http_cap *c, uint64_t sent, unsigned k, http_cap_outcome o)
 {
-	if (!c->hint_test || sent != c->hint_test)
+	if (!c->hint_test || sent != c->hint_test || k != c->hint_test_k)
 		return;
 	if (o == HTTP_CAP_REFUSED)
 		c->hint_scale = fmin(c->hint_scale * 1.5, HINT_SCALE_MAX);
@@ -245,12 +279,12 @@ static void test_hint(http_cap *c, uint64_t sent, http_cap_outcome o)
 	c->hint_end = c->hint_test = 0;
 }
 
-static void on_hints(http_cap *c, uint64_t sent, uint64_t now, http_cap_outcome o,
-		     const http_hints *h)
+static void on_hints(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
+		     http_cap_outcome o, const http_hints *h)
 {
 	read_quota(&c->req_quota, sent, h->remaining_requests, h->reset_requests_s);
 	read_quota(&c->tok_quota, sent, h->remaining_tokens, h->reset_tokens_s);
-	test_hint(c, sent, o);
+	test_hint(c, sent, k, o);
 	if (o == HTTP_CAP_REFUSED && h->retry_after_s >= 0) {
 		pause_for(c, now + (uint64_t)(h->retry_after_s * c->hint_scale * SEC),
 			  HTTP_CAP_HINTED);
@@ -261,84 +295,169 @@ static void on_hints(http_cap *c, uint64_t sent, uint64_t now, http_cap_outcome 
 
 /* ------------------------------------------------------------------ pace */
 
-/* When to try the remembered peak again: soon when it is far above the
- * rate that works now (much to win), rarely when close. */
+/* When to try the peak again: soon when it is far above the base (much
+ * to win), rarely when close; and, JUMP_PATIENCE_S after the drop, less
+ * and less often (the drop may be for good). */
 static void schedule_jump(http_cap *c, uint64_t now)
 {
-	double gap = c->good > 0 ? c->peak / c->good - 1 : 0, iv;
+	double gap = c->base > 0 ? c->peak / c->base - 1 : 0, iv = JUMP_MAX_S;
+	double since = c->drop_at ? (double)(now - c->drop_at) / SEC / JUMP_PATIENCE_S : 0;
 
-	iv = gap > 0 ? JUMP_EVERY_S / gap : JUMP_MAX_S;
+	if (gap > JUMP_GAP - 1)
+		iv = JUMP_EVERY_S / gap * fmax(1, since * since);
 	iv = fmax(JUMP_MIN_S, fmin(iv, JUMP_MAX_S));
-	c->jump_at = now + (uint64_t)(iv * SEC);
+	c->next_jump = now + (uint64_t)(iv * SEC);
 }
 
-static void grow_rate(http_cap *c, uint64_t now)
+static void start_probe(http_cap *c, uint64_t now, double rate, bool jump)
 {
-	double dt = (double)(now - c->grown_at) / SEC;
+	c->jumped_last = jump;
+	c->rate = rate;
+	c->probing = true;
+	c->jumping = jump;
+	c->probe_start = now;
+	c->probe_end = now + (uint64_t)(PROBE_S * SEC);
+}
 
-	c->grown_at = now;
-	if (!isfinite(c->rate) || !c->pace_bound)
-		return; /* the pace is not what limits: no evidence for more */
+/* A probe held PROBE_S without a refusal: its rate works, as far as it
+ * was really sent (another limit may have held the sends lower). The
+ * next probe goes twice as far: from below, the limit is found in a few
+ * probes, as TCP's slow start finds a window. */
+static void probe_passed(http_cap *c, uint64_t now)
+{
+	double tokens, sent = sent_after(c, c->probe_start, &tokens) /
+			      ((double)(now - c->probe_start) / SEC);
+
+	c->prev_base = c->base;
+	c->promoted_at = now;
+	c->base = fmax(c->base, fmin(c->rate, sent * (1 + GAIN0)));
+	c->rate = c->base;
+	c->probing = false;
+	if (c->jumping) { /* toward the peak: on until there, then gently */
+		c->jumping = false;
+		c->failed_jumps = 0;
+		c->next_jump = now;
+		c->gain = GAIN0;
+	} else
+		c->gain = fmin(c->gain * 2, GAIN_MAX);
+	c->probe_every = PROBE_EVERY_S;
+	c->next_probe = now; /* it worked: go on while it does */
+}
+
+/* On a success: move the pace along, if the pace is what holds sends. */
+static void pace_step(http_cap *c, uint64_t now)
+{
+	bool jump_due;
+
+	if (!isfinite(c->rate))
+		return;
+	if (c->probing) {
+		if (now >= c->probe_end)
+			probe_passed(c, now);
+		return;
+	}
+	if (!c->pace_bound)
+		return; /* something else holds the sends: no evidence for more */
 	c->pace_bound = false;
-	if (c->rate < c->good) { /* back to what worked, quickly */
-		c->rate = c->good - (c->good - c->rate) * exp(-dt / RECOVER_S);
-		return;
-	}
-	if (c->peak > c->good * JUMP_GAP && now >= c->jump_at) {
-		/* a step toward the peak; a refusal takes it back */
-		c->rate = c->trial = fmin(c->peak, c->good * JUMP_STEP);
-		c->probe_gain = PROBE_GAIN;
-		c->good_since = now;
-		c->jump_at = now + (uint64_t)(CONFIRM_S * SEC);
-		return;
-	}
-	c->rate *= 1 + fmin(c->probe_gain * dt, 1);
-	c->probe_gain *= exp2(fmin(dt, 1) / PROBE_DOUBLING_S);
-	c->probe_gain = fmin(c->probe_gain, PROBE_GAIN_MAX);
+	jump_due = c->peak > c->base && now >= c->next_jump;
+
+	/* jumps and probes take turns when both are due */
+	if (now >= c->next_probe && (c->jumped_last || !jump_due))
+		start_probe(c, now, c->base * (1 + c->gain), false);
+	else if (jump_due)
+		start_probe(c, now, fmin(c->peak, c->base * JUMP_STEP), true);
 }
 
-/* A rate held CONFIRM_S without a refusal worked. */
-static void confirm(http_cap *c, uint64_t now)
+/* Backoff pauses: `n` intervals of the pace (or of BACKOFF_UNPACED_S). */
+static void pause_intervals(http_cap *c, uint64_t now, double n, bool hinted)
 {
-	if ((double)(now - c->good_since) < CONFIRM_S * SEC)
-		return;
-	if (isfinite(c->rate) && c->trial > c->good)
-		c->good = c->trial;
-	c->trial = c->rate;
-	c->good_since = now;
-}
-
-static void backoff(http_cap *c, uint64_t now, bool hinted)
-{
-	double s = (isfinite(c->rate) ? 1 / c->rate : BACKOFF_UNPACED_S) * exp2(c->streak);
+	double s = n * (isfinite(c->rate) ? 1 / c->rate : BACKOFF_UNPACED_S);
 
 	if (!hinted)
 		pause_for(c, now + (uint64_t)(fmin(s, BACKOFF_MAX_S) * SEC), HTTP_CAP_BACKOFF);
 }
 
-/* A refusal at the pace. The last second bounds the limit (for the common
- * one-second windows): the upstream refused with `seen` requests sent in
- * it, and admitted `lower` per second before the last success. */
-static void cut_rate(http_cap *c, uint64_t now)
+/* A probe was refused: back to the base. What it sent beyond the base,
+ * and the refused request, sit in the upstream's window (one second, for
+ * the estimate), which is full: pause until they would have left it, two
+ * intervals at least. */
+static void probe_failed(http_cap *c, uint64_t now, bool hinted)
 {
-	double dummy, seen = sent_after(c, ago(now, MEASURE_S), &dummy) / MEASURE_S;
+	double excess = fmax(seen_rate(c, now) - c->base, 0) + 1;
 
-	if (!isfinite(c->rate)) /* not paced yet */
-		c->rate = c->good = seen;
-	if (c->rate > c->good * 1.001) {
-		/* a step above what worked failed: back to what worked */
-		c->rate = fmin(fmax(c->good, c->lower * CUT_MARGIN), seen * CUT_MARGIN);
+	c->rate = c->base;
+	c->probing = false;
+	c->probe_end = 0; /* its refusals are answered: a next one is news */
+	if (c->jumping) {
+		c->jumping = false;
+		c->failed_jumps++;
 	} else {
-		/* refused at a rate that had worked: the limit fell */
-		c->peak = fmax(c->peak, c->good);
-		c->rate = fmin(c->rate * BETA, seen * CUT_MARGIN);
-		c->cuts++;
+		/* the limit is between base and the probe: half as far next */
+		c->gain = fmax(c->gain / 2, GAIN_MIN);
+		c->probe_every = fmin(c->probe_every * 1.5, PROBE_EVERY_MAX_S);
+		c->next_probe = now + (uint64_t)(c->probe_every * SEC);
 	}
-	c->rate = fmax(c->rate, MIN_RATE);
-	c->good = c->trial = c->rate;
-	c->good_since = c->grown_at = now;
-	c->probe_gain = PROBE_GAIN;
 	schedule_jump(c, now);
+	pause_intervals(c, now, fmax(excess, 2), hinted);
+}
+
+/* A refusal while cruising: the limit fell. The base is cut by BETA, and
+ * to what was admitted in the last second if that is less (never below
+ * BETA_FLOOR: the last second may have held a pause of ours). */
+static void drop(http_cap *c, uint64_t now, bool hinted)
+{
+	double admitted = admitted_rate(c, now) * CUT_MARGIN;
+
+	c->peak = fmax(c->peak, c->base);
+	c->base = fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted));
+	c->rate = c->base = fmax(c->base, MIN_RATE);
+	c->gain = GAIN0;
+	c->probe_every = PROBE_EVERY_S;
+	c->next_probe = now + (uint64_t)(c->probe_every * SEC);
+	c->failed_jumps = 0;
+	schedule_jump(c, now);
+	c->drop_at = now;
+	c->drops++;
+	pause_intervals(c, now, 1, hinted);
+}
+
+static bool within(uint64_t now, uint64_t t, double s)
+{
+	return t && now < t + (uint64_t)(s * SEC);
+}
+
+/*
+ * A refusal at the pace (sent after the last reaction):
+ *  - not paced yet: pace at what the last second carried;
+ *  - everything sent since the last reaction refused, or less than
+ *    SETTLE_S since the last drop: the upstream's window is still full
+ *    of what was sent before; pause longer (2^n intervals), nothing else;
+ *  - during a probe, or soon after: the probe failed;
+ *  - soon after a probe became the base: that base was a little too
+ *    much, back to the one before;
+ *  - else, cruising: the limit fell.
+ */
+static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
+{
+	if (!isfinite(c->rate)) {
+		c->rate = c->base = fmax(seen_rate(c, now) * CUT_MARGIN, MIN_RATE);
+		c->drop_at = now;
+		pause_intervals(c, now, 1, hinted);
+	} else if ((c->ever_ok && !c->oks_since_react &&
+		    c->refused_since_react >= c->sent_since_react) ||
+		   within(now, c->drop_at, SETTLE_S)) {
+		pause_intervals(c, now, exp2(++c->streak), hinted);
+		return;
+	} else if (c->probing || within(now, c->probe_end, SETTLE_S)) {
+		probe_failed(c, now, hinted);
+	} else if (within(now, c->promoted_at, SETTLE_S + PROBE_S)) {
+		c->rate = c->base = c->prev_base;
+		c->promoted_at = 0;
+		probe_failed(c, now, hinted);
+	} else {
+		drop(c, now, hinted);
+	}
+	c->streak = 0;
 }
 
 /* ----------------------------------------------------------- concurrency */
@@ -358,34 +477,15 @@ static void cut_window(http_cap *c, double w, uint64_t now)
 	c->window_cuts++;
 }
 
-/* ------------------------------------------------------------------ done */
-
-static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
-{
-	double rtt = (double)(now - sent) / SEC;
-
-	c->streak = 0;
-	c->ever_ok = true;
-	log_ok(c, sent);
-	c->lower = oks_between(c, ago(sent, MEASURE_S), sent) / MEASURE_S;
-	c->srtt_s = c->srtt_s > 0 ? c->srtt_s + (rtt - c->srtt_s) / 8 : rtt;
-	if (c->base_s <= 0 || rtt < c->base_s)
-		c->base_s = rtt;
-	if (sent >= c->react_at && k > c->ok_kmax)
-		c->ok_kmax = k;
-	confirm(c, now);
-	grow_rate(c, now);
-	grow_window(c, now);
-}
-
-/* A refusal at k above every success sent since the last reaction is a
- * vote for a concurrency cap; one at or below, for a rate limit (which
- * refuses whatever the concurrency). The tally, bounded, decides: a single
- * refusal of a burst above its usual concurrency does not make a rate
- * limit look like a cap. */
+/* A refusal at k above every success sent since the last reaction, and
+ * above what the pace alone keeps in flight, is a vote for a concurrency
+ * cap; any other, for a rate limit (which refuses whatever the
+ * concurrency). The tally, bounded, decides: one refusal of a burst does
+ * not make a rate limit look like a cap. */
 static bool vote_concurrency(http_cap *c, unsigned k)
 {
-	int v = k > 1 && (!c->ever_ok || k > c->ok_kmax) ? 1 : -1;
+	double paced = isfinite(c->rate) ? c->rate * c->srtt_s + 2 : 0;
+	int v = k > 1 && k > paced && (!c->ever_ok || k > c->ok_kmax) ? 1 : -1;
 
 	c->conc_score += v;
 	if (c->conc_score > SCORE_MAX)
@@ -395,31 +495,50 @@ static bool vote_concurrency(http_cap *c, unsigned k)
 	return c->conc_score > 0;
 }
 
+/* ------------------------------------------------------------------ done */
+
+static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
+{
+	double rtt = (double)(now - sent) / SEC;
+
+	c->streak = 0;
+	c->ever_ok = true;
+	log_ok(c, sent);
+	c->srtt_s = c->srtt_s > 0 ? c->srtt_s + (rtt - c->srtt_s) / 8 : rtt;
+	if (c->min_rtt_s <= 0 || rtt < c->min_rtt_s)
+		c->min_rtt_s = rtt;
+	if (sent >= c->react_at) {
+		c->ok_kmax = k > c->ok_kmax ? k : c->ok_kmax;
+		c->oks_since_react++;
+		c->first_probe = false; /* the probe came back: there is room */
+	}
+	pace_step(c, now);
+	grow_window(c, now);
+}
+
 /*
- * What a refusal teaches, if it was sent after the last reaction:
- *  - no success sent since the last reaction (but some before): the
- *    upstream is still full; pause longer (exponentially), cut nothing;
- *  - a cap (by the tally): the window goes to k - 1 if k was above every
- *    success since the last reaction, else (the cap fell) by BETA;
- *  - else the pace is too high: cut it, pause.
+ * What a refusal teaches, if it was sent after the last reaction (one
+ * reaction per round trip, as TCP reacts once per window of losses):
+ * a concurrency cap (by the tally, which needs a success since the last
+ * reaction to compare k with) sets the window to k - 1 if k was above
+ * every such success, else (the cap fell) cuts it by BETA; anything else
+ * is for the pace. The first refusal ever also holds sends to one until
+ * a success shows there is room.
  */
 static void on_refusal(http_cap *c, uint64_t sent, unsigned k, uint64_t now, bool hinted)
 {
 	c->refusals++;
 	if (sent < c->react_at)
 		return; /* sent before the last reaction: nothing new */
-	if (c->ever_ok && !c->ok_kmax) {
-		c->streak++;
-		backoff(c, now, hinted);
-	} else if (vote_concurrency(c, k)) {
+	c->refused_since_react++;
+	c->first_probe = !c->ever_ok;
+	if ((!c->ever_ok || c->ok_kmax) && vote_concurrency(c, k))
 		cut_window(c, !c->ever_ok || k > c->ok_kmax ? k - 1 : c->window * BETA, now);
-	} else {
-		cut_rate(c, now);
-		c->streak++;
-		backoff(c, now, hinted);
-	}
+	else
+		on_pace_refusal(c, now, hinted);
 	c->react_at = now;
 	c->ok_kmax = 0;
+	c->sent_since_react = c->oks_since_react = c->refused_since_react = 0;
 }
 
 void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
@@ -429,7 +548,7 @@ void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 	if (c->inflight)
 		c->inflight--;
 	if (h)
-		on_hints(c, sent, now, o, h);
+		on_hints(c, sent, k, now, o, h);
 	if (o == HTTP_CAP_OK)
 		on_success(c, sent, k, now);
 	else if (o == HTTP_CAP_REFUSED)
@@ -440,9 +559,9 @@ void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 
 void http_cap_save(const http_cap *c, http_cap_state *out)
 {
-	*out = (http_cap_state){ .rate = c->rate, .good_rate = c->good, .peak_rate = c->peak,
+	*out = (http_cap_state){ .rate = c->rate, .good_rate = c->base, .peak_rate = c->peak,
 		.window = c->window, .good_window = c->good_window, .srtt_s = c->srtt_s,
-		.min_rtt_s = c->base_s, .hint_scale = c->hint_scale };
+		.min_rtt_s = c->min_rtt_s, .hint_scale = c->hint_scale };
 }
 
 void http_cap_restore(http_cap *c, const http_cap_state *s, uint64_t now)
@@ -450,16 +569,15 @@ void http_cap_restore(http_cap *c, const http_cap_state *s, uint64_t now)
 	http_cap_cfg cfg = c->cfg;
 
 	http_cap_init(c, &cfg, now);
-	if (s->rate > 0)
-		c->rate = s->rate;
-	c->good = s->good_rate > 0 ? s->good_rate : 0;
+	if (s->good_rate > 0 && isfinite(s->good_rate))
+		c->rate = c->base = s->good_rate;
 	c->peak = s->peak_rate > 0 ? s->peak_rate : 0;
 	if (s->window >= 1 && s->window <= cfg.max_inflight)
 		c->window = s->window;
 	if (s->good_window >= 1 && s->good_window <= cfg.max_inflight)
 		c->good_window = s->good_window;
 	c->srtt_s = s->srtt_s;
-	c->base_s = s->min_rtt_s;
+	c->min_rtt_s = s->min_rtt_s;
 	if (s->hint_scale >= 1)
 		c->hint_scale = s->hint_scale;
 }

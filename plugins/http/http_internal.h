@@ -127,46 +127,53 @@ typedef struct http_cap_send {
 typedef struct http_cap {
 	http_cap_cfg cfg;
 	unsigned inflight;
-	uint64_t react_at;            /* the last reaction to a refusal */
 	bool ever_ok;
+	/* reactions to refusals: one per round trip */
+	uint64_t react_at;            /* the last one */
+	unsigned sent_since_react, oks_since_react, refused_since_react;
+	unsigned ok_kmax;             /* largest k of a success sent since react_at */
+	unsigned streak;              /* refusals in a row with nothing admitted */
+	bool first_probe;             /* after the first refusal ever: one request */
 	/* what the upstream said */
 	uint64_t pause_until;         /* no dispatch before (hint or backoff) */
 	http_cap_reason pause_why;
 	double hint_scale;            /* hints found too short stretch later ones */
 	uint64_t hint_end, hint_test; /* the last hinted pause, its first send */
+	unsigned hint_test_k;
 	http_cap_quota req_quota, tok_quota;
 	/* pace */
-	double rate;                  /* requests/s; INFINITY: not paced */
-	double good;                  /* the last rate that worked */
-	double trial;                 /* the rate being confirmed since good_since */
-	double peak;                  /* the highest rate that worked before a cut */
-	double lower;                 /* admitted/s in the second before the last success */
-	double probe_gain;            /* growth above `good`, per second */
+	double rate;                  /* requests/s now; INFINITY: not paced */
+	double base;                  /* cruise: the last rate that worked */
+	double prev_base;             /* before the last probe became the base */
+	double peak;                  /* the rate that worked before the last drop */
+	double gain;                  /* the next probe: base * (1 + gain) */
+	double probe_every;           /* seconds of cruise between probes */
+	unsigned failed_jumps;        /* since the last drop */
+	bool probing, jumping;        /* rate is above base, on trial */
+	bool jumped_last;
+	uint64_t probe_start, probe_end, next_probe, next_jump, promoted_at, drop_at;
 	uint64_t next_send, next_tok; /* pacing grids (requests, tokens) */
-	uint64_t grown_at, good_since, jump_at, paced_at;
-	bool pace_bound;              /* a send waited for the pace since grown_at */
-	unsigned streak;              /* reactions since the last success */
+	bool pace_bound;              /* a send waited for the pace lately */
 	/* concurrency */
 	double window, good_window;
-	unsigned ok_kmax;             /* largest k of a success sent since react_at */
 	int conc_score;               /* > 0: refusals look like a concurrency cap */
 	uint64_t wcut_at;
 	bool window_bound;
 	/* latency */
-	double srtt_s, base_s;
+	double srtt_s, min_rtt_s;
 	/* what was sent and admitted (rings of send times) */
 	http_cap_send sends[HTTP_CAP_LOG];
 	uint64_t oks[HTTP_CAP_LOG];
 	unsigned sends_head, sends_n, oks_head, oks_n;
-	unsigned long long refusals, cuts, window_cuts;
+	unsigned long long refusals, drops, window_cuts;
 } http_cap;
 
 /* The learnt state as numbers: for checkpoints (a resumed run starts
  * where the crashed one stood) and for stats. */
 typedef struct http_cap_state {
 	double rate;        /* requests/s, INFINITY: not paced */
-	double good_rate;   /* the last rate that worked */
-	double peak_rate;   /* the rate before the last cut */
+	double good_rate;   /* the last rate that worked (cruise) */
+	double peak_rate;   /* the rate that worked before the last drop */
 	double window;      /* requests in flight allowed */
 	double good_window;
 	double srtt_s, min_rtt_s;
