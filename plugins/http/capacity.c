@@ -24,6 +24,8 @@
 /* pace */
 #define BETA 0.7             /* a drop: base * BETA at most, */
 #define BETA_FLOOR 0.3       /* base * BETA_FLOOR at least */
+#define NUDGE 0.95           /* a first refusal while cruising: base * NUDGE; */
+#define NUDGE_S 3.0          /* another one within this is a drop */
 #define CUT_MARGIN 0.95      /* a cut stays this far under what was admitted */
 #define MEASURE_S 1.0        /* horizon of the rates seen */
 #define PROBE_S 1.0          /* a probe lasts this long, */
@@ -202,6 +204,28 @@ static uint64_t advance(uint64_t next, uint64_t now, double interval_s)
 	return (now > next + iv ? now : next) + iv;
 }
 
+/* The pace also holds the sends of any MEASURE_S to what it allows in
+ * MEASURE_S, as a one-second window upstream counts them: after a probe
+ * or a jump sent more, the excess must leave that window before more go
+ * (refused sends count, as they do upstream). 0: a send may go; else
+ * when the oldest send that must leave does. */
+static uint64_t window_free_at(const http_cap *c, uint64_t now, double rate)
+{
+	double allowed = floor(rate * MEASURE_S + 0.5), tokens;
+	unsigned n, i;
+
+	if (allowed < 1)
+		allowed = 1;
+	if (allowed > HTTP_CAP_LOG / 2)
+		return 0; /* the log is too short to tell: the pace alone */
+	n = sent_after(c, ago(now, MEASURE_S), &tokens);
+	if (n < allowed)
+		return 0;
+	/* the (n - allowed + 1)th oldest send of the window must leave it */
+	i = (c->sends_head + c->sends_n - n + (n - (unsigned)allowed)) % HTTP_CAP_LOG;
+	return c->sends[i].t + (uint64_t)(MEASURE_S * SEC) + 1;
+}
+
 uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 			  http_cap_reason *why)
 {
@@ -227,6 +251,10 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 	if (isfinite(rate) && now < c->next_send) {
 		c->pace_bound = true;
 		return hold(why, HTTP_CAP_PACE, c->next_send);
+	}
+	if (isfinite(rate) && (t = window_free_at(c, now, rate))) {
+		c->pace_bound = true;
+		return hold(why, HTTP_CAP_PACE, t);
 	}
 	if (isfinite(trate) && tokens > 0 && now < c->next_tok)
 		return hold(why, HTTP_CAP_TOKENS, c->next_tok);
@@ -454,6 +482,13 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 		c->rate = c->base = c->prev_base;
 		c->promoted_at = 0;
 		probe_failed(c, now, hinted);
+	} else if (!within(now, c->nudge_at, NUDGE_S)) {
+		/* a first refusal while cruising may be the edge of the limit
+		 * (the base is just at it): a nudge down; a second soon after
+		 * is a drop */
+		c->rate = c->base = fmax(c->base * NUDGE, MIN_RATE);
+		c->nudge_at = now;
+		pause_intervals(c, now, 2, hinted);
 	} else {
 		drop(c, now, hinted);
 	}
@@ -500,6 +535,7 @@ static bool vote_concurrency(http_cap *c, unsigned k)
 static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 {
 	double rtt = (double)(now - sent) / SEC;
+
 
 	c->streak = 0;
 	c->ever_ok = true;
