@@ -41,6 +41,8 @@
 #define JUMP_MIN_S 1.0       /* within these bounds */
 #define JUMP_MAX_S 30.0
 #define JUMP_PATIENCE_S 20.0 /* then longer, with the square of the time */
+#define JUMP_DECAY 0.95      /* a failed jump lowers the peak this much */
+#define HELD_S 2.0           /* a base held this long becomes the peak */
 #define MIN_RATE 0.01        /* one request per 100 s */
 #define BACKOFF_MAX_S 60.0   /* the longest pause without a hint */
 #define BACKOFF_UNPACED_S 0.05 /* the first pause when not paced */
@@ -323,6 +325,16 @@ static void on_hints(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 
 /* ------------------------------------------------------------------ pace */
 
+/* The base changes: the peak remembers it only once it has worked for
+ * HELD_S (a rate that was never held proves nothing). */
+static void set_base(http_cap *c, double base, uint64_t now)
+{
+	if (c->base_since && (double)(now - c->base_since) >= HELD_S * SEC)
+		c->peak = fmax(c->peak, c->base);
+	c->rate = c->base = fmax(base, MIN_RATE);
+	c->base_since = now;
+}
+
 /* When to try the peak again: soon when it is far above the base (much
  * to win), rarely when close; and, JUMP_PATIENCE_S after the drop, less
  * and less often (the drop may be for good). */
@@ -358,8 +370,7 @@ static void probe_passed(http_cap *c, uint64_t now)
 
 	c->prev_base = c->base;
 	c->promoted_at = now;
-	c->base = fmax(c->base, fmin(c->rate, sent * (1 + GAIN0)));
-	c->rate = c->base;
+	set_base(c, fmax(c->base, fmin(c->rate, sent * (1 + GAIN0))), now);
 	c->probing = false;
 	if (c->jumping) { /* toward the peak: on until there, then gently */
 		c->jumping = false;
@@ -417,8 +428,10 @@ static void probe_failed(http_cap *c, uint64_t now, bool hinted)
 	c->probing = false;
 	c->probe_end = 0; /* its refusals are answered: a next one is news */
 	if (c->jumping) {
+		/* the peak may be too high now, if not gone: a little less */
 		c->jumping = false;
 		c->failed_jumps++;
+		c->peak = fmax(c->base, c->peak * JUMP_DECAY);
 	} else {
 		/* the limit is between base and the probe: half as far next */
 		c->gain = fmax(c->gain / 2, GAIN_MIN);
@@ -436,9 +449,7 @@ static void drop(http_cap *c, uint64_t now, bool hinted)
 {
 	double admitted = admitted_rate(c, now) * CUT_MARGIN;
 
-	c->peak = fmax(c->peak, c->base);
-	c->base = fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted));
-	c->rate = c->base = fmax(c->base, MIN_RATE);
+	set_base(c, fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted)), now);
 	c->gain = GAIN0;
 	c->probe_every = PROBE_EVERY_S;
 	c->next_probe = now + (uint64_t)(c->probe_every * SEC);
@@ -468,7 +479,7 @@ static bool within(uint64_t now, uint64_t t, double s)
 static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 {
 	if (!isfinite(c->rate)) {
-		c->rate = c->base = fmax(seen_rate(c, now) * CUT_MARGIN, MIN_RATE);
+		set_base(c, seen_rate(c, now) * CUT_MARGIN, now);
 		c->drop_at = now;
 		pause_intervals(c, now, 1, hinted);
 	} else if ((c->ever_ok && !c->oks_since_react &&
@@ -479,14 +490,14 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 	} else if (c->probing || within(now, c->probe_end, SETTLE_S)) {
 		probe_failed(c, now, hinted);
 	} else if (within(now, c->promoted_at, SETTLE_S + PROBE_S)) {
-		c->rate = c->base = c->prev_base;
+		set_base(c, c->prev_base, now);
 		c->promoted_at = 0;
 		probe_failed(c, now, hinted);
 	} else if (!within(now, c->nudge_at, NUDGE_S)) {
 		/* a first refusal while cruising may be the edge of the limit
 		 * (the base is just at it): a nudge down; a second soon after
 		 * is a drop */
-		c->rate = c->base = fmax(c->base * NUDGE, MIN_RATE);
+		set_base(c, c->base * NUDGE, now);
 		c->nudge_at = now;
 		pause_intervals(c, now, 2, hinted);
 	} else {
@@ -512,15 +523,16 @@ static void cut_window(http_cap *c, double w, uint64_t now)
 	c->window_cuts++;
 }
 
-/* A refusal at k above every success sent since the last reaction, and
- * above what the pace alone keeps in flight, is a vote for a concurrency
- * cap; any other, for a rate limit (which refuses whatever the
- * concurrency). The tally, bounded, decides: one refusal of a burst does
+/* A refusal sent into the window's last slot, or at k above every
+ * success sent since the last reaction and above what the pace alone
+ * keeps in flight, is a vote for a concurrency cap; any other, for a rate
+ * limit (which refuses whatever the concurrency). The tally, bounded, decides: one refusal of a burst does
  * not make a rate limit look like a cap. */
 static bool vote_concurrency(http_cap *c, unsigned k)
 {
 	double paced = isfinite(c->rate) ? c->rate * c->srtt_s + 2 : 0;
-	int v = k > 1 && k > paced && (!c->ever_ok || k > c->ok_kmax) ? 1 : -1;
+	bool full = k >= window_slots(c); /* sent into the last slot */
+	int v = k > 1 && (full || (k > paced && (!c->ever_ok || k > c->ok_kmax))) ? 1 : -1;
 
 	c->conc_score += v;
 	if (c->conc_score > SCORE_MAX)

@@ -152,6 +152,7 @@ typedef struct http_cap {
 	bool probing, jumping;        /* rate is above base, on trial */
 	bool jumped_last;
 	uint64_t probe_start, probe_end, next_probe, next_jump, promoted_at, drop_at, nudge_at;
+	uint64_t base_since;           /* the base was set */
 	uint64_t next_send, next_tok; /* pacing grids (requests, tokens) */
 	bool pace_bound;              /* a send waited for the pace lately */
 	/* concurrency */
