@@ -86,6 +86,10 @@ static const sim_scenario scenarios[] = {
 	{ .name = "queue", .title = "queueing server: latency 100 ms x (1 + in flight / 16), no limit",
 	  .pool = 64, .duration_s = 60, .lat = SIM_LAT_QUEUE, .lat_ms = 100, .queue_c = 16,
 	  .refuse_ms = 1 },
+	{ .name = "queue-shared", .title = "the same server shared: others keep 0 / 96 in flight, 20 s each, it refuses above 192",
+	  .pool = 64, .duration_s = 120, .lat = SIM_LAT_QUEUE, .lat_ms = 100, .queue_c = 16,
+	  .background = { .p = { { 0, 20 }, { 96, 20 } }, .n = 2 }, .cap = ONE(192),
+	  .refuse_ms = 1 },
 };
 
 #define NSCEN (sizeof(scenarios) / sizeof(*scenarios))

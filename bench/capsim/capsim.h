@@ -80,6 +80,7 @@ typedef struct sim_scenario {
 	sim_limiter_cfg tok;    /* tokens (tokens_per_req each) */
 	double tokens_per_req;
 	sim_sched cap;          /* server concurrency cap, value 0: none */
+	sim_sched background;   /* others' requests in flight at the server */
 	sim_lat_mode lat;
 	double lat_ms, sigma, queue_c;
 	double refuse_ms;       /* a refusal is answered after this */

@@ -296,11 +296,17 @@ void sim_server_release(sim_server *s)
 	free(s->tok.e);
 }
 
+/* Others' requests in flight at the server (a shared server). */
+static double background(const sim_server *s, uint64_t now)
+{
+	return sim_sched_at(&s->sc->background, now + s->offset);
+}
+
 static bool cap_allows(const sim_server *s, uint64_t now)
 {
 	double cap = sim_sched_at(&s->sc->cap, now + s->offset);
 
-	return cap <= 0 || s->current < (unsigned)cap;
+	return cap <= 0 || s->current + background(s, now) < cap;
 }
 
 bool sim_server_would_admit(sim_server *s, uint64_t now, double tokens)
@@ -337,7 +343,7 @@ uint64_t sim_server_next_change(sim_server *s, uint64_t now, double tokens)
 }
 
 /* Latency, with a network's jitter of +-2 %. */
-static uint64_t latency(sim_server *s)
+static uint64_t latency(sim_server *s, uint64_t now)
 {
 	const sim_scenario *sc = s->sc;
 	double ms = sc->lat_ms;
@@ -345,7 +351,7 @@ static uint64_t latency(sim_server *s)
 	if (sc->lat == SIM_LAT_LOGNORMAL)
 		ms = sc->lat_ms * exp(sc->sigma * sim_rng_normal(&s->rng));
 	else if (sc->lat == SIM_LAT_QUEUE)
-		ms = sc->lat_ms * (1.0 + (double)s->current / sc->queue_c);
+		ms = sc->lat_ms * (1.0 + ((double)s->current + background(s, now)) / sc->queue_c);
 	return (uint64_t)(ms * (0.98 + 0.04 * sim_rng_unit(&s->rng)) * 1e6);
 }
 
@@ -388,7 +394,7 @@ void sim_server_arrive(sim_server *s, uint64_t now, double tokens, sim_answer *a
 	if (a->admitted) {
 		if (++s->current > s->peak)
 			s->peak = s->current;
-		a->latency = latency(s);
+		a->latency = latency(s, now);
 	} else
 		a->latency = (uint64_t)(sc->refuse_ms * (0.8 + 0.4 * sim_rng_unit(&s->rng)) * 1e6);
 	if (sc->ratelimit_headers) {

@@ -49,8 +49,15 @@
 /* window */
 #define WINDOW_HOLD_S 2.0    /* after a cut, before growing again */
 #define SCORE_MAX 3          /* votes remembered for cap against rate */
+#define LAT_ALPHA (1.0 / 64) /* the slow round trip's smoothing */
+#define LAT_WARMUP 128       /* answers before the latency is trusted */
+#define LAT_HIGH 2.0         /* srtt this many times its low: queueing */
+#define LAT_GROW 1.5         /* the window grows only below this */
+#define LAT_BETA 0.9         /* the window on queueing */
+#define LAT_FORGET_S 60.0    /* the low forgets at e per this */
 /* hints */
 #define HINT_SCALE_MAX 4.0
+#define RESET_MARGIN_S 0.05  /* after an announced reset, before trusting it */
 
 const char *http_cap_reason_name(http_cap_reason r)
 {
@@ -163,7 +170,12 @@ static double admitted_rate(const http_cap *c, uint64_t now)
 /* ---------------------------------------------------------------- quotas */
 
 /* What an announced budget allows: 0 and *rate (per second, INFINITY:
- * no bound), or the time it refills when it is spent. */
+ * no bound), or the time it refills when it is spent. The pace spends
+ * over the time to the reset what is left or what comes back by then,
+ * whichever is more: a fixed window gives back everything at its reset
+ * (what is left must last until then), a rolling window or a bucket gives
+ * back continuously (limit - remaining by the reset, the time until it is
+ * full again); either way no send goes once the budget is spent. */
 static uint64_t quota(const http_cap *c, const http_cap_quota *q, uint64_t now, double cost,
 		      bool tokens, double *rate)
 {
@@ -177,7 +189,7 @@ static uint64_t quota(const http_cap *c, const http_cap_quota *q, uint64_t now, 
 	rem = q->remaining - (tokens ? spent_tok : spent);
 	if (rem < (cost > 0 ? cost : 1))
 		return q->reset_at;
-	*rate = rem / ((double)(q->reset_at - now) / SEC);
+	*rate = fmax(rem, q->limit - q->remaining) / ((double)(q->reset_at - now) / SEC);
 	return 0;
 }
 
@@ -278,13 +290,17 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 
 /* ----------------------------------------------------------------- hints */
 
-static void read_quota(http_cap_quota *q, uint64_t sent, double remaining, double reset_s)
+static void read_quota(http_cap_quota *q, uint64_t sent, double limit, double remaining,
+		       double reset_s)
 {
 	if (remaining < 0 || reset_s < 0 || sent < q->as_of)
 		return;
+	q->limit = limit > remaining ? limit : remaining;
 	q->remaining = remaining;
 	q->as_of = sent;
-	q->reset_at = sent + (uint64_t)(reset_s * SEC);
+	/* counted when the request arrived, shortly after it was sent; a
+	 * margin for that and for the resolution of the header */
+	q->reset_at = sent + (uint64_t)((reset_s + RESET_MARGIN_S) * SEC);
 }
 
 static void pause_for(http_cap *c, uint64_t until, http_cap_reason why)
@@ -312,8 +328,10 @@ static void test_hint(http_cap *c, uint64_t sent, unsigned k, http_cap_outcome o
 static void on_hints(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 		     http_cap_outcome o, const http_hints *h)
 {
-	read_quota(&c->req_quota, sent, h->remaining_requests, h->reset_requests_s);
-	read_quota(&c->tok_quota, sent, h->remaining_tokens, h->reset_tokens_s);
+	read_quota(&c->req_quota, sent, h->limit_requests, h->remaining_requests,
+		   h->reset_requests_s);
+	read_quota(&c->tok_quota, sent, h->limit_tokens, h->remaining_tokens,
+		   h->reset_tokens_s);
 	test_hint(c, sent, k, o);
 	if (o == HTTP_CAP_REFUSED && h->retry_after_s >= 0) {
 		pause_for(c, now + (uint64_t)(h->retry_after_s * c->hint_scale * SEC),
@@ -508,12 +526,48 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 
 /* ----------------------------------------------------------- concurrency */
 
+/* +1 a round trip while the window is what holds sends, once HOLD_S
+ * has passed since a cut, and unless latency says the upstream queues. */
 static void grow_window(http_cap *c, uint64_t now)
 {
-	if (!c->window_bound || (double)(now - c->wcut_at) < WINDOW_HOLD_S * SEC)
+	if (!c->window_bound || (double)(now - c->wcut_at) < WINDOW_HOLD_S * SEC ||
+	    (c->base_rtt_s > 0 && c->slow_rtt_s > c->base_rtt_s * LAT_GROW))
 		return;
 	c->window_bound = false;
 	c->window = fmin(c->window + 1 / c->window, c->cfg.max_inflight);
+}
+
+/*
+ * A server that queues answers later before it refuses: at the same
+ * concurrency, the round trip rises. A slowly smoothed round trip (over
+ * about 1/LAT_ALPHA answers: the answers of an LLM vary a lot) is
+ * compared with the lowest it has been since the warm-up (the first
+ * LAT_WARMUP answers are biased: the quick ones come back first), which
+ * forgets at e per LAT_FORGET_S so that a slower upstream becomes the
+ * norm. At LAT_HIGH times that low, with the window full, the window
+ * shrinks by LAT_BETA, at most once a round trip; above LAT_GROW times it
+ * does not grow.
+ */
+static void watch_latency(http_cap *c, uint64_t now, double rtt)
+{
+	double dt = c->lat_at ? (double)(now - c->lat_at) / SEC : 0;
+
+	c->srtt_s = c->srtt_s > 0 ? c->srtt_s + (rtt - c->srtt_s) / 8 : rtt;
+	if (c->min_rtt_s <= 0 || rtt < c->min_rtt_s)
+		c->min_rtt_s = rtt;
+	c->lat_at = now;
+	c->slow_rtt_s = c->slow_rtt_s > 0 ? c->slow_rtt_s + (rtt - c->slow_rtt_s) * LAT_ALPHA
+					  : rtt;
+	if (++c->lat_n < LAT_WARMUP)
+		return;
+	c->base_rtt_s = c->base_rtt_s > 0 ?
+		fmin(c->base_rtt_s * exp(dt / LAT_FORGET_S), c->slow_rtt_s) : c->slow_rtt_s;
+	if (c->slow_rtt_s < c->base_rtt_s * LAT_HIGH || c->inflight + 1 < window_slots(c) ||
+	    (double)(now - c->lat_cut_at) < c->srtt_s * SEC)
+		return;
+	c->window = fmax(floor(c->window * LAT_BETA), 1);
+	c->lat_cut_at = now;
+	c->window_cuts++;
 }
 
 static void cut_window(http_cap *c, double w, uint64_t now)
@@ -552,9 +606,7 @@ static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 	c->streak = 0;
 	c->ever_ok = true;
 	log_ok(c, sent);
-	c->srtt_s = c->srtt_s > 0 ? c->srtt_s + (rtt - c->srtt_s) / 8 : rtt;
-	if (c->min_rtt_s <= 0 || rtt < c->min_rtt_s)
-		c->min_rtt_s = rtt;
+	watch_latency(c, now, rtt);
 	if (sent >= c->react_at) {
 		c->ok_kmax = k > c->ok_kmax ? k : c->ok_kmax;
 		c->oks_since_react++;

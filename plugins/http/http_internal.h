@@ -110,10 +110,11 @@ typedef struct http_cap_cfg {
 	double max_tps;        /* configured tokens/second budget, 0: none */
 } http_cap_cfg;
 
-/* A budget the upstream announced: `remaining` as of `as_of` (the send
- * time of the request whose answer said so), refilled at `reset_at`. */
+/* A budget the upstream announced: `remaining` of `limit` as of `as_of`
+ * (the send time of the request whose answer said so), all back by
+ * `reset_at`. */
 typedef struct http_cap_quota {
-	double remaining;
+	double limit, remaining;
 	uint64_t as_of, reset_at; /* reset_at 0: nothing known */
 } http_cap_quota;
 
@@ -162,6 +163,10 @@ typedef struct http_cap {
 	bool window_bound;
 	/* latency */
 	double srtt_s, min_rtt_s;
+	double slow_rtt_s;            /* smoothed over ~64 answers */
+	double base_rtt_s;            /* its lowest since the warm-up, forgetting */
+	unsigned lat_n;
+	uint64_t lat_at, lat_cut_at;
 	/* what was sent and admitted (rings of send times) */
 	http_cap_send sends[HTTP_CAP_LOG];
 	uint64_t oks[HTTP_CAP_LOG];
