@@ -150,12 +150,24 @@ static uint64_t ago(uint64_t now, double s)
 	return now > d ? now - d : 0;
 }
 
+/* Requests sent in (now - span, now] (the ring is in send order). */
+static unsigned sent_within(const http_cap *c, uint64_t now, double span)
+{
+	uint64_t d = (uint64_t)(span * SEC);
+	unsigned n = 0;
+
+	for (unsigned i = c->sends_n; i-- > 0;) {
+		if (c->sends[(c->sends_head + i) % HTTP_CAP_LOG].t + d <= now)
+			break;
+		n++;
+	}
+	return n;
+}
+
 /* Requests sent per second over the last MEASURE_S (refused ones too). */
 static double seen_rate(const http_cap *c, uint64_t now)
 {
-	double tokens;
-
-	return sent_after(c, ago(now, MEASURE_S), &tokens) / MEASURE_S;
+	return sent_within(c, now, MEASURE_S) / MEASURE_S;
 }
 
 /* Requests admitted per second over MEASURE_S, ending a round trip ago
@@ -225,14 +237,14 @@ static uint64_t advance(uint64_t next, uint64_t now, double interval_s)
  * when the oldest send that must leave does. */
 static uint64_t window_free_at(const http_cap *c, uint64_t now, double rate)
 {
-	double allowed = floor(rate * MEASURE_S + 0.5), tokens;
+	double allowed = floor(rate * MEASURE_S + 0.5);
 	unsigned n, i;
 
 	if (allowed < 1)
 		allowed = 1;
 	if (allowed > HTTP_CAP_LOG / 2)
 		return 0; /* the log is too short to tell: the pace alone */
-	n = sent_after(c, ago(now, MEASURE_S), &tokens);
+	n = sent_within(c, now, MEASURE_S);
 	if (n < allowed)
 		return 0;
 	/* the (n - allowed + 1)th oldest send of the window must leave it */
@@ -262,13 +274,14 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 	}
 	if (c->first_probe && c->sent_since_react)
 		return hold(why, HTTP_CAP_BACKOFF, HTTP_CAP_WAIT_DONE);
-	if (isfinite(rate) && now < c->next_send) {
-		c->pace_bound = true;
-		return hold(why, HTTP_CAP_PACE, c->next_send);
-	}
-	if (isfinite(rate) && (t = window_free_at(c, now, rate))) {
-		c->pace_bound = true;
-		return hold(why, HTTP_CAP_PACE, t);
+	if (isfinite(rate)) {
+		t = window_free_at(c, now, rate);
+		if (now < c->next_send && c->next_send > t)
+			t = c->next_send;
+		if (t) {
+			c->pace_bound = true;
+			return hold(why, HTTP_CAP_PACE, t);
+		}
 	}
 	if (isfinite(trate) && tokens > 0 && now < c->next_tok)
 		return hold(why, HTTP_CAP_TOKENS, c->next_tok);
@@ -485,7 +498,7 @@ static bool within(uint64_t now, uint64_t t, double s)
 
 /*
  * A refusal at the pace (sent after the last reaction):
- *  - not paced yet: pace at what the last second carried;
+ *  - not paced yet: pace at what the last second admitted;
  *  - everything sent since the last reaction refused, or less than
  *    SETTLE_S since the last drop: the upstream's window is still full
  *    of what was sent before; pause longer (2^n intervals), nothing else;
@@ -497,7 +510,8 @@ static bool within(uint64_t now, uint64_t t, double s)
 static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 {
 	if (!isfinite(c->rate)) {
-		set_base(c, seen_rate(c, now) * CUT_MARGIN, now);
+		/* not paced yet: what was admitted in the last second */
+		set_base(c, fmax(admitted_rate(c, now), 1 / MEASURE_S) * CUT_MARGIN, now);
 		c->drop_at = now;
 		pause_intervals(c, now, 1, hinted);
 	} else if ((c->ever_ok && !c->oks_since_react &&
