@@ -11,11 +11,16 @@
  * for a concurrency cap, by cap / mean latency x duration). Medians over
  * the seeds.
  *
+ * Where a scenario has a request-rate limit, a fourth line, "paced", shows
+ * a client that knows the limit at every instant and paces at 97 % of it:
+ * the best a pacing client (one that never sends in bursts) could do
+ * without having to learn anything.
+ *
  * Usage: elspeth-capsim [-m] [-n SEEDS] [-s SCENARIO] [-t CONTROLLER [-S SEED]]
  *   -m            a Markdown table
  *   -n SEEDS      seeds 1..SEEDS (3)
  *   -s SCENARIO   only this scenario (a name from the list, or a prefix)
- *   -t CTL        a per-second trace of one run (aimd, vector, cap, oracle)
+ *   -t CTL        a per-second trace of one run (aimd, vector, cap, oracle, paced)
  *                 on stderr, for the scenario given with -s; -S its seed (1)
  * Exit status: 0 when the capacity controller meets every target, 1 if not.
  */
@@ -163,9 +168,17 @@ static bool meets(const sim_scenario *sc, const row *r)
 	return true;
 }
 
+/* The paced diagnostic (knows the request limit) only has a limit to know
+ * in the scenarios with a request-rate limiter. */
+static bool has_paced(const sim_scenario *sc)
+{
+	return sc->req.mode != SIM_LIM_NONE && sc->req.rate.n;
+}
+
 static void print_scenario(const sim_scenario *sc, const row *rows, bool md)
 {
-	static const sim_ctl_kind ks[] = { SIM_CTL_AIMD, SIM_CTL_VECTOR, SIM_CTL_CAP };
+	static const sim_ctl_kind ks[] = { SIM_CTL_AIMD, SIM_CTL_VECTOR, SIM_CTL_CAP,
+					   SIM_CTL_PACED };
 	char target[64] = "";
 
 	if (sc->min_goodput > 0)
@@ -177,13 +190,17 @@ static void print_scenario(const sim_scenario *sc, const row *rows, bool md)
 		for (int i = 0; i < 3; i++)
 			printf(" %.1f %% / %.1f %% / %.2f / %.0f |", rows[i].goodput * 100,
 			       rows[i].refused * 100, rows[i].attempts, rows[i].peak);
+		if (has_paced(sc))
+			printf(" %.1f %% / %.1f %% |", rows[3].goodput * 100, rows[3].refused * 100);
+		else
+			printf(" - |");
 		printf(" %s |\n", target);
 		return;
 	}
 	printf("%s: %s%s%s\n", sc->name, sc->title, *target ? "\n  " : "", target);
 	printf("  %-7s %8s %8s %9s %6s %8s\n", "", "goodput", "refused", "attempts", "peak",
 	       "latency");
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < (has_paced(sc) ? 4 : 3); i++)
 		printf("  %-7s %7.1f%% %7.1f%% %9.2f %6.0f %6.0fms\n", sim_ctl_name(ks[i]),
 		       rows[i].goodput * 100, rows[i].refused * 100, rows[i].attempts,
 		       rows[i].peak, rows[i].latency);
@@ -234,17 +251,19 @@ int main(int argc, char **argv)
 	if (tctl)
 		return trace(only ? only : "flaky", tctl, tseed);
 	if (md)
-		printf("| scenario | aimd: goodput / refused / attempts / peak | vector | capacity | target |\n"
-		       "|---|---|---|---|---|\n");
+		printf("| scenario | aimd: goodput / refused / attempts / peak | vector | capacity | paced oracle | target |\n"
+		       "|---|---|---|---|---|---|\n");
 	for (size_t i = 0; i < NSCEN; i++) {
 		const sim_scenario *sc = &scenarios[i];
-		row rows[3];
+		row rows[4];
 
 		if (only && strncmp(sc->name, only, strlen(only)))
 			continue;
 		run_row(sc, SIM_CTL_AIMD, seeds, &rows[0]);
 		run_row(sc, SIM_CTL_VECTOR, seeds, &rows[1]);
 		run_row(sc, SIM_CTL_CAP, seeds, &rows[2]);
+		if (has_paced(sc))
+			run_row(sc, SIM_CTL_PACED, seeds, &rows[3]);
 		print_scenario(sc, rows, md);
 		missed += !meets(sc, &rows[2]);
 		fflush(stdout);

@@ -531,6 +531,9 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 		 * is a drop */
 		set_base(c, c->base * NUDGE, now);
 		c->nudge_at = now;
+		/* no probe nor jump until the nudged base has held a while */
+		c->next_probe = now + (uint64_t)(c->probe_every * SEC);
+		schedule_jump(c, now);
 		pause_intervals(c, now, 2, hinted);
 	} else {
 		drop(c, now, hinted);
