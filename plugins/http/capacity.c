@@ -58,6 +58,8 @@
 /* hints */
 #define HINT_SCALE_MAX 4.0
 #define RESET_MARGIN_S 0.05  /* after an announced reset, before trusting it */
+#define TOK_RATIO_MIN 0.25   /* token estimates are scaled by what they */
+#define TOK_RATIO_MAX 4.0    /* turned out to be, within these bounds */
 
 const char *http_cap_reason_name(http_cap_reason r)
 {
@@ -87,6 +89,7 @@ void http_cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now)
 	c->gain = GAIN0;
 	c->probe_every = PROBE_EVERY_S;
 	c->next_probe = c->next_jump = now;
+	c->tok_ratio = 1;
 }
 
 /* ------------------------------------------------------------------ logs */
@@ -95,7 +98,7 @@ static void log_send(http_cap *c, uint64_t now, double tokens)
 {
 	unsigned i = (c->sends_head + c->sends_n) % HTTP_CAP_LOG;
 
-	c->sends[i] = (http_cap_send){ now, tokens };
+	c->sends[i] = (http_cap_send){ .t = now, .tokens = tokens };
 	if (c->sends_n < HTTP_CAP_LOG)
 		c->sends_n++;
 	else
@@ -258,6 +261,7 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 	double rate = c->rate, qrate, trate = c->cfg.max_tps > 0 ? c->cfg.max_tps : INFINITY;
 	uint64_t t;
 
+	tokens *= c->tok_ratio; /* what estimates have turned out to be */
 	if (now < c->pause_until)
 		return hold(why, c->pause_why, c->pause_until);
 	if ((t = quota(c, &c->req_quota, now, 1, false, &qrate)))
@@ -405,7 +409,6 @@ static void probe_passed(http_cap *c, uint64_t now)
 	c->probing = false;
 	if (c->jumping) { /* toward the peak: on until there, then gently */
 		c->jumping = false;
-		c->failed_jumps = 0;
 		c->next_jump = now;
 		c->gain = GAIN0;
 	} else
@@ -461,7 +464,6 @@ static void probe_failed(http_cap *c, uint64_t now, bool hinted)
 	if (c->jumping) {
 		/* the peak may be too high now, if not gone: a little less */
 		c->jumping = false;
-		c->failed_jumps++;
 		c->peak = fmax(c->base, c->peak * JUMP_DECAY);
 	} else {
 		/* the limit is between base and the probe: half as far next */
@@ -484,9 +486,8 @@ static void drop(http_cap *c, uint64_t now, bool hinted)
 	c->gain = GAIN0;
 	c->probe_every = PROBE_EVERY_S;
 	c->next_probe = now + (uint64_t)(c->probe_every * SEC);
-	c->failed_jumps = 0;
-	schedule_jump(c, now);
 	c->drop_at = now;
+	schedule_jump(c, now);
 	c->drops++;
 	pause_intervals(c, now, 1, hinted);
 }
@@ -658,10 +659,34 @@ static void on_refusal(http_cap *c, uint64_t sent, unsigned k, uint64_t now, boo
 	c->sent_since_react = c->oks_since_react = c->refused_since_react = 0;
 }
 
+/* The tokens an answer says it used: they replace the estimate in the
+ * log (what an announced token budget is counted down by), and the
+ * ratio of the two scales later estimates (a caller that guesses low
+ * would otherwise overrun a tokens-per-second budget). */
+static void used_tokens(http_cap *c, uint64_t sent, double used)
+{
+	for (unsigned i = c->sends_n; i-- > 0;) {
+		http_cap_send *s = &c->sends[(c->sends_head + i) % HTTP_CAP_LOG];
+
+		if (s->t < sent)
+			return;
+		if (s->t == sent && s->tokens > 0 && !s->settled) {
+			double r = fmax(TOK_RATIO_MIN, fmin(used / s->tokens * c->tok_ratio,
+							    TOK_RATIO_MAX));
+
+			c->tok_ratio += (r - c->tok_ratio) / 8;
+			s->tokens = used;
+			s->settled = true;
+			return;
+		}
+	}
+}
+
 void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 		   http_cap_outcome o, const http_hints *h, double tokens)
 {
-	(void)tokens;
+	if (o == HTTP_CAP_OK && tokens > 0)
+		used_tokens(c, sent, tokens);
 	if (c->inflight)
 		c->inflight--;
 	if (h)

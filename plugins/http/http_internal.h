@@ -120,7 +120,8 @@ typedef struct http_cap_quota {
 
 typedef struct http_cap_send {
 	uint64_t t;
-	double tokens;
+	double tokens;  /* estimated, then used (settled) */
+	bool settled;
 } http_cap_send;
 
 /* The controller's state. Plain data: embed it, copy it; no release. The
@@ -142,6 +143,7 @@ typedef struct http_cap {
 	uint64_t hint_end, hint_test; /* the last hinted pause, its first send */
 	unsigned hint_test_k;
 	http_cap_quota req_quota, tok_quota;
+	double tok_ratio;             /* tokens used / estimated */
 	/* pace */
 	double rate;                  /* requests/s now; INFINITY: not paced */
 	double base;                  /* cruise: the last rate that worked */
@@ -149,7 +151,6 @@ typedef struct http_cap {
 	double peak;                  /* the rate that worked before the last drop */
 	double gain;                  /* the next probe: base * (1 + gain) */
 	double probe_every;           /* seconds of cruise between probes */
-	unsigned failed_jumps;        /* since the last drop */
 	bool probing, jumping;        /* rate is above base, on trial */
 	bool jumped_last;
 	uint64_t probe_start, probe_end, next_probe, next_jump, promoted_at, drop_at, nudge_at;

@@ -222,6 +222,24 @@ Test(http_capacity, max_rps_and_max_tps_are_kept)
 	cr_assert_eq(t, 500 * MS);
 }
 
+Test(http_capacity, token_estimates_learn_from_usage)
+{
+	http_cap c;
+	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000 };
+	uint64_t t = 0, next;
+	unsigned k;
+
+	http_cap_init(&c, &cfg, 0);
+	for (int i = 0; i < 40; i++) { /* estimated 100, used 400 */
+		while ((next = http_cap_acquire(&c, t, 100, &k, NULL)))
+			t = next;
+		http_cap_done(&c, t, k, t + 1 * MS, HTTP_CAP_OK, NULL, 400);
+	}
+	cr_assert_gt(c.tok_ratio, 3, "ratio %g", c.tok_ratio);
+	cr_assert_gt(t, 10 * S, "40 x 400 tokens at 1000/s take > 10 s: %llu",
+		     (unsigned long long)t);
+}
+
 Test(http_capacity, a_refusal_above_every_success_lowers_the_window_to_k_minus_1)
 {
 	http_cap c;
