@@ -16,7 +16,9 @@
  * the best a pacing client (one that never sends in bursts) could do
  * without having to learn anything.
  *
- * Usage: elspeth-capsim [-m] [-n SEEDS] [-s SCENARIO] [-t CONTROLLER [-S SEED]]
+ * Usage: elspeth-capsim [-d SECONDS] [-m] [-n SEEDS] [-s SCENARIO]
+ *                       [-t CONTROLLER [-S SEED]]
+ *   -d SECONDS    run every scenario this long instead
  *   -m            a Markdown table
  *   -n SEEDS      seeds 1..SEEDS (3)
  *   -s SCENARIO   only this scenario (a name from the list, or a prefix)
@@ -36,7 +38,7 @@
 #define FLAKY { .p = { { 20, 10 }, { 5, 10 } }, .n = 2 }
 #define ONE(v) { .p = { { (v), 1 } }, .n = 1 }
 
-static const sim_scenario scenarios[] = {
+static sim_scenario scenarios[] = {
 	{ .name = "flaky", .title = "flaky 20<->5 req/s / 10 s, 1 s rolling, refusals count, 100 ms, no hints",
 	  .pool = 64, .duration_s = 120, .req = { .mode = SIM_LIM_ROLLING, .window_s = 1,
 	  .refused_weight = 1, .rate = FLAKY }, .lat_ms = 100, .refuse_ms = 1,
@@ -230,24 +232,29 @@ int main(int argc, char **argv)
 {
 	const char *only = NULL, *tctl = NULL;
 	int seeds = 3, opt, missed = 0;
+	double duration = 0;
 	uint64_t tseed = 1;
 	bool md = false;
 
-	while ((opt = getopt(argc, argv, "mn:s:t:S:")) != -1) {
+	while ((opt = getopt(argc, argv, "d:mn:s:t:S:")) != -1) {
 		switch (opt) {
+		case 'd': duration = atof(optarg); break;
 		case 'm': md = true; break;
 		case 'n': seeds = atoi(optarg); break;
 		case 's': only = optarg; break;
 		case 't': tctl = optarg; break;
 		case 'S': tseed = (uint64_t)atoll(optarg); break;
 		default:
-			fprintf(stderr, "usage: elspeth-capsim [-m] [-n SEEDS] [-s SCENARIO] "
-				"[-t CONTROLLER [-S SEED]]\n");
+			fprintf(stderr, "usage: elspeth-capsim [-d SECONDS] [-m] [-n SEEDS] "
+				"[-s SCENARIO] [-t CONTROLLER [-S SEED]]\n");
 			return 2;
 		}
 	}
 	if (seeds < 1 || seeds > MAX_SEEDS)
 		seeds = 3;
+	if (duration > 0)
+		for (size_t i = 0; i < NSCEN; i++)
+			scenarios[i].duration_s = duration;
 	if (tctl)
 		return trace(only ? only : "flaky", tctl, tseed);
 	if (md)

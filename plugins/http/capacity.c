@@ -7,12 +7,17 @@
  * configured, or from an announced quota) and the window (requests in
  * flight). Pure logic: times come in, no clock is read.
  *
- * The pace cruises at `base`, the last rate that worked. Now and then it
- * probes above it for PROBE_S; a probe that draws no refusal becomes the
- * new base, one that does is taken back. After a drop (a refusal while
- * cruising) it also tries the rate that worked before the drop (a jump),
- * often when that is far above, rarely when close. A refusal while
- * cruising means the limit fell: the base is cut.
+ * The pace cruises at `base`, the last rate that worked, and never sends
+ * more in any second than it allows in one. Now and then it probes above
+ * it for PROBE_S; a probe that draws no refusal becomes the new base (and
+ * the next goes twice as far), one that does is taken back (and the next
+ * goes half as far). Refusals while cruising nudge the base down, then
+ * cut it (a drop); after a drop, jumps try the rate that worked before
+ * it, often when that is far above, less often as time passes. Refusals
+ * while the upstream is still full (nothing admitted since the last
+ * reaction) only lengthen the pause. The window starts at max_inflight;
+ * refusals that look like a concurrency cap set it to k - 1, rising
+ * latency at a full window shrinks it.
  */
 #include <math.h>
 #include <string.h>
@@ -506,7 +511,9 @@ static bool within(uint64_t now, uint64_t t, double s)
  *  - during a probe, or soon after: the probe failed;
  *  - soon after a probe became the base: that base was a little too
  *    much, back to the one before;
- *  - else, cruising: the limit fell.
+ *  - cruising, a first refusal: the base may sit on the edge of the limit
+ *    (an upstream counts a second a little differently): a nudge down;
+ *  - cruising, a second within NUDGE_S: the limit fell, a drop.
  */
 static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 {
@@ -527,9 +534,6 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 		c->promoted_at = 0;
 		probe_failed(c, now, hinted);
 	} else if (!within(now, c->nudge_at, NUDGE_S)) {
-		/* a first refusal while cruising may be the edge of the limit
-		 * (the base is just at it): a nudge down; a second soon after
-		 * is a drop */
 		set_base(c, c->base * NUDGE, now);
 		c->nudge_at = now;
 		/* no probe nor jump until the nudged base has held a while */
@@ -598,8 +602,8 @@ static void cut_window(http_cap *c, double w, uint64_t now)
 /* A refusal sent into the window's last slot, or at k above every
  * success sent since the last reaction and above what the pace alone
  * keeps in flight, is a vote for a concurrency cap; any other, for a rate
- * limit (which refuses whatever the concurrency). The tally, bounded, decides: one refusal of a burst does
- * not make a rate limit look like a cap. */
+ * limit (which refuses whatever the concurrency). The tally, bounded,
+ * decides: one refusal of a burst does not make a rate limit a cap. */
 static bool vote_concurrency(http_cap *c, unsigned k)
 {
 	double paced = isfinite(c->rate) ? c->rate * c->srtt_s + 2 : 0;
@@ -619,7 +623,6 @@ static bool vote_concurrency(http_cap *c, unsigned k)
 static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 {
 	double rtt = (double)(now - sent) / SEC;
-
 
 	c->streak = 0;
 	c->ever_ok = true;
