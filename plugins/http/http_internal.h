@@ -65,4 +65,145 @@ bool http_parse_time(const char *s, size_t len, time_t *out);
 bool http_is_account_error(long status, const char *body, size_t len,
 			   bool has_retry);
 
+/* ---------------------------------------------------- capacity controller */
+
+/*
+ * One per upstream, shared by every request to it (capacity.c; the
+ * algorithm and its constants: docs/adr/0016-capacity-control.md). It
+ * decides when the next request may be sent: the pace (requests and
+ * tokens per second), the concurrency (requests in flight, max_inflight
+ * the ceiling), pauses the upstream asked for (Retry-After and kin,
+ * for every request, not just the refused one) and quotas it announced
+ * (x-ratelimit-remaining/reset). It learns from every answer. Pure logic:
+ * no clock, no lock, no I/O, no allocation; times are nanoseconds on any
+ * monotonic clock. The caller serialises calls (the executor's lock).
+ */
+#define HTTP_CAP_WAIT_DONE UINT64_MAX /* only a completion can free room */
+#define HTTP_CAP_LOG 256              /* sends and successes remembered */
+
+/* How an attempt ended, for the controller. */
+typedef enum http_cap_outcome {
+	HTTP_CAP_OK = 0,  /* an answer (the server admitted it) */
+	HTTP_CAP_REFUSED, /* 429, 503, 529, a connect timeout: capacity */
+	HTTP_CAP_OTHER,   /* anything else: the slot is released, no lesson */
+	HTTP_CAP_OUTCOME_LAST
+} http_cap_outcome;
+
+/* What holds the next request back (for the audit trail and stats). */
+typedef enum http_cap_reason {
+	HTTP_CAP_GO = 0,      /* nothing: it was sent */
+	HTTP_CAP_HINTED,      /* the upstream said when to come back */
+	HTTP_CAP_QUOTA,       /* its announced remaining budget is spent */
+	HTTP_CAP_BACKOFF,     /* a pause after a refusal without a hint */
+	HTTP_CAP_PACE,        /* requests per second */
+	HTTP_CAP_TOKENS,      /* tokens per second */
+	HTTP_CAP_WINDOW,      /* requests in flight */
+	HTTP_CAP_REASON_LAST
+} http_cap_reason;
+
+/* "go", "hinted", "quota", ... never NULL. */
+const char *http_cap_reason_name(http_cap_reason r);
+
+typedef struct http_cap_cfg {
+	unsigned max_inflight; /* pool_size: the ceiling of concurrency, >= 1 */
+	double max_rps;        /* configured requests/second budget, 0: none */
+	double max_tps;        /* configured tokens/second budget, 0: none */
+} http_cap_cfg;
+
+/* A budget the upstream announced: `remaining` of `limit` as of `as_of`
+ * (the send time of the request whose answer said so), all back by
+ * `reset_at`. */
+typedef struct http_cap_quota {
+	double limit, remaining;
+	uint64_t as_of, reset_at; /* reset_at 0: nothing known */
+} http_cap_quota;
+
+typedef struct http_cap_send {
+	uint64_t t;
+	double tokens;  /* estimated, then used (settled) */
+	bool settled;
+} http_cap_send;
+
+/* The controller's state. Plain data: embed it, copy it; no release. The
+ * fields are private to capacity.c (read them through http_cap_save). */
+typedef struct http_cap {
+	http_cap_cfg cfg;
+	unsigned inflight;
+	bool ever_ok;
+	/* reactions to refusals: one per round trip */
+	uint64_t react_at;            /* the last one */
+	unsigned sent_since_react, oks_since_react, refused_since_react;
+	unsigned ok_kmax;             /* largest k of a success sent since react_at */
+	unsigned streak;              /* refusals in a row with nothing admitted */
+	bool first_probe;             /* after the first refusal ever: one request */
+	/* what the upstream said */
+	uint64_t pause_until;         /* no dispatch before (hint or backoff) */
+	http_cap_reason pause_why;
+	double hint_scale;            /* hints found too short stretch later ones */
+	uint64_t hint_end, hint_test; /* the last hinted pause, its first send */
+	unsigned hint_test_k;
+	http_cap_quota req_quota, tok_quota;
+	double tok_ratio;             /* tokens used / estimated */
+	/* pace */
+	double rate;                  /* requests/s now; INFINITY: not paced */
+	double base;                  /* cruise: the last rate that worked */
+	double prev_base;             /* before the last probe became the base */
+	double peak;                  /* the rate that worked before the last drop */
+	double gain;                  /* the next probe: base * (1 + gain) */
+	double probe_every;           /* seconds of cruise between probes */
+	bool probing, jumping;        /* rate is above base, on trial */
+	bool jumped_last;
+	uint64_t probe_start, probe_end, next_probe, next_jump, promoted_at, drop_at, nudge_at;
+	uint64_t base_since;           /* the base was set */
+	uint64_t next_send, next_tok; /* pacing grids (requests, tokens) */
+	bool pace_bound;              /* a send waited for the pace lately */
+	/* concurrency */
+	double window, good_window;
+	int conc_score;               /* > 0: refusals look like a concurrency cap */
+	uint64_t wcut_at;
+	bool window_bound;
+	/* latency */
+	double srtt_s, min_rtt_s;
+	double slow_rtt_s;            /* smoothed over ~64 answers */
+	double base_rtt_s;            /* its lowest since the warm-up, forgetting */
+	unsigned lat_n;
+	uint64_t lat_at, lat_cut_at;
+	/* what was sent and admitted (rings of send times) */
+	http_cap_send sends[HTTP_CAP_LOG];
+	uint64_t oks[HTTP_CAP_LOG];
+	unsigned sends_head, sends_n, oks_head, oks_n;
+	unsigned long long refusals, drops, window_cuts;
+} http_cap;
+
+/* The learnt state as numbers: for checkpoints (a resumed run starts
+ * where the crashed one stood) and for stats. */
+typedef struct http_cap_state {
+	double rate;        /* requests/s, INFINITY: not paced */
+	double good_rate;   /* the last rate that worked (cruise) */
+	double peak_rate;   /* the rate that worked before the last drop */
+	double window;      /* requests in flight allowed */
+	double good_window;
+	double srtt_s, min_rtt_s;
+	double hint_scale;
+} http_cap_state;
+
+/* Sets up c: no pace (or max_rps), max_inflight in flight. */
+void http_cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now);
+/* May one request (estimated `tokens`, 0: unknown) be sent now? 0: yes —
+ * it is counted in flight and *k receives the number in flight including
+ * it; else the earliest time to ask again, or HTTP_CAP_WAIT_DONE when
+ * only a completion can free room. *why (may be NULL) receives what holds
+ * it back (HTTP_CAP_GO when sent). */
+uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
+			  http_cap_reason *why);
+/* An attempt ended: sent at `sent` with `k` in flight (acquire's), its
+ * answer came at `now`. h: what the answer said (may be NULL); tokens:
+ * used per the answer's `usage` (0: unknown). Every successful acquire
+ * is matched by exactly one done. */
+void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
+		   http_cap_outcome o, const http_hints *h, double tokens);
+void http_cap_save(const http_cap *c, http_cap_state *out);
+/* Restores a saved state (clamped to cfg); requests in flight: none. */
+void http_cap_restore(http_cap *c, const http_cap_state *s, uint64_t now);
+
 #endif /* ELSPETH_HTTP_INTERNAL_H */

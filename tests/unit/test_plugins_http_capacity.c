@@ -1,0 +1,488 @@
+/* The capacity controller (plugins/http/capacity.c): pauses, quotas,
+ * the window, the pace, recovery, latency, state. Times are made up
+ * nanoseconds; some tests drive it against a small rolling-window server. */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <string.h>
+
+#include "plugins/http/http_internal.h"
+
+#define MS 1000000ull
+#define S 1000000000ull
+
+static void init(http_cap *c, unsigned pool, double rps)
+{
+	http_cap_cfg cfg = { .max_inflight = pool, .max_rps = rps };
+
+	http_cap_init(c, &cfg, 0);
+}
+
+/* acquire, asserting it lets one go; returns its k */
+static unsigned go(http_cap *c, uint64_t now)
+{
+	unsigned k = 0;
+	http_cap_reason why = HTTP_CAP_REASON_LAST;
+	uint64_t t = http_cap_acquire(c, now, 0, &k, &why);
+
+	cr_assert_eq(t, 0, "acquire at %llu: held until %llu (%s)", (unsigned long long)now,
+		     (unsigned long long)t, http_cap_reason_name(why));
+	cr_assert_eq(why, HTTP_CAP_GO);
+	return k;
+}
+
+static uint64_t held(http_cap *c, uint64_t now, http_cap_reason *why)
+{
+	unsigned k = 0;
+
+	return http_cap_acquire(c, now, 0, &k, why);
+}
+
+static void ok(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
+{
+	http_cap_done(c, sent, k, now, HTTP_CAP_OK, NULL, 0);
+}
+
+static void refused(http_cap *c, uint64_t sent, unsigned k, uint64_t now, double retry_s)
+{
+	http_hints h;
+
+	http_hints_init(&h);
+	if (retry_s >= 0) {
+		h.retry_after_s = retry_s;
+		h.retry_src = HTTP_HINT_RETRY_AFTER_MS;
+	}
+	http_cap_done(c, sent, k, now, HTTP_CAP_REFUSED, &h, 0);
+}
+
+Test(http_capacity, reason_names)
+{
+	for (int r = 0; r < HTTP_CAP_REASON_LAST; r++)
+		cr_assert_not_null(http_cap_reason_name((http_cap_reason)r));
+	cr_assert_str_eq(http_cap_reason_name(HTTP_CAP_HINTED), "hinted");
+	cr_assert_str_eq(http_cap_reason_name(HTTP_CAP_WINDOW), "window");
+	cr_assert_str_eq(http_cap_reason_name(HTTP_CAP_REASON_LAST), "unknown");
+}
+
+Test(http_capacity, nothing_held_without_a_refusal)
+{
+	http_cap c;
+	http_cap_reason why;
+
+	init(&c, 256, 0);
+	for (unsigned i = 1; i <= 256; i++)
+		cr_assert_eq(go(&c, 0), i);
+	cr_assert_eq(held(&c, 0, &why), HTTP_CAP_WAIT_DONE);
+	cr_assert_eq(why, HTTP_CAP_WINDOW);
+	for (unsigned i = 1; i <= 256; i++)
+		ok(&c, 0, i, 20 * MS);
+	for (unsigned i = 1; i <= 256; i++) /* all at once again: no pace */
+		go(&c, 20 * MS);
+}
+
+Test(http_capacity, never_more_than_max_inflight)
+{
+	http_cap c;
+	uint64_t sent[8] = { 0 };
+	unsigned ks[8] = { 0 }, n = 0, max = 0, k;
+	uint64_t now = 0;
+
+	init(&c, 8, 0);
+	for (int step = 0; step < 2000; step++, now += MS) {
+		while (n < 8 && http_cap_acquire(&c, now, 0, &k, NULL) == 0) {
+			sent[n] = now;
+			ks[n++] = k;
+		}
+		cr_assert_leq(n, 8);
+		cr_assert_leq(c.inflight, 8);
+		max = n > max ? n : max;
+		if (n && step % 3 == 0) { /* one answer: refused every 7th */
+			n--;
+			if (step % 7 == 0)
+				refused(&c, sent[n], ks[n], now, -1);
+			else
+				ok(&c, sent[n], ks[n], now);
+		}
+	}
+	cr_assert_eq(max, 8);
+}
+
+Test(http_capacity, a_hint_pauses_everyone)
+{
+	http_cap c;
+	http_cap_reason why;
+	uint64_t t;
+
+	init(&c, 8, 0);
+	go(&c, 0);
+	go(&c, 0);
+	go(&c, 0);
+	refused(&c, 0, 1, 1 * MS, 2.0);
+	/* two slots are free, yet nothing goes until the hint's time */
+	t = held(&c, 2 * MS, &why);
+	cr_assert_eq(why, HTTP_CAP_HINTED);
+	cr_assert_geq(t, 2 * S + 1 * MS);
+	cr_assert_leq(t, 2 * S + 2 * MS);
+	cr_assert_eq(held(&c, S, &why), t);
+	go(&c, t);
+}
+
+Test(http_capacity, a_hint_found_too_short_stretches_the_next)
+{
+	http_cap c;
+	http_cap_reason why;
+	uint64_t t, t2;
+	unsigned k;
+
+	init(&c, 8, 0);
+	go(&c, 0);
+	refused(&c, 0, 1, 1 * MS, 1.0);
+	t = held(&c, 2 * MS, &why);
+	k = go(&c, t); /* the first after the pause: refused again */
+	refused(&c, t, k, t + 1 * MS, 1.0);
+	t2 = held(&c, t + 2 * MS, &why);
+	cr_assert_eq(why, HTTP_CAP_HINTED);
+	cr_assert_gt(t2 - (t + 1 * MS), 1.2 * S, "the next pause is stretched");
+}
+
+Test(http_capacity, remaining_zero_blocks_until_the_reset)
+{
+	http_cap c;
+	http_hints h;
+	http_cap_reason why;
+	uint64_t t;
+
+	init(&c, 8, 0);
+	go(&c, 0);
+	http_hints_init(&h);
+	h.limit_requests = 10;
+	h.remaining_requests = 0;
+	h.reset_requests_s = 5;
+	http_cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	t = held(&c, 200 * MS, &why);
+	cr_assert_eq(why, HTTP_CAP_QUOTA);
+	cr_assert_geq(t, 5 * S);
+	cr_assert_leq(t, 5 * S + 100 * MS);
+	go(&c, t); /* the budget is back */
+}
+
+Test(http_capacity, the_remaining_budget_is_spread_until_the_reset)
+{
+	http_cap c;
+	http_hints h;
+	http_cap_reason why;
+	uint64_t t;
+
+	init(&c, 8, 0);
+	go(&c, 0);
+	http_hints_init(&h);
+	h.limit_requests = 10; /* a fixed window: 9 left for 9 s */
+	h.remaining_requests = 9;
+	h.reset_requests_s = 9;
+	http_cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	/* about one a second, not all at once, and counted down by what was
+	 * sent since the answer's request */
+	t = 100 * MS;
+	for (int i = 0; i < 9; i++) {
+		uint64_t next = held(&c, t, &why);
+
+		if (next) {
+			cr_assert_eq(why, HTTP_CAP_PACE, "send %d at %llu: %s until %llu", i,
+				     (unsigned long long)t, http_cap_reason_name(why),
+				     (unsigned long long)next);
+			cr_assert_geq(next, t + 800 * MS, "send %d: %llu", i, (unsigned long long)next);
+			cr_assert_leq(next, t + 1200 * MS);
+			t = next;
+		}
+		ok(&c, t, go(&c, t), t + 1 * MS);
+	}
+	t = held(&c, t + 1 * MS, &why);
+	cr_assert_eq(why, HTTP_CAP_QUOTA, "9 left, 9 sent: wait for the reset");
+	cr_assert_geq(t, 9 * S);
+}
+
+Test(http_capacity, max_rps_and_max_tps_are_kept)
+{
+	http_cap c;
+	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000 };
+	http_cap_reason why;
+	unsigned k;
+	uint64_t t;
+
+	init(&c, 8, 10);
+	go(&c, 0);
+	t = held(&c, 0, &why);
+	cr_assert_eq(why, HTTP_CAP_PACE);
+	cr_assert_eq(t, 100 * MS);
+	go(&c, t);
+
+	http_cap_init(&c, &cfg, 0);
+	cr_assert_eq(http_cap_acquire(&c, 0, 500, &k, &why), 0);
+	t = http_cap_acquire(&c, 0, 500, &k, &why);
+	cr_assert_eq(why, HTTP_CAP_TOKENS);
+	cr_assert_eq(t, 500 * MS);
+}
+
+Test(http_capacity, token_estimates_learn_from_usage)
+{
+	http_cap c;
+	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000 };
+	uint64_t t = 0, next;
+	unsigned k;
+
+	http_cap_init(&c, &cfg, 0);
+	for (int i = 0; i < 40; i++) { /* estimated 100, used 400 */
+		while ((next = http_cap_acquire(&c, t, 100, &k, NULL)))
+			t = next;
+		http_cap_done(&c, t, k, t + 1 * MS, HTTP_CAP_OK, NULL, 400);
+	}
+	cr_assert_gt(c.tok_ratio, 3, "ratio %g", c.tok_ratio);
+	cr_assert_gt(t, 10 * S, "40 x 400 tokens at 1000/s take > 10 s: %llu",
+		     (unsigned long long)t);
+}
+
+Test(http_capacity, a_refusal_above_every_success_lowers_the_window_to_k_minus_1)
+{
+	http_cap c;
+	http_cap_reason why;
+	unsigned k;
+
+	init(&c, 64, 0);
+	for (unsigned i = 1; i <= 10; i++)
+		go(&c, 0);
+	for (unsigned i = 1; i <= 10; i++)
+		ok(&c, 0, i, 100 * MS);
+	for (unsigned i = 1; i <= 10; i++)
+		go(&c, 100 * MS);
+	for (unsigned i = 1; i <= 10; i++) /* answered before the 11th comes back */
+		ok(&c, 100 * MS, i, 150 * MS);
+	for (unsigned i = 1; i <= 10; i++)
+		go(&c, 150 * MS);
+	k = go(&c, 150 * MS);
+	cr_assert_eq(k, 11);
+	refused(&c, 150 * MS, 11, 151 * MS, -1);
+	cr_assert_geq(c.window, 9);
+	cr_assert_leq(c.window, 10);
+	cr_assert_eq(held(&c, 152 * MS, &why), HTTP_CAP_WAIT_DONE);
+	cr_assert_eq(why, HTTP_CAP_WINDOW);
+	cr_assert(isinf(c.rate), "a cap is not a rate limit: no pace");
+}
+
+Test(http_capacity, a_refusal_at_low_concurrency_is_a_rate_limit)
+{
+	http_cap c;
+	http_cap_reason why;
+	uint64_t t = 0;
+	unsigned k;
+
+	init(&c, 64, 0);
+	for (int i = 0; i < 20; i++, t += 50 * MS) { /* 20/s, one at a time */
+		k = go(&c, t);
+		ok(&c, t, k, t + 10 * MS);
+	}
+	k = go(&c, t);
+	refused(&c, t, k, t + 1 * MS, -1);
+	cr_assert_eq(c.window, 64, "the window is left alone");
+	cr_assert(isfinite(c.rate) && c.rate > 0 && c.rate <= 21, "paced: %g", c.rate);
+	cr_assert_gt(held(&c, t + 2 * MS, &why), t + 2 * MS);
+}
+
+Test(http_capacity, a_refusal_sent_before_the_last_decrease_does_not_decrease_again)
+{
+	http_cap c;
+	http_cap_state before, after;
+	uint64_t t = 0;
+	unsigned k, ks[4];
+
+	init(&c, 64, 0);
+	for (int i = 0; i < 20; i++, t += 50 * MS) {
+		k = go(&c, t);
+		ok(&c, t, k, t + 10 * MS);
+	}
+	for (int i = 0; i < 4; i++) /* one burst, all refused */
+		ks[i] = go(&c, t);
+	refused(&c, t, ks[0], t + 1 * MS, -1);
+	http_cap_save(&c, &before);
+	for (int i = 1; i < 4; i++)
+		refused(&c, t, ks[i], t + 2 * MS, -1);
+	http_cap_save(&c, &after);
+	cr_assert_eq(before.rate, after.rate);
+	cr_assert_eq(before.good_rate, after.good_rate);
+	cr_assert_eq(before.window, after.window);
+	cr_assert_eq(c.refusals, 4, "counted, not acted on");
+}
+
+Test(http_capacity, another_outcome_only_releases_the_slot)
+{
+	http_cap c;
+	http_cap_state before, after;
+	unsigned k;
+
+	init(&c, 2, 0);
+	k = go(&c, 0);
+	go(&c, 0);
+	http_cap_save(&c, &before);
+	http_cap_done(&c, 0, k, 5 * MS, HTTP_CAP_OTHER, NULL, 0);
+	http_cap_save(&c, &after);
+	cr_assert_eq(c.inflight, 1);
+	cr_assert(memcmp(&before, &after, sizeof(before)) == 0);
+	go(&c, 6 * MS);
+}
+
+/* ------------------------------------------------- against a small server */
+
+/* A one-second rolling window of `limit` arrivals, refused ones counted,
+ * answers after 100 ms (refusals after 1 ms). */
+typedef struct server {
+	uint64_t t[4096];
+	size_t n;
+	double limit;
+} server;
+
+static bool admit(server *s, uint64_t now)
+{
+	size_t in = 0;
+
+	for (size_t i = 0; i < s->n; i++)
+		in += s->t[i] + S > now;
+	if (s->n < 4096)
+		s->t[s->n++] = now;
+	return in < s->limit;
+}
+
+typedef struct flight {
+	uint64_t sent, done;
+	unsigned k;
+	bool ok;
+} flight;
+
+/* Runs from *now for `secs`; returns the admitted count. times[] (may be
+ * NULL) receives the send times. */
+static unsigned drive(http_cap *c, server *s, uint64_t *now, double secs, uint64_t *times,
+		      unsigned *ntimes)
+{
+	static flight f[64];
+	static unsigned nf;
+	uint64_t end = *now + (uint64_t)(secs * S);
+	unsigned admitted = 0, k;
+
+	for (; *now < end; *now += MS) {
+		for (unsigned i = 0; i < nf;) {
+			if (f[i].done > *now) {
+				i++;
+				continue;
+			}
+			if (f[i].ok)
+				ok(c, f[i].sent, f[i].k, f[i].done);
+			else
+				refused(c, f[i].sent, f[i].k, f[i].done, -1);
+			f[i] = f[--nf];
+		}
+		while (nf < 64 && http_cap_acquire(c, *now, 0, &k, NULL) == 0) {
+			bool a = admit(s, *now);
+
+			f[nf++] = (flight){ *now, *now + (a ? 100 : 1) * MS, k, a };
+			admitted += a;
+			if (times && *ntimes < 4096)
+				times[(*ntimes)++] = *now;
+		}
+	}
+	return admitted;
+}
+
+Test(http_capacity, a_rate_limit_is_found_and_kept, .timeout = 30)
+{
+	static server s = { .limit = 20 };
+	http_cap c;
+	uint64_t now = 0;
+	unsigned got;
+
+	init(&c, 64, 0);
+	drive(&c, &s, &now, 10, NULL, NULL);
+	s.n = 0; /* forget the start */
+	got = drive(&c, &s, &now, 10, NULL, NULL);
+	cr_assert_geq(got, 170, "10 s at 20/s: %u admitted", got);
+	cr_assert_leq(c.refusals, 60, "%llu refusals", c.refusals);
+}
+
+Test(http_capacity, recovery_returns_quickly_and_does_not_burst, .timeout = 30)
+{
+	static server s = { .limit = 20 };
+	static uint64_t times[4096];
+	http_cap c;
+	uint64_t now = 0;
+	unsigned n = 0, got;
+	double remembered;
+
+	init(&c, 64, 0);
+	drive(&c, &s, &now, 10, NULL, NULL);
+	s.limit = 5; /* the limit falls ... */
+	drive(&c, &s, &now, 10, NULL, NULL);
+	cr_assert_lt(c.base, 6, "down to the new limit: %g", c.base);
+	remembered = c.peak;
+	cr_assert_geq(remembered, 15, "the rate that worked is remembered: %g", remembered);
+	s.limit = 20; /* ... and comes back */
+	got = drive(&c, &s, &now, 3, times, &n);
+	cr_assert_geq(c.base, 15, "back within 3 s: %g", c.base);
+	cr_assert_geq(got, 25, "%u admitted in the 3 s", got);
+	/* never in one burst: no 100 ms holds more than the pace allows
+	 * (20/s: 2, and one more for a late grid) */
+	for (unsigned i = 0; i < n; i++) {
+		unsigned in = 0;
+
+		for (unsigned j = i; j < n && times[j] < times[i] + 100 * MS; j++)
+			in++;
+		cr_assert_leq(in, 4, "%u sends within 100 ms of %u", in, i);
+	}
+}
+
+Test(http_capacity, rising_latency_at_the_same_concurrency_shrinks_the_window)
+{
+	http_cap c;
+	uint64_t t = 0;
+	unsigned ks[8];
+
+	init(&c, 8, 0);
+	for (int round = 0; round < 80; round++) {
+		uint64_t rtt = (round < 40 ? 100 : 400) * MS;
+		unsigned n = (unsigned)c.window;
+
+		for (unsigned i = 0; i < n; i++)
+			ks[i] = go(&c, t);
+		t += rtt;
+		for (unsigned i = 0; i < n; i++)
+			ok(&c, t - rtt, ks[i], t);
+		if (round < 40)
+			cr_assert_eq(c.window, 8);
+	}
+	cr_assert_lt(c.window, 8, "latency x4 at 8 in flight: %g", c.window);
+	cr_assert_geq(c.window, 1);
+}
+
+Test(http_capacity, the_state_survives_a_save_and_restore)
+{
+	http_cap c, d;
+	http_cap_state s, s2;
+	uint64_t t = 0;
+	unsigned k;
+
+	init(&c, 16, 0);
+	for (int i = 0; i < 20; i++, t += 50 * MS) {
+		k = go(&c, t);
+		ok(&c, t, k, t + 10 * MS);
+	}
+	k = go(&c, t);
+	refused(&c, t, k, t + 1 * MS, -1);
+	http_cap_save(&c, &s);
+	cr_assert(isfinite(s.rate));
+	init(&d, 16, 0);
+	http_cap_restore(&d, &s, 5 * S);
+	http_cap_save(&d, &s2);
+	cr_assert_eq(s2.good_rate, s.good_rate);
+	cr_assert_eq(s2.window, s.window);
+	cr_assert_eq(d.inflight, 0);
+	/* a state from another configuration is clamped */
+	s.window = 1000;
+	init(&d, 16, 0);
+	http_cap_restore(&d, &s, 0);
+	cr_assert_leq(d.window, 16);
+}
