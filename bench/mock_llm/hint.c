@@ -41,9 +41,9 @@ void mock_duration(char *buf, size_t n, uint64_t ms)
 			 "%llum", (unsigned long long)m);
 	snprintf(sec, sizeof(sec), "%llu.%03u", (unsigned long long)s, frac);
 	len = strlen(sec);
-	while (sec[len - 1] == '0')
+	while (len > 1 && sec[len - 1] == '0')
 		sec[--len] = '\0';
-	if (sec[len - 1] == '.')
+	if (len > 1 && sec[len - 1] == '.')
 		sec[--len] = '\0';
 	snprintf(buf, n, "%s%ss", head, sec);
 }
