@@ -33,7 +33,19 @@
 
 /* ---------------------------------------------------------------- errors */
 
-/* Our codes live below -30900, apart from errno values (positive). */
+/*
+ * Codes. 0 is success; every other value means one thing wherever it
+ * travels, because the ranges never overlap:
+ *   > 0                            an errno value (the OS, libc, pthreads)
+ *   CORE_LMDB_FIRST..CORE_LMDB_LAST  LMDB's codes (MDB_KEYEXIST = -30799
+ *                                  upwards); only the recorder returns
+ *                                  them, and it gives core_strerror their
+ *                                  messages (core_strerror_lmdb)
+ *   CORE_ERR_FIRST..CORE_ERR_LAST  ours, below LMDB's (-30900 upwards)
+ * Ours include two results that are not always errors: CORE_ENOTFOUND (a
+ * lookup found nothing; the recorder's REC_NOTFOUND) and CORE_BREAK (a
+ * callback ended its iteration early; the recorder's REC_SCAN_STOP).
+ */
 typedef enum core_code {
 	CORE_OK = 0,
 	CORE_ERR_FIRST = -30900,
@@ -46,8 +58,14 @@ typedef enum core_code {
 	CORE_EINTERNAL,               /* a bug: an invariant did not hold */
 	CORE_ESTOPPED,                /* a row cut short by SIGINT/SIGTERM:
 				       * left for `elspeth resume` */
-	CORE_ERR_LAST
+	CORE_ENOTFOUND,               /* no such key, record or entry */
+	CORE_BREAK,                   /* a callback stopped its iteration
+				       * early (like C's break): not an error */
+	CORE_ERR_LAST                 /* stays below CORE_LMDB_FIRST */
 } core_code;
+
+#define CORE_LMDB_FIRST (-30799) /* MDB_KEYEXIST */
+#define CORE_LMDB_LAST (-30700)  /* room for codes newer LMDBs add */
 
 /* An error with a message a user can act on. `retryable` marks row errors
  * that a retry might cure (used by the retry policy). */
@@ -63,8 +81,17 @@ int core_err_vset(core_err *err, int code, const char *fmt, va_list ap)
 	CORE_PRINTF(3, 0);
 /* Prepends "prefix: " to an error already set. Returns err->code. */
 int core_err_prefix(core_err *err, const char *fmt, ...) CORE_PRINTF(2, 3);
-/* Never returns NULL. */
+/* The message of any code above: ours, LMDB's and errno values (and
+ * "unknown error" for a value in no range). Never NULL, never empty.
+ * Static strings, except for errno values, which are strerror()'s. */
 const char *core_strerror(int code);
+/* Gives core_strerror the messages of LMDB's codes (CORE_LMDB_FIRST ..
+ * CORE_LMDB_LAST), which core does not link: the recorder calls it when
+ * it opens an environment, before it can return such a code. fn must be
+ * thread-safe and never return NULL or "". Any thread; the last call
+ * wins. Until it is called, those codes read "audit trail storage
+ * (LMDB) error". */
+void core_strerror_lmdb(const char *(*fn)(int code));
 
 /* --------------------------------------------------------------- buffers */
 
