@@ -52,7 +52,8 @@ typedef enum core_code {
 	CORE_ENOMEM = CORE_ERR_FIRST, /* out of memory */
 	CORE_EIO,                     /* file or OS error */
 	CORE_ECONFIG,                 /* the settings are invalid */
-	CORE_EUNSUPPORTED,            /* a settings feature not built yet */
+	CORE_EUNSUPPORTED,            /* a setting this build does not
+				       * support (a sink's encoding) */
 	CORE_EDATA,                   /* a row or field is invalid */
 	CORE_EEXPR,                   /* expression syntax or runtime error */
 	CORE_EINTERNAL,               /* a bug: an invariant did not hold */
@@ -198,9 +199,6 @@ const core_node *core_map_get(const core_node *map, const char *key);
  * when map is not a MAP. */
 int core_map_check_keys(const core_node *map, const char *const *allowed,
 			core_err *err);
-/* Fails with "not supported yet: <path>" if key is present in map. */
-int core_map_reject(const core_node *map, const char *key, const char *why,
-		    core_err *err);
 
 /* Type checks on one node; errors name position and key path and say what
  * was expected. A plain scalar "null", "~" or "" is null. */
@@ -296,9 +294,7 @@ int core_redact_secrets(json_t *v);
  *
  * The typed view of an ELSPETH 0.4 settings file (docs/architecture.md §6). All
  * strings and nodes point into the document and live as long as the
- * settings. Keys of features not built yet are rejected at load with
- * CORE_EUNSUPPORTED ("not supported yet: <key path>"); unknown keys are
- * CORE_ECONFIG with a near-match suggestion.
+ * settings. Unknown keys are CORE_ECONFIG with a near-match suggestion.
  */
 #define CORE_DISCARD "discard"
 
@@ -427,8 +423,6 @@ int core_settings_load(const char *path, core_settings **out, core_err *err);
 int core_settings_parse(const char *name, const char *text,
 			core_settings **out, core_err *err);
 void core_settings_free(core_settings *s); /* NULL allowed */
-const core_sink_cfg *core_settings_sink(const core_settings *s,
-					const char *name);
 
 /* ----------------------------------------------------------- JSON text */
 
