@@ -36,12 +36,12 @@
 /*
  * Codes. 0 is success; every other value means one thing wherever it
  * travels, because the ranges never overlap:
- *   > 0                            an errno value (the OS, libc, pthreads)
- *   CORE_LMDB_FIRST..CORE_LMDB_LAST  LMDB's codes (MDB_KEYEXIST = -30799
- *                                  upwards); only the recorder returns
- *                                  them, and it gives core_strerror their
- *                                  messages (core_strerror_lmdb)
- *   CORE_ERR_FIRST..CORE_ERR_LAST  ours, below LMDB's (-30900 upwards)
+ *   > 0               errno values (the OS, libc, pthreads)
+ *   CORE_LMDB_FIRST   LMDB's codes, from MDB_KEYEXIST (-30799) up; only
+ *   ..CORE_LMDB_LAST  the recorder returns them, and it gives
+ *                     core_strerror their messages (core_strerror_lmdb)
+ *   CORE_ERR_FIRST    ours, the enum below, from -30900 up (below
+ *   ..CORE_ERR_LAST   LMDB's)
  * Ours include two results that are not always errors: CORE_ENOTFOUND (a
  * lookup found nothing; the recorder's REC_NOTFOUND) and CORE_BREAK (a
  * callback ended its iteration early; the recorder's REC_SCAN_STOP).
