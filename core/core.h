@@ -33,21 +33,40 @@
 
 /* ---------------------------------------------------------------- errors */
 
-/* Our codes live below -30900, apart from errno values (positive). */
+/*
+ * Codes. 0 is success; every other value means one thing wherever it
+ * travels, because the ranges never overlap:
+ *   > 0               errno values (the OS, libc, pthreads)
+ *   CORE_LMDB_FIRST   LMDB's codes, from MDB_KEYEXIST (-30799) up; only
+ *   ..CORE_LMDB_LAST  the recorder returns them, and it gives
+ *                     core_strerror their messages (core_strerror_lmdb)
+ *   CORE_ERR_FIRST    ours, the enum below, from -30900 up (below
+ *   ..CORE_ERR_LAST   LMDB's)
+ * Ours include two results that are not always errors: CORE_ENOTFOUND (a
+ * lookup found nothing; the recorder's REC_NOTFOUND) and CORE_BREAK (a
+ * callback ended its iteration early; the recorder's REC_SCAN_STOP).
+ */
 typedef enum core_code {
 	CORE_OK = 0,
 	CORE_ERR_FIRST = -30900,
 	CORE_ENOMEM = CORE_ERR_FIRST, /* out of memory */
 	CORE_EIO,                     /* file or OS error */
 	CORE_ECONFIG,                 /* the settings are invalid */
-	CORE_EUNSUPPORTED,            /* a settings feature not built yet */
+	CORE_EUNSUPPORTED,            /* a setting this build does not
+				       * support (a sink's encoding) */
 	CORE_EDATA,                   /* a row or field is invalid */
 	CORE_EEXPR,                   /* expression syntax or runtime error */
 	CORE_EINTERNAL,               /* a bug: an invariant did not hold */
 	CORE_ESTOPPED,                /* a row cut short by SIGINT/SIGTERM:
 				       * left for `elspeth resume` */
-	CORE_ERR_LAST
+	CORE_ENOTFOUND,               /* no such key, record or entry */
+	CORE_BREAK,                   /* a callback stopped its iteration
+				       * early (like C's break): not an error */
+	CORE_ERR_LAST                 /* stays below CORE_LMDB_FIRST */
 } core_code;
+
+#define CORE_LMDB_FIRST (-30799) /* MDB_KEYEXIST */
+#define CORE_LMDB_LAST (-30700)  /* room for codes newer LMDBs add */
 
 /* An error with a message a user can act on. `retryable` marks row errors
  * that a retry might cure (used by the retry policy). */
@@ -63,8 +82,17 @@ int core_err_vset(core_err *err, int code, const char *fmt, va_list ap)
 	CORE_PRINTF(3, 0);
 /* Prepends "prefix: " to an error already set. Returns err->code. */
 int core_err_prefix(core_err *err, const char *fmt, ...) CORE_PRINTF(2, 3);
-/* Never returns NULL. */
+/* The message of any code above: ours, LMDB's and errno values (and
+ * "unknown error" for a value in no range). Never NULL, never empty.
+ * Static strings, except for errno values, which are strerror()'s. */
 const char *core_strerror(int code);
+/* Gives core_strerror the messages of LMDB's codes (CORE_LMDB_FIRST ..
+ * CORE_LMDB_LAST), which core does not link: the recorder calls it when
+ * it opens an environment, before it can return such a code. fn must be
+ * thread-safe and never return NULL or "". Any thread; the last call
+ * wins. Until it is called, those codes read "audit trail storage
+ * (LMDB) error". */
+void core_strerror_lmdb(const char *(*fn)(int code));
 
 /* --------------------------------------------------------------- buffers */
 
@@ -171,9 +199,6 @@ const core_node *core_map_get(const core_node *map, const char *key);
  * when map is not a MAP. */
 int core_map_check_keys(const core_node *map, const char *const *allowed,
 			core_err *err);
-/* Fails with "not supported yet: <path>" if key is present in map. */
-int core_map_reject(const core_node *map, const char *key, const char *why,
-		    core_err *err);
 
 /* Type checks on one node; errors name position and key path and say what
  * was expected. A plain scalar "null", "~" or "" is null. */
@@ -269,9 +294,7 @@ int core_redact_secrets(json_t *v);
  *
  * The typed view of an ELSPETH 0.4 settings file (docs/architecture.md §6). All
  * strings and nodes point into the document and live as long as the
- * settings. Keys of features not built yet are rejected at load with
- * CORE_EUNSUPPORTED ("not supported yet: <key path>"); unknown keys are
- * CORE_ECONFIG with a near-match suggestion.
+ * settings. Unknown keys are CORE_ECONFIG with a near-match suggestion.
  */
 #define CORE_DISCARD "discard"
 
@@ -400,8 +423,6 @@ int core_settings_load(const char *path, core_settings **out, core_err *err);
 int core_settings_parse(const char *name, const char *text,
 			core_settings **out, core_err *err);
 void core_settings_free(core_settings *s); /* NULL allowed */
-const core_sink_cfg *core_settings_sink(const core_settings *s,
-					const char *name);
 
 /* ----------------------------------------------------------- JSON text */
 

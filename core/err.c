@@ -1,4 +1,5 @@
 /* err.c — error values and messages. */
+#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -44,10 +45,41 @@ int core_err_prefix(core_err *err, const char *fmt, ...)
 	return err->code;
 }
 
+/* The ranges must not meet (core.h). */
+_Static_assert(CORE_ERR_LAST <= CORE_LMDB_FIRST, "our codes reach LMDB's");
+_Static_assert(CORE_LMDB_LAST < 0, "LMDB's range reaches 0 and errno");
+
+typedef const char *(*strerror_fn)(int code);
+
+/* Set by the recorder; read by any thread. */
+static _Atomic(strerror_fn) lmdb_strerror;
+
+void core_strerror_lmdb(const char *(*fn)(int code))
+{
+	atomic_store(&lmdb_strerror, fn);
+}
+
+static const char *errno_message(int code)
+{
+	const char *s = strerror(code);
+
+	return s && s[0] ? s : "unknown error";
+}
+
+static const char *lmdb_message(int code)
+{
+	strerror_fn fn = atomic_load(&lmdb_strerror);
+	const char *s = fn ? fn(code) : NULL;
+
+	return s && s[0] ? s : "audit trail storage (LMDB) error";
+}
+
 const char *core_strerror(int code)
 {
 	if (code > 0)
-		return strerror(code);
+		return errno_message(code);
+	if (code >= CORE_LMDB_FIRST && code <= CORE_LMDB_LAST)
+		return lmdb_message(code);
 	switch ((core_code)code) {
 	case CORE_OK:
 		return "success";
@@ -67,6 +99,10 @@ const char *core_strerror(int code)
 		return "internal error";
 	case CORE_ESTOPPED:
 		return "interrupted";
+	case CORE_ENOTFOUND:
+		return "not found";
+	case CORE_BREAK:
+		return "stopped early by its callback (not an error)";
 	case CORE_ERR_LAST:
 		break;
 	}

@@ -109,17 +109,6 @@ int core_map_check_keys(const core_node *map, const char *const *allowed,
 	return 0;
 }
 
-int core_map_reject(const core_node *map, const char *key, const char *why,
-		    core_err *err)
-{
-	const core_node *v = core_map_get(map, key);
-
-	if (!v)
-		return 0;
-	return core_err_at(err, CORE_EUNSUPPORTED, v, "not supported yet: %s%s%s",
-			   v->path, why ? " — " : "", why ? why : "");
-}
-
 bool core_node_is_null(const core_node *n)
 {
 	if (!n || n->kind != CORE_NODE_SCALAR || !n->plain)

@@ -3,8 +3,7 @@
  *
  * Every section is checked against a key table (names, types, ranges,
  * choices) so that a key is either understood or rejected with its
- * position. Sections whose features later issues build are fully
- * type-checked, then rejected as "not supported yet".
+ * position.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -440,13 +439,4 @@ void core_settings_free(core_settings *s)
 	free(s->settings_json);
 	core_doc_free(s->doc);
 	free(s);
-}
-
-const core_sink_cfg *core_settings_sink(const core_settings *s,
-					const char *name)
-{
-	for (size_t i = 0; i < s->nsinks; i++)
-		if (strcmp(s->sinks[i].name, name) == 0)
-			return &s->sinks[i];
-	return NULL;
 }

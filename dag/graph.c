@@ -8,8 +8,6 @@
 
 #include "dag/dag_internal.h"
 
-/* Plugins a later issue builds: named so the error says "not yet". */
-
 static const core_node *at_key(const core_node *cfg, const char *key)
 {
 	const core_node *v = core_map_get(cfg, key);

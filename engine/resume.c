@@ -682,7 +682,8 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 	       bool execute, json_t **plan, eng_summary *sum, core_err *err)
 {
-	rstate r = { .rec = o ? o->rec : NULL, .started_ns = core_now_wall_ns(),
+	/* o is required (engine.h: the Landscape is o->rec). */
+	rstate r = { .rec = o->rec, .started_ns = core_now_wall_ns(),
 		     .lock_fd = -1 };
 	eng_audit audit;
 	eng_ctx c = { .g = g, .audit = &audit, .stop = o->stop, .opts = o,

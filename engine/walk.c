@@ -151,14 +151,21 @@ static void ctx_blocking(plg_ctx *ctx, bool begin)
 	eng__blocking(((call_ctx *)ctx)->c, begin);
 }
 
+/* The failure classes of plugins.h in their order (checkpoints keep the
+ * counts by index), then "other": class k counts at k - 1. */
+_Static_assert(ENG_CALL_CLASSES == PLG_CLASS_LAST,
+	       "eng_call_classes: one per failure class, and other");
+#define CALL_CLASS_NAME(cls, name) name,
 const char *const eng_call_classes[ENG_CALL_CLASSES] = {
-	"capacity", "server", "network", "timeout", "malformed", "client",
-	"gave_up", "other"
+	PLG_ERROR_CLASS_MAP(CALL_CLASS_NAME)
+	"other"
 };
+#undef CALL_CLASS_NAME
 
 static void count_call(eng_ctx *c, const plg_call *call)
 {
-	size_t k = 0;
+	plg_error_class k;
+	size_t i;
 
 	if (call->replayed_from) { /* not sent: not a call made */
 		atomic_fetch_add(&c->calls_replayed, 1);
@@ -169,10 +176,10 @@ static void count_call(eng_ctx *c, const plg_call *call)
 		atomic_fetch_add(&c->calls_ok, 1);
 		return;
 	}
-	while (k < ENG_CALL_CLASSES - 1 &&
-	       strcmp(eng_call_classes[k], call->error_class ? call->error_class : ""))
-		k++;
-	atomic_fetch_add(&c->calls_by_class[k], 1);
+	k = plg_error_class_of(call->error_class);
+	i = k > PLG_CLASS_OK && k < PLG_CLASS_LAST ? (size_t)k - 1
+						   : ENG_CALL_CLASSES - 1;
+	atomic_fetch_add(&c->calls_by_class[i], 1);
 }
 
 static unsigned record_call(plg_ctx *ctx, const plg_call *call)

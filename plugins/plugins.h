@@ -68,6 +68,46 @@ void plg_source_row_release(plg_source_row *r);
 
 /* ------------------------------------------------------------- transforms */
 
+/*
+ * How an outside call failed: the one list of error classes. Each name is
+ * recorded in the audit trail (calls.error_class) and counted by the run's
+ * summary: a name never changes. The list, in order, as (CLASS, "name");
+ * code that needs an entry per class (the engine's counters, whose order
+ * checkpoints keep) expands it, as libuv's UV_ERRNO_MAP:
+ */
+#define PLG_ERROR_CLASS_MAP(XX)                                              \
+	/* the server is overloaded or rate-limits (HTTP 429, 503, 529; no  \
+	 * connection in time): retried until a deadline */                 \
+	XX(CAPACITY, "capacity")                                             \
+	/* another server error, or an answer that is none (other 5xx, 408, \
+	 * 3xx): transient */                                               \
+	XX(SERVER, "server")                                                 \
+	/* refused, reset, dropped or truncated: transient */                \
+	XX(NETWORK, "network")                                               \
+	/* no complete answer in time: transient */                          \
+	XX(TIMEOUT, "timeout")                                               \
+	/* a success whose body the caller cannot use: transient */          \
+	XX(MALFORMED, "malformed")                                           \
+	/* the request was refused (other 4xx): not retried */               \
+	XX(CLIENT, "client")                                                 \
+	/* capacity retries went on past their deadline */                   \
+	XX(GAVE_UP, "gave_up")
+
+typedef enum plg_error_class {
+	PLG_CLASS_OK = 0,          /* the call succeeded */
+#define PLG__CLASS_ENUM(cls, name) PLG_CLASS_##cls,
+	PLG_ERROR_CLASS_MAP(PLG__CLASS_ENUM)
+#undef PLG__CLASS_ENUM
+	PLG_CLASS_LAST
+} plg_error_class;
+
+/* "ok", "capacity", "server", ... as recorded; "unknown" for a value
+ * outside the enum. Never NULL; a static string. */
+const char *plg_error_class_name(plg_error_class c);
+/* The class named name (as plg_error_class_name gives it); PLG_CLASS_LAST
+ * for NULL or a name that is none. */
+plg_error_class plg_error_class_of(const char *name);
+
 /* One outside call (an LLM request) made by a transform while it
  * processes a row: what the engine records in the `calls` table. Every
  * attempt is one call, including capacity retries. */
@@ -76,9 +116,8 @@ typedef struct plg_call {
 	const char *name;          /* the query (llm_multi_query), or NULL */
 	bool ok;
 	unsigned http_status;      /* 0: no HTTP answer */
-	const char *error_class;   /* NULL when ok, else capacity | server |
-				    * client | network | timeout | malformed |
-				    * finish_reason | gave_up */
+	const char *error_class;   /* NULL when ok, else the class's
+				    * plg_error_class_name() */
 	const char *error;         /* what happened, or NULL */
 	const void *request;       /* the body sent (never credentials) */
 	size_t request_len;

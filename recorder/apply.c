@@ -173,7 +173,7 @@ static int sync_run(rec_env *env, rec__sync *s, core_err *err)
 	s->rc = frc ? frc : crc;
 	if (frc && s->err && s->err->code != frc)
 		core_err_set(s->err, frc, "audit trail %s: write transaction "
-			     "callback failed: %s", env->path, rec__strerror(frc));
+			     "callback failed: %s", env->path, core_strerror(frc));
 	if (!crc) {
 		env->wstats.commits++;
 		return 0;

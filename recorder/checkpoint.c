@@ -42,8 +42,8 @@ int rec_ckpt_load(rec_env *env, uint64_t run, Elspeth__Checkpoint **out,
 			"(checkpoint.enabled: false), or stopped before its first",
 			(unsigned long long)run);
 	else if (rc)
-		core_err_set(err, CORE_EIO, "run %llu: cannot read its checkpoint",
-			     (unsigned long long)run);
+		rc = core_err_set(err, CORE_EIO, "run %llu: cannot read its checkpoint: %s",
+				  (unsigned long long)run, core_strerror(rc));
 	else if (!(*out = elspeth__checkpoint__unpack(NULL, vlen, v)))
 		rc = core_err_set(err, CORE_EDATA, "run %llu: its checkpoint is undecodable",
 				  (unsigned long long)run);
@@ -67,17 +67,23 @@ void rec_ckpt_free(Elspeth__Checkpoint *c)
 
 /* ------------------------------------------------------------------ ids */
 
-/* The first u64 after the run id of the last key of table t, or 0. */
-static uint64_t last_id(rec_txn *t, rec_table tab, uint64_t run)
+/* *id = the first u64 after the run id of the last key of table t, or 0
+ * when the run has none. 0 or a read error. */
+static int last_id(rec_txn *t, rec_table tab, uint64_t run, uint64_t *id)
 {
 	const void *key, *v;
 	size_t klen, vlen;
 	rec_key k;
+	int rc;
 
+	*id = 0;
 	run_key(&k, run);
-	if (rec_last(t, tab, &k, &key, &klen, &v, &vlen) || klen < 16)
+	rc = rec_last(t, tab, &k, &key, &klen, &v, &vlen);
+	if (rc == REC_NOTFOUND)
 		return 0;
-	return rec_key_get_u64(key, 8);
+	if (!rc && klen >= 16)
+		*id = rec_key_get_u64(key, 8);
+	return rc;
 }
 
 static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
@@ -91,16 +97,23 @@ int rec_ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
 		  uint64_t *token, uint64_t *state, uint64_t *batch,
 		  core_err *err)
 {
+	uint64_t tok, st, call, b;
 	rec_txn *t;
 	int rc;
 
 	if ((rc = rec_read_begin(env, &t, err)))
 		return rc;
-	*token = max3(c->next_token_id, last_id(t, REC_TOKENS, c->run_id) + 1, 1);
-	*state = max3(c->next_state_id, last_id(t, REC_NODE_STATES, c->run_id) + 1,
-		      last_id(t, REC_CALLS, c->run_id) + 1);
-	*batch = max3(c->next_batch_id, last_id(t, REC_BATCHES, c->run_id) + 1, 1);
+	if (!(rc = last_id(t, REC_TOKENS, c->run_id, &tok)) &&
+	    !(rc = last_id(t, REC_NODE_STATES, c->run_id, &st)) &&
+	    !(rc = last_id(t, REC_CALLS, c->run_id, &call)))
+		rc = last_id(t, REC_BATCHES, c->run_id, &b);
 	rec_read_end(t);
+	if (rc)
+		return core_err_set(err, rc, "run %llu: cannot read the ids it used: %s",
+				    (unsigned long long)c->run_id, core_strerror(rc));
+	*token = max3(c->next_token_id, tok + 1, 1);
+	*state = max3(c->next_state_id, st + 1, call + 1);
+	*batch = max3(c->next_batch_id, b + 1, 1);
 	return 0;
 }
 
@@ -185,11 +198,17 @@ static void supersede_batches(supersede *s, rec_txn *t, uint64_t batch_end)
 		char *was;
 		size_t vl;
 		rec_key k;
+		int rc;
 
 		run_key(&k, s->c->run_id);
 		rec_key_u64(&k, b);
-		if (rec_get(t, REC_BATCHES, &k, &v, &vl))
+		rc = rec_get(t, REC_BATCHES, &k, &v, &vl);
+		if (rc == REC_NOTFOUND)
 			continue;
+		if (rc) {
+			s->rc = rc;
+			return;
+		}
 		if (!(r = elspeth__batch_record__unpack(NULL, vl, v)))
 			continue;
 		was = r->status;
@@ -213,7 +232,7 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 		return rc;
 	/* Rows recorded after the checkpoint's released rows, unless the
 	 * checkpoint holds them as done. */
-	last_row = last_id(t, REC_ROWS, c->run_id);
+	s.rc = last_id(t, REC_ROWS, c->run_id, &last_row);
 	for (uint64_t seq = c->released_through_seq + 1; seq <= last_row && !s.rc; seq++) {
 		rec_key k;
 
@@ -221,7 +240,9 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 			continue;
 		run_key(&k, c->run_id);
 		rec_key_u64(&k, seq);
-		rec_scan(t, REC_TOKENS_BY_ROW, &k, row_token, &s);
+		rc = rec_scan(t, REC_TOKENS_BY_ROW, &k, row_token, &s);
+		if (rc && !s.rc)
+			s.rc = rc;
 	}
 	/* Every token created after the checkpoint. */
 	for (uint64_t id = c->next_token_id; id < token_end && !s.rc; id++) {
@@ -232,8 +253,9 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 
 		run_key(&k, c->run_id);
 		rec_key_u64(&k, id);
-		if (rec_get(t, REC_TOKENS, &k, &v, &vl) ||
-		    !(r = elspeth__token_record__unpack(NULL, vl, v)))
+		if ((rc = rec_get(t, REC_TOKENS, &k, &v, &vl)) && rc != REC_NOTFOUND)
+			s.rc = rc;
+		if (rc || !(r = elspeth__token_record__unpack(NULL, vl, v)))
 			continue;
 		mark(&s, id, r->row_id,
 		     "created after the last checkpoint; the resume redid that work");
@@ -242,7 +264,8 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 	supersede_batches(&s, t, batch_end);
 	rec_read_end(t);
 	*tokens = s.count;
-	return s.rc ? core_err_set(err, s.rc, "cannot mark superseded work") : 0;
+	return s.rc ? core_err_set(err, s.rc, "cannot mark superseded work: %s",
+				   core_strerror(s.rc)) : 0;
 }
 
 /* ---------------------------------------------------------------- replay */
@@ -265,7 +288,6 @@ typedef struct replay_load {
 	const Elspeth__Checkpoint *c;
 	rec_txn *t;
 	rec_replay *r;
-	int rc;
 } replay_load;
 
 static int entry_cmp(const void *a, const void *b)
@@ -300,9 +322,8 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *v, size_t
 			replay_entry *ne = realloc(R->e, cap * sizeof(*ne));
 
 			if (!ne) {
-				L->rc = CORE_ENOMEM;
 				elspeth__call_record__free_unpacked(r, NULL);
-				return 1;
+				return CORE_ENOMEM;
 			}
 			R->e = ne;
 			R->cap = cap;
@@ -341,11 +362,11 @@ int rec_replay_load(rec_env *env, const Elspeth__Checkpoint *c,
 	run_key(&k, c->run_id);
 	rc = rec_scan(L.t, REC_CALLS, &k, call_one, &L);
 	rec_read_end(L.t);
-	if (L.rc || (rc && rc != 1)) {
+	if (rc) {
 		rec_replay_free(L.r);
-		return core_err_set(err, L.rc ? L.rc : CORE_EIO,
-				    "cannot load the recorded calls of run %llu",
-				    (unsigned long long)c->run_id);
+		return core_err_set(err, rc == CORE_ENOMEM ? rc : CORE_EIO,
+				    "cannot load the recorded calls of run %llu: %s",
+				    (unsigned long long)c->run_id, core_strerror(rc));
 	}
 	if (L.r->n)
 		qsort(L.r->e, L.r->n, sizeof(*L.r->e), entry_cmp);

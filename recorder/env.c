@@ -167,6 +167,7 @@ int rec_open(const char *path, int flags, rec_env **out, core_err *err)
 	int rc;
 
 	*out = NULL;
+	rec__strerror_register(); /* before any LMDB code can escape */
 	rc = env_alloc(path, flags, &env, err);
 	if (rc)
 		return rc;
@@ -208,11 +209,6 @@ int rec_close(rec_env *env, core_err *err)
 	}
 	env_free(env);
 	return rc;
-}
-
-const char *rec_path(const rec_env *env)
-{
-	return env->path;
 }
 
 int rec_run_lock(rec_env *env, uint64_t run, int *fd, core_err *err)

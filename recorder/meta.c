@@ -17,18 +17,26 @@
 #define FORMAT_KEY "format"
 #define FORMAT_FAMILY "elspeth-landscape-"
 
-/* LMDB's messages cover its codes and errno; ours come from core. */
-const char *rec__strerror(int rc)
+/* LMDB's codes must fit the range core keeps for them (core.h). */
+_Static_assert(MDB_KEYEXIST >= CORE_LMDB_FIRST &&
+	       MDB_LAST_ERRCODE <= CORE_LMDB_LAST,
+	       "LMDB's codes outside CORE_LMDB_FIRST..CORE_LMDB_LAST");
+
+/* core_strerror's messages for LMDB's codes (core_strerror_lmdb). */
+static const char *lmdb_strerror(int code)
 {
-	if (rc >= CORE_ERR_FIRST && rc < CORE_ERR_LAST)
-		return core_strerror(rc);
-	return mdb_strerror(rc);
+	return mdb_strerror(code);
+}
+
+void rec__strerror_register(void)
+{
+	core_strerror_lmdb(lmdb_strerror);
 }
 
 int rec__lmdb_err(core_err *err, int rc, const rec_env *env, const char *what)
 {
 	return core_err_set(err, rc, "audit trail %s: %s failed: %s",
-			    env->path, what, rec__strerror(rc));
+			    env->path, what, core_strerror(rc));
 }
 
 static int not_ours(rec_env *env, core_err *err)

@@ -114,9 +114,12 @@ int rec_resolve_run(rec_env *env, const char *spec, uint64_t *run,
 		rc = rec_last(t, REC_RUNS, &empty, &k, &kl, &v, &vl);
 		if (rc == 0)
 			*run = rec_key_get_u64(k, 0);
-		else
+		else if (rc == REC_NOTFOUND)
 			rc = core_err_set(err, CORE_EDATA,
 				"no runs recorded yet in this audit trail");
+		else
+			core_err_set(err, rc, "cannot read the runs of this audit "
+				     "trail: %s", core_strerror(rc));
 	} else {
 		unsigned long long id = strtoull(spec, &end, 10);
 
@@ -124,9 +127,12 @@ int rec_resolve_run(rec_env *env, const char *spec, uint64_t *run,
 		if (*end || !id)
 			rc = core_err_set(err, CORE_ECONFIG,
 				"run id '%s' is not a number or 'latest' (see `elspeth runs`)", spec);
-		else if (rec_get(t, REC_RUNS, &key, &v, &vl))
+		else if ((rc = rec_get(t, REC_RUNS, &key, &v, &vl)) == REC_NOTFOUND)
 			rc = core_err_set(err, CORE_EDATA,
 				"no run %s in this audit trail (see `elspeth runs`)", spec);
+		else if (rc)
+			core_err_set(err, rc, "cannot read run %s of this audit "
+				     "trail: %s", spec, core_strerror(rc));
 		else
 			*run = id;
 	}
@@ -183,6 +189,9 @@ int rec_list_runs(rec_env *env, json_t **out, core_err *err)
 	rec_key_init(&empty);
 	rc = rec_scan(t, REC_RUNS, &empty, list_one, *out);
 	rec_read_end(t);
+	if (rc)
+		core_err_set(err, rc, "cannot read the runs of this audit trail: %s",
+			     core_strerror(rc));
 	return rc;
 }
 

@@ -72,8 +72,14 @@ enum {
 	REC_READONLY = 1 << 0,  /* open for reading; no writer thread */
 };
 
-/* Recorder errors (besides CORE_* and LMDB codes): */
-#define REC_NOTFOUND 1     /* rec_get: no such key (not an error) */
+/*
+ * Codes. Recorder functions return 0, a CORE_* code, an errno value or
+ * one of LMDB's codes (MDB_*); core_strerror() knows all of them (rec_open
+ * gives it LMDB's messages: core_strerror_lmdb). Two of core's codes have
+ * a recorder name, for results that are not always errors:
+ */
+#define REC_NOTFOUND CORE_ENOTFOUND /* rec_get ...: no such key */
+#define REC_SCAN_STOP CORE_BREAK    /* a rec_scan_fn ends the scan early */
 
 /* Opens (creating it, and its parent directories, unless REC_READONLY)
  * the environment in directory `path`. An environment that is not an
@@ -82,8 +88,6 @@ int rec_open(const char *path, int flags, rec_env **out, core_err *err);
 /* Commits everything enqueued, stops the writer, closes. Returns the
  * sticky writer error, if any. NULL allowed. */
 int rec_close(rec_env *env, core_err *err);
-/* The environment's directory. */
-const char *rec_path(const rec_env *env);
 /* Takes the lock that says run `run` is being run by this process (a file
  * run-RUN.lock in the environment's directory, flock'd: a crash frees
  * it). *fd receives it (close it to release; -1 when a READONLY env
@@ -167,8 +171,11 @@ void rec_read_end(rec_txn *txn); /* NULL allowed */
 /* 0 found (*val valid until rec_read_end), REC_NOTFOUND, or an error. */
 int rec_get(rec_txn *txn, rec_table t, const rec_key *k, const void **val,
 	    size_t *vlen);
-/* Calls fn for every key starting with prefix, in key order; stops when fn
- * returns non-zero (that value is returned). */
+/* Calls fn for every key starting with prefix (NULL: every key), in key
+ * order. fn returns 0 to go on, REC_SCAN_STOP to end the scan, or an
+ * error code, which ends it too. rec_scan returns 0 when it went through
+ * every key, REC_SCAN_STOP when fn ended it so, or the error (fn's, or
+ * the store's). */
 typedef int (*rec_scan_fn)(void *ctx, const void *key, size_t klen,
 			   const void *val, size_t vlen);
 int rec_scan(rec_txn *txn, rec_table t, const rec_key *prefix,
@@ -195,7 +202,8 @@ int rec_explain(rec_env *env, uint64_t run, uint64_t seq, uint64_t token,
 		json_t **out, core_err *err);
 /* Checks the audit invariants of a run; *report = {"run_id", "checked":
  * {...counts}, "violations": [strings]}. Returns 0 when the checks ran
- * (violations or not). */
+ * (violations or not); an error (no report) when the run is unknown or
+ * the trail cannot be read. */
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err);
 
 /* ------------------------------------------------------------ checkpoints

@@ -141,7 +141,8 @@ struct rec_env {
 int rec__tables_open(rec_env *env, core_err *err);
 int rec__tables_refresh(rec_env *env, core_err *err);
 int rec__lmdb_err(core_err *err, int rc, const rec_env *env, const char *what);
-const char *rec__strerror(int rc);
+/* Gives core_strerror LMDB's messages (rec_open calls it). */
+void rec__strerror_register(void);
 
 /* map.c: map size changes and transaction begin with MAP_RESIZED retry.
  * rec__txn_begin returns with map_lock read-held; rec__txn_done drops it. */

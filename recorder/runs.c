@@ -46,8 +46,8 @@ int rec_new_run(rec_env *env, Elspeth__RunRecord *rec, core_err *err)
 	new_run nr = { rec };
 	int rc = rec_write_sync(env, alloc_run, &nr, err);
 
-	if (rc && !err->msg[0])
+	if (rc && err && !err->msg[0])
 		core_err_set(err, rc, "cannot allocate a run id: %s",
-			     rc <= CORE_ERR_FIRST ? core_strerror(rc) : mdb_strerror(rc));
+			     core_strerror(rc));
 	return rc;
 }

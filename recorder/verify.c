@@ -247,7 +247,7 @@ static int member_one(void *ctx, const void *key, size_t kl, const void *val, si
 		violation(v, "batch %llu: member token %llu has no outcome",
 			  (unsigned long long)m->batch_id, (unsigned long long)m->token_id);
 	elspeth__batch_member_record__free_unpacked(m, NULL);
-	return 1; /* one is enough to know the batch is not empty */
+	return REC_SCAN_STOP; /* one is enough to know the batch is not empty */
 }
 
 static int batch_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
@@ -255,6 +255,7 @@ static int batch_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	verify *v = ctx;
 	Elspeth__BatchRecord *b = elspeth__batch_record__unpack(NULL, vl, val);
 	rec_key k;
+	int rc;
 
 	(void)key;
 	(void)kl;
@@ -264,12 +265,12 @@ static int batch_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	k = key2(v->run, b->batch_id);
 	/* A crash may have cut a superseded batch off before its members. */
 	v->batch_superseded = !strcmp(b->status, "superseded");
-	if (rec_scan(v->t, REC_BATCH_MEMBERS, &k, member_one, v) != 1 &&
-	    !v->batch_superseded)
+	rc = rec_scan(v->t, REC_BATCH_MEMBERS, &k, member_one, v);
+	if (!rc && !v->batch_superseded)
 		violation(v, "batch %llu of node %u has no members",
 			  (unsigned long long)b->batch_id, b->node_id);
 	elspeth__batch_record__free_unpacked(b, NULL);
-	return 0;
+	return rc == REC_SCAN_STOP ? 0 : rc;
 }
 
 /* Whether the token (its record) belongs to a row the checkpoint of an
@@ -566,6 +567,29 @@ static void load_waiting(verify *v, const Elspeth__RunRecord *r)
 	elspeth__checkpoint__free_unpacked(c, NULL);
 }
 
+/* The checks of every table of the run, in an order where each finds
+ * what it needs (the parents before the tokens). 0 or a read error. */
+static int scan_run(verify *v, const rec_key *run)
+{
+	static const struct {
+		rec_table table;
+		rec_scan_fn fn;
+	} scans[] = {
+		{ REC_ROWS, row_one },
+		{ REC_TOKEN_PARENTS, parent_one },
+		{ REC_TOKENS, token_one },
+		{ REC_BATCHES, batch_one },
+		{ REC_NODE_STATES, state_one },
+		{ REC_CALLS, call_one },
+		{ REC_SINK_FILES, sink_file_one },
+	};
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < sizeof(scans) / sizeof(scans[0]); i++)
+		rc = rec_scan(v->t, scans[i].table, run, scans[i].fn, v);
+	return rc;
+}
+
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 {
 	verify v = { .run = run };
@@ -595,18 +619,14 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	v.abandoned = json_object();
 	v.waiting = json_object();
 	v.waiting_rows = json_object();
-	rec_scan(v.t, REC_SUPERSEDED, &k, superseded_one, &v);
-	rec_scan(v.t, REC_RESUMES, &k, resume_one, &v);
-	load_waiting(&v, r);
-	rec_scan(v.t, REC_ROWS, &k, row_one, &v);
-	rec_scan(v.t, REC_TOKEN_PARENTS, &k, parent_one, &v);
-	rec_scan(v.t, REC_TOKENS, &k, token_one, &v);
-	rec_scan(v.t, REC_BATCHES, &k, batch_one, &v);
-	rec_scan(v.t, REC_NODE_STATES, &k, state_one, &v);
-	rec_scan(v.t, REC_CALLS, &k, call_one, &v);
-	rec_scan(v.t, REC_SINK_FILES, &k, sink_file_one, &v);
+	if (!(rc = rec_scan(v.t, REC_SUPERSEDED, &k, superseded_one, &v)) &&
+	    !(rc = rec_scan(v.t, REC_RESUMES, &k, resume_one, &v)))
+		load_waiting(&v, r);
+	if (rc || (rc = scan_run(&v, &k)))
+		core_err_set(err, rc, "run %llu: cannot read the audit trail to "
+			     "verify it: %s", (unsigned long long)run, core_strerror(rc));
 	close_files(&v);
-	*report = json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
+	*report = rc ? NULL : json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
 		"run_id", (json_int_t)run, "status", r->status,
 		"checked", "rows", (json_int_t)v.rows, "tokens", (json_int_t)v.tokens,
 		"node_states", (json_int_t)v.states, "artifacts", (json_int_t)v.artifacts,
@@ -615,6 +635,8 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		"superseded", (json_int_t)v.superseded,
 		"replayed_calls", (json_int_t)v.replayed, "resumes", (json_int_t)v.resumes,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
+	if (rc)
+		json_decref(v.violations);
 	json_decref(v.files);
 	json_decref(v.parents);
 	json_decref(v.abandoned);
@@ -622,5 +644,5 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	json_decref(v.waiting_rows);
 	elspeth__run_record__free_unpacked(r, NULL);
 	rec_read_end(v.t);
-	return 0;
+	return rc;
 }

@@ -181,7 +181,7 @@ int rec__writer_start(rec_env *env, core_err *err)
 		sync_destroy(env);
 		return core_err_set(err, CORE_EIO,
 			"audit trail %s: cannot start the writer thread: %s",
-			env->path, rec__strerror(rc));
+			env->path, core_strerror(rc));
 	}
 	env->has_writer = true;
 	return 0;

@@ -100,43 +100,27 @@ static void curl_init(void)
 
 /* ------------------------------------------------------ classification */
 
-const char *http_class_name(http_class c)
-{
-	switch (c) {
-	case HTTP_OK: return "ok";
-	case HTTP_CAPACITY: return "capacity";
-	case HTTP_SERVER: return "server";
-	case HTTP_NETWORK: return "network";
-	case HTTP_TIMEOUT: return "timeout";
-	case HTTP_MALFORMED: return "malformed";
-	case HTTP_CLIENT: return "client";
-	case HTTP_GAVE_UP: return "gave_up";
-	case HTTP_CLASS_LAST: break;
-	}
-	return "unknown";
-}
-
-http_class http_classify(CURLcode rc, long status, bool connected)
+plg_error_class http_classify(CURLcode rc, long status, bool connected)
 {
 	if (rc == CURLE_OPERATION_TIMEDOUT)
-		return connected ? HTTP_TIMEOUT : HTTP_CAPACITY;
+		return connected ? PLG_CLASS_TIMEOUT : PLG_CLASS_CAPACITY;
 	if (rc != CURLE_OK)
-		return HTTP_NETWORK;
+		return PLG_CLASS_NETWORK;
 	if (status >= 200 && status < 300)
-		return HTTP_OK;
+		return PLG_CLASS_OK;
 	if (status == 429 || status == 503 || status == 529)
-		return HTTP_CAPACITY;
+		return PLG_CLASS_CAPACITY;
 	if (status == 408 || status >= 500 || status < 200)
-		return HTTP_SERVER;
+		return PLG_CLASS_SERVER;
 	if (status >= 400)
-		return HTTP_CLIENT;
-	return HTTP_SERVER; /* 3xx: not an answer we can use, maybe passing */
+		return PLG_CLASS_CLIENT;
+	return PLG_CLASS_SERVER; /* 3xx: not an answer we can use, maybe passing */
 }
 
-bool http_transient(http_class c)
+bool http_transient(plg_error_class c)
 {
-	return c == HTTP_SERVER || c == HTTP_NETWORK || c == HTTP_TIMEOUT ||
-	       c == HTTP_MALFORMED;
+	return c == PLG_CLASS_SERVER || c == PLG_CLASS_NETWORK ||
+	       c == PLG_CLASS_TIMEOUT || c == PLG_CLASS_MALFORMED;
 }
 
 /* ---------------------------------------------------------------- queues */
@@ -287,7 +271,7 @@ static bool start(http_exec *x, job *j, uint64_t now)
 }
 
 /* Final result of a job (lock held). */
-static void finish(job *j, http_class c, long status, const char *msg)
+static void finish(job *j, plg_error_class c, long status, const char *msg)
 {
 	http_req *r = j->req;
 	core_buf t = r->response;
@@ -296,7 +280,7 @@ static void finish(job *j, http_class c, long status, const char *msg)
 	r->http_status = status;
 	r->response = j->body;
 	j->body = t;
-	snprintf(r->error, sizeof(r->error), "%s", c == HTTP_OK ? "" : msg);
+	snprintf(r->error, sizeof(r->error), "%s", c == PLG_CLASS_OK ? "" : msg);
 	if (--j->b->left == 0)
 		pthread_cond_signal(&j->b->cv);
 }
@@ -322,19 +306,21 @@ static uint64_t capacity_deadline(const http_exec *x, const job *j)
 }
 
 /* A capacity error past the request's deadline is its last (lock held). */
-static http_class final_class(const http_exec *x, const job *j, http_class c, uint64_t now)
+static plg_error_class final_class(const http_exec *x, const job *j,
+				   plg_error_class c, uint64_t now)
 {
-	if (c == HTTP_CAPACITY && j->first_capacity_mono &&
+	if (c == PLG_CLASS_CAPACITY && j->first_capacity_mono &&
 	    now >= capacity_deadline(x, j))
-		return HTTP_GAVE_UP;
-	if (c == HTTP_CAPACITY && !j->first_capacity_mono && x->cfg.max_capacity_retry_s <= 0)
-		return HTTP_GAVE_UP;
+		return PLG_CLASS_GAVE_UP;
+	if (c == PLG_CLASS_CAPACITY && !j->first_capacity_mono &&
+	    x->cfg.max_capacity_retry_s <= 0)
+		return PLG_CLASS_GAVE_UP;
 	return c;
 }
 
 /* Decides what follows an attempt that ended with class c (lock held). */
-static void decide(http_exec *x, job *j, http_class c, long status, double retry_after_s,
-		   const char *msg)
+static void decide(http_exec *x, job *j, plg_error_class c, long status,
+		   double retry_after_s, const char *msg)
 {
 	const core_retry_cfg *r = j->b->retry;
 	uint64_t now = core_now_mono_ns(), wait;
@@ -342,13 +328,13 @@ static void decide(http_exec *x, job *j, http_class c, long status, double retry
 	char why[300];
 
 	j->req->attempts++;
-	if (c == HTTP_OK) {
+	if (c == PLG_CLASS_OK) {
 		http_aimd_on_success(&x->throttle);
 		x->success_since_backoff = true;
 		finish(j, c, status, msg);
 		return;
 	}
-	if (c == HTTP_CAPACITY) {
+	if (c == PLG_CLASS_CAPACITY) {
 		/* One backoff per round trip, as TCP does: the answers to
 		 * requests sent before the last backoff say nothing new. And
 		 * refusals with no success in between (a server whose rate
@@ -374,7 +360,7 @@ static void decide(http_exec *x, job *j, http_class c, long status, double retry
 		push_delayed(x, j);
 		return;
 	}
-	if (c == HTTP_GAVE_UP) {
+	if (c == PLG_CLASS_GAVE_UP) {
 		x->st.capacity_errors++;
 		if (stopping(j)) {
 			snprintf(why, sizeof(why),
@@ -386,7 +372,7 @@ static void decide(http_exec *x, job *j, http_class c, long status, double retry
 			snprintf(why, sizeof(why),
 				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
 				 x->cfg.max_capacity_retry_s, msg);
-		finish(j, HTTP_GAVE_UP, status, why);
+		finish(j, PLG_CLASS_GAVE_UP, status, why);
 		return;
 	}
 	j->first_capacity_mono = 0;
@@ -417,7 +403,7 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	curl_off_t ra = -1;
 	long sent = 0;
 	char msg[256] = "";
-	http_class c;
+	plg_error_class c;
 
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
 	curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &ra);
@@ -428,14 +414,14 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	j->easy = NULL;
 	c = http_classify(rc, status, sent > 0 || status > 0);
 	if (j->too_big) {
-		c = HTTP_MALFORMED;
+		c = PLG_CLASS_MALFORMED;
 		snprintf(msg, sizeof(msg), "answer larger than %u MiB", MAX_BODY >> 20);
-	} else if (c == HTTP_OK && r->check &&
+	} else if (c == PLG_CLASS_OK && r->check &&
 		   r->check(r->check_arg, j->body.data, j->body.len, msg, sizeof(msg)))
-		c = HTTP_MALFORMED;
+		c = PLG_CLASS_MALFORMED;
 	else if (rc != CURLE_OK)
 		snprintf(msg, sizeof(msg), "%s", curl_easy_strerror(rc));
-	else if (c != HTTP_OK)
+	else if (c != PLG_CLASS_OK)
 		snprintf(msg, sizeof(msg), "HTTP %ld: %.200s", status,
 			 j->body.data ? j->body.data : "");
 	pthread_mutex_lock(&x->lock);
@@ -443,10 +429,10 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	pthread_mutex_unlock(&x->lock);
 	if (j->b->ctx && j->b->ctx->record_call) {
 		plg_call call = {
-			.call_type = "llm", .name = r->name, .ok = c == HTTP_OK,
+			.call_type = "llm", .name = r->name, .ok = c == PLG_CLASS_OK,
 			.http_status = (unsigned)status,
-			.error_class = c == HTTP_OK ? NULL : http_class_name(c),
-			.error = c == HTTP_OK ? NULL : msg,
+			.error_class = c == PLG_CLASS_OK ? NULL : plg_error_class_name(c),
+			.error = c == PLG_CLASS_OK ? NULL : msg,
 			.request = r->body, .request_len = r->body_len,
 			.response = j->body.data, .response_len = j->body.len,
 			.submitted_ns = j->submitted_wall,
@@ -485,7 +471,7 @@ static int dispatch(http_exec *x)
 		job *j = pop_ready(x);
 
 		if (!start(x, j, now)) {
-			finish(j, HTTP_NETWORK, 0, "cannot start the transfer (libcurl)");
+			finish(j, PLG_CLASS_NETWORK, 0, "cannot start the transfer (libcurl)");
 			continue;
 		}
 		x->next_dispatch = now + (uint64_t)(x->throttle.delay_ms * 1e6);
@@ -714,7 +700,7 @@ static bool replayed(http_req *r, plg_ctx *ctx)
 		free(resp);
 		return false;
 	}
-	r->result = HTTP_OK;
+	r->result = PLG_CLASS_OK;
 	r->http_status = 200;
 	now = core_now_wall_ns();
 	if (ctx->record_call) {
@@ -742,13 +728,13 @@ void http_run(http_exec *x, http_req *reqs, size_t n, plg_ctx *ctx)
 		return;
 	if (!(jobs = calloc(n, sizeof(*jobs)))) {
 		for (size_t i = 0; i < n; i++) {
-			reqs[i].result = HTTP_NETWORK;
+			reqs[i].result = PLG_CLASS_NETWORK;
 			snprintf(reqs[i].error, sizeof(reqs[i].error), "out of memory");
 		}
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
-		reqs[i].result = HTTP_OK;
+		reqs[i].result = PLG_CLASS_OK;
 		reqs[i].attempts = reqs[i].capacity_retries = 0;
 		reqs[i].throttle_ns = 0;
 		reqs[i].interrupted = false;

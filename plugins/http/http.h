@@ -39,27 +39,17 @@ typedef struct http_cfg {
 	double max_capacity_retry_s;  /* capacity retries give up after this */
 } http_cfg;
 
-/* How an attempt ended. */
-typedef enum http_class {
-	HTTP_OK = 0,
-	HTTP_CAPACITY,  /* 429, 503, 529, connect timeout: retried, not counted */
-	HTTP_SERVER,    /* other 5xx, unexpected statuses: transient */
-	HTTP_NETWORK,   /* refused, reset, dropped, truncated: transient */
-	HTTP_TIMEOUT,   /* no complete answer within timeout_s: transient */
-	HTTP_MALFORMED, /* a 2xx body the caller's check rejected: transient */
-	HTTP_CLIENT,    /* other 4xx: fails at once */
-	HTTP_GAVE_UP,   /* capacity retries for longer than max_capacity_retry_s */
-	HTTP_CLASS_LAST
-} http_class;
-
-/* "ok", "capacity", "server", ... never NULL. */
-const char *http_class_name(http_class c);
-/* The class of a finished transfer (curl result code, HTTP status, whether
- * a connection was made). Pure; HTTP_MALFORMED and HTTP_GAVE_UP are decided
- * elsewhere. */
-http_class http_classify(CURLcode rc, long http_status, bool connected);
+/* The class (plugins.h) of a finished transfer, from the curl result
+ * code, the HTTP status and whether a connection was made: a 2xx is
+ * PLG_CLASS_OK; 429, 503, 529 and a timeout before connecting are
+ * PLG_CLASS_CAPACITY; a timeout once connected PLG_CLASS_TIMEOUT;
+ * another curl error PLG_CLASS_NETWORK; a 4xx but 408 and 429
+ * PLG_CLASS_CLIENT; any other status PLG_CLASS_SERVER. Pure;
+ * PLG_CLASS_MALFORMED (the request's check) and PLG_CLASS_GAVE_UP (the
+ * capacity deadline) are decided elsewhere. */
+plg_error_class http_classify(CURLcode rc, long http_status, bool connected);
 /* true for the classes retried per `retry`. */
-bool http_transient(http_class c);
+bool http_transient(plg_error_class c);
 
 /* One request and, after http_run, its final result. */
 typedef struct http_req {
@@ -75,11 +65,11 @@ typedef struct http_req {
 		     size_t msgsz);
 	void *check_arg;
 	/* out */
-	http_class result;
+	plg_error_class result;
 	long http_status;            /* of the last attempt (0: none) */
 	core_buf response;           /* the last attempt's body; caller
 				      * releases with core_buf_release */
-	char error[512];             /* when result != HTTP_OK */
+	char error[512];             /* when result != PLG_CLASS_OK */
 	unsigned attempts;           /* every attempt, capacity retries too */
 	unsigned capacity_retries;
 	bool interrupted;            /* gave up because the run is stopping */

@@ -246,7 +246,7 @@ int llm_client_failed(const http_req *r, const char *query, core_err *err)
 		return core_err_set(err, CORE_ESTOPPED, "%sLLM call not finished: %s",
 				    of_query(query, q, sizeof(q)), r->error);
 	return core_err_set(err, CORE_EDATA, "%sLLM call failed (%s, %u attempt%s): %s",
-			    of_query(query, q, sizeof(q)), http_class_name(r->result),
+			    of_query(query, q, sizeof(q)), plg_error_class_name(r->result),
 			    r->attempts, r->attempts == 1 ? "" : "s", r->error);
 }
 

@@ -254,7 +254,7 @@ static int collect(const multi *m, const http_req *r, llm_answer *a,
 	for (size_t i = 0; !rc && i < m->nq; i++) {
 		const query *q = &m->q[i];
 
-		if (r[i].result != HTTP_OK)
+		if (r[i].result != PLG_CLASS_OK)
 			rc = llm_client_failed(&r[i], q->name, err);
 		else if (!(rc = llm_client_answer(&r[i], q->name, &a[i], err)))
 			rc = llm_answer_apply(q->name, a[i].resp.content, a[i].resp.content_len,

@@ -123,7 +123,7 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 	http_run(l->client.exec, &r, 1, ctx);
 	if (ctx)
 		ctx->context = llm_client_context(&l->client, &r, 1);
-	if (r.result != HTTP_OK)
+	if (r.result != PLG_CLASS_OK)
 		rc = llm_client_failed(&r, NULL, err);
 	else if (!(rc = llm_client_answer(&r, NULL, &ans, err))) {
 		o = json_deep_copy(row);

@@ -198,7 +198,7 @@ static int ordered_fn(void *ctx, const void *k, size_t kl, const void *v,
 	cr_assert_eq(rec_key_get_u64(k, 0), o->run);
 	cr_assert_eq(rec_key_get_u64(k, 8), o->next, "out of order");
 	o->next++;
-	return o->stop_at && (int)o->next == o->stop_at ? 99 : 0;
+	return o->stop_at && (int)o->next == o->stop_at ? REC_SCAN_STOP : 0;
 }
 
 static void last_is(rec_txn *t, const rec_key *prefix, uint64_t run,
@@ -233,7 +233,7 @@ Test(recorder, scan_by_prefix_and_last, .timeout = TIMEOUT)
 	cr_assert_eq(rec_scan(t, REC_TOKENS, &p2, ordered_fn, &o), 0);
 	cr_assert_eq(o.next, 300);
 	o = (ordered){ .run = 2, .stop_at = 10 };
-	cr_assert_eq(rec_scan(t, REC_TOKENS, &p2, ordered_fn, &o), 99);
+	cr_assert_eq(rec_scan(t, REC_TOKENS, &p2, ordered_fn, &o), REC_SCAN_STOP);
 	cr_assert_eq(o.next, 10);
 	cr_assert_eq(count_keys(t, REC_TOKENS, NULL), 902);
 	cr_assert_eq(count_keys(t, REC_TOKENS, &p9), 0);

@@ -47,9 +47,9 @@ static int check_fn(void *ctx, const void *k, size_t kl, const void *v,
 
 	(void)ctx;
 	if (kl != 12 || vl != VLEN)
-		return 1;
+		return CORE_EDATA;
 	fill_bytes((uint64_t)id << 32 | rec_key_get_u64(k, 4), want, VLEN);
-	return memcmp(v, want, VLEN) ? 2 : 0;
+	return memcmp(v, want, VLEN) ? CORE_EDATA : 0;
 }
 
 Test(recorder, group_commit_many_producers, .timeout = TIMEOUT)
