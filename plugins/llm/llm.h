@@ -221,7 +221,7 @@ void llm_client_request(const llm_client *c, http_req *r, const char *body,
 			size_t len, const char *name, llm_answer *a);
 
 /* After http_run: CORE_EDATA describing why request r failed (r->result !=
- * HTTP_OK), naming the query when there is one. Never retryable: the
+ * PLG_CLASS_OK), naming the query when there is one. Never retryable: the
  * executor has already retried what `retry` allows. */
 int llm_client_failed(const http_req *r, const char *query, core_err *err);
 
