@@ -387,6 +387,27 @@ typedef struct core_retry_cfg {
 	double exponential_base;
 } core_retry_cfg;
 
+/* rate_limit (core/settings_rate.c): budgets per service, per minute. */
+typedef struct core_rate_service {
+	const char *name;              /* openrouter, azure_openai, openai, ... */
+	double requests_per_minute;    /* 0: no budget */
+	double tokens_per_minute;      /* 0: no budget */
+} core_rate_service;
+
+typedef struct core_rate_limit_cfg {
+	bool enabled;                  /* false: no section, or enabled: false */
+	double default_requests_per_minute; /* services without an entry */
+	double default_tokens_per_minute;
+	size_t nservices;
+	core_rate_service *services;
+} core_rate_limit_cfg;
+
+/* The budget of `service`: its entry, else the defaults (filled into
+ * *dflt, whose name points at service); NULL when rate limits are off. */
+const core_rate_service *core_rate_limit_find(const core_rate_limit_cfg *r,
+					      const char *service,
+					      core_rate_service *dflt);
+
 /* checkpoint.frequency */
 enum { CORE_CKPT_EVERY_ROW, CORE_CKPT_EVERY_N, CORE_CKPT_AGGREGATION_ONLY };
 
@@ -405,6 +426,7 @@ typedef struct core_settings {
 	size_t nsinks;
 	core_sink_cfg *sinks;
 	core_retry_cfg retry;
+	core_rate_limit_cfg rate_limit;
 	const char *landscape_url;     /* default lmdb://./state/audit.lmdb */
 	bool audit;                    /* landscape.enabled (default true) */
 	char *settings_json;           /* canonical, secrets fingerprinted */

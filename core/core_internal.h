@@ -36,5 +36,7 @@ const core_node *core__options_of(core_settings *s, const core_node *map);
 int core__load_coalesce(core_settings *s, const core_node *seq, core_err *err);
 int core__load_aggregations(core_settings *s, const core_node *seq,
 			    core_err *err);
+/* settings_rate.c */
+int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err);
 
 #endif

@@ -320,7 +320,7 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 
 static const char *const top_keys[] = {
 	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
-	"landscape", "concurrency", "checkpoint", "retry", NULL
+	"landscape", "concurrency", "checkpoint", "retry", "rate_limit", NULL
 };
 
 static int settings_build(core_settings *s, core_err *err)
@@ -340,7 +340,8 @@ static int settings_build(core_settings *s, core_err *err)
 	    (rc = load_sinks(s, core_map_get(root, "sinks"), err)) ||
 	    (rc = core__load_coalesce(s, core_map_get(root, "coalesce"), err)) ||
 	    (rc = core__load_aggregations(s, core_map_get(root, "aggregations"), err)) ||
-	    (rc = load_runtime(s, root, err)))
+	    (rc = load_runtime(s, root, err)) ||
+	    (rc = core__load_rate_limit(s, core_map_get(root, "rate_limit"), err)))
 		return rc;
 	/* The recorded settings and their hash never hold a raw secret. */
 	j = core_node_to_json(root);
@@ -434,6 +435,7 @@ void core_settings_free(core_settings *s)
 	free(s->coalesce);
 	free(s->aggregations);
 	free(s->transforms);
+	free(s->rate_limit.services);
 	free(s->gates);
 	free(s->sinks);
 	free(s->settings_json);
