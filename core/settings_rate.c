@@ -14,6 +14,11 @@
  * limits from the provider's answers. `persistence_path` (ELSPETH shares
  * limits between processes through SQLite) is refused: our limits live in
  * one process.
+ *
+ * Until the HTTP executor applies these budgets (docs/architecture.md
+ * §10), a section that is enabled is checked in full and then refused
+ * with CORE_EUNSUPPORTED: a budget that would be ignored must not be
+ * accepted. `enabled: false` is accepted (it asks for nothing).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,7 +95,14 @@ int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err)
 	    (rc = core_opt_double(n, "default_tokens_per_minute", 0, 1e12,
 				  &r->default_tokens_per_minute, err)))
 		return rc;
-	return load_services(r, core_map_get(n, "services"), err);
+	if ((rc = load_services(r, core_map_get(n, "services"), err)))
+		return rc;
+	if (r->enabled)
+		return core_err_at(err, CORE_EUNSUPPORTED, n,
+			"rate_limit budgets are not applied yet by this version (the "
+			"capacity controller learns each provider's limits from its "
+			"answers); remove the section or set enabled: false");
+	return 0;
 }
 
 const core_rate_service *core_rate_limit_find(const core_rate_limit_cfg *r,

@@ -1,4 +1,6 @@
-/* The rate_limit section: ELSPETH's keys, our tokens, clear refusals. */
+/* The rate_limit section: ELSPETH's keys, our tokens, clear refusals.
+ * Budgets are not applied yet, so an enabled section is checked in full
+ * and then refused (core/settings_rate.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,70 +26,6 @@ static int load(const char *extra, core_settings **s, core_err *err)
 	return core_settings_parse("p.yaml", text, s, err);
 }
 
-Test(settings_rate, absent_means_nothing_configured)
-{
-	core_rate_service d;
-	core_settings *s;
-	core_err err;
-
-	cr_assert_eq(load("", &s, &err), 0, "%s", err.msg);
-	cr_assert_not(s->rate_limit.enabled);
-	cr_assert_null(core_rate_limit_find(&s->rate_limit, "openrouter", &d));
-	core_settings_free(s);
-}
-
-Test(settings_rate, elspeth_section_with_services_and_tokens)
-{
-	core_rate_service d;
-	const core_rate_service *r;
-	core_settings *s;
-	core_err err;
-
-	cr_assert_eq(load("rate_limit:\n"
-			  "  enabled: true\n"
-			  "  default_requests_per_minute: 30\n"
-			  "  services:\n"
-			  "    openrouter: {requests_per_minute: 100, tokens_per_minute: 200000}\n"
-			  "    azure_openai: {tokens_per_minute: 5000}\n", &s, &err), 0, "%s", err.msg);
-	cr_assert(s->rate_limit.enabled);
-	r = core_rate_limit_find(&s->rate_limit, "openrouter", &d);
-	cr_assert_not_null(r);
-	cr_assert_eq(r->requests_per_minute, 100);
-	cr_assert_eq(r->tokens_per_minute, 200000);
-	r = core_rate_limit_find(&s->rate_limit, "azure_openai", &d);
-	cr_assert_eq(r->requests_per_minute, 30); /* the default */
-	cr_assert_eq(r->tokens_per_minute, 5000);
-	r = core_rate_limit_find(&s->rate_limit, "openai", &d);
-	cr_assert_eq(r, &d);
-	cr_assert_eq(r->requests_per_minute, 30);
-	cr_assert_eq(r->tokens_per_minute, 0);
-	cr_assert_str_eq(r->name, "openai");
-	core_settings_free(s);
-}
-
-Test(settings_rate, elspeth_default_is_60_per_minute)
-{
-	core_rate_service d;
-	core_settings *s;
-	core_err err;
-
-	cr_assert_eq(load("rate_limit: {enabled: true}\n", &s, &err), 0, "%s", err.msg);
-	cr_assert_eq(core_rate_limit_find(&s->rate_limit, "openrouter", &d)->requests_per_minute, 60);
-	core_settings_free(s);
-}
-
-Test(settings_rate, disabled_section_configures_nothing)
-{
-	core_rate_service d;
-	core_settings *s;
-	core_err err;
-
-	cr_assert_eq(load("rate_limit: {enabled: false, default_requests_per_minute: 5}\n",
-			  &s, &err), 0, "%s", err.msg);
-	cr_assert_null(core_rate_limit_find(&s->rate_limit, "openrouter", &d));
-	core_settings_free(s);
-}
-
 static void refused(const char *extra, int code, const char *needle)
 {
 	core_settings *s = NULL;
@@ -97,6 +35,32 @@ static void refused(const char *extra, int code, const char *needle)
 	cr_assert_eq(rc, code, "rc %d: %s", rc, err.msg);
 	cr_assert_null(s);
 	cr_assert(strstr(err.msg, needle), "'%s' lacks '%s'", err.msg, needle);
+}
+
+Test(settings_rate, absent_or_disabled_means_nothing_configured)
+{
+	core_rate_service d;
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load("", &s, &err), 0, "%s", err.msg);
+	cr_assert_not(s->rate_limit.enabled);
+	cr_assert_null(core_rate_limit_find(&s->rate_limit, "openrouter", &d));
+	core_settings_free(s);
+	cr_assert_eq(load("rate_limit: {enabled: false, default_requests_per_minute: 5,\n"
+			  "  services: {openrouter: {requests_per_minute: 9}}}\n", &s, &err),
+		     0, "%s", err.msg);
+	cr_assert_not(s->rate_limit.enabled);
+	cr_assert_null(core_rate_limit_find(&s->rate_limit, "openrouter", &d));
+	core_settings_free(s);
+}
+
+Test(settings_rate, an_enabled_section_is_refused_until_budgets_apply)
+{
+	refused("rate_limit:\n  enabled: true\n  default_requests_per_minute: 30\n",
+		CORE_EUNSUPPORTED, "p.yaml:8:");
+	refused("rate_limit: {default_requests_per_minute: 30}\n", CORE_EUNSUPPORTED,
+		"not applied yet");
 }
 
 Test(settings_rate, errors_name_the_place)
@@ -111,4 +75,25 @@ Test(settings_rate, errors_name_the_place)
 		"requests_per_minute");
 	refused("rate_limit: {default_requests_per_minute: -1}\n", CORE_ECONFIG,
 		"default_requests_per_minute");
+}
+
+Test(settings_rate, find_gives_the_entry_or_the_defaults)
+{
+	core_rate_service svc[] = {
+		{ .name = "openrouter", .requests_per_minute = 100, .tokens_per_minute = 2e5 },
+	};
+	core_rate_limit_cfg r = { .enabled = true, .default_requests_per_minute = 60,
+				  .nservices = 1, .services = svc };
+	const core_rate_service *f;
+	core_rate_service d;
+
+	f = core_rate_limit_find(&r, "openrouter", &d);
+	cr_assert_eq(f, &svc[0]);
+	f = core_rate_limit_find(&r, "azure_openai", &d);
+	cr_assert_eq(f, &d);
+	cr_assert_str_eq(f->name, "azure_openai");
+	cr_assert_eq(f->requests_per_minute, 60);
+	cr_assert_eq(f->tokens_per_minute, 0);
+	r.enabled = false;
+	cr_assert_null(core_rate_limit_find(&r, "openrouter", &d));
 }
