@@ -100,8 +100,8 @@ int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err)
 	if (r->enabled)
 		return core_err_at(err, CORE_EUNSUPPORTED, n,
 			"rate_limit budgets are not applied yet by this version (the "
-			"capacity controller learns each provider's limits from its "
-			"answers); remove the section or set enabled: false");
+			"executor's throttle adapts to each provider's answers); "
+			"remove the section or set enabled: false");
 	return 0;
 }
 
