@@ -68,8 +68,11 @@ typedef struct eng_opts {
 	unsigned progress_ms;
 } eng_opts;
 
-#define ENG_CALL_CLASSES 8 /* capacity server network timeout malformed
-			    * client gave_up other */
+/* The failure classes of plugins.h (PLG_ERROR_CLASS_MAP), in its order,
+ * then "other". A literal, not PLG_CLASS_LAST: checkpoints keep the counts
+ * by index, so a new class changes their layout (walk.c asserts the two
+ * agree). */
+#define ENG_CALL_CLASSES 8
 
 typedef struct eng_summary {
 	uint64_t run_id;       /* 0 when audit is off */

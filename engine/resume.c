@@ -67,8 +67,11 @@ static int load_run(rec_env *rec, uint64_t run, Elspeth__RunRecord **out,
 	if (!rc && !(*out = elspeth__run_record__unpack(NULL, vl, v)))
 		rc = CORE_EDATA;
 	rec_read_end(t);
-	return rc ? core_err_set(err, CORE_EDATA, "run %llu: no readable run record",
-				 (unsigned long long)run) : 0;
+	if (rc == REC_NOTFOUND || rc == CORE_EDATA)
+		return core_err_set(err, CORE_EDATA, "run %llu: no readable run record",
+				    (unsigned long long)run);
+	return rc ? core_err_set(err, rc, "run %llu: cannot read its run record: %s",
+				 (unsigned long long)run, core_strerror(rc)) : 0;
 }
 
 /* The JSON payload hex (a row, a token's data). */
@@ -87,9 +90,13 @@ static int load_json(rec_env *rec, const char *hex, json_t **out, core_err *err)
 	if (!rc && !(*out = json_loadb(p, len, JSON_DECODE_ANY, &je)))
 		rc = CORE_EDATA;
 	rec_read_end(t);
-	return rc ? core_err_set(err, CORE_EDATA,
-		"the checkpoint names payload %.16s..., which the Landscape %s",
-		hex, rc == REC_NOTFOUND ? "lacks" : "cannot decode") : 0;
+	if (rc == REC_NOTFOUND || rc == CORE_EDATA)
+		return core_err_set(err, CORE_EDATA,
+			"the checkpoint names payload %.16s..., which the Landscape %s",
+			hex, rc == REC_NOTFOUND ? "lacks" : "cannot decode");
+	return rc ? core_err_set(err, rc,
+		"the checkpoint names payload %.16s..., which the Landscape "
+		"cannot read: %s", hex, core_strerror(rc)) : 0;
 }
 
 /* ------------------------------------------------------------ tokens */

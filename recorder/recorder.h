@@ -180,10 +180,12 @@ typedef int (*rec_scan_fn)(void *ctx, const void *key, size_t klen,
 			   const void *val, size_t vlen);
 int rec_scan(rec_txn *txn, rec_table t, const rec_key *prefix,
 	     rec_scan_fn fn, void *ctx);
-/* The last key of table t starting with prefix: 0, or REC_NOTFOUND. */
+/* The last key of table t starting with prefix (NULL: any key): 0 (the
+ * pointers valid until rec_read_end), REC_NOTFOUND, or an error. */
 int rec_last(rec_txn *txn, rec_table t, const rec_key *prefix,
 	     const void **key, size_t *klen, const void **val, size_t *vlen);
-/* Reads a payload by hex hash: 0, REC_NOTFOUND, or an error. */
+/* Reads a payload by hex hash: 0, REC_NOTFOUND, CORE_EDATA (hex is not
+ * 64 hex digits), or a read error. */
 int rec_get_payload(rec_txn *txn, const char *hex, const void **data,
 		    size_t *len);
 
