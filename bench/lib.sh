@@ -37,3 +37,32 @@ ensure_pkg() {
   } >>"$OUT/apt.log" 2>&1 || { echo "  apt-get failed (see $OUT/apt.log)" >&2; return 1; }
   command -v "$1" >/dev/null 2>&1
 }
+
+# ---- the mock LLM server, for bench/llm.sh and bench/limits.sh ----
+# Need OUT (with log/) and MOCK (the binary). start_mock ARGS... starts it
+# and sets MOCK_PID and PORT; stop_mock; mock METHOD PATH [JSON] is an
+# admin request; mock_input ROWS prints the path of an input CSV of ROWS
+# distinct rows (made once, in OUT).
+MOCK_PID=
+stop_mock() {
+  if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null || true; wait "$MOCK_PID" 2>/dev/null || true; fi
+  MOCK_PID=
+}
+start_mock() {
+  stop_mock
+  rm -f "$OUT/mock.port"
+  "$MOCK" --port 0 --port-file "$OUT/mock.port" "$@" > "$OUT/log/mock.log" 2>&1 &
+  MOCK_PID=$!
+  for _ in $(seq 100); do [ -s "$OUT/mock.port" ] && break; sleep 0.05; done
+  PORT=$(cat "$OUT/mock.port")
+}
+mock() {
+  if [ $# -ge 3 ]; then curl -sf -X "$1" "http://127.0.0.1:$PORT$2" -d "$3"
+  else curl -sf -X "$1" "http://127.0.0.1:$PORT$2"; fi
+}
+mock_input() {
+  local f="$OUT/input-$1.csv"
+  [ -f "$f" ] || awk -v n="$1" 'BEGIN { print "id,text";
+    for (i = 1; i <= n; i++) printf "%d,ticket %d: the printer on floor %d jams\n", i, i, i % 17 }' > "$f"
+  echo "$f"
+}

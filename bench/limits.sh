@@ -49,30 +49,7 @@ MOCK=$OUT/bin/elspeth-mock-llm
 REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
 git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
 
-MOCK_PID=
-stop_mock() {
-  if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null || true; wait "$MOCK_PID" 2>/dev/null || true; fi
-  MOCK_PID=
-}
 trap stop_mock EXIT
-start_mock() { # ARGS...
-  stop_mock
-  rm -f "$OUT/mock.port"
-  "$MOCK" --port 0 --port-file "$OUT/mock.port" "$@" > "$OUT/log/mock.log" 2>&1 &
-  MOCK_PID=$!
-  for _ in $(seq 100); do [ -s "$OUT/mock.port" ] && break; sleep 0.05; done
-  PORT=$(cat "$OUT/mock.port")
-}
-mock() { # METHOD PATH
-  curl -sf -X "$1" "http://127.0.0.1:$PORT$2"
-}
-
-input() { # ROWS
-  local f="$OUT/input-$1.csv"
-  [ -f "$f" ] || awk -v n="$1" 'BEGIN { print "id,text";
-    for (i = 1; i <= n; i++) printf "%d,ticket %d: the printer on floor %d jams\n", i, i, i % 17 }' > "$f"
-  echo "$f"
-}
 
 # Controller options per mode (the llm transform's options).
 mode_opts() {
@@ -131,7 +108,7 @@ printf '%-11s %-9s %8s %8s %9s %7s %6s %7s\n' scenario mode goodput refused att/
 : > "$OUT/runs.tsv"
 for sc in $WHICH; do
   scenario "$sc"
-  in=$(input "$ROWS")
+  in=$(mock_input "$ROWS")
   for mode in $MODES; do
     for r in $(seq "$REPEATS"); do
       # shellcheck disable=SC2086

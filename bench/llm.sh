@@ -106,31 +106,7 @@ proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; 
 # A FIFO held open read-write: `read -t` on it is a sleep without a fork.
 rm -f "$OUT/.tick"; mkfifo "$OUT/.tick"; exec {TICK}<>"$OUT/.tick"
 
-MOCK_PID=
-stop_mock() {
-  if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null || true; wait "$MOCK_PID" 2>/dev/null || true; fi
-  MOCK_PID=
-}
 trap 'stop_mock; rm -f "$OUT/.tick"' EXIT
-start_mock() { # ARGS...: starts the mock, sets MOCK_PID and PORT
-  stop_mock
-  rm -f "$OUT/mock.port"
-  "$MOCK" --port 0 --port-file "$OUT/mock.port" "$@" > "$OUT/log/mock.log" 2>&1 &
-  MOCK_PID=$!
-  for _ in $(seq 100); do [ -s "$OUT/mock.port" ] && break; sleep 0.05; done
-  PORT=$(cat "$OUT/mock.port")
-}
-mock() { # METHOD PATH [JSON]
-  if [ $# -ge 3 ]; then curl -sf -X "$1" "http://127.0.0.1:$PORT$2" -d "$3"
-  else curl -sf -X "$1" "http://127.0.0.1:$PORT$2"; fi
-}
-
-input() { # ROWS: prints the path of an input CSV with ROWS distinct rows
-  local f="$OUT/input-$1.csv"
-  [ -f "$f" ] || awk -v n="$1" 'BEGIN { print "id,text";
-    for (i = 1; i <= n; i++) printf "%d,ticket %d: the printer on floor %d jams\n", i, i, i % 17 }' > "$f"
-  echo "$f"
-}
 
 # settings TAG INPUT POOL EXTRA: writes OUT/settings/TAG.yaml; EXTRA is
 # more llm options, e.g. "backoff_multiplier: 1, max_dispatch_delay_ms: 0"
@@ -234,7 +210,7 @@ bench_little() {
       reps=$(awk -v r="$rows" -v l="$lat" -v n="$n" -v k="$REPEATS" 'BEGIN { print (r * l / n / 1000 >= 10) ? 1 : k }')
       for rep in $(seq 1 "$reps"); do
         tag="little-N$n-R$rows-L$lat-r$rep"
-        settings "$tag" "$(input "$rows")" "$n"
+        settings "$tag" "$(mock_input "$rows")" "$n"
         run_elspeth "$tag" "$n" "$rows"
         printf '%s\t%s\t%s\t%s\t%s\t%s\t%.2f\t%.2f\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$n" "$lat" "$rep" "$rows" \
           "$R_WALL" "$R_PIPE" "$(awk -v r="$rows" -v t="$R_WALL" 'BEGIN { print r / t }')" \
@@ -296,7 +272,7 @@ bench_flaky() {
   for mode in off on; do
     tag="flaky-aimd-$mode"
     extra=""; [ "$mode" = off ] && extra="backoff_multiplier: 1, min_dispatch_delay_ms: 50, max_dispatch_delay_ms: 50"
-    settings "$tag" "$(input "$FLAKY_ROWS")" "$FLAKY_N" "$extra"
+    settings "$tag" "$(mock_input "$FLAKY_ROWS")" "$FLAKY_N" "$extra"
     echo "  flaky AIMD $mode: $FLAKY_ROWS rows at N = $FLAKY_N (takes minutes) ..." >&2
     run_elspeth "$tag" "$FLAKY_N" "$FLAKY_ROWS"
     jq -r --arg sched "$SCHEDULE" --arg mode "$mode" --argjson rows "$FLAKY_ROWS" --argjson wall "$R_WALL" \
@@ -356,7 +332,7 @@ bench_flaky() {
 bench_many() {
   local tag="many-N$MANY_N"
   start_mock --latency "fixed:$MANY_LAT"
-  settings "$tag" "$(input "$MANY_ROWS")" "$MANY_N"
+  settings "$tag" "$(mock_input "$MANY_ROWS")" "$MANY_N"
   run_elspeth "$tag" "$MANY_N" "$MANY_ROWS"
   stop_mock
   printf 'n\tpool_size\tlat_ms\trows\twall_s\tpipeline_s\trows_per_s_wall\trows_per_s_pipeline\tideal_rows_per_s\teff_wall\teff_pipeline\tpeak_in_flight\tmock_peak_concurrency\tcalls_per_row\tpeak_threads\tpeak_rss_kb\tpeak_vmhwm_sampled_kb\telspeth_cpu_s\tbg_cores\n' > "$OUT/many.tsv"
