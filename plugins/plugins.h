@@ -128,6 +128,11 @@ typedef struct plg_call {
 	size_t response_len;
 	uint64_t submitted_ns, completed_ns; /* wall clock */
 	uint64_t throttle_delay_ns; /* waited for the throttle before sending */
+	/* What held it back, when it waited: the limit or the provider's
+	 * hint that drove the wait ("pace", "window", "backoff", "tokens",
+	 * "retry-after-ms", "x-ratelimit-reset-requests", ...; static
+	 * string), or NULL. */
+	const char *throttle_reason;
 	unsigned submit_order, complete_order; /* among the row's calls, from 1 */
 } plg_call;
 
@@ -159,6 +164,14 @@ struct plg_ctx {
 	 * instead of sending it. */
 	bool (*replay)(plg_ctx *ctx, const void *request, size_t len,
 		       char **response, size_t *response_len, const char **from);
+	/* May be NULL. Stops the whole run, from any thread, as SIGINT does
+	 * (sets *stop: rows in flight are left for `elspeth resume`, a final
+	 * checkpoint is written), for a reason no row can fix: an exhausted
+	 * account (exit_code 1, the run failed) or a provider asking to
+	 * wait longer than allowed (exit_code 3, interrupted). msg says why
+	 * and what to do; the command prints it and exits with exit_code.
+	 * The first call wins; later ones are ignored. */
+	void (*halt)(plg_ctx *ctx, int exit_code, const char *msg);
 };
 
 static inline void plg_blocking(plg_ctx *ctx, bool begin)
