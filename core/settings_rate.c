@@ -95,14 +95,7 @@ int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err)
 	    (rc = core_opt_double(n, "default_tokens_per_minute", 0, 1e12,
 				  &r->default_tokens_per_minute, err)))
 		return rc;
-	if ((rc = load_services(r, core_map_get(n, "services"), err)))
-		return rc;
-	if (r->enabled)
-		return core_err_at(err, CORE_EUNSUPPORTED, n,
-			"rate_limit budgets are not applied yet by this version (the "
-			"executor's throttle adapts to each provider's answers); "
-			"remove the section or set enabled: false");
-	return 0;
+	return load_services(r, core_map_get(n, "services"), err);
 }
 
 const core_rate_service *core_rate_limit_find(const core_rate_limit_cfg *r,

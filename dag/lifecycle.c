@@ -7,6 +7,7 @@ int dag_open(dag_graph *g, bool sinks, core_err *err)
 {
 	int rc;
 
+	plg_set_rate_limits(g->settings ? &g->settings->rate_limit : NULL);
 	for (size_t i = 0; i < g->nnodes; i++) {
 		dag_node *n = &g->nodes[i];
 

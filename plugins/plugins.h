@@ -282,6 +282,13 @@ typedef enum plg_kind {
 	PLG_SOURCE, PLG_TRANSFORM, PLG_SINK, PLG_AGGREGATION
 } plg_kind;
 
+/* The settings' rate_limit section, for the transforms that call a
+ * rate-limited service (the LLM transforms read it when they open):
+ * dag_open sets it before it opens a pipeline's plugins. NULL: none.
+ * Process-wide; pipelines are opened one at a time. */
+void plg_set_rate_limits(const core_rate_limit_cfg *r);
+const core_rate_limit_cfg *plg_rate_limits(void);
+
 const plg_source_ops *plg_find_source(const char *name);
 const plg_transform_ops *plg_find_transform(const char *name);
 const plg_sink_ops *plg_find_sink(const char *name);

@@ -33,6 +33,18 @@ static const plg_aggregation_ops *const aggregations[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
+static const core_rate_limit_cfg *rate_limits;
+
+void plg_set_rate_limits(const core_rate_limit_cfg *r)
+{
+	rate_limits = r;
+}
+
+const core_rate_limit_cfg *plg_rate_limits(void)
+{
+	return rate_limits;
+}
+
 const plg_source_ops *plg_find_source(const char *name)
 {
 	for (size_t i = 0; name && i < COUNT(sources); i++)

@@ -131,7 +131,7 @@ static void flush_trace(client *c, uint64_t now)
 	}
 }
 
-static void send(client *c, uint64_t now, unsigned k)
+static void send_one(client *c, uint64_t now, unsigned k)
 {
 	unsigned id = new_req(c);
 	req *r = &c->reqs[id];
@@ -176,7 +176,7 @@ static void dispatch(client *c, uint64_t now)
 	if (c->kind == SIM_CTL_ORACLE) {
 		while (c->ready && c->inflight < c->sc->pool &&
 		       sim_server_would_admit(&c->srv, now, tok))
-			send(c, now, c->inflight + 1);
+			send_one(c, now, c->inflight + 1);
 		if (c->ready && c->inflight < c->sc->pool)
 			wake_at(c, now, sim_server_next_change(&c->srv, now, tok));
 		return;
@@ -185,7 +185,7 @@ static void dispatch(client *c, uint64_t now)
 		double r = 0.97 * sim_sched_at(&c->sc->req.rate, now + c->srv.offset);
 
 		if (c->ready && c->inflight < c->sc->pool && now >= c->paced_next) {
-			send(c, now, c->inflight + 1);
+			send_one(c, now, c->inflight + 1);
 			c->paced_next = now + (uint64_t)(1e9 / r);
 		}
 		wake_at(c, now, c->paced_next);
@@ -198,7 +198,7 @@ static void dispatch(client *c, uint64_t now)
 			wake_at(c, now, w);
 			return;
 		}
-		send(c, now, k);
+		send_one(c, now, k);
 	}
 }
 

@@ -260,6 +260,20 @@ static uint64_t window_free_at(const http_cap *c, uint64_t now, double rate)
 	return c->sends[i].t + (uint64_t)(MEASURE_S * SEC) + 1;
 }
 
+/* A send goes: counted in flight and logged. */
+static void admit(http_cap *c, uint64_t now, double tokens, unsigned *k)
+{
+	*k = ++c->inflight;
+	c->sent_since_react++;
+	if (c->hint_end && !c->hint_test && now >= c->hint_end) {
+		c->hint_test = now; /* the first send after a hinted pause */
+		c->hint_test_k = *k;
+	}
+	if (c->inflight >= window_slots(c))
+		c->window_bound = true;
+	log_send(c, now, tokens);
+}
+
 uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 			  http_cap_reason *why)
 {
@@ -298,16 +312,13 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 		c->next_send = advance(c->next_send, now, 1 / rate);
 	if (isfinite(trate) && tokens > 0)
 		c->next_tok = advance(c->next_tok, now, tokens / trate);
-	*k = ++c->inflight;
-	c->sent_since_react++;
-	if (c->hint_end && !c->hint_test && now >= c->hint_end) {
-		c->hint_test = now; /* the first send after a hinted pause */
-		c->hint_test_k = *k;
-	}
-	if (c->inflight >= window_slots(c))
-		c->window_bound = true;
-	log_send(c, now, tokens);
+	admit(c, now, tokens, k);
 	return hold(why, HTTP_CAP_GO, 0);
+}
+
+void http_cap_force(http_cap *c, uint64_t now, double tokens, unsigned *k)
+{
+	admit(c, now, tokens * c->tok_ratio, k);
 }
 
 /* ----------------------------------------------------------------- hints */

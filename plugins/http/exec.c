@@ -1,102 +1,36 @@
 /*
- * exec.c — the shared HTTP executor (plugins/http/http.h).
+ * exec.c — the executor's loop (plugins/http/http.h; locks:
+ * exec_internal.h).
  *
- * DESIGN. x->lock guards the queues (ready, delayed), the throttle, the
- * statistics, the easy-handle free list and every batch's `left` and cv.
- * The executor thread alone touches the multi handle, the easy handles
- * and a job's transfer fields. http_run (any worker) appends its jobs to
- * `ready`, wakes the loop (an eventfd) and sleeps on its batch's
- * condition variable until every job is final.
- *
- * The loop, on the executor thread:
- *   promote  delayed jobs whose time has come join the back of ready
- *            (round robin: retries do not starve first attempts);
- *   dispatch while fewer than pool_size are active, a job is ready and
- *            the throttle allows (now >= next_dispatch): start it;
- *            next_dispatch = now + the throttle's delay;
- *   turn     epoll_wait on libcurl's sockets (the multi_socket API: no
- *            poll over every connection each turn), the wake-up eventfd
- *            and the timeouts; curl_multi_socket_action on what is ready;
- *            then each finished transfer is
- *            classified, recorded (unlocked), and the job is delayed for a
- *            retry or made final. The throttle backs off at most once per
- *            round trip: capacity errors of requests sent before the last
- *            backoff (one burst) count once, or a burst of 50 rejections
- *            would multiply the delay 50 times; and refusals without a
- *            success in between back off at most once a second;
- *   the wait lasts until a socket is ready, the next dispatch, delayed
- *   or libcurl time (at most 1 s), or a wake-up.
+ * The loop, on the executor thread, for each upstream:
+ *   promote  delayed jobs whose time has come join its ready queue;
+ *   dispatch while a job is ready and the upstream's gate allows: start
+ *            it (a job of a stopping run, or of a halted upstream, is left
+ *            unsent for the resume; one past its capacity deadline gives
+ *            up);
+ * then for all of them at once:
+ *   turn     epoll_wait on libcurl's sockets (the multi_socket API), the
+ *            wake-up eventfd and the timeouts; curl_multi_socket_action on
+ *            what is ready; then each finished transfer is classified,
+ *            recorded (unlocked), told to its gate, and the job is queued
+ *            again for a retry or made final;
+ *   the wait lasts until a socket is ready, the earliest time a gate gave,
+ *   a delayed job's or libcurl's time (at most 1 s), or a wake-up.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
-#include "plugins/http/http.h"
+#include "plugins/http/exec_internal.h"
 
 #define MAX_BODY (16u << 20) /* a larger answer is malformed */
 #define MAX_POLL_MS 1000
-#define BACKOFF_QUIET_NS (1000 * 1000 * 1000ull)
-
-typedef struct batch {
-	pthread_cond_t cv;
-	size_t left;                 /* jobs not final (x->lock) */
-	unsigned submitted, completed; /* orders (executor thread) */
-	plg_ctx *ctx;
-	const core_retry_cfg *retry;
-} batch;
-
-typedef struct job {
-	struct job *next;
-	http_req *req;
-	batch *b;
-	CURL *easy;
-	core_buf body;               /* this attempt's answer */
-	bool too_big;
-	uint64_t queued_mono;        /* ready since */
-	uint64_t due_mono;           /* delayed until */
-	uint64_t first_capacity_mono;
-	uint64_t submitted_wall, throttle_ns;
-	uint64_t started_mono;       /* this attempt was dispatched */
-	unsigned submit_order;
-	unsigned transient_attempts; /* attempts counted against retry */
-} job;
-
-struct http_exec {
-	http_cfg cfg;
-	pthread_t thread;
-	pthread_mutex_t lock;
-	CURLM *multi;
-	int epfd;                    /* libcurl's sockets and wakefd */
-	int wakefd;                  /* eventfd: http_run, http_close */
-	uint64_t curl_timer;         /* libcurl's next timeout (mono), 0: none */
-	bool shutdown;
-	job *ready, *ready_tail;     /* FIFO */
-	job *delayed;                /* by due_mono */
-	CURL **free_easy;            /* idle easy handles, up to pool_size */
-	unsigned nfree;
-	http_aimd throttle;
-	uint64_t next_dispatch;
-	uint64_t last_backoff;       /* when the throttle last backed off */
-	bool success_since_backoff;
-	uint64_t rng;
-	unsigned active;
-	http_stats st;
-};
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_rc;
-
-static void curl_init(void)
-{
-	curl_init_rc = curl_global_init(CURL_GLOBAL_DEFAULT);
-}
 
 /* ------------------------------------------------------ classification */
 
@@ -125,28 +59,39 @@ bool http_transient(plg_error_class c)
 
 /* ---------------------------------------------------------------- queues */
 
-static void push_ready(http_exec *x, job *j)
+static void push_ready(upstream *u, job *j)
 {
 	j->next = NULL;
-	if (x->ready_tail)
-		x->ready_tail->next = j;
+	if (u->ready_tail)
+		u->ready_tail->next = j;
 	else
-		x->ready = j;
-	x->ready_tail = j;
+		u->ready = j;
+	u->ready_tail = j;
 }
 
-static job *pop_ready(http_exec *x)
+/* A retry goes first: its row was started before the rows waiting
+ * behind it, and rows are released in order. Every send, first or
+ * retry, passes the same gate, so retries cannot add load. */
+static void push_front(upstream *u, job *j)
 {
-	job *j = x->ready;
+	j->next = u->ready;
+	u->ready = j;
+	if (!u->ready_tail)
+		u->ready_tail = j;
+}
 
-	if (j && !(x->ready = j->next))
-		x->ready_tail = NULL;
+static job *pop_ready(upstream *u)
+{
+	job *j = u->ready;
+
+	if (j && !(u->ready = j->next))
+		u->ready_tail = NULL;
 	return j;
 }
 
-static void push_delayed(http_exec *x, job *j)
+static void push_delayed(upstream *u, job *j)
 {
-	job **p = &x->delayed;
+	job **p = &u->delayed;
 
 	while (*p && (*p)->due_mono <= j->due_mono)
 		p = &(*p)->next;
@@ -154,32 +99,37 @@ static void push_delayed(http_exec *x, job *j)
 	*p = j;
 }
 
-/* The run is being interrupted (SIGINT/SIGTERM): a request waiting for
- * capacity makes one last attempt at once and then gives up (marked
- * interrupted: its row is left for `elspeth resume`, ADR 0012), so the
- * run stops without waiting for the server. */
+void http__submit(http_exec *x, upstream *u, job *jobs, size_t n)
+{
+	(void)x;
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].req)
+			push_ready(u, &jobs[i]);
+}
+
+/* The run is being interrupted (SIGINT/SIGTERM, or plg_ctx.halt): what
+ * is not sent yet is left for `elspeth resume` (ADR 0012). */
 static bool stopping(const job *j)
 {
 	return j->b->ctx && j->b->ctx->stop && atomic_load(j->b->ctx->stop);
 }
 
-/* Due delayed jobs join the back of ready, in their order: a retry waits
- * its turn behind requests not yet tried once, or during a storm the
- * first rows' retries would take every dispatch and starve the rest. */
-static void promote(http_exec *x, uint64_t now)
+/* Due delayed jobs join the ready queue (a stopping run's at once, to be
+ * left unsent). */
+static void promote(upstream *u, uint64_t now)
 {
-	job **p = &x->delayed;
+	job **p = &u->delayed;
 
 	while (*p) {
 		job *j = *p;
 
-		if (j->due_mono > now && !stopping(j)) {
+		if (j->due_mono > now && !stopping(j) && !u->halted) {
 			p = &j->next;
 			continue;
 		}
 		*p = j->next;
 		j->queued_mono = now;
-		push_ready(x, j);
+		push_front(u, j);
 	}
 }
 
@@ -197,6 +147,20 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return core_buf_append(&j->body, p, len) ? 0 : len;
 }
 
+/* Each header line of the answer (libcurl does not read most hints); a
+ * status line starts a new answer (a 100 Continue, a redirect). */
+static size_t on_header(char *p, size_t size, size_t n, void *arg)
+{
+	job *j = arg;
+	size_t len = size * n;
+
+	if (len >= 5 && !strncmp(p, "HTTP/", 5))
+		http_hints_init(&j->hints);
+	else
+		http_hints_header(&j->hints, p, len, time(NULL));
+	return len;
+}
+
 static CURL *take_easy(http_exec *x)
 {
 	return x->nfree ? x->free_easy[--x->nfree] : curl_easy_init();
@@ -204,7 +168,7 @@ static CURL *take_easy(http_exec *x)
 
 static void give_easy(http_exec *x, CURL *e)
 {
-	if (x->nfree < x->cfg.pool_size) {
+	if (x->nfree < x->max_free) {
 		curl_easy_reset(e);
 		x->free_easy[x->nfree++] = e;
 	} else
@@ -229,20 +193,23 @@ static void tls_options(CURL *e, const char *url)
 		curl_easy_setopt(e, CURLOPT_CAPATH, dir);
 }
 
-/* Starts one attempt (lock held). Returns false if curl refused. */
-static bool start(http_exec *x, job *j, uint64_t now)
+/* Starts one attempt (x->lock held). Returns false if curl refused. */
+static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 {
 	const http_req *r = j->req;
-	long timeout_ms = (long)(x->cfg.timeout_s * 1000.0);
+	long timeout_ms = (long)(j->b->client->cfg.timeout_s * 1000.0);
 	CURL *e = take_easy(x);
 
 	if (!e)
 		return false;
 	core_buf_reset(&j->body);
 	j->too_big = false;
+	http_hints_init(&j->hints);
 	j->easy = e;
 	j->throttle_ns = now - j->queued_mono;
 	j->req->throttle_ns += j->throttle_ns;
+	if (!j->why && j->throttle_ns > 1000000)
+		j->why = u->gate.held; /* it waited behind others held back */
 	j->submitted_wall = core_now_wall_ns();
 	j->started_mono = now;
 	j->submit_order = ++j->b->submitted;
@@ -253,6 +220,8 @@ static bool start(http_exec *x, job *j, uint64_t now)
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
@@ -263,14 +232,14 @@ static bool start(http_exec *x, job *j, uint64_t now)
 		j->easy = NULL;
 		return false;
 	}
-	x->active++;
-	x->st.requests++;
-	if (x->active > x->st.peak_active)
-		x->st.peak_active = x->active;
+	u->active++;
+	u->requests++;
+	if (u->active > u->peak_active)
+		u->peak_active = u->active;
 	return true;
 }
 
-/* Final result of a job (lock held). */
+/* Final result of a job (x->lock held). */
 static void finish(job *j, plg_error_class c, long status, const char *msg)
 {
 	http_req *r = j->req;
@@ -283,6 +252,13 @@ static void finish(job *j, plg_error_class c, long status, const char *msg)
 	snprintf(r->error, sizeof(r->error), "%s", c == PLG_CLASS_OK ? "" : msg);
 	if (--j->b->left == 0)
 		pthread_cond_signal(&j->b->cv);
+}
+
+/* A job left unfinished for `elspeth resume` (x->lock held). */
+static void leave(job *j, plg_error_class c, long status, const char *msg)
+{
+	j->req->interrupted = true;
+	finish(j, c, status, msg);
 }
 
 /* Jittered exponential backoff before transient attempt k+1 (k >= 1). */
@@ -298,80 +274,58 @@ static uint64_t backoff_ns(http_exec *x, const core_retry_cfg *r, unsigned k)
 }
 
 /* When a request in a run of capacity errors gives up (mono ns). */
-static uint64_t capacity_deadline(const http_exec *x, const job *j)
+static uint64_t capacity_deadline(const job *j)
 {
-	if (stopping(j))
-		return j->first_capacity_mono;
-	return j->first_capacity_mono + (uint64_t)(x->cfg.max_capacity_retry_s * 1e9);
+	return j->first_capacity_mono +
+	       (uint64_t)(j->b->client->cfg.max_capacity_retry_s * 1e9);
 }
 
-/* A capacity error past the request's deadline is its last (lock held). */
-static plg_error_class final_class(const http_exec *x, const job *j,
-				   plg_error_class c, uint64_t now)
+static double max_capacity_s(const job *j)
 {
-	if (c == PLG_CLASS_CAPACITY && j->first_capacity_mono &&
-	    now >= capacity_deadline(x, j))
-		return PLG_CLASS_GAVE_UP;
-	if (c == PLG_CLASS_CAPACITY && !j->first_capacity_mono &&
-	    x->cfg.max_capacity_retry_s <= 0)
+	return j->b->client->cfg.max_capacity_retry_s;
+}
+
+/* A capacity error past the request's deadline is its last. */
+static plg_error_class final_class(const job *j, plg_error_class c, uint64_t now)
+{
+	if (c != PLG_CLASS_CAPACITY)
+		return c;
+	if (j->first_capacity_mono ? now >= capacity_deadline(j) : max_capacity_s(j) <= 0)
 		return PLG_CLASS_GAVE_UP;
 	return c;
 }
 
-/* Decides what follows an attempt that ended with class c (lock held). */
-static void decide(http_exec *x, job *j, plg_error_class c, long status,
-		   double retry_after_s, const char *msg)
+/* Decides what follows an attempt that ended with class c; retry_at:
+ * the gate's earliest time for a capacity retry (x->lock held). */
+static void decide(http_exec *x, upstream *u, job *j, plg_error_class c, long status,
+		   uint64_t retry_at, const char *msg)
 {
 	const core_retry_cfg *r = j->b->retry;
-	uint64_t now = core_now_mono_ns(), wait;
+	uint64_t now = core_now_mono_ns();
 	unsigned max = r && r->max_attempts > 0 ? (unsigned)r->max_attempts : 1;
 	char why[300];
 
 	j->req->attempts++;
+	j->why = NULL;
 	if (c == PLG_CLASS_OK) {
-		http_aimd_on_success(&x->throttle);
-		x->success_since_backoff = true;
 		finish(j, c, status, msg);
 		return;
 	}
+	if (c == PLG_CLASS_CAPACITY || c == PLG_CLASS_GAVE_UP)
+		u->capacity_errors++;
 	if (c == PLG_CLASS_CAPACITY) {
-		/* One backoff per round trip, as TCP does: the answers to
-		 * requests sent before the last backoff say nothing new. And
-		 * refusals with no success in between (a server whose rate
-		 * window is full refuses every probe until it resets) back
-		 * off at most once a second, or the delay overshoots. */
-		if (j->started_mono >= x->last_backoff &&
-		    (x->success_since_backoff || now - x->last_backoff >= BACKOFF_QUIET_NS)) {
-			http_aimd_on_capacity(&x->throttle);
-			x->last_backoff = now;
-			x->success_since_backoff = false;
-		}
-		x->st.capacity_errors++;
 		if (!j->first_capacity_mono)
 			j->first_capacity_mono = now;
 		j->req->capacity_retries++;
-		wait = (uint64_t)(x->throttle.delay_ms * 1e6);
-		if (retry_after_s * 1e9 > (double)wait)
-			wait = (uint64_t)(retry_after_s * 1e9);
 		/* The last retry goes out at the deadline, not after it. */
-		if (now + wait > capacity_deadline(x, j))
-			wait = capacity_deadline(x, j) > now ? capacity_deadline(x, j) - now : 0;
-		j->due_mono = now + wait;
-		push_delayed(x, j);
+		j->due_mono = retry_at < capacity_deadline(j) ? retry_at : capacity_deadline(j);
+		push_delayed(u, j);
 		return;
 	}
 	if (c == PLG_CLASS_GAVE_UP) {
-		x->st.capacity_errors++;
-		if (stopping(j)) {
-			snprintf(why, sizeof(why),
-				 "interrupted (SIGINT/SIGTERM) while the server refused for capacity: %s",
-				 msg);
-			j->req->interrupted = true;
-		}
-		else
-			snprintf(why, sizeof(why),
-				 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
-				 x->cfg.max_capacity_retry_s, msg);
+		snprintf(why, sizeof(why),
+			 "gave up after %.1f s of capacity errors (max_capacity_retry_seconds): %s",
+			 max_capacity_s(j), msg);
 		finish(j, PLG_CLASS_GAVE_UP, status, why);
 		return;
 	}
@@ -383,103 +337,217 @@ static void decide(http_exec *x, job *j, plg_error_class c, long status,
 			snprintf(why, sizeof(why),
 				 "interrupted (SIGINT/SIGTERM) before retry %u: %s",
 				 j->transient_attempts + 1, msg);
-			j->req->interrupted = true;
-			finish(j, c, status, why);
+			leave(j, c, status, why);
 			return;
 		}
 		j->due_mono = now + backoff_ns(x, r, j->transient_attempts);
-		push_delayed(x, j);
+		push_delayed(u, j);
 		return;
 	}
 	finish(j, c, status, msg); /* r->attempts says how many */
 }
 
-/* A transfer finished: classify, record (unlocked), decide. */
-static void done(http_exec *x, job *j, CURLcode rc)
+/* ------------------------------------------------------- run-level stops */
+
+/* The provider's own words from an error body: error.message (OpenAI,
+ * Azure, Anthropic, OpenRouter), else the body's start. */
+static void provider_words(const core_buf *body, char *out, size_t n)
+{
+	json_t *v = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
+	json_t *e = json_object_get(v, "error");
+	const char *m = json_string_value(json_is_object(e) ? json_object_get(e, "message") : e);
+
+	if (m)
+		snprintf(out, n, "%s", m);
+	else
+		snprintf(out, n, "%.200s", body->data ? body->data : "(no body)");
+	json_decref(v);
+}
+
+/* Why an attempt stops the whole run rather than failing or retrying its
+ * row, in *code (1: the account, 3: a wait too long) and msg; 0: it
+ * does not. */
+static int run_stop(const job *j, const upstream *u, long status, plg_error_class c,
+		    char *msg, size_t n)
+{
+	const http_hints *h = &j->hints;
+	char words[256], when[64];
+	time_t t;
+
+	if (status >= 400 && http_is_account_error(status, j->body.data, j->body.len,
+						   h->retry_after_s >= 0)) {
+		provider_words(&j->body, words, sizeof(words));
+		snprintf(msg, n,
+			 "%s refused the account, not for capacity (HTTP %ld): \"%s\"; "
+			 "top up the account or raise its limit, then run `elspeth resume`",
+			 u->name, status, words);
+		return 1;
+	}
+	if (c == PLG_CLASS_CAPACITY && h->retry_after_s > j->b->client->cfg.max_retry_after_s) {
+		t = time(NULL) + (time_t)ceil(h->retry_after_s);
+		strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", gmtime(&t));
+		snprintf(msg, n,
+			 "%s asked to wait %.0f s (%s), more than max_retry_after_seconds "
+			 "(%g): the run stops here; run `elspeth resume` after %s",
+			 u->name, h->retry_after_s, http_hint_src_name(h->retry_src),
+			 j->b->client->cfg.max_retry_after_s, when);
+		return 3;
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------ completion */
+
+static http_cap_outcome outcome(plg_error_class c)
+{
+	if (c == PLG_CLASS_CAPACITY || c == PLG_CLASS_GAVE_UP)
+		return HTTP_CAP_REFUSED;
+	/* an answer, even one the caller cannot use: the server admitted it */
+	return c == PLG_CLASS_OK || c == PLG_CLASS_CLIENT || c == PLG_CLASS_MALFORMED
+		       ? HTTP_CAP_OK : HTTP_CAP_OTHER;
+}
+
+/* Classifies a finished transfer into msg. */
+static plg_error_class classify(job *j, CURLcode rc, long status, bool connected,
+				double *tokens, char *msg, size_t n)
 {
 	http_req *r = j->req;
+	plg_error_class c = http_classify(rc, status, connected);
+
+	if (c != PLG_CLASS_OK && j->hints.retry_after_s < 0)
+		http_hints_body(&j->hints, j->body.data, j->body.len);
+	/* OpenRouter's 402 with a Retry-After: its in-flight budget, capacity */
+	if (status == 402 && j->hints.retry_after_s >= 0)
+		c = PLG_CLASS_CAPACITY;
+	if (j->too_big) {
+		c = PLG_CLASS_MALFORMED;
+		snprintf(msg, n, "answer larger than %u MiB", MAX_BODY >> 20);
+	} else if (c == PLG_CLASS_OK && r->check &&
+		   r->check(r->check_arg, j->body.data, j->body.len, tokens, msg, n))
+		c = PLG_CLASS_MALFORMED;
+	else if (rc != CURLE_OK)
+		snprintf(msg, n, "%s", curl_easy_strerror(rc));
+	else if (c != PLG_CLASS_OK)
+		snprintf(msg, n, "HTTP %ld: %.200s", status, j->body.data ? j->body.data : "");
+	return c;
+}
+
+static void record(job *j, plg_error_class c, long status, const char *msg)
+{
+	http_req *r = j->req;
+	plg_ctx *ctx = j->b->ctx;
+
+	if (!ctx || !ctx->record_call)
+		return;
+	ctx->record_call(ctx, &(plg_call){
+		.call_type = "llm", .name = r->name, .ok = c == PLG_CLASS_OK,
+		.http_status = (unsigned)status,
+		.error_class = c == PLG_CLASS_OK ? NULL : plg_error_class_name(c),
+		.error = c == PLG_CLASS_OK ? NULL : msg,
+		.request = r->body, .request_len = r->body_len,
+		.response = j->body.data, .response_len = j->body.len,
+		.submitted_ns = j->submitted_wall, .completed_ns = core_now_wall_ns(),
+		.throttle_delay_ns = j->throttle_ns, .throttle_reason = j->why,
+		.submit_order = j->submit_order, .complete_order = ++j->b->completed,
+	});
+}
+
+/* A transfer finished: classify, record and halt (unlocked), decide. */
+static void done(http_exec *x, job *j, CURLcode rc)
+{
+	upstream *u = j->b->client->up;
 	CURL *e = j->easy;
-	long status = 0;
-	curl_off_t ra = -1;
-	long sent = 0;
-	char msg[256] = "";
+	long status = 0, sent = 0;
+	double tokens = 0;
+	char msg[256] = "", stop[600];
 	plg_error_class c;
+	uint64_t now, retry_at;
+	int code;
 
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_getinfo(e, CURLINFO_RETRY_AFTER, &ra);
 	/* Bytes of request sent: 0 means no connection was ever made (a
 	 * reused connection has no connect time, so that cannot tell). */
 	curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
 	curl_multi_remove_handle(x->multi, e);
 	j->easy = NULL;
-	c = http_classify(rc, status, sent > 0 || status > 0);
-	if (j->too_big) {
-		c = PLG_CLASS_MALFORMED;
-		snprintf(msg, sizeof(msg), "answer larger than %u MiB", MAX_BODY >> 20);
-	} else if (c == PLG_CLASS_OK && r->check &&
-		   r->check(r->check_arg, j->body.data, j->body.len, msg, sizeof(msg)))
-		c = PLG_CLASS_MALFORMED;
-	else if (rc != CURLE_OK)
-		snprintf(msg, sizeof(msg), "%s", curl_easy_strerror(rc));
-	else if (c != PLG_CLASS_OK)
-		snprintf(msg, sizeof(msg), "HTTP %ld: %.200s", status,
-			 j->body.data ? j->body.data : "");
+	c = classify(j, rc, status, sent > 0 || status > 0, &tokens, msg, sizeof(msg));
+	now = core_now_mono_ns();
+	code = run_stop(j, u, status, c, stop, sizeof(stop));
+	if (!code)
+		c = final_class(j, c, now);
+	record(j, c, status, msg);
+	if (code && j->b->ctx && j->b->ctx->halt)
+		j->b->ctx->halt(j->b->ctx, code, stop);
 	pthread_mutex_lock(&x->lock);
-	c = final_class(x, j, c, core_now_mono_ns());
-	pthread_mutex_unlock(&x->lock);
-	if (j->b->ctx && j->b->ctx->record_call) {
-		plg_call call = {
-			.call_type = "llm", .name = r->name, .ok = c == PLG_CLASS_OK,
-			.http_status = (unsigned)status,
-			.error_class = c == PLG_CLASS_OK ? NULL : plg_error_class_name(c),
-			.error = c == PLG_CLASS_OK ? NULL : msg,
-			.request = r->body, .request_len = r->body_len,
-			.response = j->body.data, .response_len = j->body.len,
-			.submitted_ns = j->submitted_wall,
-			.completed_ns = core_now_wall_ns(),
-			.throttle_delay_ns = j->throttle_ns,
-			.submit_order = j->submit_order,
-			.complete_order = ++j->b->completed,
-		};
-		j->b->ctx->record_call(j->b->ctx, &call);
-	}
-	pthread_mutex_lock(&x->lock);
-	x->active--;
+	u->active--;
 	give_easy(x, e);
-	decide(x, j, c, status, ra > 0 ? (double)ra : 0, msg);
+	retry_at = http_gate_done(&u->gate, j->started_mono, j->k, now,
+				  code == 1 ? HTTP_CAP_OTHER : outcome(c), &j->hints, tokens);
+	if (code) {
+		if (!u->halted)
+			u->halted = strdup(stop);
+		j->req->attempts++;
+		leave(j, c, status, stop);
+	} else
+		decide(x, u, j, c, status, retry_at, msg);
 	pthread_mutex_unlock(&x->lock);
 }
 
 /* ----------------------------------------------------------------- loop */
 
-/* A request at its capacity deadline: its last attempt does not wait for
- * the throttle's gap (or it could fail long after the deadline). */
-static bool overdue(const http_exec *x, const job *j, uint64_t now)
+/* Starts what may start at upstream u; returns the earliest time
+ * something may start there (0: only an event can tell). x->lock held. */
+static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 {
-	return j->first_capacity_mono && now >= capacity_deadline(x, j);
+	const char *held;
+	char why[300];
+	job *j;
+
+	promote(u, now);
+	while ((j = u->ready)) {
+		uint64_t t;
+
+		if (u->halted || stopping(j)) {
+			pop_ready(u);
+			snprintf(why, sizeof(why), "not sent: %s",
+				 u->halted ? u->halted : "the run was interrupted (SIGINT/SIGTERM)");
+			leave(j, PLG_CLASS_GAVE_UP, 0, why);
+			continue;
+		}
+		/* At its capacity deadline a request makes its last attempt
+		 * whatever holds the others back, and its answer decides. */
+		if (j->first_capacity_mono && now >= capacity_deadline(j)) {
+			if (!http_gate_force(&u->gate, now, j->req->tokens, &j->k))
+				return 0;
+		} else if ((t = http_gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
+			j->why = held;
+			if (j->first_capacity_mono && capacity_deadline(j) < t)
+				t = capacity_deadline(j); /* WAIT_DONE too */
+			return t == HTTP_CAP_WAIT_DONE ? 0 : t;
+		}
+		pop_ready(u);
+		if (!start(x, u, j, now)) {
+			http_gate_done(&u->gate, now, j->k, now, HTTP_CAP_OTHER, NULL, 0);
+			finish(j, PLG_CLASS_NETWORK, 0, "cannot start the transfer (libcurl)");
+		}
+	}
+	return 0;
 }
 
-/* Starts what may start; returns the poll timeout in ms (lock held). */
+/* Starts what may start; returns the poll timeout in ms (x->lock held). */
 static int dispatch(http_exec *x)
 {
 	uint64_t now = core_now_mono_ns(), next = 0;
 	int ms = MAX_POLL_MS;
 
-	promote(x, now);
-	while (x->ready && x->active < x->cfg.pool_size &&
-	       (now >= x->next_dispatch || overdue(x, x->ready, now))) {
-		job *j = pop_ready(x);
+	for (upstream *u = x->ups; u; u = u->next) {
+		uint64_t t = dispatch_up(x, u, now);
 
-		if (!start(x, j, now)) {
-			finish(j, PLG_CLASS_NETWORK, 0, "cannot start the transfer (libcurl)");
-			continue;
-		}
-		x->next_dispatch = now + (uint64_t)(x->throttle.delay_ms * 1e6);
+		if (u->delayed && (!t || u->delayed->due_mono < t))
+			t = u->delayed->due_mono;
+		if (t && (!next || t < next))
+			next = t;
 	}
-	if (x->ready && x->active < x->cfg.pool_size)
-		next = x->next_dispatch;
-	if (x->delayed && (!next || x->delayed->due_mono < next))
-		next = x->delayed->due_mono;
 	if (next) {
 		uint64_t d = next > now ? (next - now + 999999) / 1000000 : 0;
 
@@ -514,6 +582,14 @@ static int on_timer(CURLM *m, long ms, void *userp)
 	(void)m;
 	x->curl_timer = ms < 0 ? 0 : core_now_mono_ns() + (uint64_t)ms * 1000000u + 1;
 	return 0;
+}
+
+void http__watch(http_exec *x)
+{
+	curl_multi_setopt(x->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
+	curl_multi_setopt(x->multi, CURLMOPT_SOCKETDATA, x);
+	curl_multi_setopt(x->multi, CURLMOPT_TIMERFUNCTION, on_timer);
+	curl_multi_setopt(x->multi, CURLMOPT_TIMERDATA, x);
 }
 
 /* The poll timeout: the sooner of dispatch's and libcurl's. */
@@ -571,9 +647,8 @@ static void turn(http_exec *x, int ms)
 	}
 }
 
-/* Ends the loop's wait (http_run, http_close). A full counter (EAGAIN) is
- * a wake-up already pending. */
-static void wake(http_exec *x)
+/* A full counter (EAGAIN) is a wake-up already pending. */
+void http__wake(http_exec *x)
 {
 	uint64_t one = 1;
 
@@ -581,16 +656,23 @@ static void wake(http_exec *x)
 		return;
 }
 
-static void *loop_main(void *arg)
+static bool idle(const http_exec *x)
+{
+	for (const upstream *u = x->ups; u; u = u->next)
+		if (u->active || u->ready || u->delayed)
+			return false;
+	return true;
+}
+
+void *http__loop(void *arg)
 {
 	http_exec *x = arg;
 	int ms;
 
 	pthread_setname_np(pthread_self(), "elspeth-http"); /* for top -H, gdb */
-
 	for (;;) {
 		pthread_mutex_lock(&x->lock);
-		if (x->shutdown && !x->active && !x->ready && !x->delayed) {
+		if (x->shutdown && idle(x)) {
 			pthread_mutex_unlock(&x->lock);
 			break;
 		}
@@ -602,195 +684,4 @@ static void *loop_main(void *arg)
 		turn(x, ms);
 	}
 	return NULL;
-}
-
-/* ------------------------------------------------------------ public */
-
-/* Frees what http_open made (whatever of it exists): http_close, or http_open
- * failing part way. The loop thread is not running. */
-static void release(http_exec *x)
-{
-	while (x->nfree)
-		curl_easy_cleanup(x->free_easy[--x->nfree]);
-	if (x->multi)
-		curl_multi_cleanup(x->multi);
-	if (x->epfd >= 0)
-		close(x->epfd);
-	if (x->wakefd >= 0)
-		close(x->wakefd);
-	free(x->free_easy);
-	free(x);
-}
-
-int http_open(const http_cfg *cfg, http_exec **out, core_err *err)
-{
-	http_exec *x;
-
-	pthread_once(&curl_once, curl_init);
-	if (curl_init_rc != CURLE_OK)
-		return core_err_set(err, CORE_EIO, "libcurl: %s",
-				    curl_easy_strerror(curl_init_rc));
-	if (!(x = calloc(1, sizeof(*x))))
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	x->cfg = *cfg;
-	if (!x->cfg.pool_size)
-		x->cfg.pool_size = 1;
-	http_aimd_init(&x->throttle, cfg->min_dispatch_delay_ms, cfg->max_dispatch_delay_ms,
-		  cfg->backoff_multiplier, cfg->recovery_step_ms);
-	x->rng = (uint64_t)(uintptr_t)x ^ core_now_mono_ns();
-	x->st.pool_size = x->cfg.pool_size;
-	x->epfd = x->wakefd = -1;
-	if (!(x->free_easy = calloc(x->cfg.pool_size, sizeof(*x->free_easy)))) {
-		release(x);
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	}
-	if (!(x->multi = curl_multi_init())) {
-		release(x);
-		return core_err_set(err, CORE_ENOMEM, "libcurl: cannot create a multi handle");
-	}
-	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)x->cfg.pool_size);
-	/* Never more connections to one host than requests in flight (HTTP/1.1
-	 * needs one each; HTTP/2 multiplexes them over a few). */
-	curl_multi_setopt(x->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)x->cfg.pool_size);
-	curl_multi_setopt(x->multi, CURLMOPT_SOCKETFUNCTION, on_socket);
-	curl_multi_setopt(x->multi, CURLMOPT_SOCKETDATA, x);
-	curl_multi_setopt(x->multi, CURLMOPT_TIMERFUNCTION, on_timer);
-	curl_multi_setopt(x->multi, CURLMOPT_TIMERDATA, x);
-	x->epfd = epoll_create1(EPOLL_CLOEXEC);
-	x->wakefd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (x->epfd >= 0 && x->wakefd >= 0) {
-		struct epoll_event ev = { .events = EPOLLIN, .data.fd = x->wakefd };
-
-		if (epoll_ctl(x->epfd, EPOLL_CTL_ADD, x->wakefd, &ev)) {
-			close(x->wakefd);
-			x->wakefd = -1;
-		}
-	}
-	pthread_mutex_init(&x->lock, NULL);
-	if (x->epfd < 0 || x->wakefd < 0 ||
-	    pthread_create(&x->thread, NULL, loop_main, x)) {
-		pthread_mutex_destroy(&x->lock);
-		release(x);
-		return core_err_set(err, CORE_EIO, "cannot start the HTTP executor (thread, epoll or eventfd)");
-	}
-	*out = x;
-	return 0;
-}
-
-/* A resumed row's request that an earlier attempt of the run already got
- * a good answer for: the answer is reused, not sent (plg_ctx.replay), and
- * recorded as replayed. False: send it. */
-static bool replayed(http_req *r, plg_ctx *ctx)
-{
-	char *resp = NULL, msg[256];
-	const char *from = NULL;
-	size_t len = 0;
-	uint64_t now;
-
-	if (!ctx || !ctx->replay ||
-	    !ctx->replay(ctx, r->body, r->body_len, &resp, &len, &from))
-		return false;
-	/* An answer the check rejects now would not have been kept. */
-	if (r->check && r->check(r->check_arg, resp, len, msg, sizeof(msg))) {
-		free(resp);
-		return false;
-	}
-	core_buf_reset(&r->response);
-	if (core_buf_append(&r->response, resp, len)) {
-		free(resp);
-		return false;
-	}
-	r->result = PLG_CLASS_OK;
-	r->http_status = 200;
-	now = core_now_wall_ns();
-	if (ctx->record_call) {
-		plg_call call = {
-			.call_type = "llm", .name = r->name, .ok = true,
-			.http_status = 200, .request = r->body,
-			.request_len = r->body_len, .response = resp,
-			.response_len = len, .submitted_ns = now,
-			.completed_ns = now, .replayed_from = from,
-		};
-
-		ctx->record_call(ctx, &call);
-	}
-	free(resp);
-	return true;
-}
-
-void http_run(http_exec *x, http_req *reqs, size_t n, plg_ctx *ctx)
-{
-	batch b = { .left = 0, .ctx = ctx, .retry = ctx ? ctx->retry : NULL };
-	job *jobs;
-	uint64_t now = core_now_mono_ns();
-
-	if (!n)
-		return;
-	if (!(jobs = calloc(n, sizeof(*jobs)))) {
-		for (size_t i = 0; i < n; i++) {
-			reqs[i].result = PLG_CLASS_NETWORK;
-			snprintf(reqs[i].error, sizeof(reqs[i].error), "out of memory");
-		}
-		return;
-	}
-	for (size_t i = 0; i < n; i++) {
-		reqs[i].result = PLG_CLASS_OK;
-		reqs[i].attempts = reqs[i].capacity_retries = 0;
-		reqs[i].throttle_ns = 0;
-		reqs[i].interrupted = false;
-		jobs[i] = (job){ .req = &reqs[i], .b = &b, .queued_mono = now };
-		if (!replayed(&reqs[i], ctx))
-			b.left++;
-		else
-			jobs[i].req = NULL;
-	}
-	if (!b.left)
-		goto out;
-	pthread_cond_init(&b.cv, NULL);
-	pthread_mutex_lock(&x->lock);
-	for (size_t i = 0; i < n; i++)
-		if (jobs[i].req)
-			push_ready(x, &jobs[i]);
-	pthread_mutex_unlock(&x->lock);
-	wake(x);
-	plg_blocking(ctx, true);
-	pthread_mutex_lock(&x->lock);
-	while (b.left)
-		pthread_cond_wait(&b.cv, &x->lock);
-	pthread_mutex_unlock(&x->lock);
-	plg_blocking(ctx, false);
-	pthread_cond_destroy(&b.cv);
-out:
-	for (size_t i = 0; i < n; i++)
-		core_buf_release(&jobs[i].body);
-	free(jobs);
-}
-
-void http_set_delay(http_exec *x, double delay_ms)
-{
-	pthread_mutex_lock(&x->lock);
-	x->throttle.delay_ms = delay_ms;
-	pthread_mutex_unlock(&x->lock);
-}
-
-void http_get_stats(http_exec *x, http_stats *out)
-{
-	pthread_mutex_lock(&x->lock);
-	*out = x->st;
-	out->active = x->active;
-	out->delay_ms = x->throttle.delay_ms;
-	pthread_mutex_unlock(&x->lock);
-}
-
-void http_close(http_exec *x)
-{
-	if (!x)
-		return;
-	pthread_mutex_lock(&x->lock);
-	x->shutdown = true;
-	pthread_mutex_unlock(&x->lock);
-	wake(x);
-	pthread_join(x->thread, NULL);
-	pthread_mutex_destroy(&x->lock);
-	release(x);
 }

@@ -1,19 +1,37 @@
 /*
- * http_exec.h — the shared HTTP executor of the LLM transforms (docs/architecture.md
- * §10). One executor per transform: one thread runs a libcurl multi loop
- * for every row of the transform, so connections are reused, at most
- * `pool_size` requests are in flight, and rows waiting for a slot cost a
- * queue entry, not a thread or a connection.
+ * http.h — the HTTP executor of the LLM transforms (docs/architecture.md
+ * §10). One per process: one thread runs a libcurl multi loop for every
+ * request of every LLM transform, so connections are reused (HTTP/2
+ * streams on HTTPS), and rows waiting for a slot cost a queue entry, not
+ * a thread or a connection.
+ *
+ * Each client (an LLM transform) opens a handle with the URL it sends to
+ * and its credential. Clients with the same upstream — scheme, host,
+ * port, credential (kept as a SHA-256 digest, in memory only) and
+ * capacity-control mode — share one queue and one capacity controller:
+ * two transforms, or a multi-query transform's queries, on one key adapt
+ * together to the one limit they share. The upstream's concurrency
+ * ceiling is the largest `pool_size` of its clients, its budgets the
+ * smallest each of them configured.
+ *
+ * Capacity control (http_mode): ADAPTIVE, the controller of capacity.c
+ * (docs/adr/0016-capacity-control.md): pace, window, every hint the
+ * provider gives, for all requests to the upstream; or AIMD, the delay
+ * between dispatches of docs/adr/0010 (kept to compare with).
  *
  * A request's attempts: capacity errors (429, 503, 529, a connect timeout)
- * raise the AIMD throttle (below) and are retried after max(Retry-After,
- * the throttle delay) without counting against retry.max_attempts, until
- * `max_capacity_retry_s` has passed since the request's first capacity
- * error; a request waiting to retry holds no slot. Transient errors
- * (other 5xx, network errors, timeouts, a 2xx body the caller's check
- * rejects) are retried per the settings' `retry` (backoff with jitter,
- * max_attempts in all). 4xx fail at once. Every attempt is reported
- * through the row's plg_ctx (plugins.h) as it completes.
+ * are retried when the controller allows, without counting against
+ * retry.max_attempts, until `max_capacity_retry_s` has passed since the
+ * request's first capacity error; a request waiting to retry holds no
+ * slot, and every attempt, first or retry, is paced by the same
+ * controller (a storm cannot multiply the load). Transient errors (other
+ * 5xx, network errors, timeouts, a 2xx body the caller's check rejects)
+ * are retried per the settings' `retry` (backoff with jitter,
+ * max_attempts in all). 4xx fail at once. Account errors (an exhausted
+ * quota, credits, a spend limit) and a hint to wait longer than
+ * `max_retry_after_s` stop the run (plg_ctx.halt): every request of that
+ * upstream not yet sent is left for `elspeth resume`. Every attempt is
+ * reported through the row's plg_ctx (plugins.h) as it completes.
  */
 #ifndef ELSPETH_HTTP_H
 #define ELSPETH_HTTP_H
@@ -27,16 +45,25 @@
 #include "core/core.h"
 #include "plugins/plugins.h"
 
-typedef struct http_exec http_exec;
+typedef struct http_client http_client;
+
+typedef enum http_mode {
+	HTTP_MODE_ADAPTIVE = 0, /* the capacity controller */
+	HTTP_MODE_AIMD,         /* the dispatch-delay throttle (below) */
+	HTTP_MODE_LAST
+} http_mode;
 
 typedef struct http_cfg {
 	unsigned pool_size;           /* requests in flight at most, >= 1 */
 	double timeout_s;             /* one attempt, > 0 */
-	double min_dispatch_delay_ms; /* AIMD bounds (below) */
-	double max_dispatch_delay_ms;
-	double backoff_multiplier;
+	http_mode mode;
+	double min_dispatch_delay_ms; /* AIMD bounds (below); ADAPTIVE: a */
+	double max_dispatch_delay_ms; /* minimum gap between dispatches, */
+	double backoff_multiplier;    /* the others unused */
 	double recovery_step_ms;
 	double max_capacity_retry_s;  /* capacity retries give up after this */
+	double max_retry_after_s;     /* a longer hint halts the run (exit 3) */
+	double max_rps, max_tps;      /* budgets (rate_limit), 0: none */
 } http_cfg;
 
 /* The class (plugins.h) of a finished transfer, from the curl result
@@ -59,10 +86,13 @@ typedef struct http_req {
 	const char *body;
 	size_t body_len;
 	const char *name;            /* recorded with each attempt; may be NULL */
+	double tokens;               /* estimated cost in tokens, 0: unknown */
 	/* Checks a 2xx body: 0 if usable, else fills msg (a malformed
-	 * envelope: transient). May be NULL. Runs on the executor thread. */
-	int (*check)(void *arg, const char *body, size_t len, char *msg,
-		     size_t msgsz);
+	 * envelope: transient). *tokens (0 on entry) receives the tokens
+	 * the answer says it used, when it says. May be NULL. Runs on the
+	 * executor thread. */
+	int (*check)(void *arg, const char *body, size_t len, double *tokens,
+		     char *msg, size_t msgsz);
 	void *check_arg;
 	/* out */
 	plg_error_class result;
@@ -72,33 +102,47 @@ typedef struct http_req {
 	char error[512];             /* when result != PLG_CLASS_OK */
 	unsigned attempts;           /* every attempt, capacity retries too */
 	unsigned capacity_retries;
-	bool interrupted;            /* gave up because the run is stopping */
+	bool interrupted;            /* not finished: the run is stopping */
 	uint64_t throttle_ns;        /* waited for a slot or the throttle */
 } http_req;
 
-/* Starts an executor (its thread). Errors: CORE_ENOMEM, CORE_EIO. */
-int http_open(const http_cfg *cfg, http_exec **out, core_err *err);
+/* Opens a client of the process's executor (starting it with the first)
+ * for requests to url, signed with credential (may be NULL). Errors:
+ * CORE_ENOMEM, CORE_EIO, CORE_ECONFIG (url). */
+int http_open(const http_cfg *cfg, const char *url, const char *credential,
+	      http_client **out, core_err *err);
 
 /* Sends reqs[0..n) concurrently and returns when each has its final
  * result. Each attempt is recorded through ctx->record_call when ctx (and
  * its callback) is set, with submit/complete order among these n
  * requests; ctx->retry is the transient retry policy (NULL: one attempt).
  * Blocks the calling thread only. Thread-safe. */
-void http_run(http_exec *x, http_req *reqs, size_t n, plg_ctx *ctx);
+void http_run(http_client *c, http_req *reqs, size_t n, plg_ctx *ctx);
 
+/* The client's upstream as it stands (shared by its clients). */
 typedef struct http_stats {
 	unsigned pool_size, active, peak_active;
-	double delay_ms;              /* the throttle now */
+	http_mode mode;
+	double delay_ms;              /* AIMD: the delay; ADAPTIVE: 1000 / pace */
+	double rate;                  /* ADAPTIVE: requests/s allowed, 0: not paced */
+	double window;                /* requests in flight allowed */
+	const char *held_by;          /* what held dispatch back last, or NULL */
 	unsigned long long requests, capacity_errors;
 } http_stats;
 
-void http_get_stats(http_exec *x, http_stats *out);
-/* Sets the throttle's delay (a resume restores the crashed run's). */
-void http_set_delay(http_exec *x, double delay_ms);
+void http_get_stats(http_client *c, http_stats *out);
+/* The upstream's learnt state for a checkpoint (a new JSON object), and
+ * putting it back (a resume starts where the crashed run stood; applied
+ * only while nothing was sent, clamped to this configuration). */
+json_t *http_save(http_client *c);
+void http_restore(http_client *c, const json_t *saved);
 
-/* Stops the thread and frees everything. NULL allowed. No http_run may be
- * running. */
-void http_close(http_exec *x);
+/* Closes the client; the last one stops the thread. NULL allowed. No
+ * http_run of this client may be running. */
+void http_close(http_client *c);
+
+/* The mode's settings name ("adaptive", "aimd"). */
+const char *http_mode_name(http_mode m);
 
 /* ------------------------------------------------------------- throttle */
 

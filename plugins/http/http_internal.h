@@ -1,9 +1,10 @@
 /*
  * http_internal.h — what the files of plugins/http/ share: the hints a
- * provider gives about its limits (hint.c) and the capacity controller
- * (capacity.c). Pure logic: no clock, no lock, no I/O; times are passed
- * in, so tests and the simulator (bench/capsim.c) drive them with their
- * own clock. Not a published API (tests include it).
+ * provider gives about its limits (hint.c), the capacity controller
+ * (capacity.c) and an upstream's gate, either mode (gate.c). Pure logic:
+ * no clock, no lock, no I/O; times are passed in, so tests and the
+ * simulator (bench/capsim) drive them with their own clock. Not a
+ * published API (tests include it).
  */
 #ifndef ELSPETH_HTTP_INTERNAL_H
 #define ELSPETH_HTTP_INTERNAL_H
@@ -12,6 +13,10 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
+
+#include <jansson.h>
+
+#include "plugins/http/http.h"
 
 /* ------------------------------------------------------------------ hints */
 
@@ -196,6 +201,9 @@ void http_cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now);
  * it back (HTTP_CAP_GO when sent). */
 uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 			  http_cap_reason *why);
+/* Sends one request whatever holds the others back (a request's last
+ * attempt, at its deadline): counted like an acquired one. */
+void http_cap_force(http_cap *c, uint64_t now, double tokens, unsigned *k);
 /* An attempt ended: sent at `sent` with `k` in flight (acquire's), its
  * answer came at `now`. h: what the answer said (may be NULL); tokens:
  * used per the answer's `usage` (0: unknown). Every successful acquire
@@ -205,5 +213,56 @@ void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 void http_cap_save(const http_cap *c, http_cap_state *out);
 /* Restores a saved state (clamped to cfg); requests in flight: none. */
 void http_cap_restore(http_cap *c, const http_cap_state *s, uint64_t now);
+
+/* ------------------------------------------------------------------ gate */
+
+/*
+ * An upstream's capacity control in the mode it was opened with (gate.c):
+ * the executor asks it before each dispatch and tells it how each attempt
+ * ended. ADAPTIVE: the controller above. AIMD: one delay between two
+ * dispatches (http_aimd), backed off at most once per round trip and at
+ * most once a second without a success in between, and pool_size in
+ * flight; a refused request alone waits max(Retry-After in whole
+ * seconds, the delay). The caller serialises calls.
+ */
+typedef struct http_gate {
+	http_mode mode;
+	unsigned ceiling;             /* requests in flight at most */
+	unsigned inflight;
+	bool sent_any;                /* a restore applies only before */
+	const char *held;             /* why the last acquire waited, or NULL */
+	/* ADAPTIVE */
+	http_cap cap;
+	http_hint_src hint_src;       /* of the last hinted pause */
+	/* AIMD */
+	http_aimd aimd;
+	uint64_t next_dispatch, last_backoff;
+	bool success_since_backoff;
+} http_gate;
+
+/* cfg: the first client's; ceiling its pool_size. */
+void http_gate_init(http_gate *g, const http_cfg *cfg, uint64_t now);
+/* Another client opened: the ceiling is the largest pool_size, a budget
+ * the smallest configured. */
+void http_gate_join(http_gate *g, const http_cfg *cfg);
+/* May one request (estimated `tokens`, 0: unknown) go now? 0: yes, *k
+ * receives the number in flight including it. Else the earliest time to
+ * ask again, or HTTP_CAP_WAIT_DONE when only a completion frees room; *why
+ * (static) says what holds it back: a limit ("pace", "window", ...) or the
+ * hint that paused the upstream ("retry-after-ms", ...). */
+uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *k,
+			   const char **why);
+/* A request's last attempt goes now, past every limit but the ceiling
+ * of requests in flight: false if that is reached. */
+bool http_gate_force(http_gate *g, uint64_t now, double tokens, unsigned *k);
+/* An attempt sent at `sent` with k in flight ended at now. Returns the
+ * earliest time a refused request may be tried again (AIMD: its own
+ * wait; ADAPTIVE: now, the controller paces every request). */
+uint64_t http_gate_done(http_gate *g, uint64_t sent, unsigned k, uint64_t now,
+			http_cap_outcome o, const http_hints *h, double tokens);
+/* Statistics fields of the gate (mode, delay_ms, rate, window, held_by). */
+void http_gate_stats(const http_gate *g, http_stats *st);
+json_t *http_gate_save(const http_gate *g);
+void http_gate_restore(http_gate *g, const json_t *saved, uint64_t now);
 
 #endif /* ELSPETH_HTTP_INTERNAL_H */

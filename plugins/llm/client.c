@@ -87,27 +87,49 @@ static int headers(llm_client *c, const core_node *o, int provider,
 	return h ? 0 : core_err_set(err, CORE_ENOMEM, "out of memory");
 }
 
-static int throttle(llm_client *c, const core_node *o, core_err *err)
+/* The settings' rate_limit entry of the provider's service (ELSPETH's
+ * names: azure_openai for Azure, openrouter for the others; ours: openai). */
+static void budgets(http_cfg *x, int provider)
 {
+	static const char *const services[] = { "openrouter", "azure_openai", "openai" };
+	const core_rate_limit_cfg *r = plg_rate_limits();
+	const core_rate_service *sv;
+	core_rate_service dflt;
+
+	if (!r || !(sv = core_rate_limit_find(r, services[provider], &dflt)))
+		return;
+	x->max_rps = sv->requests_per_minute / 60;
+	x->max_tps = sv->tokens_per_minute / 60;
+}
+
+static int throttle(llm_client *c, const core_node *o, int provider, core_err *err)
+{
+	static const char *const modes[] = { "adaptive", "aimd", NULL };
+	const core_node *m = core_map_get(o, "capacity_control");
 	long long pool = 32;
 	http_cfg *x = &c->cfg;
-	int rc;
+	int mode = HTTP_MODE_ADAPTIVE, rc;
 
 	*x = (http_cfg){ .timeout_s = 60, .min_dispatch_delay_ms = 0,
 		       .max_dispatch_delay_ms = 5000, .backoff_multiplier = 2.0,
-		       .recovery_step_ms = 50, .max_capacity_retry_s = 3600 };
-	if ((rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
+		       .recovery_step_ms = 50, .max_capacity_retry_s = 3600,
+		       .max_retry_after_s = 600 };
+	if ((m && (rc = core_node_enum(m, modes, &mode, err))) ||
+	    (rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
 	    (rc = core_opt_double(o, "timeout_seconds", 0.001, 86400, &x->timeout_s, err)) ||
 	    (rc = core_opt_double(o, "min_dispatch_delay_ms", 0, 3600000, &x->min_dispatch_delay_ms, err)) ||
 	    (rc = core_opt_double(o, "max_dispatch_delay_ms", 0, 3600000, &x->max_dispatch_delay_ms, err)) ||
 	    (rc = core_opt_double(o, "backoff_multiplier", 1, 100, &x->backoff_multiplier, err)) ||
 	    (rc = core_opt_double(o, "recovery_step_ms", 0, 3600000, &x->recovery_step_ms, err)) ||
-	    (rc = core_opt_double(o, "max_capacity_retry_seconds", 0, 31536000, &x->max_capacity_retry_s, err)))
+	    (rc = core_opt_double(o, "max_capacity_retry_seconds", 0, 31536000, &x->max_capacity_retry_s, err)) ||
+	    (rc = core_opt_double(o, "max_retry_after_seconds", 0, 31536000, &x->max_retry_after_s, err)))
 		return rc;
 	if (x->max_dispatch_delay_ms < x->min_dispatch_delay_ms)
 		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "max_dispatch_delay_ms"),
 				   "max_dispatch_delay_ms is less than min_dispatch_delay_ms");
 	x->pool_size = (unsigned)pool;
+	x->mode = (http_mode)mode;
+	budgets(x, provider);
 	return 0;
 }
 
@@ -159,6 +181,7 @@ int llm_client_open(llm_client *c, const core_node *o, core_err *err)
 	static const char *const providers[] = { "openrouter", "azure", "openai", NULL };
 	const core_node *pn = core_map_get(o, "provider");
 	plg_schema *schema = NULL;
+	const char *key = NULL;
 	int provider = P_OPENROUTER, rc;
 
 	memset(c, 0, sizeof(*c));
@@ -171,16 +194,17 @@ int llm_client_open(llm_client *c, const core_node *o, core_err *err)
 	if ((pn && (rc = core_node_enum(pn, providers, &provider, err))) ||
 	    (rc = endpoint(c, o, provider, err)) ||
 	    (rc = headers(c, o, provider, err)) ||
-	    (rc = throttle(c, o, err)) ||
+	    (rc = throttle(c, o, provider, err)) ||
 	    (rc = request_opts(c, o, err)) ||
-	    (rc = http_open(&c->cfg, &c->exec, err)))
+	    (rc = core_opt_str(o, "api_key", false, &key, err)) ||
+	    (rc = http_open(&c->cfg, c->url, key, &c->http, err)))
 		llm_client_release(c);
 	return rc;
 }
 
 void llm_client_release(llm_client *c)
 {
-	http_close(c->exec);
+	http_close(c->http);
 	curl_slist_free_all(c->headers);
 	for (size_t i = 0; i < c->nrequired; i++)
 		free(c->required[i]);
@@ -204,16 +228,20 @@ int llm_client_check_inputs(const llm_client *c, const json_t *row,
 /* The executor's check of a 2xx body: only a malformed envelope is
  * retried; other problems (an API error, a refusal) are the row's. A good
  * answer is kept, so the transform does not parse it again. */
-static int check_envelope(void *arg, const char *body, size_t len, char *msg,
-			  size_t msgsz)
+static int check_envelope(void *arg, const char *body, size_t len, double *tokens,
+			  char *msg, size_t msgsz)
 {
 	llm_answer *a = arg;
+	json_t *t;
 	core_err e;
 	bool bad;
 
 	llm_response_release(&a->resp);
 	a->parsed = llm_response_parse(body, len, &a->resp, &e) == 0;
 	bad = a->resp.kind == LLM_RESP_MALFORMED;
+	if (a->parsed && (t = json_object_get(a->resp.usage, "total_tokens")) &&
+	    json_is_integer(t))
+		*tokens = (double)json_integer_value(t);
 	if (bad)
 		snprintf(msg, msgsz, "%s", e.msg);
 	if (!a->parsed)
@@ -224,9 +252,15 @@ static int check_envelope(void *arg, const char *body, size_t len, char *msg,
 void llm_client_request(const llm_client *c, http_req *r, const char *body,
 			size_t len, const char *name, llm_answer *a)
 {
+	/* What a provider charges a tokens-per-minute budget on admission: the
+	 * prompt (~4 bytes a token; the JSON around it counts a little) and
+	 * the completion it may grow to. The controller scales estimates by
+	 * what the answers' usage says. */
+	double tokens = (double)len / 4 + (double)c->max_tokens;
+
 	*r = (http_req){ .url = c->url, .headers = c->headers, .body = body,
-		       .body_len = len, .name = name, .check = check_envelope,
-		       .check_arg = a };
+		       .body_len = len, .name = name, .tokens = tokens,
+		       .check = check_envelope, .check_arg = a };
 }
 
 static const char *of_query(const char *query, char *buf, size_t n)
@@ -277,37 +311,26 @@ json_t *llm_client_context(const llm_client *c, const http_req *reqs, size_t n)
 		capacity += reqs[i].capacity_retries;
 		throttle += reqs[i].throttle_ns;
 	}
-	http_get_stats(c->exec, &st);
-	return json_pack("{s:i,s:i,s:i,s:f,s:i,s:i,s:f}",
+	http_get_stats(c->http, &st);
+	return json_pack("{s:i,s:i,s:i,s:f,s:s,s:i,s:i,s:f,s:f,s:f}",
 			 "requests", (int)n, "attempts", (int)attempts,
 			 "capacity_retries", (int)capacity,
 			 "throttle_wait_ms", (double)throttle / 1e6,
+			 "capacity_control", http_mode_name(st.mode),
 			 "pool_size", (int)st.pool_size,
 			 "pool_peak_concurrency", (int)st.peak_active,
-			 "dispatch_delay_ms", st.delay_ms);
+			 "dispatch_delay_ms", st.delay_ms,
+			 "rate_per_s", st.rate, "window", st.window);
 }
 
 json_t *llm_client_save(const llm_client *c)
 {
-	http_stats st;
-
-	http_get_stats(c->exec, &st);
-	return json_pack("{s:f}", "dispatch_delay_ms", st.delay_ms);
+	return http_save(c->http);
 }
 
 void llm_client_restore(llm_client *c, const json_t *saved)
 {
-	json_t *d = json_object_get(saved, "dispatch_delay_ms");
-	double ms;
-
-	if (!json_is_number(d))
-		return;
-	ms = json_number_value(d);
-	if (ms < c->cfg.min_dispatch_delay_ms)
-		ms = c->cfg.min_dispatch_delay_ms;
-	if (ms > c->cfg.max_dispatch_delay_ms)
-		ms = c->cfg.max_dispatch_delay_ms;
-	http_set_delay(c->exec, ms);
+	http_restore(c->http, saved);
 }
 
 int llm__template_error(const core_node *at, core_err *err)

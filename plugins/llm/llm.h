@@ -170,9 +170,17 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *   required_input_fields [names]: a row lacking one is a row error
  *   timeout_seconds       per attempt (default 60)
  *   pool_size             requests in flight at most (default 32)
- *   min_dispatch_delay_ms (0), max_dispatch_delay_ms (5000),
- *   backoff_multiplier (2.0), recovery_step_ms (50),
- *   max_capacity_retry_seconds (3600): the AIMD throttle (plugins/http/http.h)
+ *   capacity_control      adaptive (default) or aimd (plugins/http/http.h)
+ *   min_dispatch_delay_ms (0): the least time between two dispatches (both
+ *                         modes); max_dispatch_delay_ms (5000),
+ *                         backoff_multiplier (2.0), recovery_step_ms (50):
+ *                         the aimd mode's throttle
+ *   max_capacity_retry_seconds (3600): a request refused for capacity
+ *                         gives up after this
+ *   max_retry_after_seconds (600): a provider asking to wait longer stops
+ *                         the run (exit 3, resumable)
+ *   budgets               the settings' rate_limit entry for the service
+ *                         (openrouter, azure_openai, openai)
  *   schema                accepted (ELSPETH's block)
  */
 
@@ -181,7 +189,8 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
 	"endpoint", "api_version", "api_key", "system_prompt", "temperature", \
 	"max_tokens", "required_input_fields", "timeout_seconds", "pool_size", \
 	"min_dispatch_delay_ms", "max_dispatch_delay_ms", "backoff_multiplier", \
-	"recovery_step_ms", "max_capacity_retry_seconds", "schema"
+	"recovery_step_ms", "max_capacity_retry_seconds", "capacity_control", \
+	"max_retry_after_seconds", "schema"
 
 typedef struct llm_client {
 	char *url;
@@ -194,7 +203,7 @@ typedef struct llm_client {
 	size_t nrequired;
 	struct curl_slist *headers;
 	http_cfg cfg;
-	http_exec *exec;
+	http_client *http;
 } llm_client;
 
 /* Parses the shared options of map o and starts the executor. On error

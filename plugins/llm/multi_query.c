@@ -283,7 +283,7 @@ static int multi_process(void *state, const json_t *row, json_t **out,
 			llm_client_request(&m->client, &r[i], bodies[i].data,
 					   bodies[i].len, m->q[i].name, &a[i]);
 	if (!rc) {
-		http_run(m->client.exec, r, m->nq, ctx);
+		http_run(m->client.http, r, m->nq, ctx);
 		if (ctx)
 			ctx->context = llm_client_context(&m->client, r, m->nq);
 		rc = collect(m, r, a, row, out, err);

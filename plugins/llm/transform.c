@@ -120,7 +120,7 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 	    (rc = build(l, row, &body, err)))
 		goto out_body;
 	llm_client_request(&l->client, &r, body.data, body.len, NULL, &ans);
-	http_run(l->client.exec, &r, 1, ctx);
+	http_run(l->client.http, &r, 1, ctx);
 	if (ctx)
 		ctx->context = llm_client_context(&l->client, &r, 1);
 	if (r.result != PLG_CLASS_OK)

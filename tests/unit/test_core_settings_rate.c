@@ -1,6 +1,6 @@
-/* The rate_limit section: ELSPETH's keys, our tokens, clear refusals.
- * Budgets are not applied yet, so an enabled section is checked in full
- * and then refused (core/settings_rate.c). */
+/* The rate_limit section: ELSPETH's keys, our tokens, clear refusals
+ * (core/settings_rate.c). The LLM transforms apply the budgets
+ * (plugins/llm/client.c; tests/integration/test_capacity.sh). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,12 +55,27 @@ Test(settings_rate, absent_or_disabled_means_nothing_configured)
 	core_settings_free(s);
 }
 
-Test(settings_rate, an_enabled_section_is_refused_until_budgets_apply)
+Test(settings_rate, an_enabled_section_gives_its_budgets)
 {
-	refused("rate_limit:\n  enabled: true\n  default_requests_per_minute: 30\n",
-		CORE_EUNSUPPORTED, "p.yaml:8:");
-	refused("rate_limit: {default_requests_per_minute: 30}\n", CORE_EUNSUPPORTED,
-		"not applied yet");
+	const core_rate_service *f;
+	core_rate_service d;
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load("rate_limit:\n  enabled: true\n  default_requests_per_minute: 30\n"
+			  "  services:\n    azure_openai: {requests_per_minute: 600,"
+			  " tokens_per_minute: 90000}\n", &s, &err), 0, "%s", err.msg);
+	cr_assert(s->rate_limit.enabled);
+	f = core_rate_limit_find(&s->rate_limit, "azure_openai", &d);
+	cr_assert(f && f->requests_per_minute == 600 && f->tokens_per_minute == 90000);
+	f = core_rate_limit_find(&s->rate_limit, "openrouter", &d);
+	cr_assert(f && f->requests_per_minute == 30 && f->tokens_per_minute == 0);
+	core_settings_free(s);
+	/* enabled by default when the section is there; ELSPETH's 60 rpm */
+	cr_assert_eq(load("rate_limit: {services: {}}\n", &s, &err), 0, "%s", err.msg);
+	f = core_rate_limit_find(&s->rate_limit, "openai", &d);
+	cr_assert(f && f->requests_per_minute == 60);
+	core_settings_free(s);
 }
 
 Test(settings_rate, errors_name_the_place)

@@ -143,10 +143,10 @@ Test(http, refused_connection_is_retried_per_policy)
 	plg_ctx ctx = { .retry = &retry, .record_call = count_call };
 	http_req r = { .url = "http://127.0.0.1:9/v1/chat/completions", .body = "{}",
 		     .body_len = 2 };
-	http_exec *x;
+	http_client *x;
 	core_err err;
 
-	cr_assert_eq(http_open(&cfg, &x, &err), 0, "%s", err.msg);
+	cr_assert_eq(http_open(&cfg, r.url, NULL, &x, &err), 0, "%s", err.msg);
 	http_run(x, &r, 1, &ctx);
 	cr_assert_eq(r.result, PLG_CLASS_NETWORK, "%s", r.error);
 	cr_assert_eq(r.attempts, 3);
