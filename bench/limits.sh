@@ -24,13 +24,14 @@
 # concurrency), connections accepted, wall seconds.
 #
 # Usage: bench/limits.sh [SCENARIO...]        (default: all)
-# Environment: MODES="aimd" (the controllers to compare: aimd = the
-#              dispatch-delay AIMD, options backoff_multiplier etc.)
+# Environment: MODES="aimd adaptive" (the controllers to compare, the
+#              llm option capacity_control: aimd = the dispatch-delay AIMD
+#              with its defaults, adaptive = the capacity controller)
 #              REPEATS=3; ROWS_<scenario> to change a scenario's rows.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
-MODES=${MODES:-aimd}
+MODES=${MODES:-aimd adaptive}
 REPEATS=${REPEATS:-3}
 QUIET_MAX=${QUIET_MAX:-1.0}
 QUIET_WAIT=${QUIET_WAIT:-10}
@@ -54,7 +55,8 @@ trap stop_mock EXIT
 # Controller options per mode (the llm transform's options).
 mode_opts() {
   case $1 in
-    aimd) echo "" ;;
+    aimd) echo "capacity_control: aimd" ;;
+    adaptive) echo "capacity_control: adaptive" ;;
     *) echo "unknown mode $1" >&2; exit 2 ;;
   esac
 }

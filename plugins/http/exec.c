@@ -459,7 +459,7 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	CURL *e = j->easy;
 	long status = 0, sent = 0;
 	double tokens = 0;
-	char msg[256] = "", stop[600];
+	char msg[256] = "", stop[480];
 	plg_error_class c;
 	uint64_t now, retry_at;
 	int code;

@@ -85,21 +85,22 @@ static void exec_stop(http_exec *x)
 	exec_free(x);
 }
 
-/* Connections follow the upstreams' ceilings: never more to one host
- * than requests in flight (HTTP/1.1 needs one each; HTTP/2 multiplexes
- * them over a few), idle ones kept for all (x->lock held). */
+/* Connections follow the upstreams' ceilings: never more than requests
+ * in flight (HTTP/1.1 needs one each; HTTP/2 multiplexes them over a
+ * few) — to one host, the ceilings of every upstream there (two keys on
+ * one host are two upstreams) — and idle ones kept for all (x->lock
+ * held). */
 static void connection_limits(http_exec *x)
 {
-	unsigned long most = 1, all = 0;
+	unsigned long all = 0;
 
-	for (const upstream *u = x->ups; u; u = u->next) {
-		if (u->gate.ceiling > most)
-			most = u->gate.ceiling;
+	for (const upstream *u = x->ups; u; u = u->next)
 		all += u->gate.ceiling;
-	}
+	if (!all)
+		all = 1;
 	x->max_free = all < MAX_FREE_EASY ? (unsigned)all : MAX_FREE_EASY;
-	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)(all ? all : 1));
-	curl_multi_setopt(x->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)most);
+	curl_multi_setopt(x->multi, CURLMOPT_MAXCONNECTS, (long)all);
+	curl_multi_setopt(x->multi, CURLMOPT_MAX_HOST_CONNECTIONS, (long)all);
 }
 
 /* ------------------------------------------------------------ upstreams */
