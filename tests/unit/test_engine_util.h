@@ -18,7 +18,10 @@
  *                          through plg_blocking); fail_mod (rows with
  *                          i % m == 0 fail, not retryable); stop_at (row i
  *                          sets the test's stop flag and fails retryably,
- *                          once per test); as an expanding transform
+ *                          once per test); throttle_reason (records two
+ *                          calls: one that waited 120 ms for that
+ *                          reason, one that did not wait);
+ *                          as an expanding transform
  *                          (json_explode in the settings) it makes
  *                          `expand` (2) children with "k": 0, 1, ...
  *   sink                   tsink: keeps rows in memory under options
@@ -176,6 +179,7 @@ typedef struct ttx {
 	const char *key, *value;
 	json_t *set;       /* keys to set, or NULL */
 	long long sleep_us, delay_us, fail_mod, stop_at, expand;
+	const char *throttle_reason;
 } ttx;
 
 static inline int ttx_open(const core_node *o, void **state, core_err *err)
@@ -192,6 +196,7 @@ static inline int ttx_open(const core_node *o, void **state, core_err *err)
 	t->fail_mod = opt_ll(o, "fail_mod", 0);
 	t->stop_at = opt_ll(o, "stop_at", 0);
 	t->expand = opt_ll(o, "expand", 2);
+	cr_assert_eq(core_opt_str(o, "throttle_reason", false, &t->throttle_reason, err), 0);
 	*state = t;
 	return 0;
 }
@@ -213,6 +218,25 @@ static inline void random_sleep(long long max_us, plg_ctx *ctx)
 	plg_blocking(ctx, false);
 }
 
+/* Two calls: one held back 120 ms by the throttle for `reason`, one not
+ * held back at all. */
+static inline void ttx_record_calls(const char *reason, plg_ctx *ctx)
+{
+	uint64_t now = core_now_wall_ns();
+	plg_call c = { .call_type = "llm", .ok = true, .http_status = 200,
+		       .request = "{}", .request_len = 2, .response = "{}",
+		       .response_len = 2, .submitted_ns = now,
+		       .completed_ns = now + 1000000, .throttle_delay_ns = 120000000,
+		       .throttle_reason = reason, .submit_order = 1,
+		       .complete_order = 1 };
+
+	ctx->record_call(ctx, &c);
+	c.throttle_delay_ns = 0;
+	c.throttle_reason = NULL;
+	c.submit_order = c.complete_order = 2;
+	ctx->record_call(ctx, &c);
+}
+
 static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *err)
 {
 	long long i = row_i(row);
@@ -231,6 +255,8 @@ static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *e
 		err->retryable = true;
 		return CORE_EDATA;
 	}
+	if (t->throttle_reason)
+		ttx_record_calls(t->throttle_reason, ctx);
 	if (t->fail_mod && i % t->fail_mod == 0)
 		return core_err_set(err, CORE_EDATA, "field 'i': %lld is unwanted (test)", i);
 	return 0;
