@@ -26,7 +26,9 @@ static const char run_usage[] =
 	"                             (phase_started, progress, run_completed, run_failed)\n"
 	"  -h, --help                 this help\n"
 	"\n"
-	"Exit codes: 0 success, 1 error, 2 usage, 3 interrupted (SIGINT/SIGTERM).\n";
+	"Exit codes: 0 success, 1 error (also: a transform stopped the run, e.g. an\n"
+	"exhausted account; resumable), 2 usage, 3 interrupted (SIGINT/SIGTERM, or a\n"
+	"transform asked to stop, e.g. a provider asking to wait too long).\n";
 
 static atomic_int stop_flag; /* lock-free: safe to set from a signal handler */
 
@@ -50,12 +52,20 @@ static void install_signals(void)
 	signal(SIGXFSZ, SIG_IGN);
 }
 
+/* The run's status as the engine records it (engine.h): a halt with
+ * exit code 1 is a failed run. */
+static const char *run_status(const eng_summary *sum, const char *error)
+{
+	if (error || sum->halt_code == CLI_ERROR)
+		return "failed";
+	return sum->interrupted ? "interrupted" : "completed";
+}
+
 static void print_summary(const dag_graph *g, const eng_summary *sum)
 {
 	double rate = sum->wall_seconds > 0 ? (double)sum->rows / sum->wall_seconds : 0;
 
-	printf("Run %s: %llu rows in %.2f s (%.0f rows/s)\n",
-	       sum->interrupted ? "interrupted" : "completed",
+	printf("Run %s: %llu rows in %.2f s (%.0f rows/s)\n", run_status(sum, NULL),
 	       (unsigned long long)sum->rows, sum->wall_seconds, rate);
 	printf("  succeeded %llu, failed %llu, quarantined %llu",
 	       (unsigned long long)sum->succeeded, (unsigned long long)sum->failed,
@@ -229,7 +239,7 @@ static void summary_json(const char *event, const dag_graph *g,
 					    json_integer((json_int_t)sum->per_sink[i]));
 	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f}",
 		"event", event, "run_id", (json_int_t)sum->run_id,
-		"status", error ? "failed" : sum->interrupted ? "interrupted" : "completed",
+		"status", run_status(sum, error),
 		"rows", (json_int_t)sum->rows, "succeeded", (json_int_t)sum->succeeded,
 		"failed", (json_int_t)sum->failed, "quarantined", (json_int_t)sum->quarantined,
 		"discarded", (json_int_t)sum->discarded, "sinks", sinks,
@@ -239,8 +249,37 @@ static void summary_json(const char *event, const dag_graph *g,
 		"fifo_wait_max_ms", sum->fifo_wait_max_ms);
 	if (error)
 		json_object_set_new(e, "error", json_string(error));
+	/* A transform stopped the run (plg_ctx.halt): why, and the exit
+	 * code it asked for. */
+	if (sum->halt_code)
+		json_object_set_new(e, "halt", json_pack("{s:i,s:s}",
+			"exit_code", sum->halt_code, "message", sum->halt_msg));
 	cli_print_json_line(e);
 	json_decref(e);
+}
+
+/* A run that stopped before its end (SIGINT/SIGTERM, or a halt): why, on
+ * stderr, then where the sinks stand and the command that finishes it.
+ * A halt's message comes first, as `error: MSG` for exit code 1 — the
+ * run failed, say an exhausted account, and resumes once that is fixed —
+ * or as the reason of the interrupt for exit code 3. Returns the exit
+ * code. */
+static int report_stop(const eng_summary *sum, bool audit, const char *settings_path)
+{
+	if (sum->halt_code == CLI_ERROR)
+		fprintf(stderr, "error: %s\n", sum->halt_msg);
+	else if (sum->halt_code)
+		fprintf(stderr, "Interrupted: %s\n", sum->halt_msg);
+	fprintf(stderr, "%s after row %llu; sinks hold rows 1..%llu",
+		sum->halt_code ? "Stopped" : "Interrupted: stopped",
+		(unsigned long long)sum->rows, (unsigned long long)sum->rows);
+	if (audit && sum->checkpoints)
+		fprintf(stderr, ". To finish the run%s:\n  elspeth resume %llu -s %s --execute\n",
+			sum->halt_code == CLI_ERROR ? " once that is fixed" : "",
+			(unsigned long long)sum->run_id, settings_path);
+	else
+		fprintf(stderr, " (checkpoints are off: it cannot be resumed).\n");
+	return sum->halt_code ? sum->halt_code : CLI_INTERRUPTED;
 }
 
 static void print_resumed(const eng_summary *sum)
@@ -292,6 +331,10 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 		if (json)
 			summary_json("run_failed", g, &sum, err.msg);
 		cli_error(&err);
+		/* The halt may be what made the row fail (no checkpoints:
+		 * nothing left it for a resume). */
+		if (sum.halt_code)
+			fprintf(stderr, "The run had been halted: %s\n", sum.halt_msg);
 		if (sum.run_id)
 			fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
 				(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
@@ -299,9 +342,16 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 		return CLI_ERROR;
 	}
 	if (json) {
-		summary_json("run_completed", g, &sum, NULL);
+		/* A halt with exit code 1 failed the run: run_failed, with
+		 * the halt's message as its error. */
+		if (sum.halt_code == CLI_ERROR)
+			summary_json("run_failed", g, &sum, sum.halt_msg);
+		else
+			summary_json("run_completed", g, &sum, NULL);
+		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, settings_path) :
+		     sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 		eng_summary_release(&sum);
-		return sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
+		return rc;
 	}
 	print_summary(g, &sum);
 	if (resume)
@@ -311,16 +361,9 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 		       "    elspeth explain -s %s --run %llu --row 1\n",
 		       (unsigned long long)sum.run_id, path, settings_path,
 		       (unsigned long long)sum.run_id);
-	rc = sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
-	if (sum.interrupted && o.rec && sum.checkpoints)
-		fprintf(stderr, "Interrupted: stopped after row %llu; sinks hold rows 1..%llu. "
-			"To finish the run:\n  elspeth resume %llu -s %s --execute\n",
-			(unsigned long long)sum.rows, (unsigned long long)sum.rows,
-			(unsigned long long)sum.run_id, settings_path);
-	else if (sum.interrupted)
-		fprintf(stderr, "Interrupted: stopped after row %llu; sinks hold rows 1..%llu "
-			"(checkpoints are off: it cannot be resumed).\n",
-			(unsigned long long)sum.rows, (unsigned long long)sum.rows);
+	rc = CLI_OK;
+	if (sum.interrupted || sum.halt_code)
+		rc = report_stop(&sum, o.rec != NULL, settings_path);
 	eng_summary_release(&sum);
 	return rc;
 }
@@ -373,7 +416,9 @@ static const char resume_usage[] =
 	"      --format text|json     as for run\n"
 	"  -h, --help                 this help\n"
 	"\n"
-	"Exit codes: 0 success, 1 error (also: nothing to resume), 2 usage, 3 interrupted.\n";
+	"Exit codes: 0 success, 1 error (also: nothing to resume; halted again, e.g. the\n"
+	"account is still exhausted), 2 usage, 3 interrupted (also: halted again, e.g.\n"
+	"the provider asks to wait too long).\n";
 
 static void print_plan(const json_t *p, const char *path)
 {
@@ -385,6 +430,8 @@ static void print_plan(const json_t *p, const char *path)
 	       json_string_value(json_object_get(p, "status")),
 	       (long long)json_integer_value(json_object_get(p, "next_attempt")),
 	       json_string_value(json_object_get(ck, "reason")));
+	if (json_object_get(p, "error"))
+		printf("  it stopped on: %s\n", json_string_value(json_object_get(p, "error")));
 	printf("  released through row %lld; %lld completed rows waiting (released as they are), "
 	       "%lld in flight (run again)\n",
 	       (long long)json_integer_value(json_object_get(ck, "released_through_seq")),

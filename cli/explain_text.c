@@ -52,11 +52,14 @@ static void print_body(FILE *f, const char *label, const json_t *p)
 	core_buf_release(&b);
 }
 
-/* One outside call: index, query, outcome, timing, order, bodies. A
- * replayed call was not sent: it names the call whose answer it reused. */
+/* One outside call: index, query, outcome, timing (with what drove its
+ * throttle wait, when recorded), order, bodies. A replayed call was not
+ * sent: it names the call whose answer it reused. */
 static void print_call(FILE *f, const json_t *r)
 {
 	const char *name = str(r, "name");
+	/* what held it back: "pace", "retry-after-ms", ... (may be absent) */
+	const char *why = str(r, "throttle_reason");
 
 	if (!strcmp(str(r, "status"), "replayed")) {
 		fprintf(f, "      call %lld%s%s%s: %s replayed (answer of call %s)\n",
@@ -67,11 +70,12 @@ static void print_call(FILE *f, const json_t *r)
 		print_body(f, "response", json_object_get(r, "response"));
 		return;
 	}
-	fprintf(f, "      call %lld%s%s%s: %s %s HTTP %lld in %.1f ms (throttle %.1f ms, sent #%lld, done #%lld)%s%s%s%s\n",
+	fprintf(f, "      call %lld%s%s%s: %s %s HTTP %lld in %.1f ms (throttle %.1f ms%s%s%s, sent #%lld, done #%lld)%s%s%s%s\n",
 		num(r, "call_index"), name[0] ? " [" : "", name, name[0] ? "]" : "",
 		str(r, "call_type"), str(r, "status"), num(r, "http_status"),
 		json_real_value(json_object_get(r, "latency_ms")),
 		json_real_value(json_object_get(r, "throttle_delay_ms")),
+		why[0] ? " (" : "", why, why[0] ? ")" : "",
 		num(r, "submit_order"), num(r, "complete_order"),
 		str(r, "error_class")[0] ? ", " : "", str(r, "error_class"),
 		str(r, "error")[0] ? ": " : "", str(r, "error"));

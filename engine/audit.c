@@ -504,6 +504,7 @@ void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
 	r.latency_ns = call->completed_ns > call->submitted_ns ?
 		       call->completed_ns - call->submitted_ns : 0;
 	r.throttle_delay_ns = call->throttle_delay_ns;
+	r.throttle_reason = (char *)STR(call->throttle_reason);
 	r.submitted_at_ns = call->submitted_ns;
 	r.completed_at_ns = call->completed_ns;
 	r.submit_order = call->submit_order;

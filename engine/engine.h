@@ -13,7 +13,11 @@
  * run ends; with more than one row in flight they start that many worker
  * threads and join them all before returning. The calling thread calls
  * the progress callback. *stop may be set from a signal handler (or any
- * thread) to stop pulling rows. One run per dag_graph at a time.
+ * thread) to stop pulling rows. A transform may stop the run itself
+ * through plg_ctx.halt, from any thread while its process() runs: the
+ * engine then sets *stop as SIGINT would (an internal flag when
+ * o->stop is NULL) and reports the halt in eng_summary. One run per
+ * dag_graph at a time.
  */
 #ifndef ELSPETH_ENGINE_H
 #define ELSPETH_ENGINE_H
@@ -99,6 +103,15 @@ typedef struct eng_summary {
 	double release_blocked_s;  /* release loop busy writing to sinks */
 	double wall_seconds;
 	bool interrupted;
+	/* A transform halted the run (plg_ctx.halt; the first call wins):
+	 * the exit code it asked for, 1 (the run failed: recorded as
+	 * "failed") or 3 (recorded as "interrupted"; any other code counts
+	 * as 1), and its message, which the run record keeps as its error.
+	 * 0 and "" when not halted. A halted run stopped as an interrupted
+	 * one does (interrupted is set too): the rows it cut short are in
+	 * its last checkpoint, and `elspeth resume` finishes it. */
+	int halt_code;
+	char halt_msg[1024];
 	/* outside calls (LLM requests), every attempt; by error class */
 	uint64_t calls, calls_ok;
 	uint64_t calls_by_class[ENG_CALL_CLASSES]; /* eng_call_classes[] */
@@ -116,12 +129,13 @@ typedef struct eng_summary {
 extern const char *const eng_call_classes[ENG_CALL_CLASSES];
 
 /* Opens the source and sinks of g (transforms too if not open), runs every
- * row, closes the sinks. Returns 0 (also when interrupted: see
- * sum->interrupted) or an error: a fatal source error, a sink write error,
+ * row, closes the sinks. Returns 0 (also when interrupted or halted: see
+ * sum->interrupted and sum->halt_code) or an error: a fatal source error, a sink write error,
  * a row error with nowhere to go (no on_error; a gate condition that fails),
  * each message naming the row (seq) and field. With o->rec, everything is
  * recorded (docs/audit.md) and the run's status is completed, failed or
- * interrupted. sum->per_sink is malloc'd;
+ * interrupted (a halted run: failed or interrupted by its exit code, with
+ * the halt's message as the run's error). sum->per_sink is malloc'd;
  * free with eng_summary_release(). */
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
 void eng_summary_release(eng_summary *sum);
@@ -131,7 +145,7 @@ void eng_summary_release(eng_summary *sum);
  * the run is not completed, its topology and settings hashes equal g's,
  * every sink file still holds what the checkpoint counted — and describes
  * what a resume would do in *plan (a JSON object the caller releases;
- * NULL allowed). Without `execute` that is all: nothing is written. With
+ * NULL allowed; "error": why the run stopped, when it recorded that). Without `execute` that is all: nothing is written. With
  * it, runs the rest of the run as eng_run does (o->max_rows_in_flight may
  * differ from the crashed run's); sum holds the whole run's totals. */
 int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,

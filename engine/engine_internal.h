@@ -225,7 +225,17 @@ typedef struct eng_ctx {
 	uint64_t start_seq;        /* rows 1..start_seq were released */
 	plg_source_pos start_pos;  /* the source's position there */
 	bool has_start_pos;
+	/* plg_ctx.halt (run.c), called from any thread: the first call
+	 * moves `halt` from ENG_HALT_NONE to ENG_HALT_WRITING, fills
+	 * halt_code and halt_msg, publishes them (ENG_HALT_SET, release)
+	 * and only then sets *stop. Readers load `halt` (acquire) first. */
+	atomic_int halt;
+	int halt_code;
+	char halt_msg[1024];
+	atomic_int own_stop;       /* *stop when the caller gave no flag */
 } eng_ctx;
+
+enum { ENG_HALT_NONE, ENG_HALT_WRITING, ENG_HALT_SET };
 
 /* checkpoint.c */
 /* Whether a checkpoint is due after rows up to `released` went out. */
@@ -237,6 +247,11 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 		    core_err *err);
 /* run.c: everything of a run after its audit record is started. */
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
+/* plg_ctx.halt for the run of c: thread-safe, the first call wins;
+ * stops the run as SIGINT does (sets *c->stop). */
+void eng__halt(eng_ctx *c, int exit_code, const char *msg);
+/* Whether the run was halted (its code and message are readable). */
+bool eng__halted(eng_ctx *c);
 
 /* resume.c */
 /* Sinks reopened at the checkpoint, the source moved on. */

@@ -44,10 +44,11 @@
  * SIGINT/SIGTERM no more rows are pulled; the rows in flight finish and
  * are released (ADR 0007) — up to a row the interrupt cut short
  * (CORE_ESTOPPED), which stays unreleased with the rows after it, for
- * `elspeth resume`. Whoever holds the release role also takes the
- * checkpoints (ADR 0012): after a release pass when one is due, before
- * the first row, and at the end. Sequential mode runs the same stages
- * inline on the calling thread.
+ * `elspeth resume`. A transform's plg_ctx.halt sets the same stop flag
+ * (run.c), so a halted run stops the same way. Whoever holds the
+ * release role also takes the checkpoints (ADR 0012): after a release
+ * pass when one is due, before the first row, and at the end.
+ * Sequential mode runs the same stages inline on the calling thread.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
@@ -442,7 +443,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;
 		if (s->rc == CORE_ESTOPPED) { /* left for the resume */
-			p.abandoned = true;
+			eng__pl_abandon(&p);
 			break;
 		}
 		rc = eng__rq_emit_one(&p, s, err);

@@ -197,6 +197,19 @@ static inline bool eng__rq_ready(pline *p)
 /* The first failure ends the run: nothing more is pulled or released. */
 void eng__pl_fail(pline *p, int rc, const core_err *err);
 
+/* The next row to release was cut short (CORE_ESTOPPED): it and the rows
+ * after it stay unreleased, for the resume. Lock held (or sequential
+ * mode). A row is only cut short when the run is stopping — SIGINT, or
+ * a halt (plg_ctx.halt) from a thread whose call may not have returned
+ * yet — so the stop flag is set here too: without it the run would wait
+ * for rows it will never release, or end as completed. */
+static inline void eng__pl_abandon(pline *p)
+{
+	p->abandoned = true;
+	if (p->c->stop)
+		atomic_store(p->c->stop, 1);
+}
+
 /* ------------------------------------------------------ source_puller.c */
 
 /* The next row: a resume's rows from the checkpoint first, then the

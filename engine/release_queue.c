@@ -104,10 +104,10 @@ void eng__rq_drain(pline *p)
 	       (s = slot_of(p, p->released + 1))->state == SLOT_DONE) {
 		int rc;
 
-		/* Cut short by SIGINT/SIGTERM: it and the rows after it stay
-		 * unreleased, for the resume (ADR 0012). */
+		/* Cut short by SIGINT/SIGTERM or a halt: it and the rows
+		 * after it stay unreleased, for the resume (ADR 0012). */
 		if (s->rc == CORE_ESTOPPED) {
-			p->abandoned = true;
+			eng__pl_abandon(p);
 			break;
 		}
 		if (s->waited)

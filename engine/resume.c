@@ -617,7 +617,7 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 static json_t *plan_json(const rstate *r)
 {
 	const Elspeth__Checkpoint *ck = r->ck;
-	json_t *sinks = json_array(), *aggs = json_array();
+	json_t *sinks = json_array(), *aggs = json_array(), *plan;
 	size_t done = 0;
 
 	for (size_t i = 0; i < ck->n_rows; i++)
@@ -633,7 +633,7 @@ static json_t *plan_json(const rstate *r)
 			"name", ck->aggregations[i]->name,
 			"buffered", (json_int_t)ck->aggregations[i]->n_members,
 			"age_seconds", (double)ck->aggregations[i]->age_ns / 1e9));
-	return json_pack("{s:I,s:s,s:i,s:{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:I},s:o,s:o,s:o}",
+	plan = json_pack("{s:I,s:s,s:i,s:{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:I},s:o,s:o,s:o}",
 		"run_id", (json_int_t)r->run->run_id, "status", r->run->status,
 		"next_attempt", (int)r->attempt,
 		"checkpoint", "reason", ck->reason,
@@ -646,6 +646,11 @@ static json_t *plan_json(const rstate *r)
 		"source_offset", (json_int_t)ck->source_offset,
 		"sinks", sinks, "aggregations", aggs,
 		"coalesce", json_array());
+	/* Why it stopped, when the run recorded it: a failure, or a
+	 * halt's message (an exhausted account: top it up first). */
+	if (plan && r->run->error && r->run->error[0])
+		json_object_set_new(plan, "error", json_string(r->run->error));
+	return plan;
 }
 
 /* --------------------------------------------------------------- entry */

@@ -2,6 +2,7 @@
  * run.c — eng_run: opens the source and sinks, records the run, runs the
  * pipeline, finishes the sinks and the run record.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -148,6 +149,9 @@ static char *metrics_json(const eng_summary *s)
 		"batches", (json_int_t)s->batches, "diverted", (json_int_t)s->diverted);
 	if (j && s->checkpoints)
 		json_object_set_new(j, "checkpoints", json_integer((json_int_t)s->checkpoints));
+	/* A halted run's exit code (its message is the run's error). */
+	if (j && s->halt_code)
+		json_object_set_new(j, "halt_exit_code", json_integer(s->halt_code));
 	if (j && s->attempt) {
 		json_object_set_new(j, "resume_attempt", json_integer((json_int_t)s->attempt));
 		json_object_set_new(j, "rows_reused", json_integer((json_int_t)s->rows_reused));
@@ -171,6 +175,40 @@ static char *metrics_json(const eng_summary *s)
 	return out;
 }
 
+/* plg_ctx.halt: a transform (or its HTTP executor's thread) stops the
+ * whole run for a reason no row can fix. Any thread, any number of
+ * times: a compare-and-swap lets the first call alone write the code and
+ * message, which are published before *stop is set, so whoever sees the
+ * run stop for the halt also sees why. The rest is SIGINT's path: no new
+ * row is pulled, a row cut short (CORE_ESTOPPED) stays unreleased with
+ * the rows after it, and the last checkpoint holds them for the resume. */
+void eng__halt(eng_ctx *c, int exit_code, const char *msg)
+{
+	int none = ENG_HALT_NONE;
+
+	if (!atomic_compare_exchange_strong(&c->halt, &none, ENG_HALT_WRITING))
+		return;
+	c->halt_code = exit_code == 3 ? 3 : 1; /* plugins.h: 1 or 3 */
+	snprintf(c->halt_msg, sizeof(c->halt_msg), "%s",
+		 msg && msg[0] ? msg : "a transform stopped the run");
+	atomic_store_explicit(&c->halt, ENG_HALT_SET, memory_order_release);
+	atomic_store(c->stop, 1);
+}
+
+bool eng__halted(eng_ctx *c)
+{
+	return atomic_load_explicit(&c->halt, memory_order_acquire) == ENG_HALT_SET;
+}
+
+/* The run's status as recorded (docs/audit.md): a halt asking for exit
+ * code 1 is a failed run, though a resumable one. */
+static const char *run_status(int rc, const eng_summary *sum)
+{
+	if (rc || sum->halt_code == 1)
+		return "failed";
+	return sum->interrupted ? "interrupted" : "completed";
+}
+
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 {
 	const eng_opts *o = c->opts;
@@ -182,6 +220,9 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 
 	if (c->resume)
 		ckpt.last = c->start_seq;
+	/* A halt needs a flag to set even when the caller gave none. */
+	if (!c->stop)
+		c->stop = &c->own_stop;
 	sum->run_id = c->audit->run_id;
 	sum->attempt = ckpt.attempt;
 	rc = ckpt_setup(c, &ckpt, err);
@@ -194,9 +235,17 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		sum->calls_by_class[i] = c->calls_by_class[i];
 	sum->checkpoints = ckpt.written;
 	sum->wall_seconds = (double)(core_now_mono_ns() - c->t0_mono) / 1e9;
-	status = rc ? "failed" : sum->interrupted ? "interrupted" : "completed";
+	/* Every thread that could halt has been joined, or is inside a
+	 * process() that has returned: the halt, if any, is complete. */
+	if (eng__halted(c)) {
+		sum->halt_code = c->halt_code;
+		snprintf(sum->halt_msg, sizeof(sum->halt_msg), "%s", c->halt_msg);
+	}
+	status = run_status(rc, sum);
 	metrics = metrics_json(sum);
-	frc = eng__audit_finish(c->audit, sum, status, rc ? err->msg : NULL, metrics, &ferr);
+	frc = eng__audit_finish(c->audit, sum, status,
+				rc ? err->msg : sum->halt_code ? sum->halt_msg : NULL,
+				metrics, &ferr);
 	if (c->resume)
 		eng__resume_finish(c, sum, status);
 	free(metrics);

@@ -192,6 +192,13 @@ static unsigned record_call(plg_ctx *ctx, const plg_call *call)
 	return i;
 }
 
+/* plg_ctx.halt: the run stops (run.c); any thread, while process()
+ * runs — the ctx lives on the stack of attempt(). */
+static void ctx_halt(plg_ctx *ctx, int exit_code, const char *msg)
+{
+	eng__halt(((call_ctx *)ctx)->c, exit_code, msg);
+}
+
 /* plg_ctx.replay: a resumed row's answers from the crashed attempt. */
 static bool ctx_replay(plg_ctx *ctx, const void *req, size_t len, char **resp,
 		       size_t *resp_len, const char **from)
@@ -213,7 +220,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
 	call_ctx cc = { .base = { .seq = w->seq, .retry = &w->c->g->settings->retry,
 				  .stop = walk_stop(w), .record_call = record_call,
-				  .blocking = ctx_blocking,
+				  .blocking = ctx_blocking, .halt = ctx_halt,
 				  .replay = w->c->replay ? ctx_replay : NULL },
 			.c = w->c, .audit = a, .st = &st };
 	char *context = NULL;
@@ -299,6 +306,15 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 		backoff_sleep(r, try++, stop, w->seq, from);
 		eng__blocking(w->c, false);
 		w->res->retries++;
+	}
+	/* After a halt (plg_ctx.halt: an exhausted account, say) a row
+	 * that fails most likely failed of what halted the run, which no
+	 * row can fix: it is cut short like an interrupted one, for the
+	 * resume to run again, rather than sent to on_error. Not on the
+	 * release side (batch outputs), which cannot leave a row. */
+	if (rc && rc != CORE_ESTOPPED && stop && eng__halted(w->c)) {
+		core_err_prefix(w->err, "the run was halted");
+		w->err->code = rc = CORE_ESTOPPED;
 	}
 	if (!rc && n->tops->expands) {
 		*done = true;

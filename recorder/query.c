@@ -307,6 +307,10 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 	/* "STATE/INDEX": the recorded call whose answer this one reused. */
 	if (j && r->replayed_from[0])
 		json_object_set_new(j, "replayed_from", json_string(r->replayed_from));
+	/* What drove the throttle delay; absent in trails written before
+	 * the field existed, and when nothing held the call back. */
+	if (j && r->throttle_reason[0])
+		json_object_set_new(j, "throttle_reason", json_string(r->throttle_reason));
 	json_array_append_new(c->arr, j);
 	free_msg(r);
 	return 0;

@@ -18,7 +18,21 @@
  *                          through plg_blocking); fail_mod (rows with
  *                          i % m == 0 fail, not retryable); stop_at (row i
  *                          sets the test's stop flag and fails retryably,
- *                          once per test); as an expanding transform
+ *                          once per test); halt_at (row i calls
+ *                          ctx->halt(halt_code, "account exhausted: ...")
+ *                          once per test, or every row from i on with
+ *                          halt_all, unless ttx_halt_off; from
+ *                          halt_threads threads at once when non-zero,
+ *                          with codes 1 and 3 in turn; then a second,
+ *                          ignored call; then returns CORE_ESTOPPED as a
+ *                          cut-short LLM call does, or with halt_fails
+ *                          a non-retryable CORE_EDATA); cut_at (row i
+ *                          returns CORE_ESTOPPED once per test, with no
+ *                          stop flag set and no halt, unless
+ *                          ttx_halt_off); throttle_reason
+ *                          (records two calls: one that waited 120 ms
+ *                          for that reason, one that did not wait);
+ *                          as an expanding transform
  *                          (json_explode in the settings) it makes
  *                          `expand` (2) children with "k": 0, 1, ...
  *   sink                   tsink: keeps rows in memory under options
@@ -38,6 +52,7 @@
 #define TEST_ENGINE_UTIL_H
 
 #include <dirent.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,6 +86,12 @@ static atomic_uint ttx_calls;
 /* ttx's stop_at fired (once per test process: a resume does not stop
  * again). */
 static atomic_bool ttx_stopped;
+/* ttx's halt_at fired (once per test process, without halt_all). */
+static atomic_bool ttx_halted;
+/* No halt_at fires (a resume of a halt_all run). */
+static atomic_bool ttx_halt_off;
+/* ttx's cut_at fired (once per test process). */
+static atomic_bool ttx_cut;
 
 static inline long long row_i(const json_t *row)
 {
@@ -176,6 +197,9 @@ typedef struct ttx {
 	const char *key, *value;
 	json_t *set;       /* keys to set, or NULL */
 	long long sleep_us, delay_us, fail_mod, stop_at, expand;
+	long long halt_at, halt_code, halt_threads, cut_at;
+	bool halt_all, halt_fails;
+	const char *throttle_reason;
 } ttx;
 
 static inline int ttx_open(const core_node *o, void **state, core_err *err)
@@ -192,6 +216,14 @@ static inline int ttx_open(const core_node *o, void **state, core_err *err)
 	t->fail_mod = opt_ll(o, "fail_mod", 0);
 	t->stop_at = opt_ll(o, "stop_at", 0);
 	t->expand = opt_ll(o, "expand", 2);
+	t->halt_at = opt_ll(o, "halt_at", 0);
+	t->halt_code = opt_ll(o, "halt_code", 1);
+	t->halt_threads = opt_ll(o, "halt_threads", 0);
+	t->cut_at = opt_ll(o, "cut_at", 0);
+	cr_assert_leq(t->halt_threads, 8);
+	cr_assert_eq(core_opt_bool(o, "halt_all", &t->halt_all, err), 0);
+	cr_assert_eq(core_opt_bool(o, "halt_fails", &t->halt_fails, err), 0);
+	cr_assert_eq(core_opt_str(o, "throttle_reason", false, &t->throttle_reason, err), 0);
 	*state = t;
 	return 0;
 }
@@ -213,6 +245,75 @@ static inline void random_sleep(long long max_us, plg_ctx *ctx)
 	plg_blocking(ctx, false);
 }
 
+/* One call of ctx->halt, as an HTTP executor's thread would make it. */
+typedef struct ttx_halter {
+	plg_ctx *ctx;
+	int code;
+	char msg[128];
+} ttx_halter;
+
+static inline void *ttx_halter_main(void *arg)
+{
+	ttx_halter *h = arg;
+
+	h->ctx->halt(h->ctx, h->code, h->msg);
+	return NULL;
+}
+
+static inline bool ttx_halts(const ttx *t, long long i)
+{
+	if (!t->halt_at || i < t->halt_at || atomic_load(&ttx_halt_off))
+		return false;
+	if (t->halt_all)
+		return true;
+	return i == t->halt_at && !atomic_exchange(&ttx_halted, true);
+}
+
+/* The message says which code it came with, so a test can tell that
+ * the code and message it got belong together. */
+static inline void ttx_halt(const ttx *t, long long i, plg_ctx *ctx)
+{
+	ttx_halter h[8];
+	pthread_t th[8];
+	long long n = t->halt_threads ? t->halt_threads : 1;
+
+	cr_assert_not_null(ctx->halt);
+	for (long long j = 0; j < n; j++) {
+		h[j].ctx = ctx;
+		h[j].code = (int)(j % 2 ? 4 - t->halt_code : t->halt_code);
+		snprintf(h[j].msg, sizeof(h[j].msg),
+			 "account exhausted: top up, then resume (row %lld, code %d, thread %lld)",
+			 i, h[j].code, j);
+	}
+	if (!t->halt_threads)
+		ttx_halter_main(&h[0]);
+	for (long long j = 0; j < t->halt_threads; j++)
+		cr_assert_eq(pthread_create(&th[j], NULL, ttx_halter_main, &h[j]), 0);
+	for (long long j = 0; j < t->halt_threads; j++)
+		pthread_join(th[j], NULL);
+	/* The first call wins: this one changes nothing. */
+	ctx->halt(ctx, (int)(4 - t->halt_code), "a later halt (test): ignored");
+}
+
+/* Two calls: one held back 120 ms by the throttle for `reason`, one not
+ * held back at all. */
+static inline void ttx_record_calls(const char *reason, plg_ctx *ctx)
+{
+	uint64_t now = core_now_wall_ns();
+	plg_call c = { .call_type = "llm", .ok = true, .http_status = 200,
+		       .request = "{}", .request_len = 2, .response = "{}",
+		       .response_len = 2, .submitted_ns = now,
+		       .completed_ns = now + 1000000, .throttle_delay_ns = 120000000,
+		       .throttle_reason = reason, .submit_order = 1,
+		       .complete_order = 1 };
+
+	ctx->record_call(ctx, &c);
+	c.throttle_delay_ns = 0;
+	c.throttle_reason = NULL;
+	c.submit_order = c.complete_order = 2;
+	ctx->record_call(ctx, &c);
+}
+
 static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *err)
 {
 	long long i = row_i(row);
@@ -230,6 +331,18 @@ static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *e
 		core_err_set(err, CORE_EDATA, "row %lld: a transient failure (test)", i);
 		err->retryable = true;
 		return CORE_EDATA;
+	}
+	if (t->throttle_reason)
+		ttx_record_calls(t->throttle_reason, ctx);
+	if (t->cut_at && i == t->cut_at && !atomic_load(&ttx_halt_off) &&
+	    !atomic_exchange(&ttx_cut, true))
+		return core_err_set(err, CORE_ESTOPPED, "cut short, no stop flag (test)");
+	if (ttx_halts(t, i)) {
+		ttx_halt(t, i, ctx);
+		if (t->halt_fails)
+			return core_err_set(err, CORE_EDATA, "HTTP 402: insufficient credits (test)");
+		return core_err_set(err, CORE_ESTOPPED, "LLM call not finished: the run "
+				    "was halted (test)");
 	}
 	if (t->fail_mod && i % t->fail_mod == 0)
 		return core_err_set(err, CORE_EDATA, "field 'i': %lld is unwanted (test)", i);
