@@ -90,12 +90,12 @@ scenario() {
   LITTLE_MS=0
   case $1 in
     flaky) ROWS=${ROWS_flaky:-500}; POOL=64; N=64
-      MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint none" ;;
+      MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint none --series-ms 500" ;;
     flaky-hint) ROWS=${ROWS_flaky_hint:-500}; POOL=64; N=64
-      MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint ms" ;;
+      MOCK_ARGS="--latency fixed:100 --schedule 20:10,5:10 --refused-weight 1 --hint ms --series-ms 500" ;;
     cap56) ROWS=${ROWS_cap56:-3000}; POOL=64; N=64
       MOCK_ARGS="--latency lognormal:150:0.5 --max-concurrent 56 --hint none" ;;
-    rpm600) ROWS=${ROWS_rpm600:-1500}; POOL=64; N=64
+    rpm600) ROWS=${ROWS_rpm600:-900}; POOL=64; N=64
       MOCK_ARGS="--latency fixed:100 --rpm 600 --limiter fixed --window-ms 60000 --ratelimit-headers openai --hint none" ;;
     none) ROWS=${ROWS_none:-20000}; POOL=256; N=256; LITTLE_MS=50
       MOCK_ARGS="--latency fixed:50" ;;
@@ -125,6 +125,11 @@ for sc in $WHICH; do
         --format json > "$OUT/log/$tag.jsonl" 2> "$OUT/log/$tag.err" || true
       t1=$(date +%s.%N)
       mock GET /admin/stats > "$OUT/log/$tag.stats.json"
+      # the admitted rate against the limit, per 500 ms (the plot)
+      mock GET /admin/series | jq -r '. as $s | range(0; $s.t_ms | length) |
+        [($s.t_ms[.] / 1000), ($s.admitted[.] * 1000 / $s.interval_ms),
+         ($s.refused[.] * 1000 / $s.interval_ms), ($s.rate_limit[.] // "NaN")] | @tsv' \
+        > "$OUT/log/$tag.series.tsv" || true
       stop_mock
       ok=$(wc -l < "$OUT/sink/$tag.csv" 2>/dev/null || echo 1)
       jq -r --arg sc "$sc" --arg mode "$mode" --argjson rows "$ROWS" \
@@ -146,3 +151,8 @@ for sc in $WHICH; do
   done
 done
 echo "every run: $OUT/runs.tsv (scenario mode goodput refused att/row peak conns wall rows_out)"
+# The plot: the first repeat of each mode of the flaky scenario.
+if [[ " $WHICH " == *" flaky "* ]] && ensure_pkg gnuplot gnuplot-nox; then
+  gnuplot -e "dir='$OUT/log'; outfile='docs/capacity-flaky.png'; modes='$MODES'" bench/limits.gp &&
+    echo "plot: docs/capacity-flaky.png"
+fi
