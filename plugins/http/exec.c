@@ -69,17 +69,6 @@ static void push_ready(upstream *u, job *j)
 	u->ready_tail = j;
 }
 
-/* A retry goes first: its row was started before the rows waiting
- * behind it, and rows are released in order. Every send, first or
- * retry, passes the same gate, so retries cannot add load. */
-static void push_front(upstream *u, job *j)
-{
-	j->next = u->ready;
-	u->ready = j;
-	if (!u->ready_tail)
-		u->ready_tail = j;
-}
-
 static job *pop_ready(upstream *u)
 {
 	job *j = u->ready;
@@ -114,11 +103,14 @@ static bool stopping(const job *j)
 	return j->b->ctx && j->b->ctx->stop && atomic_load(j->b->ctx->stop);
 }
 
-/* Due delayed jobs join the ready queue (a stopping run's at once, to be
- * left unsent). */
+/* Due delayed jobs join the front of the ready queue, in their order (a
+ * stopping run's at once, to be left unsent). A retry goes first: its row
+ * was started before the rows waiting behind it, and rows are released in
+ * order. Every send, first or retry, passes the same gate, so retries
+ * cannot add load. */
 static void promote(upstream *u, uint64_t now)
 {
-	job **p = &u->delayed;
+	job **p = &u->delayed, *first = NULL, *last = NULL;
 
 	while (*p) {
 		job *j = *p;
@@ -129,8 +121,19 @@ static void promote(upstream *u, uint64_t now)
 		}
 		*p = j->next;
 		j->queued_mono = now;
-		push_front(u, j);
+		j->next = NULL;
+		if (last)
+			last->next = j;
+		else
+			first = j;
+		last = j;
 	}
+	if (!first)
+		return;
+	last->next = u->ready;
+	if (!u->ready)
+		u->ready_tail = last;
+	u->ready = first;
 }
 
 /* ------------------------------------------------------------- transfers */
@@ -473,7 +476,9 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	c = classify(j, rc, status, sent > 0 || status > 0, &tokens, msg, sizeof(msg));
 	now = core_now_mono_ns();
 	code = run_stop(j, u, status, c, stop, sizeof(stop));
-	if (!code)
+	if (code == 1)
+		c = PLG_CLASS_CLIENT; /* the account, not capacity */
+	else if (!code)
 		c = final_class(j, c, now);
 	record(j, c, status, msg);
 	if (code && j->b->ctx && j->b->ctx->halt)
