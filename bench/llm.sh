@@ -271,7 +271,9 @@ bench_flaky() {
   printf 'mode\trows\twall_s\tpipeline_s\tideal_s\tcalls\tcalls_per_row\trequests\tstatus_429\tshare_429\tadmitted\tok\tok_per_admitted\tcapacity\tgoodput\tadmitted_per_capacity\tuse_high_phase\tuse_low_phase\tmock_peak_concurrency\tpeak_threads\tpeak_rss_kb\telspeth_cpu_s\tstate_mb\tbg_cores\tbudget\n' > "$OUT/flaky.tsv"
   for mode in off on; do
     tag="flaky-aimd-$mode"
-    extra=""; [ "$mode" = off ] && extra="backoff_multiplier: 1, min_dispatch_delay_ms: 50, max_dispatch_delay_ms: 50"
+    # capacity_control: aimd — this section measures ADR 0010's throttle
+    # (bench/limits.sh compares it with the default controller).
+    extra="capacity_control: aimd"; [ "$mode" = off ] && extra="$extra, backoff_multiplier: 1, min_dispatch_delay_ms: 50, max_dispatch_delay_ms: 50"
     settings "$tag" "$(mock_input "$FLAKY_ROWS")" "$FLAKY_N" "$extra"
     echo "  flaky AIMD $mode: $FLAKY_ROWS rows at N = $FLAKY_N (takes minutes) ..." >&2
     run_elspeth "$tag" "$FLAKY_N" "$FLAKY_ROWS"
