@@ -130,9 +130,9 @@ extern const char *const eng_call_classes[ENG_CALL_CLASSES];
 
 /* Opens the source and sinks of g (transforms too if not open), runs every
  * row, closes the sinks. Returns 0 (also when interrupted or halted: see
- * sum->interrupted and sum->halt_code) or an error: a fatal source error, a sink write error,
- * a row error with nowhere to go (no on_error; a gate condition that fails),
- * each message naming the row (seq) and field. With o->rec, everything is
+ * sum->interrupted and sum->halt_code) or an error: a fatal source error,
+ * a sink write error, a row error with nowhere to go (no on_error; a gate
+ * condition that fails), each message naming the row (seq) and field. With o->rec, everything is
  * recorded (docs/audit.md) and the run's status is completed, failed or
  * interrupted (a halted run: failed or interrupted by its exit code, with
  * the halt's message as the run's error). sum->per_sink is malloc'd;
@@ -145,9 +145,10 @@ void eng_summary_release(eng_summary *sum);
  * the run is not completed, its topology and settings hashes equal g's,
  * every sink file still holds what the checkpoint counted — and describes
  * what a resume would do in *plan (a JSON object the caller releases;
- * NULL allowed; "error": why the run stopped, when it recorded that). Without `execute` that is all: nothing is written. With
- * it, runs the rest of the run as eng_run does (o->max_rows_in_flight may
- * differ from the crashed run's); sum holds the whole run's totals. */
+ * NULL allowed; "error": why the run stopped, when it recorded that).
+ * Without `execute` that is all: nothing is written. With it, runs the
+ * rest of the run as eng_run does (o->max_rows_in_flight may differ from
+ * the crashed run's); sum holds the whole run's totals. */
 int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 	       bool execute, json_t **plan, eng_summary *sum, core_err *err);
 

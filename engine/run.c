@@ -192,7 +192,8 @@ void eng__halt(eng_ctx *c, int exit_code, const char *msg)
 	snprintf(c->halt_msg, sizeof(c->halt_msg), "%s",
 		 msg && msg[0] ? msg : "a transform stopped the run");
 	atomic_store_explicit(&c->halt, ENG_HALT_SET, memory_order_release);
-	atomic_store(c->stop, 1);
+	if (c->stop) /* always, once eng__run_ctx has started */
+		atomic_store(c->stop, 1);
 }
 
 bool eng__halted(eng_ctx *c)
