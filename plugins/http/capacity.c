@@ -178,13 +178,31 @@ static double seen_rate(const http_cap *c, uint64_t now)
 	return sent_within(c, now, MEASURE_S) / MEASURE_S;
 }
 
+/* Requests sent in [from, to] still waiting for their answer. */
+static unsigned unanswered_between(const http_cap *c, uint64_t from, uint64_t to)
+{
+	unsigned n = 0;
+
+	for (unsigned i = c->sends_n; i-- > 0;) {
+		const http_cap_send *s = &c->sends[(c->sends_head + i) % HTTP_CAP_LOG];
+
+		if (s->t < from)
+			break;
+		n += s->t <= to && !s->answered;
+	}
+	return n;
+}
+
 /* Requests admitted per second over MEASURE_S, ending a round trip ago
- * (the answers to later ones have not all come back). */
+ * (the answers to later ones have not all come back). Those of that time
+ * still unanswered count as admitted: a refusal comes back at once, a
+ * success after the service time (the first burst's successes may be on
+ * their way when its refusals arrive). */
 static double admitted_rate(const http_cap *c, uint64_t now)
 {
-	uint64_t to = ago(now, c->srtt_s);
+	uint64_t to = ago(now, c->srtt_s), from = ago(to, MEASURE_S);
 
-	return oks_between(c, ago(to, MEASURE_S), to) / MEASURE_S;
+	return (oks_between(c, from, to) + unanswered_between(c, from, to)) / MEASURE_S;
 }
 
 /* ---------------------------------------------------------------- quotas */
@@ -696,9 +714,26 @@ static void used_tokens(http_cap *c, uint64_t sent, double used)
 	}
 }
 
+/* The send at `sent` has its answer (the log is in send order; sends at
+ * one instant are told apart by nothing: any unanswered one will do). */
+static void answered(http_cap *c, uint64_t sent)
+{
+	for (unsigned i = c->sends_n; i-- > 0;) {
+		http_cap_send *s = &c->sends[(c->sends_head + i) % HTTP_CAP_LOG];
+
+		if (s->t < sent)
+			return;
+		if (s->t == sent && !s->answered) {
+			s->answered = true;
+			return;
+		}
+	}
+}
+
 void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 		   http_cap_outcome o, const http_hints *h, double tokens)
 {
+	answered(c, sent);
 	if (o == HTTP_CAP_OK && tokens > 0)
 		used_tokens(c, sent, tokens);
 	if (c->inflight)

@@ -127,6 +127,7 @@ typedef struct http_cap_send {
 	uint64_t t;
 	double tokens;  /* estimated, then used (settled) */
 	bool settled;
+	bool answered;  /* its answer came (done) */
 } http_cap_send;
 
 /* The controller's state. Plain data: embed it, copy it; no release. The

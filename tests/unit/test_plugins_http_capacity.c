@@ -486,3 +486,27 @@ Test(http_capacity, the_state_survives_a_save_and_restore)
 	http_cap_restore(&d, &s, 0);
 	cr_assert_leq(d.window, 16);
 }
+
+/* A first burst into a rate limit: its refusals come back at once, its
+ * successes after the service time. The pace is set from what was
+ * admitted — the successes back and those still on their way — not from
+ * the few back when the first refusal after the burst arrives (it once
+ * took 5 of 20 for the rate and crawled for ten seconds). */
+Test(http_capacity, a_first_burst_sets_the_pace_from_all_it_got_admitted)
+{
+	http_cap c;
+	http_cap_state st;
+	unsigned k;
+
+	init(&c, 64, 0);
+	for (unsigned i = 1; i <= 30; i++)
+		go(&c, 0);
+	for (unsigned i = 21; i <= 30; i++) /* 20 admitted, 10 refused */
+		refused(&c, 0, i, 1 * MS, -1);
+	for (unsigned i = 1; i <= 5; i++) /* 5 of the 20 answers back */
+		ok(&c, 0, i, 98 * MS);
+	k = go(&c, 98 * MS); /* the window is still full upstream */
+	refused(&c, 98 * MS, k, 99 * MS, -1);
+	http_cap_save(&c, &st);
+	cr_assert(st.rate >= 15 && st.rate <= 20, "pace %.2f/s, want ~0.95 x 20", st.rate);
+}
