@@ -19,6 +19,9 @@
 #             ceiling of engine + audit + mock on this machine), peak in
 #             flight, calls per row, peak threads, peak RSS. Budget:
 #             efficiency (pipeline) >= 90 % up to N = 256.
+#  limits     capacity control against provider-like limits, today's AIMD
+#             and the capacity controller side by side: runs bench/limits.sh
+#             (see there; alone, as it needs the machine to itself).
 #  2. flaky   mock --schedule SCHEDULE (20:10,5:10: 20 req/s for 10 s, then
 #             5 req/s for 10 s, repeating), latency FLAKY_LAT (100 ms),
 #             FLAKY_ROWS rows, N = pool_size = FLAKY_N (64); AIMD on (the
@@ -83,6 +86,7 @@ QUIET_MAX=${QUIET_MAX:-1.0}
 QUIET_WAIT=${QUIET_WAIT:-10}
 KEEP_STATE=${KEEP_STATE:-0}
 WHICH=${*:-little flaky many}
+if [ "$WHICH" = limits ]; then exec "$(dirname "$0")/limits.sh"; fi
 OUT=$ROOT/bench/out/llm
 mkdir -p "$OUT"/{bin,log,settings,state,sink}
 
@@ -360,7 +364,8 @@ for b in $WHICH; do
     little) bench_little ;;
     flaky) bench_flaky ;;
     many) bench_many ;;
-    *) echo "unknown benchmark '$b' (little, flaky, many)" >&2; exit 2 ;;
+    limits) echo "bench/llm.sh limits runs alone: bench/llm.sh limits" >&2; exit 2 ;;
+    *) echo "unknown benchmark '$b' (little, flaky, many, limits)" >&2; exit 2 ;;
   esac
 done
 echo
