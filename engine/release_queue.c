@@ -164,5 +164,12 @@ int eng__rq_last_checkpoint(pline *p, int rc, core_err *err)
 {
 	if (rc || !p->c->ckpt)
 		return rc;
+	/* A resume stopped before the old checkpoint's rows were all back
+	 * in would write a checkpoint without those not yet in (their
+	 * tokens then have neither an outcome nor a place in it): the old
+	 * checkpoint stays the latest, and the next resume starts from it
+	 * again, cutting the sinks back to it. */
+	if (p->pulled < p->pre_last)
+		return rc;
 	return eng__rq_checkpoint_now(p, p->c->stop && *p->c->stop ? "interrupt" : "end", err);
 }
