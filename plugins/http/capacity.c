@@ -313,7 +313,10 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 		c->window_bound = true;
 		return hold(why, HTTP_CAP_WINDOW, HTTP_CAP_WAIT_DONE);
 	}
-	if (c->first_probe && c->sent_since_react)
+	/* one probe at a time; with nothing in flight (a probe that ended
+	 * in neither a success nor a refusal: a 5xx, a network error) the
+	 * next one goes, or nothing would ever free room */
+	if (c->first_probe && c->sent_since_react && c->inflight)
 		return hold(why, HTTP_CAP_BACKOFF, HTTP_CAP_WAIT_DONE);
 	if (isfinite(rate)) {
 		t = window_free_at(c, now, rate);

@@ -510,3 +510,30 @@ Test(http_capacity, a_first_burst_sets_the_pace_from_all_it_got_admitted)
 	http_cap_save(&c, &st);
 	cr_assert(st.rate >= 15 && st.rate <= 20, "pace %.2f/s, want ~0.95 x 20", st.rate);
 }
+
+/* The first refusal ever holds sends to one probe until a success; a
+ * probe that ends otherwise (a 500, a network error) must not leave the
+ * upstream waiting for a completion that cannot come (a run hung with
+ * every row queued and nothing in flight). */
+Test(http_capacity, a_probe_that_fails_otherwise_does_not_stall)
+{
+	http_cap c;
+	http_cap_reason why;
+	unsigned k;
+	uint64_t t, sent;
+
+	init(&c, 8, 0);
+	k = go(&c, 0);
+	refused(&c, 0, k, 1 * MS, -1); /* before any success */
+	t = held(&c, 2 * MS, &why);
+	if (t) /* a pause first, then the probe */
+		cr_assert_neq(t, HTTP_CAP_WAIT_DONE, "nothing in flight: a time, not a completion");
+	sent = t ? t : 2 * MS;
+	k = go(&c, sent);
+	t = held(&c, sent + 1, &why);
+	cr_assert_eq(t, HTTP_CAP_WAIT_DONE, "one probe at a time");
+	cr_assert_eq(why, HTTP_CAP_BACKOFF);
+	http_cap_done(&c, sent, k, sent + 200 * MS, HTTP_CAP_OTHER, NULL, 0); /* a 500 */
+	t = held(&c, sent + 201 * MS, &why);
+	cr_assert_neq(t, HTTP_CAP_WAIT_DONE, "nothing in flight: another probe may go");
+}
