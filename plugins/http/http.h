@@ -147,14 +147,15 @@ const char *http_mode_name(http_mode m);
 /* ------------------------------------------------------------- throttle */
 
 /*
- * The throttle — the dispatch throttle of the shared HTTP executor (docs/architecture.md
- * §10): additive increase of the request rate, multiplicative decrease.
+ * The throttle of the AIMD mode (HTTP_MODE_AIMD; docs/adr/0010): additive
+ * increase of the request rate, multiplicative decrease. An upstream's
+ * gate (gate.c) owns one.
  *
  * The throttle is a delay between two dispatches. It starts at the
  * minimum. A capacity error (429, 503, 529, a connect timeout) multiplies
  * it by `backoff_multiplier`, never below a 100 ms floor, capped at
  * `max_ms`; each success subtracts `recovery_step_ms`, never below
- * `min_ms`. Pure arithmetic, no clock, no lock: the executor owns it.
+ * `min_ms`. Pure arithmetic, no clock, no lock.
  */
 #define HTTP_AIMD_FLOOR_MS 100.0 /* the first backoff after a quiet period */
 
