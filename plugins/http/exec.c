@@ -88,9 +88,8 @@ static void push_delayed(upstream *u, job *j)
 	*p = j;
 }
 
-void http__submit(http_exec *x, upstream *u, job *jobs, size_t n)
+void http__submit(upstream *u, job *jobs, size_t n)
 {
-	(void)x;
 	for (size_t i = 0; i < n; i++)
 		if (jobs[i].req)
 			push_ready(u, &jobs[i]);

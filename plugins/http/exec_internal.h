@@ -93,6 +93,6 @@ void http__watch(http_exec *x);
 /* Ends the loop's wait. */
 void http__wake(http_exec *x);
 /* Queues the first attempts of a batch's jobs (x->lock held). */
-void http__submit(http_exec *x, upstream *u, job *jobs, size_t n);
+void http__submit(upstream *u, job *jobs, size_t n);
 
 #endif /* ELSPETH_HTTP_EXEC_INTERNAL_H */

@@ -85,6 +85,16 @@ static uint64_t aimd_acquire(http_gate *g, uint64_t now, const char **why)
 	return 0;
 }
 
+/* A request goes: counted in flight (the controller counted it already
+ * and gave *k; the AIMD's k is the gate's own count). */
+static void admit(http_gate *g, unsigned *k)
+{
+	g->inflight++;
+	if (g->mode == HTTP_MODE_AIMD)
+		*k = g->inflight;
+	g->sent_any = true;
+}
+
 uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *k,
 			   const char **why)
 {
@@ -102,10 +112,7 @@ uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *
 			*why = w;
 		return t;
 	}
-	g->inflight++;
-	if (g->mode == HTTP_MODE_AIMD)
-		*k = g->inflight;
-	g->sent_any = true;
+	admit(g, k);
 	if (why)
 		*why = NULL;
 	return 0;
@@ -117,10 +124,7 @@ bool http_gate_force(http_gate *g, uint64_t now, double tokens, unsigned *k)
 		return false;
 	if (g->mode == HTTP_MODE_ADAPTIVE)
 		http_cap_force(&g->cap, now, tokens, k);
-	g->inflight++;
-	if (g->mode == HTTP_MODE_AIMD)
-		*k = g->inflight;
-	g->sent_any = true;
+	admit(g, k);
 	return true;
 }
 

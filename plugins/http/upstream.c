@@ -323,7 +323,7 @@ void http_run(http_client *c, http_req *reqs, size_t n, plg_ctx *ctx)
 		goto out;
 	pthread_cond_init(&b.cv, NULL);
 	pthread_mutex_lock(&x->lock);
-	http__submit(x, c->up, jobs, n);
+	http__submit(c->up, jobs, n);
 	pthread_mutex_unlock(&x->lock);
 	http__wake(x);
 	plg_blocking(ctx, true);
