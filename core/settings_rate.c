@@ -15,10 +15,12 @@
  * limits between processes through SQLite) is refused: our limits live in
  * one process.
  *
- * Until the HTTP executor applies these budgets (docs/architecture.md
- * §10), a section that is enabled is checked in full and then refused
- * with CORE_EUNSUPPORTED: a budget that would be ignored must not be
- * accepted. `enabled: false` is accepted (it asks for nothing).
+ * Every key is checked (unknown keys, types, ranges). An enabled section's
+ * budgets reach the HTTP executor (docs/architecture.md §10): the LLM
+ * client looks its service up with core_rate_limit_find() and turns the
+ * per-minute figures into its upstream gate's ceilings (requests and
+ * tokens per second, plugins/llm/client.c). `enabled: false` is accepted
+ * and asks for nothing: core_rate_limit_find() then finds no service.
  */
 #include <stdlib.h>
 #include <string.h>
