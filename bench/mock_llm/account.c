@@ -22,19 +22,44 @@ void mock_acct_release(mock_acct *a)
 {
 	mock_limit_release(&a->req);
 	mock_limit_release(&a->tok);
+	mock_limit_release(&a->grain);
 	free(a->pts);
 	memset(a, 0, sizeof(*a));
 }
 
+static void copy_limiters(mock_acct *a, const mock_limit *req,
+			  const mock_limit *tok, const mock_limit *grain)
+{
+	mock_limit_copy(&a->req, req);
+	mock_limit_copy(&a->tok, tok);
+	mock_limit_copy(&a->grain, grain);
+}
+
 void mock_acct_resync(mock_acct *a, const mock_limit *req,
-		      const mock_limit *tok)
+		      const mock_limit *tok, const mock_limit *grain)
 {
 	if (!a->started)
 		return;
 	mock_limit_release(&a->req);
 	mock_limit_release(&a->tok);
-	mock_limit_copy(&a->req, req);
-	mock_limit_copy(&a->tok, tok);
+	mock_limit_release(&a->grain);
+	copy_limiters(a, req, tok, grain);
+}
+
+/* The request rate's capacity over [from, to]: its limiter's, or with a
+ * grain the lesser of that and the grain's (an upper bound of what both
+ * admit together: a perfect client is never flattered). */
+static double req_greedy(mock_acct *a, const mock_limits *L, uint64_t from,
+			 uint64_t to)
+{
+	double r = mock_limit_greedy(&a->req, &L->req_shape, &L->req, from, to,
+				     &a->req_unb);
+
+	if (!L->grain_shape.window_ms)
+		return r;
+	a->grain_cap += mock_limit_greedy(&a->grain, &L->grain_shape, &L->req,
+					  from, to, &a->req_unb);
+	return r;
 }
 
 void mock_acct_advance(mock_acct *a, const mock_limits *L, uint64_t now)
@@ -43,8 +68,7 @@ void mock_acct_advance(mock_acct *a, const mock_limits *L, uint64_t now)
 
 	if (!a->started || now <= a->upto)
 		return;
-	a->req_cap += mock_limit_greedy(&a->req, &L->req_shape, &L->req,
-					a->upto, now, &a->req_unb);
+	a->req_cap += req_greedy(a, L, a->upto, now);
 	a->tok_cap += mock_limit_greedy(&a->tok, &L->tok_shape, &L->tok,
 					a->upto, now, &a->tok_unb);
 	c = mock_rate_integral(&L->conc, a->upto, now);
@@ -56,8 +80,8 @@ void mock_acct_advance(mock_acct *a, const mock_limits *L, uint64_t now)
 }
 
 void mock_acct_arrive(mock_acct *a, const mock_limit *req,
-		      const mock_limit *tok, const mock_limits *L,
-		      uint64_t now)
+		      const mock_limit *tok, const mock_limit *grain,
+		      const mock_limits *L, uint64_t now)
 {
 	double c;
 
@@ -67,10 +91,8 @@ void mock_acct_arrive(mock_acct *a, const mock_limit *req,
 	}
 	a->started = 1;
 	a->first = a->upto = now;
-	mock_limit_copy(&a->req, req);
-	mock_limit_copy(&a->tok, tok);
-	a->req_cap = mock_limit_greedy(&a->req, &L->req_shape, &L->req, now,
-				       now, &a->req_unb);
+	copy_limiters(a, req, tok, grain);
+	a->req_cap = req_greedy(a, L, now, now);
 	a->tok_cap = mock_limit_greedy(&a->tok, &L->tok_shape, &L->tok, now,
 				       now, &a->tok_unb);
 	c = mock_rate_at(&L->conc, now, NULL);
@@ -92,7 +114,8 @@ void mock_acct_stats(const mock_acct *a, json_t *stats, double mean_cost,
 {
 	int tok_none = !a->started || a->tok_unb || mean_cost <= 0;
 	int conc_none = !a->started || a->conc_unb || mean_lat_ms <= 0;
-	double rate = a->req_cap, tok = tok_none ? 0 : a->tok_cap / mean_cost;
+	double rate = a->grain_cap > 0 && a->grain_cap < a->req_cap ?
+		      a->grain_cap : a->req_cap, tok = tok_none ? 0 : a->tok_cap / mean_cost;
 	double conc = conc_none ? 0 :
 		      a->conc0 + a->conc_s * 1000.0 / mean_lat_ms;
 	double cap = -1;

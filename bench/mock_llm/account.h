@@ -7,7 +7,9 @@
  * reset to the latest event (a chat request, or a config change). Over
  * it, each limit gives a capacity in requests:
  *  - rate: a shadow of the request limiter, used only by a greedy client
- *    that takes every request the moment the limiter would admit it;
+ *    that takes every request the moment the limiter would admit it (with
+ *    --grain-ms, the lesser of that and the same over the grain's fixed
+ *    windows: an upper bound of what both together admit);
  *  - tokens: the same with the token limiter, in tokens, divided by the
  *    mean token charge of the requests that arrived;
  *  - concurrency: C(first) + (integral of the cap over the span) / the mean
@@ -35,8 +37,9 @@ typedef struct mock_point {
 typedef struct mock_acct {
 	int started;               /* a chat request came since reset */
 	uint64_t first, upto;      /* the span */
-	mock_limit req, tok;       /* the greedy client's limiters */
+	mock_limit req, tok, grain; /* the greedy client's limiters */
 	double req_cap, tok_cap;   /* requests, tokens */
+	double grain_cap;          /* requests, by --grain-ms's windows */
 	double conc0, conc_s;      /* the cap at first; its integral (slot s) */
 	int req_unb, tok_unb, conc_unb; /* no limit at some time */
 	uint64_t s_origin, s_ms;   /* the series' start and interval */
@@ -53,13 +56,13 @@ void mock_acct_release(mock_acct *a);
 /* At each chat request, before its decision: the first one starts the
  * span (the shadows copy the real limiters), every one extends it. */
 void mock_acct_arrive(mock_acct *a, const mock_limit *req,
-		      const mock_limit *tok, const mock_limits *L,
-		      uint64_t now);
+		      const mock_limit *tok, const mock_limit *grain,
+		      const mock_limits *L, uint64_t now);
 /* Extends the span to now under L (before a config change). */
 void mock_acct_advance(mock_acct *a, const mock_limits *L, uint64_t now);
 /* The shadows copy the real limiters again (after a limiter was reset). */
 void mock_acct_resync(mock_acct *a, const mock_limit *req,
-		      const mock_limit *tok);
+		      const mock_limit *tok, const mock_limit *grain);
 
 /* Empties the series and starts it again at now, every series_ms. */
 void mock_acct_restart_series(mock_acct *a, uint64_t now,

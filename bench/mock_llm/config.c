@@ -65,6 +65,9 @@ static const struct mock__opt OPTS[] = {
 	       "rate limiter: rolling window, fixed window or token bucket"),
 	O_LONG("window-ms", "MS", "1000", window_ms, 1, 86400000,
 	       "window length; a window holds rate x window requests"),
+	O_LONG("grain-ms", "MS", "0", grain_ms, 0, 86400000,
+	       "the request rate also enforced per fixed window of MS, as "
+	       "OpenAI quantizes per-minute limits (0: not)"),
 	O_DBL("burst", "B", "0", burst, 0, 1e12,
 	      "token bucket size in requests (0: a window's worth)"),
 	O_DBL("refused-weight", "W", "0", refused_weight, 0, 100,

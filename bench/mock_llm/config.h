@@ -97,6 +97,7 @@ typedef struct mock_cfg {
 	size_t nphases;
 	int limiter;            /* mock_lim_mode */
 	long window_ms;
+	long grain_ms;          /* the request rate also per fixed window of this; 0: no */
 	double burst;           /* bucket size; 0: a window's worth */
 	double refused_weight;  /* what a refused request costs the limiters */
 	double tpm;             /* tokens per minute; 0: no limit */

@@ -58,6 +58,8 @@ typedef struct mock_lim_entry {
 typedef struct mock_limits {
 	mock_rate req, tok, conc;
 	mock_shape req_shape, tok_shape;
+	mock_shape grain_shape; /* --grain-ms: the request rate over short
+				 * fixed windows too; window_ms 0: none */
 } mock_limits;
 
 /* L from cfg (borrowing its schedules) and the schedules' clocks. */

@@ -24,8 +24,10 @@ static void start_limiters(mock_policy *p, uint64_t now)
 {
 	mock_limit_release(&p->req);
 	mock_limit_release(&p->tok);
+	mock_limit_release(&p->grain);
 	mock_limit_init(&p->req, now);
 	mock_limit_init(&p->tok, now);
+	mock_limit_init(&p->grain, now);
 }
 
 mock_policy *mock_policy_create(const mock_cfg *cfg, uint64_t now_ms)
@@ -45,6 +47,7 @@ void mock_policy_free(mock_policy *p)
 		return;
 	mock_limit_release(&p->req);
 	mock_limit_release(&p->tok);
+	mock_limit_release(&p->grain);
 	mock_acct_release(&p->acct);
 	free(p->per_second);
 	free(p->att);
@@ -119,6 +122,9 @@ static uint64_t true_wait(const mock_policy *p, const mock_limits *L,
 		if (u != MOCK_NEVER)
 			u = mock_limit_next(&p->req, &L->req_shape, &L->req,
 					    u, 1);
+		if (u != MOCK_NEVER && L->grain_shape.window_ms)
+			u = mock_limit_next(&p->grain, &L->grain_shape,
+					    &L->req, u, 1);
 		if (u != MOCK_NEVER)
 			u = mock_limit_next(&p->tok, &L->tok_shape, &L->tok,
 					    u, tokens);
@@ -141,7 +147,9 @@ static mock_cause check(mock_policy *p, const mock_cfg *cfg,
 		return MOCK_CAUSE_QUOTA;
 	if (cap >= 0 && (double)p->current >= cap)
 		return MOCK_CAUSE_CONCURRENCY;
-	if (!mock_limit_allows(&p->req, &L->req_shape, &L->req, now, 1))
+	if (!mock_limit_allows(&p->req, &L->req_shape, &L->req, now, 1) ||
+	    (L->grain_shape.window_ms &&
+	     !mock_limit_allows(&p->grain, &L->grain_shape, &L->req, now, 1)))
 		return MOCK_CAUSE_RATE;
 	if (!mock_limit_allows(&p->tok, &L->tok_shape, &L->tok, now, tokens))
 		return MOCK_CAUSE_TOKENS;
@@ -175,7 +183,7 @@ void mock_policy_decide(mock_policy *p, const mock_cfg *cfg, uint64_t now_ms,
 	memset(v, 0, sizeof(*v));
 	v->tokens = tokens;
 	mock__policy_limits(p, cfg, &L);
-	mock_acct_arrive(&p->acct, &p->req, &p->tok, &L, now_ms);
+	mock_acct_arrive(&p->acct, &p->req, &p->tok, &p->grain, &L, now_ms);
 	p->arrivals++;
 	p->cost_sum += tokens;
 	v->cause = check(p, cfg, &L, now_ms, tokens, &v->wait_ms);
@@ -186,6 +194,8 @@ void mock_policy_decide(mock_policy *p, const mock_cfg *cfg, uint64_t now_ms,
 		w = cfg->refused_weight;
 	}
 	mock_limit_charge(&p->req, &L.req_shape, &L.req, now_ms, w);
+	if (L.grain_shape.window_ms)
+		mock_limit_charge(&p->grain, &L.grain_shape, &L.req, now_ms, w);
 	mock_limit_charge(&p->tok, &L.tok_shape, &L.tok, now_ms, w * tokens);
 	if (v->cause != MOCK_CAUSE_NONE && v->cause != MOCK_CAUSE_QUOTA)
 		v->wait_ms = true_wait(p, &L, now_ms, tokens);
@@ -225,9 +235,10 @@ void mock_policy_after_change(mock_policy *p, const mock_cfg *old,
 		p->sched_ms = now_ms;
 	if (strcmp(old->cschedule_spec, cfg->cschedule_spec))
 		p->csched_ms = now_ms;
-	if (old->limiter != cfg->limiter || old->window_ms != cfg->window_ms) {
+	if (old->limiter != cfg->limiter || old->window_ms != cfg->window_ms ||
+	    old->grain_ms != cfg->grain_ms) {
 		start_limiters(p, now_ms);
-		mock_acct_resync(&p->acct, &p->req, &p->tok);
+		mock_acct_resync(&p->acct, &p->req, &p->tok, &p->grain);
 	}
 	if (old->quota != cfg->quota || old->quota_after != cfg->quota_after ||
 	    old->quota_rate != cfg->quota_rate ||

@@ -28,7 +28,7 @@ struct mock_policy {
 	double cost_sum;              /* token charges of the arrivals */
 	double lat_sum;               /* service times of the admitted */
 	long lat_n;
-	mock_limit req, tok;
+	mock_limit req, tok, grain;   /* grain: --grain-ms */
 	mock_quota quota;
 	mock_acct acct;
 	mock_slot_fn slot_fn;

@@ -73,4 +73,5 @@ void mock_limits_of(mock_limits *L, const mock_cfg *cfg, uint64_t sched_ms,
 	L->req_shape = (mock_shape){ (mock_lim_mode)cfg->limiter,
 				     (uint64_t)cfg->window_ms, cfg->burst };
 	L->tok_shape = (mock_shape){ (mock_lim_mode)cfg->limiter, 60000, 0 };
+	L->grain_shape = (mock_shape){ MOCK_LIM_FIXED, (uint64_t)cfg->grain_ms, 0 };
 }

@@ -9,7 +9,7 @@ import asyncio, email.utils, json, math, re, time
 from datetime import datetime, timezone
 
 LIMIT_DEFAULTS = {k: None for k in (
-    "rps", "rpm", "schedule", "limiter", "window-ms", "burst", "refused-weight", "tpm",
+    "rps", "rpm", "schedule", "limiter", "window-ms", "grain-ms", "burst", "refused-weight", "tpm",
     "default-max-tokens", "max-concurrent", "concurrency-schedule", "hint", "retry-after",
     "hint-factor", "ratelimit-headers", "quota", "quota-after", "quota-rate", "quota-lock-ms",
     "latency", "over-capacity-status", "series-ms")}
@@ -120,6 +120,28 @@ async def fixed_window(c, port):
             near(secs, t_reset + 60 - time.monotonic(), 0.5), reset)
     c.check("Retry-After (seconds) is the time to the window's end, rounded up",
             rs[-1].headers.get("retry-after") in ("60", "59"), rs[-1].headers)
+
+
+async def grain(c, port):
+    # 600/min in a fixed minute, quantized per second as OpenAI says it may be
+    t_reset = await setup(c, port, limiter="fixed", window_ms=60000, rpm=600, grain_ms=1000,
+                          hint="ms", ratelimit_headers="openai")
+    rs = [await post(c, port, f"q{i}") for i in range(12)]
+    st = [r.status for r in rs]
+    c.check("grain 1000 ms at 600/min: 10 admitted in the second, then 429", st == [200] * 10 + [429] * 2, st)
+    c.check("grain: the headers show the minute (limit 600, 590 left)",
+            rs[9].headers.get("x-ratelimit-limit-requests") == "600"
+            and rs[9].headers.get("x-ratelimit-remaining-requests") == "590", rs[9].headers)
+    wait = header_ms(rs[-1])
+    want = (t_reset + 1.0 - time.monotonic()) * 1000
+    c.check(f"grain: the hint is the time to the next second of the grid ({wait} ms vs ~{want:.0f})",
+            near(wait, want, 120), rs[-1].headers)
+    await asyncio.sleep(wait / 1000 + 0.02)
+    st = [(await post(c, port, f"r{i}")).status for i in range(11)]
+    c.check("grain: the next second admits 10 more", st == [200] * 10 + [429], st)
+    s = await c.stats(port)
+    c.check(f"grain: capacity is the grain's (2 seconds of 10: {s['capacity']}), not the minute's 600",
+            s["capacity"] == 20 and s["capacity_by"]["rate"] == 20, s)
 
 
 async def bucket(c, port):
@@ -408,7 +430,7 @@ async def run(c):
         s = await c.stats(port)
         c.check("fresh stats: capacity null before any request", s["capacity"] is None
                 and s["goodput"] is None and s["arrivals"] == 0, s)
-        for t in (refused_weight, fixed_window, bucket, schedule_modes, concurrency_schedule, tokens,
+        for t in (refused_weight, fixed_window, grain, bucket, schedule_modes, concurrency_schedule, tokens,
                   hint_styles, anthropic_headers, quota):
             await t(c, port)
         await capacity(c, port, port2, port3)
