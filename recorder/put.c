@@ -1,6 +1,7 @@
 /*
  * put.c — the producer side: rec_put*, rec_flush, rec_write_sync,
- * rec_error. Any thread.
+ * rec_error. Any thread, except that rec_flush and rec_write_sync refuse
+ * threads that must not wait for the writer (cannot_wait, recorder.h).
  *
  * DESIGN: everything here runs under env->lock (see writer.c for what it
  * guards), except packing a message, done first, without it. A put copies

@@ -3,8 +3,12 @@
  * environment per state directory holding the audit tables, the payload
  * store and the checkpoints (docs/architecture.md §8).
  *
- * Writing: any thread enqueues puts (rec_put*, never waiting for disk); one
- * writer thread per environment commits them in batches (group commit).
+ * Writing: any thread enqueues puts (rec_put*); one writer thread per
+ * environment commits them in batches (group commit). A put copies its
+ * key and value into the queue and returns; it waits for the writer only
+ * when more than REC_QUEUE_MAX bytes (32 MiB, recorder_internal.h) are
+ * queued and not yet taken by it (backpressure: the disk is slower than
+ * the producers), until the writer takes the queue.
  * Each group commit syncs its data but not LMDB's meta page
  * (MDB_NOMETASYNC): a process crash (SIGKILL) loses nothing committed, an
  * OS crash may undo the last commit, and neither corrupts the environment;
@@ -20,8 +24,14 @@
  * Records are protobuf-c messages from proto/landscape.proto; keys are
  * big-endian composites built with rec_key() (layouts in docs/audit.md).
  *
- * Thread rules: rec_put*, rec_flush and rec_error may be called from any
- * thread. A rec_txn belongs to the thread that began it.
+ * Thread rules: rec_put* and rec_error may be called from any thread. A
+ * rec_txn belongs to the thread that began it. rec_flush and
+ * rec_write_sync wait for the writer, so they may not be called by a
+ * thread that holds a rec_txn on an environment open for writing (the
+ * writer may need that transaction ended to grow the map) or from inside
+ * a rec_write_sync callback (the writer would wait for itself): there they
+ * return CORE_EINTERNAL at once. Such threads may put; their puts skip
+ * the queue bound instead of waiting.
  */
 #ifndef ELSPETH_RECORDER_H
 #define ELSPETH_RECORDER_H
@@ -115,7 +125,11 @@ uint32_t rec_key_get_u32(const void *key, size_t off);
 
 /* -------------------------------------------------------------- writing */
 
-/* Enqueues a copy of key/value for table t (replacing an existing value). */
+/* Enqueues a copy of key/value for table t (replacing an existing value).
+ * Waits while the queue is full (more than REC_QUEUE_MAX bytes; see the
+ * top of this file), except on a thread holding a rec_txn or inside a
+ * rec_write_sync callback. Returns the sticky writer error, if any. The
+ * other rec_put_* below queue the same way. */
 int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 	    size_t vlen);
 /* Packs msg and enqueues it. */
@@ -144,14 +158,18 @@ uint64_t rec_queue_gen(rec_env *env);
 int rec_put_payload(rec_env *env, const void *data, size_t len,
 		    char hex[CORE_SHA256_HEX_LEN + 1]);
 /* Waits until everything enqueued before the call is committed and the
- * environment is fsync'd. */
+ * environment is fsync'd. CORE_EINTERNAL at once (without waiting) from
+ * a thread holding a rec_txn on a writing environment or inside a
+ * rec_write_sync callback, and on a READONLY environment. */
 int rec_flush(rec_env *env, core_err *err);
 /* The sticky writer error (0 if none). */
 int rec_error(rec_env *env, core_err *err);
 
 /* Runs fn inside one synchronous write transaction after everything
  * enqueued so far has been committed (e.g. to allocate the next run id
- * atomically across processes). fn gets the LMDB txn as void*. */
+ * atomically across processes). fn gets the LMDB txn as void* and runs on
+ * the writer thread; the caller waits. Same CORE_EINTERNAL cases as
+ * rec_flush (so fn must not call rec_flush or rec_write_sync). */
 typedef int (*rec_sync_fn)(void *ctx, rec_env *env, void *mdb_txn);
 int rec_write_sync(rec_env *env, rec_sync_fn fn, void *ctx, core_err *err);
 /* Inside rec_write_sync only: direct put/get on the given txn. */
