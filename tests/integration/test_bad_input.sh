@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Bad input: each case gives a message a user can act on and the right exit
-# code, and no row vanishes without being counted.
+# code, and no row vanishes without being counted (every run that completes
+# is verified).
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
@@ -62,6 +63,7 @@ expect "unreadable input (a directory) is an error" 1 "data/adir" -- "$ELSPETH" 
 printf 'id,name,score\n1,ann,1.5\n2,bob\n3,cy,3.5,extra\n4,dee,4.5\n' > data/ragged.csv
 rm -rf out; pipeline "path: data/ragged.csv"
 expect "ragged rows are quarantined and counted" 0 "quarantined 2" -- "$ELSPETH" run -s p.yaml --execute
+expect "ragged: verify" 0 "verify: OK" -- "$ELSPETH" verify --run latest
 [ "$(wc -l < out/quarantine.jsonl)" = 2 ] && pass "ragged: 2 rows in quarantine" || fail "ragged: quarantine has $(wc -l < out/quarantine.jsonl) rows"
 grep -q 'line 3' out/quarantine.jsonl && pass "ragged: reason names the line" || fail "ragged: no line in reason"
 [ "$(wc -l < out/out.csv)" = 3 ] && pass "ragged: 2 good rows + header written" || fail "ragged: out.csv has $(wc -l < out/out.csv) lines"
@@ -69,11 +71,13 @@ grep -q 'line 3' out/quarantine.jsonl && pass "ragged: reason names the line" ||
 printf 'id,name,score\n1,ann,1.5\n2,b\xffb,2.5\n3,cy,3.5\n' > data/utf8.csv
 rm -rf out; pipeline "path: data/utf8.csv"
 expect "invalid UTF-8 is quarantined, not fatal" 0 "quarantined 1" -- "$ELSPETH" run -s p.yaml --execute
+expect "invalid UTF-8: verify" 0 "verify: OK" -- "$ELSPETH" verify --run latest
 
 printf 'id,name,score\n1,ann,1.5\nx,bob,2.5\n3,cy,NaN\n4,dee,4.5\n' > data/coerce.csv
 rm -rf out; pipeline "path: data/coerce.csv
     $SCHEMA"
 expect "uncoercible fields are quarantined" 0 "quarantined 2" -- "$ELSPETH" run -s p.yaml --execute
+expect "uncoercible: verify" 0 "verify: OK" -- "$ELSPETH" verify --run latest
 grep -q "field 'id'" out/quarantine.jsonl && pass "uncoercible: reason names field id" || fail "uncoercible: field id not named"
 grep -q "field 'score'" out/quarantine.jsonl && pass "uncoercible: reason names field score" || fail "uncoercible: field score not named"
 
@@ -91,6 +95,7 @@ expect "expression runtime error names the field" 1 "'nope'" -- "$ELSPETH" run -
 # --- output errors ---
 rm -rf deep; OUT=deep/er/dir pipeline "path: data/ok.csv"
 expect "missing output directory is created" 0 "Run completed" -- "$ELSPETH" run -s p.yaml --execute
+expect "created output directory: verify" 0 "verify: OK" -- "$ELSPETH" verify --run latest
 [ -f deep/er/dir/out.csv ] && pass "output directory created" || fail "output directory not created"
 
 touch afile; OUT=afile/sub pipeline "path: data/ok.csv"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every example pipeline that has an expected/ folder and compares its
-# sinks byte for byte with the expected files. An example with a mock.args
+# Runs every example pipeline that has an expected/ folder, verifies its
+# audit trail and compares its sinks byte for byte with the expected files. An example with a mock.args
 # file talks to the bundled mock LLM server, started with those options
 # (latency shortened: answers do not depend on it) and reset before the
 # run, so its injected faults fall on the same requests every time.
@@ -18,6 +18,7 @@ for dir in examples/*/; do
     env ELSPETH_OUT_DIR="$out" "$ELSPETH" validate -s "$dir/settings.yaml"
   expect "$name: run" 0 "Run completed" -- \
     env ELSPETH_OUT_DIR="$out" "$ELSPETH" run -s "$dir/settings.yaml" --execute
+  expect "$name: verify" 0 "verify: OK" -- "$ELSPETH" verify --run latest
   for f in "$dir"/expected/*; do
     if cmp -s "$f" "$out/$(basename "$f")"; then
       pass "$name: $(basename "$f") identical"
