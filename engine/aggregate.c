@@ -5,11 +5,14 @@
  * every mode, so count-triggered batches hold the same rows whatever the
  * number of rows in flight. A batch flushes on `count`, on a `condition`
  * over batch_count and batch_age_seconds (checked as members arrive), on
- * `timeout_seconds` (checked by the release loop on its own clock), and
+ * `timeout_seconds` (on the monotonic clock, even when no row arrives:
+ * the calling thread's supervise() fires due timeouts under the release
+ * role, and sequential mode checks between rows; engine/pipeline.c), and
  * at the end of the source. Its outputs are released at once: at the
  * position of the row that triggered the flush.
  *
- * Only the release thread touches this state.
+ * Only the holder of the release role touches this state (one thread at
+ * a time, not always the same one; ADR 0009).
  */
 #include <stdlib.h>
 #include <string.h>

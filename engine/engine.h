@@ -100,7 +100,7 @@ typedef struct eng_summary {
 	uint64_t peak_in_flight, peak_waiting;
 	double fifo_wait_mean_ms, fifo_wait_max_ms;
 	double source_blocked_s;   /* puller waiting for a free slot */
-	double release_blocked_s;  /* release loop busy writing to sinks */
+	double release_blocked_s;  /* release role busy emitting rows to sinks */
 	double wall_seconds;
 	bool interrupted;
 	/* A transform halted the run (plg_ctx.halt; the first call wins):
