@@ -2,7 +2,7 @@
  * llm.h — the LLM module: the wire format of OpenAI-compatible chat
  * completions (no network) and the client the llm and llm_multi_query
  * transforms share (provider, endpoint, credentials, the shared HTTP
- * executor of plugins/http/http.h).
+ * executor of plugins/http/http.h). Each section states its thread rules.
  */
 #ifndef ELSPETH_LLM_H
 #define ELSPETH_LLM_H
@@ -16,7 +16,8 @@
  * typed answers of llm_multi_query (docs/templates.md, "Multi-query
  * answers").
  *
- * Thread rules: every function is reentrant; nothing here keeps state.
+ * Thread rules: every function of this section is reentrant; none keeps
+ * state.
  */
 #include <stdbool.h>
 #include <stddef.h>
@@ -153,7 +154,15 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  * Client — what the llm and llm_multi_query transforms share: the
  * provider, endpoint and credentials, the request options, the shared HTTP
  * executor (plugins/http/http.h), and the checks and error messages of a call.
- * Shared by the llm and llm_multi_query transforms.
+ *
+ * Thread rules: the client keeps state and starts threads.
+ * llm_client_open opens a client of the process's HTTP executor (the
+ * first client of the process starts its thread) and llm_client_release
+ * closes it (the last one stops it); call them from the thread that
+ * opens and closes the transform, while no other call on the client
+ * runs. Between them the other functions may be called from any number
+ * of threads at once: they only read the client, and what they ask of
+ * the executor (statistics, the throttle's state) takes its lock.
  *
  * Options (both transforms):
  *   provider: openrouter | azure | openai          (default openrouter)
@@ -246,11 +255,11 @@ char **llm__dup_list(const char **v, size_t n);
  * (file, line, column, key path). Returns err->code. */
 int llm__template_error(const core_node *at, core_err *err);
 
-/* The node-state context for one row's calls: a new JSON object. */
 /* The throttle's state for a checkpoint, and putting it back (resume;
  * clamped to this configuration's bounds). */
 json_t *llm_client_save(const llm_client *c);
 void llm_client_restore(llm_client *c, const json_t *saved);
+/* The node-state context for one row's calls: a new JSON object. */
 json_t *llm_client_context(const llm_client *c, const http_req *reqs, size_t n);
 
 #endif /* ELSPETH_LLM_H */
