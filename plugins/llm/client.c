@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm/llm.h"
+#include "plugins/llm/llm_internal.h"
 #include "plugins/plugins_internal.h"
 
 enum provider { P_OPENROUTER, P_AZURE, P_OPENAI };

@@ -247,14 +247,6 @@ int llm_client_failed(const http_req *r, const char *query, core_err *err);
 int llm_client_answer(const http_req *r, const char *query, llm_answer *a,
 		      core_err *err);
 
-/* A malloc'd copy of n strings (each strdup'd); NULL when out of memory.
- * The caller frees each string and the array. */
-char **llm__dup_list(const char **v, size_t n);
-
-/* Re-raises a template compile error in err at the template's node
- * (file, line, column, key path). Returns err->code. */
-int llm__template_error(const core_node *at, core_err *err);
-
 /* The throttle's state for a checkpoint, and putting it back (resume;
  * clamped to this configuration's bounds). */
 json_t *llm_client_save(const llm_client *c);

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/llm/llm.h"
+#include "plugins/llm/llm_internal.h"
 #include "plugins/template/template.h"
 #include "plugins/plugins_internal.h"
 
