@@ -1,8 +1,8 @@
 /*
  * template.c — compiling a template into segments (literal text with
  * Jinja's whitespace control and newline handling, comments skipped,
- * expressions), the fields it uses, and the compiled template's
- * accessors. template_internal.h describes the engine's files.
+ * expressions), and the compiled template's hash. template_internal.h
+ * describes the engine's files.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -49,35 +49,6 @@ static int add_text(tpl__cc *c, const char *s, size_t n)
 	return add_seg(c, text, len, NULL);
 }
 
-/* Records the expression's top-level field (first use keeps its place). */
-static int add_field(tpl__cc *c, const tpl__expr *e)
-{
-	tpl_template *t = c->t;
-	const char *name = e->steps[0].key;
-	bool defaulted = false;
-	size_t i;
-
-	for (size_t k = 0; k < e->nfilters; k++)
-		defaulted |= e->filters[k].kind == TPL__F_DEFAULT;
-	for (i = 0; i < t->nfields && strcmp(t->fields[i], name); i++)
-		;
-	if (i == t->nfields) {
-		char **f = realloc(t->fields, (i + 1) * sizeof(*f));
-		bool *r = f ? realloc(t->required, (i + 1) * sizeof(*r)) : NULL;
-
-		if (f)
-			t->fields = f;
-		if (r)
-			t->required = r;
-		if (!f || !r || !(t->fields[i] = strdup(name)))
-			return tpl__cc_nomem(c);
-		t->required[i] = false;
-		t->nfields++;
-	}
-	t->required[i] |= !defaulted;
-	return 0;
-}
-
 static int compile_expr(tpl__cc *c, size_t open, bool *strip_after)
 {
 	tpl__expr *e = calloc(1, sizeof(*e));
@@ -86,8 +57,6 @@ static int compile_expr(tpl__cc *c, size_t open, bool *strip_after)
 	if (!e)
 		return tpl__cc_nomem(c);
 	rc = tpl__parse_expr(c, open, e, strip_after);
-	if (!rc && !e->literal)
-		rc = add_field(c, e);
 	if (rc) {
 		tpl__free_expr(e);
 		return rc;
@@ -162,11 +131,9 @@ int tpl_compile(const char *src, tpl_template **out, core_err *err)
 	if (!src)
 		return core_err_set(err, CORE_ECONFIG, "template: no source text");
 	c.t = calloc(1, sizeof(*c.t));
-	if (!c.t || !(c.t->src = strdup(src))) {
-		free(c.t);
+	if (!c.t)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	}
-	c.s = c.t->src;
+	c.s = src;
 	c.n = strlen(src);
 	c.err = err;
 	/* Jinja drops one trailing newline (keep_trailing_newline=False). */
@@ -194,36 +161,11 @@ void tpl_free(tpl_template *t)
 		free(t->segs[i].text);
 		tpl__free_expr(t->segs[i].e);
 	}
-	for (size_t i = 0; i < t->nfields; i++)
-		free(t->fields[i]);
 	free(t->segs);
-	free(t->fields);
-	free(t->required);
-	free(t->src);
 	free(t);
 }
 
 const char *tpl_hash(const tpl_template *t)
 {
 	return t->hash;
-}
-
-const char *tpl_source(const tpl_template *t)
-{
-	return t->src;
-}
-
-size_t tpl_nfields(const tpl_template *t)
-{
-	return t->nfields;
-}
-
-const char *tpl_field(const tpl_template *t, size_t i)
-{
-	return i < t->nfields ? t->fields[i] : NULL;
-}
-
-bool tpl_field_required(const tpl_template *t, size_t i)
-{
-	return i < t->nfields && t->required[i];
 }

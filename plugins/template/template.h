@@ -29,11 +29,11 @@
 
 typedef struct tpl_template tpl_template;
 
-/* Compiles src (NUL-terminated UTF-8; it is copied). On success *out is a
- * template to free with tpl_free(). Syntax errors are CORE_ECONFIG
- * "template line L, column C: <what was expected, what was found>" (1-based
- * line, column in characters); *out is then NULL. CORE_ENOMEM on
- * allocation failure. */
+/* Compiles src (NUL-terminated UTF-8; only read during the call). On
+ * success *out is a template to free with tpl_free(). Syntax errors are
+ * CORE_ECONFIG "template line L, column C: <what was expected, what was
+ * found>" (1-based line, column in characters); *out is then NULL.
+ * CORE_ENOMEM on allocation failure. */
 int tpl_compile(const char *src, tpl_template **out, core_err *err);
 
 /* Renders t for one row (a JSON object), appending to out. Errors are
@@ -46,16 +46,6 @@ int tpl_render(const tpl_template *t, const json_t *row,
 
 /* "sha256:<64 hex>" of the source text as given; valid while t lives. */
 const char *tpl_hash(const tpl_template *t);
-/* The source text as given; valid while t lives. */
-const char *tpl_source(const tpl_template *t);
-
-/* The distinct top-level row fields the template references, in order of
- * first use (for required_input_fields checks). Names are valid while t
- * lives; i < nfields. A field is `required` unless every use of it goes
- * through a default filter. */
-size_t tpl_nfields(const tpl_template *t);
-const char *tpl_field(const tpl_template *t, size_t i);
-bool tpl_field_required(const tpl_template *t, size_t i);
 
 void tpl_free(tpl_template *t); /* NULL allowed */
 

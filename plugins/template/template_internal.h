@@ -6,7 +6,7 @@
  *   lex.c       positions and errors, names, string and number literals
  *   parse.c     one {{ expression }}: row steps, filters, their arguments
  *   template.c  segments (text, whitespace control, comments),
- *               tpl_compile, tpl_free and the accessors
+ *               tpl_compile, tpl_free and tpl_hash
  *   text.c      Python's str.isspace/strip/upper/lower on UTF-8 text
  *   value.c     Python's str() and truthiness of JSON values
  *   filters.c   the filters
@@ -58,7 +58,6 @@ typedef struct tpl__step {
 
 typedef struct tpl__expr {
 	json_t *literal;    /* a string literal expression, else NULL */
-	size_t field;       /* index in the template's fields (no literal) */
 	tpl__step *steps;   /* steps[0] is the top-level field */
 	size_t nsteps;
 	tpl__filter *filters;
@@ -73,13 +72,9 @@ typedef struct tpl__seg {
 } tpl__seg;
 
 struct tpl_template {
-	char *src;
 	char hash[sizeof(TPL__HASH_PREFIX) + CORE_SHA256_HEX_LEN];
 	tpl__seg *segs;
 	size_t nsegs;
-	char **fields;
-	bool *required;
-	size_t nfields;
 };
 
 /* ---------------------------------------------------- compiling (lex.c) */

@@ -3,11 +3,11 @@
  *
  * Compiles the input as a template; a failure must be CORE_ECONFIG
  * "template line L, column C: ..." (or out of memory) and leave no
- * template. When it compiles, its hash and field list must be well formed,
- * and it is rendered twice against a fixed row: both renders must agree,
- * an error must be a "template ..." CORE_EDATA that leaves the output as it
- * was, and valid UTF-8 in must give valid UTF-8 out. Leaks and memory
- * errors are left to the sanitizers.
+ * template. When it compiles, its hash must be well formed, and it is
+ * rendered twice against a fixed row: both renders must agree, an error
+ * must be a "template ..." CORE_EDATA that leaves the output as it was,
+ * and valid UTF-8 in must give valid UTF-8 out. Leaks and memory errors
+ * are left to the sanitizers.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -48,11 +48,6 @@ static void check_template(const tpl_template *t)
 	const char *h = tpl_hash(t);
 
 	if (strncmp(h, "sha256:", 7) || strlen(h) != 7 + 64)
-		abort();
-	for (size_t i = 0; i < tpl_nfields(t); i++)
-		if (!tpl_field(t, i))
-			abort();
-	if (tpl_field(t, tpl_nfields(t)))
 		abort();
 }
 
@@ -96,8 +91,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    strncmp(err.msg, "template line ", 14))))
 			abort();
 	} else {
-		if (strcmp(tpl_source(t), src))
-			abort();
 		check_template(t);
 		render(t, strlen(src) == size && utf8_ok(src, size));
 	}

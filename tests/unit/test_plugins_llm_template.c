@@ -454,33 +454,7 @@ Test(tpl_template, render_appends_and_template_is_reusable)
 	tpl_free(t);
 }
 
-/* ------------------------------------------------------ fields, hash */
-
-Test(tpl_template, fields_in_order_of_first_use)
-{
-	tpl_template *t = compile_ok("{{ row.b }} {{ row['a x'].y }} {{ row.b | upper }}"
-				     " {{ row.c | default('') }} {{ 'lit' }} {{ row.l[0] }}"
-				     " {{ row.d | default('') }} {{ row.d }}");
-
-	cr_assert_eq(tpl_nfields(t), 5);
-	cr_expect_str_eq(tpl_field(t, 0), "b");
-	cr_expect_str_eq(tpl_field(t, 1), "a x");
-	cr_expect_str_eq(tpl_field(t, 2), "c");
-	cr_expect_str_eq(tpl_field(t, 3), "l");
-	cr_expect_str_eq(tpl_field(t, 4), "d");
-	cr_expect(tpl_field_required(t, 0));
-	cr_expect(tpl_field_required(t, 1));
-	cr_expect_not(tpl_field_required(t, 2), "only used with a default");
-	cr_expect(tpl_field_required(t, 3));
-	cr_expect(tpl_field_required(t, 4), "one use has no default");
-	cr_expect_null(tpl_field(t, 5));
-	cr_expect_not(tpl_field_required(t, 5));
-	tpl_free(t);
-
-	t = compile_ok("no fields {{ 'x' }}");
-	cr_expect_eq(tpl_nfields(t), 0);
-	tpl_free(t);
-}
+/* -------------------------------------------------------------- hash */
 
 Test(tpl_template, hash_is_of_the_source_text)
 {
@@ -492,7 +466,6 @@ Test(tpl_template, hash_is_of_the_source_text)
 			 "b00361a396177a9cb410ff61f20015ad");
 	cr_expect_str_neq(tpl_hash(t), tpl_hash(u),
 			  "the hash covers the text as given");
-	cr_expect_str_eq(tpl_source(u), "abc\n");
 	tpl_free(t);
 	tpl_free(u);
 	tpl_free(NULL);
