@@ -144,8 +144,6 @@ int dag_open(dag_graph *g, bool sinks, core_err *err);
  * sink close error. Safe to call twice. */
 int dag_close(dag_graph *g, core_err *err);
 void dag_free(dag_graph *g); /* closes if open; NULL allowed */
-/* Index of the sink named name, or DAG_NONE. */
-int dag_sink_index(const dag_graph *g, const char *name);
 /* The route of gate node n for key, or NULL. */
 const dag_route *dag_gate_route(const dag_node *n, const char *key);
 

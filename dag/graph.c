@@ -385,11 +385,6 @@ out_fail:
 	return rc;
 }
 
-int dag_sink_index(const dag_graph *g, const char *name)
-{
-	return find_sink(g, name);
-}
-
 const dag_route *dag_gate_route(const dag_node *n, const char *key)
 {
 	for (size_t i = 0; i < n->nroutes; i++)

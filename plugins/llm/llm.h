@@ -50,8 +50,6 @@ typedef struct llm_field {
  * is CORE_ECONFIG "unknown output type 'x' (expected string, integer,
  * number, boolean or enum)"; the caller prefixes the settings position. */
 int llm_type_parse(const char *name, llm_type *out, core_err *err);
-/* The name above; never NULL. */
-const char *llm_type_name(llm_type t);
 
 /* Appends the JSON Schema object of the fields:
  *   {"type":"object","properties":{"<suffix>":{"type":"integer"},
@@ -131,8 +129,6 @@ typedef struct llm_response {
 int llm_response_parse(const void *body, size_t len, llm_response *out,
 		       core_err *err);
 void llm_response_release(llm_response *r); /* NULL allowed; zeroes *r */
-/* "ok", "malformed", "api_error", "finish", "null_content"; never NULL. */
-const char *llm_resp_kind_name(llm_resp_kind k);
 
 /* ------------------------------------------------------- typed answers */
 

@@ -65,11 +65,6 @@ int llm_type_parse(const char *name, llm_type *out, core_err *err)
 			    name ? name : "(none)");
 }
 
-const char *llm_type_name(llm_type t)
-{
-	return (int)t >= 0 && t < LLM_T_LAST ? type_names[t] : "unknown";
-}
-
 static int check_enum(const llm_field *f, core_err *err)
 {
 	if (!f->nvalues || !f->values)
@@ -333,25 +328,6 @@ int llm_request_append(core_buf *out, const llm_request *req, core_err *err)
 }
 
 /* ----------------------------------------------------------- responses */
-
-const char *llm_resp_kind_name(llm_resp_kind k)
-{
-	switch (k) {
-	case LLM_RESP_OK:
-		return "ok";
-	case LLM_RESP_MALFORMED:
-		return "malformed";
-	case LLM_RESP_API_ERROR:
-		return "api_error";
-	case LLM_RESP_FINISH:
-		return "finish";
-	case LLM_RESP_NULL_CONTENT:
-		return "null_content";
-	case LLM_RESP_LAST:
-		break;
-	}
-	return "unknown";
-}
 
 void llm_response_release(llm_response *r)
 {

@@ -43,7 +43,7 @@ static json_t *js(const char *text)
 
 /* ------------------------------------------------------------- types */
 
-Test(llm_types, parse_and_name)
+Test(llm_types, parse)
 {
 	static const char *const names[] = {
 		"string", "integer", "number", "boolean", "enum"
@@ -54,14 +54,12 @@ Test(llm_types, parse_and_name)
 	for (int i = 0; i < LLM_T_LAST; i++) {
 		cr_assert_eq(llm_type_parse(names[i], &t, &err), 0);
 		cr_expect_eq((int)t, i);
-		cr_expect_str_eq(llm_type_name(t), names[i]);
 	}
 	cr_expect_eq(llm_type_parse("int", &t, &err), CORE_ECONFIG);
 	cr_expect_str_eq(err.msg, "unknown output type 'int' (expected string, "
 			 "integer, number, boolean or enum)");
 	cr_expect_eq(llm_type_parse("String", &t, &err), CORE_ECONFIG);
 	cr_expect_eq(llm_type_parse(NULL, &t, &err), CORE_ECONFIG);
-	cr_expect_str_eq(llm_type_name(LLM_T_LAST), "unknown");
 }
 
 Test(llm_types, schema_bytes)
@@ -502,16 +500,6 @@ Test(llm_response, huge_and_odd_content)
 	cr_expect_eq(llm_response_parse(NULL, 0, &r, NULL), CORE_EDATA);
 	cr_expect_eq(r.kind, LLM_RESP_MALFORMED);
 	llm_response_release(&r);
-}
-
-Test(llm_response, kind_names)
-{
-	cr_expect_str_eq(llm_resp_kind_name(LLM_RESP_OK), "ok");
-	cr_expect_str_eq(llm_resp_kind_name(LLM_RESP_MALFORMED), "malformed");
-	cr_expect_str_eq(llm_resp_kind_name(LLM_RESP_API_ERROR), "api_error");
-	cr_expect_str_eq(llm_resp_kind_name(LLM_RESP_FINISH), "finish");
-	cr_expect_str_eq(llm_resp_kind_name(LLM_RESP_NULL_CONTENT), "null_content");
-	cr_expect_str_eq(llm_resp_kind_name(LLM_RESP_LAST), "unknown");
 }
 
 /* ------------------------------------------------------------ answers */
