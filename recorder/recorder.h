@@ -121,6 +121,8 @@ void rec_key_init(rec_key *k);
 void rec_key_u64(rec_key *k, uint64_t v);
 void rec_key_u32(rec_key *k, uint32_t v);
 uint64_t rec_key_get_u64(const void *key, size_t off);
+/* The reader of rec_key_u32's parts; for tests and tools (the recorder
+ * itself reads no 4-byte key part back). */
 uint32_t rec_key_get_u32(const void *key, size_t off);
 
 /* -------------------------------------------------------------- writing */
@@ -162,7 +164,9 @@ int rec_put_payload(rec_env *env, const void *data, size_t len,
  * a thread holding a rec_txn on a writing environment or inside a
  * rec_write_sync callback, and on a READONLY environment. */
 int rec_flush(rec_env *env, core_err *err);
-/* The sticky writer error (0 if none). */
+/* The sticky writer error (0 if none), without waiting. For tests and
+ * tools: the engine learns it from rec_put* and rec_flush, which return
+ * it too. */
 int rec_error(rec_env *env, core_err *err);
 
 /* Runs fn inside one synchronous write transaction after everything
