@@ -2,7 +2,7 @@
  * ctl.c — the controllers the simulator compares (capsim.h).
  *
  *  aimd    today's executor: the dispatch delay of plugins/http/aimd.c
- *          (http_aimd_*, with the settings' defaults: 0 to 5000 ms, x2,
+ *          (http__aimd_*, with the settings' defaults: 0 to 5000 ms, x2,
  *          -50 ms a success) and exec.c's rules around it: at most one
  *          backoff per round trip, at most one a second without a success
  *          in between; a refused request waits max(Retry-After, delay)
@@ -62,13 +62,13 @@ sim_ctl *sim_ctl_create(sim_ctl_kind k, const sim_scenario *sc, uint64_t now)
 		abort();
 	c->kind = k;
 	c->pool = sc->pool;
-	http_aimd_init(&c->aimd, 0, 5000, 2.0, 50);
+	http__aimd_init(&c->aimd, 0, 5000, 2.0, 50);
 	c->limit = 1;
 	if (k == SIM_CTL_CAP) {
 		http_cap_cfg cfg = { .max_inflight = sc->pool, .max_rps = sc->cfg_rps,
 				     .max_tps = sc->cfg_tps };
 
-		http_cap_init(&c->cap, &cfg, now);
+		http__cap_init(&c->cap, &cfg, now);
 	}
 	return c;
 }
@@ -93,13 +93,13 @@ static void aimd_done(sim_ctl *c, uint64_t sent, uint64_t now, bool admitted)
 {
 	c->inflight--;
 	if (admitted) {
-		http_aimd_on_success(&c->aimd);
+		http__aimd_on_success(&c->aimd);
 		c->success_since_backoff = true;
 		return;
 	}
 	if (!c->backed_off || (sent >= c->last_backoff &&
 	    (c->success_since_backoff || now - c->last_backoff >= SIM_NS))) {
-		http_aimd_on_capacity(&c->aimd);
+		http__aimd_on_capacity(&c->aimd);
 		c->last_backoff = now;
 		c->backed_off = true;
 		c->success_since_backoff = false;
@@ -185,7 +185,7 @@ uint64_t sim_ctl_acquire(sim_ctl *c, uint64_t now, double tokens, unsigned *k)
 	switch (c->kind) {
 	case SIM_CTL_AIMD: return aimd_acquire(c, now, k);
 	case SIM_CTL_VECTOR: return vector_acquire(c, k);
-	case SIM_CTL_CAP: return http_cap_acquire(&c->cap, now, tokens, k, NULL);
+	case SIM_CTL_CAP: return http__cap_acquire(&c->cap, now, tokens, k, NULL);
 	case SIM_CTL_ORACLE:
 	case SIM_CTL_PACED:
 	case SIM_CTL_LAST: break;
@@ -205,9 +205,9 @@ void sim_ctl_done(sim_ctl *c, uint64_t sent, unsigned k, uint64_t now, bool admi
 		vector_done(c, sent, now, admitted);
 		return;
 	case SIM_CTL_CAP:
-		http_cap_done(&c->cap, sent, k, now,
-			      admitted ? HTTP_CAP_OK : HTTP_CAP_REFUSED, h,
-			      admitted ? tokens : 0);
+		http__cap_done(&c->cap, sent, k, now,
+			       admitted ? HTTP_CAP_OK : HTTP_CAP_REFUSED, h,
+			       admitted ? tokens : 0);
 		return;
 	case SIM_CTL_ORACLE:
 	case SIM_CTL_PACED:
@@ -243,7 +243,7 @@ void sim_ctl_describe(sim_ctl *c, char *buf, size_t n)
 		snprintf(buf, n, "limit %u rtt %.0f ms", c->limit, c->past_mean * 1e3);
 		return;
 	case SIM_CTL_CAP:
-		http_cap_save(&c->cap, &st);
+		http__cap_save(&c->cap, &st);
 		snprintf(buf, n, "rate %.2f good %.2f peak %.2f window %.1f (%.1f) rtt %.0f ms hint x%.2f",
 			 st.rate, st.good_rate, st.peak_rate, st.window, st.good_window,
 			 st.min_rtt_s * 1e3, st.hint_scale);

@@ -385,7 +385,7 @@ void sim_server_arrive(sim_server *s, uint64_t now, double tokens, sim_answer *a
 	const sim_scenario *sc = s->sc;
 	double w = sc->req.refused_weight;
 
-	http_hints_init(&a->hints);
+	http__hints_init(&a->hints);
 	a->admitted = sim_server_would_admit(s, now, tokens);
 	lim_add(&s->req, now, a->admitted ? 1 : w);
 	lim_add(&s->tok, now, a->admitted ? tokens : tokens * sc->tok.refused_weight);

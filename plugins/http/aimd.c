@@ -1,15 +1,15 @@
-/* aimd.c — the dispatch throttle (plugins/http/http.h). */
+/* aimd.c — the dispatch throttle (plugins/http/http_internal.h). */
 
-#include "plugins/http/http.h"
+#include "plugins/http/http_internal.h"
 
-void http_aimd_init(http_aimd *t, double min_ms, double max_ms, double multiplier,
-	       double step_ms)
+void http__aimd_init(http_aimd *t, double min_ms, double max_ms,
+		     double multiplier, double step_ms)
 {
 	*t = (http_aimd){ .delay_ms = min_ms, .min_ms = min_ms, .max_ms = max_ms,
 		     .multiplier = multiplier, .step_ms = step_ms };
 }
 
-double http_aimd_on_capacity(http_aimd *t)
+double http__aimd_on_capacity(http_aimd *t)
 {
 	double d = t->delay_ms * t->multiplier;
 
@@ -23,7 +23,7 @@ double http_aimd_on_capacity(http_aimd *t)
 	return t->delay_ms = d;
 }
 
-double http_aimd_on_success(http_aimd *t)
+double http__aimd_on_success(http_aimd *t)
 {
 	double d = t->delay_ms - t->step_ms;
 

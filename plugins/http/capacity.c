@@ -66,7 +66,7 @@
 #define TOK_RATIO_MIN 0.25   /* token estimates are scaled by what they */
 #define TOK_RATIO_MAX 4.0    /* turned out to be, within these bounds */
 
-const char *http_cap_reason_name(http_cap_reason r)
+const char *http__cap_reason_name(http_cap_reason r)
 {
 	switch (r) {
 	case HTTP_CAP_GO: return "go";
@@ -81,7 +81,7 @@ const char *http_cap_reason_name(http_cap_reason r)
 	return "unknown";
 }
 
-void http_cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now)
+void http__cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now)
 {
 	memset(c, 0, sizeof(*c));
 	c->cfg = *cfg;
@@ -292,8 +292,8 @@ static void admit(http_cap *c, uint64_t now, double tokens, unsigned *k)
 	log_send(c, now, tokens);
 }
 
-uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
-			  http_cap_reason *why)
+uint64_t http__cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
+			   http_cap_reason *why)
 {
 	double rate = c->rate, qrate, trate = c->cfg.max_tps > 0 ? c->cfg.max_tps : INFINITY;
 	uint64_t t;
@@ -337,7 +337,7 @@ uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 	return hold(why, HTTP_CAP_GO, 0);
 }
 
-void http_cap_force(http_cap *c, uint64_t now, double tokens, unsigned *k)
+void http__cap_force(http_cap *c, uint64_t now, double tokens, unsigned *k)
 {
 	admit(c, now, tokens * c->tok_ratio, k);
 }
@@ -733,8 +733,8 @@ static void answered(http_cap *c, uint64_t sent)
 	}
 }
 
-void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
-		   http_cap_outcome o, const http_hints *h, double tokens)
+void http__cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
+		    http_cap_outcome o, const http_hints *h, double tokens)
 {
 	answered(c, sent);
 	if (o == HTTP_CAP_OK && tokens > 0)
@@ -751,18 +751,18 @@ void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 
 /* ---------------------------------------------------------------- state */
 
-void http_cap_save(const http_cap *c, http_cap_state *out)
+void http__cap_save(const http_cap *c, http_cap_state *out)
 {
 	*out = (http_cap_state){ .rate = c->rate, .good_rate = c->base, .peak_rate = c->peak,
 		.window = c->window, .good_window = c->good_window, .srtt_s = c->srtt_s,
 		.min_rtt_s = c->min_rtt_s, .hint_scale = c->hint_scale };
 }
 
-void http_cap_restore(http_cap *c, const http_cap_state *s, uint64_t now)
+void http__cap_restore(http_cap *c, const http_cap_state *s, uint64_t now)
 {
 	http_cap_cfg cfg = c->cfg;
 
-	http_cap_init(c, &cfg, now);
+	http__cap_init(c, &cfg, now);
 	if (s->good_rate > 0 && isfinite(s->good_rate))
 		c->rate = c->base = s->good_rate;
 	c->peak = s->peak_rate > 0 ? s->peak_rate : 0;

@@ -157,9 +157,9 @@ static size_t on_header(char *p, size_t size, size_t n, void *arg)
 	size_t len = size * n;
 
 	if (len >= 5 && !strncmp(p, "HTTP/", 5))
-		http_hints_init(&j->hints);
+		http__hints_init(&j->hints);
 	else
-		http_hints_header(&j->hints, p, len, time(NULL));
+		http__hints_header(&j->hints, p, len, time(NULL));
 	return len;
 }
 
@@ -206,7 +206,7 @@ static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 		return false;
 	core_buf_reset(&j->body);
 	j->too_big = false;
-	http_hints_init(&j->hints);
+	http__hints_init(&j->hints);
 	j->easy = e;
 	j->throttle_ns = now - j->queued_mono;
 	j->req->throttle_ns += j->throttle_ns;
@@ -376,8 +376,8 @@ static int run_stop(const job *j, const upstream *u, long status, plg_error_clas
 	char words[256], when[64];
 	time_t t;
 
-	if (status >= 400 && http_is_account_error(status, j->body.data, j->body.len,
-						   h->retry_after_s >= 0)) {
+	if (status >= 400 && http__is_account_error(status, j->body.data, j->body.len,
+						    h->retry_after_s >= 0)) {
 		provider_words(&j->body, words, sizeof(words));
 		snprintf(msg, n,
 			 "%s refused the account, not for capacity (HTTP %ld): \"%s\"; "
@@ -391,7 +391,7 @@ static int run_stop(const job *j, const upstream *u, long status, plg_error_clas
 		snprintf(msg, n,
 			 "%s asked to wait %.0f s (%s), more than max_retry_after_seconds "
 			 "(%g): the run stops here; run `elspeth resume` after %s",
-			 u->name, h->retry_after_s, http_hint_src_name(h->retry_src),
+			 u->name, h->retry_after_s, http__hint_src_name(h->retry_src),
 			 j->b->client->cfg.max_retry_after_s, when);
 		return 3;
 	}
@@ -417,7 +417,7 @@ static plg_error_class classify(job *j, CURLcode rc, long status, bool connected
 	plg_error_class c = http_classify(rc, status, connected);
 
 	if (c != PLG_CLASS_OK && j->hints.retry_after_s < 0)
-		http_hints_body(&j->hints, j->body.data, j->body.len);
+		http__hints_body(&j->hints, j->body.data, j->body.len);
 	/* OpenRouter's 402 with a Retry-After: its in-flight budget, capacity */
 	if (status == 402 && j->hints.retry_after_s >= 0)
 		c = PLG_CLASS_CAPACITY;
@@ -485,8 +485,8 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	pthread_mutex_lock(&x->lock);
 	u->active--;
 	give_easy(x, e);
-	retry_at = http_gate_done(&u->gate, j->started_mono, j->k, now,
-				  code == 1 ? HTTP_CAP_OTHER : outcome(c), &j->hints, tokens);
+	retry_at = http__gate_done(&u->gate, j->started_mono, j->k, now,
+				   code == 1 ? HTTP_CAP_OTHER : outcome(c), &j->hints, tokens);
 	if (code) {
 		if (!u->halted)
 			u->halted = strdup(stop);
@@ -521,9 +521,9 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 		/* At its capacity deadline a request makes its last attempt
 		 * whatever holds the others back, and its answer decides. */
 		if (j->first_capacity_mono && now >= capacity_deadline(j)) {
-			if (!http_gate_force(&u->gate, now, j->req->tokens, &j->k))
+			if (!http__gate_force(&u->gate, now, j->req->tokens, &j->k))
 				return 0;
-		} else if ((t = http_gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
+		} else if ((t = http__gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
 			j->why = held;
 			if (j->first_capacity_mono && capacity_deadline(j) < t)
 				t = capacity_deadline(j); /* WAIT_DONE too */
@@ -531,7 +531,7 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 		}
 		pop_ready(u);
 		if (!start(x, u, j, now)) {
-			http_gate_done(&u->gate, now, j->k, now, HTTP_CAP_OTHER, NULL, 0);
+			http__gate_done(&u->gate, now, j->k, now, HTTP_CAP_OTHER, NULL, 0);
 			finish(j, PLG_CLASS_NETWORK, 0, "cannot start the transfer (libcurl)");
 		}
 	}

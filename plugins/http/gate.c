@@ -32,19 +32,19 @@ static double tighter(double a, double b)
 	return a <= 0 ? b : b <= 0 ? a : fmin(a, b);
 }
 
-void http_gate_init(http_gate *g, const http_cfg *cfg, uint64_t now)
+void http__gate_init(http_gate *g, const http_cfg *cfg, uint64_t now)
 {
 	http_cap_cfg cc = { .max_inflight = cfg->pool_size ? cfg->pool_size : 1,
 			    .max_rps = tighter(cfg->max_rps, gap_rps(cfg)),
 			    .max_tps = cfg->max_tps };
 
 	*g = (http_gate){ .mode = cfg->mode, .ceiling = cc.max_inflight };
-	http_cap_init(&g->cap, &cc, now);
-	http_aimd_init(&g->aimd, cfg->min_dispatch_delay_ms, cfg->max_dispatch_delay_ms,
-		       cfg->backoff_multiplier, cfg->recovery_step_ms);
+	http__cap_init(&g->cap, &cc, now);
+	http__aimd_init(&g->aimd, cfg->min_dispatch_delay_ms, cfg->max_dispatch_delay_ms,
+			cfg->backoff_multiplier, cfg->recovery_step_ms);
 }
 
-void http_gate_join(http_gate *g, const http_cfg *cfg)
+void http__gate_join(http_gate *g, const http_cfg *cfg)
 {
 	http_cap_cfg *cc = &g->cap.cfg;
 
@@ -65,10 +65,10 @@ void http_gate_join(http_gate *g, const http_cfg *cfg)
 static const char *reason(const http_gate *g, http_cap_reason r)
 {
 	if (r == HTTP_CAP_HINTED)
-		return http_hint_src_name(g->hint_src);
+		return http__hint_src_name(g->hint_src);
 	if (r == HTTP_CAP_QUOTA)
 		return "ratelimit-remaining";
-	return http_cap_reason_name(r);
+	return http__cap_reason_name(r);
 }
 
 static uint64_t aimd_acquire(http_gate *g, uint64_t now, const char **why)
@@ -95,8 +95,8 @@ static void admit(http_gate *g, unsigned *k)
 	g->sent_any = true;
 }
 
-uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *k,
-			   const char **why)
+uint64_t http__gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *k,
+			    const char **why)
 {
 	http_cap_reason r = HTTP_CAP_GO;
 	const char *w = NULL;
@@ -104,7 +104,7 @@ uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *
 
 	if (g->mode == HTTP_MODE_AIMD)
 		t = aimd_acquire(g, now, &w);
-	else if ((t = http_cap_acquire(&g->cap, now, tokens, k, &r)))
+	else if ((t = http__cap_acquire(&g->cap, now, tokens, k, &r)))
 		w = reason(g, r);
 	if (t) {
 		g->held = w;
@@ -118,12 +118,12 @@ uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *
 	return 0;
 }
 
-bool http_gate_force(http_gate *g, uint64_t now, double tokens, unsigned *k)
+bool http__gate_force(http_gate *g, uint64_t now, double tokens, unsigned *k)
 {
 	if (g->inflight >= g->ceiling)
 		return false;
 	if (g->mode == HTTP_MODE_ADAPTIVE)
-		http_cap_force(&g->cap, now, tokens, k);
+		http__cap_force(&g->cap, now, tokens, k);
 	admit(g, k);
 	return true;
 }
@@ -145,7 +145,7 @@ static uint64_t aimd_done(http_gate *g, uint64_t sent, uint64_t now, http_cap_ou
 	double ra;
 
 	if (o == HTTP_CAP_OK) {
-		http_aimd_on_success(&g->aimd);
+		http__aimd_on_success(&g->aimd);
 		g->success_since_backoff = true;
 		return now;
 	}
@@ -156,7 +156,7 @@ static uint64_t aimd_done(http_gate *g, uint64_t sent, uint64_t now, http_cap_ou
 	 * no success in between back off at most once a second. */
 	if (sent >= g->last_backoff &&
 	    (g->success_since_backoff || now - g->last_backoff >= AIMD_QUIET_NS)) {
-		http_aimd_on_capacity(&g->aimd);
+		http__aimd_on_capacity(&g->aimd);
 		g->last_backoff = now;
 		g->success_since_backoff = false;
 	}
@@ -167,8 +167,8 @@ static uint64_t aimd_done(http_gate *g, uint64_t sent, uint64_t now, http_cap_ou
 	return now + wait;
 }
 
-uint64_t http_gate_done(http_gate *g, uint64_t sent, unsigned k, uint64_t now,
-			http_cap_outcome o, const http_hints *h, double tokens)
+uint64_t http__gate_done(http_gate *g, uint64_t sent, unsigned k, uint64_t now,
+			 http_cap_outcome o, const http_hints *h, double tokens)
 {
 	if (g->inflight)
 		g->inflight--;
@@ -176,11 +176,11 @@ uint64_t http_gate_done(http_gate *g, uint64_t sent, unsigned k, uint64_t now,
 		return aimd_done(g, sent, now, o, h);
 	if (o == HTTP_CAP_REFUSED && h && h->retry_after_s >= 0)
 		g->hint_src = h->retry_src;
-	http_cap_done(&g->cap, sent, k, now, o, h, tokens);
+	http__cap_done(&g->cap, sent, k, now, o, h, tokens);
 	return now;
 }
 
-void http_gate_stats(const http_gate *g, http_stats *st)
+void http__gate_stats(const http_gate *g, http_stats *st)
 {
 	st->mode = g->mode;
 	st->pool_size = g->ceiling;
@@ -202,13 +202,13 @@ static json_t *num(double v)
 	return json_real(isfinite(v) ? v : 0);
 }
 
-json_t *http_gate_save(const http_gate *g)
+json_t *http__gate_save(const http_gate *g)
 {
 	http_cap_state s;
 
 	if (g->mode == HTTP_MODE_AIMD)
 		return json_pack("{s:s,s:f}", "mode", "aimd", "dispatch_delay_ms", g->aimd.delay_ms);
-	http_cap_save(&g->cap, &s);
+	http__cap_save(&g->cap, &s);
 	return json_pack("{s:s,s:o,s:o,s:o,s:o,s:o,s:o,s:o,s:o}", "mode", "adaptive",
 			 "rate", num(s.rate), "good_rate", num(s.good_rate),
 			 "peak_rate", num(s.peak_rate), "window", num(s.window),
@@ -223,7 +223,7 @@ static double get(const json_t *o, const char *k)
 	return json_is_number(v) ? json_number_value(v) : 0;
 }
 
-void http_gate_restore(http_gate *g, const json_t *saved, uint64_t now)
+void http__gate_restore(http_gate *g, const json_t *saved, uint64_t now)
 {
 	const json_t *m = json_object_get(saved, "mode");
 	http_cap_state s;
@@ -247,7 +247,7 @@ void http_gate_restore(http_gate *g, const json_t *saved, uint64_t now)
 		.peak_rate = get(saved, "peak_rate"), .window = get(saved, "window"),
 		.good_window = get(saved, "good_window"), .srtt_s = get(saved, "srtt_s"),
 		.min_rtt_s = get(saved, "min_rtt_s"), .hint_scale = get(saved, "hint_scale") };
-	http_cap_restore(&g->cap, &s, now);
+	http__cap_restore(&g->cap, &s, now);
 	if (g->cap.cfg.max_rps > 0 && g->cap.rate > g->cap.cfg.max_rps)
 		g->cap.rate = g->cap.base = g->cap.cfg.max_rps;
 }

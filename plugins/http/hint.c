@@ -24,7 +24,7 @@
 
 #include "plugins/http/http_internal.h"
 
-const char *http_hint_src_name(http_hint_src s)
+const char *http__hint_src_name(http_hint_src s)
 {
 	switch (s) {
 	case HTTP_HINT_NONE: return "none";
@@ -39,7 +39,7 @@ const char *http_hint_src_name(http_hint_src s)
 	return "unknown";
 }
 
-void http_hints_init(http_hints *h)
+void http__hints_init(http_hints *h)
 {
 	*h = (http_hints){ .retry_after_s = -1, .limit_requests = -1,
 		.remaining_requests = -1, .reset_requests_s = -1,
@@ -83,7 +83,7 @@ static size_t trim(const char *s, size_t len, size_t *start)
 	return len - a;
 }
 
-bool http_parse_duration(const char *s, size_t len, double *seconds)
+bool http__parse_duration(const char *s, size_t len, double *seconds)
 {
 	size_t a, i = 0;
 	double total = 0, v;
@@ -260,7 +260,7 @@ static bool rfc3339(const char *s, size_t len, struct tm *tm, long *offset)
 	return false;
 }
 
-bool http_parse_time(const char *s, size_t len, time_t *out)
+bool http__parse_time(const char *s, size_t len, time_t *out)
 {
 	struct tm tm = { 0 };
 	long offset = 0;
@@ -309,9 +309,9 @@ static bool reset_value(const char *v, size_t len, time_t now, double *out)
 {
 	time_t t;
 
-	if (http_parse_duration(v, len, out))
+	if (http__parse_duration(v, len, out))
 		return true;
-	if (!http_parse_time(v, len, &t))
+	if (!http__parse_time(v, len, &t))
 		return false;
 	*out = t > now ? (double)(t - now) : 0;
 	return true;
@@ -357,7 +357,7 @@ static void ratelimit(http_hints *h, int field, const char *v, size_t len, time_
 		*slot[field] = x;
 }
 
-void http_hints_header(http_hints *h, const char *line, size_t len, time_t now)
+void http__hints_header(http_hints *h, const char *line, size_t len, time_t now)
 {
 	const char *colon = memchr(line, ':', len);
 	size_t nlen, vlen;
@@ -377,7 +377,7 @@ void http_hints_header(http_hints *h, const char *line, size_t len, time_t now)
 	} else if (IS("retry-after")) {
 		if (plain_number(v, vlen, &x))
 			set_retry(h, x, HTTP_HINT_RETRY_AFTER);
-		else if (http_parse_time(v, vlen, &t))
+		else if (http__parse_time(v, vlen, &t))
 			set_retry(h, t > now ? (double)(t - now) : 0,
 				  HTTP_HINT_RETRY_AFTER_DATE);
 	} else {
@@ -416,7 +416,7 @@ static bool wait_after(const char *p, const char *end, double *out)
 		tok--;
 	/* "1.234s", "6m0s": a duration in one token; "6 seconds": below. */
 	if (tok && isalpha((unsigned char)p[tok - 1]) &&
-	    http_parse_duration(p, tok, out))
+	    http__parse_duration(p, tok, out))
 		return true;
 	i = 0;
 	if (!number(p, len, &i, &v))
@@ -433,7 +433,7 @@ static bool wait_after(const char *p, const char *end, double *out)
 	return true;
 }
 
-void http_hints_body(http_hints *h, const char *body, size_t len)
+void http__hints_body(http_hints *h, const char *body, size_t len)
 {
 	static const char *const phrases[] = { "try again in ", "retry after ",
 					       "retry in " };
@@ -452,8 +452,8 @@ void http_hints_body(http_hints *h, const char *body, size_t len)
 
 /* ------------------------------------------------------ account errors */
 
-bool http_is_account_error(long status, const char *body, size_t len,
-			   bool has_retry)
+bool http__is_account_error(long status, const char *body, size_t len,
+			    bool has_retry)
 {
 	static const char *const markers[] = {
 		"insufficient_quota",           /* OpenAI: 429, no credit */

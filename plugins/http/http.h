@@ -49,7 +49,7 @@ typedef struct http_client http_client;
 
 typedef enum http_mode {
 	HTTP_MODE_ADAPTIVE = 0, /* the capacity controller */
-	HTTP_MODE_AIMD,         /* the dispatch-delay throttle (below) */
+	HTTP_MODE_AIMD,         /* the dispatch-delay throttle (http_internal.h) */
 	HTTP_MODE_LAST
 } http_mode;
 
@@ -57,7 +57,7 @@ typedef struct http_cfg {
 	unsigned pool_size;           /* requests in flight at most, >= 1 */
 	double timeout_s;             /* one attempt, > 0 */
 	http_mode mode;
-	double min_dispatch_delay_ms; /* AIMD bounds (below); ADAPTIVE: a */
+	double min_dispatch_delay_ms; /* AIMD bounds; ADAPTIVE: a */
 	double max_dispatch_delay_ms; /* minimum gap between dispatches, */
 	double backoff_multiplier;    /* the others unused */
 	double recovery_step_ms;
@@ -143,38 +143,5 @@ void http_close(http_client *c);
 
 /* The mode's settings name ("adaptive", "aimd"). */
 const char *http_mode_name(http_mode m);
-
-/* ------------------------------------------------------------- throttle */
-
-/*
- * The throttle of the AIMD mode (HTTP_MODE_AIMD; docs/adr/0010): additive
- * increase of the request rate, multiplicative decrease. An upstream's
- * gate (gate.c) owns one.
- *
- * The throttle is a delay between two dispatches. It starts at the
- * minimum. A capacity error (429, 503, 529, a connect timeout) multiplies
- * it by `backoff_multiplier`, never below a 100 ms floor, capped at
- * `max_ms`; each success subtracts `recovery_step_ms`, never below
- * `min_ms`. Pure arithmetic, no clock, no lock.
- */
-#define HTTP_AIMD_FLOOR_MS 100.0 /* the first backoff after a quiet period */
-
-typedef struct http_aimd {
-	double delay_ms;      /* current delay between dispatches */
-	double min_ms, max_ms;
-	double multiplier;    /* > 1 */
-	double step_ms;       /* recovery per success, >= 0 */
-	unsigned long long capacity_errors, successes;
-} http_aimd;
-
-/* Sets the bounds; the delay starts at min_ms. Callers validate
- * 0 <= min_ms <= max_ms, multiplier >= 1, step_ms >= 0. */
-void http_aimd_init(http_aimd *t, double min_ms, double max_ms, double multiplier,
-	       double step_ms);
-/* A capacity error: delay = min(max(delay * multiplier, 100), max_ms),
- * and never below min_ms. Returns the new delay. */
-double http_aimd_on_capacity(http_aimd *t);
-/* A success: delay = max(delay - step_ms, min_ms). */
-double http_aimd_on_success(http_aimd *t);
 
 #endif /* ELSPETH_HTTP_H */

@@ -1,10 +1,10 @@
 /*
  * http_internal.h — what the files of plugins/http/ share: the hints a
  * provider gives about its limits (hint.c), the capacity controller
- * (capacity.c) and an upstream's gate, either mode (gate.c). Pure logic:
- * no clock, no lock, no I/O; times are passed in, so tests and the
- * simulator (bench/capsim) drive them with their own clock. Not a
- * published API (tests include it).
+ * (capacity.c), the AIMD throttle (aimd.c) and an upstream's gate, either
+ * mode (gate.c). Pure logic: no clock, no lock, no I/O; times are passed
+ * in, so tests and the simulator (bench/capsim) drive them with their own
+ * clock. Not a published API (tests and bench/capsim include it).
  */
 #ifndef ELSPETH_HTTP_INTERNAL_H
 #define ELSPETH_HTTP_INTERNAL_H
@@ -33,7 +33,7 @@ typedef enum http_hint_src {
 } http_hint_src;
 
 /* "retry-after", "retry-after-ms", ... never NULL. */
-const char *http_hint_src_name(http_hint_src s);
+const char *http__hint_src_name(http_hint_src s);
 
 /* What one answer said about the upstream's limits. A field is negative
  * when the answer did not say. */
@@ -44,31 +44,31 @@ typedef struct http_hints {
 	double limit_tokens, remaining_tokens, reset_tokens_s;
 } http_hints;
 
-void http_hints_init(http_hints *h);
+void http__hints_init(http_hints *h);
 /* Reads one header line ("Name: value\r\n", as libcurl's header callback
  * gives it; the name is case-insensitive). now: the wall clock, for
  * HTTP-date and RFC 3339 values. Unknown headers are ignored. Retry hints
  * rank retry-after-ms > Retry-After > body: the most precise wins. */
-void http_hints_header(http_hints *h, const char *line, size_t len, time_t now);
+void http__hints_header(http_hints *h, const char *line, size_t len, time_t now);
 /* Looks for a wait in an error body ("Please try again in 1.234s.",
  * "try again in 20ms", "retry after 6 seconds"); used only when no header
  * gave one. */
-void http_hints_body(http_hints *h, const char *body, size_t len);
+void http__hints_body(http_hints *h, const char *body, size_t len);
 
 /* Parses OpenAI's durations ("1s", "6m0s", "20ms", "1h2m3.5s", "0.5s")
  * and bare seconds ("12", "0.35"); false if s is neither. */
-bool http_parse_duration(const char *s, size_t len, double *seconds);
+bool http__parse_duration(const char *s, size_t len, double *seconds);
 /* Parses an HTTP-date (RFC 9110: IMF-fixdate, and the obsolete RFC 850 and
  * asctime forms) or an RFC 3339 timestamp into a UTC time_t. */
-bool http_parse_time(const char *s, size_t len, time_t *out);
+bool http__parse_time(const char *s, size_t len, time_t *out);
 
 /* An account error, not capacity: the body says the quota or credits are
  * exhausted (OpenAI insufficient_quota, Anthropic spend limits and credit
  * balance, OpenRouter credits, a key's limit). status: the HTTP status;
  * has_retry: the answer gave a retry hint (a 402 with one is transient
  * capacity, OpenRouter's in-flight budget). */
-bool http_is_account_error(long status, const char *body, size_t len,
-			   bool has_retry);
+bool http__is_account_error(long status, const char *body, size_t len,
+			    bool has_retry);
 
 /* ---------------------------------------------------- capacity controller */
 
@@ -107,7 +107,7 @@ typedef enum http_cap_reason {
 } http_cap_reason;
 
 /* "go", "hinted", "quota", ... never NULL. */
-const char *http_cap_reason_name(http_cap_reason r);
+const char *http__cap_reason_name(http_cap_reason r);
 
 typedef struct http_cap_cfg {
 	unsigned max_inflight; /* pool_size: the ceiling of concurrency, >= 1 */
@@ -131,7 +131,7 @@ typedef struct http_cap_send {
 } http_cap_send;
 
 /* The controller's state. Plain data: embed it, copy it; no release. The
- * fields are private to capacity.c (read them through http_cap_save). */
+ * fields are private to capacity.c (read them through http__cap_save). */
 typedef struct http_cap {
 	http_cap_cfg cfg;
 	unsigned inflight;
@@ -194,26 +194,59 @@ typedef struct http_cap_state {
 } http_cap_state;
 
 /* Sets up c: no pace (or max_rps), max_inflight in flight. */
-void http_cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now);
+void http__cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now);
 /* May one request (estimated `tokens`, 0: unknown) be sent now? 0: yes —
  * it is counted in flight and *k receives the number in flight including
  * it; else the earliest time to ask again, or HTTP_CAP_WAIT_DONE when
  * only a completion can free room. *why (may be NULL) receives what holds
  * it back (HTTP_CAP_GO when sent). */
-uint64_t http_cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
-			  http_cap_reason *why);
+uint64_t http__cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
+			   http_cap_reason *why);
 /* Sends one request whatever holds the others back (a request's last
  * attempt, at its deadline): counted like an acquired one. */
-void http_cap_force(http_cap *c, uint64_t now, double tokens, unsigned *k);
+void http__cap_force(http_cap *c, uint64_t now, double tokens, unsigned *k);
 /* An attempt ended: sent at `sent` with `k` in flight (acquire's), its
  * answer came at `now`. h: what the answer said (may be NULL); tokens:
  * used per the answer's `usage` (0: unknown). Every successful acquire
  * is matched by exactly one done. */
-void http_cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
-		   http_cap_outcome o, const http_hints *h, double tokens);
-void http_cap_save(const http_cap *c, http_cap_state *out);
+void http__cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
+		    http_cap_outcome o, const http_hints *h, double tokens);
+void http__cap_save(const http_cap *c, http_cap_state *out);
 /* Restores a saved state (clamped to cfg); requests in flight: none. */
-void http_cap_restore(http_cap *c, const http_cap_state *s, uint64_t now);
+void http__cap_restore(http_cap *c, const http_cap_state *s, uint64_t now);
+
+/* --------------------------------------------------------- AIMD throttle */
+
+/*
+ * The throttle of the AIMD mode (HTTP_MODE_AIMD; docs/adr/0010): additive
+ * increase of the request rate, multiplicative decrease. An upstream's
+ * gate (gate.c, below) owns one.
+ *
+ * The throttle is a delay between two dispatches. It starts at the
+ * minimum. A capacity error (429, 503, 529, a connect timeout) multiplies
+ * it by `backoff_multiplier`, never below a 100 ms floor, capped at
+ * `max_ms`; each success subtracts `recovery_step_ms`, never below
+ * `min_ms`. Pure arithmetic, no clock, no lock.
+ */
+#define HTTP_AIMD_FLOOR_MS 100.0 /* the first backoff after a quiet period */
+
+typedef struct http_aimd {
+	double delay_ms;      /* current delay between dispatches */
+	double min_ms, max_ms;
+	double multiplier;    /* > 1 */
+	double step_ms;       /* recovery per success, >= 0 */
+	unsigned long long capacity_errors, successes;
+} http_aimd;
+
+/* Sets the bounds; the delay starts at min_ms. Callers validate
+ * 0 <= min_ms <= max_ms, multiplier >= 1, step_ms >= 0. */
+void http__aimd_init(http_aimd *t, double min_ms, double max_ms,
+		     double multiplier, double step_ms);
+/* A capacity error: delay = min(max(delay * multiplier, 100), max_ms),
+ * and never below min_ms. Returns the new delay. */
+double http__aimd_on_capacity(http_aimd *t);
+/* A success: delay = max(delay - step_ms, min_ms). */
+double http__aimd_on_success(http_aimd *t);
 
 /* ------------------------------------------------------------------ gate */
 
@@ -242,28 +275,28 @@ typedef struct http_gate {
 } http_gate;
 
 /* cfg: the first client's; ceiling its pool_size. */
-void http_gate_init(http_gate *g, const http_cfg *cfg, uint64_t now);
+void http__gate_init(http_gate *g, const http_cfg *cfg, uint64_t now);
 /* Another client opened: the ceiling is the largest pool_size, a budget
  * the smallest configured. */
-void http_gate_join(http_gate *g, const http_cfg *cfg);
+void http__gate_join(http_gate *g, const http_cfg *cfg);
 /* May one request (estimated `tokens`, 0: unknown) go now? 0: yes, *k
  * receives the number in flight including it. Else the earliest time to
  * ask again, or HTTP_CAP_WAIT_DONE when only a completion frees room; *why
  * (static) says what holds it back: a limit ("pace", "window", ...) or the
  * hint that paused the upstream ("retry-after-ms", ...). */
-uint64_t http_gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *k,
-			   const char **why);
+uint64_t http__gate_acquire(http_gate *g, uint64_t now, double tokens, unsigned *k,
+			    const char **why);
 /* A request's last attempt goes now, past every limit but the ceiling
  * of requests in flight: false if that is reached. */
-bool http_gate_force(http_gate *g, uint64_t now, double tokens, unsigned *k);
+bool http__gate_force(http_gate *g, uint64_t now, double tokens, unsigned *k);
 /* An attempt sent at `sent` with k in flight ended at now. Returns the
  * earliest time a refused request may be tried again (AIMD: its own
  * wait; ADAPTIVE: now, the controller paces every request). */
-uint64_t http_gate_done(http_gate *g, uint64_t sent, unsigned k, uint64_t now,
-			http_cap_outcome o, const http_hints *h, double tokens);
+uint64_t http__gate_done(http_gate *g, uint64_t sent, unsigned k, uint64_t now,
+			 http_cap_outcome o, const http_hints *h, double tokens);
 /* Statistics fields of the gate (mode, delay_ms, rate, window, held_by). */
-void http_gate_stats(const http_gate *g, http_stats *st);
-json_t *http_gate_save(const http_gate *g);
-void http_gate_restore(http_gate *g, const json_t *saved, uint64_t now);
+void http__gate_stats(const http_gate *g, http_stats *st);
+json_t *http__gate_save(const http_gate *g);
+void http__gate_restore(http_gate *g, const json_t *saved, uint64_t now);
 
 #endif /* ELSPETH_HTTP_INTERNAL_H */

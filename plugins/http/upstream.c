@@ -150,7 +150,7 @@ static upstream *attach(http_exec *x, const uint8_t key[CORE_SHA256_LEN], char *
 
 	for (u = x->ups; u; u = u->next)
 		if (!memcmp(u->key, key, CORE_SHA256_LEN)) {
-			http_gate_join(&u->gate, cfg);
+			http__gate_join(&u->gate, cfg);
 			u->refs++;
 			free(name);
 			return u;
@@ -160,7 +160,7 @@ static upstream *attach(http_exec *x, const uint8_t key[CORE_SHA256_LEN], char *
 	memcpy(u->key, key, CORE_SHA256_LEN);
 	u->name = name;
 	u->refs = 1;
-	http_gate_init(&u->gate, cfg, core_now_mono_ns());
+	http__gate_init(&u->gate, cfg, core_now_mono_ns());
 	u->next = x->ups;
 	x->ups = u;
 	return u;
@@ -346,7 +346,7 @@ void http_get_stats(http_client *c, http_stats *out)
 	pthread_mutex_lock(&http__x->lock);
 	*out = (http_stats){ .active = u->active, .peak_active = u->peak_active,
 			     .requests = u->requests, .capacity_errors = u->capacity_errors };
-	http_gate_stats(&u->gate, out);
+	http__gate_stats(&u->gate, out);
 	pthread_mutex_unlock(&http__x->lock);
 }
 
@@ -355,7 +355,7 @@ json_t *http_save(http_client *c)
 	json_t *s;
 
 	pthread_mutex_lock(&http__x->lock);
-	s = http_gate_save(&c->up->gate);
+	s = http__gate_save(&c->up->gate);
 	pthread_mutex_unlock(&http__x->lock);
 	return s;
 }
@@ -363,6 +363,6 @@ json_t *http_save(http_client *c)
 void http_restore(http_client *c, const json_t *saved)
 {
 	pthread_mutex_lock(&http__x->lock);
-	http_gate_restore(&c->up->gate, saved, core_now_mono_ns());
+	http__gate_restore(&c->up->gate, saved, core_now_mono_ns());
 	pthread_mutex_unlock(&http__x->lock);
 }

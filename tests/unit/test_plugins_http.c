@@ -1,7 +1,7 @@
 /* The AIMD throttle's arithmetic and the HTTP executor's error classes. */
 #include <criterion/criterion.h>
 
-#include "plugins/http/http.h"
+#include "plugins/http/http_internal.h"
 
 /* Criterion's float assertion evaluates its arguments twice: call once. */
 #define EXPECT_MS(call, want, ...) do { \
@@ -13,9 +13,9 @@ Test(aimd, starts_at_the_minimum)
 {
 	http_aimd t;
 
-	http_aimd_init(&t, 0, 5000, 2.0, 50);
+	http__aimd_init(&t, 0, 5000, 2.0, 50);
 	cr_assert_float_eq(t.delay_ms, 0, 1e-9);
-	http_aimd_init(&t, 20, 5000, 2.0, 50);
+	http__aimd_init(&t, 20, 5000, 2.0, 50);
 	cr_assert_float_eq(t.delay_ms, 20, 1e-9);
 }
 
@@ -23,12 +23,12 @@ Test(aimd, capacity_error_backs_off_from_the_floor_and_doubles)
 {
 	http_aimd t;
 
-	http_aimd_init(&t, 0, 5000, 2.0, 50);
-	EXPECT_MS(http_aimd_on_capacity(&t), 100); /* 0 * 2 -> floor */
-	EXPECT_MS(http_aimd_on_capacity(&t), 200);
-	EXPECT_MS(http_aimd_on_capacity(&t), 400);
+	http__aimd_init(&t, 0, 5000, 2.0, 50);
+	EXPECT_MS(http__aimd_on_capacity(&t), 100); /* 0 * 2 -> floor */
+	EXPECT_MS(http__aimd_on_capacity(&t), 200);
+	EXPECT_MS(http__aimd_on_capacity(&t), 400);
 	for (int i = 0; i < 10; i++)
-		http_aimd_on_capacity(&t);
+		http__aimd_on_capacity(&t);
 	cr_assert_float_eq(t.delay_ms, 5000, 1e-9, "capped at max");
 	cr_assert_eq(t.capacity_errors, 13);
 }
@@ -37,14 +37,14 @@ Test(aimd, success_recovers_linearly_to_the_minimum)
 {
 	http_aimd t;
 
-	http_aimd_init(&t, 10, 5000, 2.0, 50);
-	http_aimd_on_capacity(&t); /* 100 */
-	http_aimd_on_capacity(&t); /* 200 */
-	EXPECT_MS(http_aimd_on_success(&t), 150);
-	EXPECT_MS(http_aimd_on_success(&t), 100);
-	EXPECT_MS(http_aimd_on_success(&t), 50);
-	EXPECT_MS(http_aimd_on_success(&t), 10, "floored at min");
-	EXPECT_MS(http_aimd_on_success(&t), 10);
+	http__aimd_init(&t, 10, 5000, 2.0, 50);
+	http__aimd_on_capacity(&t); /* 100 */
+	http__aimd_on_capacity(&t); /* 200 */
+	EXPECT_MS(http__aimd_on_success(&t), 150);
+	EXPECT_MS(http__aimd_on_success(&t), 100);
+	EXPECT_MS(http__aimd_on_success(&t), 50);
+	EXPECT_MS(http__aimd_on_success(&t), 10, "floored at min");
+	EXPECT_MS(http__aimd_on_success(&t), 10);
 	cr_assert_eq(t.successes, 5);
 }
 
@@ -52,13 +52,13 @@ Test(aimd, other_multipliers_and_a_high_minimum)
 {
 	http_aimd t;
 
-	http_aimd_init(&t, 300, 1000, 1.5, 0);
-	EXPECT_MS(http_aimd_on_capacity(&t), 450);
-	EXPECT_MS(http_aimd_on_capacity(&t), 675);
-	EXPECT_MS(http_aimd_on_capacity(&t), 1000);
-	EXPECT_MS(http_aimd_on_success(&t), 1000, "step 0: no recovery");
-	http_aimd_init(&t, 0, 0, 1, 50); /* a fixed pool: the throttle off */
-	EXPECT_MS(http_aimd_on_capacity(&t), 0);
+	http__aimd_init(&t, 300, 1000, 1.5, 0);
+	EXPECT_MS(http__aimd_on_capacity(&t), 450);
+	EXPECT_MS(http__aimd_on_capacity(&t), 675);
+	EXPECT_MS(http__aimd_on_capacity(&t), 1000);
+	EXPECT_MS(http__aimd_on_success(&t), 1000, "step 0: no recovery");
+	http__aimd_init(&t, 0, 0, 1, 50); /* a fixed pool: the throttle off */
+	EXPECT_MS(http__aimd_on_capacity(&t), 0);
 }
 
 Test(http, classification)

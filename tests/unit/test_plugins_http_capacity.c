@@ -14,7 +14,7 @@ static void init(http_cap *c, unsigned pool, double rps)
 {
 	http_cap_cfg cfg = { .max_inflight = pool, .max_rps = rps };
 
-	http_cap_init(c, &cfg, 0);
+	http__cap_init(c, &cfg, 0);
 }
 
 /* acquire, asserting it lets one go; returns its k */
@@ -22,10 +22,10 @@ static unsigned go(http_cap *c, uint64_t now)
 {
 	unsigned k = 0;
 	http_cap_reason why = HTTP_CAP_REASON_LAST;
-	uint64_t t = http_cap_acquire(c, now, 0, &k, &why);
+	uint64_t t = http__cap_acquire(c, now, 0, &k, &why);
 
 	cr_assert_eq(t, 0, "acquire at %llu: held until %llu (%s)", (unsigned long long)now,
-		     (unsigned long long)t, http_cap_reason_name(why));
+		     (unsigned long long)t, http__cap_reason_name(why));
 	cr_assert_eq(why, HTTP_CAP_GO);
 	return k;
 }
@@ -34,33 +34,33 @@ static uint64_t held(http_cap *c, uint64_t now, http_cap_reason *why)
 {
 	unsigned k = 0;
 
-	return http_cap_acquire(c, now, 0, &k, why);
+	return http__cap_acquire(c, now, 0, &k, why);
 }
 
 static void ok(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 {
-	http_cap_done(c, sent, k, now, HTTP_CAP_OK, NULL, 0);
+	http__cap_done(c, sent, k, now, HTTP_CAP_OK, NULL, 0);
 }
 
 static void refused(http_cap *c, uint64_t sent, unsigned k, uint64_t now, double retry_s)
 {
 	http_hints h;
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	if (retry_s >= 0) {
 		h.retry_after_s = retry_s;
 		h.retry_src = HTTP_HINT_RETRY_AFTER_MS;
 	}
-	http_cap_done(c, sent, k, now, HTTP_CAP_REFUSED, &h, 0);
+	http__cap_done(c, sent, k, now, HTTP_CAP_REFUSED, &h, 0);
 }
 
 Test(http_capacity, reason_names)
 {
 	for (int r = 0; r < HTTP_CAP_REASON_LAST; r++)
-		cr_assert_not_null(http_cap_reason_name((http_cap_reason)r));
-	cr_assert_str_eq(http_cap_reason_name(HTTP_CAP_HINTED), "hinted");
-	cr_assert_str_eq(http_cap_reason_name(HTTP_CAP_WINDOW), "window");
-	cr_assert_str_eq(http_cap_reason_name(HTTP_CAP_REASON_LAST), "unknown");
+		cr_assert_not_null(http__cap_reason_name((http_cap_reason)r));
+	cr_assert_str_eq(http__cap_reason_name(HTTP_CAP_HINTED), "hinted");
+	cr_assert_str_eq(http__cap_reason_name(HTTP_CAP_WINDOW), "window");
+	cr_assert_str_eq(http__cap_reason_name(HTTP_CAP_REASON_LAST), "unknown");
 }
 
 Test(http_capacity, nothing_held_without_a_refusal)
@@ -88,7 +88,7 @@ Test(http_capacity, never_more_than_max_inflight)
 
 	init(&c, 8, 0);
 	for (int step = 0; step < 2000; step++, now += MS) {
-		while (n < 8 && http_cap_acquire(&c, now, 0, &k, NULL) == 0) {
+		while (n < 8 && http__cap_acquire(&c, now, 0, &k, NULL) == 0) {
 			sent[n] = now;
 			ks[n++] = k;
 		}
@@ -153,11 +153,11 @@ Test(http_capacity, remaining_zero_blocks_until_the_reset)
 
 	init(&c, 8, 0);
 	go(&c, 0);
-	http_hints_init(&h);
+	http__hints_init(&h);
 	h.limit_requests = 10;
 	h.remaining_requests = 0;
 	h.reset_requests_s = 5;
-	http_cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
 	t = held(&c, 200 * MS, &why);
 	cr_assert_eq(why, HTTP_CAP_QUOTA);
 	cr_assert_geq(t, 5 * S);
@@ -174,11 +174,11 @@ Test(http_capacity, the_remaining_budget_is_spread_until_the_reset)
 
 	init(&c, 8, 0);
 	go(&c, 0);
-	http_hints_init(&h);
+	http__hints_init(&h);
 	h.limit_requests = 10; /* a fixed window: 9 left for 9 s */
 	h.remaining_requests = 9;
 	h.reset_requests_s = 9;
-	http_cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
 	/* about one a second, not all at once, and counted down by what was
 	 * sent since the answer's request */
 	t = 100 * MS;
@@ -187,7 +187,7 @@ Test(http_capacity, the_remaining_budget_is_spread_until_the_reset)
 
 		if (next) {
 			cr_assert_eq(why, HTTP_CAP_PACE, "send %d at %llu: %s until %llu", i,
-				     (unsigned long long)t, http_cap_reason_name(why),
+				     (unsigned long long)t, http__cap_reason_name(why),
 				     (unsigned long long)next);
 			cr_assert_geq(next, t + 800 * MS, "send %d: %llu", i, (unsigned long long)next);
 			cr_assert_leq(next, t + 1200 * MS);
@@ -215,9 +215,9 @@ Test(http_capacity, max_rps_and_max_tps_are_kept)
 	cr_assert_eq(t, 100 * MS);
 	go(&c, t);
 
-	http_cap_init(&c, &cfg, 0);
-	cr_assert_eq(http_cap_acquire(&c, 0, 500, &k, &why), 0);
-	t = http_cap_acquire(&c, 0, 500, &k, &why);
+	http__cap_init(&c, &cfg, 0);
+	cr_assert_eq(http__cap_acquire(&c, 0, 500, &k, &why), 0);
+	t = http__cap_acquire(&c, 0, 500, &k, &why);
 	cr_assert_eq(why, HTTP_CAP_TOKENS);
 	cr_assert_eq(t, 500 * MS);
 }
@@ -229,11 +229,11 @@ Test(http_capacity, token_estimates_learn_from_usage)
 	uint64_t t = 0, next;
 	unsigned k;
 
-	http_cap_init(&c, &cfg, 0);
+	http__cap_init(&c, &cfg, 0);
 	for (int i = 0; i < 40; i++) { /* estimated 100, used 400 */
-		while ((next = http_cap_acquire(&c, t, 100, &k, NULL)))
+		while ((next = http__cap_acquire(&c, t, 100, &k, NULL)))
 			t = next;
-		http_cap_done(&c, t, k, t + 1 * MS, HTTP_CAP_OK, NULL, 400);
+		http__cap_done(&c, t, k, t + 1 * MS, HTTP_CAP_OK, NULL, 400);
 	}
 	cr_assert_gt(c.tok_ratio, 3, "ratio %g", c.tok_ratio);
 	cr_assert_gt(t, 10 * S, "40 x 400 tokens at 1000/s take > 10 s: %llu",
@@ -301,10 +301,10 @@ Test(http_capacity, a_refusal_sent_before_the_last_decrease_does_not_decrease_ag
 	for (int i = 0; i < 4; i++) /* one burst, all refused */
 		ks[i] = go(&c, t);
 	refused(&c, t, ks[0], t + 1 * MS, -1);
-	http_cap_save(&c, &before);
+	http__cap_save(&c, &before);
 	for (int i = 1; i < 4; i++)
 		refused(&c, t, ks[i], t + 2 * MS, -1);
-	http_cap_save(&c, &after);
+	http__cap_save(&c, &after);
 	cr_assert_eq(before.rate, after.rate);
 	cr_assert_eq(before.good_rate, after.good_rate);
 	cr_assert_eq(before.window, after.window);
@@ -320,9 +320,9 @@ Test(http_capacity, another_outcome_only_releases_the_slot)
 	init(&c, 2, 0);
 	k = go(&c, 0);
 	go(&c, 0);
-	http_cap_save(&c, &before);
-	http_cap_done(&c, 0, k, 5 * MS, HTTP_CAP_OTHER, NULL, 0);
-	http_cap_save(&c, &after);
+	http__cap_save(&c, &before);
+	http__cap_done(&c, 0, k, 5 * MS, HTTP_CAP_OTHER, NULL, 0);
+	http__cap_save(&c, &after);
 	cr_assert_eq(c.inflight, 1);
 	cr_assert(memcmp(&before, &after, sizeof(before)) == 0);
 	go(&c, 6 * MS);
@@ -377,7 +377,7 @@ static unsigned drive(http_cap *c, server *s, uint64_t *now, double secs, uint64
 				refused(c, f[i].sent, f[i].k, f[i].done, -1);
 			f[i] = f[--nf];
 		}
-		while (nf < 64 && http_cap_acquire(c, *now, 0, &k, NULL) == 0) {
+		while (nf < 64 && http__cap_acquire(c, *now, 0, &k, NULL) == 0) {
 			bool a = admit(s, *now);
 
 			f[nf++] = (flight){ *now, *now + (a ? 100 : 1) * MS, k, a };
@@ -472,18 +472,18 @@ Test(http_capacity, the_state_survives_a_save_and_restore)
 	}
 	k = go(&c, t);
 	refused(&c, t, k, t + 1 * MS, -1);
-	http_cap_save(&c, &s);
+	http__cap_save(&c, &s);
 	cr_assert(isfinite(s.rate));
 	init(&d, 16, 0);
-	http_cap_restore(&d, &s, 5 * S);
-	http_cap_save(&d, &s2);
+	http__cap_restore(&d, &s, 5 * S);
+	http__cap_save(&d, &s2);
 	cr_assert_eq(s2.good_rate, s.good_rate);
 	cr_assert_eq(s2.window, s.window);
 	cr_assert_eq(d.inflight, 0);
 	/* a state from another configuration is clamped */
 	s.window = 1000;
 	init(&d, 16, 0);
-	http_cap_restore(&d, &s, 0);
+	http__cap_restore(&d, &s, 0);
 	cr_assert_leq(d.window, 16);
 }
 
@@ -507,7 +507,7 @@ Test(http_capacity, a_first_burst_sets_the_pace_from_all_it_got_admitted)
 		ok(&c, 0, i, 98 * MS);
 	k = go(&c, 98 * MS); /* the window is still full upstream */
 	refused(&c, 98 * MS, k, 99 * MS, -1);
-	http_cap_save(&c, &st);
+	http__cap_save(&c, &st);
 	cr_assert(st.rate >= 15 && st.rate <= 20, "pace %.2f/s, want ~0.95 x 20", st.rate);
 }
 
@@ -533,7 +533,7 @@ Test(http_capacity, a_probe_that_fails_otherwise_does_not_stall)
 	t = held(&c, sent + 1, &why);
 	cr_assert_eq(t, HTTP_CAP_WAIT_DONE, "one probe at a time");
 	cr_assert_eq(why, HTTP_CAP_BACKOFF);
-	http_cap_done(&c, sent, k, sent + 200 * MS, HTTP_CAP_OTHER, NULL, 0); /* a 500 */
+	http__cap_done(&c, sent, k, sent + 200 * MS, HTTP_CAP_OTHER, NULL, 0); /* a 500 */
 	t = held(&c, sent + 201 * MS, &why);
 	cr_assert_neq(t, HTTP_CAP_WAIT_DONE, "nothing in flight: another probe may go");
 }

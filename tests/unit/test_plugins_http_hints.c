@@ -9,23 +9,23 @@
 
 static void header(http_hints *h, const char *line)
 {
-	http_hints_header(h, line, strlen(line), NOW);
+	http__hints_header(h, line, strlen(line), NOW);
 }
 
 Test(http_hints, duration_formats)
 {
 	double s;
 
-	cr_assert(http_parse_duration("1s", 2, &s) && s == 1.0);
-	cr_assert(http_parse_duration("6m0s", 4, &s) && s == 360.0);
-	cr_assert(http_parse_duration("20ms", 4, &s) && s > 0.0199 && s < 0.0201);
-	cr_assert(http_parse_duration("1h2m3.5s", 8, &s) && s == 3723.5);
-	cr_assert(http_parse_duration(" 0.35 ", 6, &s) && s == 0.35);
-	cr_assert(http_parse_duration("12", 2, &s) && s == 12.0);
-	cr_assert_not(http_parse_duration("", 0, &s));
-	cr_assert_not(http_parse_duration("soon", 4, &s));
-	cr_assert_not(http_parse_duration("3x", 2, &s));
-	cr_assert_not(http_parse_duration("-1", 2, &s));
+	cr_assert(http__parse_duration("1s", 2, &s) && s == 1.0);
+	cr_assert(http__parse_duration("6m0s", 4, &s) && s == 360.0);
+	cr_assert(http__parse_duration("20ms", 4, &s) && s > 0.0199 && s < 0.0201);
+	cr_assert(http__parse_duration("1h2m3.5s", 8, &s) && s == 3723.5);
+	cr_assert(http__parse_duration(" 0.35 ", 6, &s) && s == 0.35);
+	cr_assert(http__parse_duration("12", 2, &s) && s == 12.0);
+	cr_assert_not(http__parse_duration("", 0, &s));
+	cr_assert_not(http__parse_duration("soon", 4, &s));
+	cr_assert_not(http__parse_duration("3x", 2, &s));
+	cr_assert_not(http__parse_duration("-1", 2, &s));
 }
 
 Test(http_hints, http_dates_and_rfc3339)
@@ -37,36 +37,36 @@ Test(http_hints, http_dates_and_rfc3339)
 	const char *r3339 = "2025-11-25T07:28:30Z";
 	const char *r3339o = "2025-11-25T08:28:30.250+01:00";
 
-	cr_assert(http_parse_time(imf, strlen(imf), &t) && t == NOW + 30);
-	cr_assert(http_parse_time(rfc850, strlen(rfc850), &t) && t == NOW + 30);
-	cr_assert(http_parse_time(asct, strlen(asct), &t) && t == NOW + 30);
-	cr_assert(http_parse_time(r3339, strlen(r3339), &t) && t == NOW + 30);
-	cr_assert(http_parse_time(r3339o, strlen(r3339o), &t) && t == NOW + 30);
-	cr_assert_not(http_parse_time("Tue, 25 Foo 2025 07:28:30 GMT", 29, &t));
-	cr_assert_not(http_parse_time("2025-13-25T07:28:30Z", 20, &t));
-	cr_assert_not(http_parse_time("yesterday", 9, &t));
+	cr_assert(http__parse_time(imf, strlen(imf), &t) && t == NOW + 30);
+	cr_assert(http__parse_time(rfc850, strlen(rfc850), &t) && t == NOW + 30);
+	cr_assert(http__parse_time(asct, strlen(asct), &t) && t == NOW + 30);
+	cr_assert(http__parse_time(r3339, strlen(r3339), &t) && t == NOW + 30);
+	cr_assert(http__parse_time(r3339o, strlen(r3339o), &t) && t == NOW + 30);
+	cr_assert_not(http__parse_time("Tue, 25 Foo 2025 07:28:30 GMT", 29, &t));
+	cr_assert_not(http__parse_time("2025-13-25T07:28:30Z", 20, &t));
+	cr_assert_not(http__parse_time("yesterday", 9, &t));
 }
 
 Test(http_hints, retry_after_seconds_fraction_and_date)
 {
 	http_hints h;
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	cr_assert_eq(h.retry_after_s, -1);
 	header(&h, "Retry-After: 2\r\n");
 	cr_assert_eq(h.retry_after_s, 2.0);
 	cr_assert_eq(h.retry_src, HTTP_HINT_RETRY_AFTER);
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	header(&h, "retry-after: 0.35\r\n");
 	cr_assert_eq(h.retry_after_s, 0.35);
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	header(&h, "Retry-After: Tue, 25 Nov 2025 07:28:07 GMT\r\n");
 	cr_assert_eq(h.retry_after_s, 7.0);
 	cr_assert_eq(h.retry_src, HTTP_HINT_RETRY_AFTER_DATE);
 
-	http_hints_init(&h); /* a date in the past: now */
+	http__hints_init(&h); /* a date in the past: now */
 	header(&h, "Retry-After: Tue, 25 Nov 2025 07:27:00 GMT\r\n");
 	cr_assert_eq(h.retry_after_s, 0.0);
 }
@@ -76,21 +76,21 @@ Test(http_hints, retry_after_ms_wins_over_seconds_and_body)
 	http_hints h;
 	const char *body = "{\"error\":{\"message\":\"Please try again in 9s.\"}}";
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	header(&h, "Retry-After: 1\r\n");
 	header(&h, "retry-after-ms: 734.5\r\n");
 	header(&h, "Retry-After: 3\r\n"); /* less precise: ignored */
-	http_hints_body(&h, body, strlen(body));
+	http__hints_body(&h, body, strlen(body));
 	cr_assert_float_eq(h.retry_after_s, 0.7345, 1e-9);
 	cr_assert_eq(h.retry_src, HTTP_HINT_RETRY_AFTER_MS);
-	cr_assert_str_eq(http_hint_src_name(h.retry_src), "retry-after-ms");
+	cr_assert_str_eq(http__hint_src_name(h.retry_src), "retry-after-ms");
 }
 
 Test(http_hints, garbage_headers_are_ignored)
 {
 	http_hints h;
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	header(&h, "Retry-After: soon\r\n");
 	header(&h, "retry-after-ms: -5\r\n");
 	header(&h, "x-ratelimit-remaining-requests: many\r\n");
@@ -105,7 +105,7 @@ Test(http_hints, openai_ratelimit_headers)
 {
 	http_hints h;
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	header(&h, "x-ratelimit-limit-requests: 600\r\n");
 	header(&h, "X-RateLimit-Remaining-Requests: 599\r\n");
 	header(&h, "x-ratelimit-reset-requests: 100ms\r\n");
@@ -125,7 +125,7 @@ Test(http_hints, anthropic_ratelimit_headers)
 {
 	http_hints h;
 
-	http_hints_init(&h);
+	http__hints_init(&h);
 	header(&h, "anthropic-ratelimit-requests-limit: 50\r\n");
 	header(&h, "anthropic-ratelimit-requests-remaining: 0\r\n");
 	header(&h, "anthropic-ratelimit-requests-reset: 2025-11-25T07:28:12Z\r\n");
@@ -153,8 +153,8 @@ Test(http_hints, waits_in_error_bodies)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
 		http_hints h;
 
-		http_hints_init(&h);
-		http_hints_body(&h, cases[i].body, strlen(cases[i].body));
+		http__hints_init(&h);
+		http__hints_body(&h, cases[i].body, strlen(cases[i].body));
 		cr_assert_float_eq(h.retry_after_s, cases[i].want, 1e-9, "%s", cases[i].body);
 		cr_assert_eq(h.retry_src, HTTP_HINT_BODY);
 	}
@@ -168,8 +168,8 @@ Test(http_hints, bodies_without_a_wait)
 	for (size_t i = 0; i < sizeof(bodies) / sizeof(*bodies); i++) {
 		http_hints h;
 
-		http_hints_init(&h);
-		http_hints_body(&h, bodies[i], strlen(bodies[i]));
+		http__hints_init(&h);
+		http__hints_body(&h, bodies[i], strlen(bodies[i]));
 		cr_assert_eq(h.retry_after_s, -1, "%s", bodies[i]);
 	}
 }
@@ -185,12 +185,12 @@ Test(http_hints, account_errors)
 	const char *anthropic = "{\"type\":\"error\",\"error\":{\"type\":\"invalid_request_error\","
 				"\"message\":\"Your credit balance is too low to access the API.\"}}";
 
-	cr_assert(http_is_account_error(429, quota, strlen(quota), false));
-	cr_assert(http_is_account_error(429, quota, strlen(quota), true));
-	cr_assert_not(http_is_account_error(429, rate, strlen(rate), false));
-	cr_assert(http_is_account_error(402, credits, strlen(credits), false));
-	cr_assert_not(http_is_account_error(402, credits, strlen(credits), true)); /* transient */
-	cr_assert(http_is_account_error(400, anthropic, strlen(anthropic), false));
-	cr_assert_not(http_is_account_error(503, quota, strlen(quota), false));
-	cr_assert_not(http_is_account_error(200, quota, strlen(quota), false));
+	cr_assert(http__is_account_error(429, quota, strlen(quota), false));
+	cr_assert(http__is_account_error(429, quota, strlen(quota), true));
+	cr_assert_not(http__is_account_error(429, rate, strlen(rate), false));
+	cr_assert(http__is_account_error(402, credits, strlen(credits), false));
+	cr_assert_not(http__is_account_error(402, credits, strlen(credits), true)); /* transient */
+	cr_assert(http__is_account_error(400, anthropic, strlen(anthropic), false));
+	cr_assert_not(http__is_account_error(503, quota, strlen(quota), false));
+	cr_assert_not(http__is_account_error(200, quota, strlen(quota), false));
 }
