@@ -138,9 +138,9 @@ static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch)
 	}
 }
 
-/* The outputs walk on from the aggregation and are released now. */
-static int release_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
-			   eng_summary *sum, core_err *err)
+/* The outputs walk on from the aggregation and are emitted now. */
+static int emit_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
+			eng_summary *sum, core_err *err)
 {
 	const dag_node *n = b->node;
 	eng_result res = { .seq = seq, .batch = true };
@@ -215,7 +215,7 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 			sum->outcomes[ENG_CONSUMED_IN_BATCH]++;
 			eng__audit_outcome(c->audit, b->seqs[i], m);
 		}
-		rc = release_outputs(c, b, seq, outs, sum, err);
+		rc = emit_outputs(c, b, seq, outs, sum, err);
 	}
 	json_decref(outs);
 	free(rows);

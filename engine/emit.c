@@ -55,8 +55,8 @@ static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	return 0;
 }
 
-static int release_token(eng_ctx *c, uint64_t seq, eng_token *t,
-			 eng_summary *sum, core_err *err)
+static int emit_token(eng_ctx *c, uint64_t seq, eng_token *t,
+		      eng_summary *sum, core_err *err)
 {
 	sum->outcomes[t->outcome]++;
 	switch (t->to) {
@@ -83,7 +83,7 @@ int eng__emit(eng_ctx *c, eng_result *res, eng_summary *sum,
 		eng_token *t = &res->tokens[i];
 
 		quarantined |= t->outcome == ENG_QUARANTINED;
-		if ((rc = release_token(c, res->seq, t, sum, err)))
+		if ((rc = emit_token(c, res->seq, t, sum, err)))
 			return rc;
 	}
 	if (!res->batch) {
