@@ -80,6 +80,20 @@ bool plg__is_decimal(const char *p, const char *e, bool *integral);
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
 
+/* ---- options several plugins share (plugins/options.c) ---- */
+
+/* Whose `encoding` option it is. */
+typedef enum plg__encoding_use {
+	PLG__ENC_READ,  /* a source: utf-8, utf8, utf_8, utf-8-sig, utf_8_sig;
+			 * else CORE_ECONFIG, with an iconv hint */
+	PLG__ENC_WRITE, /* a sink: utf-8 or utf8; else CORE_EUNSUPPORTED */
+} plg__encoding_use;
+
+/* Checks the `encoding` option: absent, or one of use's names (any
+ * case), is 0; anything else is an error naming it at its position. */
+int plg__opt_encoding(const core_node *options, plg__encoding_use use,
+		      core_err *err);
+
 /* ---- output files, shared by the sinks (defined in sink/file.c) ----
  * A buffered FILE* that counts the bytes in the file, so a sink can report
  * each row's byte range without ftell. */
@@ -126,10 +140,6 @@ typedef int plg__sink_parse(void *state, const core_node *options,
 int plg__sink_check(const core_node *options, size_t size,
 		    plg__sink_parse *parse, int (*close_state)(void *, core_err *),
 		    core_err *err);
-/* Checks the `encoding` option: absent or utf-8 (CORE_EUNSUPPORTED else). */
-int plg__opt_encoding(const core_node *options, core_err *err);
-
-
 
 /* ---- the CSV record reader (plugins/source/csv_reader.c) ----
 
@@ -207,9 +217,5 @@ static inline const char *plg__csv_field(const plg__csv_reader *r, size_t i,
 	*len = r->spans[i].len;
 	return r->data.data + r->spans[i].off;
 }
-
-/* The `encoding` option of a text source: absent or utf-8 (utf8,
- * utf-8-sig, any case) is 0; anything else is CORE_ECONFIG naming it. */
-int plg__check_encoding(const core_node *options, core_err *err);
 
 #endif /* ELSPETH_PLUGINS_INTERNAL_H */

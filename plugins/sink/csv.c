@@ -361,7 +361,7 @@ static int parse_options(void *state, const core_node *opts,
 	if (!rc && mode)
 		rc = core_node_enum(mode, modes, &m, err);
 	if (!rc)
-		rc = plg__opt_encoding(opts, err);
+		rc = plg__opt_encoding(opts, PLG__ENC_WRITE, err);
 	if (!rc)
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &s->schema, err);
 	s->delim = delim[0];

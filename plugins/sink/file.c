@@ -9,14 +9,13 @@
  * ends with whole rows and the row can be diverted (on_write_failure).
  * Durability is fsync at flush/close.
  *
- * Also here: what the file sinks share besides the file (the `encoding`
- * option, target/verify for checkpoints, and check).
+ * Also here: what the file sinks share besides the file (target/verify
+ * for checkpoints, and check).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -228,20 +227,6 @@ int plg__outfile_close(plg__outfile *f, core_err *err)
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	return rc;
-}
-
-int plg__opt_encoding(const core_node *options, core_err *err)
-{
-	const char *enc = "utf-8";
-	int rc = core_opt_str(options, "encoding", false, &enc, err);
-
-	if (rc)
-		return rc;
-	if (strcasecmp(enc, "utf-8") && strcasecmp(enc, "utf8"))
-		return core_err_at(err, CORE_EUNSUPPORTED,
-				   core_map_get(options, "encoding"),
-				   "encoding '%s' is not supported; only utf-8 is", enc);
-	return 0;
 }
 
 const char *plg__outfile_target(const core_node *options)

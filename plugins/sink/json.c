@@ -110,7 +110,7 @@ static int parse_options(void *state, const core_node *opts,
 	if (!rc && ind && !core_node_is_null(ind))
 		rc = core_node_int(ind, 0, 32, &indent, err);
 	if (!rc)
-		rc = plg__opt_encoding(opts, err);
+		rc = plg__opt_encoding(opts, PLG__ENC_WRITE, err);
 	if (!rc)
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &s->schema, err);
 	/* jsonl is one row per line: indent is accepted (as ELSPETH does)

@@ -289,7 +289,7 @@ static int csv_open(const core_node *options, void **state, core_err *err)
 		return nomem(err);
 	if ((rc = core_map_check_keys(options, keys, err)) ||
 	    (rc = core_opt_str(options, "path", true, &path, err)) ||
-	    (rc = plg__check_encoding(options, err)) ||
+	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
 	    (rc = parse_delim(options, &delim, err)) ||
 	    (rc = plg__schema_parse(core_map_get(options, "schema"),
 				    &s->schema, err)))

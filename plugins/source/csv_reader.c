@@ -10,7 +10,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <sys/types.h>
 
 #include "plugins/plugins_internal.h"
@@ -254,25 +253,4 @@ int plg__csv_reader_seek(plg__csv_reader *r, uint64_t offset, long line,
 	r->eof = false;
 	start_record(r);
 	return 0;
-}
-
-int plg__check_encoding(const core_node *options, core_err *err)
-{
-	static const char *const ok[] = {"utf-8", "utf8", "utf_8",
-					 "utf-8-sig", "utf_8_sig", NULL};
-	const char *enc = NULL;
-	size_t i;
-	int rc;
-
-	if ((rc = core_opt_str(options, "encoding", false, &enc, err)))
-		return rc;
-	if (!enc)
-		return 0;
-	for (i = 0; ok[i]; i++)
-		if (!strcasecmp(enc, ok[i]))
-			return 0;
-	return core_err_at(err, CORE_ECONFIG, core_map_get(options, "encoding"),
-			   "encoding '%s' is not supported: files must be "
-			   "UTF-8 (convert with: iconv -f %s -t UTF-8)", enc,
-			   enc);
 }
