@@ -4,6 +4,17 @@
 
 #include "plugins/plugins_internal.h"
 
+int plg__opt_field(const core_node *opts, const char *key, bool required,
+		   const char **out, core_err *err)
+{
+	int rc = core_opt_str(opts, key, required, out, err);
+
+	if (!rc && *out && !(*out)[0])
+		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, key),
+				 "expected a field name, got an empty string");
+	return rc;
+}
+
 int plg__opt_encoding(const core_node *options, plg__encoding_use use,
 		      core_err *err)
 {

@@ -82,6 +82,11 @@ bool plg__is_decimal(const char *p, const char *e, bool *integral);
 
 /* ---- options several plugins share (plugins/options.c) ---- */
 
+/* A field name option, required or not: as core_opt_str (*out untouched
+ * when absent), and an empty name is CORE_ECONFIG. */
+int plg__opt_field(const core_node *opts, const char *key, bool required,
+		   const char **out, core_err *err);
+
 /* Whose `encoding` option it is. */
 typedef enum plg__encoding_use {
 	PLG__ENC_READ,  /* a source: utf-8, utf8, utf_8, utf-8-sig, utf_8_sig;

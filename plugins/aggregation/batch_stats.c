@@ -79,17 +79,6 @@ static const char *const figures[] = { "count", "sum", "mean", "min", "max",
 
 /* ------------------------------------------------------------ options */
 
-static int opt_field(const core_node *opts, const char *key, bool required,
-		     const char **out, core_err *err)
-{
-	int rc = core_opt_str(opts, key, required, out, err);
-
-	if (!rc && *out && !(*out)[0])
-		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, key),
-				 "expected a field name, got an empty string");
-	return rc;
-}
-
 static int check_group_by(const struct batch_stats *s, const core_node *opts,
 			  core_err *err)
 {
@@ -116,9 +105,9 @@ static int parse_options(struct batch_stats *s, const core_node *opts,
 	s->mean = true;
 	rc = core_map_check_keys(opts, keys, err);
 	if (!rc)
-		rc = opt_field(opts, "value_field", true, &value, err);
+		rc = plg__opt_field(opts, "value_field", true, &value, err);
 	if (!rc)
-		rc = opt_field(opts, "group_by", false, &group, err);
+		rc = plg__opt_field(opts, "group_by", false, &group, err);
 	if (!rc)
 		rc = core_opt_bool(opts, "compute_mean", &s->mean, err);
 	if (!rc)

@@ -42,18 +42,6 @@ struct explode {
 
 /* ------------------------------------------------------------ options */
 
-/* A required or optional non-empty field name option. */
-static int opt_field(const core_node *opts, const char *key, bool required,
-		     const char **out, core_err *err)
-{
-	int rc = core_opt_str(opts, key, required, out, err);
-
-	if (!rc && *out && !(*out)[0])
-		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, key),
-				 "expected a field name, got an empty string");
-	return rc;
-}
-
 static int parse_options(struct explode *x, const core_node *opts,
 			 core_err *err)
 {
@@ -65,9 +53,9 @@ static int parse_options(struct explode *x, const core_node *opts,
 	x->include_index = true;
 	rc = core_map_check_keys(opts, keys, err);
 	if (!rc)
-		rc = opt_field(opts, "array_field", true, &array, err);
+		rc = plg__opt_field(opts, "array_field", true, &array, err);
 	if (!rc)
-		rc = opt_field(opts, "output_field", false, &output, err);
+		rc = plg__opt_field(opts, "output_field", false, &output, err);
 	if (!rc)
 		rc = core_opt_bool(opts, "include_index", &x->include_index, err);
 	if (!rc && x->include_index && !strcmp(output ? output : array,
