@@ -51,20 +51,6 @@ static double as_double(const dag__val *v)
 	return v->kind == DAG__V_FLOAT ? v->u.d : (double)as_int(v);
 }
 
-static void set_int(dag__val *out, long long i)
-{
-	memset(out, 0, sizeof(*out));
-	out->kind = DAG__V_INT;
-	out->u.i = i;
-}
-
-static void set_float(dag__val *out, double d)
-{
-	memset(out, 0, sizeof(*out));
-	out->kind = DAG__V_FLOAT;
-	out->u.d = d;
-}
-
 static int int_divmod(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 		      long long y, dag__val *out)
 {
@@ -75,7 +61,7 @@ static int int_divmod(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 	if (y == -1) {	/* x / -1 and x % -1 can trap for LLONG_MIN */
 		if (op == DAG__OP_FLOORDIV && x == LLONG_MIN)
 			return op_error(c, n, "integer overflow");
-		set_int(out, op == DAG__OP_FLOORDIV ? -x : 0);
+		dag__set_int(out, op == DAG__OP_FLOORDIV ? -x : 0);
 		return 0;
 	}
 	q = x / y;
@@ -84,7 +70,7 @@ static int int_divmod(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 		q--;
 		r += y;
 	}
-	set_int(out, op == DAG__OP_FLOORDIV ? q : r);
+	dag__set_int(out, op == DAG__OP_FLOORDIV ? q : r);
 	return 0;
 }
 
@@ -107,14 +93,14 @@ static int int_op(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 	case DAG__OP_DIV:
 		if (y == 0)
 			return op_error(c, n, "division by zero");
-		set_float(out, (double)x / (double)y);
+		dag__set_float(out, (double)x / (double)y);
 		return 0;
 	default:
 		return int_divmod(c, n, op, x, y, out);
 	}
 	if (ovf)
 		return op_error(c, n, "integer overflow (result outside the 64-bit range)");
-	set_int(out, r);
+	dag__set_int(out, r);
 	return 0;
 }
 
@@ -149,13 +135,13 @@ static int float_op(dag__ctx *c, uint32_t n, dag__binop op, double x,
 
 	switch (op) {
 	case DAG__OP_ADD:
-		set_float(out, x + y);
+		dag__set_float(out, x + y);
 		return 0;
 	case DAG__OP_SUB:
-		set_float(out, x - y);
+		dag__set_float(out, x - y);
 		return 0;
 	case DAG__OP_MUL:
-		set_float(out, x * y);
+		dag__set_float(out, x * y);
 		return 0;
 	default:
 		break;
@@ -165,11 +151,11 @@ static int float_op(dag__ctx *c, uint32_t n, dag__binop op, double x,
 				op == DAG__OP_MOD ? "float modulo by zero" :
 				"float floor division by zero");
 	if (op == DAG__OP_DIV) {
-		set_float(out, x / y);
+		dag__set_float(out, x / y);
 		return 0;
 	}
 	float_divmod(x, y, &q, &r);
-	set_float(out, op == DAG__OP_FLOORDIV ? q : r);
+	dag__set_float(out, op == DAG__OP_FLOORDIV ? q : r);
 	return 0;
 }
 
@@ -324,13 +310,13 @@ int dag__unary_eval(dag__ctx *c, uint32_t n, const dag__val *a,
 	char snip[128];
 
 	if (a->kind == DAG__V_FLOAT) {
-		set_float(out, neg ? -a->u.d : a->u.d);
+		dag__set_float(out, neg ? -a->u.d : a->u.d);
 		return 0;
 	}
 	if (is_int(a)) {
 		if (neg && as_int(a) == LLONG_MIN)
 			return op_error(c, n, "integer overflow (result outside the 64-bit range)");
-		set_int(out, neg ? -as_int(a) : as_int(a));
+		dag__set_int(out, neg ? -as_int(a) : as_int(a));
 		return 0;
 	}
 	return dag__rt_error(c, "bad operand type for unary %c: '%s' (in `%s`)",

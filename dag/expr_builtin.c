@@ -35,20 +35,6 @@ static int value_error(dag__ctx *c, uint32_t n, const char *what,
 	return rc;
 }
 
-static void set_int(dag__val *out, long long i)
-{
-	memset(out, 0, sizeof(*out));
-	out->kind = DAG__V_INT;
-	out->u.i = i;
-}
-
-static void set_float(dag__val *out, double d)
-{
-	memset(out, 0, sizeof(*out));
-	out->kind = DAG__V_FLOAT;
-	out->u.d = d;
-}
-
 static void trim(const char **p, size_t *n)
 {
 	while (*n && isspace((unsigned char)**p))
@@ -98,7 +84,7 @@ static int to_int(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	switch (v->kind) {
 	case DAG__V_INT:
 	case DAG__V_BOOL:
-		set_int(out, v->kind == DAG__V_INT ? v->u.i : v->u.b);
+		dag__set_int(out, v->kind == DAG__V_INT ? v->u.i : v->u.b);
 		return 0;
 	case DAG__V_FLOAT:
 		if (isnan(v->u.d) || isinf(v->u.d))
@@ -107,11 +93,11 @@ static int to_int(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 		if (!(v->u.d > -9223372036854775809.0 && v->u.d < 9223372036854775808.0))
 			return dag__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
 					     snip(c, n, s, sizeof(s)));
-		set_int(out, (long long)v->u.d);
+		dag__set_int(out, (long long)v->u.d);
 		return 0;
 	case DAG__V_STR:
 		if (!parse_int(v->u.s.p, v->u.s.n, &i, &range)) {
-			set_int(out, i);
+			dag__set_int(out, i);
 			return 0;
 		}
 		if (range)
@@ -168,7 +154,7 @@ static int parse_float(dag__ctx *c, uint32_t n, const dag__val *v,
 		return dag__alloc_error(c);
 	memcpy(z, p, len);
 	z[len] = '\0';
-	set_float(out, strtod(z, NULL));
+	dag__set_float(out, strtod(z, NULL));
 	return 0;
 }
 
@@ -178,10 +164,10 @@ static int to_float(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 
 	switch (v->kind) {
 	case DAG__V_INT:
-		set_float(out, (double)v->u.i);
+		dag__set_float(out, (double)v->u.i);
 		return 0;
 	case DAG__V_BOOL:
-		set_float(out, v->u.b);
+		dag__set_float(out, v->u.b);
 		return 0;
 	case DAG__V_FLOAT:
 		*out = *v;
@@ -236,11 +222,11 @@ static int length(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	char s[128];
 
 	if (v->kind == DAG__V_STR)
-		set_int(out, (long long)core_utf8_count(v->u.s.p, v->u.s.n));
+		dag__set_int(out, (long long)core_utf8_count(v->u.s.p, v->u.s.n));
 	else if (dag__is_list(v))
-		set_int(out, (long long)dag__list_len(v));
+		dag__set_int(out, (long long)dag__list_len(v));
 	else if (v->kind == DAG__V_DICT)
-		set_int(out, (long long)json_object_size(v->u.j));
+		dag__set_int(out, (long long)json_object_size(v->u.j));
 	else
 		return dag__rt_error(c, "object of type '%s' has no len() (in `%s`)",
 				     dag__type_name(v), snip(c, n, s, sizeof(s)));
@@ -252,11 +238,11 @@ static int absolute(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	char s[128];
 
 	if (v->kind == DAG__V_FLOAT) {
-		set_float(out, fabs(v->u.d));
+		dag__set_float(out, fabs(v->u.d));
 		return 0;
 	}
 	if (v->kind == DAG__V_BOOL) {
-		set_int(out, v->u.b);
+		dag__set_int(out, v->u.b);
 		return 0;
 	}
 	if (v->kind != DAG__V_INT)
@@ -265,7 +251,7 @@ static int absolute(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	if (v->u.i == LLONG_MIN)
 		return dag__rt_error(c, "integer overflow (result outside the 64-bit range) (in `%s`)",
 				     snip(c, n, s, sizeof(s)));
-	set_int(out, v->u.i < 0 ? -v->u.i : v->u.i);
+	dag__set_int(out, v->u.i < 0 ? -v->u.i : v->u.i);
 	return 0;
 }
 

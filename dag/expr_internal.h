@@ -217,6 +217,9 @@ const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
 int dag__eval_node(dag__ctx *c, uint32_t n, dag__val *out);
 
 /* expr_value.c */
+/* *out = the int i / the float d (every other byte zeroed). */
+void dag__set_int(dag__val *out, long long i);
+void dag__set_float(dag__val *out, double d);
 void dag__from_json(const json_t *j, dag__val *out);
 const char *dag__type_name(const dag__val *v);
 bool dag__truthy(const dag__val *v);

@@ -74,6 +74,20 @@ void dag__arena_release(dag__arena *a)
 	a->over = false;
 }
 
+void dag__set_int(dag__val *out, long long i)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = DAG__V_INT;
+	out->u.i = i;
+}
+
+void dag__set_float(dag__val *out, double d)
+{
+	memset(out, 0, sizeof(*out));
+	out->kind = DAG__V_FLOAT;
+	out->u.d = d;
+}
+
 void dag__from_json(const json_t *j, dag__val *out)
 {
 	memset(out, 0, sizeof(*out));
