@@ -51,7 +51,7 @@ int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
  *
  * The pipeline as a graph: one source node, transforms, gates, coalesce
  * nodes, aggregations, sinks (in that order in graph->nodes).
- * Connections are resolved by name (docs/architecture.md §6): a destination
+ * Connections are resolved by name (docs/architecture.md §7): a destination
  * (`on_success`, a route, `on_error`, `on_validation_failure`) is a sink
  * name, a connection consumed by exactly one transform or gate `input`, or
  * "discard" where allowed. dag_build() checks everything it can before the
