@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# bench/checkpoint.sh — what checkpoints cost (issue 7: <= 5 % of
-# throughput at checkpoint_interval: 100), side by side in one run.
+# bench/checkpoint.sh — what checkpoints cost (docs/architecture.md §11:
+# <= 5 % of throughput at checkpoint_interval: 100), side by side in one
+# run.
 #
 #   usage: bench/checkpoint.sh [ELSPETH] [ROWS_FAST] [ROWS_SLOW] [REPEATS]
 #

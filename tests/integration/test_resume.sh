@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Checkpoints and `elspeth resume` (issue 7): a run stopped at any moment
-# (SIGKILL, SIGINT) and resumed ends with sinks byte-identical to an
-# uninterrupted run, and its audit trail verifies.
+# Checkpoints and `elspeth resume` (docs/resume.md; docs/architecture.md
+# §5 invariant 6, §9): a run stopped at any moment (SIGKILL, SIGINT) and
+# resumed ends with sinks byte-identical to an uninterrupted run, and its
+# audit trail verifies.
 #   a. tests/chaos.sh --runs 3 --rows 300 (random kills of an LLM + fork +
 #      coalesce + aggregation pipeline against the mock server);
 #   b. a delay + fork/coalesce + aggregation pipeline SIGKILLed mid-run,
