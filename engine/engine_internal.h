@@ -15,7 +15,9 @@
  *   checkpoint.c     checkpoint capture: when one is due, what it holds
  *   resume.c         eng_resume: resume planning and restore
  *
- * pipeline_internal.h holds what only the three pipeline files share.
+ * pipeline_internal.h holds what only the three pipeline files share
+ * (pipeline.c, source_puller.c, release_queue.c); walk_internal.h what
+ * only walk.c and coalesce.c share (a token on the move, coalesce groups).
  */
 #ifndef ELSPETH_ENGINE_INTERNAL_H
 #define ELSPETH_ENGINE_INTERNAL_H

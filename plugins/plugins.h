@@ -54,7 +54,11 @@ typedef struct plg_source_ops {
 	int (*next)(void *state, plg_source_row *out, core_err *err);
 	void (*close)(void *state); /* NULL state allowed */
 	/* Optional (may be NULL): how far the source has read, for an ETA —
-	 * *done and *total in the same unit (bytes for files). */
+	 * *done and *total in the same unit (bytes for files). The engine
+	 * calls it with its pipeline lock held (engine/pipeline_internal.h),
+	 * between calls of next(): it must be cheap (read a position the
+	 * source keeps), must not block (no I/O, no lock another thread may
+	 * hold for long) and must not call back into the engine. */
 	void (*progress)(void *state, uint64_t *done, uint64_t *total);
 	/* Optional (both or neither): where the next record starts, and a
 	 * jump there in a new open of the same input, so a resumed run does
