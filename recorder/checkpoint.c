@@ -136,8 +136,10 @@ int rec_resume_count(rec_env *env, uint64_t run, uint32_t *n, core_err *err)
 	run_key(&k, run);
 	rc = rec_scan(t, REC_RESUMES, &k, count_one, n);
 	rec_read_end(t);
-	return rc ? core_err_set(err, CORE_EIO, "cannot read the resumes of run %llu",
-				 (unsigned long long)run) : 0;
+	if (rc)
+		return core_err_set(err, rc, "run %llu: cannot read its resumes: %s",
+				    (unsigned long long)run, core_strerror(rc));
+	return 0;
 }
 
 /* ------------------------------------------------------------ superseding */

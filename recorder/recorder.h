@@ -262,7 +262,8 @@ int rec_ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
 		  uint64_t *token, uint64_t *state, uint64_t *batch,
 		  core_err *err);
 
-/* Resumes recorded for the run so far (the next attempt is this + 1). */
+/* Resumes recorded for the run so far (the next attempt is this + 1). A
+ * read error is returned with its own code, its message in err. */
 int rec_resume_count(rec_env *env, uint64_t run, uint32_t *n, core_err *err);
 
 /* Marks the work of the crashed attempt that the resume redoes as
