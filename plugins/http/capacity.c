@@ -17,7 +17,13 @@
  * while the upstream is still full (nothing admitted since the last
  * reaction) only lengthen the pause. The window starts at max_inflight;
  * refusals that look like a concurrency cap set it to k - 1, rising
- * latency at a full window shrinks it.
+ * latency at a full window shrinks it. Until the first answer, at most
+ * START_WINDOW go: providers announce their budgets in every answer's
+ * headers, and a first burst of the whole ceiling into a small limit is
+ * refused (and counted) before anything is known; it costs one round
+ * trip of the ceiling when nothing limits. Those first answers teach the
+ * headers and the latency only: where no budget was announced, the
+ * first burst is judged as if it had been the first.
  */
 #include <math.h>
 #include <string.h>
@@ -52,6 +58,7 @@
 #define BACKOFF_MAX_S 60.0   /* the longest pause without a hint */
 #define BACKOFF_UNPACED_S 0.05 /* the first pause when not paced */
 /* window */
+#define START_WINDOW 8       /* in flight until the first answer */
 #define WINDOW_HOLD_S 2.0    /* after a cut, before growing again */
 #define SCORE_MAX 3          /* votes remembered for cap against rate */
 #define LAT_ALPHA (1.0 / 64) /* the slow round trip's smoothing */
@@ -63,6 +70,7 @@
 /* hints */
 #define HINT_SCALE_MAX 4.0
 #define RESET_MARGIN_S 0.05  /* after an announced reset, before trusting it */
+#define QUOTA_MARGIN 0.98    /* an announced budget is paced this far under */
 #define TOK_RATIO_MIN 0.25   /* token estimates are scaled by what they */
 #define TOK_RATIO_MAX 4.0    /* turned out to be, within these bounds */
 
@@ -87,6 +95,8 @@ void http__cap_init(http_cap *c, const http_cap_cfg *cfg, uint64_t now)
 	c->cfg = *cfg;
 	if (!c->cfg.max_inflight)
 		c->cfg.max_inflight = 1;
+	if (!c->cfg.start_window)
+		c->cfg.start_window = START_WINDOW;
 	c->rate = cfg->max_rps > 0 ? cfg->max_rps : INFINITY;
 	c->base = cfg->max_rps > 0 ? cfg->max_rps : 0;
 	c->window = c->good_window = c->cfg.max_inflight;
@@ -213,7 +223,13 @@ static double admitted_rate(const http_cap *c, uint64_t now)
  * whichever is more: a fixed window gives back everything at its reset
  * (what is left must last until then), a rolling window or a bucket gives
  * back continuously (limit - remaining by the reset, the time until it is
- * full again); either way no send goes once the budget is spent. */
+ * full again); either way no send goes once the budget is spent. Never
+ * faster than the budget's own rate (limit over the longest reset seen,
+ * its period), after the reset too until an answer says more (a window
+ * that opens is no licence to burst), and QUOTA_MARGIN under: a provider
+ * may enforce a per-minute budget per second too (OpenAI says it may),
+ * where a burst, catching up on a minute's leftovers, or a pace on the
+ * edge that the network's jitter pushes over is refused. */
 static uint64_t quota(const http_cap *c, const http_cap_quota *q, uint64_t now, double cost,
 		      bool tokens, double *rate)
 {
@@ -221,13 +237,21 @@ static uint64_t quota(const http_cap *c, const http_cap_quota *q, uint64_t now, 
 	unsigned spent;
 
 	*rate = INFINITY;
-	if (!q->reset_at || q->reset_at <= now)
+	if (!q->reset_at)
 		return 0;
+	if (q->reset_at <= now) { /* refilled: at its own rate until told more */
+		if (q->window_s > 0)
+			*rate = q->limit / q->window_s * QUOTA_MARGIN;
+		return 0;
+	}
 	spent = sent_after(c, q->as_of, &spent_tok);
 	rem = q->remaining - (tokens ? spent_tok : spent);
 	if (rem < (cost > 0 ? cost : 1))
 		return q->reset_at;
 	*rate = fmax(rem, q->limit - q->remaining) / ((double)(q->reset_at - now) / SEC);
+	if (q->window_s > 0)
+		*rate = fmin(*rate, q->limit / q->window_s);
+	*rate *= QUOTA_MARGIN;
 	return 0;
 }
 
@@ -244,6 +268,8 @@ static unsigned window_slots(const http_cap *c)
 {
 	unsigned w = (unsigned)c->window;
 
+	if (!c->opened_at && w > c->cfg.start_window)
+		w = c->cfg.start_window;
 	return w < 1 ? 1 : w > c->cfg.max_inflight ? c->cfg.max_inflight : w;
 }
 
@@ -352,6 +378,7 @@ static void read_quota(http_cap_quota *q, uint64_t sent, double limit, double re
 	q->limit = limit > remaining ? limit : remaining;
 	q->remaining = remaining;
 	q->as_of = sent;
+	q->window_s = fmax(q->window_s, reset_s);
 	/* counted when the request arrived, shortly after it was sent; a
 	 * margin for that and for the resolution of the header */
 	q->reset_at = sent + (uint64_t)((reset_s + RESET_MARGIN_S) * SEC);
@@ -657,9 +684,11 @@ static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 	double rtt = (double)(now - sent) / SEC;
 
 	c->streak = 0;
-	c->ever_ok = true;
 	log_ok(c, sent);
 	watch_latency(c, now, rtt);
+	if (sent < c->opened_at && c->cfg.start_window < c->cfg.max_inflight)
+		return; /* the start window's: they only show the headers */
+	c->ever_ok = true;
 	if (sent >= c->react_at) {
 		c->ok_kmax = k > c->ok_kmax ? k : c->ok_kmax;
 		c->oks_since_react++;
@@ -737,6 +766,8 @@ void http__cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 		    http_cap_outcome o, const http_hints *h, double tokens)
 {
 	answered(c, sent);
+	if (!c->opened_at)
+		c->opened_at = now;
 	if (o == HTTP_CAP_OK && tokens > 0)
 		used_tokens(c, sent, tokens);
 	if (c->inflight)

@@ -113,6 +113,7 @@ typedef struct http_cap_cfg {
 	unsigned max_inflight; /* pool_size: the ceiling of concurrency, >= 1 */
 	double max_rps;        /* configured requests/second budget, 0: none */
 	double max_tps;        /* configured tokens/second budget, 0: none */
+	unsigned start_window; /* in flight until the first answer (0: 8) */
 } http_cap_cfg;
 
 /* A budget the upstream announced: `remaining` of `limit` as of `as_of`
@@ -120,6 +121,7 @@ typedef struct http_cap_cfg {
  * `reset_at`. */
 typedef struct http_cap_quota {
 	double limit, remaining;
+	double window_s;          /* the longest reset announced: the period */
 	uint64_t as_of, reset_at; /* reset_at 0: nothing known */
 } http_cap_quota;
 
@@ -136,6 +138,8 @@ typedef struct http_cap {
 	http_cap_cfg cfg;
 	unsigned inflight;
 	bool ever_ok;
+	uint64_t opened_at;           /* the first answer (0: none yet; until
+				       * then START_WINDOW in flight) */
 	/* reactions to refusals: one per round trip */
 	uint64_t react_at;            /* the last one */
 	unsigned sent_since_react, oks_since_react, refused_since_react;

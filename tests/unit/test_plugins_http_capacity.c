@@ -10,9 +10,10 @@
 #define MS 1000000ull
 #define S 1000000000ull
 
+/* Without the start window (its own tests set it): the ceiling at once. */
 static void init(http_cap *c, unsigned pool, double rps)
 {
-	http_cap_cfg cfg = { .max_inflight = pool, .max_rps = rps };
+	http_cap_cfg cfg = { .max_inflight = pool, .max_rps = rps, .start_window = pool };
 
 	http__cap_init(c, &cfg, 0);
 }
@@ -165,6 +166,95 @@ Test(http_capacity, remaining_zero_blocks_until_the_reset)
 	go(&c, t); /* the budget is back */
 }
 
+/* Until the first answer, 8 at most: it may announce a budget. */
+Test(http_capacity, the_first_answer_opens_the_window)
+{
+	http_cap_cfg cfg = { .max_inflight = 64 };
+	http_cap c;
+	http_cap_reason why;
+
+	http__cap_init(&c, &cfg, 0);
+	for (unsigned i = 1; i <= 8; i++)
+		cr_assert_eq(go(&c, 0), i);
+	cr_assert_eq(held(&c, 0, &why), HTTP_CAP_WAIT_DONE);
+	cr_assert_eq(why, HTTP_CAP_WINDOW);
+	ok(&c, 0, 1, 100 * MS);
+	for (unsigned i = 8; i <= 64; i++) /* 7 still in flight, then the rest */
+		cr_assert_eq(go(&c, 100 * MS), i);
+	cr_assert_eq(held(&c, 100 * MS, &why), HTTP_CAP_WAIT_DONE);
+}
+
+/* A budget announced in the first answer paces from there: no burst of
+ * the ceiling into a per-minute limit enforced per second. */
+Test(http_capacity, a_budget_in_the_first_answer_paces_before_any_burst)
+{
+	http_cap_cfg cfg = { .max_inflight = 64 };
+	http_cap c;
+	http_hints h;
+	uint64_t t;
+	unsigned n = 0, k;
+
+	http__cap_init(&c, &cfg, 0);
+	go(&c, 0);
+	http__hints_init(&h);
+	h.limit_requests = 600;
+	h.remaining_requests = 599;
+	h.reset_requests_s = 60;
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	for (t = 100 * MS; t < 1100 * MS; t += 1 * MS)
+		n += http__cap_acquire(&c, t, 0, &k, NULL) == 0;
+	cr_assert_geq(n, 8, "%u sent in the second after the first answer", n);
+	cr_assert_leq(n, 10, "%u sent in the second after the first answer", n);
+}
+
+/* Leftovers of a fixed window are not spent faster than the budget's own
+ * rate (limit over its period): per second, that would be refused. */
+Test(http_capacity, leftovers_are_not_rushed_before_the_reset)
+{
+	http_cap c;
+	http_hints h;
+	uint64_t t;
+	unsigned n = 0, k;
+
+	init(&c, 64, 0);
+	go(&c, 0);
+	http__hints_init(&h);
+	h.limit_requests = 600; /* a minute's window, seen at its start */
+	h.remaining_requests = 599;
+	h.reset_requests_s = 60;
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	go(&c, 58 * S);
+	h.remaining_requests = 300; /* 2 s before its end, half of it left */
+	h.reset_requests_s = 2;
+	http__cap_done(&c, 58 * S, 1, 58 * S + 100 * MS, HTTP_CAP_OK, &h, 0);
+	for (t = 58 * S + 100 * MS; t < 59 * S + 100 * MS; t += 1 * MS)
+		n += http__cap_acquire(&c, t, 0, &k, NULL) == 0;
+	cr_assert_leq(n, 10, "%u sent in a second: 600/min is 10/s", n);
+	cr_assert_geq(n, 8, "%u sent in a second", n);
+}
+
+/* A window that opened is no licence to burst: until an answer says
+ * more, the budget's own rate. */
+Test(http_capacity, after_the_reset_the_budget_keeps_its_rate)
+{
+	http_cap c;
+	http_hints h;
+	uint64_t t;
+	unsigned n = 0, k;
+
+	init(&c, 64, 0);
+	go(&c, 0);
+	http__hints_init(&h);
+	h.limit_requests = 600;
+	h.remaining_requests = 599;
+	h.reset_requests_s = 60;
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	for (t = 61 * S; t < 62 * S; t += 1 * MS)
+		n += http__cap_acquire(&c, t, 0, &k, NULL) == 0;
+	cr_assert_leq(n, 10, "%u sent in the first second of the next window", n);
+	cr_assert_geq(n, 8, "%u sent in the first second of the next window", n);
+}
+
 Test(http_capacity, the_remaining_budget_is_spread_until_the_reset)
 {
 	http_cap c;
@@ -203,7 +293,7 @@ Test(http_capacity, the_remaining_budget_is_spread_until_the_reset)
 Test(http_capacity, max_rps_and_max_tps_are_kept)
 {
 	http_cap c;
-	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000 };
+	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000, .start_window = 8 };
 	http_cap_reason why;
 	unsigned k;
 	uint64_t t;
@@ -225,7 +315,7 @@ Test(http_capacity, max_rps_and_max_tps_are_kept)
 Test(http_capacity, token_estimates_learn_from_usage)
 {
 	http_cap c;
-	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000 };
+	http_cap_cfg cfg = { .max_inflight = 8, .max_tps = 1000, .start_window = 8 };
 	uint64_t t = 0, next;
 	unsigned k;
 

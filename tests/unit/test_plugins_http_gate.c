@@ -56,7 +56,9 @@ Test(gate, a_joined_ceiling_is_used)
 
 	http__gate_init(&g, &a, 0);
 	http__gate_join(&g, &b);
-	cr_assert_eq(fill(&g, 0), 12);
+	cr_assert_eq(fill(&g, 0), 8, "until the first answer, the start window");
+	http__gate_done(&g, 0, 1, 1 * MS, HTTP_CAP_OK, NULL, 0);
+	cr_assert_eq(fill(&g, 1 * MS), 5, "then the joined ceiling: 12 in flight");
 }
 
 Test(gate, min_dispatch_delay_is_a_pace_in_adaptive_mode)
