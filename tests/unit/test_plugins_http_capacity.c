@@ -184,27 +184,43 @@ Test(http_capacity, the_first_answer_opens_the_window)
 	cr_assert_eq(held(&c, 100 * MS, &why), HTTP_CAP_WAIT_DONE);
 }
 
+/* A success sent at `sent`, answered at `now`, announcing `remaining` of
+ * `limit` requests until a reset `reset_s` away. */
+static void announce(http_cap *c, uint64_t sent, uint64_t now, double limit,
+		     double remaining, double reset_s)
+{
+	http_hints h;
+
+	http__hints_init(&h);
+	h.limit_requests = limit;
+	h.remaining_requests = remaining;
+	h.reset_requests_s = reset_s;
+	http__cap_done(c, sent, 1, now, HTTP_CAP_OK, &h, 0);
+}
+
+/* Sends the controller lets go in the second from `from`, asked every ms. */
+static unsigned sent_in_a_second(http_cap *c, uint64_t from)
+{
+	unsigned n = 0, k;
+
+	for (uint64_t t = from; t < from + S; t += 1 * MS)
+		n += http__cap_acquire(c, t, 0, &k, NULL) == 0;
+	return n;
+}
+
 /* A budget announced in the first answer paces from there: no burst of
  * the ceiling into a per-minute limit enforced per second. */
 Test(http_capacity, a_budget_in_the_first_answer_paces_before_any_burst)
 {
 	http_cap_cfg cfg = { .max_inflight = 64 };
 	http_cap c;
-	http_hints h;
-	uint64_t t;
-	unsigned n = 0, k;
+	unsigned n;
 
 	http__cap_init(&c, &cfg, 0);
 	go(&c, 0);
-	http__hints_init(&h);
-	h.limit_requests = 600;
-	h.remaining_requests = 599;
-	h.reset_requests_s = 60;
-	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
-	for (t = 100 * MS; t < 1100 * MS; t += 1 * MS)
-		n += http__cap_acquire(&c, t, 0, &k, NULL) == 0;
-	cr_assert_geq(n, 8, "%u sent in the second after the first answer", n);
-	cr_assert_leq(n, 10, "%u sent in the second after the first answer", n);
+	announce(&c, 0, 100 * MS, 600, 599, 60);
+	n = sent_in_a_second(&c, 100 * MS);
+	cr_assert(n >= 8 && n <= 10, "%u sent in the second after the first answer", n);
 }
 
 /* Leftovers of a fixed window are not spent faster than the budget's own
@@ -212,25 +228,15 @@ Test(http_capacity, a_budget_in_the_first_answer_paces_before_any_burst)
 Test(http_capacity, leftovers_are_not_rushed_before_the_reset)
 {
 	http_cap c;
-	http_hints h;
-	uint64_t t;
-	unsigned n = 0, k;
+	unsigned n;
 
 	init(&c, 64, 0);
 	go(&c, 0);
-	http__hints_init(&h);
-	h.limit_requests = 600; /* a minute's window, seen at its start */
-	h.remaining_requests = 599;
-	h.reset_requests_s = 60;
-	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	announce(&c, 0, 100 * MS, 600, 599, 60); /* a minute's window, at its start */
 	go(&c, 58 * S);
-	h.remaining_requests = 300; /* 2 s before its end, half of it left */
-	h.reset_requests_s = 2;
-	http__cap_done(&c, 58 * S, 1, 58 * S + 100 * MS, HTTP_CAP_OK, &h, 0);
-	for (t = 58 * S + 100 * MS; t < 59 * S + 100 * MS; t += 1 * MS)
-		n += http__cap_acquire(&c, t, 0, &k, NULL) == 0;
-	cr_assert_leq(n, 10, "%u sent in a second: 600/min is 10/s", n);
-	cr_assert_geq(n, 8, "%u sent in a second", n);
+	announce(&c, 58 * S, 58 * S + 100 * MS, 600, 300, 2); /* half left, 2 s to go */
+	n = sent_in_a_second(&c, 58 * S + 100 * MS);
+	cr_assert(n >= 8 && n <= 10, "%u sent in a second: 600/min is 10/s", n);
 }
 
 /* A window that opened is no licence to burst: until an answer says
@@ -238,21 +244,13 @@ Test(http_capacity, leftovers_are_not_rushed_before_the_reset)
 Test(http_capacity, after_the_reset_the_budget_keeps_its_rate)
 {
 	http_cap c;
-	http_hints h;
-	uint64_t t;
-	unsigned n = 0, k;
+	unsigned n;
 
 	init(&c, 64, 0);
 	go(&c, 0);
-	http__hints_init(&h);
-	h.limit_requests = 600;
-	h.remaining_requests = 599;
-	h.reset_requests_s = 60;
-	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
-	for (t = 61 * S; t < 62 * S; t += 1 * MS)
-		n += http__cap_acquire(&c, t, 0, &k, NULL) == 0;
-	cr_assert_leq(n, 10, "%u sent in the first second of the next window", n);
-	cr_assert_geq(n, 8, "%u sent in the first second of the next window", n);
+	announce(&c, 0, 100 * MS, 600, 599, 60);
+	n = sent_in_a_second(&c, 61 * S);
+	cr_assert(n >= 8 && n <= 10, "%u sent in the first second of the next window", n);
 }
 
 Test(http_capacity, the_remaining_budget_is_spread_until_the_reset)
