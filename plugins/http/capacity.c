@@ -240,7 +240,7 @@ static uint64_t quota(const http_cap *c, const http_cap_quota *q, uint64_t now, 
 	if (!q->reset_at)
 		return 0;
 	if (q->reset_at <= now) { /* refilled: at its own rate until told more */
-		if (q->window_s > 0)
+		if (q->window_s > 0 && q->limit >= 1)
 			*rate = q->limit / q->window_s * QUOTA_MARGIN;
 		return 0;
 	}

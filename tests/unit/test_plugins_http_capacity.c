@@ -239,6 +239,19 @@ Test(http_capacity, leftovers_are_not_rushed_before_the_reset)
 	cr_assert(n >= 8 && n <= 10, "%u sent in a second: 600/min is 10/s", n);
 }
 
+/* A budget of nothing, once its reset has passed, holds nothing back (a
+ * pace of 0 would be no pace at all). */
+Test(http_capacity, an_empty_budget_after_its_reset_does_not_stop_sends)
+{
+	http_cap c;
+
+	init(&c, 8, 0);
+	go(&c, 0);
+	announce(&c, 0, 100 * MS, 0, 0, 1);
+	go(&c, 2 * S);
+	go(&c, 2 * S);
+}
+
 /* A window that opened is no licence to burst: until an answer says
  * more, the budget's own rate. */
 Test(http_capacity, after_the_reset_the_budget_keeps_its_rate)
