@@ -28,10 +28,13 @@ int cli_verify(int argc, char **argv);
 /* The options of `run` and `resume` (cmd_run.c). */
 typedef struct cli_run_args {
 	const char *path;     /* -s */
-	bool execute;
-	bool json;            /* --format json */
+	bool execute;         /* -x */
+	bool json;            /* -f/--format json (console or text: false) */
 	long max_in_flight;   /* --sequential: 1; 0: from the settings */
 	const char *resume;   /* resume: the run (id or latest) */
+	bool dry_run;         /* run -n: validate only, even with -x */
+	bool verbose;         /* run -v: the pipeline before, metrics after */
+	const char *database; /* resume -d: the Landscape, not landscape.url's */
 } cli_run_args;
 
 /* The options of the read commands `runs`, `explain`, `verify`
@@ -40,10 +43,13 @@ typedef struct cli_read_args {
 	const char *settings, *database, *run, *sink;
 	unsigned long long row, token;
 	bool json;
+	bool no_tui;          /* explain --no-tui: text (always, we have no TUI) */
 } cli_read_args;
 
 /* Parse argv (argv[0] is the command, cmd its name) into *a, which the
- * caller initialises with the defaults; strings point into argv. Return
+ * caller initialises with the defaults; strings point into argv. The
+ * options are ELSPETH's (docs/adr/0017-cli-flags.md): run takes -n and -v,
+ * resume -d and RUN_ID, explain --no-tui. Return
  * 0, -1 after printing `usage` (--help), or CLI_USAGE after printing
  * what is wrong to stderr. They use getopt_long: a second parse in the
  * same process needs optind reset (to 0 for glibc) first. */
@@ -71,9 +77,10 @@ void cli_print_pipeline(FILE *f, const dag_graph *g);
 /* Prints "error: msg" to stderr. */
 void cli_error(const core_err *err);
 int cli_usage_error(const char *cmd, const char *fmt, ...) CORE_PRINTF(2, 3);
-/* The usage error for what getopt_long just refused (an unknown option,
- * one inside a cluster such as -qx, a missing argument): names it. */
-int cli_bad_option(const char *cmd, int argc, char **argv);
+/* The usage error for what getopt_long (optstring starting with ':') just
+ * refused, c being what it returned: an unknown option ('?'), also one
+ * inside a cluster such as -qx, or one missing its value (':'). Names it. */
+int cli_bad_option(const char *cmd, int c, int argc, char **argv);
 /* A whole number in [1, max] written with digits only (no sign or space):
  * 0 and *out set; 1 when it is above max (however large); -1 when it is
  * not such a number. */

@@ -9,7 +9,7 @@
 
 static const char where_help[] =
 	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
-	"      --database PATH   ... or from this LMDB directory\n"
+	"  -d, --database PATH   ... or from this LMDB directory\n"
 	"                        (default: ./state/audit.lmdb)\n";
 
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,
@@ -23,19 +23,29 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		{ "token", required_argument, NULL, 't' },
 		{ "sink", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "no-tui", no_argument, NULL, 'T' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	int c;
 
+	/* ELSPETH's explain: -r/--run, -t/--token, -d/--database,
+	 * -s/--settings; runs and verify share them. */
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:d:r:t:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's': a->settings = optarg; break;
 		case 'd': a->database = optarg; break;
 		case 'r': a->run = optarg; break;
 		case 'k': a->sink = optarg; break;
 		case 'j': a->json = true; break;
+		case 'T':
+			/* ELSPETH's explain: text instead of its TUI. We
+			 * have no TUI: text is what explain prints anyway. */
+			if (strcmp(cmd, "explain"))
+				return cli_usage_error(cmd, "bad option '--no-tui' (explain only)");
+			a->no_tui = true;
+			break;
 		case 'w':
 		case 't':
 			if (cli_parse_count(optarg, ULLONG_MAX, c == 'w' ? &a->row : &a->token))
@@ -46,7 +56,7 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			printf("%s%s", usage, where_help);
 			return -1;
 		default:
-			return cli_bad_option(cmd, argc, argv);
+			return cli_bad_option(cmd, c, argc, argv);
 		}
 	}
 	if (optind != argc)
@@ -125,7 +135,7 @@ static void print_run_detail(const json_t *r, bool json)
 int cli_runs(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: elspeth runs [-s SETTINGS | --database PATH] [--run ID|latest] [--json]\n\n"
+		"usage: elspeth runs [-s SETTINGS | -d PATH] [-r ID|latest] [--json]\n\n"
 		"Lists the recorded runs, newest first; with --run, one run in detail\n"
 		"with its pipeline metrics (rows in flight, peak waiting, FIFO wait,\n"
 		"time the source was blocked by backpressure, batches, diverted).\n\n";
@@ -168,12 +178,21 @@ int cli_runs(int argc, char **argv)
 int cli_explain(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: elspeth explain --run ID|latest (--row SEQ | --token ID) [--sink NAME] [--json]\n\n"
+		"usage: elspeth explain [-r ID|latest] (--row SEQ | -t ID) [--sink NAME]\n"
+		"                       [--json | --no-tui]\n\n"
 		"The whole story of one source row: its data and hash, every token, each\n"
 		"node state with hashes, duration and error, each routing decision with\n"
 		"its reason, each external call, the terminal outcome, and where the\n"
 		"output landed (sink, byte range). --json prints the document whose\n"
-		"schema is in docs/audit.md.\n\n";
+		"schema is in docs/audit.md.\n\n"
+		"  -r, --run ID|latest   the run (default: latest)\n"
+		"      --row SEQ         the source row (1 is the first)\n"
+		"  -t, --token ID        ... or one token\n"
+		"      --sink NAME       the token that reached this sink, when the row\n"
+		"                        has several\n"
+		"      --json            the JSON document instead of text\n"
+		"      --no-tui          text (what explain prints without --json; for\n"
+		"                        ELSPETH's users, whose explain has a TUI)\n";
 	cli_read_args a = { .run = "latest" };
 	rec_env *env;
 	json_t *doc = NULL;
@@ -218,7 +237,7 @@ static void print_resume_counts(const json_t *checked)
 int cli_verify(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: elspeth verify --run ID|latest [--json]\n\n"
+		"usage: elspeth verify [-r ID|latest] [--json]\n\n"
 		"Checks a run's audit trail: every token has exactly one terminal outcome,\n"
 		"every node state is closed, every COMPLETED/ROUTED token has an artifact,\n"
 		"every stored hash matches its payload (canonical JSON, sha256-rfc8785-v1),\n"

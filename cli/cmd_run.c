@@ -1,4 +1,4 @@
-/* cmd_run.c — `elspeth run -s SETTINGS [--execute]`. */
+/* cmd_run.c — `elspeth run -s SETTINGS [--execute]` and `elspeth resume`. */
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -10,7 +10,8 @@
 #include "cli/cli.h"
 
 static const char run_usage[] =
-	"usage: elspeth run -s SETTINGS [--execute] [--sequential | --max-rows-in-flight N]\n"
+	"usage: elspeth run -s SETTINGS [-x | -n] [-v] [-f console|json]\n"
+	"                   [--sequential | --max-rows-in-flight N]\n"
 	"\n"
 	"Without --execute: validates the pipeline and says how to run it; nothing\n"
 	"is read or written. With --execute: runs every source row through the\n"
@@ -18,12 +19,17 @@ static const char run_usage[] =
 	"\n"
 	"  -s, --settings FILE        the pipeline settings (YAML)\n"
 	"  -x, --execute              really run it\n"
+	"  -n, --dry-run              validate and show the pipeline; nothing is run,\n"
+	"                             even with --execute\n"
+	"  -v, --verbose              with --execute and console output: the pipeline\n"
+	"                             before the run, its metrics and outcomes after\n"
+	"  -f, --format console|json  console (also: text): a live progress line on a\n"
+	"                             terminal and a summary; json: JSON-lines events\n"
+	"                             on stdout (phase_started, progress, run_completed,\n"
+	"                             run_failed)\n"
 	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
 	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
 	"                             concurrency.pipelining, else 1)\n"
-	"      --format text|json     text: a live progress line on a terminal and a\n"
-	"                             summary; json: JSON-lines events on stdout\n"
-	"                             (phase_started, progress, run_completed, run_failed)\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error (also: a transform stopped the run, e.g. an\n"
@@ -133,30 +139,64 @@ static void progress_json(void *ctx, const eng_progress *p)
 	json_decref(e);
 }
 
+/* -f/--format: ELSPETH's console or json; text is our older name for
+ * console. */
+static int parse_format(const char *cmd, const char *v, bool *json)
+{
+	if (strcmp(v, "console") && strcmp(v, "text") && strcmp(v, "json"))
+		return cli_usage_error(cmd, "--format is console, text or json, got '%s'", v);
+	*json = !strcmp(v, "json");
+	return 0;
+}
+
 int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv,
 		       cli_run_args *a)
 {
-	static const struct option longopts[] = {
+	/* ELSPETH's run: -s -n -x -v -f; its resume: -d -s -x -f (cli.py). */
+	static const struct option run_opts[] = {
 		{ "settings", required_argument, NULL, 's' },
 		{ "execute", no_argument, NULL, 'x' },
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "format", required_argument, NULL, 'f' },
 		{ "sequential", no_argument, NULL, 'S' },
 		{ "max-rows-in-flight", required_argument, NULL, 'N' },
-		{ "format", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
+	static const struct option resume_opts[] = {
+		{ "settings", required_argument, NULL, 's' },
+		{ "database", required_argument, NULL, 'd' },
+		{ "execute", no_argument, NULL, 'x' },
+		{ "format", required_argument, NULL, 'f' },
+		{ "sequential", no_argument, NULL, 'S' },
+		{ "max-rows-in-flight", required_argument, NULL, 'N' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	bool resume = !strcmp(cmd, "resume");
 	unsigned long long n;
 	int prc;
 	int c;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:xh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, resume ? ":s:d:xf:h" : ":s:xnvf:h",
+				resume ? resume_opts : run_opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			a->path = optarg;
 			break;
+		case 'd':
+			a->database = optarg;
+			break;
 		case 'x':
 			a->execute = true;
+			break;
+		case 'n':
+			a->dry_run = true;
+			break;
+		case 'v':
+			a->verbose = true;
 			break;
 		case 'S':
 			a->max_in_flight = 1;
@@ -168,19 +208,18 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 				return cli_usage_error(cmd, "--max-rows-in-flight is at most 4096, got %s", optarg);
 			a->max_in_flight = (long)n;
 			break;
-		case 'F':
-			if (strcmp(optarg, "json") && strcmp(optarg, "text"))
-				return cli_usage_error(cmd, "--format is text or json, got '%s'", optarg);
-			a->json = !strcmp(optarg, "json");
+		case 'f':
+			if (parse_format(cmd, optarg, &a->json))
+				return CLI_USAGE;
 			break;
 		case 'h':
 			fputs(usage, stdout);
 			return -1;
 		default:
-			return cli_bad_option(cmd, argc, argv);
+			return cli_bad_option(cmd, c, argc, argv);
 		}
 	}
-	if (!strcmp(cmd, "resume")) {
+	if (resume) {
 		if (optind != argc - 1)
 			return cli_usage_error(cmd, "expected RUN_ID (a run id or 'latest') and -s SETTINGS");
 		a->resume = argv[optind++];
@@ -190,21 +229,34 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 	return 0;
 }
 
-/* Opens the Landscape named by the settings (when audit is on). */
-static int open_audit(const core_settings *s, rec_env **rec, char *path,
-		      size_t cap, core_err *err)
+/* Where the Landscape is: resume -d PATH (an LMDB directory, as for the
+ * read commands), else the settings' landscape.url. */
+static int landscape_path(const core_settings *s, const char *database, char *path,
+			  size_t cap, core_err *err)
+{
+	if (!database)
+		return rec_path_from_url(s->landscape_url, path, cap, err);
+	if ((size_t)snprintf(path, cap, "%s", database) >= cap)
+		return core_err_set(err, CORE_ECONFIG, "--database path too long");
+	return 0;
+}
+
+/* Opens the Landscape (when audit is on) for writing. */
+static int open_audit(const core_settings *s, const char *database, rec_env **rec,
+		      char *path, size_t cap, core_err *err)
 {
 	*rec = NULL;
 	if (!s->audit)
 		return 0;
-	if (rec_path_from_url(s->landscape_url, path, cap, err))
+	if (landscape_path(s, database, path, cap, err))
 		return err->code;
 	return rec_open(path, 0, rec, err);
 }
 
-/* The Landscape of the settings, read-only (a resume's checks and dry
- * run: opening it for writing would create it). */
-static int open_readonly(const core_settings *s, rec_env **rec, core_err *err)
+/* The Landscape, read-only (a resume's checks and dry run: opening it
+ * for writing would create it). */
+static int open_readonly(const core_settings *s, const char *database, rec_env **rec,
+			 core_err *err)
 {
 	char path[4096];
 	int rc;
@@ -213,16 +265,16 @@ static int open_readonly(const core_settings *s, rec_env **rec, core_err *err)
 	if (!s->audit)
 		return core_err_set(err, CORE_ECONFIG,
 			"resume needs the Landscape, which landscape.enabled: false turns off");
-	if ((rc = rec_path_from_url(s->landscape_url, path, sizeof(path), err)))
+	if ((rc = landscape_path(s, database, path, sizeof(path), err)))
 		return rc;
 	return rec_open(path, REC_READONLY, rec, err);
 }
 
 /* A resume writes only into an existing Landscape. */
-static int landscape_exists(const core_settings *s, core_err *err)
+static int landscape_exists(const core_settings *s, const char *database, core_err *err)
 {
 	rec_env *ro;
-	int rc = open_readonly(s, &ro, err);
+	int rc = open_readonly(s, database, &ro, err);
 
 	return rc ? rc : rec_close(ro, err);
 }
@@ -264,7 +316,7 @@ static void summary_json(const char *event, const dag_graph *g,
  * run failed, say an exhausted account, and resumes once that is fixed —
  * or as the reason of the interrupt for exit code 3. Returns the exit
  * code. */
-static int report_stop(const eng_summary *sum, bool audit, const char *settings_path)
+static int report_stop(const eng_summary *sum, bool audit, const cli_run_args *a)
 {
 	if (sum->halt_code == CLI_ERROR)
 		fprintf(stderr, "error: %s\n", sum->halt_msg);
@@ -274,9 +326,10 @@ static int report_stop(const eng_summary *sum, bool audit, const char *settings_
 		sum->halt_code ? "Stopped" : "Interrupted: stopped",
 		(unsigned long long)sum->rows, (unsigned long long)sum->rows);
 	if (audit && sum->checkpoints)
-		fprintf(stderr, ". To finish the run%s:\n  elspeth resume %llu -s %s --execute\n",
+		fprintf(stderr, ". To finish the run%s:\n  elspeth resume %llu -s %s%s%s --execute\n",
 			sum->halt_code == CLI_ERROR ? " once that is fixed" : "",
-			(unsigned long long)sum->run_id, settings_path);
+			(unsigned long long)sum->run_id, a->path,
+			a->database ? " -d " : "", a->database ? a->database : "");
 	else
 		fprintf(stderr, " (checkpoints are off: it cannot be resumed).\n");
 	return sum->halt_code ? sum->halt_code : CLI_INTERRUPTED;
@@ -292,17 +345,44 @@ static void print_resumed(const eng_summary *sum)
 	       (unsigned long long)sum->tokens_superseded);
 }
 
-static int execute(dag_graph *g, const char *settings_path, long in_flight,
-		   bool json, const char *resume)
+/* run -v: the pipeline's own metrics after the summary (those `runs
+ * --run` shows, and the outcomes). */
+static void print_metrics(const eng_summary *sum)
 {
-	eng_opts o = { .stop = &stop_flag, .settings_path = settings_path,
-		       .max_rows_in_flight = (unsigned)in_flight };
+	const char *sep = "";
+
+	printf("  pipeline: %llu rows pulled in %.2f s; in flight at most %u (peak %llu), "
+	       "waiting at most %u (peak %llu)\n",
+	       (unsigned long long)sum->pulled, sum->pipeline_seconds, sum->in_flight,
+	       (unsigned long long)sum->peak_in_flight, sum->max_waiting,
+	       (unsigned long long)sum->peak_waiting);
+	printf("  FIFO wait %.1f ms mean, %.1f ms max; source blocked %.2f s, "
+	       "release blocked %.2f s\n", sum->fifo_wait_mean_ms, sum->fifo_wait_max_ms,
+	       sum->source_blocked_s, sum->release_blocked_s);
+	printf("  outcomes:");
+	for (int i = 0; i < ENG_OUTCOME_LAST; i++)
+		if (sum->outcomes[i]) {
+			printf("%s %s %llu", sep, eng_outcome_name((eng_outcome)i),
+			       (unsigned long long)sum->outcomes[i]);
+			sep = ",";
+		}
+	printf("%s\n  batches %llu, diverted %llu, checkpoints %llu\n", *sep ? "" : " none",
+	       (unsigned long long)sum->batches, (unsigned long long)sum->diverted,
+	       (unsigned long long)sum->checkpoints);
+}
+
+static int execute(dag_graph *g, const cli_run_args *a)
+{
+	eng_opts o = { .stop = &stop_flag, .settings_path = a->path,
+		       .max_rows_in_flight = (unsigned)a->max_in_flight };
+	const char *resume = a->resume;
+	bool json = a->json;
 
 	if (json) {
 		o.progress = progress_json;
 		o.progress_ms = 1000;
 		json_t *e = json_pack("{s:s,s:s,s:s}", "event", "phase_started",
-				      "phase", "run", "settings", settings_path);
+				      "phase", "run", "settings", a->path);
 
 		cli_print_json_line(e);
 		json_decref(e);
@@ -315,10 +395,15 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 	char path[4096];
 	int rc;
 
-	if ((resume && landscape_exists(g->settings, &err)) ||
-	    open_audit(g->settings, &o.rec, path, sizeof(path), &err)) {
+	if ((resume && landscape_exists(g->settings, a->database, &err)) ||
+	    open_audit(g->settings, a->database, &o.rec, path, sizeof(path), &err)) {
 		cli_error(&err);
 		return CLI_ERROR;
+	}
+	if (a->verbose && !json) {
+		cli_print_pipeline(stdout, g);
+		puts("Starting pipeline execution...");
+		fflush(stdout);
 	}
 	install_signals();
 	rc = resume ? eng_resume(g, &o, resume, true, NULL, &sum, &err)
@@ -348,22 +433,29 @@ static int execute(dag_graph *g, const char *settings_path, long in_flight,
 			summary_json("run_failed", g, &sum, sum.halt_msg);
 		else
 			summary_json("run_completed", g, &sum, NULL);
-		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, settings_path) :
+		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, a) :
 		     sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 		eng_summary_release(&sum);
 		return rc;
 	}
 	print_summary(g, &sum);
+	if (a->verbose)
+		print_metrics(&sum);
 	if (resume)
 		print_resumed(&sum);
-	if (o.rec)
+	if (o.rec && a->database)
+		printf("  audit: run %llu in %s — explain a row with:\n"
+		       "    elspeth explain -d %s --run %llu --row 1\n",
+		       (unsigned long long)sum.run_id, path, a->database,
+		       (unsigned long long)sum.run_id);
+	else if (o.rec)
 		printf("  audit: run %llu in %s — explain a row with:\n"
 		       "    elspeth explain -s %s --run %llu --row 1\n",
-		       (unsigned long long)sum.run_id, path, settings_path,
+		       (unsigned long long)sum.run_id, path, a->path,
 		       (unsigned long long)sum.run_id);
 	rc = CLI_OK;
 	if (sum.interrupted || sum.halt_code)
-		rc = report_stop(&sum, o.rec != NULL, settings_path);
+		rc = report_stop(&sum, o.rec != NULL, a);
 	eng_summary_release(&sum);
 	return rc;
 }
@@ -380,18 +472,22 @@ int cli_run(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;
-	if (!a.execute) {
+	/* -n wins over -x, as in ELSPETH (its dry-run check comes first). */
+	if (!a.execute || a.dry_run) {
 		rc = dag_open(g, false, &err);
 		if (rc) {
 			cli_error(&err);
 			rc = CLI_ERROR;
 		} else {
 			cli_print_pipeline(stdout, g);
-			printf("Validation passed; nothing was run. To run it:\n"
-			       "  elspeth run -s %s --execute\n", a.path);
+			if (a.dry_run)
+				puts("Dry run (--dry-run): validation passed; nothing was run.");
+			else
+				printf("Validation passed; nothing was run. To run it:\n"
+				       "  elspeth run -s %s --execute\n", a.path);
 		}
 	} else {
-		rc = execute(g, a.path, a.max_in_flight, a.json, NULL);
+		rc = execute(g, &a);
 	}
 	dag_free(g);
 	core_settings_free(s);
@@ -401,7 +497,8 @@ int cli_run(int argc, char **argv)
 /* ------------------------------------------------------------- resume */
 
 static const char resume_usage[] =
-	"usage: elspeth resume RUN_ID -s SETTINGS [--execute] [--sequential | --max-rows-in-flight N]\n"
+	"usage: elspeth resume RUN_ID -s SETTINGS [-d PATH] [-x] [-f console|json]\n"
+	"                      [--sequential | --max-rows-in-flight N]\n"
 	"\n"
 	"Finishes a run that stopped (crash, kill, Ctrl-C, failure) from its latest\n"
 	"checkpoint: the sinks end as an uninterrupted run would have written them\n"
@@ -410,17 +507,20 @@ static const char resume_usage[] =
 	"the sink files, and says what a resume would do; nothing is written.\n"
 	"\n"
 	"  -s, --settings FILE        the pipeline settings (YAML) of the run\n"
+	"  -d, --database PATH        the Landscape (LMDB directory) holding the run,\n"
+	"                             instead of the settings' landscape.url; it must\n"
+	"                             exist\n"
 	"  -x, --execute              really resume it\n"
+	"  -f, --format console|json  as for run\n"
 	"      --sequential           one row at a time\n"
 	"      --max-rows-in-flight N rows processed at once (may differ from the run's)\n"
-	"      --format text|json     as for run\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error (also: nothing to resume; halted again, e.g. the\n"
 	"account is still exhausted), 2 usage, 3 interrupted (also: halted again, e.g.\n"
 	"the provider asks to wait too long).\n";
 
-static void print_plan(const json_t *p, const char *path)
+static void print_plan(const json_t *p, const cli_run_args *a)
 {
 	const json_t *ck = json_object_get(p, "checkpoint"), *v;
 	size_t i;
@@ -452,8 +552,9 @@ static void print_plan(const json_t *p, const char *path)
 		       (long long)json_integer_value(json_object_get(v, "buffered")),
 		       json_real_value(json_object_get(v, "age_seconds")));
 	printf("  coalesce: nothing pending (a row's branches are joined within the row)\n");
-	printf("Nothing was changed. To resume:\n  elspeth resume %lld -s %s --execute\n",
-	       (long long)json_integer_value(json_object_get(p, "run_id")), path);
+	printf("Nothing was changed. To resume:\n  elspeth resume %lld -s %s%s%s --execute\n",
+	       (long long)json_integer_value(json_object_get(p, "run_id")), a->path,
+	       a->database ? " -d " : "", a->database ? a->database : "");
 }
 
 static int resume_dry(dag_graph *g, const cli_run_args *a)
@@ -464,7 +565,7 @@ static int resume_dry(dag_graph *g, const cli_run_args *a)
 	json_t *plan = NULL;
 	int rc;
 
-	if (open_readonly(g->settings, &o.rec, &err)) { /* a dry run reads only */
+	if (open_readonly(g->settings, a->database, &o.rec, &err)) { /* a dry run reads only */
 		cli_error(&err);
 		return CLI_ERROR;
 	}
@@ -478,7 +579,7 @@ static int resume_dry(dag_graph *g, const cli_run_args *a)
 	if (a->json)
 		cli_print_json(plan);
 	else
-		print_plan(plan, a->path);
+		print_plan(plan, a);
 	json_decref(plan);
 	return CLI_OK;
 }
@@ -494,8 +595,7 @@ int cli_resume(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;
-	rc = a.execute ? execute(g, a.path, a.max_in_flight, a.json, a.resume)
-		       : resume_dry(g, &a);
+	rc = a.execute ? execute(g, &a) : resume_dry(g, &a);
 	dag_free(g);
 	core_settings_free(s);
 	return rc;

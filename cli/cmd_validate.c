@@ -35,7 +35,7 @@ int cli_validate(int argc, char **argv)
 			fputs(validate_usage, stdout);
 			return CLI_OK;
 		} else
-			return cli_bad_option("validate", argc, argv);
+			return cli_bad_option("validate", c, argc, argv);
 	}
 	if (!path || optind != argc)
 		return cli_usage_error("validate", "expected -s SETTINGS");

@@ -112,15 +112,18 @@ void cli_print_pipeline(FILE *f, const dag_graph *g)
 	fprintf(f, "Graph: %zu nodes, %zu edges\n", g->nnodes, g->nedges);
 }
 
-int cli_bad_option(const char *cmd, int argc, char **argv)
+int cli_bad_option(const char *cmd, int c, int argc, char **argv)
 {
 	const char *last = optind - 1 < argc ? argv[optind - 1] : "";
+	char letter[2] = { (char)optopt, 0 };
 
-	/* A long option is named as written; a short one by its letter, since
-	 * inside a cluster optind has not moved past it. */
+	/* A long option is named as written; a short one by its letter,
+	 * since inside a cluster optind has not moved past it. */
 	if (!strncmp(last, "--", 2) || !optopt || optopt == '?')
-		return cli_usage_error(cmd, "bad option '%s'", last);
-	return cli_usage_error(cmd, "bad option '-%c'", optopt);
+		return cli_usage_error(cmd, c == ':' ? "option '%s%s' needs a value" :
+				       "bad option '%s%s'", "", last);
+	return cli_usage_error(cmd, c == ':' ? "option '%s%s' needs a value" :
+			       "bad option '%s%s'", "-", letter);
 }
 
 int cli_parse_count(const char *s, unsigned long long max, unsigned long long *out)

@@ -217,7 +217,7 @@ Test(cli_run_args, max_rows_in_flight_needs_a_value)
 	targv a;
 
 	ARGV(a, "run", "-s", "p.yaml", "--max-rows-in-flight");
-	expect_run_usage(&a, "run", "bad option '--max-rows-in-flight'");
+	expect_run_usage(&a, "run", "option '--max-rows-in-flight' needs a value");
 }
 
 Test(cli_run_args, format_text_or_json)
@@ -237,7 +237,7 @@ Test(cli_run_args, format_text_or_json)
 	free(err);
 	free(out);
 	ARGV(a, "run", "-s", "p.yaml", "--format", "xml");
-	expect_run_usage(&a, "run", "--format is text or json, got 'xml'");
+	expect_run_usage(&a, "run", "--format is console, text or json, got 'xml'");
 }
 
 Test(cli_run_args, unknown_flags_are_usage_errors)
@@ -280,7 +280,7 @@ Test(cli_run_args, settings_are_required)
 	ARGV(a, "run", "--execute");
 	expect_run_usage(&a, "run", "expected -s SETTINGS");
 	ARGV(a, "run", "-s");
-	expect_run_usage(&a, "run", "bad option '-s'");
+	expect_run_usage(&a, "run", "option '-s' needs a value");
 	ARGV(a, "run", "-s", "p.yaml", "extra");
 	expect_run_usage(&a, "run", "expected -s SETTINGS");
 }
@@ -320,6 +320,171 @@ Test(cli_run_args, resume_takes_one_run)
 	expect_run_usage(&a, "resume", "expected RUN_ID");
 	ARGV(a, "resume", "7");
 	expect_run_usage(&a, "resume", "expected -s SETTINGS");
+}
+
+/* ------------------------------------------- ELSPETH's short flags (run) */
+
+/* Parses argv as cmd and returns the options; fails on any error. */
+static cli_run_args run_ok(const char *cmd, targv *a)
+{
+	cli_run_args r;
+	char *err, *out;
+
+	cr_assert_eq(parse_run(cmd, a, &r, &err, &out), 0, "%s: %s", a->argv[1], err);
+	cr_assert_str_eq(err, "");
+	free(err);
+	free(out);
+	return r;
+}
+
+static void expect_same_run_args(const cli_run_args *x, const cli_run_args *y)
+{
+	cr_assert_str_eq(x->path, y->path);
+	cr_assert_eq(x->execute, y->execute);
+	cr_assert_eq(x->json, y->json);
+	cr_assert_eq(x->max_in_flight, y->max_in_flight);
+	cr_assert_eq(x->dry_run, y->dry_run);
+	cr_assert_eq(x->verbose, y->verbose);
+	if (x->database || y->database)
+		cr_assert_str_eq(x->database, y->database);
+	if (x->resume || y->resume)
+		cr_assert_str_eq(x->resume, y->resume);
+}
+
+/* cli.py, run: -s --settings, -n --dry-run, -x --execute, -v --verbose,
+ * -f --format. */
+Test(cli_run_args, short_flags_are_the_long_options)
+{
+	targv a, b; /* the options point into them */
+	cli_run_args s, l;
+
+	ARGV(a, "run", "-s", "p.yaml", "-x", "-n", "-v", "-f", "json");
+	s = run_ok("run", &a);
+	ARGV(b, "run", "--settings", "p.yaml", "--execute", "--dry-run", "--verbose",
+	     "--format", "json");
+	l = run_ok("run", &b);
+	expect_same_run_args(&s, &l);
+	cr_assert(s.execute && s.dry_run && s.verbose && s.json);
+	cr_assert_null(s.database);
+
+	/* clustered, and a value glued to its flag */
+	ARGV(b, "run", "-xnvfjson", "-sp.yaml");
+	l = run_ok("run", &b);
+	expect_same_run_args(&s, &l);
+}
+
+Test(cli_run_args, flags_default_off)
+{
+	targv a;
+	cli_run_args r;
+
+	ARGV(a, "run", "-s", "p.yaml");
+	r = run_ok("run", &a);
+	cr_assert_not(r.execute || r.dry_run || r.verbose || r.json);
+}
+
+/* ELSPETH's values are console and json; text is ours for console. */
+Test(cli_run_args, format_console_text_or_json)
+{
+	static const char *const vals[] = { "console", "text", "json" };
+	targv a;
+	cli_run_args r;
+
+	for (size_t i = 0; i < 3; i++) {
+		ARGV(a, "run", "-s", "p.yaml", "-f", vals[i]);
+		r = run_ok("run", &a);
+		cr_assert_eq(r.json, i == 2, "-f %s", vals[i]);
+		ARGV(a, "run", "-s", "p.yaml", "--format", "json", "-f", vals[i]);
+		r = run_ok("run", &a);
+		cr_assert_eq(r.json, i == 2, "the last of --format json -f %s wins", vals[i]);
+	}
+	ARGV(a, "run", "-s", "p.yaml", "--format=console");
+	r = run_ok("run", &a);
+	cr_assert_not(r.json);
+}
+
+Test(cli_run_args, bad_format_values)
+{
+	static const char *const bad[] = { "xml", "JSON", "", "console ", "jsonl" };
+	targv a;
+	char want[96];
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ARGV(a, "run", "-s", "p.yaml", "-f", bad[i]);
+		snprintf(want, sizeof(want),
+			 "elspeth run: --format is console, text or json, got '%s'", bad[i]);
+		expect_run_usage(&a, "run", want);
+	}
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "-f", "yaml");
+	expect_run_usage(&a, "resume", "elspeth resume: --format is console, text or json, got 'yaml'");
+}
+
+Test(cli_run_args, missing_values_are_named)
+{
+	targv a;
+
+	ARGV(a, "run", "-s", "p.yaml", "-f");
+	expect_run_usage(&a, "run", "elspeth run: option '-f' needs a value");
+	ARGV(a, "run", "-s", "p.yaml", "--format");
+	expect_run_usage(&a, "run", "option '--format' needs a value");
+	ARGV(a, "run", "-s", "p.yaml", "-xf");
+	expect_run_usage(&a, "run", "option '-f' needs a value");
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "-d");
+	expect_run_usage(&a, "resume", "elspeth resume: option '-d' needs a value");
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "--database");
+	expect_run_usage(&a, "resume", "option '--database' needs a value");
+}
+
+Test(cli_run_args, flags_take_no_value)
+{
+	targv a;
+
+	ARGV(a, "run", "-s", "p.yaml", "--dry-run=yes");
+	expect_run_usage(&a, "run", "bad option '--dry-run=yes'");
+	ARGV(a, "run", "-s", "p.yaml", "--verbose=1");
+	expect_run_usage(&a, "run", "bad option '--verbose=1'");
+	ARGV(a, "run", "-s", "p.yaml", "-vq");
+	expect_run_usage(&a, "run", "bad option '-q'");
+}
+
+/* cli.py, resume: -d --database, -s --settings, -x --execute,
+ * -f --format. */
+Test(cli_run_args, resume_short_flags_are_the_long_options)
+{
+	targv a, b;
+	cli_run_args s, l;
+
+	ARGV(a, "resume", "7", "-d", "other.lmdb", "-s", "p.yaml", "-x", "-f", "json");
+	s = run_ok("resume", &a);
+	ARGV(b, "resume", "--database=other.lmdb", "7", "--settings", "p.yaml", "--execute",
+	     "--format", "json");
+	l = run_ok("resume", &b);
+	expect_same_run_args(&s, &l);
+	cr_assert_str_eq(s.database, "other.lmdb");
+	cr_assert_str_eq(s.resume, "7");
+	cr_assert(s.execute && s.json);
+	cr_assert_not(s.dry_run || s.verbose);
+}
+
+/* Each command takes ELSPETH's options for it only: run has no
+ * --database, resume no --dry-run or --verbose (a resume without -x is
+ * already a dry run). */
+Test(cli_run_args, options_of_the_other_command_are_refused)
+{
+	targv a;
+
+	ARGV(a, "run", "-s", "p.yaml", "-d", "x.lmdb");
+	expect_run_usage(&a, "run", "elspeth run: bad option '-d'");
+	ARGV(a, "run", "-s", "p.yaml", "--database", "x.lmdb");
+	expect_run_usage(&a, "run", "bad option '--database'");
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "-n");
+	expect_run_usage(&a, "resume", "elspeth resume: bad option '-n'");
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "--dry-run");
+	expect_run_usage(&a, "resume", "bad option '--dry-run'");
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "-v");
+	expect_run_usage(&a, "resume", "bad option '-v'");
+	ARGV(a, "resume", "latest", "-s", "p.yaml", "--verbose");
+	expect_run_usage(&a, "resume", "bad option '--verbose'");
 }
 
 /* ----------------------------------------------------------- read args */
@@ -396,6 +561,83 @@ Test(cli_read_args, unexpected_argument_and_unknown_flag)
 	free(err);
 }
 
+/* cli.py, explain: -r --run, -t --token, -d --database, -s --settings,
+ * --no-tui. */
+Test(cli_read_args, short_flags_are_the_long_options)
+{
+	targv a, b; /* the options point into them */
+	cli_read_args s = { .run = "latest" }, l = { .run = "latest" };
+	char *err;
+
+	ARGV(a, "explain", "-r", "3", "-t", "9", "-d", "db", "--no-tui");
+	cr_assert_eq(parse_read("explain", &a, &s, &err), 0, "%s", err);
+	free(err);
+	ARGV(b, "explain", "--run", "3", "--token", "9", "--database", "db", "--no-tui");
+	cr_assert_eq(parse_read("explain", &b, &l, &err), 0, "%s", err);
+	free(err);
+	cr_assert_str_eq(s.run, "3");
+	cr_assert_str_eq(l.run, "3");
+	cr_assert_eq(s.token, 9);
+	cr_assert_eq(l.token, 9);
+	cr_assert_str_eq(s.database, "db");
+	cr_assert_str_eq(l.database, "db");
+	cr_assert(s.no_tui && l.no_tui);
+	cr_assert_not(s.json);
+	cr_assert_eq(s.row, 0);
+
+	/* glued values; runs and verify share -r and -d */
+	memset(&s, 0, sizeof(s));
+	ARGV(a, "verify", "-rlatest", "-ddb");
+	cr_assert_eq(parse_read("verify", &a, &s, &err), 0, "%s", err);
+	cr_assert_str_eq(s.run, "latest");
+	cr_assert_str_eq(s.database, "db");
+	free(err);
+}
+
+Test(cli_read_args, short_flag_errors)
+{
+	static const char *const flags[] = { "-r", "-t", "-d" };
+	targv a;
+	cli_read_args r;
+	char *err;
+	char want[64];
+
+	for (size_t i = 0; i < 3; i++) {
+		memset(&r, 0, sizeof(r));
+		ARGV(a, "explain", "--row", "1", flags[i]);
+		cr_assert_eq(parse_read("explain", &a, &r, &err), CLI_USAGE, "%s", flags[i]);
+		snprintf(want, sizeof(want), "option '%s' needs a value", flags[i]);
+		cr_assert(strstr(err, want), "%s", err);
+		free(err);
+	}
+	memset(&r, 0, sizeof(r));
+	ARGV(a, "explain", "-t", "tok-1");
+	cr_assert_eq(parse_read("explain", &a, &r, &err), CLI_USAGE);
+	cr_assert(strstr(err, "--token needs a positive number, got 'tok-1'"), "%s", err);
+	free(err);
+	ARGV(a, "explain", "--row", "1", "--no-tui=yes");
+	cr_assert_eq(parse_read("explain", &a, &r, &err), CLI_USAGE);
+	cr_assert(strstr(err, "bad option '--no-tui=yes'"), "%s", err);
+	free(err);
+}
+
+/* --no-tui is explain's (ELSPETH has it nowhere else). */
+Test(cli_read_args, no_tui_is_explain_only)
+{
+	static const char *const cmds[] = { "runs", "verify" };
+	targv a;
+	cli_read_args r;
+	char *err;
+
+	for (size_t i = 0; i < 2; i++) {
+		memset(&r, 0, sizeof(r));
+		ARGV(a, cmds[i], "--no-tui");
+		cr_assert_eq(parse_read(cmds[i], &a, &r, &err), CLI_USAGE, "%s", cmds[i]);
+		cr_assert(strstr(err, "bad option '--no-tui'"), "%s", err);
+		free(err);
+	}
+}
+
 /* ---------------------------------------------------------------- main */
 
 typedef struct ran {
@@ -469,7 +711,7 @@ Test(cli_main, usage_errors_exit_2_before_anything_is_opened)
 	ARGV(a, "elspeth", "run", "-s", "/nonexistent/p.yaml", "--max-rows-in-flight", "5000");
 	expect_main(&a, CLI_USAGE, NULL, "at most 4096, got 5000");
 	ARGV(a, "elspeth", "run", "-s", "/nonexistent/p.yaml", "--format", "yaml");
-	expect_main(&a, CLI_USAGE, NULL, "--format is text or json");
+	expect_main(&a, CLI_USAGE, NULL, "--format is console, text or json");
 	ARGV(a, "elspeth", "validate");
 	expect_main(&a, CLI_USAGE, NULL, "elspeth validate: expected -s SETTINGS");
 	ARGV(a, "elspeth", "validate", "-s", "p.yaml", "--execute");
@@ -500,6 +742,57 @@ Test(cli_main, plugins_list)
 
 	ARGV(a, "elspeth", "plugins", "list");
 	expect_main(&a, CLI_OK, "Transforms:\n  passthrough", NULL);
+}
+
+/* cli.py, plugins list: -t --type. Ours also has aggregation, which
+ * ELSPETH lists among the transforms. */
+Test(cli_main, plugins_list_by_type)
+{
+	targv a;
+	ran r;
+
+	ARGV(a, "elspeth", "plugins", "list", "-t", "source");
+	r = run_main(&a);
+	cr_assert_eq(r.rc, CLI_OK, "%s", r.err);
+	cr_assert(strstr(r.out, "Sources:\n  csv"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "Transforms:"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "Sinks:"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "Gates,"), "%s", r.out);
+	free(r.out);
+	free(r.err);
+	ARGV(a, "elspeth", "plugins", "list", "--type", "transform");
+	r = run_main(&a);
+	cr_assert_eq(r.rc, CLI_OK, "%s", r.err);
+	cr_assert(strstr(r.out, "Transforms:\n  passthrough"), "%s", r.out);
+	cr_assert(strstr(r.out, "Aggregations:\n  batch_stats"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "Sources:"), "%s", r.out);
+	free(r.out);
+	free(r.err);
+	ARGV(a, "elspeth", "plugins", "list", "--type=sink");
+	expect_main(&a, CLI_OK, "Sinks:\n  csv", NULL);
+	ARGV(a, "elspeth", "plugins", "list", "-taggregation");
+	expect_main(&a, CLI_OK, "Aggregations:\n  batch_stats", NULL);
+	ARGV(a, "elspeth", "plugins", "list", "-t", "gate");
+	expect_main(&a, CLI_USAGE, NULL,
+		    "elspeth plugins: --type is source, transform, sink or aggregation, got 'gate'");
+	ARGV(a, "elspeth", "plugins", "list", "-t");
+	expect_main(&a, CLI_USAGE, NULL, "option '-t' needs a value");
+	ARGV(a, "elspeth", "plugins", "list", "--bogus");
+	expect_main(&a, CLI_USAGE, NULL, "bad option '--bogus'");
+	ARGV(a, "elspeth", "plugins", "list", "extra");
+	expect_main(&a, CLI_USAGE, NULL, "unexpected argument 'extra'");
+	ARGV(a, "elspeth", "plugins", "list", "--help");
+	expect_main(&a, CLI_OK, "-t, --type TYPE", NULL);
+}
+
+Test(cli_main, explain_no_tui_is_usage_checked_like_text)
+{
+	targv a;
+
+	ARGV(a, "elspeth", "explain", "-d", "/nonexistent", "--no-tui");
+	expect_main(&a, CLI_USAGE, NULL, "give exactly one of --row SEQ or --token ID");
+	ARGV(a, "elspeth", "explain", "-d", "/nonexistent", "-r", "1", "-t", "2", "--no-tui");
+	expect_main(&a, CLI_ERROR, NULL, "error: ");
 }
 
 /* ------------------------------------------------- options reach the run */
@@ -611,5 +904,82 @@ Test(cli_main, without_execute_nothing_runs)
 	expect_main(&a, CLI_OK, "Validation passed; nothing was run", NULL);
 	snprintf(out, sizeof(out), "%s/out.csv", t.root);
 	cr_assert_neq(access(out, F_OK), 0, "no output written");
+	remove_tree(&t);
+}
+
+/* -x -f json is --execute --format json: the same events. */
+Test(cli_main, short_flags_reach_the_run)
+{
+	tree t;
+	targv a;
+	ran r;
+	json_t *e;
+
+	make_tree(&t);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "-x", "-f", "json");
+	r = run_main(&a);
+	cr_assert_eq(r.rc, CLI_OK, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "{\"event\":\"phase_started\""), "%s", r.out);
+	e = completed_event(r.out);
+	cr_assert_eq(json_integer_value(json_object_get(e, "rows")), 5);
+	cr_assert_eq(json_integer_value(json_object_get(e, "max_rows_in_flight")), 5);
+	json_decref(e);
+	free(r.out);
+	free(r.err);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "-x", "-f", "console");
+	expect_main(&a, CLI_OK, "Run completed: 5 rows", NULL);
+	remove_tree(&t);
+}
+
+/* -n wins over -x: the pipeline is shown, nothing runs (ELSPETH checks
+ * dry_run before execute). */
+Test(cli_main, dry_run_runs_nothing_even_with_execute)
+{
+	tree t;
+	targv a;
+	char out[160];
+
+	make_tree(&t);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "-n", "-x");
+	expect_main(&a, CLI_OK, "Dry run (--dry-run): validation passed; nothing was run.", NULL);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "--dry-run", "--execute", "-v");
+	expect_main(&a, CLI_OK, "Transform: t [passthrough] -> out", NULL);
+	snprintf(out, sizeof(out), "%s/out.csv", t.root);
+	cr_assert_neq(access(out, F_OK), 0, "no output written");
+	remove_tree(&t);
+}
+
+/* -v: the pipeline before the run, its metrics and outcomes after; the
+ * JSON stream stays JSON. */
+Test(cli_main, verbose_shows_the_pipeline_and_its_metrics)
+{
+	tree t;
+	targv a;
+	ran r;
+
+	make_tree(&t);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "-x", "-v");
+	r = run_main(&a);
+	cr_assert_eq(r.rc, CLI_OK, "stderr: %s", r.err);
+	cr_assert(strstr(r.out, "Graph: 3 nodes, 2 edges\nStarting pipeline execution...\n"
+			 "Run completed: 5 rows"), "%s", r.out);
+	cr_assert(strstr(r.out, "  pipeline: 5 rows pulled in "), "%s", r.out);
+	cr_assert(strstr(r.out, "in flight at most 5 (peak "), "%s", r.out);
+	cr_assert(strstr(r.out, "  outcomes: COMPLETED 5\n"), "%s", r.out);
+	free(r.out);
+	free(r.err);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "-x");
+	r = run_main(&a);
+	cr_assert_null(strstr(r.out, "Starting pipeline execution"), "%s", r.out);
+	cr_assert_null(strstr(r.out, "outcomes:"), "%s", r.out);
+	free(r.out);
+	free(r.err);
+	ARGV(a, "elspeth", "run", "-s", t.settings, "-x", "-v", "-f", "json");
+	r = run_main(&a);
+	cr_assert_eq(r.rc, CLI_OK, "stderr: %s", r.err);
+	for (char *line = strtok(r.out, "\n"); line; line = strtok(NULL, "\n"))
+		cr_assert_eq(line[0], '{', "not JSON: %s", line);
+	free(r.out);
+	free(r.err);
 	remove_tree(&t);
 }
