@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The audit trail end to end: runs, explain (text and JSON against an
 # expected document), verify (passes; fails with exit 4 on a tampered sink),
-# failed and interrupted runs, read-only errors.
+# failed and interrupted runs, read-only errors; ELSPETH's short flags
+# (run -x -n -v -f, explain -r -t -d --no-tui, plugins list -t, resume -d
+# -x -f on a Landscape that landscape.url does not name).
 source "$(dirname "$0")/lib.sh"
 cp -r "$SRC/examples" "$WORK/examples"
 cd "$WORK"
@@ -63,5 +65,86 @@ wait $pid; rc=$?
 [ "$rc" = 3 ] && pass "SIGINT exits 3" || { fail "SIGINT exit $rc"; cat int.out; }
 expect "the interrupted run is recorded" 0 "interrupted" -- "$ELSPETH" runs
 expect "verify passes on the interrupted run" 0 "verify: OK" -- "$ELSPETH" verify --run latest
+
+# ELSPETH's short flags (docs/adr/0017-cli-flags.md) on the binary.
+# -x -f json is --execute --format json: the same run_completed event,
+# but for its run id and times.
+completed() { python3 -c '
+import json, sys
+for line in sys.stdin:
+    e = json.loads(line)
+    if e["event"] == "run_completed":
+        for k in ("run_id", "wall_seconds", "pipeline_seconds", "fifo_wait_max_ms"):
+            e.pop(k)
+        print(json.dumps(e, sort_keys=True))'; }
+"$ELSPETH" run -s $QS --execute --format json --sequential | completed > long.json
+"$ELSPETH" run -s $QS -x -f json --sequential | completed > short.json
+if [ -s long.json ] && cmp -s long.json short.json; then
+  pass "run -x -f json gives the events of --execute --format json"
+else
+  fail "run -x -f json differs from --execute --format json"; cat long.json short.json
+fi
+expect "run -f console is the text summary" 0 "Run completed: 200 rows" -- "$ELSPETH" run -s $QS -x -f console
+expect "run -f xml is a usage error" 2 "--format is console, text or json, got 'xml'" -- "$ELSPETH" run -s $QS -x -f xml
+expect "run -f without a value is a usage error" 2 "option '-f' needs a value" -- "$ELSPETH" run -s $QS -f
+rm -rf dry; runs_before=$("$ELSPETH" runs | grep -c '^ *[0-9]')
+expect "run -n -x is a dry run" 0 "Dry run (--dry-run): validation passed; nothing was run." -- \
+  env ELSPETH_OUT_DIR=dry "$ELSPETH" run -s $QS -n -x
+[ ! -e dry ] && [ "$("$ELSPETH" runs | grep -c '^ *[0-9]')" = "$runs_before" ] \
+  && pass "run -n -x writes and records nothing" || fail "run -n -x wrote or recorded something"
+expect "run -v shows the pipeline first" 0 "Starting pipeline execution..." -- "$ELSPETH" run -s $QS -x -v
+expect "run -v shows the outcomes" 0 "outcomes: ROUTED 199, QUARANTINED 1" -- "$ELSPETH" run -s $QS -x -v
+
+"$ELSPETH" explain --run 1 --row 42 > long.txt
+"$ELSPETH" explain -r 1 --row 42 --no-tui > short.txt
+[ -s long.txt ] && cmp -s long.txt short.txt && pass "explain -r --no-tui is explain --run" \
+  || { fail "explain -r --no-tui differs"; diff long.txt short.txt | head; }
+expect "explain -r latest works" 0 "Row 42 (line 43)" -- "$ELSPETH" explain -r latest --row 42
+expect "explain -t names a token" 0 "Row 42 (line 43)" -- "$ELSPETH" explain -r 1 -t 42
+"$ELSPETH" explain -d state/audit.lmdb -r 1 --row 42 --json --no-tui | $NORM > row42d.json
+diff -q "$SRC/tests/integration/expected/quickstart_explain_row42.json" row42d.json > /dev/null \
+  && pass "explain -d --json --no-tui is the expected JSON (--json wins)" || fail "explain -d --json differs"
+expect "explain -d of nothing is an error" 1 "no audit trail at" -- "$ELSPETH" explain -d nowhere.lmdb -r 1 --row 1
+expect "explain -t of a non-number is a usage error" 2 "--token needs a positive number" -- "$ELSPETH" explain -r 1 -t tok-1
+
+expect "plugins list -t source lists the sources" 0 "Sources:" -- "$ELSPETH" plugins list -t source
+"$ELSPETH" plugins list -t source | grep -q "Transforms:" && fail "plugins list -t source lists transforms" \
+  || pass "plugins list -t source lists nothing else"
+expect "plugins list --type transform includes the aggregations" 0 "batch_stats" -- "$ELSPETH" plugins list --type transform
+expect "plugins list -t of an unknown type is a usage error" 2 "got 'gate'" -- "$ELSPETH" plugins list -t gate
+
+# resume -d PATH: the Landscape is PATH, not the settings' landscape.url.
+# A slow run (delay, one row at a time) into elsewhere.lmdb, interrupted,
+# its Landscape moved; the resume finds it only with -d.
+seq 1 300 | sed '1i id' > slow.csv
+cat > slow.yaml <<YAML
+landscape: {url: "lmdb://./elsewhere.lmdb"}
+source: {plugin: csv, on_success: d_in, options: {path: slow.csv, on_validation_failure: discard}}
+transforms:
+  - {name: d, plugin: delay, input: d_in, on_success: out, options: {distribution: fixed, ms: 20}}
+sinks:
+  out: {plugin: csv, options: {path: slowout/out.csv}}
+YAML
+"$ELSPETH" run -s slow.yaml -x --sequential > slow.out 2>&1 &
+pid=$!
+started slowout/out.csv
+sleep 0.5
+kill -INT $pid
+wait $pid; rc=$?
+[ "$rc" = 3 ] && pass "the slow run is interrupted" || { fail "slow run exit $rc"; cat slow.out; }
+mv elsewhere.lmdb moved.lmdb
+expect "resume without -d looks at landscape.url" 1 "elsewhere.lmdb" -- "$ELSPETH" resume latest -s slow.yaml
+expect "resume -d of nothing is an error" 1 "no audit trail at" -- "$ELSPETH" resume latest -s slow.yaml -d nowhere.lmdb
+expect "resume -d is a dry run without -x" 0 "elspeth resume 1 -s slow.yaml -d moved.lmdb --execute" -- \
+  "$ELSPETH" resume latest -s slow.yaml -d moved.lmdb
+expect "resume -n is not ELSPETH's: a usage error" 2 "bad option '-n'" -- "$ELSPETH" resume latest -s slow.yaml -d moved.lmdb -n
+"$ELSPETH" resume latest -s slow.yaml -d moved.lmdb -x -f json --max-rows-in-flight 64 > resumed.json 2> resumed.err
+rc=$?
+[ "$rc" = 0 ] && grep -q '"event":"run_completed".*"status":"completed"' resumed.json \
+  && pass "resume -d -x -f json finishes the run" || { fail "resume -d -x -f json: exit $rc"; cat resumed.err; }
+[ "$(wc -l < slowout/out.csv)" = 301 ] && pass "the resumed run wrote every row once" \
+  || fail "the resumed sink has $(wc -l < slowout/out.csv) lines"
+expect "verify -d -r passes on the resumed run" 0 "verify: OK" -- "$ELSPETH" verify -d moved.lmdb -r 1
+[ ! -e elsewhere.lmdb ] && pass "resume -d did not create landscape.url's Landscape" || fail "resume -d created elsewhere.lmdb"
 
 finish
