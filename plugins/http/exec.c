@@ -275,24 +275,36 @@ static uint64_t backoff_ns(http_exec *x, const core_retry_cfg *r, unsigned k)
 	return (uint64_t)(d * 1e9);
 }
 
-/* When a request in a run of capacity errors gives up (mono ns). */
-static uint64_t capacity_deadline(const job *j)
-{
-	return j->first_capacity_mono +
-	       (uint64_t)(j->b->client->cfg.max_capacity_retry_s * 1e9);
-}
-
 static double max_capacity_s(const job *j)
 {
 	return j->b->client->cfg.max_capacity_retry_s;
 }
 
+/* When the request's run of capacity errors began (mono ns, 0: none):
+ * its own first one or, for one still waiting to be sent, the moment its
+ * upstream began refusing while it waited — a row held back by an
+ * upstream that refuses everything reaches its deadline too, not only the
+ * rows that were sent before the refusals began. */
+static uint64_t capacity_since(const upstream *u, const job *j)
+{
+	if (j->first_capacity_mono || !u->refusing_since)
+		return j->first_capacity_mono;
+	return u->refusing_since > j->queued_mono ? u->refusing_since : j->queued_mono;
+}
+
+/* When a request in a run of capacity errors gives up (mono ns). */
+static uint64_t capacity_deadline(const upstream *u, const job *j)
+{
+	return capacity_since(u, j) + (uint64_t)(max_capacity_s(j) * 1e9);
+}
+
 /* A capacity error past the request's deadline is its last. */
-static plg_error_class final_class(const job *j, plg_error_class c, uint64_t now)
+static plg_error_class final_class(const upstream *u, const job *j, plg_error_class c,
+				   uint64_t now)
 {
 	if (c != PLG_CLASS_CAPACITY)
 		return c;
-	if (j->first_capacity_mono ? now >= capacity_deadline(j) : max_capacity_s(j) <= 0)
+	if (capacity_since(u, j) ? now >= capacity_deadline(u, j) : max_capacity_s(j) <= 0)
 		return PLG_CLASS_GAVE_UP;
 	return c;
 }
@@ -310,6 +322,7 @@ static void decide(http_exec *x, upstream *u, job *j, plg_error_class c, long st
 	j->req->attempts++;
 	j->why = NULL;
 	if (c == PLG_CLASS_OK) {
+		u->refusing_since = 0;
 		finish(j, c, status, msg);
 		return;
 	}
@@ -317,10 +330,12 @@ static void decide(http_exec *x, upstream *u, job *j, plg_error_class c, long st
 		u->capacity_errors++;
 	if (c == PLG_CLASS_CAPACITY) {
 		if (!j->first_capacity_mono)
-			j->first_capacity_mono = now;
+			j->first_capacity_mono = capacity_since(u, j) ? capacity_since(u, j) : now;
+		if (!u->refusing_since)
+			u->refusing_since = now;
 		j->req->capacity_retries++;
 		/* The last retry goes out at the deadline, not after it. */
-		j->due_mono = retry_at < capacity_deadline(j) ? retry_at : capacity_deadline(j);
+		j->due_mono = retry_at < capacity_deadline(u, j) ? retry_at : capacity_deadline(u, j);
 		push_delayed(u, j);
 		return;
 	}
@@ -478,7 +493,7 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	if (code == 1)
 		c = PLG_CLASS_CLIENT; /* the account, not capacity */
 	else if (!code)
-		c = final_class(j, c, now);
+		c = final_class(u, j, c, now);
 	record(j, c, status, msg);
 	if (code && j->b->ctx && j->b->ctx->halt)
 		j->b->ctx->halt(j->b->ctx, code, stop);
@@ -520,13 +535,13 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 		}
 		/* At its capacity deadline a request makes its last attempt
 		 * whatever holds the others back, and its answer decides. */
-		if (j->first_capacity_mono && now >= capacity_deadline(j)) {
+		if (capacity_since(u, j) && now >= capacity_deadline(u, j)) {
 			if (!http__gate_force(&u->gate, now, j->req->tokens, &j->k))
 				return 0;
 		} else if ((t = http__gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
 			j->why = held;
-			if (j->first_capacity_mono && capacity_deadline(j) < t)
-				t = capacity_deadline(j); /* WAIT_DONE too */
+			if (capacity_since(u, j) && capacity_deadline(u, j) < t)
+				t = capacity_deadline(u, j); /* WAIT_DONE too */
 			return t == HTTP_CAP_WAIT_DONE ? 0 : t;
 		}
 		pop_ready(u);

@@ -61,6 +61,9 @@ typedef struct upstream {
 	job *delayed;                  /* by due_mono */
 	unsigned active, peak_active;
 	unsigned long long requests, capacity_errors;
+	uint64_t refusing_since;       /* mono ns of the first capacity error
+					* since the last success, 0: none
+					* (the executor thread's alone) */
 	char *halted;                  /* set: nothing more is sent, why */
 } upstream;
 
