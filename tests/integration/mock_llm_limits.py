@@ -271,9 +271,11 @@ async def hint_styles(c, port):
             and near(delta, want, 1.5), r.headers)
     r, want = await refused(hint="body")
     msg = r.json()["error"]["message"]
-    m = re.search(r"Please try again in (\d+(?:\.\d+)?)s\.", msg)
+    # OpenAI's forms: "1.234s", "59.9s", and from a minute on "1m0s"
+    m = re.search(r"Please try again in (?:(\d+)m)?(\d+(?:\.\d+)?)s\.", msg)
+    secs = m and 60 * int(m.group(1) or 0) + float(m.group(2))
     c.check(f"hint body: 'Please try again in Xs.' in the message, no header ({msg})",
-            m and near(float(m.group(1)), want, 0.2) and "retry-after" not in r.headers
+            m and near(secs, want, 0.2) and "retry-after" not in r.headers
             and "Limit 2, Used 2" in msg, r)
     for f in (0.5, 2):
         r, want = await refused(hint="ms", hint_factor=f)
