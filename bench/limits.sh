@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Capacity control against provider-like limits (docs/architecture.md §10–11,
-# issue 15). The mock (docs/mock_llm.md) is set up as the real limiters
+# ADR 0016). The mock (docs/mock_llm.md) is set up as the real limiters
 # behave — refused requests count against the window (OpenAI), hints in
 # each provider's style, x-ratelimit headers — and it computes, itself,
 # what a perfect client could have had admitted in the same time
