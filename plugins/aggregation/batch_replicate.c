@@ -3,16 +3,20 @@
  * output row per member (or `copies_field` copies of it), e.g. to tag each
  * row with its batch.
  *
- * Each output row is a copy of its member with, when `attach_batch_info`,
- * batch_size (the number of members) and batch_index (the member's 0-based
- * position), then, when `include_copy_index`, copy_index (0, 1, ...).
- * Members are emitted in order, a member's copies one after another.
+ * Each output row is a copy of its member with, when `attach_batch_info`
+ * (default false), batch_size (the number of members) and batch_index (the
+ * member's 0-based position), then, when `include_copy_index` (default
+ * true), copy_index (0, 1, ...). Members are emitted in order, a member's
+ * copies one after another.
+ *
+ * ELSPETH 0.4.1's defaults (plugins/transforms/batch_replicate.py l. 36-56,
+ * 182-189; ADR 0018): copies_field "copies", include_copy_index true, and
+ * nothing but copy_index added; attach_batch_info is ours.
  *
  * Decisions:
- *  - Without copies_field every member gives default_copies rows. With it,
- *    a member's copies is that field: a JSON integer, or a string holding
- *    a base-10 integer ("3", as CSV sources give). A missing, null or ""
- *    value uses default_copies. 0 emits nothing for that member.
+ *  - A member's copies is its copies_field: a JSON integer, or a string
+ *    holding a base-10 integer ("3", as CSV sources give). A missing, null
+ *    or "" value uses default_copies. 0 emits nothing for that member.
  *  - A negative, non-integer (a real, even 2.0; a boolean; other text)
  *    copies value, or one above REPLICATE_MAX_COPIES, fails the batch:
  *    CORE_EDATA naming the member's 0-based index and the field. Every
@@ -40,7 +44,7 @@
 
 struct replicate {
 	plg_schema *schema;
-	char *copies_field; /* NULL: default_copies for every member */
+	char *copies_field;
 	long long default_copies;
 	bool copy_index;
 	bool batch_info;
@@ -62,15 +66,16 @@ static int parse_options(struct replicate *r, const core_node *opts,
 	static const char *const keys[] = { "copies_field", "default_copies",
 		"include_copy_index", "attach_batch_info", PLG_COMMON_KEYS,
 		NULL };
-	const char *copies = NULL;
+	const char *copies = "copies";
 	int rc;
 
 	r->default_copies = 1;
-	r->batch_info = true;
+	r->copy_index = true;
+	r->batch_info = false;
 	rc = core_map_check_keys(opts, keys, err);
 	if (!rc)
 		rc = core_opt_str(opts, "copies_field", false, &copies, err);
-	if (!rc && copies && !copies[0])
+	if (!rc && !copies[0])
 		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, "copies_field"),
 				 "expected a field name, got an empty string");
 	if (!rc)
@@ -80,14 +85,14 @@ static int parse_options(struct replicate *r, const core_node *opts,
 		rc = core_opt_bool(opts, "include_copy_index", &r->copy_index, err);
 	if (!rc)
 		rc = core_opt_bool(opts, "attach_batch_info", &r->batch_info, err);
-	if (!rc && copies && adds(r, copies))
+	if (!rc && adds(r, copies))
 		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, "copies_field"),
 				 "copies_field '%s' collides with a field that "
 				 "batch_replicate adds; rename it first", copies);
 	if (!rc)
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &r->schema,
 				       err);
-	if (!rc && copies && !(r->copies_field = strdup(copies)))
+	if (!rc && !(r->copies_field = strdup(copies)))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	return rc;
 }
@@ -157,8 +162,7 @@ static const char *not_integer(const json_t *v)
 static int copies_of(const struct replicate *r, const json_t *m, size_t i,
 		     long long *k, core_err *err)
 {
-	const json_t *v = r->copies_field ? json_object_get(m, r->copies_field)
-					  : NULL;
+	const json_t *v = json_object_get(m, r->copies_field);
 
 	*k = r->default_copies;
 	if (!v || json_is_null(v) ||

@@ -1,38 +1,42 @@
 /*
- * aggregation_batch_stats.c — the "batch_stats" aggregation: count, sum,
- * mean, min and max of `value_field` over a batch, optionally per distinct
- * value of `group_by`.
+ * aggregation_batch_stats.c — the "batch_stats" aggregation: count, sum and
+ * mean of `value_field` over a batch, optionally per distinct value of
+ * `group_by`.
  *
  * Transform mode: one row per group, groups in order of first appearance
- * among the members: {<group_by>: value (when grouped), "count", "sum",
- * "mean" (when compute_mean), "min", "max", "skipped"}.
- * Passthrough mode: each member copied, with its group's figures added as
- * batch_count, batch_sum, batch_mean, batch_min, batch_max, batch_skipped.
+ * among the members: {"count", "sum", "batch_size", "mean" (when
+ * compute_mean), <group_by>: value (when grouped)} — ELSPETH 0.4.1's
+ * fields in its order (plugins/transforms/batch_stats.py, ADR 0018).
+ * batch_size is the group's members, count those with a usable value.
+ * Passthrough mode (ELSPETH refuses it for batch_stats): each member
+ * copied, with its group's figures added as batch_count, batch_sum,
+ * batch_size, batch_mean.
  *
  * Decisions (an auditor must be able to recompute every figure):
  *  - Values are JSON integers and reals, and strings holding a decimal
  *    number ("12", " 12.5 ", "1e3"), since CSV sources without a schema give
  *    text; "12" counts as an integer (a real beyond +-2^53), "12.5" as a
- *    real, and min/max report the number, not the string.
+ *    real.
  *  - A member whose value is missing, null or "" (a CSV empty cell) is not
- *    a number to use: it is left out of count/sum/mean/min/max and counted
- *    in "skipped", so count + skipped = the group's members.
+ *    a number to use: it is left out of count/sum/mean but counted in
+ *    batch_size, so batch_size - count = the members skipped. (ELSPETH
+ *    fails the run on such a member, and on a numeric string.)
  *  - Any other value (a boolean, a non-numeric string, NaN/Infinity text,
  *    an object, an array) fails the batch: CORE_EDATA naming the member's
  *    0-based index in the batch and the field. So does a member without the
  *    group_by field (null is a group of its own).
- *  - A group with no usable value reports count 0 and null sum, mean, min
- *    and max, rather than a made-up 0.
+ *  - A group with no usable value reports count 0 and null sum and mean,
+ *    rather than a made-up 0.
  *  - The sum of integers is an integer while it stays within +-(2^53 - 1)
  *    (what canonical JSON keeps exact); past that, on int64 overflow, or
  *    with any real member, it is a real. Reals are added with Neumaier's
  *    compensated summation (as Python's sum() does), in member order, so
  *    the result is deterministic. A sum beyond the range of a double fails
  *    the batch. mean = sum / count, always a real.
- *  - min/max keep the member's type (1 stays 1, 1.0 stays 1.0); among
- *    equal values the first member wins.
  *  - Group values are compared as JSON values: "1", 1 and 1.0 are three
- *    groups; objects compare with sorted keys.
+ *    groups; objects compare with sorted keys. A batch with one group value
+ *    gives ELSPETH's single row; ELSPETH fails the run on a batch with
+ *    several, where we give one row per group.
  *  - Nothing is overwritten: group_by naming an output figure is a config
  *    error; in passthrough mode a member already holding a batch_* field
  *    fails the batch.
@@ -70,12 +74,14 @@ struct group {
 	json_int_t isum;    /* integers, exact */
 	bool real;          /* the sum is a real */
 	double rsum, rcomp; /* reals (and int64 spills), Neumaier */
-	struct num min, max;
 };
 
-/* The figures, in output order; "mean" only with compute_mean. */
-static const char *const figures[] = { "count", "sum", "mean", "min", "max",
-	"skipped", NULL };
+/* The figures, in output order; "mean" only with compute_mean. Their names
+ * in transform mode, and in passthrough mode. */
+static const char *const figures[] = { "count", "sum", "batch_size", "mean",
+	NULL };
+static const char *const member_figures[] = { "batch_count", "batch_sum",
+	"batch_size", "batch_mean", NULL };
 
 /* ------------------------------------------------------------ options */
 
@@ -88,8 +94,9 @@ static int check_group_by(const struct batch_stats *s, const core_node *opts,
 			continue;
 		return core_err_at(err, CORE_ECONFIG, core_map_get(opts, "group_by"),
 				   "group_by '%s' collides with an output field of "
-				   "batch_stats (count, sum, mean, min, max, skipped); "
-				   "rename the field first", s->group_by);
+				   "batch_stats (count, sum, batch_size%s); rename "
+				   "the field first", s->group_by,
+				   s->mean ? ", mean" : "");
 	}
 	return 0;
 }
@@ -215,14 +222,6 @@ static void neumaier_add(struct group *g, double x)
 	g->rsum = t;
 }
 
-/* a < b, comparing integers exactly. */
-static bool num_less(const struct num *a, const struct num *b)
-{
-	if (a->is_int && b->is_int)
-		return a->i < b->i;
-	return a->d < b->d;
-}
-
 static void group_add(struct group *g, const struct num *n)
 {
 	json_int_t s;
@@ -237,10 +236,6 @@ static void group_add(struct group *g, const struct num *n)
 	} else {
 		g->isum = s;
 	}
-	if (!g->count || num_less(n, &g->min))
-		g->min = *n;
-	if (!g->count || num_less(&g->max, n))
-		g->max = *n;
 	g->count++;
 }
 
@@ -270,15 +265,13 @@ static json_t *figure(const struct group *g, const struct num *sum,
 {
 	if (!strcmp(f, "count"))
 		return json_integer((json_int_t)g->count);
-	if (!strcmp(f, "skipped"))
-		return json_integer((json_int_t)g->skipped);
+	if (!strcmp(f, "batch_size"))
+		return json_integer((json_int_t)(g->count + g->skipped));
 	if (!g->count)
 		return json_null();
 	if (!strcmp(f, "sum"))
 		return num_json(sum);
-	if (!strcmp(f, "mean"))
-		return json_real(sum->d / (double)g->count);
-	return num_json(!strcmp(f, "min") ? &g->min : &g->max);
+	return json_real(sum->d / (double)g->count); /* mean */
 }
 
 /* " in the group where <group_by> is <value>" (cut at a UTF-8 boundary),
@@ -301,12 +294,13 @@ static const char *group_label(const struct batch_stats *s,
 	return buf;
 }
 
-/* Sets the figures in o, each name prefixed with `prefix`. */
+/* Sets the figures in o, under the names in `names` (figures or
+ * member_figures). */
 static int put_figures(const struct batch_stats *s, const struct group *g,
-		       const char *prefix, json_t *o, core_err *err)
+		       const char *const *names, json_t *o, core_err *err)
 {
 	struct num sum = { 0 };
-	char name[32], label[192];
+	char label[192];
 
 	if (g->count && group_sum(g, &sum))
 		return core_err_set(err, CORE_EDATA,
@@ -316,8 +310,7 @@ static int put_figures(const struct batch_stats *s, const struct group *g,
 	for (size_t i = 0; figures[i]; i++) {
 		if (!s->mean && !strcmp(figures[i], "mean"))
 			continue;
-		snprintf(name, sizeof(name), "%s%s", prefix, figures[i]);
-		if (json_object_set_new(o, name, figure(g, &sum, figures[i])))
+		if (json_object_set_new(o, names[i], figure(g, &sum, figures[i])))
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	return 0;
@@ -398,10 +391,12 @@ static int emit_groups(const struct batch_stats *s, const struct grouping *gr,
 	for (size_t k = 0; !rc && k < gr->ng; k++) {
 		json_t *o = json_object();
 
-		if (!o || json_array_append_new(out, o) ||
-		    (s->group_by && json_object_set(o, s->group_by, gr->g[k].key)))
+		if (!o || json_array_append_new(out, o))
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		rc = put_figures(s, &gr->g[k], "", o, err);
+		rc = put_figures(s, &gr->g[k], figures, o, err);
+		if (!rc && s->group_by &&
+		    json_object_set(o, s->group_by, gr->g[k].key))
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	return rc;
 }
@@ -409,18 +404,15 @@ static int emit_groups(const struct batch_stats *s, const struct grouping *gr,
 static int check_member(const struct batch_stats *s, const json_t *m,
 			size_t i, core_err *err)
 {
-	char name[32];
-
 	for (size_t k = 0; figures[k]; k++) {
 		if (!s->mean && !strcmp(figures[k], "mean"))
 			continue;
-		snprintf(name, sizeof(name), "batch_%s", figures[k]);
-		if (json_object_get(m, name))
+		if (json_object_get(m, member_figures[k]))
 			return core_err_set(err, CORE_EDATA,
 					    "batch member %zu: field '%s' is already "
 					    "in the row and batch_stats (passthrough) "
 					    "would overwrite it; rename it first",
-					    i, name);
+					    i, member_figures[k]);
 	}
 	return 0;
 }
@@ -439,7 +431,7 @@ static int emit_members(const struct batch_stats *s, const struct grouping *gr,
 		o = json_copy(members[i]);
 		if (!o || json_array_append_new(out, o))
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		rc = put_figures(s, &gr->g[gr->of[i]], "batch_", o, err);
+		rc = put_figures(s, &gr->g[gr->of[i]], member_figures, o, err);
 	}
 	return rc;
 }
@@ -489,7 +481,7 @@ static void bs_close(void *state)
 
 const plg_aggregation_ops plg__batch_stats = {
 	.name = "batch_stats",
-	.description = "Count, sum, mean, min and max of a numeric field over a batch, optionally per group",
+	.description = "Count, sum, batch size and mean of a numeric field over a batch, optionally per group",
 	.open = bs_open,
 	.flush = bs_flush,
 	.close = bs_close,

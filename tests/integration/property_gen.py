@@ -33,9 +33,8 @@ import random
 import sys
 
 INT, STR, FLOAT, ARR, OBJ = "int", "str", "float", "arr", "obj"
-FIGURES = ("count", "sum", "mean", "min", "max", "skipped")
-STATS_ADDED = ("batch_count", "batch_sum", "batch_mean", "batch_min",
-               "batch_max", "batch_skipped")
+FIGURES = ("count", "sum", "batch_size", "mean")
+STATS_ADDED = ("batch_count", "batch_sum", "batch_size", "batch_mean")
 
 
 class F:
@@ -538,31 +537,30 @@ class Gen:
             vsure = shape.fields[vf].sure() and shape.fields[vf].typ == INT
             if mode == "transform":
                 f = {}
-                if gb:
-                    f[gb] = F(shape.fields[gb].typ, nonnull=shape.fields[gb].nonnull)
                 f["count"] = F(INT)
                 f["sum"] = F(INT, nonnull=vsure)
+                f["batch_size"] = F(INT)
                 if mean:
                     f["mean"] = F(FLOAT, nonnull=vsure)
-                f["min"] = F(INT, nonnull=vsure)
-                f["max"] = F(INT, nonnull=vsure)
-                f["skipped"] = F(INT)
+                if gb:
+                    f[gb] = F(shape.fields[gb].typ, nonnull=shape.fields[gb].nonnull)
                 out = Shape(f, extras=False, unique=False)
             else:
                 # A member already holding batch_* fails the batch (on_error).
                 for a in STATS_ADDED:
                     if a == "batch_mean" and not mean:
                         continue
-                    t = INT if a in ("batch_count", "batch_skipped") else (FLOAT if a == "batch_mean" else INT)
-                    out.fields[a] = F(t, nonnull=vsure or a in ("batch_count", "batch_skipped"))
+                    t = FLOAT if a == "batch_mean" else INT
+                    out.fields[a] = F(t, nonnull=vsure or a in ("batch_count", "batch_size"))
         else:
             node["plugin"] = "batch_replicate"
             opts = {}
             info = not any(a in shape.fields for a in ("batch_size", "batch_index"))
             cidx = "copy_index" not in shape.fields and r.random() < 0.5
-            if not info or r.random() < 0.3:
+            # attach_batch_info defaults to false, include_copy_index to true.
+            if info or r.random() < 0.3:
                 opts["attach_batch_info"] = info
-            if cidx or r.random() < 0.3:
+            if not cidx or r.random() < 0.3:
                 opts["include_copy_index"] = cidx
             if mode == "transform":
                 if "k" in shape.fields and shape.fields["k"].typ == INT and r.random() < 0.5:

@@ -385,11 +385,9 @@ Test(batch_stats, integer_figures)
 
 	agg_expect(&plg__batch_stats, st,
 		   "[{\"v\":3,\"x\":\"a\"},{\"v\":1},{\"v\":2}]", false,
-		   "[{\"count\":3,\"sum\":6,\"mean\":2.0,\"min\":1,\"max\":3,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":3,\"sum\":6,\"batch_size\":3,\"mean\":2.0}]");
 	agg_expect(&plg__batch_stats, st, "[{\"v\":-5}]", false,
-		   "[{\"count\":1,\"sum\":-5,\"mean\":-5.0,\"min\":-5,\"max\":-5,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":1,\"sum\":-5,\"batch_size\":1,\"mean\":-5.0}]");
 	plg__batch_stats.close(st);
 }
 
@@ -398,11 +396,9 @@ Test(batch_stats, reals_and_mixed)
 	void *st = open_agg(&plg__batch_stats, "value_field: v");
 
 	agg_expect(&plg__batch_stats, st, "[{\"v\":1},{\"v\":2.5}]", false,
-		   "[{\"count\":2,\"sum\":3.5,\"mean\":1.75,\"min\":1,\"max\":2.5,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":2,\"sum\":3.5,\"batch_size\":2,\"mean\":1.75}]");
 	agg_expect(&plg__batch_stats, st, "[{\"v\":2.0},{\"v\":2}]", false,
-		   "[{\"count\":2,\"sum\":4.0,\"mean\":2.0,\"min\":2.0,\"max\":2.0,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":2,\"sum\":4.0,\"batch_size\":2,\"mean\":2.0}]");
 	plg__batch_stats.close(st);
 }
 
@@ -446,9 +442,7 @@ Test(batch_stats, int64_overflow_falls_back_to_real)
 	cr_assert(json_is_real(sum));
 	cr_assert(fabs(json_real_value(sum) - 18446744073709551609.0) < 1e4,
 		  "sum %g", json_real_value(sum));
-	cr_assert_eq(json_integer_value(json_object_get(r, "max")),
-		     9223372036854775807LL);
-	cr_assert_eq(json_integer_value(json_object_get(r, "min")), -5);
+	cr_assert_eq(json_integer_value(json_object_get(r, "count")), 3);
 	json_decref(r);
 	r = stats_row(st, "[{\"v\":-9223372036854775807},{\"v\":-10}]");
 	cr_assert(json_real_value(json_object_get(r, "sum")) < -9.2e18);
@@ -471,12 +465,11 @@ Test(batch_stats, numeric_strings_are_numbers)
 	void *st = open_agg(&plg__batch_stats, "value_field: v");
 
 	agg_expect(&plg__batch_stats, st, "[{\"v\":\"12\"},{\"v\":\" 3 \"}]", false,
-		   "[{\"count\":2,\"sum\":15,\"mean\":7.5,\"min\":3,\"max\":12,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":2,\"sum\":15,\"batch_size\":2,\"mean\":7.5}]");
 	agg_expect(&plg__batch_stats, st,
 		   "[{\"v\":\"12.5\"},{\"v\":\"1e3\"},{\"v\":\"-0.5\"}]", false,
-		   "[{\"count\":3,\"sum\":1012.0,\"mean\":337.3333333333333,"
-		   "\"min\":-0.5,\"max\":1000.0,\"skipped\":0}]");
+		   "[{\"count\":3,\"sum\":1012.0,\"batch_size\":3,"
+		   "\"mean\":337.3333333333333}]");
 	plg__batch_stats.close(st);
 }
 
@@ -485,7 +478,7 @@ Test(batch_stats, huge_integer_string_is_a_real)
 	void *st = open_agg(&plg__batch_stats, "value_field: v");
 	json_t *r = stats_row(st, "[{\"v\":\"123456789012345678901234567890\"}]");
 
-	cr_assert(json_is_real(json_object_get(r, "max")));
+	cr_assert(json_is_real(json_object_get(r, "sum")));
 	cr_assert(json_real_value(json_object_get(r, "sum")) > 1.2e29);
 	json_decref(r);
 	plg__batch_stats.close(st);
@@ -497,8 +490,7 @@ Test(batch_stats, missing_null_and_empty_are_skipped)
 
 	agg_expect(&plg__batch_stats, st,
 		   "[{\"v\":4},{\"v\":null},{},{\"v\":\"\"},{\"v\":2}]", false,
-		   "[{\"count\":2,\"sum\":6,\"mean\":3.0,\"min\":2,\"max\":4,"
-		   "\"skipped\":3}]");
+		   "[{\"count\":2,\"sum\":6,\"batch_size\":5,\"mean\":3.0}]");
 	plg__batch_stats.close(st);
 }
 
@@ -507,8 +499,7 @@ Test(batch_stats, nothing_to_use_gives_nulls_not_zeros)
 	void *st = open_agg(&plg__batch_stats, "value_field: v");
 
 	agg_expect(&plg__batch_stats, st, "[{\"v\":null},{}]", false,
-		   "[{\"count\":0,\"sum\":null,\"mean\":null,\"min\":null,"
-		   "\"max\":null,\"skipped\":2}]");
+		   "[{\"count\":0,\"sum\":null,\"batch_size\":2,\"mean\":null}]");
 	plg__batch_stats.close(st);
 }
 
@@ -544,12 +535,12 @@ Test(batch_stats, group_by_in_order_of_first_appearance)
 		   "[{\"cat\":\"b\",\"v\":1},{\"cat\":\"a\",\"v\":10},"
 		   "{\"cat\":\"b\",\"v\":3},{\"cat\":\"c\",\"v\":null},"
 		   "{\"cat\":\"a\",\"v\":20}]", false,
-		   "[{\"cat\":\"b\",\"count\":2,\"sum\":4,\"mean\":2.0,\"min\":1,"
-		   "\"max\":3,\"skipped\":0},"
-		   "{\"cat\":\"a\",\"count\":2,\"sum\":30,\"mean\":15.0,\"min\":10,"
-		   "\"max\":20,\"skipped\":0},"
-		   "{\"cat\":\"c\",\"count\":0,\"sum\":null,\"mean\":null,"
-		   "\"min\":null,\"max\":null,\"skipped\":1}]");
+		   "[{\"count\":2,\"sum\":4,\"batch_size\":2,\"mean\":2.0,"
+		   "\"cat\":\"b\"},"
+		   "{\"count\":2,\"sum\":30,\"batch_size\":2,\"mean\":15.0,"
+		   "\"cat\":\"a\"},"
+		   "{\"count\":0,\"sum\":null,\"batch_size\":1,\"mean\":null,"
+		   "\"cat\":\"c\"}]");
 	plg__batch_stats.close(st);
 }
 
@@ -562,12 +553,12 @@ Test(batch_stats, group_values_are_typed_json)
 		   "[{\"g\":1,\"v\":1},{\"g\":\"1\",\"v\":2},{\"g\":1.0,\"v\":3},"
 		   "{\"g\":null,\"v\":4},{\"g\":{\"a\":1,\"b\":2},\"v\":5},"
 		   "{\"g\":{\"b\":2,\"a\":1},\"v\":6},{\"g\":1,\"v\":7}]", false,
-		   "[{\"g\":1,\"count\":2,\"sum\":8,\"min\":1,\"max\":7,\"skipped\":0},"
-		   "{\"g\":\"1\",\"count\":1,\"sum\":2,\"min\":2,\"max\":2,\"skipped\":0},"
-		   "{\"g\":1.0,\"count\":1,\"sum\":3,\"min\":3,\"max\":3,\"skipped\":0},"
-		   "{\"g\":null,\"count\":1,\"sum\":4,\"min\":4,\"max\":4,\"skipped\":0},"
-		   "{\"g\":{\"a\":1,\"b\":2},\"count\":2,\"sum\":11,\"min\":5,\"max\":6,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":2,\"sum\":8,\"batch_size\":2,\"g\":1},"
+		   "{\"count\":1,\"sum\":2,\"batch_size\":1,\"g\":\"1\"},"
+		   "{\"count\":1,\"sum\":3,\"batch_size\":1,\"g\":1.0},"
+		   "{\"count\":1,\"sum\":4,\"batch_size\":1,\"g\":null},"
+		   "{\"count\":2,\"sum\":11,\"batch_size\":2,"
+		   "\"g\":{\"a\":1,\"b\":2}}]");
 	plg__batch_stats.close(st);
 }
 
@@ -581,17 +572,26 @@ Test(batch_stats, missing_group_by_field_fails_naming_member)
 	plg__batch_stats.close(st);
 }
 
-Test(batch_stats, min_max_ties_keep_first_member)
+/* ELSPETH 0.4.1's fields, in its order (plugins/transforms/batch_stats.py
+ * l. 191-218): what its run wrote for a batch of 2.5 and 10.0 of region
+ * "south" (CSV header count,sum,batch_size,mean,region). */
+Test(batch_stats, elspeth_fields_and_order)
 {
-	void *st = open_agg(&plg__batch_stats, "value_field: v\ncompute_mean: false");
+	void *st = open_agg(&plg__batch_stats,
+			    "value_field: amount\ngroup_by: region\n"
+			    "compute_mean: true\nschema: {mode: observed}");
+	void *nomean = open_agg(&plg__batch_stats,
+				"value_field: amount\ncompute_mean: false");
 
-	agg_expect(&plg__batch_stats, st, "[{\"v\":1},{\"v\":1.0},{\"v\":\"1\"}]",
-		   false, "[{\"count\":3,\"sum\":3.0,\"min\":1,\"max\":1,"
-		   "\"skipped\":0}]");
-	agg_expect(&plg__batch_stats, st, "[{\"v\":2.0},{\"v\":2}]",
-		   false, "[{\"count\":2,\"sum\":4.0,\"min\":2.0,\"max\":2.0,"
-		   "\"skipped\":0}]");
+	agg_expect(&plg__batch_stats, st,
+		   "[{\"id\":1,\"region\":\"south\",\"amount\":10.0},"
+		   "{\"id\":2,\"region\":\"south\",\"amount\":2.5}]", false,
+		   "[{\"count\":2,\"sum\":12.5,\"batch_size\":2,\"mean\":6.25,"
+		   "\"region\":\"south\"}]");
+	agg_expect(&plg__batch_stats, nomean, "[{\"amount\":1},{\"amount\":1.0}]",
+		   false, "[{\"count\":2,\"sum\":2.0,\"batch_size\":2}]");
 	plg__batch_stats.close(st);
+	plg__batch_stats.close(nomean);
 }
 
 Test(batch_stats, passthrough_attaches_group_figures)
@@ -602,14 +602,11 @@ Test(batch_stats, passthrough_attaches_group_figures)
 		   "[{\"id\":1,\"g\":\"x\",\"v\":2},{\"id\":2,\"g\":\"y\",\"v\":5},"
 		   "{\"id\":3,\"g\":\"x\",\"v\":null}]", true,
 		   "[{\"id\":1,\"g\":\"x\",\"v\":2,\"batch_count\":1,\"batch_sum\":2,"
-		   "\"batch_mean\":2.0,\"batch_min\":2,\"batch_max\":2,"
-		   "\"batch_skipped\":1},"
+		   "\"batch_size\":2,\"batch_mean\":2.0},"
 		   "{\"id\":2,\"g\":\"y\",\"v\":5,\"batch_count\":1,\"batch_sum\":5,"
-		   "\"batch_mean\":5.0,\"batch_min\":5,\"batch_max\":5,"
-		   "\"batch_skipped\":0},"
+		   "\"batch_size\":1,\"batch_mean\":5.0},"
 		   "{\"id\":3,\"g\":\"x\",\"v\":null,\"batch_count\":1,\"batch_sum\":2,"
-		   "\"batch_mean\":2.0,\"batch_min\":2,\"batch_max\":2,"
-		   "\"batch_skipped\":1}]");
+		   "\"batch_size\":2,\"batch_mean\":2.0}]");
 	plg__batch_stats.close(st);
 }
 
@@ -620,9 +617,8 @@ Test(batch_stats, passthrough_ungrouped_without_mean)
 	agg_expect(&plg__batch_stats, st, "[{\"v\":1,\"batch_mean\":\"mine\"},{\"v\":3}]",
 		   true,
 		   "[{\"v\":1,\"batch_mean\":\"mine\",\"batch_count\":2,\"batch_sum\":4,"
-		   "\"batch_min\":1,\"batch_max\":3,\"batch_skipped\":0},"
-		   "{\"v\":3,\"batch_count\":2,\"batch_sum\":4,"
-		   "\"batch_min\":1,\"batch_max\":3,\"batch_skipped\":0}]");
+		   "\"batch_size\":2},"
+		   "{\"v\":3,\"batch_count\":2,\"batch_sum\":4,\"batch_size\":2}]");
 	plg__batch_stats.close(st);
 }
 
@@ -633,6 +629,8 @@ Test(batch_stats, passthrough_never_overwrites)
 	agg_expect_err(&plg__batch_stats, st,
 		       "[{\"v\":1},{\"v\":2,\"batch_sum\":0}]", true,
 		       "batch member 1", "field 'batch_sum' is already in the row");
+	agg_expect_err(&plg__batch_stats, st, "[{\"v\":1,\"batch_size\":9}]", true,
+		       "batch member 0", "field 'batch_size' is already in the row");
 	plg__batch_stats.close(st);
 }
 
@@ -677,6 +675,10 @@ Test(batch_stats, bad_options)
 	cr_assert_eq(agg_open_err(&plg__batch_stats,
 				  "value_field: v\ngroup_by: mean", &err),
 		     CORE_ECONFIG);
+	cr_assert_eq(agg_open_err(&plg__batch_stats,
+				  "value_field: v\ngroup_by: batch_size", &err),
+		     CORE_ECONFIG);
+	has(&err, "(count, sum, batch_size, mean)");
 	cr_assert_eq(agg_open_err(&plg__batch_stats, "value_field: {a: 1}", &err),
 		     CORE_ECONFIG);
 	has(&err, "expected a string");
@@ -694,8 +696,7 @@ Test(batch_stats, group_by_mean_allowed_without_mean)
 			    "schema: {mode: observed}");
 
 	agg_expect(&plg__batch_stats, st, "[{\"mean\":\"m\",\"v\":1}]", false,
-		   "[{\"mean\":\"m\",\"count\":1,\"sum\":1,\"min\":1,\"max\":1,"
-		   "\"skipped\":0}]");
+		   "[{\"count\":1,\"sum\":1,\"batch_size\":1,\"mean\":\"m\"}]");
 	plg__batch_stats.close(st);
 }
 
@@ -708,9 +709,28 @@ Test(batch_replicate, ops_identity)
 	plg__batch_replicate.close(NULL);
 }
 
-Test(batch_replicate, defaults_one_row_per_member_with_batch_info)
+/* ELSPETH 0.4.1's defaults (plugins/transforms/batch_replicate.py l. 36-56,
+ * 182-189): copies_field "copies", copy_index added, nothing else; what its
+ * run wrote for ids 1, 2, 3 with copies 2, 1, 0. */
+Test(batch_replicate, elspeth_defaults)
 {
-	void *st = open_agg(&plg__batch_replicate, "{}");
+	void *st = open_agg(&plg__batch_replicate, "schema: {mode: observed}");
+
+	agg_expect(&plg__batch_replicate, st,
+		   "[{\"id\":1,\"copies\":2},{\"id\":2,\"copies\":1},"
+		   "{\"id\":3,\"copies\":0}]", false,
+		   "[{\"id\":1,\"copies\":2,\"copy_index\":0},"
+		   "{\"id\":1,\"copies\":2,\"copy_index\":1},"
+		   "{\"id\":2,\"copies\":1,\"copy_index\":0}]");
+	agg_expect(&plg__batch_replicate, st, "[{\"a\":1},{\"a\":2}]", false,
+		   "[{\"a\":1,\"copy_index\":0},{\"a\":2,\"copy_index\":0}]");
+	plg__batch_replicate.close(st);
+}
+
+Test(batch_replicate, batch_info_when_asked)
+{
+	void *st = open_agg(&plg__batch_replicate, "attach_batch_info: true\n"
+			    "include_copy_index: false");
 
 	agg_expect(&plg__batch_replicate, st, "[{\"a\":1},{\"a\":2}]", false,
 		   "[{\"a\":1,\"batch_size\":2,\"batch_index\":0},"
@@ -721,8 +741,7 @@ Test(batch_replicate, defaults_one_row_per_member_with_batch_info)
 Test(batch_replicate, copies_field_with_copy_index)
 {
 	void *st = open_agg(&plg__batch_replicate,
-			    "copies_field: n\ninclude_copy_index: true\n"
-			    "attach_batch_info: false");
+			    "copies_field: n");
 
 	agg_expect(&plg__batch_replicate, st,
 		   "[{\"id\":\"a\",\"n\":2},{\"id\":\"b\",\"n\":0},{\"id\":\"c\",\"n\":3}]",
@@ -738,7 +757,8 @@ Test(batch_replicate, copies_field_with_copy_index)
 Test(batch_replicate, string_null_and_missing_copies)
 {
 	void *st = open_agg(&plg__batch_replicate,
-			    "copies_field: n\ndefault_copies: 2\nattach_batch_info: false");
+			    "copies_field: n\ndefault_copies: 2\n"
+			    "include_copy_index: false");
 
 	agg_expect(&plg__batch_replicate, st,
 		   "[{\"id\":1,\"n\":\" 3 \"},{\"id\":2},{\"id\":3,\"n\":null},"
@@ -754,7 +774,7 @@ Test(batch_replicate, default_copies_without_copies_field)
 {
 	void *zero = open_agg(&plg__batch_replicate, "default_copies: 0");
 	void *two = open_agg(&plg__batch_replicate,
-			     "default_copies: 2\ninclude_copy_index: true");
+			     "default_copies: 2\nattach_batch_info: true");
 
 	agg_expect(&plg__batch_replicate, zero, "[{\"n\":5},{}]", false, "[]");
 	agg_expect(&plg__batch_replicate, two, "[{\"n\":5}]", false,
@@ -793,7 +813,7 @@ Test(batch_replicate, passthrough_ignores_copies)
 {
 	void *st = open_agg(&plg__batch_replicate,
 			    "copies_field: n\ndefault_copies: 0\n"
-			    "include_copy_index: true");
+			    "attach_batch_info: true");
 
 	agg_expect(&plg__batch_replicate, st,
 		   "[{\"n\":3},{\"n\":\"bad\"},{}]", true,
@@ -805,8 +825,8 @@ Test(batch_replicate, passthrough_ignores_copies)
 
 Test(batch_replicate, never_overwrites)
 {
-	void *st = open_agg(&plg__batch_replicate, "include_copy_index: true");
-	void *lax = open_agg(&plg__batch_replicate, "attach_batch_info: false");
+	void *st = open_agg(&plg__batch_replicate, "attach_batch_info: true");
+	void *lax = open_agg(&plg__batch_replicate, "include_copy_index: false");
 
 	agg_expect_err(&plg__batch_replicate, st,
 		       "[{\"a\":1},{\"batch_index\":7}]", false,
@@ -851,11 +871,11 @@ Test(batch_replicate, bad_options)
 	cr_assert_eq(agg_open_err(o, "include_copy_index: 1", &err), CORE_ECONFIG);
 	has(&err, "include_copy_index: expected true or false");
 	cr_assert_eq(agg_open_err(o, "attach_batch_info: [x]", &err), CORE_ECONFIG);
-	cr_assert_eq(agg_open_err(o, "copies_field: batch_size", &err),
-		     CORE_ECONFIG);
+	cr_assert_eq(agg_open_err(o, "copies_field: batch_size\n"
+				  "attach_batch_info: true", &err), CORE_ECONFIG);
 	has(&err, "collides");
-	cr_assert_eq(agg_open_err(o, "copies_field: copy_index\n"
-				  "include_copy_index: true", &err), CORE_ECONFIG);
+	cr_assert_eq(agg_open_err(o, "copies_field: copy_index", &err),
+		     CORE_ECONFIG);
 	cr_assert_eq(agg_open_err(o, "copies_field: ''", &err), CORE_ECONFIG);
 	cr_assert_eq(agg_open_err(o, "schema: [1]", &err), CORE_ECONFIG);
 	cr_assert_eq(agg_open_err(o, "- a", &err), CORE_ECONFIG);
@@ -864,7 +884,7 @@ Test(batch_replicate, bad_options)
 Test(batch_replicate, copies_field_named_like_batch_info_when_off)
 {
 	void *st = open_agg(&plg__batch_replicate,
-			    "copies_field: batch_size\nattach_batch_info: false");
+			    "copies_field: batch_size\ninclude_copy_index: false");
 
 	agg_expect(&plg__batch_replicate, st, "[{\"batch_size\":2}]", false,
 		   "[{\"batch_size\":2},{\"batch_size\":2}]");
