@@ -5,10 +5,10 @@
  * ordering incompatible types is a TypeError. Comparisons with NaN are
  * false, except !=.
  *
- * `is` is identity for None, True, False and containers read from the row
- * (lists built by the expression are new objects, never identical);
- * for numbers and strings (whose identity Python leaves to the
- * implementation) it is "same type and equal".
+ * `is` / `is not` only reach here with the literal None on one side (the
+ * parser refuses any other use, as ELSPETH does: expr_parse.c check_is),
+ * so they test whether the other operand is None. identical() is still
+ * Python's identity for every kind, should that ever change.
  */
 #define _GNU_SOURCE	/* memmem: linear-time substring search in glibc */
 #include <math.h>

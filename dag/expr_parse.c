@@ -204,15 +204,43 @@ static int read_cmpop(dag__parser *p, int *op)
 	return 0;
 }
 
+/*
+ * `is` and `is not` only test for None: one of the two operands must be the
+ * literal None (parenthesized or not), as in ELSPETH 0.4.1
+ * (core/expression_parser.py, ExpressionValidator.visit_Compare), which
+ * refuses anything else as unsafe. Elsewhere identity is not equality
+ * (`1 is 1.0`, `'a' is 'a'` depend on the interpreter), so the operator is
+ * refused here, when the settings are validated, rather than evaluated as
+ * ==. lhs is the operand before the operator at op_start, rhs the one after;
+ * start..p->prev_end is the comparison so far, quoted in the error.
+ */
+static int check_is(dag__parser *p, int op, uint32_t start, uint32_t op_start,
+		    uint32_t lhs, uint32_t rhs)
+{
+	const char *src = p->lx.src + start;
+	size_t len = p->prev_end - start, cut = len;
+
+	if ((op != DAG__CMP_IS && op != DAG__CMP_IS_NOT) ||
+	    p->nodes[lhs].kind == DAG__N_NONE || p->nodes[rhs].kind == DAG__N_NONE)
+		return 0;
+	if (len > 80)
+		cut = core_utf8_cut(src, 77);
+	return dag__syntax_error(p->err, p->lx.src, op_start,
+		"'is' and 'is not' operators are only allowed for None checks "
+		"(in `%.*s%s`); compare values with == or !=",
+		(int)cut, src, cut < len ? "..." : "");
+}
+
 static int parse_comparison(dag__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start, chain = DAG__NONE, tail = DAG__NONE;
-	uint32_t rhs, cmp;
+	uint32_t rhs, cmp, lhs;
 	uint32_t op_start;
 	int op, rc;
 
 	if ((rc = parse_arith(p, 0, out)))
 		return rc;
+	lhs = *out;
 	for (;;) {
 		op_start = p->tok.start;
 		if ((rc = read_cmpop(p, &op)) || op < 0)
@@ -225,9 +253,11 @@ static int parse_comparison(dag__parser *p, uint32_t *out)
 			*out = chain;
 		}
 		if ((rc = parse_arith(p, 0, &rhs)) ||
+		    (rc = check_is(p, op, start, op_start, lhs, rhs)) ||
 		    (rc = dag__new_node(p, DAG__N_CMP, op_start, rhs, DAG__NONE,
 					DAG__NONE, &cmp)))
 			return rc;
+		lhs = rhs;
 		p->nodes[cmp].op = (uint8_t)op;
 		if ((rc = dag__add_child(p, chain, &tail, cmp)))
 			return rc;

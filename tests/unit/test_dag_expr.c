@@ -386,10 +386,38 @@ Test(expr, identity)
 	expect("row['note'] is None", "true");
 	expect("row['name'] is not None", "true");
 	expect("row.get('missing') is None", "true");
-	expect("row['active'] is True", "true");
-	expect("row['deleted'] is False", "true");
-	expect("row['zero'] is False", "false");
-	expect("row['addr'] is row['addr']", "true");
+	expect("None is row['note']", "true");
+	expect("None is not row['name']", "true");
+	expect("row['name'] is (None)", "false");
+	expect("None is None", "true");
+	/* every `is` of a chain has None next to it */
+	expect("row['note'] is None is row['note']", "true");
+	expect("row['age'] == 30 is not None", "true");
+}
+
+/* ELSPETH 0.4.1 (core/expression_parser.py, visit_Compare) refuses `is`
+ * and `is not` unless an operand next to them is the literal None: "'is'
+ * and 'is not' operators are only allowed for None checks". */
+Test(expr, identity_only_with_none)
+{
+	const char *msg = "'is' and 'is not' operators are only allowed for None checks";
+
+	expect_syntax("row['s'] is 'active'", 10, msg);
+	expect_syntax("row['s'] is 'active'", 10, "(in `row['s'] is 'active'`)");
+	expect_syntax("row['s'] is not 'x'", 10, msg);
+	expect_syntax("row['n'] is 1", 10, msg);
+	expect_syntax("row['active'] is True", 15, msg);
+	expect_syntax("row['deleted'] is not False", 16, msg);
+	expect_syntax("row['addr'] is row['addr']", 13, msg);
+	expect_syntax("row['x'] is []", 10, msg);
+	expect_syntax("row['x'] is -None", 10, msg);
+	expect_syntax("1 < row['a'] is 'x'", 14, "(in `1 < row['a'] is 'x'`)");
+	expect_syntax("row['a'] is None and row['b'] is 2", 31,
+		      "(in `row['b'] is 2`); compare values with == or !=");
+	expect_syntax("row['s'] is 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'",
+		      10, "(in `row['s'] is 'aaaaaaaaaaaaaaaa");
+	expect_syntax("row['s'] is 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'",
+		      10, "aaa...`)");
 }
 
 Test(expr, short_circuit_and_operand_values)
