@@ -25,13 +25,14 @@ static int endpoint(llm_client *c, const core_node *o, int provider,
 {
 	static const char *const defaults[] = { "https://openrouter.ai/api/v1", NULL,
 						"https://api.openai.com/v1" };
-	const char *model = NULL, *base = NULL, *dep = NULL, *ep = NULL, *ver = NULL;
+	const char *model = NULL, *base = NULL, *dep = NULL, *ep = NULL;
+	const char *ver = LLM_AZURE_API_VERSION;
 	int rc;
 
 	if (provider == P_AZURE) {
 		if ((rc = core_opt_str(o, "deployment_name", true, &dep, err)) ||
 		    (rc = core_opt_str(o, "endpoint", true, &ep, err)) ||
-		    (rc = core_opt_str(o, "api_version", true, &ver, err)) ||
+		    (rc = core_opt_str(o, "api_version", false, &ver, err)) ||
 		    (rc = core_opt_str(o, "model", false, &model, err)))
 			return rc;
 		if (core_map_get(o, "base_url"))

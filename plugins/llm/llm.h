@@ -166,9 +166,10 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *   base_url              default https://openrouter.ai/api/v1 or
  *                         https://api.openai.com/v1; requests go to
  *                         {base_url}/chat/completions
- *   deployment_name, endpoint, api_version          azure: required; requests
- *                         go to {endpoint}/openai/deployments/{deployment_name}
+ *   deployment_name, endpoint   azure: required; requests go to
+ *                         {endpoint}/openai/deployments/{deployment_name}
  *                         /chat/completions?api-version={api_version}
+ *   api_version           azure: default LLM_AZURE_API_VERSION
  *   api_key               sent as "Authorization: Bearer" (azure: "api-key");
  *                         never recorded, only fingerprinted in the settings
  *   system_prompt, temperature (0..2), max_tokens (>= 1)
@@ -196,6 +197,10 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
 	"min_dispatch_delay_ms", "max_dispatch_delay_ms", "backoff_multiplier", \
 	"recovery_step_ms", "max_capacity_retry_seconds", "capacity_control", \
 	"max_retry_after_seconds", "schema"
+
+/* ELSPETH 0.4.1's default api_version for provider azure
+ * (plugins/transforms/llm/providers/azure.py, AzureOpenAIConfig). */
+#define LLM_AZURE_API_VERSION "2024-10-21"
 
 typedef struct llm_client {
 	char *url;

@@ -716,3 +716,63 @@ Test(llm_answer, content_is_length_bounded)
 	cr_expect_eq(json_integer_value(json_object_get(row, "q_v")), 12);
 	json_decref(row);
 }
+
+/* ------------------------------------------------------- azure endpoint */
+
+TestSuite(llm_client, .timeout = 10);
+
+/* The client opened from YAML options; its URL in *url (caller frees). */
+static int azure_url(const char *yaml, char **url, core_err *err)
+{
+	core_doc *doc = NULL;
+	llm_client c = { 0 };
+	int rc;
+
+	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &doc, err), 0,
+		     "%s", err->msg);
+	rc = llm_client_open(&c, core_doc_root(doc), err);
+	*url = !rc && c.url ? strdup(c.url) : NULL;
+	llm_client_release(&c);
+	core_doc_free(doc);
+	return rc;
+}
+
+/* ELSPETH 0.4.1 defaults api_version to "2024-10-21"
+ * (plugins/transforms/llm/providers/azure.py, AzureOpenAIConfig). */
+Test(llm_client, azure_api_version_defaults_to_elspeths)
+{
+	core_err err = { 0 };
+	char *url = NULL;
+
+	cr_assert_str_eq(LLM_AZURE_API_VERSION, "2024-10-21");
+	cr_assert_eq(azure_url("provider: azure\ndeployment_name: gpt4o\n"
+			       "endpoint: https://x.openai.azure.com/\n", &url, &err),
+		     0, "%s", err.msg);
+	cr_expect_str_eq(url, "https://x.openai.azure.com/openai/deployments/gpt4o"
+			 "/chat/completions?api-version=2024-10-21");
+	free(url);
+	cr_assert_eq(azure_url("provider: azure\ndeployment_name: gpt4o\n"
+			       "endpoint: https://x.openai.azure.com\n"
+			       "api_version: 2025-01-01-preview\n", &url, &err),
+		     0, "%s", err.msg);
+	cr_expect_str_eq(url, "https://x.openai.azure.com/openai/deployments/gpt4o"
+			 "/chat/completions?api-version=2025-01-01-preview");
+	free(url);
+}
+
+Test(llm_client, azure_still_needs_deployment_and_endpoint)
+{
+	core_err err = { 0 };
+	char *url = NULL;
+
+	cr_assert_eq(azure_url("provider: azure\nendpoint: https://x\n", &url, &err),
+		     CORE_ECONFIG);
+	cr_expect(strstr(err.msg, "deployment_name"), "%s", err.msg);
+	cr_assert_eq(azure_url("provider: azure\ndeployment_name: d\n", &url, &err),
+		     CORE_ECONFIG);
+	cr_expect(strstr(err.msg, "endpoint"), "%s", err.msg);
+	cr_assert_eq(azure_url("provider: openai\nmodel: m\napi_version: v\n", &url,
+			       &err), CORE_ECONFIG);
+	cr_expect(strstr(err.msg, "'api_version' is for provider azure"), "%s",
+		  err.msg);
+}
