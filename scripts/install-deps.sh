@@ -10,7 +10,12 @@ PKGS=(
   libcriterion-dev libcurl4-openssl-dev libssl-dev
   python3 openssl
   nghttp2-proxy
+  libsqlite3-dev sqlite3
+  chromium
 )
+# Node.js runs the MCP test client (npm @modelcontextprotocol/sdk); a
+# machine that has it (e.g. from NodeSource, npm included) keeps it.
+if ! command -v npm >/dev/null 2>&1; then PKGS+=(nodejs npm); fi
 
 missing=()
 for p in "${PKGS[@]}"; do
