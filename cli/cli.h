@@ -24,6 +24,7 @@ int cli_plugins(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
+int cli_mcp(int argc, char **argv);
 
 /* The options of `run` and `resume` (cmd_run.c). */
 typedef struct cli_run_args {

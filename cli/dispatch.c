@@ -20,6 +20,7 @@ static const char usage[] =
 	"  explain -r ID|latest --row SEQ  the whole story of one row\n"
 	"  verify -r ID|latest           check a run's audit invariants (exit 4 on violations)\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
+	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help                    show help (also: elspeth COMMAND --help)\n"
@@ -58,6 +59,8 @@ int cli_main(int argc, char **argv)
 		return cli_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plugins"))
 		return cli_plugins(argc - 1, argv + 1);
+	if (!strcmp(cmd, "mcp"))
+		return cli_mcp(argc - 1, argv + 1);
 	fprintf(stderr, "elspeth: unknown command '%s'\n\n%s", cmd, usage);
 	return CLI_USAGE;
 }

@@ -1,0 +1,123 @@
+/* cmd_mcp.c — `elspeth mcp`: the MCP server over stdio (mcp/, docs/mcp.md). */
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "mcp/mcp.h"
+
+#define DEFAULT_URL "lmdb://./state/audit.lmdb"
+
+static const char usage[] =
+	"usage: elspeth mcp [-d PATH | -s SETTINGS]\n\n"
+	"Serves the audit trail to AI assistants and other MCP clients: the Model\n"
+	"Context Protocol (JSON-RPC 2.0, one message per line) on stdin and stdout,\n"
+	"with ELSPETH's read-only analysis tools (list_runs, explain_token, diagnose,\n"
+	"query, ...). Notes go to stderr. Register it with a client as the command\n"
+	"'elspeth' with the arguments [\"mcp\", \"--database\", PATH] (docs/mcp.md).\n\n"
+	"  -d, --database PATH   the trail: an SQLite file in ELSPETH's schema, or an\n"
+	"                        LMDB Landscape directory (exported to a temporary\n"
+	"                        SQLite file first); also sqlite:///PATH or lmdb://PATH\n"
+	"  -s, --settings FILE   ... or the one the settings' landscape.url names\n"
+	"                        (default: ./state/audit.lmdb)\n";
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* sqlite:///rel, sqlite:////abs and lmdb://PATH -> the path; a plain
+ * path as it is. */
+static const char *strip_url(const char *url)
+{
+	if (!strncmp(url, "sqlite:///", 10))
+		return url + 10;
+	if (!strncmp(url, "lmdb://", 7))
+		return url + 7;
+	return url;
+}
+
+static int trail_path(const char *settings, const char *database, char *path,
+		      size_t cap)
+{
+	core_settings *s = NULL;
+	core_err err = { 0 };
+	const char *url = DEFAULT_URL;
+	int rc = 0;
+
+	if (database)
+		url = database;
+	else if (settings && !(rc = core_settings_load(settings, &s, &err)))
+		url = s->landscape_url;
+	if (!rc && snprintf(path, cap, "%s", strip_url(url)) >= (int)cap)
+		rc = core_err_set(&err, CORE_ECONFIG, "the audit trail's path is too long: %s", url);
+	core_settings_free(s);
+	if (rc)
+		cli_error(&err);
+	return rc ? CLI_ERROR : CLI_OK;
+}
+
+static int parse(int argc, char **argv, const char **settings, const char **database)
+{
+	static const struct option longopts[] = {
+		{ "settings", required_argument, NULL, 's' },
+		{ "database", required_argument, NULL, 'd' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 }
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":s:d:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 's': *settings = optarg; break;
+		case 'd': *database = optarg; break;
+		case 'h':
+			fputs(usage, stdout);
+			return -1;
+		default:
+			return cli_bad_option("mcp", c, argc, argv);
+		}
+	}
+	if (optind != argc)
+		return cli_usage_error("mcp", "unexpected argument '%s'", argv[optind]);
+	if (*settings && *database)
+		return cli_usage_error("mcp", "give -d/--database or -s/--settings, not both");
+	return 0;
+}
+
+int cli_mcp(int argc, char **argv)
+{
+	const char *settings = NULL, *database = NULL;
+	struct sigaction sa = { .sa_handler = on_signal };
+	char path[4096];
+	mcp_server *s;
+	core_err err = { 0 };
+	int rc;
+
+	if ((rc = parse(argc, argv, &settings, &database)))
+		return rc < 0 ? CLI_OK : rc;
+	if ((rc = trail_path(settings, database, path, sizeof(path))))
+		return rc;
+	if (mcp_open(path, NULL, &s, &err)) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	/* No SA_RESTART: a signal ends the read the server waits in. A
+	 * client that goes away is a write error, not a SIGPIPE death. */
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	fprintf(stderr, "elspeth mcp: serving %s (%lld runs) on stdin/stdout\n", path,
+		mcp_run_count(s));
+	rc = mcp_serve(s, stdin, stdout, &stop, &err);
+	if (rc)
+		cli_error(&err);
+	mcp_free(s);
+	return rc ? CLI_ERROR : CLI_OK;
+}

@@ -1,0 +1,239 @@
+/*
+ * query.c — the query tool: one SQL statement over the trail, read-only
+ * by construction rather than by keyword lists (docs/mcp.md "query"):
+ *   1. the connection is SQLITE_OPEN_READONLY (and query_only);
+ *   2. the statement must be one that sqlite3_stmt_readonly() says does
+ *      not write; SQLite itself decides, after parsing;
+ *   3. an authorizer refuses what stmt_readonly lets through although it
+ *      changes the connection: ATTACH/DETACH (which would also let a
+ *      query read other files), BEGIN/COMMIT/SAVEPOINT, and PRAGMAs that
+ *      set a value (those that only take a table name, such as
+ *      table_info, are allowed);
+ *   4. exactly one statement: SQLite parses what follows the first, and
+ *      anything but spaces, comments and semicolons is refused;
+ *   5. a time limit (a progress handler) and a row cap, announced when
+ *      it cuts the answer short.
+ * ELSPETH's query tool instead strips comments and refuses keywords, and
+ * has neither limit.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "mcp/mcp_internal.h"
+
+/* What the authorizer refused, for the message. */
+typedef struct guard {
+	char what[96];
+} guard;
+
+/* PRAGMAs whose argument is a table or index name, not a new value. */
+static bool pragma_reads(const char *name)
+{
+	static const char *const reads[] = {
+		"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+		"foreign_key_list", "foreign_key_check", "integrity_check", "quick_check",
+		"table_list", NULL
+	};
+
+	for (const char *const *p = reads; *p; p++)
+		if (!strcmp(*p, name))
+			return true;
+	return false;
+}
+
+static int authorize(void *ud, int action, const char *a1, const char *a2,
+		     const char *db, const char *trigger)
+{
+	guard *g = ud;
+
+	(void)db;
+	(void)trigger;
+	switch (action) {
+	case SQLITE_ATTACH:
+	case SQLITE_DETACH:
+		snprintf(g->what, sizeof(g->what), "%s", action == SQLITE_ATTACH ?
+			 "ATTACH" : "DETACH");
+		return SQLITE_DENY;
+	case SQLITE_TRANSACTION:
+	case SQLITE_SAVEPOINT:
+		snprintf(g->what, sizeof(g->what), "transaction control (%s)", a1 ? a1 : "");
+		return SQLITE_DENY;
+	case SQLITE_PRAGMA:
+		if (!a2 || pragma_reads(a1))
+			return SQLITE_OK;
+		snprintf(g->what, sizeof(g->what), "PRAGMA %s with a value", a1);
+		return SQLITE_DENY;
+	}
+	return SQLITE_OK;
+}
+
+/* Whether anything but spaces, comments and ';' follows the statement. */
+static bool more_statements(sqlite3 *db, const char *tail)
+{
+	while (tail && *tail) {
+		sqlite3_stmt *st = NULL;
+		const char *next = NULL;
+		int rc = sqlite3_prepare_v2(db, tail, -1, &st, &next);
+
+		sqlite3_finalize(st);
+		if (rc != SQLITE_OK || st)
+			return true;
+		if (next == tail)
+			break;
+		tail = next;
+	}
+	return false;
+}
+
+static int refuse_write(core_err *err)
+{
+	return core_err_set(err, CORE_EDATA,
+			    "Refused: this statement would change the database. The audit "
+			    "trail is opened read-only and the query tool runs only "
+			    "statements that read (SELECT, WITH ... SELECT, PRAGMA "
+			    "table_info, ...).");
+}
+
+static int prepare(mcp_server *s, const char *sql, sqlite3_stmt **st, core_err *err)
+{
+	const char *tail = NULL;
+	guard g = { "" };
+	int rc;
+
+	sqlite3_set_authorizer(s->db, authorize, &g);
+	rc = sqlite3_prepare_v2(s->db, sql, -1, st, &tail);
+	if (rc == SQLITE_OK && *st && more_statements(s->db, tail))
+		rc = core_err_set(err, CORE_EDATA, "Only one statement at a time: the SQL "
+				  "holds more after the first");
+	else if (rc != SQLITE_OK && g.what[0])
+		rc = core_err_set(err, CORE_EDATA, "Refused: %s is not allowed; the query "
+				  "tool only reads the audit trail.", g.what);
+	else if (rc != SQLITE_OK)
+		rc = core_err_set(err, CORE_EDATA, "SQL error: %s", sqlite3_errmsg(s->db));
+	else if (!*st)
+		rc = core_err_set(err, CORE_EDATA, "Query is empty");
+	else if (!sqlite3_stmt_readonly(*st))
+		rc = refuse_write(err);
+	sqlite3_set_authorizer(s->db, NULL, NULL);
+	if (rc) {
+		sqlite3_finalize(*st);
+		*st = NULL;
+	}
+	return rc;
+}
+
+static int bind_one(sqlite3_stmt *st, int i, const char *name, const json_t *v,
+		    core_err *err)
+{
+	switch (json_typeof(v)) {
+	case JSON_STRING:
+		return sqlite3_bind_text(st, i, json_string_value(v),
+					 (int)json_string_length(v), SQLITE_TRANSIENT);
+	case JSON_INTEGER:
+		return sqlite3_bind_int64(st, i, json_integer_value(v));
+	case JSON_REAL:
+		return sqlite3_bind_double(st, i, json_real_value(v));
+	case JSON_TRUE:
+	case JSON_FALSE:
+		return sqlite3_bind_int(st, i, json_is_true(v));
+	case JSON_NULL:
+		return sqlite3_bind_null(st, i);
+	default:
+		return core_err_set(err, CORE_EDATA, "Invalid arguments: 'query': parameter "
+				    "'%s' must be a string, number, boolean or null, got %s",
+				    name, json_is_array(v) ? "list" : "dict");
+	}
+}
+
+/* Binds params by name (:name, @name or $name in the SQL). */
+static int bind(sqlite3_stmt *st, const json_t *params, core_err *err)
+{
+	int n = sqlite3_bind_parameter_count(st);
+
+	for (int i = 1; i <= n; i++) {
+		const char *name = sqlite3_bind_parameter_name(st, i);
+		const json_t *v;
+		int rc;
+
+		if (!name || name[0] == '?')
+			return core_err_set(err, CORE_EDATA, "Parameter %d has no name: write "
+					    ":name in the SQL and give its value in params", i);
+		if (!(v = json_object_get(params, name + 1)))
+			return core_err_set(err, CORE_EDATA, "A value is required for bind "
+					    "parameter '%s' (give it in params)", name + 1);
+		rc = bind_one(st, i, name + 1, v, err);
+		if (rc < 0)
+			return rc;
+		if (rc != SQLITE_OK)
+			return core_err_set(err, CORE_EIO, "binding '%s': %s", name + 1,
+					    sqlite3_errstr(rc));
+	}
+	return 0;
+}
+
+/* Steps st into rows: at most max, *more when there were more. */
+static int step_all(mcp_server *s, sqlite3_stmt *st, unsigned max, json_t *rows,
+		    bool *more, core_err *err)
+{
+	int rc;
+
+	*more = false;
+	s->deadline_ns = core_now_mono_ns() + (uint64_t)s->o.query_timeout_ms * 1000000u;
+	for (;;) {
+		rc = sqlite3_step(st);
+		if (rc == SQLITE_DONE) {
+			rc = 0;
+			break;
+		}
+		if (rc == SQLITE_INTERRUPT) {
+			rc = core_err_set(err, CORE_EIO, "The query was stopped after %u ms, the "
+					  "query tool's time limit: narrow it down (WHERE, LIMIT) "
+					  "or ask for less", s->o.query_timeout_ms);
+			break;
+		}
+		if (rc != SQLITE_ROW) {
+			rc = core_err_set(err, CORE_EDATA, "SQL error: %s", sqlite3_errmsg(s->db));
+			break;
+		}
+		if (json_array_size(rows) == max) {
+			*more = true;
+			rc = 0;
+			break;
+		}
+		if ((rc = mcp__append(rows, mcp__row_object(st), err)))
+			break;
+	}
+	s->deadline_ns = 0;
+	return rc;
+}
+
+int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
+{
+	const json_t *params = json_object_get(a, "params");
+	sqlite3_stmt *st;
+	json_t *rows;
+	bool more = false;
+	char note[256];
+	int rc = prepare(s, mcp__arg_str(a, "sql"), &st, err);
+
+	if (rc)
+		return rc;
+	if (!(rc = bind(st, json_is_object(params) ? params : NULL, err))) {
+		rows = json_array();
+		rc = rows ? step_all(s, st, s->o.query_max_rows, rows, &more, err)
+			  : mcp__oom(err);
+		if (rc)
+			json_decref(rows);
+		else
+			r->value = rows;
+	}
+	sqlite3_finalize(st);
+	if (!rc && more) {
+		snprintf(note, sizeof(note), "Only the first %u rows are shown: the query "
+			 "returns more. Narrow it (WHERE, LIMIT ... OFFSET ...) or aggregate.",
+			 s->o.query_max_rows);
+		if (!(r->note = strdup(note)))
+			rc = mcp__oom(err);
+	}
+	return rc;
+}
