@@ -78,8 +78,8 @@ static json_t *initialize(mcp_server *s, const json_t *id, const json_t *params)
 	client = json_object_get(params, "clientInfo");
 	name = json_string_value(json_object_get(client, "name"));
 	cver = json_string_value(json_object_get(client, "version"));
-	fprintf(s->log, "elspeth mcp: client %s %s asked for protocol %s, speaking %s\n",
-		name ? name : "(unnamed)", cver ? cver : "", asked, s->version);
+	fprintf(s->log, "elspeth mcp: client %s%s%s asked for protocol %s, speaking %s\n",
+		name ? name : "(unnamed)", cver ? " " : "", cver ? cver : "", asked, s->version);
 	return result ? reply(id, "result", result) : NULL;
 }
 

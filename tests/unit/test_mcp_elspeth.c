@@ -64,7 +64,7 @@ Test(mcp_elspeth, every_recorded_call_answers_as_elspeth)
 {
 	char *text = tmu_slurp(FIXTURE_DIR "/elspeth_answers.json", NULL);
 	json_t *gold = tmu_json(text), *call;
-	mcp_server *s = tmu_open(NULL, NULL);
+	mcp_server *s = tmu_open(NULL);
 	size_t i, same = 0, n = json_array_size(json_object_get(gold, "calls"));
 
 	cr_assert_geq(n, 100);
@@ -98,7 +98,7 @@ Test(mcp_elspeth, refusals_say_what_elspeth_says)
 {
 	char *text = tmu_slurp(FIXTURE_DIR "/elspeth_answers.json", NULL);
 	json_t *gold = tmu_json(text), *call;
-	mcp_server *s = tmu_open(NULL, NULL);
+	mcp_server *s = tmu_open(NULL);
 	size_t i, checked = 0;
 
 	json_array_foreach(json_object_get(gold, "calls"), i, call) {
@@ -125,7 +125,7 @@ Test(mcp_elspeth, refusals_say_what_elspeth_says)
 Test(mcp_elspeth, list_nodes_answers_where_elspeth_cannot)
 {
 	core_err err = { 0 };
-	mcp_server *s = tmu_open(NULL, NULL);
+	mcp_server *s = tmu_open(NULL);
 	json_t *v = tmu_call(s, "list_nodes", "{\"run_id\": \"" RUN_ROUTING "\"}", &err);
 	json_t *src = json_array_get(v, 0);
 	json_t *fields = json_object_get(src, "schema_fields");

@@ -71,18 +71,34 @@ static inline uint64_t tmu_now_ns(void)
 	return (uint64_t)timegm(&tm) * 1000000000u;
 }
 
-/* A server on a fresh copy of the fixture; *path receives the file. */
-static inline mcp_server *tmu_open(const mcp_opts *o, const char **path)
+/* A server on the trail at path, which is then removed (the server
+ * keeps reading the open file). */
+static inline mcp_server *tmu_open_file(const char *path, const mcp_opts *o)
 {
 	mcp_opts def = { .now_ns = tmu_now_ns() };
-	const char *p = tmu_trail();
 	mcp_server *s = NULL;
 	core_err err = { 0 };
 
-	cr_assert_eq(mcp_open(p, o ? o : &def, &s, &err), 0, "%s", err.msg);
-	if (path)
-		*path = p;
+	cr_assert_eq(mcp_open(path, o ? o : &def, &s, &err), 0, "%s", err.msg);
+	unlink(path);
 	return s;
+}
+
+/* A server on a fresh copy of the fixture. */
+static inline mcp_server *tmu_open(const mcp_opts *o)
+{
+	return tmu_open_file(tmu_trail(), o);
+}
+
+/* Runs SQL on the trail file (to make the cases the fixture lacks). */
+static inline void tmu_exec(const char *path, const char *sql)
+{
+	sqlite3 *db;
+	char *msg = NULL;
+
+	cr_assert_eq(sqlite3_open(path, &db), SQLITE_OK);
+	cr_assert_eq(sqlite3_exec(db, sql, NULL, NULL, &msg), SQLITE_OK, "%s: %s", sql, msg);
+	sqlite3_close(db);
 }
 
 static inline json_t *tmu_json(const char *text)
