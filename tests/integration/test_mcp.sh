@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# `elspeth mcp` end to end, driven by the official MCP TypeScript SDK client
+# (@modelcontextprotocol/sdk: Client + StdioClientTransport,
+# tests/mcp-client/client.mjs) on the fixture trail of four ELSPETH 0.4.1
+# runs (tests/fixtures/mcp/trail.sql): initialize, tools/list, every tool
+# checked against known facts of the fixture, writes through `query`
+# refused and the file byte-identical afterwards. Then, without the SDK:
+# stdout carries nothing but JSON-RPC, bad options and missing trails exit
+# 2 and 1, SIGTERM ends the server.
+#
+# The client is installed with `npm ci` (package-lock.json) into the build
+# directory, once per lock file. Without npm the test is skipped (exit 77)
+# and says so; a failing install fails it.
+source "$(dirname "$0")/lib.sh"
+cd "$WORK"
+
+if ! command -v npm > /dev/null; then
+  echo "SKIP: test_mcp needs npm (and node) to install the MCP TypeScript SDK client in tests/mcp-client; npm is not installed"
+  exit 77
+fi
+
+# ---- the client, installed under the build directory
+CLIENT="$(dirname "$ELSPETH")/mcp-client"
+LOCK_SUM=$(sha256sum "$SRC/tests/mcp-client/package-lock.json" | cut -d' ' -f1)
+mkdir -p "$CLIENT"
+if [ ! -d "$CLIENT/node_modules/@modelcontextprotocol/sdk" ] ||
+   [ "$(cat "$CLIENT/.lock.sha256" 2>/dev/null)" != "$LOCK_SUM" ]; then
+  cp "$SRC/tests/mcp-client/package.json" "$SRC/tests/mcp-client/package-lock.json" "$CLIENT/"
+  if (cd "$CLIENT" && timeout 300 npm ci --no-audit --no-fund --loglevel=error) > npm.log 2>&1; then
+    echo "$LOCK_SUM" > "$CLIENT/.lock.sha256"
+    pass "npm ci installed the MCP TypeScript SDK client"
+  else
+    fail "npm ci of tests/mcp-client failed"; sed 's/^/    /' npm.log | tail -20
+    finish; exit 1
+  fi
+fi
+cp "$SRC/tests/mcp-client/client.mjs" "$CLIENT/"
+
+# ---- the fixture trail, as a fresh SQLite file
+if command -v sqlite3 > /dev/null; then
+  sqlite3 trail.db < "$SRC/tests/fixtures/mcp/trail.sql"
+else
+  python3 -c 'import sqlite3, sys; sqlite3.connect(sys.argv[1]).executescript(open(sys.argv[2]).read())' \
+    trail.db "$SRC/tests/fixtures/mcp/trail.sql"
+fi
+before=$(sha256sum trail.db | cut -d' ' -f1)
+
+# ---- the SDK client: every tool, the refusals, the errors
+node "$CLIENT/client.mjs" "$ELSPETH" "$WORK/trail.db" > client.out 2>&1
+rc=$?
+cat client.out
+PASSES=$((PASSES + $(grep -c '^ok - ' client.out)))
+FAILS=$((FAILS + $(grep -c '^FAIL - ' client.out)))
+[ "$rc" = 0 ] && pass "the SDK client's session succeeded" || fail "the SDK client exited $rc"
+[ "$(grep -c '^ok - ' client.out)" -ge 40 ] && pass "the client made its 40+ checks" ||
+  fail "the client made only $(grep -c '^ok - ' client.out) checks"
+after=$(sha256sum trail.db | cut -d' ' -f1)
+[ "$before" = "$after" ] && pass "the trail file is byte-identical after the session" ||
+  fail "the trail file changed during the session"
+ls /tmp/elspeth-mcp-test-attached.db > /dev/null 2>&1 &&
+  fail "ATTACH created a file" || pass "ATTACH created no file"
+
+# ---- without the SDK: stdout is JSON-RPC only
+printf '%s\n' \
+  '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}' \
+  '{"jsonrpc":"2.0","method":"notifications/initialized"}' \
+  '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"diagnose"}}' \
+  'not json' \
+  '{"jsonrpc":"2.0","id":3,"method":"bogus/method"}' |
+  "$ELSPETH" mcp -d trail.db > raw.out 2> raw.err
+if python3 - raw.out << 'EOF'
+import json, sys
+lines = open(sys.argv[1]).read().splitlines()
+msgs = [json.loads(l) for l in lines]          # every stdout line is JSON
+assert [m["id"] for m in msgs] == [1, 2, None, 3], [m.get("id") for m in msgs]
+assert msgs[0]["result"]["protocolVersion"] == "2025-03-26"
+assert json.loads(msgs[1]["result"]["content"][0]["text"])["status"] == "CRITICAL"
+assert msgs[2]["error"]["code"] == -32700 and msgs[3]["error"]["code"] == -32601
+EOF
+then pass "stdout holds only the JSON-RPC replies, one per line"
+else fail "stdout of a raw session"; sed 's/^/    /' raw.out | cut -c1-200; fi
+grep -q "serving trail.db (4 runs)" raw.err && pass "notes go to stderr" || fail "no note on stderr"
+
+expect "mcp names a missing trail" 1 "no audit trail at nowhere.db" -- "$ELSPETH" mcp -d nowhere.db
+expect "mcp refuses a file that is not a trail" 1 "neither an SQLite audit trail" -- "$ELSPETH" mcp -d raw.out
+expect "mcp refuses a bad option" 2 "bad option '--frobnicate'" -- "$ELSPETH" mcp --frobnicate
+expect "mcp refuses -d with -s" 2 "not both" -- "$ELSPETH" mcp -d trail.db -s x.yaml
+expect "mcp takes sqlite:/// URLs" 0 "serving trail.db" -- "$ELSPETH" mcp -d sqlite:///trail.db < /dev/null
+expect "mcp --help" 0 "Model" -- "$ELSPETH" mcp --help
+
+# ---- SIGTERM ends a server waiting for input
+mkfifo in.fifo
+"$ELSPETH" mcp -d trail.db < in.fifo > /dev/null 2> term.err &
+pid=$!
+exec 7> in.fifo
+for _ in $(seq 100); do grep -q serving term.err 2> /dev/null && break; sleep 0.05; done
+kill -TERM "$pid"
+for _ in $(seq 100); do kill -0 "$pid" 2> /dev/null || break; sleep 0.05; done
+if kill -0 "$pid" 2> /dev/null; then
+  fail "SIGTERM did not end the server"; kill -KILL "$pid"
+else
+  wait "$pid"; trc=$?
+  [ "$trc" = 0 ] && pass "SIGTERM ends the server (exit 0)" || fail "SIGTERM: exit $trc"
+fi
+exec 7>&-
+
+finish
