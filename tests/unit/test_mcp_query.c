@@ -46,7 +46,8 @@ Test(mcp_query, values_keep_their_types)
 	core_err err = { 0 };
 	mcp_server *s = tmu_open(NULL);
 	json_t *v = query(s, "SELECT 1 AS i, 2.5 AS r, NULL AS n, 'text' AS t, x'00ff' AS b, "
-			  "'DELETE FROM runs' AS harmless", NULL, &err);
+			  "'DELETE FROM runs' AS harmless, replace('aDELETEb', 'DELETE', '') AS f",
+			  NULL, &err);
 	json_t *row = json_array_get(v, 0);
 
 	cr_assert_not_null(v, "%s", err.msg);
@@ -55,6 +56,8 @@ Test(mcp_query, values_keep_their_types)
 	cr_expect(json_is_null(json_object_get(row, "n")));
 	cr_expect_str_eq(json_string_value(json_object_get(row, "b")), "00ff");
 	cr_expect_str_eq(json_string_value(json_object_get(row, "harmless")), "DELETE FROM runs");
+	/* a keyword list would refuse REPLACE; SQLite knows it reads */
+	cr_expect_str_eq(json_string_value(json_object_get(row, "f")), "ab");
 	json_decref(v);
 	mcp_free(s);
 }
