@@ -24,6 +24,7 @@ int cli_plugins(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
+int cli_export(int argc, char **argv);
 
 /* The options of `run` and `resume` (cmd_run.c). */
 typedef struct cli_run_args {
@@ -37,13 +38,15 @@ typedef struct cli_run_args {
 	const char *database; /* resume -d: the Landscape, not landscape.url's */
 } cli_run_args;
 
-/* The options of the read commands `runs`, `explain`, `verify`
- * (cmd_read.c). */
+/* The options of the read commands `runs`, `explain`, `verify`,
+ * `export` (cmd_read.c). */
 typedef struct cli_read_args {
 	const char *settings, *database, *run, *sink;
 	unsigned long long row, token;
 	bool json;
 	bool no_tui;          /* explain --no-tui: text (always, we have no TUI) */
+	const char *sqlite;   /* export --sqlite FILE */
+	bool payloads;        /* export --payloads */
 } cli_read_args;
 
 /* Parse argv (argv[0] is the command, cmd its name) into *a, which the

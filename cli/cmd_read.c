@@ -24,6 +24,8 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		{ "sink", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-tui", no_argument, NULL, 'T' },
+		{ "sqlite", required_argument, NULL, 'Q' },
+		{ "payloads", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -45,6 +47,16 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			if (strcmp(cmd, "explain"))
 				return cli_usage_error(cmd, "bad option '--no-tui' (explain only)");
 			a->no_tui = true;
+			break;
+		case 'Q':
+		case 'P':
+			if (strcmp(cmd, "export"))
+				return cli_usage_error(cmd, "bad option '--%s' (export only)",
+						       c == 'Q' ? "sqlite" : "payloads");
+			if (c == 'Q')
+				a->sqlite = optarg;
+			else
+				a->payloads = true;
 			break;
 		case 'w':
 		case 't':
