@@ -61,6 +61,11 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc,
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			char **argv, cli_read_args *a);
 
+/* The LMDB directory of --database PATH: PATH itself, or, when PATH is
+ * a file (the SQL trail of a sqlite:/// landscape url), PATH.lmdb beside
+ * it, with sql receiving PATH ("" otherwise). */
+int cli_landscape_of(const char *database, char *lmdb, size_t cap, char *sql,
+		     size_t scap, core_err *err);
 /* Opens the audit trail named by -s SETTINGS (its landscape.url), else
  * --database PATH, else ./state/audit.lmdb; prints the error. */
 int cli_open_landscape(const char *settings, const char *database,

@@ -9,7 +9,8 @@
 
 static const char where_help[] =
 	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
-	"  -d, --database PATH   ... or from this LMDB directory\n"
+	"  -d, --database PATH   ... or from this LMDB directory, or SQL trail file\n"
+	"                        (sqlite:///FILE: the LMDB directory FILE.lmdb)\n"
 	"                        (default: ./state/audit.lmdb)\n";
 
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,

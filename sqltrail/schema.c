@@ -31,7 +31,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	schema_contract_json TEXT,\n"
 	"	schema_contract_hash VARCHAR(16),\n"
 	"	PRIMARY KEY (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS nodes (\n"
 	"	node_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -50,7 +50,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	output_contract_json TEXT,\n"
 	"	PRIMARY KEY (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS secret_resolutions (\n"
 	"	resolution_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -63,7 +63,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	resolution_latency_ms FLOAT,\n"
 	"	PRIMARY KEY (resolution_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS preflight_results (\n"
 	"	result_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -74,7 +74,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	PRIMARY KEY (result_id),\n"
 	"	CONSTRAINT ck_preflight_result_type CHECK (result_type IN ('dependency_run', 'commencement_gate', 'readiness_check')),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS edges (\n"
 	"	edge_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -88,7 +88,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	FOREIGN KEY(from_node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(to_node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS rows (\n"
 	"	row_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -101,7 +101,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	UNIQUE (run_id, row_index),\n"
 	"	FOREIGN KEY(source_node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS operations (\n"
 	"	operation_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -119,7 +119,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	PRIMARY KEY (operation_id),\n"
 	"	FOREIGN KEY(node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS validation_errors (\n"
 	"	error_id VARCHAR(32) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -138,7 +138,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	PRIMARY KEY (error_id),\n"
 	"	FOREIGN KEY(node_id, run_id) REFERENCES nodes (node_id, run_id) ON DELETE RESTRICT,\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS tokens (\n"
 	"	token_id VARCHAR(64) NOT NULL,\n"
 	"	row_id VARCHAR(64) NOT NULL,\n"
@@ -153,7 +153,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	UNIQUE (token_id, run_id),\n"
 	"	FOREIGN KEY(row_id) REFERENCES rows (row_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS token_parents (\n"
 	"	token_id VARCHAR(64) NOT NULL,\n"
 	"	parent_token_id VARCHAR(64) NOT NULL,\n"
@@ -162,7 +162,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	UNIQUE (token_id, ordinal),\n"
 	"	FOREIGN KEY(token_id) REFERENCES tokens (token_id),\n"
 	"	FOREIGN KEY(parent_token_id) REFERENCES tokens (token_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS node_states (\n"
 	"	state_id VARCHAR(64) NOT NULL,\n"
 	"	token_id VARCHAR(64) NOT NULL,\n"
@@ -186,7 +186,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	FOREIGN KEY(node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(token_id) REFERENCES tokens (token_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS transform_errors (\n"
 	"	error_id VARCHAR(32) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -200,7 +200,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	PRIMARY KEY (error_id),\n"
 	"	FOREIGN KEY(token_id, run_id) REFERENCES tokens (token_id, run_id) ON DELETE RESTRICT,\n"
 	"	FOREIGN KEY(transform_id, run_id) REFERENCES nodes (node_id, run_id) ON DELETE RESTRICT\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS checkpoints (\n"
 	"	checkpoint_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -217,7 +217,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	FOREIGN KEY(node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id),\n"
 	"	FOREIGN KEY(token_id) REFERENCES tokens (token_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS calls (\n"
 	"	call_id VARCHAR(64) NOT NULL,\n"
 	"	state_id VARCHAR(64),\n"
@@ -236,7 +236,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	CONSTRAINT calls_has_parent CHECK ((state_id IS NOT NULL AND operation_id IS NULL) OR (state_id IS NULL AND operation_id IS NOT NULL)),\n"
 	"	FOREIGN KEY(state_id) REFERENCES node_states (state_id),\n"
 	"	FOREIGN KEY(operation_id) REFERENCES operations (operation_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS artifacts (\n"
 	"	artifact_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -252,7 +252,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	FOREIGN KEY(sink_node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id),\n"
 	"	FOREIGN KEY(produced_by_state_id) REFERENCES node_states (state_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS routing_events (\n"
 	"	event_id VARCHAR(64) NOT NULL,\n"
 	"	state_id VARCHAR(64) NOT NULL,\n"
@@ -267,7 +267,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	UNIQUE (routing_group_id, ordinal),\n"
 	"	FOREIGN KEY(state_id) REFERENCES node_states (state_id),\n"
 	"	FOREIGN KEY(edge_id) REFERENCES edges (edge_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS batches (\n"
 	"	batch_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -283,7 +283,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	FOREIGN KEY(aggregation_node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
 	"	FOREIGN KEY(run_id) REFERENCES runs (run_id),\n"
 	"	FOREIGN KEY(aggregation_state_id) REFERENCES node_states (state_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS token_outcomes (\n"
 	"	outcome_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -302,7 +302,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	PRIMARY KEY (outcome_id),\n"
 	"	FOREIGN KEY(token_id, run_id) REFERENCES tokens (token_id, run_id),\n"
 	"	FOREIGN KEY(batch_id) REFERENCES batches (batch_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS batch_members (\n"
 	"	batch_id VARCHAR(64) NOT NULL,\n"
 	"	token_id VARCHAR(64) NOT NULL,\n"
@@ -311,7 +311,7 @@ const char *const sqlt__elspeth_tables[] = {
 	"	UNIQUE (batch_id, ordinal),\n"
 	"	FOREIGN KEY(batch_id) REFERENCES batches (batch_id),\n"
 	"	FOREIGN KEY(token_id) REFERENCES tokens (token_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS batch_outputs (\n"
 	"	batch_output_id VARCHAR(64) NOT NULL,\n"
 	"	batch_id VARCHAR(64) NOT NULL,\n"
@@ -320,44 +320,44 @@ const char *const sqlt__elspeth_tables[] = {
 	"	PRIMARY KEY (batch_output_id),\n"
 	"	UNIQUE (batch_id, output_type, output_id),\n"
 	"	FOREIGN KEY(batch_id) REFERENCES batches (batch_id)\n"
-	")\n",
+	")",
 	NULL
 };
 
 const char *const sqlt__elspeth_indexes[] = {
-	"CREATE INDEX IF NOT EXISTS ix_nodes_run_id ON nodes (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_secret_resolutions_run_id ON secret_resolutions (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_secret_resolutions_run ON secret_resolutions (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_preflight_results_run ON preflight_results (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_edges_run_id ON edges (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_rows_run_id ON rows (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_operations_run_id ON operations (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_operations_node_run ON operations (node_id, run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_validation_errors_node ON validation_errors (node_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_validation_errors_run ON validation_errors (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_tokens_expand_group_id ON tokens (expand_group_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_tokens_row_id ON tokens (row_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_token_parents_parent ON token_parents (parent_token_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_node_states_token ON node_states (token_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_node_states_node ON node_states (node_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_transform_errors_run ON transform_errors (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_transform_errors_transform ON transform_errors (transform_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_transform_errors_token ON transform_errors (token_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_checkpoints_run ON checkpoints (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_checkpoints_run_seq ON checkpoints (run_id, sequence_number)\n",
-	"CREATE INDEX IF NOT EXISTS ix_calls_operation ON calls (operation_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_calls_state ON calls (state_id)\n",
-	"CREATE UNIQUE INDEX IF NOT EXISTS ix_calls_operation_call_index_unique ON calls (operation_id, call_index) WHERE operation_id IS NOT NULL\n",
-	"CREATE UNIQUE INDEX IF NOT EXISTS ix_calls_state_call_index_unique ON calls (state_id, call_index) WHERE state_id IS NOT NULL\n",
-	"CREATE INDEX IF NOT EXISTS ix_artifacts_run ON artifacts (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_routing_events_state ON routing_events (state_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_routing_events_group ON routing_events (routing_group_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_batches_run_status ON batches (run_id, status)\n",
-	"CREATE INDEX IF NOT EXISTS ix_token_outcomes_token_id ON token_outcomes (token_id)\n",
-	"CREATE UNIQUE INDEX IF NOT EXISTS ix_token_outcomes_terminal_unique ON token_outcomes (token_id) WHERE is_terminal = 1\n",
-	"CREATE INDEX IF NOT EXISTS ix_token_outcomes_run_id ON token_outcomes (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_batch_members_batch ON batch_members (batch_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_batch_outputs_batch ON batch_outputs (batch_id)\n",
+	"CREATE INDEX IF NOT EXISTS ix_nodes_run_id ON nodes (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_secret_resolutions_run_id ON secret_resolutions (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_secret_resolutions_run ON secret_resolutions (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_preflight_results_run ON preflight_results (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_edges_run_id ON edges (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_rows_run_id ON rows (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_operations_run_id ON operations (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_operations_node_run ON operations (node_id, run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_validation_errors_node ON validation_errors (node_id)",
+	"CREATE INDEX IF NOT EXISTS ix_validation_errors_run ON validation_errors (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_tokens_expand_group_id ON tokens (expand_group_id)",
+	"CREATE INDEX IF NOT EXISTS ix_tokens_row_id ON tokens (row_id)",
+	"CREATE INDEX IF NOT EXISTS ix_token_parents_parent ON token_parents (parent_token_id)",
+	"CREATE INDEX IF NOT EXISTS ix_node_states_token ON node_states (token_id)",
+	"CREATE INDEX IF NOT EXISTS ix_node_states_node ON node_states (node_id)",
+	"CREATE INDEX IF NOT EXISTS ix_transform_errors_run ON transform_errors (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_transform_errors_transform ON transform_errors (transform_id)",
+	"CREATE INDEX IF NOT EXISTS ix_transform_errors_token ON transform_errors (token_id)",
+	"CREATE INDEX IF NOT EXISTS ix_checkpoints_run ON checkpoints (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_checkpoints_run_seq ON checkpoints (run_id, sequence_number)",
+	"CREATE INDEX IF NOT EXISTS ix_calls_operation ON calls (operation_id)",
+	"CREATE INDEX IF NOT EXISTS ix_calls_state ON calls (state_id)",
+	"CREATE UNIQUE INDEX IF NOT EXISTS ix_calls_operation_call_index_unique ON calls (operation_id, call_index) WHERE operation_id IS NOT NULL",
+	"CREATE UNIQUE INDEX IF NOT EXISTS ix_calls_state_call_index_unique ON calls (state_id, call_index) WHERE state_id IS NOT NULL",
+	"CREATE INDEX IF NOT EXISTS ix_artifacts_run ON artifacts (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_routing_events_state ON routing_events (state_id)",
+	"CREATE INDEX IF NOT EXISTS ix_routing_events_group ON routing_events (routing_group_id)",
+	"CREATE INDEX IF NOT EXISTS ix_batches_run_status ON batches (run_id, status)",
+	"CREATE INDEX IF NOT EXISTS ix_token_outcomes_token_id ON token_outcomes (token_id)",
+	"CREATE UNIQUE INDEX IF NOT EXISTS ix_token_outcomes_terminal_unique ON token_outcomes (token_id) WHERE is_terminal = 1",
+	"CREATE INDEX IF NOT EXISTS ix_token_outcomes_run_id ON token_outcomes (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_batch_members_batch ON batch_members (batch_id)",
+	"CREATE INDEX IF NOT EXISTS ix_batch_outputs_batch ON batch_outputs (batch_id)",
 	NULL
 };
 
@@ -378,14 +378,14 @@ const char *const sqlt__own_tables[] = {
 	"	resumes INTEGER NOT NULL,\n"
 	"	exported_at DATETIME NOT NULL,\n"
 	"	PRIMARY KEY (run_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_rows (\n"
 	"	row_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
 	"	seq INTEGER NOT NULL,\n"
 	"	source_location TEXT,\n"
 	"	PRIMARY KEY (row_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_calls (\n"
 	"	call_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -403,7 +403,7 @@ const char *const sqlt__own_tables[] = {
 	"	complete_order INTEGER,\n"
 	"	replayed_from VARCHAR(64),\n"
 	"	PRIMARY KEY (call_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_artifacts (\n"
 	"	artifact_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -411,7 +411,7 @@ const char *const sqlt__own_tables[] = {
 	"	byte_offset INTEGER NOT NULL,\n"
 	"	byte_length INTEGER NOT NULL,\n"
 	"	PRIMARY KEY (artifact_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_sink_files (\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
 	"	sink_node_id VARCHAR(64) NOT NULL,\n"
@@ -420,7 +420,7 @@ const char *const sqlt__own_tables[] = {
 	"	size_bytes INTEGER NOT NULL,\n"
 	"	content_hash VARCHAR(64) NOT NULL,\n"
 	"	PRIMARY KEY (run_id, sink_node_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_resumes (\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
 	"	attempt INTEGER NOT NULL,\n"
@@ -435,7 +435,7 @@ const char *const sqlt__own_tables[] = {
 	"	calls_replayed INTEGER,\n"
 	"	max_rows_in_flight INTEGER,\n"
 	"	PRIMARY KEY (run_id, attempt)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_superseded (\n"
 	"	token_id VARCHAR(64) NOT NULL,\n"
 	"	run_id VARCHAR(64) NOT NULL,\n"
@@ -445,19 +445,19 @@ const char *const sqlt__own_tables[] = {
 	"	outcome VARCHAR(32),\n"
 	"	sink_name VARCHAR(128),\n"
 	"	PRIMARY KEY (token_id)\n"
-	")\n",
+	")",
 	"CREATE TABLE IF NOT EXISTS elspeth_payloads (\n"
 	"	hash VARCHAR(64) NOT NULL,\n"
 	"	data BLOB NOT NULL,\n"
 	"	PRIMARY KEY (hash)\n"
-	")\n",
+	")",
 	NULL
 };
 
 const char *const sqlt__own_indexes[] = {
-	"CREATE INDEX IF NOT EXISTS ix_elspeth_rows_run_seq ON elspeth_rows (run_id, seq)\n",
-	"CREATE INDEX IF NOT EXISTS ix_elspeth_calls_run ON elspeth_calls (run_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_elspeth_artifacts_token ON elspeth_artifacts (token_id)\n",
-	"CREATE INDEX IF NOT EXISTS ix_elspeth_superseded_run ON elspeth_superseded (run_id)\n",
+	"CREATE INDEX IF NOT EXISTS ix_elspeth_rows_run_seq ON elspeth_rows (run_id, seq)",
+	"CREATE INDEX IF NOT EXISTS ix_elspeth_calls_run ON elspeth_calls (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_elspeth_artifacts_token ON elspeth_artifacts (token_id)",
+	"CREATE INDEX IF NOT EXISTS ix_elspeth_superseded_run ON elspeth_superseded (run_id)",
 	NULL
 };
