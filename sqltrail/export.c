@@ -64,7 +64,8 @@ static const char *const insert_sql[ST__COUNT] = {
 		"content_hash, size_bytes, created_at) VALUES (?,?,?,?,'file',?,?,?,?)",
 	[ST_VALIDATION_ERRORS] = "INSERT INTO validation_errors (error_id, run_id, "
 		"node_id, row_hash, row_data_json, error, schema_mode, destination, "
-		"created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+		"created_at, violation_type, original_field_name, normalized_field_name, "
+		"expected_type, actual_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_TRANSFORM_ERRORS] = "INSERT INTO transform_errors (error_id, run_id, "
 		"token_id, transform_id, row_hash, row_data_json, error_details_json, "
 		"destination, created_at) VALUES (?,?,?,?,?,?,?,?,?)",

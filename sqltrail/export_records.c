@@ -4,6 +4,7 @@
  * keeps for a source's load and a sink's writes, and our own tables
  * (sink files, resumes, superseded tokens).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -263,6 +264,73 @@ static char *payload_text(xp *x, const char *hash)
 	return s;
 }
 
+/* ELSPETH's violation columns, read off our schema check's messages
+ * (plugins/schema.c words them one of four ways, after "line N: "):
+ *   field 'F': expected T, got V        type_mismatch, T, V's type
+ *   field 'F': required field is missing (expected T)   missing_field
+ *   field 'F': required field is null   missing_field
+ *   field 'F': not declared in the schema ...           extra_field
+ * Anything else (a malformed line, say) leaves them NULL. */
+typedef struct violation {
+	const char *type;
+	char field[256];
+	char expected[32];
+	const char *actual;
+} violation;
+
+static const char *value_type(const char *v)
+{
+	if (*v == '"')
+		return "str";
+	if (!strncmp(v, "null", 4))
+		return "NoneType";
+	if (!strncmp(v, "true", 4) || !strncmp(v, "false", 5))
+		return "bool";
+	if (!strncmp(v, "an object", 9))
+		return "dict";
+	if (!strncmp(v, "an array", 8))
+		return "list";
+	return strpbrk(v, ".eE") ? "float" : "int";
+}
+
+static bool parse_violation(const char *msg, violation *out)
+{
+	const char *f = strstr(msg, "field '"), *end, *rest;
+	size_t n;
+
+	memset(out, 0, sizeof(*out));
+	if (!f)
+		return false;
+	f += 7;
+	if (!(end = strstr(f, "': ")))
+		return false;
+	n = (size_t)(end - f) < sizeof(out->field) ? (size_t)(end - f) : sizeof(out->field) - 1;
+	memcpy(out->field, f, n);
+	rest = end + 3;
+	if (!strncmp(rest, "expected ", 9)) {
+		const char *comma = strstr(rest, ", got ");
+
+		if (!comma)
+			return false;
+		n = (size_t)(comma - rest - 9);
+		snprintf(out->expected, sizeof(out->expected), "%.*s", (int)n, rest + 9);
+		out->type = "type_mismatch";
+		out->actual = value_type(comma + 6);
+	} else if (!strncmp(rest, "required field is missing (expected ", 36)) {
+		snprintf(out->expected, sizeof(out->expected), "%.*s",
+			 (int)strcspn(rest + 36, ")"), rest + 36);
+		out->type = "missing_field";
+	} else if (!strncmp(rest, "required field is null", 22)) {
+		out->type = "missing_field";
+		out->actual = "NoneType";
+	} else if (!strncmp(rest, "not declared in the schema", 26)) {
+		out->type = "extra_field";
+	} else {
+		return false;
+	}
+	return true;
+}
+
 static int one_validation_error(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__ValidationErrorRecord *r = msg;
@@ -271,6 +339,7 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 	const char *mode = src ? json_string_value(json_object_get(
 		json_object_get(src->config, "schema"), "mode")) : NULL;
 	char *data = payload_text(x, r->data_ref);
+	violation vi;
 	const void *rv;
 	size_t rl;
 	rec_key k;
@@ -298,6 +367,13 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 	sqlt__bind_text(s, 7, mode ? mode : "observed");
 	sqlt__bind_text(s, 8, error_destination(x, x->source, "on_validation_failure"));
 	sqlt__bind_time(s, 9, at ? at : x->rr->started_at_ns);
+	if (parse_violation(r->error, &vi)) {
+		sqlt__bind_text(s, 10, vi.type);
+		sqlt__bind_text(s, 11, vi.field);
+		sqlt__bind_text(s, 12, vi.field);
+		sqlt__bind_nz(s, 13, vi.expected);
+		sqlt__bind_text(s, 14, vi.actual);
+	}
 	rc = sqlt__step(x, ST_VALIDATION_ERRORS);
 	free(data);
 	return rc;

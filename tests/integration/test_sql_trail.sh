@@ -103,6 +103,8 @@ outs=$(q t.db "SELECT count(*) FROM batch_outputs bo JOIN batches b ON b.batch_i
   && pass "aggregation: consumed tokens name their batch" || fail "consumed tokens without batch_id"
 [ "$(q t.db "SELECT destination || '|' || schema_mode FROM validation_errors WHERE run_id='3'")" = "quarantine|flexible" ] \
   && pass "validation error: destination and schema mode" || fail "validation_errors: $(q t.db "SELECT * FROM validation_errors")"
+[ "$(q t.db "SELECT violation_type || '|' || original_field_name || '|' || expected_type || '|' || actual_type FROM validation_errors WHERE run_id='3'")" = "type_mismatch|order|int|str" ] \
+  && pass "validation error: per-field details (type_mismatch, field, expected and actual type)" || fail "violation: $(q t.db "SELECT violation_type, original_field_name, expected_type, actual_type FROM validation_errors")"
 [ "$(q t.db "SELECT destination FROM transform_errors WHERE run_id='3'")" = "errors" ] \
   && pass "transform error: its on_error sink" || fail "transform_errors: $(q t.db "SELECT * FROM transform_errors")"
 [ "$(q t.db "SELECT label || '|' || default_mode FROM edges WHERE run_id='3' AND label LIKE '__error_%'")" = "__error_tidy__|divert" ] \
