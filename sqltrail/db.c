@@ -105,6 +105,27 @@ fail:
 	return rc;
 }
 
+static int drop_all(sqlite3 *db, const char *const *stmts, core_err *err)
+{
+	for (size_t i = 0; stmts[i]; i++) {
+		const char *name = strstr(stmts[i], "EXISTS ") + 7;
+		char sql[256];
+
+		snprintf(sql, sizeof(sql), "DROP INDEX IF EXISTS %.*s",
+			 (int)strcspn(name, " "), name);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return sqlt__db_error(db, err, "replacing an earlier export");
+	}
+	return 0;
+}
+
+int sqlt__drop_indexes(sqlite3 *db, core_err *err)
+{
+	int rc = drop_all(db, sqlt__elspeth_indexes, err);
+
+	return rc ? rc : drop_all(db, sqlt__own_indexes, err);
+}
+
 int sqlt__create_indexes(sqlite3 *db, core_err *err)
 {
 	int rc = exec_all(db, sqlt__elspeth_indexes, err);

@@ -436,6 +436,23 @@ static int write_run(xp *x, uint32_t resumes)
 static int delete_run(xp *x)
 {
 	sqlite3_stmt *s;
+	int found;
+
+	if (sqlite3_prepare_v2(x->db, "SELECT 1 FROM runs WHERE run_id = ?1", -1,
+			       &s, NULL) != SQLITE_OK)
+		return sqlt__db_error(x->db, x->err, "reading the runs");
+	sqlite3_bind_text(s, 1, x->rid, -1, SQLITE_STATIC);
+	found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	if (!found)
+		return 0;
+	if (!x->dropped) {
+		int rc = sqlt__drop_indexes(x->db, x->err);
+
+		if (rc)
+			return rc;
+		x->dropped = true;
+	}
 
 	for (size_t i = 0; delete_sql[i]; i++) {
 		if (sqlite3_prepare_v2(x->db, delete_sql[i], -1, &s, NULL) != SQLITE_OK)

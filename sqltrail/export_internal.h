@@ -62,6 +62,7 @@ typedef struct xp {
 	const sqlt_opts *o;
 	core_err *err;
 	sqlite3_stmt *st[ST__COUNT];
+	bool dropped;           /* the indexes, to replace a run */
 	/* the run being exported */
 	uint64_t run;
 	char rid[24];           /* its text id */

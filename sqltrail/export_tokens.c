@@ -5,7 +5,8 @@
  * ("fork-RUN-PARENT"), those of an EXPANDED token its expand group
  * ("exp-RUN-PARENT"); the token a coalesce made and the COALESCED tokens
  * it joined share a join group ("join-RUN-MERGED"); the outputs of an
- * aggregation batch are its batch_outputs.
+ * aggregation batch are its batch_outputs and, as ELSPETH records them,
+ * an expand group ("exp-RUN-bBATCH").
  */
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +208,10 @@ static int write_tokens(xp *x)
 			sqlt__bind_id(s, 5, "join-%s-%llu", x->rid, (unsigned long long)id);
 		if (p && p->outcome == OUT_EXPANDED)
 			sqlt__bind_id(s, 6, "exp-%s-%llu", x->rid, (unsigned long long)t->parent);
+		/* A batch's outputs: ELSPETH records them as an expansion
+		 * (its lineage wants a group for every token with parents). */
+		if (p && p->outcome == OUT_CONSUMED_IN_BATCH && p->batch)
+			sqlt__bind_id(s, 6, "exp-%s-b%llu", x->rid, (unsigned long long)p->batch);
 		sqlt__bind_text(s, 7, t->branch ? x->branches[t->branch] : NULL);
 		/* The step it was made at: the one before its first state. */
 		if (p && t->has_state && t->min_step > 0)

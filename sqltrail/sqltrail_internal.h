@@ -26,8 +26,11 @@ void sqlt__time(uint64_t ns, char out[SQLT_TIME_CAP]);
  * file had none of ELSPETH's tables (a file with some but not all of
  * them is refused). */
 int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err);
-/* The indexes, once the rows are in. */
+/* The indexes, once the rows are in; dropped before a run is replaced
+ * (deleting and inserting a million rows under seven indexes is minutes,
+ * building them again seconds). */
 int sqlt__create_indexes(sqlite3 *db, core_err *err);
+int sqlt__drop_indexes(sqlite3 *db, core_err *err);
 
 /* The database's error as err (CORE_EIO), prefixed with what failed. */
 int sqlt__db_error(sqlite3 *db, core_err *err, const char *what);
