@@ -24,6 +24,7 @@ int cli_plugins(int argc, char **argv);
 int cli_runs(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
+int cli_export(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
 
 /* The options of `run` and `resume` (cmd_run.c). */
@@ -38,13 +39,15 @@ typedef struct cli_run_args {
 	const char *database; /* resume -d: the Landscape, not landscape.url's */
 } cli_run_args;
 
-/* The options of the read commands `runs`, `explain`, `verify`
- * (cmd_read.c). */
+/* The options of the read commands `runs`, `explain`, `verify`,
+ * `export` (cmd_read.c). */
 typedef struct cli_read_args {
 	const char *settings, *database, *run, *sink;
 	unsigned long long row, token;
 	bool json;
 	bool no_tui;          /* explain --no-tui: text (always, we have no TUI) */
+	const char *sqlite;   /* export --sqlite FILE */
+	bool payloads;        /* export --payloads */
 } cli_read_args;
 
 /* Parse argv (argv[0] is the command, cmd its name) into *a, which the
@@ -59,6 +62,11 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc,
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			char **argv, cli_read_args *a);
 
+/* The LMDB directory of --database PATH: PATH itself, or, when PATH is
+ * a file (the SQL trail of a sqlite:/// landscape url), PATH.lmdb beside
+ * it, with sql receiving PATH ("" otherwise). */
+int cli_landscape_of(const char *database, char *lmdb, size_t cap, char *sql,
+		     size_t scap, core_err *err);
 /* Opens the audit trail named by -s SETTINGS (its landscape.url), else
  * --database PATH, else ./state/audit.lmdb; prints the error. */
 int cli_open_landscape(const char *settings, const char *database,

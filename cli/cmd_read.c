@@ -9,7 +9,8 @@
 
 static const char where_help[] =
 	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
-	"  -d, --database PATH   ... or from this LMDB directory\n"
+	"  -d, --database PATH   ... or from this LMDB directory, or SQL trail file\n"
+	"                        (sqlite:///FILE: the LMDB directory FILE.lmdb)\n"
 	"                        (default: ./state/audit.lmdb)\n";
 
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,
@@ -24,6 +25,8 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		{ "sink", required_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "no-tui", no_argument, NULL, 'T' },
+		{ "sqlite", required_argument, NULL, 'Q' },
+		{ "payloads", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -45,6 +48,16 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			if (strcmp(cmd, "explain"))
 				return cli_usage_error(cmd, "bad option '--no-tui' (explain only)");
 			a->no_tui = true;
+			break;
+		case 'Q':
+		case 'P':
+			if (strcmp(cmd, "export"))
+				return cli_usage_error(cmd, "bad option '--%s' (export only)",
+						       c == 'Q' ? "sqlite" : "payloads");
+			if (c == 'Q')
+				a->sqlite = optarg;
+			else
+				a->payloads = true;
 			break;
 		case 'w':
 		case 't':

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sqltrail/sqltrail.h"
 
 static const char run_usage[] =
 	"usage: elspeth run -s SETTINGS [-x | -n] [-v] [-f console|json]\n"
@@ -229,26 +230,26 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 	return 0;
 }
 
-/* Where the Landscape is: resume -d PATH (an LMDB directory, as for the
- * read commands), else the settings' landscape.url. */
+/* Where the Landscape is: resume -d PATH (as for the read commands),
+ * else the settings' landscape.url; sql receives the SQL trail's file
+ * when there is one (sqlite:///FILE, or -d naming that file). */
 static int landscape_path(const core_settings *s, const char *database, char *path,
-			  size_t cap, core_err *err)
+			  size_t cap, char *sql, size_t scap, core_err *err)
 {
 	if (!database)
-		return rec_path_from_url(s->landscape_url, path, cap, err);
-	if ((size_t)snprintf(path, cap, "%s", database) >= cap)
-		return core_err_set(err, CORE_ECONFIG, "--database path too long");
-	return 0;
+		return core_landscape_paths(s->landscape_url, path, cap, sql, scap, err);
+	return cli_landscape_of(database, path, cap, sql, scap, err);
 }
 
 /* Opens the Landscape (when audit is on) for writing. */
 static int open_audit(const core_settings *s, const char *database, rec_env **rec,
-		      char *path, size_t cap, core_err *err)
+		      char *path, size_t cap, char *sql, size_t scap, core_err *err)
 {
 	*rec = NULL;
+	sql[0] = '\0';
 	if (!s->audit)
 		return 0;
-	if (landscape_path(s, database, path, cap, err))
+	if (landscape_path(s, database, path, cap, sql, scap, err))
 		return err->code;
 	return rec_open(path, 0, rec, err);
 }
@@ -258,14 +259,14 @@ static int open_audit(const core_settings *s, const char *database, rec_env **re
 static int open_readonly(const core_settings *s, const char *database, rec_env **rec,
 			 core_err *err)
 {
-	char path[4096];
+	char path[4096], sql[4096];
 	int rc;
 
 	*rec = NULL;
 	if (!s->audit)
 		return core_err_set(err, CORE_ECONFIG,
 			"resume needs the Landscape, which landscape.enabled: false turns off");
-	if ((rc = landscape_path(s, database, path, sizeof(path), err)))
+	if ((rc = landscape_path(s, database, path, sizeof(path), sql, sizeof(sql), err)))
 		return rc;
 	return rec_open(path, REC_READONLY, rec, err);
 }
@@ -371,6 +372,27 @@ static void print_metrics(const eng_summary *sum)
 	       (unsigned long long)sum->checkpoints);
 }
 
+/* landscape.url sqlite:///FILE: brings FILE up to date with the run,
+ * however it ended (the LMDB trail beside it holds it whole; ADR 0019).
+ * 0, or CLI_ERROR after saying how to retry. */
+static int update_sql_trail(rec_env *rec, const char *sql, uint64_t run,
+			    const cli_run_args *a)
+{
+	core_err err = { 0 };
+	int rc = rec_flush(rec, &err);
+
+	if (!rc)
+		rc = sqlt_export(rec, run, sql, NULL, &err);
+	if (!rc)
+		return CLI_OK;
+	cli_error(&err);
+	fprintf(stderr, "The run is recorded in the Landscape, but the SQL trail %s "
+		"does not show it yet. To bring it up to date:\n"
+		"  elspeth export -s %s --run %llu --sqlite %s\n",
+		sql, a->path, (unsigned long long)run, sql);
+	return CLI_ERROR;
+}
+
 static int execute(dag_graph *g, const cli_run_args *a)
 {
 	eng_opts o = { .stop = &stop_flag, .settings_path = a->path,
@@ -392,11 +414,12 @@ static int execute(dag_graph *g, const cli_run_args *a)
 	}
 	eng_summary sum;
 	core_err err = { 0 };
-	char path[4096];
-	int rc;
+	char path[4096], sql[4096];
+	int rc, sql_rc = CLI_OK;
 
 	if ((resume && landscape_exists(g->settings, a->database, &err)) ||
-	    open_audit(g->settings, a->database, &o.rec, path, sizeof(path), &err)) {
+	    open_audit(g->settings, a->database, &o.rec, path, sizeof(path), sql,
+		       sizeof(sql), &err)) {
 		cli_error(&err);
 		return CLI_ERROR;
 	}
@@ -408,6 +431,8 @@ static int execute(dag_graph *g, const cli_run_args *a)
 	install_signals();
 	rc = resume ? eng_resume(g, &o, resume, true, NULL, &sum, &err)
 		    : eng_run(g, &o, &sum, &err);
+	if (o.rec && sql[0] && sum.run_id)
+		sql_rc = update_sql_trail(o.rec, sql, sum.run_id, a);
 	if (!rc && o.rec && rec_close(o.rec, &err))
 		rc = err.code;
 	else if (rc)
@@ -425,6 +450,10 @@ static int execute(dag_graph *g, const cli_run_args *a)
 				(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
 		eng_summary_release(&sum);
 		return CLI_ERROR;
+	}
+	if (sql_rc) {
+		eng_summary_release(&sum);
+		return sql_rc;
 	}
 	if (json) {
 		/* A halt with exit code 1 failed the run: run_failed, with
@@ -447,6 +476,12 @@ static int execute(dag_graph *g, const cli_run_args *a)
 		printf("  audit: run %llu in %s — explain a row with:\n"
 		       "    elspeth explain -d %s --run %llu --row 1\n",
 		       (unsigned long long)sum.run_id, path, a->database,
+		       (unsigned long long)sum.run_id);
+	else if (o.rec && sql[0])
+		printf("  audit: run %llu in %s (the SQL trail; its Landscape: %s) — "
+		       "explain a row with:\n"
+		       "    elspeth explain -s %s --run %llu --row 1\n",
+		       (unsigned long long)sum.run_id, sql, path, a->path,
 		       (unsigned long long)sum.run_id);
 	else if (o.rec)
 		printf("  audit: run %llu in %s — explain a row with:\n"
@@ -507,7 +542,8 @@ static const char resume_usage[] =
 	"the sink files, and says what a resume would do; nothing is written.\n"
 	"\n"
 	"  -s, --settings FILE        the pipeline settings (YAML) of the run\n"
-	"  -d, --database PATH        the Landscape (LMDB directory) holding the run,\n"
+	"  -d, --database PATH        the Landscape (LMDB directory, or the SQL trail\n"
+	"                             file of a sqlite:/// url) holding the run,\n"
 	"                             instead of the settings' landscape.url; it must\n"
 	"                             exist\n"
 	"  -x, --execute              really resume it\n"

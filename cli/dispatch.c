@@ -19,6 +19,7 @@ static const char usage[] =
 	"  runs                          list recorded runs, newest first\n"
 	"  explain -r ID|latest --row SEQ  the whole story of one row\n"
 	"  verify -r ID|latest           check a run's audit invariants (exit 4 on violations)\n"
+	"  export -r ID|all --sqlite FILE  the trail in ELSPETH's SQL schema (SQLite)\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
 	"\n"
@@ -57,6 +58,8 @@ int cli_main(int argc, char **argv)
 		return cli_explain(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return cli_verify(argc - 1, argv + 1);
+	if (!strcmp(cmd, "export"))
+		return cli_export(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plugins"))
 		return cli_plugins(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))

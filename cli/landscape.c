@@ -2,16 +2,34 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli/cli.h"
 
 #define DEFAULT_URL "lmdb://./state/audit.lmdb"
 
+int cli_landscape_of(const char *database, char *lmdb, size_t cap, char *sql,
+		     size_t scap, core_err *err)
+{
+	struct stat st;
+
+	sql[0] = '\0';
+	if (!stat(database, &st) && S_ISREG(st.st_mode)) {
+		if ((size_t)snprintf(sql, scap, "%s", database) >= scap ||
+		    (size_t)snprintf(lmdb, cap, "%s.lmdb", database) >= cap)
+			return core_err_set(err, CORE_ECONFIG, "--database path too long");
+		return 0;
+	}
+	if ((size_t)snprintf(lmdb, cap, "%s", database) >= cap)
+		return core_err_set(err, CORE_ECONFIG, "--database path too long");
+	return 0;
+}
+
 /* -s SETTINGS (its landscape.url), --database PATH, or the default. */
 int cli_open_landscape(const char *settings, const char *database,
 		       int flags, rec_env **env)
 {
-	char path[4096];
+	char path[4096], sql[4096];
 	core_settings *s = NULL;
 	core_err err = { 0 };
 	int rc = 0;
@@ -22,7 +40,7 @@ int cli_open_landscape(const char *settings, const char *database,
 			rc = rec_path_from_url(s->landscape_url, path, sizeof(path), &err);
 		core_settings_free(s);
 	} else if (database) {
-		snprintf(path, sizeof(path), "%s", database);
+		rc = cli_landscape_of(database, path, sizeof(path), sql, sizeof(sql), &err);
 	} else {
 		rc = rec_path_from_url(DEFAULT_URL, path, sizeof(path), &err);
 	}

@@ -440,6 +440,13 @@ typedef struct core_settings {
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
 } core_settings;
 
+/* What a landscape.url names: lmdb (cap bytes) receives the LMDB
+ * environment's directory; sqlite (scap bytes) the SQL trail's file for a
+ * sqlite:/// url, "" for lmdb://. An unsupported url is CORE_ECONFIG
+ * saying what is (for postgresql://, how to get the trail there). */
+int core_landscape_paths(const char *url, char *lmdb, size_t cap,
+			 char *sqlite, size_t scap, core_err *err);
+
 /* Loads and type-checks a settings file (or text, for tests). */
 int core_settings_load(const char *path, core_settings **out, core_err *err);
 int core_settings_parse(const char *name, const char *text,

@@ -249,8 +249,15 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 		if ((rc = core__check_section(n, landscape_keys, err)) ||
 		    (rc = core_opt_bool(n, "enabled", &s->audit, err)))
 			return rc;
-		if (core__str_of(n, "url"))
+		if (core__str_of(n, "url")) {
+			char a[4096], b[4096];
+
 			s->landscape_url = core__str_of(n, "url");
+			if (core_landscape_paths(s->landscape_url, a, sizeof(a), b,
+						 sizeof(b), err))
+				return core_err_at(err, CORE_ECONFIG,
+					core_map_get(n, "url"), "%s", err->msg);
+		}
 	}
 	if ((n = core_map_get(root, "concurrency"))) {
 		const core_node *p;

@@ -11,7 +11,6 @@
 
 #include "recorder/recorder.h"
 
-#define URL_SCHEME "lmdb://"
 
 void rec_key_init(rec_key *k)
 {
@@ -111,18 +110,7 @@ const char *rec_table_name(rec_table t)
 
 int rec_path_from_url(const char *url, char *out, size_t cap, core_err *err)
 {
-	size_t n = strlen(URL_SCHEME), len;
+	char sql[4096];
 
-	if (!url || strncmp(url, URL_SCHEME, n) != 0 || !url[n])
-		return core_err_set(err, CORE_ECONFIG,
-			"landscape url '%s' is not supported: expected "
-			"lmdb://PATH (a directory, e.g. lmdb://./state/audit.lmdb)",
-			url ? url : "(null)");
-	len = strlen(url + n);
-	if (len >= cap)
-		return core_err_set(err, CORE_ECONFIG,
-			"landscape url '%s': the path is too long (%zu bytes, "
-			"at most %zu)", url, len, cap ? cap - 1 : 0);
-	memcpy(out, url + n, len + 1);
-	return 0;
+	return core_landscape_paths(url, out, cap, sql, sizeof(sql), err);
 }

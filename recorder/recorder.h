@@ -104,7 +104,9 @@ int rec_close(rec_env *env, core_err *err);
  * finds no lock file: nobody runs it, and nothing is created). CORE_EDATA
  * naming the holder's pid when another process holds it. */
 int rec_run_lock(rec_env *env, uint64_t run, int *fd, core_err *err);
-/* "lmdb://./state/audit.lmdb" -> "./state/audit.lmdb". */
+/* The LMDB directory of a landscape url: "lmdb://./state/audit.lmdb" ->
+ * "./state/audit.lmdb", "sqlite:///runs/audit.db" -> "runs/audit.db.lmdb"
+ * (core_landscape_paths). */
 int rec_path_from_url(const char *url, char *out, size_t cap, core_err *err);
 
 /* ------------------------------------------------------------------ keys */

@@ -88,12 +88,40 @@ Test(recorder, url_accepts_relative_and_absolute_paths)
 	cr_assert_eq(rec_path_from_url("lmdb://audit", out, sizeof(out), &err),
 		     0, "%s", err.msg);
 	cr_assert_str_eq(out, "audit");
+	/* ELSPETH's SQL trail: the LMDB environment beside the file. */
+	cr_assert_eq(rec_path_from_url("sqlite:///runs/audit.db", out, sizeof(out),
+				       &err), 0, "%s", err.msg);
+	cr_assert_str_eq(out, "runs/audit.db.lmdb");
+	cr_assert_eq(rec_path_from_url("sqlite:////var/lib/e/audit.db", out,
+				       sizeof(out), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(out, "/var/lib/e/audit.db.lmdb");
+}
+
+Test(recorder, url_sqlite_names_the_file)
+{
+	core_err err = { 0 };
+	char lmdb[64], sql[64];
+
+	cr_assert_eq(core_landscape_paths("sqlite:///./examples/x/runs/audit.db", lmdb,
+					  sizeof(lmdb), sql, sizeof(sql), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(sql, "./examples/x/runs/audit.db");
+	cr_assert_str_eq(lmdb, "./examples/x/runs/audit.db.lmdb");
+	cr_assert_eq(core_landscape_paths("lmdb://a", lmdb, sizeof(lmdb), sql,
+					  sizeof(sql), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(sql, "");
+	cr_assert_eq(core_landscape_paths("postgresql://h/db", lmdb, sizeof(lmdb), sql,
+					  sizeof(sql), &err), CORE_ECONFIG);
+	cr_assert_not_null(strstr(err.msg, "pgloader"), "%s", err.msg);
+	cr_assert_eq(core_landscape_paths("sqlite:///:memory:", lmdb, sizeof(lmdb), sql,
+					  sizeof(sql), &err), CORE_ECONFIG);
+	cr_assert_eq(core_landscape_paths("sqlite:///runs/", lmdb, sizeof(lmdb), sql,
+					  sizeof(sql), &err), CORE_ECONFIG);
 }
 
 Test(recorder, url_rejects_other_forms_with_the_expected_form)
 {
 	static const char *bad[] = {
-		"sqlite:///audit.db", "lmdb://", "lmdb:/x", "./audit.lmdb", "",
+		"mysql://h/audit", "lmdb://", "lmdb:/x", "./audit.lmdb", "",
 	};
 	core_err err = { 0 };
 	char out[64];

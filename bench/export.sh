@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# The SQL trail's cost: ROWS rows (default 1,000,000) through the
+# foundation pipeline (CSV -> field_mapper -> gate -> CSV, audit on,
+# Release build), then `elspeth export --sqlite` of that run, timed side
+# by side; then the same run with landscape.url sqlite:/// (the export at
+# its end included). Prints seconds, rows/s and the ratios.
+# Usage: bench/export.sh [ROWS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROWS=${1:-1000000}
+OUT=bench/out/export
+mkdir -p "$OUT"
+
+cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
+cmake --build build-release -j"$(nproc)" --target elspeth >/dev/null
+
+if [ ! -f "$OUT/input-$ROWS.csv" ]; then
+  awk -v n="$ROWS" 'BEGIN {
+    srand(42); print "id,name,score,category,note";
+    split("alpha,beta,gamma,delta", cats, ",");
+    for (i = 1; i <= n; i++)
+      printf "%d,user %d,%.2f,%s,\"note, with comma %d\"\n", i, i % 977, rand() * 100, cats[(i % 4) + 1], i;
+  }' > "$OUT/input-$ROWS.csv"
+fi
+pipeline() { # LANDSCAPE_URL
+  cat <<YAML
+landscape: {url: "$1"}
+source:
+  plugin: csv
+  on_success: map_in
+  options:
+    path: $OUT/input-$ROWS.csv
+    schema: {mode: fixed, fields: ["id: int", "name: str", "score: float", "category: str", "note: str"]}
+    on_validation_failure: discard
+transforms:
+  - {name: mapper, plugin: field_mapper, input: map_in, on_success: gate_in, options: {mapping: {name: user, score: points}}}
+gates:
+  - {name: high, input: gate_in, condition: "row['points'] >= 50", routes: {'true': high, 'false': low}}
+sinks:
+  high: {plugin: csv, options: {path: $OUT/high.csv}}
+  low: {plugin: csv, options: {path: $OUT/low.csv}}
+YAML
+}
+secs() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.2f", e - s }'; }
+
+rm -rf "$OUT/state" "$OUT/trail.db" "$OUT/sql" && mkdir -p "$OUT/sql"
+pipeline "lmdb://$OUT/state" > "$OUT/lmdb.yaml"
+pipeline "sqlite:///$OUT/sql/audit.db" > "$OUT/sqlite.yaml"
+t_run=$(secs build-release/elspeth run -s "$OUT/lmdb.yaml" --execute)
+t_exp=$(secs build-release/elspeth export -d "$OUT/state" --sqlite "$OUT/trail.db")
+t_again=$(secs build-release/elspeth export -d "$OUT/state" --sqlite "$OUT/trail.db")
+t_sql=$(secs build-release/elspeth run -s "$OUT/sqlite.yaml" --execute)
+lmdb_mb=$(du -sm "$OUT/state" | cut -f1); sql_mb=$(du -sm "$OUT/trail.db" | cut -f1)
+echo "rows $ROWS"
+echo "run (LMDB trail)            ${t_run} s  $(awk -v r="$ROWS" -v t="$t_run" 'BEGIN { printf "%.0f", r / t }') rows/s  trail ${lmdb_mb} MB"
+echo "export to SQLite            ${t_exp} s  ratio to the run $(awk -v a="$t_exp" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')  file ${sql_mb} MB"
+echo "export again (replaces it)  ${t_again} s  ratio $(awk -v a="$t_again" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
+echo "run with sqlite:/// url     ${t_sql} s  ratio to the LMDB run $(awk -v a="$t_sql" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
+sqlite3 "$OUT/trail.db" "SELECT 'tokens ' || count(*) FROM tokens; SELECT 'node_states ' || count(*) FROM node_states"

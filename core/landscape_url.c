@@ -1,0 +1,68 @@
+/*
+ * landscape_url.c — what a landscape.url names (docs/audit.md, ADR 0019):
+ *   lmdb://PATH            the LMDB environment (a directory)
+ *   sqlite:///REL          ELSPETH's SQL trail, a file relative to the
+ *   sqlite:////ABS         working directory, or absolute; the LMDB
+ *                          environment the engine writes lives beside it,
+ *                          in FILE.lmdb, and the file is brought up to
+ *                          date after every run and resume
+ * PostgreSQL (ELSPETH's other backend) is refused with the way to get
+ * there: export to SQLite, then load that.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+
+#define LMDB_SCHEME "lmdb://"
+#define SQLITE_SCHEME "sqlite:///"
+#define LMDB_BESIDE ".lmdb"
+
+static int too_long(const char *url, size_t cap, core_err *err)
+{
+	return core_err_set(err, CORE_ECONFIG,
+		"landscape url '%s': the path is too long (at most %zu bytes)",
+		url, cap ? cap - 1 : 0);
+}
+
+int core_landscape_paths(const char *url, char *lmdb, size_t cap,
+			 char *sqlite, size_t scap, core_err *err)
+{
+	size_t n;
+
+	if (sqlite && scap)
+		sqlite[0] = '\0';
+	if (!url)
+		url = "(null)";
+	if (!strncmp(url, LMDB_SCHEME, strlen(LMDB_SCHEME)) && url[strlen(LMDB_SCHEME)]) {
+		if ((size_t)snprintf(lmdb, cap, "%s", url + strlen(LMDB_SCHEME)) >= cap)
+			return too_long(url, cap, err);
+		return 0;
+	}
+	if (!strncmp(url, SQLITE_SCHEME, strlen(SQLITE_SCHEME))) {
+		const char *path = url + strlen(SQLITE_SCHEME); /* "/abs" or "rel" */
+
+		n = strlen(path);
+		if (!n || path[n - 1] == '/' || !strcmp(path, ":memory:") ||
+		    strchr(path, '?'))
+			return core_err_set(err, CORE_ECONFIG,
+				"landscape url '%s' is not supported: a SQL trail is a "
+				"file, sqlite:///relative/audit.db or sqlite:////absolute/audit.db "
+				"(no in-memory database, no query parameters)", url);
+		if (!sqlite || (size_t)snprintf(sqlite, scap, "%s", path) >= scap ||
+		    (size_t)snprintf(lmdb, cap, "%s" LMDB_BESIDE, path) >= cap)
+			return too_long(url, cap, err);
+		return 0;
+	}
+	if (!strncmp(url, "postgresql", 10) || !strncmp(url, "postgres:", 9))
+		return core_err_set(err, CORE_ECONFIG,
+			"landscape url '%s' is not supported: the trail is written to "
+			"LMDB or SQLite. For PostgreSQL, run with sqlite:///audit.db (or "
+			"export an LMDB trail: elspeth export --sqlite audit.db) and load "
+			"that file, e.g. with pgloader (Debian package pgloader): "
+			"pgloader audit.db postgresql://HOST/DB", url);
+	return core_err_set(err, CORE_ECONFIG,
+		"landscape url '%s' is not supported: expected lmdb://PATH (a "
+		"directory, e.g. lmdb://./state/audit.lmdb) or sqlite:///PATH "
+		"(ELSPETH's SQL trail, e.g. sqlite:///./runs/audit.db)", url);
+}

@@ -1,0 +1,134 @@
+/*
+ * db.c — opening an SQL trail file: creating ELSPETH's schema (and ours)
+ * in a new file, checking it in an existing one, and the small helpers
+ * the exporter shares.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
+
+#include "sqltrail/sqltrail_internal.h"
+
+void sqlt__time(uint64_t ns, char out[SQLT_TIME_CAP])
+{
+	time_t s = (time_t)(ns / 1000000000u);
+	struct tm tm;
+
+	out[0] = '\0';
+	if (!ns || !gmtime_r(&s, &tm))
+		return;
+	snprintf(out, SQLT_TIME_CAP, "%04d-%02d-%02d %02d:%02d:%02d.%06u",
+		 tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour,
+		 tm.tm_min, tm.tm_sec, (unsigned)(ns % 1000000000u / 1000u));
+}
+
+int sqlt__db_error(sqlite3 *db, core_err *err, const char *what)
+{
+	return core_err_set(err, CORE_EIO, "%s: %s", what,
+			    db ? sqlite3_errmsg(db) : "out of memory");
+}
+
+static int exec_all(sqlite3 *db, const char *const *stmts, core_err *err)
+{
+	for (size_t i = 0; stmts[i]; i++)
+		if (sqlite3_exec(db, stmts[i], NULL, NULL, NULL) != SQLITE_OK)
+			return sqlt__db_error(db, err, "creating the SQL trail's schema");
+	return 0;
+}
+
+/* How many of ELSPETH's tables the file has (0: a new or empty file). */
+static int count_tables(sqlite3 *db, int *n, core_err *err)
+{
+	static const char q[] =
+		"SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN "
+		"('runs','nodes','edges','rows','tokens','token_parents',"
+		"'token_outcomes','node_states','operations','calls','routing_events',"
+		"'batches','batch_members','batch_outputs','artifacts',"
+		"'validation_errors','transform_errors','checkpoints',"
+		"'secret_resolutions','preflight_results')";
+	sqlite3_stmt *st;
+	int rc;
+
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK)
+		return sqlt__db_error(db, err, "reading the file's tables");
+	rc = sqlite3_step(st);
+	*n = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+	sqlite3_finalize(st);
+	if (rc != SQLITE_ROW)
+		return sqlt__db_error(db, err, "reading the file's tables");
+	return 0;
+}
+
+int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err)
+{
+	sqlite3 *db = NULL;
+	int n, rc;
+
+	*out = NULL;
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+			    NULL) != SQLITE_OK) {
+		rc = core_err_set(err, CORE_EIO, "cannot open %s: %s", path,
+				  db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return rc;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	if ((rc = count_tables(db, &n, err)))
+		goto fail;
+	if (n != 0 && n != 20) {
+		rc = core_err_set(err, CORE_EDATA,
+			"%s is not an SQL audit trail: it has %d of ELSPETH's 20 tables",
+			path, n);
+		goto fail;
+	}
+	*fresh = n == 0;
+	/* WAL: readers (sqlite3, the MCP server) keep reading while a run
+	 * is exported. */
+	if (sqlite3_exec(db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = sqlt__db_error(db, err, path);
+		goto fail;
+	}
+	if ((rc = exec_all(db, sqlt__elspeth_tables, err)) ||
+	    (rc = exec_all(db, sqlt__own_tables, err)))
+		goto fail;
+	if (*fresh && sqlite3_exec(db, "PRAGMA user_version = "
+				   SQLT_STR(SQLT_SCHEMA_EPOCH), NULL, NULL,
+				   NULL) != SQLITE_OK) {
+		rc = sqlt__db_error(db, err, path);
+		goto fail;
+	}
+	*out = db;
+	return 0;
+fail:
+	core_err_prefix(err, "SQL trail %s", path);
+	sqlite3_close(db);
+	return rc;
+}
+
+static int drop_all(sqlite3 *db, const char *const *stmts, core_err *err)
+{
+	for (size_t i = 0; stmts[i]; i++) {
+		const char *name = strstr(stmts[i], "EXISTS ") + 7;
+		char sql[256];
+
+		snprintf(sql, sizeof(sql), "DROP INDEX IF EXISTS %.*s",
+			 (int)strcspn(name, " "), name);
+		if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			return sqlt__db_error(db, err, "replacing an earlier export");
+	}
+	return 0;
+}
+
+int sqlt__drop_indexes(sqlite3 *db, core_err *err)
+{
+	int rc = drop_all(db, sqlt__elspeth_indexes, err);
+
+	return rc ? rc : drop_all(db, sqlt__own_indexes, err);
+}
+
+int sqlt__create_indexes(sqlite3 *db, core_err *err)
+{
+	int rc = exec_all(db, sqlt__elspeth_indexes, err);
+
+	return rc ? rc : exec_all(db, sqlt__own_indexes, err);
+}

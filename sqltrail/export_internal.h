@@ -1,0 +1,105 @@
+/* export_internal.h — the state of one export, shared by export*.c. */
+#ifndef ELSPETH_SQLTRAIL_EXPORT_INTERNAL_H
+#define ELSPETH_SQLTRAIL_EXPORT_INTERNAL_H
+
+#include "sqltrail/sqltrail_internal.h"
+
+/* The prepared INSERTs, one per table (export.c holds their SQL). */
+enum {
+	ST_RUNS, ST_NODES, ST_EDGES, ST_ROWS, ST_TOKENS, ST_TOKEN_PARENTS,
+	ST_TOKEN_OUTCOMES, ST_NODE_STATES, ST_OPERATIONS, ST_CALLS,
+	ST_ROUTING_EVENTS, ST_BATCHES, ST_BATCH_MEMBERS, ST_BATCH_OUTPUTS,
+	ST_ARTIFACTS, ST_VALIDATION_ERRORS, ST_TRANSFORM_ERRORS,
+	ST_CHECKPOINTS, ST_OWN_RUNS, ST_OWN_ROWS, ST_OWN_CALLS,
+	ST_OWN_ARTIFACTS, ST_OWN_SINK_FILES, ST_OWN_RESUMES,
+	ST_OWN_SUPERSEDED, ST_OWN_PAYLOADS, ST__COUNT
+};
+
+/* Our outcomes, in ELSPETH's spelling (sqlt__outcome_names). */
+enum {
+	OUT_NONE, OUT_COMPLETED, OUT_ROUTED, OUT_FORKED, OUT_FAILED,
+	OUT_QUARANTINED, OUT_DIVERTED, OUT_CONSUMED_IN_BATCH, OUT_COALESCED,
+	OUT_EXPANDED, OUT__COUNT
+};
+
+/* A node of the run. */
+typedef struct xnode {
+	char id[160];           /* ELSPETH-style node_id */
+	char *name, *kind, *plugin;
+	char *config_json;
+	json_t *config;         /* parsed config_json (NULL if not JSON) */
+	uint64_t first_write, last_write; /* sinks: artifact times */
+	uint64_t bytes, writes;
+} xnode;
+
+typedef struct xedge {
+	uint32_t from, to;
+	char *label;            /* ours: on_success, on_error, a route ... */
+	const char *mode;       /* move | copy | divert */
+	char elabel[160];       /* ELSPETH's: continue, __error_X__ ... */
+} xedge;
+
+/* What the export learns of a token before it writes it. Token ids are
+ * counters per run, so they index an array. */
+typedef struct xtok {
+	uint64_t row;
+	uint64_t created;
+	uint64_t parent;        /* the lowest-ordinal parent, 0: none */
+	uint64_t batch;         /* the batch it was consumed in */
+	uint64_t child;         /* a coalesced token: the merged token */
+	uint32_t min_step;      /* its first node state's step */
+	uint32_t last_node;     /* its last node state's node */
+	uint64_t last_state;
+	uint16_t branch;        /* index into branches (0: none) */
+	uint8_t outcome;
+	bool present, superseded, has_state;
+} xtok;
+
+typedef struct xp {
+	rec_env *env;
+	rec_txn *t;
+	sqlite3 *db;
+	const sqlt_opts *o;
+	core_err *err;
+	sqlite3_stmt *st[ST__COUNT];
+	bool dropped;           /* the indexes, to replace a run */
+	/* the run being exported */
+	uint64_t run;
+	char rid[24];           /* its text id */
+	Elspeth__RunRecord *rr;
+	xnode *nodes;
+	size_t nnodes;
+	xedge *edges;
+	size_t nedges;
+	xtok *toks;
+	uint64_t ntoks;         /* highest token id + 1 */
+	char **branches;        /* interned branch names; [0] unused */
+	size_t nbranches;
+	uint64_t last_row_at;   /* the newest row's created_at */
+	uint32_t source;        /* the source node */
+} xp;
+
+extern const char *const sqlt__outcome_names[OUT__COUNT];
+
+/* export.c */
+int sqlt__step(xp *x, int which);
+void sqlt__bind_text(sqlite3_stmt *s, int i, const char *v);   /* NULL: NULL */
+void sqlt__bind_nz(sqlite3_stmt *s, int i, const char *v);     /* "": NULL */
+void sqlt__bind_time(sqlite3_stmt *s, int i, uint64_t ns);     /* 0: NULL */
+void sqlt__bind_id(sqlite3_stmt *s, int i, const char *fmt, ...)
+	CORE_PRINTF(3, 4);
+void sqlt__bind_ms(sqlite3_stmt *s, int i, uint64_t ns);
+const char *sqlt__node_id(const xp *x, uint32_t node); /* "" when unknown */
+int sqlt__payload(xp *x, const char *hash); /* copies it when asked */
+typedef int (*sqlt_scan_fn)(xp *x, const void *key, size_t klen,
+			    const void *msg);
+int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
+	       sqlt_scan_fn fn);
+
+/* export_tokens.c: tokens, lineage, outcomes, node states, rows. */
+int sqlt__export_tokens(xp *x);
+/* export_records.c: calls, routing, batches, artifacts, errors,
+ * checkpoints, operations and our own tables. */
+int sqlt__export_records(xp *x);
+
+#endif /* ELSPETH_SQLTRAIL_EXPORT_INTERNAL_H */

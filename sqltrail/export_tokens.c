@@ -1,0 +1,359 @@
+/*
+ * export_tokens.c — rows, tokens, their lineage and outcomes, and node
+ * states. ELSPETH's group ids are not records of ours but follow from the
+ * lineage we record: the children of a FORKED token form its fork group
+ * ("fork-RUN-PARENT"), those of an EXPANDED token its expand group
+ * ("exp-RUN-PARENT"); the token a coalesce made and the COALESCED tokens
+ * it joined share a join group ("join-RUN-MERGED"); the outputs of an
+ * aggregation batch are its batch_outputs and, as ELSPETH records them,
+ * an expand group ("exp-RUN-bBATCH").
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqltrail/export_internal.h"
+
+static int outcome_code(const char *s)
+{
+	static const char *const ours[OUT__COUNT] = {
+		"", "COMPLETED", "ROUTED", "FORKED", "FAILED", "QUARANTINED",
+		"DIVERTED", "CONSUMED_IN_BATCH", "COALESCED", "EXPANDED",
+	};
+
+	for (int i = 1; i < OUT__COUNT; i++)
+		if (!strcmp(s, ours[i]))
+			return i;
+	return OUT_NONE;
+}
+
+static xtok *tok(xp *x, uint64_t id)
+{
+	return id < x->ntoks ? &x->toks[id] : NULL;
+}
+
+static int intern_branch(xp *x, const char *name, uint16_t *out)
+{
+	char **grown;
+
+	*out = 0;
+	if (!name || !*name)
+		return 0;
+	for (size_t i = 1; i < x->nbranches; i++)
+		if (!strcmp(x->branches[i], name)) {
+			*out = (uint16_t)i;
+			return 0;
+		}
+	if (x->nbranches >= UINT16_MAX)
+		return core_err_set(x->err, CORE_EDATA, "run %s: too many branch names", x->rid);
+	if (!x->nbranches)
+		x->nbranches = 1;
+	grown = realloc(x->branches, (x->nbranches + 1) * sizeof(*grown));
+	if (!grown || !(grown[x->nbranches] = strdup(name))) {
+		if (grown)
+			x->branches = grown;
+		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+	}
+	x->branches = grown;
+	*out = (uint16_t)x->nbranches++;
+	return 0;
+}
+
+/* ------------------------------------------------------- the first pass */
+
+static int learn_token(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__TokenRecord *r = msg;
+	xtok *t = tok(x, r->token_id);
+
+	(void)key, (void)klen;
+	if (!t)
+		return 0;
+	t->present = true;
+	t->row = r->row_id;
+	t->created = r->created_at_ns;
+	return intern_branch(x, r->branch, &t->branch);
+}
+
+static int learn_outcome(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__TokenOutcomeRecord *r = msg;
+	xtok *t = tok(x, r->token_id);
+
+	(void)key, (void)klen;
+	if (t)
+		t->outcome = (uint8_t)outcome_code(r->outcome);
+	return 0;
+}
+
+static int learn_superseded(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__SupersededRecord *r = msg;
+	xtok *t = tok(x, r->token_id);
+
+	(void)key, (void)klen;
+	if (t)
+		t->superseded = true;
+	return 0;
+}
+
+static int one_member(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__BatchMemberRecord *r = msg;
+	sqlite3_stmt *s = x->st[ST_BATCH_MEMBERS];
+	xtok *t = tok(x, r->token_id);
+
+	(void)key, (void)klen;
+	if (t)
+		t->batch = r->batch_id;
+	sqlt__bind_id(s, 1, "batch-%s-%llu", x->rid, (unsigned long long)r->batch_id);
+	sqlt__bind_id(s, 2, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlite3_bind_int64(s, 3, r->ordinal);
+	return sqlt__step(x, ST_BATCH_MEMBERS);
+}
+
+static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__TokenParentRecord *r = msg;
+	sqlite3_stmt *s = x->st[ST_TOKEN_PARENTS];
+	xtok *child = tok(x, r->token_id), *parent = tok(x, r->parent_token_id);
+	int rc;
+
+	(void)key, (void)klen;
+	if (child && (!child->parent || r->ordinal == 0))
+		child->parent = r->parent_token_id;
+	if (parent && parent->outcome == OUT_COALESCED)
+		parent->child = r->token_id;
+	sqlt__bind_id(s, 1, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_id(s, 2, "tok-%s-%llu", x->rid, (unsigned long long)r->parent_token_id);
+	sqlite3_bind_int64(s, 3, r->ordinal);
+	if ((rc = sqlt__step(x, ST_TOKEN_PARENTS)))
+		return rc;
+	if (!parent || parent->outcome != OUT_CONSUMED_IN_BATCH || !parent->batch)
+		return 0;
+	s = x->st[ST_BATCH_OUTPUTS];
+	sqlt__bind_id(s, 1, "bo-%s-%llu-%llu", x->rid,
+		      (unsigned long long)parent->batch, (unsigned long long)r->token_id);
+	sqlt__bind_id(s, 2, "batch-%s-%llu", x->rid, (unsigned long long)parent->batch);
+	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	return sqlt__step(x, ST_BATCH_OUTPUTS);
+}
+
+/* --------------------------------------------------------- node states */
+
+static int one_state(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__NodeStateRecord *r = msg;
+	sqlite3_stmt *s = x->st[ST_NODE_STATES];
+	xtok *t = tok(x, r->token_id);
+	json_t *e;
+	char *ej = NULL;
+	int rc;
+
+	(void)key, (void)klen;
+	if (t) {
+		if (!t->has_state || r->step < t->min_step)
+			t->min_step = r->step;
+		if (!t->has_state || r->state_id > t->last_state) {
+			t->last_state = r->state_id;
+			t->last_node = r->node_id;
+		}
+		t->has_state = true;
+	}
+	if (r->error && *r->error) {
+		e = json_pack("{s:s}", "message", r->error);
+		ej = e ? json_dumps(e, JSON_COMPACT) : NULL;
+		json_decref(e);
+		if (!ej)
+			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+	}
+	sqlt__bind_id(s, 1, "st-%s-%llu", x->rid, (unsigned long long)r->state_id);
+	sqlt__bind_id(s, 2, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_text(s, 3, x->rid);
+	sqlt__bind_text(s, 4, sqlt__node_id(x, r->node_id));
+	sqlite3_bind_int64(s, 5, r->step);
+	sqlite3_bind_int64(s, 6, r->attempt);
+	sqlt__bind_text(s, 7, r->status);
+	sqlt__bind_text(s, 8, r->input_hash);
+	sqlt__bind_nz(s, 9, r->output_hash);
+	sqlt__bind_nz(s, 10, r->context_json);
+	if (r->completed_at_ns)
+		sqlt__bind_ms(s, 11, r->duration_ns);
+	sqlt__bind_text(s, 12, ej);
+	sqlt__bind_time(s, 13, r->started_at_ns);
+	sqlt__bind_time(s, 14, r->completed_at_ns);
+	rc = sqlt__step(x, ST_NODE_STATES);
+	free(ej);
+	return rc;
+}
+
+/* --------------------------------------------------------------- tokens */
+
+static int write_tokens(xp *x)
+{
+	sqlite3_stmt *s = x->st[ST_TOKENS];
+	int rc = 0;
+
+	for (uint64_t id = 1; id < x->ntoks && !rc; id++) {
+		const xtok *t = &x->toks[id];
+		const xtok *p = t->parent ? tok(x, t->parent) : NULL;
+
+		if (!t->present)
+			continue;
+		sqlt__bind_id(s, 1, "tok-%s-%llu", x->rid, (unsigned long long)id);
+		sqlt__bind_id(s, 2, "row-%s-%llu", x->rid, (unsigned long long)t->row);
+		sqlt__bind_text(s, 3, x->rid);
+		if (p && p->outcome == OUT_FORKED)
+			sqlt__bind_id(s, 4, "fork-%s-%llu", x->rid, (unsigned long long)t->parent);
+		if (p && p->outcome == OUT_COALESCED)
+			sqlt__bind_id(s, 5, "join-%s-%llu", x->rid, (unsigned long long)id);
+		if (p && p->outcome == OUT_EXPANDED)
+			sqlt__bind_id(s, 6, "exp-%s-%llu", x->rid, (unsigned long long)t->parent);
+		/* A batch's outputs: ELSPETH records them as an expansion
+		 * (its lineage wants a group for every token with parents). */
+		if (p && p->outcome == OUT_CONSUMED_IN_BATCH && p->batch)
+			sqlt__bind_id(s, 6, "exp-%s-b%llu", x->rid, (unsigned long long)p->batch);
+		sqlt__bind_text(s, 7, t->branch ? x->branches[t->branch] : NULL);
+		/* The step it was made at: the one before its first state. */
+		if (p && t->has_state && t->min_step > 0)
+			sqlite3_bind_int64(s, 8, t->min_step - 1);
+		sqlt__bind_time(s, 9, t->created);
+		rc = sqlt__step(x, ST_TOKENS);
+	}
+	return rc;
+}
+
+/* A FORKED token's branches: the labels of the copy edges out of the
+ * gate it forked at, as ELSPETH writes the list (Python's json.dumps). */
+static char *expected_branches(const xp *x, uint32_t gate)
+{
+	core_buf b = { 0 };
+	bool first = true;
+
+	core_buf_putc(&b, '[');
+	for (size_t i = 0; i < x->nedges; i++) {
+		json_t *s;
+		char *q;
+
+		if (x->edges[i].from != gate || strcmp(x->edges[i].mode, "copy"))
+			continue;
+		s = json_string(x->edges[i].elabel);
+		q = s ? json_dumps(s, JSON_ENCODE_ANY | JSON_ENSURE_ASCII) : NULL;
+		json_decref(s);
+		if (q) {
+			core_buf_puts(&b, first ? "" : ", ");
+			core_buf_puts(&b, q);
+		}
+		free(q);
+		first = false;
+	}
+	core_buf_putc(&b, ']');
+	return core_buf_steal(&b);
+}
+
+static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__TokenOutcomeRecord *r = msg;
+	sqlite3_stmt *s = x->st[ST_TOKEN_OUTCOMES];
+	const xtok *t = tok(x, r->token_id);
+	int code = outcome_code(r->outcome);
+	char *branches = NULL;
+	int rc;
+
+	(void)key, (void)klen;
+	if (t && t->superseded)
+		return 0; /* elspeth_superseded holds it (export_records.c) */
+	sqlt__bind_id(s, 1, "out-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_text(s, 2, x->rid);
+	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_text(s, 4, code ? sqlt__outcome_names[code] : r->outcome);
+	sqlt__bind_time(s, 5, r->recorded_at_ns);
+	sqlt__bind_nz(s, 6, r->sink);
+	if (code == OUT_CONSUMED_IN_BATCH && t && t->batch)
+		sqlt__bind_id(s, 7, "batch-%s-%llu", x->rid, (unsigned long long)t->batch);
+	if (code == OUT_FORKED) {
+		sqlt__bind_id(s, 8, "fork-%s-%llu", x->rid, (unsigned long long)r->token_id);
+		if (t && t->has_state && !(branches = expected_branches(x, t->last_node)))
+			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+		sqlt__bind_text(s, 12, branches);
+	}
+	if (code == OUT_COALESCED && t && t->child)
+		sqlt__bind_id(s, 9, "join-%s-%llu", x->rid, (unsigned long long)t->child);
+	if (code == OUT_EXPANDED)
+		sqlt__bind_id(s, 10, "exp-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_nz(s, 11, r->error_hash);
+	rc = sqlt__step(x, ST_TOKEN_OUTCOMES);
+	free(branches);
+	return rc ? rc : sqlt__payload(x, r->error_hash);
+}
+
+/* ----------------------------------------------------------------- rows */
+
+static int one_row(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__RowRecord *r = msg;
+	sqlite3_stmt *s = x->st[ST_ROWS];
+	int rc;
+
+	(void)key, (void)klen;
+	if (r->created_at_ns > x->last_row_at)
+		x->last_row_at = r->created_at_ns;
+	sqlt__bind_id(s, 1, "row-%s-%llu", x->rid, (unsigned long long)r->seq);
+	sqlt__bind_text(s, 2, x->rid);
+	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
+	sqlite3_bind_int64(s, 4, (sqlite3_int64)r->seq - 1);
+	sqlt__bind_text(s, 5, r->source_hash);
+	sqlt__bind_nz(s, 6, r->payload_ref);
+	sqlt__bind_time(s, 7, r->created_at_ns);
+	if ((rc = sqlt__step(x, ST_ROWS)))
+		return rc;
+	s = x->st[ST_OWN_ROWS];
+	sqlt__bind_id(s, 1, "row-%s-%llu", x->rid, (unsigned long long)r->seq);
+	sqlt__bind_text(s, 2, x->rid);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)r->seq);
+	sqlt__bind_nz(s, 4, r->where);
+	if ((rc = sqlt__step(x, ST_OWN_ROWS)))
+		return rc;
+	return sqlt__payload(x, r->payload_ref);
+}
+
+/* ------------------------------------------------------------- the pass */
+
+static int size_tokens(xp *x)
+{
+	const void *k, *v;
+	size_t kl, vl;
+	rec_key p;
+	int rc;
+
+	rec_key_init(&p);
+	rec_key_u64(&p, x->run);
+	rc = rec_last(x->t, REC_TOKENS, &p, &k, &kl, &v, &vl);
+	if (rc == REC_NOTFOUND)
+		return 0;
+	if (rc)
+		return core_err_set(x->err, rc, "reading the tokens of run %s: %s",
+				    x->rid, core_strerror(rc));
+	x->ntoks = rec_key_get_u64(k, 8) + 1;
+	x->toks = calloc(x->ntoks, sizeof(*x->toks));
+	if (!x->toks)
+		return core_err_set(x->err, CORE_ENOMEM,
+			"out of memory for %llu tokens", (unsigned long long)x->ntoks);
+	return 0;
+}
+
+int sqlt__export_tokens(xp *x)
+{
+	int rc;
+
+	if ((rc = size_tokens(x)) ||
+	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
+	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, learn_outcome)) ||
+	    (rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor, learn_superseded)) ||
+	    (rc = sqlt__scan(x, REC_BATCH_MEMBERS, &elspeth__batch_member_record__descriptor, one_member)) ||
+	    (rc = sqlt__scan(x, REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor, one_parent)) ||
+	    (rc = sqlt__scan(x, REC_NODE_STATES, &elspeth__node_state_record__descriptor, one_state)) ||
+	    (rc = write_tokens(x)) ||
+	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, one_outcome)))
+		return rc;
+	return sqlt__scan(x, REC_ROWS, &elspeth__row_record__descriptor, one_row);
+}

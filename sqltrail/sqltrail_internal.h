@@ -1,0 +1,38 @@
+/* sqltrail_internal.h — shared by the SQL trail's files. */
+#ifndef ELSPETH_SQLTRAIL_INTERNAL_H
+#define ELSPETH_SQLTRAIL_INTERNAL_H
+
+#include <sqlite3.h>
+
+#include "sqltrail/sqltrail.h"
+
+/* ELSPETH's PRAGMA user_version for this schema (its SQLITE_SCHEMA_EPOCH). */
+#define SQLT_SCHEMA_EPOCH 2
+#define SQLT__STR(x) #x
+#define SQLT_STR(x) SQLT__STR(x)
+
+/* CREATE ... IF NOT EXISTS statements, NULL-terminated (schema.c). */
+extern const char *const sqlt__elspeth_tables[];
+extern const char *const sqlt__elspeth_indexes[];
+extern const char *const sqlt__own_tables[];
+extern const char *const sqlt__own_indexes[];
+
+/* Unix ns -> "YYYY-MM-DD HH:MM:SS.ffffff" (UTC, as ELSPETH's SQLite
+ * stores its times); "" for 0. */
+#define SQLT_TIME_CAP 64
+void sqlt__time(uint64_t ns, char out[SQLT_TIME_CAP]);
+
+/* Opens (creating) the SQL trail at path with every table; *fresh: the
+ * file had none of ELSPETH's tables (a file with some but not all of
+ * them is refused). */
+int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err);
+/* The indexes, once the rows are in; dropped before a run is replaced
+ * (deleting and inserting a million rows under seven indexes is minutes,
+ * building them again seconds). */
+int sqlt__create_indexes(sqlite3 *db, core_err *err);
+int sqlt__drop_indexes(sqlite3 *db, core_err *err);
+
+/* The database's error as err (CORE_EIO), prefixed with what failed. */
+int sqlt__db_error(sqlite3 *db, core_err *err, const char *what);
+
+#endif /* ELSPETH_SQLTRAIL_INTERNAL_H */
