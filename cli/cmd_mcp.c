@@ -18,8 +18,9 @@ static const char usage[] =
 	"'elspeth' with the arguments [\"mcp\", \"--database\", PATH] (docs/mcp.md).\n\n"
 	"  -d, --database PATH   the trail: an SQLite file in ELSPETH's schema, or an\n"
 	"                        LMDB Landscape directory (exported to a temporary\n"
-	"                        SQLite file first); also sqlite:///PATH or lmdb://PATH\n"
-	"  -s, --settings FILE   ... or the one the settings' landscape.url names\n"
+	"                        SQLite file first); also sqlite:///FILE or lmdb://DIR\n"
+	"  -s, --settings FILE   ... or the one the settings' landscape.url names (its\n"
+	"                        SQLite file for sqlite:///FILE)\n"
 	"                        (default: ./state/audit.lmdb)\n";
 
 static volatile sig_atomic_t stop;
@@ -30,31 +31,32 @@ static void on_signal(int sig)
 	stop = 1;
 }
 
-/* sqlite:///rel, sqlite:////abs and lmdb://PATH -> the path; a plain
- * path as it is. */
-static const char *strip_url(const char *url)
-{
-	if (!strncmp(url, "sqlite:///", 10))
-		return url + 10;
-	if (!strncmp(url, "lmdb://", 7))
-		return url + 7;
-	return url;
-}
-
+/* The trail to serve: -d PATH as it is (mcp_open tells a file from a
+ * directory), a URL (-d, -s's landscape.url, the default) as
+ * core_landscape_paths reads it: sqlite:///FILE serves FILE (brought up
+ * to date after every run), lmdb://DIR the Landscape. */
 static int trail_path(const char *settings, const char *database, char *path,
 		      size_t cap)
 {
 	core_settings *s = NULL;
 	core_err err = { 0 };
 	const char *url = DEFAULT_URL;
+	char sql[4096];
 	int rc = 0;
 
-	if (database)
-		url = database;
-	else if (settings && !(rc = core_settings_load(settings, &s, &err)))
-		url = s->landscape_url;
-	if (!rc && snprintf(path, cap, "%s", strip_url(url)) >= (int)cap)
-		rc = core_err_set(&err, CORE_ECONFIG, "the audit trail's path is too long: %s", url);
+	if (database && !strstr(database, "://")) {
+		if (snprintf(path, cap, "%s", database) >= (int)cap)
+			rc = core_err_set(&err, CORE_ECONFIG, "--database path too long");
+	} else {
+		if (database)
+			url = database;
+		else if (settings && !(rc = core_settings_load(settings, &s, &err)))
+			url = s->landscape_url;
+		if (!rc)
+			rc = core_landscape_paths(url, path, cap, sql, sizeof(sql), &err);
+		if (!rc && sql[0] && snprintf(path, cap, "%s", sql) >= (int)cap)
+			rc = core_err_set(&err, CORE_ECONFIG, "the trail's path is too long");
+	}
 	core_settings_free(s);
 	if (rc)
 		cli_error(&err);

@@ -1,15 +1,78 @@
 /*
- * lmdb.c — reading an LMDB Landscape: not yet. The tools read SQL, and the
- * export of the Landscape to ELSPETH's SQL schema (sqltrail, sqlt_export)
- * is being written; until it is in, an LMDB trail is refused with a
- * message saying so.
+ * lmdb.c — serving an LMDB Landscape: the tools read SQL, so the trail is
+ * first exported (sqlt_export: every run, with its payloads) to a SQLite
+ * file in a private directory (mkdtemp, mode 0700) under $TMPDIR. The
+ * file is switched from the export's WAL to a rollback journal (so a
+ * read-only connection needs no -wal or -shm beside it), opened read-only,
+ * and then removed with its directory at once: the open connection keeps
+ * reading it, nobody else can, and nothing is left behind when the process
+ * ends, however it ends.
  */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
 #include "mcp/mcp_internal.h"
+#include "recorder/recorder.h"
+#include "sqltrail/sqltrail.h"
+
+/* The export's file in journal_mode DELETE, for a read-only reader. */
+static int rollback_journal(const char *file, core_err *err)
+{
+	sqlite3 *db = NULL;
+	int rc = sqlite3_open_v2(file, &db, SQLITE_OPEN_READWRITE, NULL);
+
+	if (rc == SQLITE_OK)
+		rc = sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		rc = core_err_set(err, CORE_EIO, "preparing the exported trail %s: %s", file,
+				  db ? sqlite3_errmsg(db) : "out of memory");
+	sqlite3_close(db);
+	return rc;
+}
+
+static int export(const char *dir, const char *file, core_err *err)
+{
+	sqlt_opts o = { .payloads = true };
+	rec_env *env;
+	int rc = rec_open(dir, REC_READONLY, &env, err);
+
+	if (rc)
+		return rc;
+	rc = sqlt_export(env, 0, file, &o, err);
+	if (rc)
+		core_err_prefix(err, "exporting %s to SQL", dir);
+	rec_close(env, NULL);
+	return rc;
+}
 
 int mcp__open_lmdb(mcp_server *s, const char *dir, core_err *err)
 {
-	(void)s;
-	return core_err_set(err, CORE_EUNSUPPORTED, "%s is an LMDB Landscape; this build "
-			    "of elspeth mcp reads SQLite trails only (the SQL export it "
-			    "needs is not in yet)", dir);
+	const char *tmp = getenv("TMPDIR");
+	char tdir[4096], file[4200];
+	uint64_t t0 = core_now_mono_ns();
+	int rc;
+
+	if ((size_t)snprintf(tdir, sizeof(tdir), "%s/elspeth-mcp-XXXXXX",
+			     tmp && *tmp ? tmp : "/tmp") >= sizeof(tdir))
+		return core_err_set(err, CORE_EIO, "TMPDIR is too long");
+	if (!mkdtemp(tdir))
+		return core_err_set(err, CORE_EIO, "cannot make a temporary directory in "
+				    "%s for the exported trail: %s", tmp && *tmp ? tmp : "/tmp",
+				    strerror(errno));
+	snprintf(file, sizeof(file), "%s/trail.sqlite", tdir);
+	rc = export(dir, file, err);
+	if (!rc)
+		rc = rollback_journal(file, err);
+	if (!rc)
+		rc = mcp__open_sqlite(s, file, dir, err);
+	/* Gone from the file system now; the connection reads on. */
+	unlink(file);
+	rmdir(tdir);
+	if (!rc)
+		fprintf(s->log, "elspeth mcp: exported %s to SQL in %.2f s\n", dir,
+			(double)(core_now_mono_ns() - t0) / 1e9);
+	return rc;
 }

@@ -104,4 +104,27 @@ else
 fi
 exec 7>&-
 
+# ---- our own trails: an LMDB Landscape (exported to a private temporary
+# file, gone once open) and the SQLite file a sqlite:/// landscape.url keeps
+cp -r "$SRC/examples" examples
+"$ELSPETH" run -s examples/fork_coalesce/settings.yaml --execute > run.log 2>&1 ||
+  { fail "fork_coalesce did not run"; cat run.log; }
+mkdir -p tmp
+TMPDIR="$WORK/tmp" node "$CLIENT/client.mjs" "$ELSPETH" "$WORK/state/audit.lmdb" lmdb > lmdb.out 2>&1
+rc=$?
+cat lmdb.out
+PASSES=$((PASSES + $(grep -c '^ok - ' lmdb.out)))
+FAILS=$((FAILS + $(grep -c '^FAIL - ' lmdb.out)))
+[ "$rc" = 0 ] && pass "the SDK client on an LMDB Landscape" || fail "the SDK client on LMDB exited $rc"
+[ -z "$(ls -A tmp)" ] && pass "the temporary export left nothing in TMPDIR" ||
+  fail "left in TMPDIR: $(ls -A tmp)"
+expect "mcp -s serves the settings' LMDB trail" 0 "serving ./state/audit.lmdb (1 runs)" -- \
+  "$ELSPETH" mcp -s examples/fork_coalesce/settings.yaml < /dev/null
+{ cat examples/quickstart/settings.yaml; printf '\nlandscape:\n  url: sqlite:///sql/audit.db\n'; } > sql.yaml
+"$ELSPETH" run -s sql.yaml --execute > run2.log 2>&1 || { fail "quickstart with sqlite:/// did not run"; cat run2.log; }
+expect "mcp -s serves the SQLite file of a sqlite:/// landscape.url" 0 "serving sql/audit.db (1 runs)" -- \
+  "$ELSPETH" mcp -s sql.yaml < /dev/null
+mkdir -p empty.lmdb
+expect "mcp names an LMDB directory that holds no trail" 1 "empty.lmdb" -- "$ELSPETH" mcp -d empty.lmdb
+
 finish
