@@ -186,6 +186,24 @@ void sqlt__bind_id(sqlite3_stmt *s, int i, const char *fmt, ...)
 	sqlite3_bind_text(s, i, b, -1, SQLITE_TRANSIENT);
 }
 
+void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
+		    uint64_t id)
+{
+	char b[96], digits[24];
+	size_t n = 0, k = strlen(kind), r = strlen(x->rid), d = 0;
+
+	do
+		digits[d++] = (char)('0' + id % 10);
+	while ((id /= 10));
+	memcpy(b, kind, k), n = k;
+	b[n++] = '-';
+	memcpy(b + n, x->rid, r), n += r;
+	b[n++] = '-';
+	while (d)
+		b[n++] = digits[--d];
+	sqlite3_bind_text(s, i, b, (int)n, SQLITE_TRANSIENT);
+}
+
 void sqlt__bind_ms(sqlite3_stmt *s, int i, uint64_t ns)
 {
 	sqlite3_bind_double(s, i, (double)ns / 1e6);

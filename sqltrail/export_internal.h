@@ -89,6 +89,9 @@ void sqlt__bind_time(sqlite3_stmt *s, int i, uint64_t ns);     /* 0: NULL */
 void sqlt__bind_id(sqlite3_stmt *s, int i, const char *fmt, ...)
 	CORE_PRINTF(3, 4);
 void sqlt__bind_ms(sqlite3_stmt *s, int i, uint64_t ns);
+/* "KIND-RUN-ID" ("tok-1-57"): the ids of most tables, without printf. */
+void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
+		    uint64_t id);
 const char *sqlt__node_id(const xp *x, uint32_t node); /* "" when unknown */
 int sqlt__payload(xp *x, const char *hash); /* copies it when asked */
 typedef int (*sqlt_scan_fn)(xp *x, const void *key, size_t klen,

@@ -41,7 +41,7 @@ static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	}
 	sqlt__bind_id(s, 1, "call-%s-%llu-%u", x->rid, ULL(r->state_id), r->call_index);
-	sqlt__bind_id(s, 2, "st-%s-%llu", x->rid, ULL(r->state_id));
+	sqlt__bind_ref(x, s, 2, "st", r->state_id);
 	sqlite3_bind_int64(s, 3, r->call_index);
 	sqlt__bind_text(s, 4, *r->call_type ? r->call_type : "llm");
 	/* ELSPETH knows success and error; a replayed answer is a success
@@ -63,9 +63,9 @@ static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_id(s, 1, "call-%s-%llu-%u", x->rid, ULL(r->state_id), r->call_index);
 	sqlt__bind_text(s, 2, x->rid);
 	if (r->token_id)
-		sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, ULL(r->token_id));
+		sqlt__bind_ref(x, s, 3, "tok", r->token_id);
 	if (r->row_id)
-		sqlt__bind_id(s, 4, "row-%s-%llu", x->rid, ULL(r->row_id));
+		sqlt__bind_ref(x, s, 4, "row", r->row_id);
 	sqlt__bind_nz(s, 5, r->name);
 	if (r->http_status)
 		sqlite3_bind_int64(s, 6, r->http_status);
@@ -160,9 +160,9 @@ static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 			elspeth__node_state_record__free_unpacked(st, NULL);
 	}
 	sqlt__bind_id(s, 1, "re-%s-%llu-%u", x->rid, ULL(r->state_id), r->ordinal);
-	sqlt__bind_id(s, 2, "st-%s-%llu", x->rid, ULL(r->state_id));
+	sqlt__bind_ref(x, s, 2, "st", r->state_id);
 	sqlt__bind_id(s, 3, "edge-%s-%u", x->rid, r->edge_id);
-	sqlt__bind_id(s, 4, "rg-%s-%llu", x->rid, ULL(r->state_id));
+	sqlt__bind_ref(x, s, 4, "rg", r->state_id);
 	sqlite3_bind_int64(s, 5, r->ordinal);
 	sqlt__bind_text(s, 6, *r->mode ? r->mode : "move");
 	sqlt__bind_text(s, 7, hex);
@@ -179,7 +179,7 @@ static int one_batch(xp *x, const void *key, size_t klen, const void *msg)
 	sqlite3_stmt *s = x->st[ST_BATCHES];
 
 	(void)key, (void)klen;
-	sqlt__bind_id(s, 1, "batch-%s-%llu", x->rid, ULL(r->batch_id));
+	sqlt__bind_ref(x, s, 1, "batch", r->batch_id);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_text(s, 3, sqlt__node_id(x, r->node_id));
 	sqlt__bind_nz(s, 4, r->trigger);
@@ -214,10 +214,10 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 		n->bytes += r->length;
 		n->writes++;
 	}
-	sqlt__bind_id(s, 1, "art-%s-%llu", x->rid, ULL(r->token_id));
+	sqlt__bind_ref(x, s, 1, "art", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
 	if (t && t->has_state)
-		sqlt__bind_id(s, 3, "st-%s-%llu", x->rid, ULL(t->last_state));
+		sqlt__bind_ref(x, s, 3, "st", t->last_state);
 	else
 		sqlt__bind_text(s, 3, "");
 	sqlt__bind_text(s, 4, sqlt__node_id(x, r->sink_node));
@@ -228,9 +228,9 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 	if ((rc = sqlt__step(x, ST_ARTIFACTS)))
 		return rc;
 	s = x->st[ST_OWN_ARTIFACTS];
-	sqlt__bind_id(s, 1, "art-%s-%llu", x->rid, ULL(r->token_id));
+	sqlt__bind_ref(x, s, 1, "art", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, ULL(r->token_id));
+	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
 	sqlite3_bind_int64(s, 4, (sqlite3_int64)r->offset);
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)r->length);
 	return sqlt__step(x, ST_OWN_ARTIFACTS);
@@ -358,7 +358,7 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 			elspeth__row_record__free_unpacked(row, NULL);
 		}
 	}
-	sqlt__bind_id(s, 1, "ve-%s-%llu", x->rid, ULL(r->row_id));
+	sqlt__bind_ref(x, s, 1, "ve", r->row_id);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
 	sqlt__bind_text(s, 4, r->data_ref);
@@ -410,7 +410,7 @@ static int one_transform_error(xp *x, const void *key, size_t klen, const void *
 	}
 	sqlt__bind_id(s, 1, "te-%s-%llu-%llu", x->rid, ULL(r->token_id), ULL(r->state_id));
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, ULL(r->token_id));
+	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
 	sqlt__bind_text(s, 4, sqlt__node_id(x, r->node_id));
 	sqlt__bind_text(s, 5, r->data_ref);
 	sqlt__bind_text(s, 6, data);
@@ -494,7 +494,7 @@ static int write_checkpoint(xp *x)
 		json_decref(aggs);
 	sqlt__bind_id(s, 1, "ckpt-%s-%u", x->rid, c->attempt);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, ULL(f.token));
+	sqlt__bind_ref(x, s, 3, "tok", f.token);
 	sqlt__bind_text(s, 4, sqlt__node_id(x, x->source));
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)c->released_through_seq);
 	sqlt__bind_text(s, 6, aj);
@@ -562,9 +562,9 @@ static int one_superseded(xp *x, const void *key, size_t klen, const void *msg)
 	rec_key_u64(&k, r->token_id);
 	if (!rec_get(x->t, REC_TOKEN_OUTCOMES, &k, &v, &vl))
 		o = elspeth__token_outcome_record__unpack(NULL, vl, v);
-	sqlt__bind_id(s, 1, "tok-%s-%llu", x->rid, ULL(r->token_id));
+	sqlt__bind_ref(x, s, 1, "tok", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_id(s, 3, "row-%s-%llu", x->rid, ULL(r->row_id));
+	sqlt__bind_ref(x, s, 3, "row", r->row_id);
 	sqlite3_bind_int64(s, 4, r->attempt);
 	sqlt__bind_nz(s, 5, r->reason);
 	if (o) {

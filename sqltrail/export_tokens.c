@@ -105,8 +105,8 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if (t)
 		t->batch = r->batch_id;
-	sqlt__bind_id(s, 1, "batch-%s-%llu", x->rid, (unsigned long long)r->batch_id);
-	sqlt__bind_id(s, 2, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_ref(x, s, 1, "batch", r->batch_id);
+	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
 	sqlite3_bind_int64(s, 3, r->ordinal);
 	return sqlt__step(x, ST_BATCH_MEMBERS);
 }
@@ -123,8 +123,8 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 		child->parent = r->parent_token_id;
 	if (parent && parent->outcome == OUT_COALESCED)
 		parent->child = r->token_id;
-	sqlt__bind_id(s, 1, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
-	sqlt__bind_id(s, 2, "tok-%s-%llu", x->rid, (unsigned long long)r->parent_token_id);
+	sqlt__bind_ref(x, s, 1, "tok", r->token_id);
+	sqlt__bind_ref(x, s, 2, "tok", r->parent_token_id);
 	sqlite3_bind_int64(s, 3, r->ordinal);
 	if ((rc = sqlt__step(x, ST_TOKEN_PARENTS)))
 		return rc;
@@ -133,8 +133,8 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 	s = x->st[ST_BATCH_OUTPUTS];
 	sqlt__bind_id(s, 1, "bo-%s-%llu-%llu", x->rid,
 		      (unsigned long long)parent->batch, (unsigned long long)r->token_id);
-	sqlt__bind_id(s, 2, "batch-%s-%llu", x->rid, (unsigned long long)parent->batch);
-	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_ref(x, s, 2, "batch", parent->batch);
+	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
 	return sqlt__step(x, ST_BATCH_OUTPUTS);
 }
 
@@ -166,8 +166,8 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 		if (!ej)
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	}
-	sqlt__bind_id(s, 1, "st-%s-%llu", x->rid, (unsigned long long)r->state_id);
-	sqlt__bind_id(s, 2, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_ref(x, s, 1, "st", r->state_id);
+	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
 	sqlt__bind_text(s, 3, x->rid);
 	sqlt__bind_text(s, 4, sqlt__node_id(x, r->node_id));
 	sqlite3_bind_int64(s, 5, r->step);
@@ -199,15 +199,15 @@ static int write_tokens(xp *x)
 
 		if (!t->present)
 			continue;
-		sqlt__bind_id(s, 1, "tok-%s-%llu", x->rid, (unsigned long long)id);
-		sqlt__bind_id(s, 2, "row-%s-%llu", x->rid, (unsigned long long)t->row);
+		sqlt__bind_ref(x, s, 1, "tok", id);
+		sqlt__bind_ref(x, s, 2, "row", t->row);
 		sqlt__bind_text(s, 3, x->rid);
 		if (p && p->outcome == OUT_FORKED)
-			sqlt__bind_id(s, 4, "fork-%s-%llu", x->rid, (unsigned long long)t->parent);
+			sqlt__bind_ref(x, s, 4, "fork", t->parent);
 		if (p && p->outcome == OUT_COALESCED)
-			sqlt__bind_id(s, 5, "join-%s-%llu", x->rid, (unsigned long long)id);
+			sqlt__bind_ref(x, s, 5, "join", id);
 		if (p && p->outcome == OUT_EXPANDED)
-			sqlt__bind_id(s, 6, "exp-%s-%llu", x->rid, (unsigned long long)t->parent);
+			sqlt__bind_ref(x, s, 6, "exp", t->parent);
 		/* A batch's outputs: ELSPETH records them as an expansion
 		 * (its lineage wants a group for every token with parents). */
 		if (p && p->outcome == OUT_CONSUMED_IN_BATCH && p->batch)
@@ -262,24 +262,24 @@ static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if (t && t->superseded)
 		return 0; /* elspeth_superseded holds it (export_records.c) */
-	sqlt__bind_id(s, 1, "out-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_ref(x, s, 1, "out", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_id(s, 3, "tok-%s-%llu", x->rid, (unsigned long long)r->token_id);
+	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
 	sqlt__bind_text(s, 4, code ? sqlt__outcome_names[code] : r->outcome);
 	sqlt__bind_time(s, 5, r->recorded_at_ns);
 	sqlt__bind_nz(s, 6, r->sink);
 	if (code == OUT_CONSUMED_IN_BATCH && t && t->batch)
-		sqlt__bind_id(s, 7, "batch-%s-%llu", x->rid, (unsigned long long)t->batch);
+		sqlt__bind_ref(x, s, 7, "batch", t->batch);
 	if (code == OUT_FORKED) {
-		sqlt__bind_id(s, 8, "fork-%s-%llu", x->rid, (unsigned long long)r->token_id);
+		sqlt__bind_ref(x, s, 8, "fork", r->token_id);
 		if (t && t->has_state && !(branches = expected_branches(x, t->last_node)))
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 		sqlt__bind_text(s, 12, branches);
 	}
 	if (code == OUT_COALESCED && t && t->child)
-		sqlt__bind_id(s, 9, "join-%s-%llu", x->rid, (unsigned long long)t->child);
+		sqlt__bind_ref(x, s, 9, "join", t->child);
 	if (code == OUT_EXPANDED)
-		sqlt__bind_id(s, 10, "exp-%s-%llu", x->rid, (unsigned long long)r->token_id);
+		sqlt__bind_ref(x, s, 10, "exp", r->token_id);
 	sqlt__bind_nz(s, 11, r->error_hash);
 	rc = sqlt__step(x, ST_TOKEN_OUTCOMES);
 	free(branches);
@@ -297,7 +297,7 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if (r->created_at_ns > x->last_row_at)
 		x->last_row_at = r->created_at_ns;
-	sqlt__bind_id(s, 1, "row-%s-%llu", x->rid, (unsigned long long)r->seq);
+	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
 	sqlite3_bind_int64(s, 4, (sqlite3_int64)r->seq - 1);
@@ -307,7 +307,7 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	if ((rc = sqlt__step(x, ST_ROWS)))
 		return rc;
 	s = x->st[ST_OWN_ROWS];
-	sqlt__bind_id(s, 1, "row-%s-%llu", x->rid, (unsigned long long)r->seq);
+	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlite3_bind_int64(s, 3, (sqlite3_int64)r->seq);
 	sqlt__bind_nz(s, 4, r->where);
