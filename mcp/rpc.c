@@ -90,7 +90,7 @@ static json_t *content(const mcp_result *r)
 	core_buf b = { 0 };
 	json_t *c;
 
-	if (core_json_append(&b, r->value, 2, 0)) {
+	if (core_json_append(&b, r->value ? r->value : json_null(), 2, 0)) {
 		core_buf_release(&b);
 		return NULL;
 	}
