@@ -17,14 +17,14 @@ static const key_spec coalesce_keys[] = {
 	{ "merge", K_ENUM, false, 0, 0, merges },
 	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
 	{ "quorum_count", K_INT, false, 1, 1e6 },
-	{ "select_branch", K_STR, false }, { "on_success", K_STR, true },
+	{ "select_branch", K_STR, false }, { "on_success", K_STR, false },
 	{ NULL }
 };
 
 static const char *const output_modes[] = { "transform", "passthrough", NULL };
 static const key_spec aggregation_keys[] = {
 	{ "name", K_STR, true }, { "plugin", K_STR, true },
-	{ "input", K_STR, true }, { "on_success", K_STR, true },
+	{ "input", K_STR, true }, { "on_success", K_STR, false },
 	{ "on_error", K_STR, false }, { "trigger", K_MAP, false },
 	{ "output_mode", K_ENUM, false, 0, 0, output_modes },
 	{ "options", K_MAP, false }, { NULL }
@@ -117,7 +117,11 @@ static int load_one_coalesce(core_settings *s, core_coalesce_cfg *c,
 		return rc;
 	c->node = n;
 	c->name = core__str_of(n, "name");
+	/* Without on_success (ELSPETH 0.4.1), the merged rows go to the
+	 * connection named after the coalesce. */
 	c->on_success = core__str_of(n, "on_success");
+	if (!c->on_success)
+		c->on_success = c->name;
 	c->select_branch = core__str_of(n, "select_branch");
 	if (core_map_get(n, "policy")) {
 		core_node_enum(core_map_get(n, "policy"), policies, &idx, err);
@@ -183,7 +187,11 @@ static int load_one_aggregation(core_settings *s, core_aggregation_cfg *a,
 	a->name = core__str_of(n, "name");
 	a->plugin = core__str_of(n, "plugin");
 	a->input = core__str_of(n, "input");
+	/* As a coalesce: without on_success, its rows go to the connection
+	 * named after it. */
 	a->on_success = core__str_of(n, "on_success");
+	if (!a->on_success)
+		a->on_success = a->name;
 	a->on_error = core__str_of(n, "on_error");
 	if (mode && (rc = core_node_enum(mode, output_modes, &idx, err)))
 		return rc;

@@ -190,6 +190,36 @@ Test(graph, fork_and_coalesce_build)
 	core_settings_free(s);
 }
 
+/* ELSPETH 0.4.1: a coalesce or an aggregation without on_success sends
+ * its rows to the connection named after it. */
+Test(graph, coalesce_without_on_success_feeds_the_connection_of_its_name)
+{
+	core_settings *s;
+	dag_graph *g;
+	core_err err;
+	char mid[1024];
+
+	snprintf(mid, sizeof(mid), "%s"
+		 "transforms:\n"
+		 "  - {name: after, plugin: passthrough, input: j, on_success: out}\n"
+		 "coalesce:\n"
+		 "  - {name: j, branches: [left, right]}\n", fork_gate);
+	cr_assert_eq(build(mid, &s, &g, &err), 0, "%s", err.msg);
+	for (size_t i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].kind == DAG_COALESCE)
+			cr_assert_str_eq(g->nodes[g->nodes[i].next.node].name, "after");
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(graph, aggregation_without_on_success_feeds_the_connection_of_its_name)
+{
+	expect_graph_error("aggregations:\n"
+			   "  - {name: stats, plugin: batch_stats, input: a_in, trigger: {count: 2},\n"
+			   "     options: {value_field: x}}\n",
+			   CORE_ECONFIG, "'stats' is neither a sink nor the input connection");
+}
+
 Test(graph, coalesce_branch_must_be_forked)
 {
 	expect_graph_error("transforms:\n  - {name: t, plugin: passthrough, input: a_in, on_success: x}\n"
