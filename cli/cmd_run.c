@@ -7,6 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
 #include "cli/cli.h"
 #include "sqltrail/sqltrail.h"
 
@@ -251,6 +253,16 @@ static int open_audit(const core_settings *s, const char *database, rec_env **re
 		return 0;
 	if (landscape_path(s, database, path, cap, sql, scap, err))
 		return err->code;
+	/* The SQL trail is written at the end: a path it cannot be is
+	 * refused before the run, not after. */
+	if (sql[0]) {
+		struct stat st;
+
+		if (!stat(sql, &st) && !S_ISREG(st.st_mode))
+			return core_err_set(err, CORE_ECONFIG,
+				"landscape.url: %s exists and is not a file, so it cannot "
+				"hold the SQL trail", sql);
+	}
 	return rec_open(path, 0, rec, err);
 }
 
@@ -374,7 +386,9 @@ static void print_metrics(const eng_summary *sum)
 
 /* landscape.url sqlite:///FILE: brings FILE up to date with the run,
  * however it ended (the LMDB trail beside it holds it whole; ADR 0019).
- * 0, or CLI_ERROR after saying how to retry. */
+ * A failure is said (and, with -f json, is an event) but does not hide
+ * how the run ended: the caller still reports it, and exits 1 only where
+ * it would have exited 0. */
 static int update_sql_trail(rec_env *rec, const char *sql, uint64_t run,
 			    const cli_run_args *a)
 {
@@ -385,11 +399,20 @@ static int update_sql_trail(rec_env *rec, const char *sql, uint64_t run,
 		rc = sqlt_export(rec, run, sql, NULL, &err);
 	if (!rc)
 		return CLI_OK;
+	if (a->json) {
+		json_t *e = json_pack("{s:s,s:I,s:s,s:s}", "event", "sql_trail_failed",
+				      "run_id", (json_int_t)run, "file", sql,
+				      "error", err.msg);
+
+		cli_print_json_line(e);
+		json_decref(e);
+	}
 	cli_error(&err);
 	fprintf(stderr, "The run is recorded in the Landscape, but the SQL trail %s "
 		"does not show it yet. To bring it up to date:\n"
-		"  elspeth export -s %s --run %llu --sqlite %s\n",
-		sql, a->path, (unsigned long long)run, sql);
+		"  elspeth export %s %s --run %llu --sqlite %s\n",
+		sql, a->database ? "-d" : "-s", a->database ? a->database : a->path,
+		(unsigned long long)run, sql);
 	return CLI_ERROR;
 }
 
@@ -451,10 +474,6 @@ static int execute(dag_graph *g, const cli_run_args *a)
 		eng_summary_release(&sum);
 		return CLI_ERROR;
 	}
-	if (sql_rc) {
-		eng_summary_release(&sum);
-		return sql_rc;
-	}
 	if (json) {
 		/* A halt with exit code 1 failed the run: run_failed, with
 		 * the halt's message as its error. */
@@ -465,7 +484,7 @@ static int execute(dag_graph *g, const cli_run_args *a)
 		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, a) :
 		     sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 		eng_summary_release(&sum);
-		return rc;
+		return rc == CLI_OK ? sql_rc : rc;
 	}
 	print_summary(g, &sum);
 	if (a->verbose)
@@ -492,7 +511,7 @@ static int execute(dag_graph *g, const cli_run_args *a)
 	if (sum.interrupted || sum.halt_code)
 		rc = report_stop(&sum, o.rec != NULL, a);
 	eng_summary_release(&sum);
-	return rc;
+	return rc == CLI_OK ? sql_rc : rc;
 }
 
 int cli_run(int argc, char **argv)

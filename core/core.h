@@ -441,8 +441,8 @@ typedef struct core_settings {
 } core_settings;
 
 /* What a landscape.url names: lmdb (cap bytes) receives the LMDB
- * environment's directory; sqlite (scap bytes) the SQL trail's file for a
- * sqlite:/// url, "" for lmdb://. An unsupported url is CORE_ECONFIG
+ * environment's directory; sqlite (scap bytes; NULL: not wanted) the SQL
+ * trail's file for a sqlite:/// url, "" for lmdb://. An unsupported url is CORE_ECONFIG
  * saying what is (for postgresql://, how to get the trail there). */
 int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 			 char *sqlite, size_t scap, core_err *err);

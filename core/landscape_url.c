@@ -10,6 +10,7 @@
  * there: export to SQLite, then load that.
  */
 #include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -18,11 +19,19 @@
 #define SQLITE_SCHEME "sqlite:///"
 #define LMDB_BESIDE ".lmdb"
 
-static int too_long(const char *url, size_t cap, core_err *err)
+static int too_long(const char *url, core_err *err)
 {
 	return core_err_set(err, CORE_ECONFIG,
-		"landscape url '%s': the path is too long (at most %zu bytes)",
-		url, cap ? cap - 1 : 0);
+		"landscape url '%s': the path is too long", url);
+}
+
+/* The file's last component: "" for a directory form ("a/", ".", ".."). */
+static bool names_a_directory(const char *path)
+{
+	const char *last = strrchr(path, '/');
+
+	last = last ? last + 1 : path;
+	return !*last || !strcmp(last, ".") || !strcmp(last, "..");
 }
 
 int core_landscape_paths(const char *url, char *lmdb, size_t cap,
@@ -36,22 +45,22 @@ int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 		url = "(null)";
 	if (!strncmp(url, LMDB_SCHEME, strlen(LMDB_SCHEME)) && url[strlen(LMDB_SCHEME)]) {
 		if ((size_t)snprintf(lmdb, cap, "%s", url + strlen(LMDB_SCHEME)) >= cap)
-			return too_long(url, cap, err);
+			return too_long(url, err);
 		return 0;
 	}
 	if (!strncmp(url, SQLITE_SCHEME, strlen(SQLITE_SCHEME))) {
 		const char *path = url + strlen(SQLITE_SCHEME); /* "/abs" or "rel" */
 
 		n = strlen(path);
-		if (!n || path[n - 1] == '/' || !strcmp(path, ":memory:") ||
+		if (!n || names_a_directory(path) || !strcmp(path, ":memory:") ||
 		    strchr(path, '?'))
 			return core_err_set(err, CORE_ECONFIG,
 				"landscape url '%s' is not supported: a SQL trail is a "
 				"file, sqlite:///relative/audit.db or sqlite:////absolute/audit.db "
 				"(no in-memory database, no query parameters)", url);
-		if (!sqlite || (size_t)snprintf(sqlite, scap, "%s", path) >= scap ||
+		if ((sqlite && (size_t)snprintf(sqlite, scap, "%s", path) >= scap) ||
 		    (size_t)snprintf(lmdb, cap, "%s" LMDB_BESIDE, path) >= cap)
-			return too_long(url, cap, err);
+			return too_long(url, err);
 		return 0;
 	}
 	if (!strncmp(url, "postgresql", 10) || !strncmp(url, "postgres:", 9))

@@ -110,7 +110,5 @@ const char *rec_table_name(rec_table t)
 
 int rec_path_from_url(const char *url, char *out, size_t cap, core_err *err)
 {
-	char sql[4096];
-
-	return core_landscape_paths(url, out, cap, sql, sizeof(sql), err);
+	return core_landscape_paths(url, out, cap, NULL, 0, err);
 }

@@ -4,6 +4,7 @@
  * the exporter shares.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -73,6 +74,78 @@ static int count_tables(sqlite3 *db, int *n, core_err *err)
 	return 0;
 }
 
+/* The columns of every table of ours and ELSPETH's, in order, as a text:
+ * of the file, or (db NULL) of a new database with our schema. */
+static int shape(sqlite3 *db, char **out, core_err *err)
+{
+	static const char q[] =
+		"SELECT group_concat(m.name || '.' || p.name || ':' || p.type, ',') "
+		"FROM sqlite_master m, pragma_table_info(m.name) p "
+		"WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%' "
+		"ORDER BY m.name, p.cid";
+	sqlite3 *mem = NULL;
+	sqlite3_stmt *st = NULL;
+	int rc = 0;
+
+	*out = NULL;
+	if (!db) {
+		if (sqlite3_open(":memory:", &mem) != SQLITE_OK)
+			return sqlt__db_error(mem, err, "checking the schema");
+		if ((rc = exec_all(mem, sqlt__elspeth_tables, err)) ||
+		    (rc = exec_all(mem, sqlt__own_tables, err)))
+			goto done;
+		db = mem;
+	}
+	if (sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK ||
+	    sqlite3_step(st) != SQLITE_ROW) {
+		rc = sqlt__db_error(db, err, "checking the schema");
+		goto done;
+	}
+	if (!(*out = strdup(sqlite3_column_text(st, 0) ?
+			    (const char *)sqlite3_column_text(st, 0) : "")))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+done:
+	sqlite3_finalize(st);
+	sqlite3_close(mem);
+	return rc;
+}
+
+/* An existing trail must have our tables' columns (ours may be missing:
+ * a file ELSPETH wrote gets them). Compared per ELSPETH table. */
+static int check_shape(sqlite3 *db, const char *path, core_err *err)
+{
+	char *want = NULL, *have = NULL, *save = NULL;
+	core_buf all = { 0 }, needle = { 0 };
+	int rc;
+
+	if ((rc = shape(NULL, &want, err)) || (rc = shape(db, &have, err)))
+		goto done;
+	/* ",a.x:T,b.y:U," so that a column is found whole */
+	if (core_buf_printf(&all, ",%s,", have)) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto done;
+	}
+	for (char *w = strtok_r(want, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		core_buf_reset(&needle);
+		if (core_buf_printf(&needle, ",%s,", w)) {
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+			break;
+		}
+		if (!strncmp(w, "elspeth_", 8) || strstr(all.data, needle.data))
+			continue;
+		rc = core_err_set(err, CORE_EDATA,
+			"%s is not an SQL audit trail of ELSPETH 0.4.1's schema: "
+			"column %s is missing", path, w);
+		break;
+	}
+done:
+	core_buf_release(&all);
+	core_buf_release(&needle);
+	free(want);
+	free(have);
+	return rc;
+}
+
 int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err)
 {
 	sqlite3 *db = NULL;
@@ -97,6 +170,8 @@ int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err)
 		goto fail;
 	}
 	*fresh = n == 0;
+	if (!*fresh && (rc = check_shape(db, path, err)))
+		goto fail;
 	/* A large page cache: the text primary keys ("st-1-10" sorts before
 	 * "st-1-2") make index inserts land all over their B-trees. */
 	sqlite3_exec(db, "PRAGMA cache_size = -524288", NULL, NULL, NULL);

@@ -231,7 +231,7 @@ int sqlt__payload(xp *x, const char *hash)
 typedef struct scan_ctx {
 	xp *x;
 	const ProtobufCMessageDescriptor *d;
-	sqlt_scan_fn fn;
+	sqlt__scan_fn fn;
 } scan_ctx;
 
 static int scan_one(void *ctx, const void *key, size_t klen, const void *val,
@@ -251,7 +251,7 @@ static int scan_one(void *ctx, const void *key, size_t klen, const void *val,
 }
 
 int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
-	       sqlt_scan_fn fn)
+	       sqlt__scan_fn fn)
 {
 	scan_ctx c = { x, d, fn };
 	rec_key k;
@@ -267,6 +267,8 @@ int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 }
 
 /* ------------------------------------------------------ nodes and edges */
+
+#define NODES_MAX 65536 /* far above any pipeline: a bigger id is damage */
 
 static const char *determinism(const xnode *n)
 {
@@ -298,14 +300,17 @@ static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 	char plugin[300];
 
 	(void)key, (void)klen;
+	if (r->node_id >= NODES_MAX)
+		return core_err_set(x->err, CORE_EDATA, "run %s: node id %u out of range",
+				    x->rid, r->node_id);
 	if (r->node_id >= x->nnodes) {
-		grown = realloc(x->nodes, (r->node_id + 1) * sizeof(*grown));
-		if (!grown)
+		size_t want = (size_t)r->node_id + 1;
+
+		if (!(grown = realloc(x->nodes, want * sizeof(*grown))))
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
-		memset(grown + x->nnodes, 0,
-		       (r->node_id + 1 - x->nnodes) * sizeof(*grown));
+		memset(grown + x->nnodes, 0, (want - x->nnodes) * sizeof(*grown));
 		x->nodes = grown;
-		x->nnodes = r->node_id + 1;
+		x->nnodes = want;
 	}
 	n = &x->nodes[r->node_id];
 	n->name = strdup(r->name);
@@ -499,6 +504,8 @@ static void run_reset(xp *x)
 		free(x->edges[i].label);
 	free(x->edges);
 	free(x->toks);
+	free(x->batch_superseded);
+	x->batch_superseded = NULL, x->nbatches = 0;
 	for (size_t i = 1; i < x->nbranches; i++)
 		free(x->branches[i]);
 	free(x->branches);
@@ -513,6 +520,18 @@ static void run_reset(xp *x)
 	x->source = 0;
 }
 
+static int count_resume(void *ctx, const void *key, size_t klen,
+			const void *val, size_t vlen)
+{
+	(void)key, (void)klen, (void)val, (void)vlen;
+	++*(uint32_t *)ctx;
+	return 0;
+}
+
+/* One run in one SQLite transaction. The LMDB snapshot is taken once the
+ * SQLite file is ours (BEGIN IMMEDIATE): an export that waited for
+ * another (the run's own, at its end) writes what the trail holds now,
+ * never an older picture over a newer one. */
 static int export_run(xp *x, uint64_t run)
 {
 	const void *v;
@@ -523,32 +542,46 @@ static int export_run(xp *x, uint64_t run)
 
 	x->run = run;
 	snprintf(x->rid, sizeof(x->rid), "%llu", (unsigned long long)run);
-	rec_key_init(&k);
-	rec_key_u64(&k, run);
-	if ((rc = rec_get(x->t, REC_RUNS, &k, &v, &vl)))
-		return core_err_set(x->err, rc == REC_NOTFOUND ? CORE_EDATA : rc,
-				    "run %s is not in the audit trail", x->rid);
-	x->rr = elspeth__run_record__unpack(NULL, vl, v);
-	if (!x->rr)
-		return core_err_set(x->err, CORE_EDATA,
-				    "run %s: its record cannot be decoded", x->rid);
 	if (sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return sqlt__db_error(x->db, x->err, "starting a transaction");
-	if ((rc = rec_resume_count(x->env, run, &resumes, x->err)) ||
-	    (rc = delete_run(x)) ||
+	if ((rc = rec_read_begin(x->env, &x->t, x->err)))
+		goto fail;
+	rec_key_init(&k);
+	rec_key_u64(&k, run);
+	if ((rc = rec_get(x->t, REC_RUNS, &k, &v, &vl))) {
+		rc = core_err_set(x->err, rc == REC_NOTFOUND ? CORE_EDATA : rc,
+				  "run %s is not in the audit trail", x->rid);
+		goto fail;
+	}
+	if (!(x->rr = elspeth__run_record__unpack(NULL, vl, v))) {
+		rc = core_err_set(x->err, CORE_EDATA,
+				  "run %s: its record cannot be decoded", x->rid);
+		goto fail;
+	}
+	rc = rec_scan(x->t, REC_RESUMES, &k, count_resume, &resumes);
+	if (rc && rc != REC_SCAN_STOP) {
+		core_err_set(x->err, rc, "reading the resumes of run %s: %s",
+			     x->rid, core_strerror(rc));
+		goto fail;
+	}
+	if ((rc = delete_run(x)) ||
 	    (rc = sqlt__scan(x, REC_NODES, &elspeth__node_record__descriptor, one_node)) ||
 	    (rc = sqlt__scan(x, REC_EDGES, &elspeth__edge_record__descriptor, one_edge)) ||
 	    (rc = write_run(x, resumes)) || (rc = write_edges(x)) ||
-	    (rc = sqlt__export_tokens(x)) || (rc = sqlt__export_records(x))) {
-		sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
-		return rc;
-	}
+	    (rc = sqlt__export_tokens(x)) || (rc = sqlt__export_records(x)))
+		goto fail;
 	if (sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = sqlt__db_error(x->db, x->err, "committing");
-		sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
-		return rc;
+		goto fail;
 	}
+	rec_read_end(x->t);
+	x->t = NULL;
 	return 0;
+fail:
+	sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
+	rec_read_end(x->t);
+	x->t = NULL;
+	return rc;
 }
 
 typedef struct run_list {
@@ -576,12 +609,11 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 	xp x = { .env = env, .o = o, .err = err };
 	run_list runs = { 0 };
 	bool fresh = false;
+	rec_txn *t = NULL;
 	int rc;
 
 	if ((rc = sqlt__open(path, &x.db, &fresh, err)))
 		return rc;
-	if ((rc = rec_read_begin(env, &x.t, err)))
-		goto out;
 	for (int i = 0; i < ST__COUNT; i++)
 		if (sqlite3_prepare_v2(x.db, insert_sql[i], -1, &x.st[i], NULL) != SQLITE_OK) {
 			rc = sqlt__db_error(x.db, err, "preparing the export");
@@ -590,22 +622,33 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 	if (run) {
 		rc = export_run(&x, run);
 		run_reset(&x);
-	} else {
-		rc = rec_scan(x.t, REC_RUNS, NULL, list_one, &runs);
-		if (rc == CORE_ENOMEM)
-			core_err_set(err, rc, "out of memory");
-		for (size_t i = 0; !rc && i < runs.n; i++) {
-			rc = export_run(&x, runs.ids[i]);
-			run_reset(&x);
+		goto out;
+	}
+	if (!(rc = rec_read_begin(env, &t, err))) {
+		rc = rec_scan(t, REC_RUNS, NULL, list_one, &runs);
+		if (rc)
+			core_err_set(err, rc, "reading the runs: %s", core_strerror(rc));
+		rec_read_end(t);
+	}
+	for (size_t i = 0; !rc && i < runs.n; i++) {
+		rc = export_run(&x, runs.ids[i]);
+		run_reset(&x);
+	}
+out:
+	/* The indexes, also after a failure: runs committed before it
+	 * stay, and a file never loses the indexes a replacement dropped. */
+	if (x.dropped || fresh) {
+		core_err e2 = { 0 };
+		int rc2 = sqlt__create_indexes(x.db, &e2);
+
+		if (rc2 && !rc) {
+			*err = e2;
+			rc = rc2;
 		}
 	}
-	if (!rc)
-		rc = sqlt__create_indexes(x.db, err);
-out:
 	free(runs.ids);
 	for (int i = 0; i < ST__COUNT; i++)
 		sqlite3_finalize(x.st[i]);
-	rec_read_end(x.t);
 	if (sqlite3_close(x.db) != SQLITE_OK && !rc)
 		rc = core_err_set(err, CORE_EIO, "closing %s", path);
 	if (rc && err->msg[0])

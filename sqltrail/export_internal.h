@@ -46,6 +46,7 @@ typedef struct xtok {
 	uint64_t created;
 	uint64_t parent;        /* the lowest-ordinal parent, 0: none */
 	uint64_t batch;         /* the batch it was consumed in */
+	uint64_t batch_old;     /* ... and a superseded one (a resume) */
 	uint64_t child;         /* a coalesced token: the merged token */
 	uint32_t min_step;      /* its first node state's step */
 	uint32_t last_node;     /* its last node state's node */
@@ -76,6 +77,8 @@ typedef struct xp {
 	char **branches;        /* interned branch names; [0] unused */
 	size_t nbranches;
 	uint64_t last_row_at;   /* the newest row's created_at */
+	bool *batch_superseded; /* by batch id */
+	size_t nbatches;
 	uint32_t source;        /* the source node */
 } xp;
 
@@ -94,10 +97,10 @@ void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
 		    uint64_t id);
 const char *sqlt__node_id(const xp *x, uint32_t node); /* "" when unknown */
 int sqlt__payload(xp *x, const char *hash); /* copies it when asked */
-typedef int (*sqlt_scan_fn)(xp *x, const void *key, size_t klen,
+typedef int (*sqlt__scan_fn)(xp *x, const void *key, size_t klen,
 			    const void *msg);
 int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
-	       sqlt_scan_fn fn);
+	       sqlt__scan_fn fn);
 
 /* export_tokens.c: tokens, lineage, outcomes, node states, rows. */
 int sqlt__export_tokens(xp *x);

@@ -147,7 +147,7 @@ static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if ((rc = reason_hash(x, r, hex)))
 		return rc;
-	/* The decision's time: its state's start. */
+	/* The decision's time: its state's end (its start if open). */
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
 	rec_key_u64(&k, r->state_id);
@@ -221,7 +221,16 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 	else
 		sqlt__bind_text(s, 3, "");
 	sqlt__bind_text(s, 4, sqlt__node_id(x, r->sink_node));
-	sqlt__bind_id(s, 5, "file://%s", r->path);
+	{
+		core_buf uri = { 0 };
+
+		if (core_buf_puts(&uri, "file://") || core_buf_puts(&uri, r->path)) {
+			core_buf_release(&uri);
+			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+		}
+		sqlite3_bind_text(s, 5, uri.data, (int)uri.len, SQLITE_TRANSIENT);
+		core_buf_release(&uri);
+	}
 	sqlt__bind_text(s, 6, r->content_hash);
 	sqlite3_bind_int64(s, 7, (sqlite3_int64)r->length);
 	sqlt__bind_time(s, 8, r->written_at_ns);
@@ -447,19 +456,25 @@ static int write_checkpoint(xp *x)
 	Elspeth__Checkpoint *c = NULL;
 	sqlite3_stmt *s = x->st[ST_CHECKPOINTS];
 	first_tok f = { 0 };
-	core_err e = { 0 };
+	const void *v;
+	size_t vl;
 	json_t *aggs;
 	char *aj = NULL;
 	rec_key k;
 	int rc;
 
-	rc = rec_ckpt_load(x->env, x->run, &c, &e);
+	/* In the export's own snapshot (rec_ckpt_load would take another). */
+	rec_key_init(&k);
+	rec_key_u64(&k, x->run);
+	rc = rec_get(x->t, REC_CHECKPOINTS, &k, &v, &vl);
 	if (rc == REC_NOTFOUND)
 		return 0;
-	if (rc) {
-		*x->err = e;
-		return rc;
-	}
+	if (rc)
+		return core_err_set(x->err, rc, "reading the checkpoint of run %s: %s",
+				    x->rid, core_strerror(rc));
+	if (!(c = elspeth__checkpoint__unpack(NULL, vl, v)))
+		return core_err_set(x->err, CORE_EDATA,
+				    "run %s: its checkpoint cannot be decoded", x->rid);
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
 	rec_key_u64(&k, c->released_through_seq);

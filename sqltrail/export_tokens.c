@@ -58,7 +58,39 @@ static int intern_branch(xp *x, const char *name, uint16_t *out)
 	return 0;
 }
 
+/* The batch whose output child is, parent being one of its members: a
+ * member a resume buffered again is in a superseded batch (flushed by
+ * the crashed attempt, its outputs superseded too) and in a live one. */
+static uint64_t output_batch(const xtok *parent, const xtok *child)
+{
+	if (child && child->superseded && parent->batch_old)
+		return parent->batch_old;
+	return parent->batch ? parent->batch : parent->batch_old;
+}
+
 /* ------------------------------------------------------- the first pass */
+
+static int learn_batch(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__BatchRecord *r = msg;
+
+	(void)key, (void)klen;
+	if (r->batch_id >= x->nbatches) {
+		size_t n = (size_t)r->batch_id + 1;
+		bool *grown;
+
+		if (n > (size_t)1 << 32)
+			return core_err_set(x->err, CORE_EDATA, "run %s: batch id %llu out of range",
+					    x->rid, (unsigned long long)r->batch_id);
+		if (!(grown = realloc(x->batch_superseded, n * sizeof(*grown))))
+			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+		memset(grown + x->nbatches, 0, (n - x->nbatches) * sizeof(*grown));
+		x->batch_superseded = grown;
+		x->nbatches = n;
+	}
+	x->batch_superseded[r->batch_id] = !strcmp(r->status, "superseded");
+	return 0;
+}
 
 static int learn_token(xp *x, const void *key, size_t klen, const void *msg)
 {
@@ -103,7 +135,9 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 	xtok *t = tok(x, r->token_id);
 
 	(void)key, (void)klen;
-	if (t)
+	if (t && r->batch_id < x->nbatches && x->batch_superseded[r->batch_id])
+		t->batch_old = r->batch_id;
+	else if (t)
 		t->batch = r->batch_id;
 	sqlt__bind_ref(x, s, 1, "batch", r->batch_id);
 	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
@@ -116,6 +150,7 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 	const Elspeth__TokenParentRecord *r = msg;
 	sqlite3_stmt *s = x->st[ST_TOKEN_PARENTS];
 	xtok *child = tok(x, r->token_id), *parent = tok(x, r->parent_token_id);
+	uint64_t batch;
 	int rc;
 
 	(void)key, (void)klen;
@@ -128,26 +163,53 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 	sqlite3_bind_int64(s, 3, r->ordinal);
 	if ((rc = sqlt__step(x, ST_TOKEN_PARENTS)))
 		return rc;
-	if (!parent || parent->outcome != OUT_CONSUMED_IN_BATCH || !parent->batch)
+	if (!parent || parent->outcome != OUT_CONSUMED_IN_BATCH ||
+	    !(batch = output_batch(parent, child)))
 		return 0;
 	s = x->st[ST_BATCH_OUTPUTS];
 	sqlt__bind_id(s, 1, "bo-%s-%llu-%llu", x->rid,
-		      (unsigned long long)parent->batch, (unsigned long long)r->token_id);
-	sqlt__bind_ref(x, s, 2, "batch", parent->batch);
+		      (unsigned long long)batch, (unsigned long long)r->token_id);
+	sqlt__bind_ref(x, s, 2, "batch", batch);
 	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
 	return sqlt__step(x, ST_BATCH_OUTPUTS);
 }
 
 /* --------------------------------------------------------- node states */
 
+static void bind_state(xp *x, sqlite3_stmt *s, const Elspeth__NodeStateRecord *r,
+		       uint32_t attempt, const char *ej)
+{
+	sqlt__bind_ref(x, s, 1, "st", r->state_id);
+	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
+	sqlt__bind_text(s, 3, x->rid);
+	sqlt__bind_text(s, 4, sqlt__node_id(x, r->node_id));
+	sqlite3_bind_int64(s, 5, r->step);
+	sqlite3_bind_int64(s, 6, attempt);
+	sqlt__bind_text(s, 7, r->status);
+	sqlt__bind_text(s, 8, r->input_hash);
+	sqlt__bind_nz(s, 9, r->output_hash);
+	sqlt__bind_nz(s, 10, r->context_json);
+	if (r->completed_at_ns)
+		sqlt__bind_ms(s, 11, r->duration_ns);
+	sqlt__bind_text(s, 12, ej);
+	sqlt__bind_time(s, 13, r->started_at_ns);
+	sqlt__bind_time(s, 14, r->completed_at_ns);
+}
+
+/* A resume can give a token a second state at the same node and step
+ * with attempt 0: a member an aggregation held at the checkpoint is
+ * buffered again. ELSPETH keys states by (token, node, attempt) and
+ * (token, step, attempt), so the later state (states come in id order)
+ * is written with the next free attempt number. */
+#define STATE_ATTEMPTS_MAX 64
+
 static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__NodeStateRecord *r = msg;
 	sqlite3_stmt *s = x->st[ST_NODE_STATES];
 	xtok *t = tok(x, r->token_id);
-	json_t *e;
 	char *ej = NULL;
-	int rc;
+	int rc = SQLITE_DONE;
 
 	(void)key, (void)klen;
 	if (t) {
@@ -160,30 +222,27 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 		t->has_state = true;
 	}
 	if (r->error && *r->error) {
-		e = json_pack("{s:s}", "message", r->error);
+		json_t *e = json_pack("{s:s}", "message", r->error);
+
 		ej = e ? json_dumps(e, JSON_COMPACT) : NULL;
 		json_decref(e);
 		if (!ej)
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	}
-	sqlt__bind_ref(x, s, 1, "st", r->state_id);
-	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
-	sqlt__bind_text(s, 3, x->rid);
-	sqlt__bind_text(s, 4, sqlt__node_id(x, r->node_id));
-	sqlite3_bind_int64(s, 5, r->step);
-	sqlite3_bind_int64(s, 6, r->attempt);
-	sqlt__bind_text(s, 7, r->status);
-	sqlt__bind_text(s, 8, r->input_hash);
-	sqlt__bind_nz(s, 9, r->output_hash);
-	sqlt__bind_nz(s, 10, r->context_json);
-	if (r->completed_at_ns)
-		sqlt__bind_ms(s, 11, r->duration_ns);
-	sqlt__bind_text(s, 12, ej);
-	sqlt__bind_time(s, 13, r->started_at_ns);
-	sqlt__bind_time(s, 14, r->completed_at_ns);
-	rc = sqlt__step(x, ST_NODE_STATES);
+	for (uint32_t a = r->attempt; a < r->attempt + STATE_ATTEMPTS_MAX; a++) {
+		bind_state(x, s, r, a, ej);
+		rc = sqlite3_step(s);
+		sqlite3_reset(s);
+		sqlite3_clear_bindings(s);
+		if (rc != SQLITE_CONSTRAINT)
+			break;
+	}
 	free(ej);
-	return rc;
+	if (rc == SQLITE_DONE)
+		return 0;
+	sqlt__db_error(x->db, x->err, "writing the SQL trail");
+	return core_err_prefix(x->err, "run %s, table node_states, state %llu",
+			       x->rid, (unsigned long long)r->state_id);
 }
 
 /* --------------------------------------------------------------- tokens */
@@ -210,8 +269,9 @@ static int write_tokens(xp *x)
 			sqlt__bind_ref(x, s, 6, "exp", t->parent);
 		/* A batch's outputs: ELSPETH records them as an expansion
 		 * (its lineage wants a group for every token with parents). */
-		if (p && p->outcome == OUT_CONSUMED_IN_BATCH && p->batch)
-			sqlt__bind_id(s, 6, "exp-%s-b%llu", x->rid, (unsigned long long)p->batch);
+		if (p && p->outcome == OUT_CONSUMED_IN_BATCH && output_batch(p, t))
+			sqlt__bind_id(s, 6, "exp-%s-b%llu", x->rid,
+				      (unsigned long long)output_batch(p, t));
 		sqlt__bind_text(s, 7, t->branch ? x->branches[t->branch] : NULL);
 		/* The step it was made at: the one before its first state. */
 		if (p && t->has_state && t->min_step > 0)
@@ -268,8 +328,8 @@ static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_text(s, 4, code ? sqlt__outcome_names[code] : r->outcome);
 	sqlt__bind_time(s, 5, r->recorded_at_ns);
 	sqlt__bind_nz(s, 6, r->sink);
-	if (code == OUT_CONSUMED_IN_BATCH && t && t->batch)
-		sqlt__bind_ref(x, s, 7, "batch", t->batch);
+	if (code == OUT_CONSUMED_IN_BATCH && t && (t->batch || t->batch_old))
+		sqlt__bind_ref(x, s, 7, "batch", t->batch ? t->batch : t->batch_old);
 	if (code == OUT_FORKED) {
 		sqlt__bind_ref(x, s, 8, "fork", r->token_id);
 		if (t && t->has_state && !(branches = expected_branches(x, t->last_node)))
@@ -349,6 +409,7 @@ int sqlt__export_tokens(xp *x)
 	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, learn_outcome)) ||
 	    (rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor, learn_superseded)) ||
+	    (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, learn_batch)) ||
 	    (rc = sqlt__scan(x, REC_BATCH_MEMBERS, &elspeth__batch_member_record__descriptor, one_member)) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor, one_parent)) ||
 	    (rc = sqlt__scan(x, REC_NODE_STATES, &elspeth__node_state_record__descriptor, one_state)) ||

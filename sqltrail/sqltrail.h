@@ -24,11 +24,21 @@ typedef struct sqlt_opts {
 
 /*
  * Writes run `run` of env (0: every run) into the SQLite database at
- * path, creating the file and ELSPETH's schema when missing. A run
- * already in the file is replaced (re-export is idempotent); each run is
- * one SQLite transaction, so a reader sees a run whole or not at all.
- * A file that is not an SQL trail (tables missing or of another shape)
- * is refused with CORE_EDATA naming it.
+ * path, creating the file and ELSPETH's schema when missing (our
+ * elspeth_* tables are added to a file that lacks them). A run already
+ * in the file is replaced (re-export is idempotent); each run is one
+ * SQLite transaction over one LMDB snapshot, so a reader sees a run whole
+ * or not at all; when exporting several runs fails, those before the
+ * failure stay. o may be NULL (no payloads).
+ *
+ * Returns 0; CORE_EDATA when the file is not an SQL trail (some but not
+ * all of ELSPETH's tables, or a column of theirs missing), the run is
+ * unknown, or a record cannot be decoded; CORE_EIO for SQLite's errors;
+ * CORE_ENOMEM; an LMDB code when the trail cannot be read. err names the
+ * file and the run.
+ *
+ * Thread rules: it takes its own LMDB read transactions, so the calling
+ * thread may not hold a rec_txn on env (like rec_flush).
  */
 int sqlt_export(rec_env *env, uint64_t run, const char *path,
 		const sqlt_opts *o, core_err *err);

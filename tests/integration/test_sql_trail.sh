@@ -11,8 +11,11 @@
 #      is refused;
 #   d. landscape.url sqlite:///FILE: run, runs, explain, verify, resume
 #      work; the file shows an interrupted run as interrupted, and after
-#      SIGKILL + resume one completed run whose outcomes equal an
-#      uninterrupted run's;
+#      SIGKILL + resume (an aggregation holding rows at the checkpoint)
+#      one completed run whose outcomes equal an uninterrupted run's,
+#      every token with parents in a lineage group (ELSPETH's rule);
+#      -d FILE finds a killed run's Landscape before FILE exists; an
+#      export that fails keeps the run's exit code;
 #   e. postgresql:// and sqlite:///:memory: are refused with what to do;
 #   f. ELSPETH's runbook queries answer.
 source "$(dirname "$0")/lib.sh"
@@ -136,6 +139,10 @@ n=$(q p.db "SELECT count(*) FROM rows r JOIN elspeth_payloads p ON p.hash = r.so
 sqlite3 foreign.db "CREATE TABLE runs (x); CREATE TABLE tokens (y)"
 expect "a foreign SQLite file is refused" 1 "is not an SQL audit trail: it has 2 of ELSPETH's 20 tables" -- "$ELSPETH" export --sqlite foreign.db
 expect "export needs --sqlite" 2 "--sqlite FILE is required" -- "$ELSPETH" export
+sqlite3 shape.db < "$SRC/tests/fixtures/elspeth-0.4.1-schema.sql"
+expect "a file with ELSPETH's empty schema takes the export" 0 "exported run 1" -- "$ELSPETH" export --run 1 --sqlite shape.db
+sqlite3 shape.db "ALTER TABLE runs RENAME COLUMN status TO state"
+expect "a file whose tables have other columns is refused" 1 "column runs.status:VARCHAR(32) is missing" -- "$ELSPETH" export --run 1 --sqlite shape.db
 
 # ------------------------------------------ d. landscape.url sqlite:///
 R=400
@@ -157,10 +164,13 @@ gates:
   - name: route
     input: route_in
     condition: "row['id'] % 5 == 0"
-    routes: {'true': fives, 'false': fork}
+    routes: {'true': stats_in, 'false': fork}
     fork_to: [a, b]
 coalesce:
   - {name: join, branches: [a, b], policy: require_all, merge: nested, on_success: out}
+aggregations:
+  - {name: stats, plugin: batch_stats, input: stats_in, on_success: fives, trigger: {count: 5},
+     options: {value_field: amount, group_by: region}}
 sinks:
   out: {plugin: json, options: {path: $2/out.jsonl}}
   fives: {plugin: csv, options: {path: $2/fives.csv}}
@@ -191,6 +201,8 @@ expect "resume with landscape.url sqlite:///absolute" 0 "resumed run 1" -- "$ELS
 for _ in $(seq 3000); do [ -f kill/out.jsonl ] && [ "$(wc -l < kill/out.jsonl)" -ge 60 ] && break; sleep 0.01; done
 kill -0 $pid 2>/dev/null && pass "killed mid-run ($(wc -l < kill/out.jsonl) lines written)" || fail "the run ended before the SIGKILL"
 kill -9 $pid; wait $pid 2>/dev/null
+[ ! -e runs/audit.db ] && [ -d runs/audit.db.lmdb ] && pass "after SIGKILL: the Landscape, no SQL file yet" || fail "after SIGKILL: $(ls runs)"
+expect "-d FILE finds the killed run's Landscape beside the file" 0 "running" -- "$ELSPETH" runs -d runs/audit.db
 expect "resume after SIGKILL" 0 "resumed run 1" -- "$ELSPETH" resume latest -s kill.yaml -x
 cmp -s ref/out.jsonl kill/out.jsonl && cmp -s ref/fives.csv kill/fives.csv && pass "the resumed sinks equal the uninterrupted run's" || fail "resumed sinks differ"
 outc() { q "$1" "SELECT outcome || ':' || count(*) FROM token_outcomes GROUP BY outcome ORDER BY outcome" | tr '\n' ' '; }
@@ -199,6 +211,21 @@ outc() { q "$1" "SELECT outcome || ':' || count(*) FROM token_outcomes GROUP BY 
 sup=$(q runs/audit.db "SELECT count(*) FROM elspeth_superseded")
 dup=$(q runs/audit.db "SELECT count(*) FROM (SELECT r.row_id FROM rows r JOIN tokens t ON t.row_id = r.row_id JOIN token_outcomes o ON o.token_id = t.token_id WHERE t.token_id NOT IN (SELECT token_id FROM token_parents) GROUP BY r.row_id HAVING count(*) > 1)")
 [ "$dup" = 0 ] && pass "no row has two root-token outcomes ($sup superseded tokens kept in elspeth_superseded)" || fail "$dup rows with two outcomes"
+nogroup=$(q runs/audit.db "SELECT count(*) FROM tokens t WHERE EXISTS (SELECT 1 FROM token_parents p WHERE p.token_id = t.token_id) AND coalesce(fork_group_id, join_group_id, expand_group_id) IS NULL")
+[ "$nogroup" = 0 ] && pass "every token with parents has its lineage group (batch outputs an expand group)" || fail "$nogroup tokens with parents and no group"
+live=$(q runs/audit.db "SELECT count(*) FROM batch_outputs bo JOIN batches b USING (batch_id) JOIN tokens t ON t.token_id = bo.output_id WHERE b.status = 'completed' AND t.token_id IN (SELECT token_id FROM elspeth_superseded)")
+[ "$live" = 0 ] && pass "no superseded output is credited to a live batch" || fail "$live superseded outputs in live batches"
+[ "$(q runs/audit.db "SELECT count(*) FROM batch_outputs bo JOIN batches b USING (batch_id) WHERE b.status = 'completed'")" = "$(q ref/audit.db "SELECT count(*) FROM batch_outputs")" ] \
+  && pass "the live batches' outputs equal the uninterrupted run's" || fail "batch outputs: $(q runs/audit.db "SELECT b.status, count(*) FROM batch_outputs bo JOIN batches b USING (batch_id) GROUP BY 1") vs $(q ref/audit.db 'SELECT count(*) FROM batch_outputs')"
+
+# An export that fails (the file is not a trail) is said, and the run's
+# own ending is kept: SIGINT still exits 3.
+mkdir -p bad && sqlite3 bad/audit.db "CREATE TABLE runs (x)"
+pipe "$WORK/bad/audit.db" "$WORK/bad" > bad.yaml
+(exec "$ELSPETH" run -s bad.yaml -x --max-rows-in-flight 4 > bad.log 2>&1) & pid=$!
+started bad/out.jsonl 30; sleep 0.3; kill -INT $pid; wait $pid; rc=$?
+[ "$rc" = 3 ] && grep -q "does not show it yet" bad.log && grep -q "elspeth resume" bad.log \
+  && pass "a failed SQL export keeps the interrupt's exit 3 and its resume hint" || { fail "failed export: exit $rc"; head -5 bad.log; }
 
 # ------------------------------------------------------ e. refused urls
 sed 's|url: sqlite:///.*|url: postgresql://db.example/elspeth|' ref.yaml > pg.yaml
@@ -206,6 +233,10 @@ expect "postgresql:// is refused with the way there" 1 "pgloader audit.db postgr
 expect "... and names file, line and column" 1 "pg.yaml:2:8: landscape.url" -- "$ELSPETH" validate -s pg.yaml
 sed 's|url: sqlite:///.*|url: "sqlite:///:memory:"|' ref.yaml > mem.yaml
 expect "sqlite:///:memory: is refused" 1 "no in-memory database" -- "$ELSPETH" validate -s mem.yaml
+sed 's|url: sqlite:///.*|url: "sqlite:///runs/."|' ref.yaml > dot.yaml
+expect "a sqlite:/// url naming a directory is refused" 1 "a SQL trail is a file" -- "$ELSPETH" validate -s dot.yaml
+sed 's|url: sqlite:///.*|url: "sqlite:///ref"|' ref.yaml > dir.yaml
+expect "... and an existing directory, before the run" 1 "exists and is not a file" -- "$ELSPETH" run -s dir.yaml -x
 
 # --------------------------------------------- f. ELSPETH's runbook queries
 # docs/runbooks/database-maintenance.md and incident-response.md
@@ -213,8 +244,8 @@ out=$(q ref/audit.db "SELECT 'runs', COUNT(*) FROM runs UNION ALL SELECT 'rows',
 grep -q "runs|1 rows|$R tokens|" <<<"$out" && pass "runbook: row counts ($out)" || fail "runbook counts: $out"
 out=$(q ref/audit.db "SELECT DATE(started_at), COUNT(*) FROM runs GROUP BY DATE(started_at)")
 [ "$out" = "$(date -u +%F)|1" ] && pass "runbook: runs by date" || fail "runs by date: $out"
-out=$(q ref/audit.db "SELECT r.row_index, o.sink_name FROM token_outcomes o JOIN tokens t ON o.token_id = t.token_id JOIN rows r ON t.row_id = r.row_id WHERE o.run_id = '1' AND o.sink_name = 'fives' ORDER BY r.row_index LIMIT 2" | tr '\n' ' ')
-[ "$out" = "4|fives 9|fives " ] && pass "runbook: rows routed to a sink (row_index 0-based)" || fail "rows to fives: $out"
+out=$(q ref/audit.db "SELECT r.row_index, o.sink_name FROM token_outcomes o JOIN tokens t ON o.token_id = t.token_id JOIN rows r ON t.row_id = r.row_id WHERE o.run_id = '1' AND o.sink_name = 'out' ORDER BY r.row_index LIMIT 2" | tr '\n' ' ')
+[ "$out" = "0|out 1|out " ] && pass "runbook: rows routed to a sink (row_index 0-based)" || fail "rows to fives: $out"
 out=$(q ref/audit.db "SELECT count(*) FROM node_states ns JOIN tokens t ON ns.token_id = t.token_id JOIN rows r ON t.row_id = r.row_id WHERE r.run_id = '1'")
 [ "$out" -gt $((2 * R)) ] && pass "runbook: a run's node states by join ($out)" || fail "node states by join: $out"
 finish
