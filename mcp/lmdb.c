@@ -2,9 +2,8 @@
  * lmdb.c — serving an LMDB Landscape: the tools read SQL, so the trail is
  * first exported (sqlt_export: every run, with its payloads) to a SQLite
  * file in a private directory (mkdtemp, mode 0700) under $TMPDIR. The
- * file is switched from the export's WAL to a rollback journal (so a
- * read-only connection needs no -wal or -shm beside it), opened read-only,
- * and then removed with its directory at once: the open connection keeps
+ * export writes it with a rollback journal (a read-only connection needs
+ * no -wal or -shm beside it); it is opened read-only and then removed with its directory at once: the open connection keeps
  * reading it, nobody else can, and nothing is left behind when the process
  * ends, however it ends.
  */
@@ -17,21 +16,6 @@
 #include "mcp/mcp_internal.h"
 #include "recorder/recorder.h"
 #include "sqltrail/sqltrail.h"
-
-/* The export's file in journal_mode DELETE, for a read-only reader. */
-static int rollback_journal(const char *file, core_err *err)
-{
-	sqlite3 *db = NULL;
-	int rc = sqlite3_open_v2(file, &db, SQLITE_OPEN_READWRITE, NULL);
-
-	if (rc == SQLITE_OK)
-		rc = sqlite3_exec(db, "PRAGMA journal_mode = DELETE", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		rc = core_err_set(err, CORE_EIO, "preparing the exported trail %s: %s", file,
-				  db ? sqlite3_errmsg(db) : "out of memory");
-	sqlite3_close(db);
-	return rc;
-}
 
 static int export(const char *dir, const char *file, core_err *err)
 {
@@ -64,8 +48,6 @@ int mcp__open_lmdb(mcp_server *s, const char *dir, core_err *err)
 				    strerror(errno));
 	snprintf(file, sizeof(file), "%s/trail.sqlite", tdir);
 	rc = export(dir, file, err);
-	if (!rc)
-		rc = rollback_journal(file, err);
 	if (!rc)
 		rc = mcp__open_sqlite(s, file, dir, err);
 	/* Gone from the file system now; the connection reads on. */
