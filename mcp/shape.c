@@ -210,7 +210,7 @@ static int field_value(const json_t *row, const mcp__field *f, json_t **out,
 int mcp__shape(const json_t *row, const mcp__field *f, json_t **out,
 	       core_err *err)
 {
-	json_t *o = json_object(), *v;
+	json_t *o = json_object(), *v = NULL;
 	int rc = o ? 0 : mcp__oom(err);
 
 	for (; !rc && f->name; f++) {
