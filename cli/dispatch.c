@@ -19,6 +19,7 @@ static const char usage[] =
 	"  runs                          list recorded runs, newest first\n"
 	"  explain -r ID|latest --row SEQ  the whole story of one row\n"
 	"  verify -r ID|latest           check a run's audit invariants (exit 4 on violations)\n"
+	"  report -r ID|latest -o FILE   one run as a self-contained HTML page with charts\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"\n"
 	"Options:\n"
@@ -56,6 +57,8 @@ int cli_main(int argc, char **argv)
 		return cli_explain(argc - 1, argv + 1);
 	if (!strcmp(cmd, "verify"))
 		return cli_verify(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cli_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plugins"))
 		return cli_plugins(argc - 1, argv + 1);
 	fprintf(stderr, "elspeth: unknown command '%s'\n\n%s", cmd, usage);
