@@ -296,7 +296,7 @@ static int ups_charts(core_buf *b, const rpt_data *d, ups *u, const rpt_mark *ma
 	if (!rc && !(rc = rpt__esc(b, u->name)) && !(rc = core_buf_puts(b, "</h3><p class=\"lead\">Used by ")) &&
 	    !(rc = rpt__esc(b, u->nodes)))
 		rc = core_buf_printf(b, "; pool_size %s; %s requests sent and %s refused "
-				     "(capacity errors) by the last sample%s", ceil_s, req, ref,
+				     "(capacity errors) in the last attempt%s", ceil_s, req, ref,
 				     u->held_by && u->held_by[0] ? "; dispatch last held back by " : ".");
 	if (!rc && u->held_by && u->held_by[0] && !(rc = rpt__esc(b, u->held_by)))
 		rc = core_buf_puts(b, ".");

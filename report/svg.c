@@ -388,7 +388,7 @@ static int marks(core_buf *b, const frame *f, const rpt_chart *c)
 			continue;
 		rc = core_buf_printf(b, "<line class=\"mark\" x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\"/>"
 				     "<text class=\"ml\" x=\"%.1f\" y=\"%.1f\">",
-				     x, f->top, x, f->bottom, x + 3, f->top + 10);
+				     x, f->top, x, f->bottom, x + 3, f->top + 11);
 		if (!rc && !(rc = rpt__esc(b, c->marks[i].label)))
 			rc = core_buf_puts(b, "</text>");
 	}
