@@ -190,25 +190,50 @@ static uint8_t call_class(const Elspeth__CallRecord *r)
 	return (uint8_t)rpt__index_of(rpt__classes, RPT_CLASSES, r->error_class);
 }
 
+/* The node of a call: its own field, or, in trails written before calls
+ * named it (0: the source, which makes none), its node state's. */
+static uint32_t call_node(const rpt_load *l, const Elspeth__CallRecord *r)
+{
+	Elspeth__NodeStateRecord *s;
+	const void *v;
+	size_t vl;
+	uint32_t node = r->node_id;
+	rec_key k;
+
+	if (node)
+		return node;
+	rec_key_init(&k);
+	rec_key_u64(&k, l->d->run);
+	rec_key_u64(&k, r->state_id);
+	if (rec_get(l->txn, REC_NODE_STATES, &k, &v, &vl) ||
+	    !(s = elspeth__node_state_record__unpack(NULL, vl, v)))
+		return UINT32_MAX; /* unknown */
+	node = s->node_id;
+	elspeth__node_state_record__free_unpacked(s, NULL);
+	return node;
+}
+
 static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
 {
 	rpt_load *l = ctx;
 	rpt_data *d = l->d;
 	Elspeth__CallRecord *r = elspeth__call_record__unpack(NULL, vl, v);
 	void *arr = d->calls;
+	uint32_t node;
 	int rc;
 
 	(void)k;
 	(void)kl;
 	if (!r)
 		return 0;
+	node = call_node(l, r);
 	rc = rpt__grow(&arr, &l->calls_cap, sizeof(*d->calls), d->ncalls);
 	if (!rc) {
 		d->calls = arr;
 		d->calls[d->ncalls++] = (rpt_call){ .at_ns = r->completed_at_ns,
-			.node = r->node_id, .cls = call_class(r) };
-		if (r->node_id < d->nnodes && strcmp(r->status, "replayed"))
-			rc = rpt__vec_push(&d->nodes[r->node_id].call_lat,
+			.node = node, .cls = call_class(r) };
+		if (node < d->nnodes && strcmp(r->status, "replayed"))
+			rc = rpt__vec_push(&d->nodes[node].call_lat,
 					   (double)r->latency_ns / 1e9);
 	}
 	elspeth__call_record__free_unpacked(r, NULL);

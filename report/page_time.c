@@ -190,6 +190,8 @@ static int calls_chart(core_buf *b, const rpt_data *d, const rpt_mark *marks, si
 typedef struct ups {
 	const char *name;
 	char nodes[256];        /* the transforms that use it */
+	uint32_t ids[16];       /* ... their ids */
+	size_t nids;
 	double *x, *rate, *sent, *refused, *window, *inflight, *ceiling;
 	unsigned ceil_max;
 	uint64_t requests, refusals; /* the last sample's */
@@ -220,8 +222,12 @@ static void ups_node(ups *u, const rpt_data *d, uint32_t node)
 	const char *name = node < d->nnodes ? d->nodes[node].name : "?";
 	size_t len = strlen(u->nodes);
 
-	if (strstr(u->nodes, name))
+	for (size_t i = 0; i < u->nids; i++)
+		if (u->ids[i] == node)
+			return;
+	if (u->nids == sizeof(u->ids) / sizeof(u->ids[0]))
 		return;
+	u->ids[u->nids++] = node;
 	snprintf(u->nodes + len, sizeof(u->nodes) - len, "%s%s", len ? ", " : "", name);
 }
 

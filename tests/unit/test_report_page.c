@@ -22,6 +22,7 @@ TestSuite(report_page, .timeout = TIMEOUT);
 
 typedef struct trail_opts {
 	bool samples, calls, resume;
+	bool old_calls;         /* calls without node, token, row (older trails) */
 	const char *llm_name;   /* the transform's name */
 } trail_opts;
 
@@ -133,9 +134,9 @@ static void row(rec_env *env, uint64_t run, uint64_t seq, const trail_opts *o)
 			c.latency_ns = dur - 1000;
 			c.submitted_at_ns = start;
 			c.completed_at_ns = start + dur;
-			c.node_id = 1;
-			c.token_id = seq;
-			c.row_id = seq;
+			c.node_id = o->old_calls ? 0 : 1;
+			c.token_id = o->old_calls ? 0 : seq;
+			c.row_id = o->old_calls ? 0 : seq;
 			put(env, REC_CALLS, key(run, 2, K8(id), K4(0)), &c.base);
 		}
 	}
@@ -423,6 +424,22 @@ Test(report_page, unknown_run_is_an_error)
 	cr_assert_eq(rpt_write(env, 42, NULL, &b, &err), CORE_EDATA);
 	cr_assert(strstr(err.msg, "no run 42"), "%s", err.msg);
 	core_buf_release(&b);
+	rec_close(env, NULL);
+	tdir_remove(&d);
+}
+
+Test(report_page, an_older_trail_finds_a_calls_node_through_its_state)
+{
+	trail_opts o = { .calls = true, .old_calls = true };
+	tdir d;
+	rec_env *env = open_trail(&d);
+	uint64_t run = trail(env, &o);
+	char *html = page(env, run), *s = section(html, "latency");
+
+	cr_assert(strstr(s, "classify: LLM calls"), "%s", s);
+	cr_assert_null(strstr(s, "source: LLM calls"), "a call is not the source's");
+	free(s);
+	free(html);
 	rec_close(env, NULL);
 	tdir_remove(&d);
 }
