@@ -145,7 +145,7 @@ static double bucket_width(double span)
 static int calls_chart(core_buf *b, const rpt_data *d, const rpt_mark *marks, size_t nm)
 {
 	double bw = bucket_width(d->active_s);
-	size_t nb = (size_t)ceil(d->active_s / bw) + 1, ns = 0;
+	size_t nb = d->active_s > bw ? (size_t)ceil(d->active_s / bw) : 1, ns = 0;
 	double *x = calloc(nb, sizeof(double)), *y = calloc(nb * RPT_CLASSES, sizeof(double));
 	rpt_series s[RPT_CLASSES];
 	char lead[160], w[32];
