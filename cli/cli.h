@@ -26,6 +26,7 @@ int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 /* The options of `run` and `resume` (cmd_run.c). */
 typedef struct cli_run_args {
@@ -50,6 +51,13 @@ typedef struct cli_read_args {
 	bool payloads;        /* export --payloads */
 } cli_read_args;
 
+/* The options of `report` (cmd_report.c). */
+typedef struct cli_report_args {
+	const char *settings, *database, *run;
+	const char *output;       /* a file, or "-" for stdout */
+	unsigned long long rows;  /* rows listed, each kind; 0: the default */
+} cli_report_args;
+
 /* Parse argv (argv[0] is the command, cmd its name) into *a, which the
  * caller initialises with the defaults; strings point into argv. The
  * options are ELSPETH's (docs/adr/0017-cli-flags.md): run takes -n and -v,
@@ -61,6 +69,10 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc,
 		       char **argv, cli_run_args *a);
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			char **argv, cli_read_args *a);
+/* `report`'s options, as above (the caller sets the defaults: run
+ * "latest", output "report.html"); -s and -d together are a usage
+ * error. */
+int cli_parse_report_args(int argc, char **argv, cli_report_args *a);
 
 /* The LMDB directory of --database PATH: PATH itself, or, when PATH is
  * a file (the SQL trail of a sqlite:/// landscape url), PATH.lmdb beside

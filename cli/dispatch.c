@@ -20,6 +20,7 @@ static const char usage[] =
 	"  explain -r ID|latest --row SEQ  the whole story of one row\n"
 	"  verify -r ID|latest           check a run's audit invariants (exit 4 on violations)\n"
 	"  export -r ID|all --sqlite FILE  the trail in ELSPETH's SQL schema (SQLite)\n"
+	"  report -r ID|latest -o FILE   one run as a self-contained HTML page with charts\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
 	"\n"
@@ -60,6 +61,8 @@ int cli_main(int argc, char **argv)
 		return cli_verify(argc - 1, argv + 1);
 	if (!strcmp(cmd, "export"))
 		return cli_export(argc - 1, argv + 1);
+	if (!strcmp(cmd, "report"))
+		return cli_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "plugins"))
 		return cli_plugins(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))

@@ -70,6 +70,10 @@ typedef struct eng_opts {
 	void (*progress)(void *ctx, const eng_progress *p);
 	void *progress_ctx;
 	unsigned progress_ms;
+	/* With rec: the run's metrics are sampled into the Landscape (table
+	 * samples, docs/report.md) about every sample_ms (0: 1000) and at
+	 * the end, by the calling thread. */
+	unsigned sample_ms;
 } eng_opts;
 
 /* The failure classes of plugins.h (PLG_ERROR_CLASS_MAP), in its order,

@@ -204,6 +204,25 @@ typedef struct eng_ckpt_at {
 	size_t nrows;
 } eng_ckpt_at;
 
+/* The run's metric samples (sample.c, docs/report.md): the calling
+ * thread's alone. */
+typedef struct eng_sampler {
+	uint64_t every_ns;
+	uint64_t next_mono;        /* the next one is due (0: at once) */
+	uint32_t attempt, index;
+	size_t nups;               /* entries of ups used by a sample */
+	Elspeth__SampleUpstream *ups;   /* scratch: one per node */
+	Elspeth__SampleUpstream **upp;
+} eng_sampler;
+
+/* Where the pipeline stands, for a sample. */
+typedef struct eng_sample_at {
+	uint64_t pulled, released; /* highest seqs */
+	uint64_t in_flight, waiting;
+	uint64_t outcomes[ENG_OUTCOME_LAST];
+	bool final;
+} eng_sample_at;
+
 /* What the stages share. */
 typedef struct eng_ctx {
 	dag_graph *g;
@@ -219,6 +238,7 @@ typedef struct eng_ctx {
 	atomic_uint_fast64_t calls, calls_ok, calls_replayed;
 	atomic_uint_fast64_t calls_by_class[ENG_CALL_CLASSES];
 	eng_ckpt *ckpt;            /* NULL: no checkpoints */
+	eng_sampler *sampler;      /* NULL: no samples (audit off) */
 	/* resume (resume.c): answers to reuse, the checkpoint's unreleased
 	 * rows to go first, and where the pipeline starts */
 	eng_replay *replay;
@@ -247,6 +267,18 @@ bool eng__ckpt_due(const eng_ctx *c, uint64_t released, const eng_summary *sum);
  * before it commits it with the records enqueued before it. */
 int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 		    core_err *err);
+/* sample.c */
+/* Sets up sampling for the run of c (attempt 0, or the resume's); a
+ * no-op leaving c->sampler NULL when audit is off. */
+int eng__sampler_init(eng_ctx *c, eng_sampler *s, uint32_t attempt,
+		      core_err *err);
+void eng__sampler_release(eng_ctx *c);
+/* Whether a sample is due at now (monotonic ns); false when off. */
+bool eng__sample_due(const eng_ctx *c, uint64_t now);
+/* Records a sample of `at`, the run's call counters and each transform's
+ * capacity control (calling thread, no engine lock held: it takes the
+ * plugins' locks and may wait for room in the recorder's queue). */
+void eng__sample(eng_ctx *c, const eng_sample_at *at);
 /* run.c: everything of a run after its audit record is started. */
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* plg_ctx.halt for the run of c: thread-safe, the first call wins;

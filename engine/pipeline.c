@@ -36,8 +36,10 @@
  *
  * One lock, p->lock, guards the counters, the roles and the ring slots'
  * states (pipeline_internal.h). The calling thread waits for the end,
- * reports progress (with no lock held: a slow terminal stalls no worker),
- * and fires aggregation timeouts (taking the release role to do so).
+ * reports progress and records the metric samples (sample.c), both with
+ * no lock held (a slow terminal or a full recorder queue stalls no
+ * worker), and fires aggregation timeouts (taking the release role to do
+ * so).
  *
  * A row whose processing failed stops the run when its turn to be
  * released comes, so the run fails at the same row in every mode. On
@@ -101,6 +103,47 @@ static bool report(pline *p, bool final)
 	o->progress(o->progress_ctx, &pr);
 	pthread_mutex_lock(&p->lock);
 	return true;
+}
+
+/* Metric samples (sample.c) are taken by the calling thread too, like
+ * progress: the counters are copied under the lock, the sample is
+ * recorded with it dropped. */
+static void sample_at(pline *p, bool final, eng_sample_at *at)
+{
+	*at = (eng_sample_at){ .pulled = p->pulled, .released = p->released,
+		.in_flight = p->processing, .waiting = p->waiting, .final = final };
+	memcpy(at->outcomes, p->outcomes, sizeof(at->outcomes));
+}
+
+/* Records a sample when one is due. Lock held on entry and exit; dropped
+ * around the recording. Returns whether it was dropped. */
+static bool sample_if_due(pline *p)
+{
+	eng_sample_at at;
+
+	if (!eng__sample_due(p->c, core_now_mono_ns()))
+		return false;
+	sample_at(p, false, &at);
+	pthread_mutex_unlock(&p->lock);
+	eng__sample(p->c, &at);
+	pthread_mutex_lock(&p->lock);
+	return true;
+}
+
+/* The attempt's last sample, once nothing runs any more (the workers
+ * are joined, or sequential mode): sum is read directly, as it stands
+ * after the last batches were flushed. */
+static void sample_final(pline *p)
+{
+	eng_sample_at at;
+
+	if (!p->c->sampler)
+		return;
+	pthread_mutex_lock(&p->lock);
+	eng__pl_copy_totals(p);
+	sample_at(p, true, &at);
+	pthread_mutex_unlock(&p->lock);
+	eng__sample(p->c, &at);
 }
 
 /* The first failure ends the run: nothing more is pulled or released. */
@@ -254,10 +297,22 @@ static uint64_t aggregation_timeouts(pline *p)
 		dl = eng__aggs_deadline(p->c);
 	}
 	pthread_mutex_lock(&p->lock);
+	eng__pl_copy_totals(p); /* the batches flushed count */
 	p->releasing = false;
 	if (rc)
 		eng__pl_fail(p, rc, &err);
 	return dl;
+}
+
+/* When the calling thread must wake at the latest (monotonic; 0: no
+ * deadline but the poll): the next aggregation timeout (agg) or sample. */
+static uint64_t wake_at(const pline *p, uint64_t agg)
+{
+	const eng_sampler *s = p->c->sampler;
+
+	if (s && (!agg || s->next_mono < agg))
+		return s->next_mono;
+	return agg;
 }
 
 /* The calling thread: waits for the end; meanwhile reports progress,
@@ -294,9 +349,9 @@ static int supervise(pline *p, core_err *err)
 			if (eng__rq_ready(p) || eng__pl_finished(p))
 				continue;
 		}
-		if (report(p, false))
+		if (report(p, false) || sample_if_due(p))
 			continue;
-		deadline_ts(dl, &ts);
+		deadline_ts(wake_at(p, dl), &ts);
 		p->main_waiting = true;
 		pthread_cond_timedwait(&p->main_cv, &p->lock, &ts);
 		p->main_waiting = false;
@@ -416,6 +471,9 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 	if (pipe_init(&p, c, src, 1, 1, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = eng__rq_first_checkpoint(&p, err);
+	pthread_mutex_lock(&p.lock);
+	sample_if_due(&p); /* the first: where the attempt starts */
+	pthread_mutex_unlock(&p.lock);
 	while (!rc) {
 		slot *s = &p.ring[0];
 		int prc;
@@ -452,10 +510,10 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 		s->state = SLOT_EMPTY;
 		p.released++;
 		p.last_release_ns = core_now_mono_ns();
-		p.failed = sum->failed;
-		p.quarantined = sum->quarantined;
 		pthread_mutex_lock(&p.lock);
+		eng__pl_copy_totals(&p);
 		report(&p, false);
+		sample_if_due(&p);
 		if (eng__rq_checkpoint_if_due(&p) && (rc = p.rc))
 			*err = p.err;
 		pthread_mutex_unlock(&p.lock);
@@ -466,6 +524,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 	pthread_mutex_lock(&p.lock);
 	report(&p, true);
 	pthread_mutex_unlock(&p.lock);
+	sample_final(&p);
 	sum->interrupted = !rc && c->stop && *c->stop;
 	metrics(&p, sum);
 	abandon(&p, rc != 0);
@@ -536,6 +595,7 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		pthread_join(workers[i], NULL);
 	free(workers);
 	c->blocking = NULL;
+	sample_final(&p);
 	sum->interrupted = !rc && c->stop && *c->stop;
 	metrics(&p, sum);
 	abandon(&p, rc != 0);

@@ -24,6 +24,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <string.h>
 
 #include "engine/engine_internal.h"
 
@@ -81,6 +82,7 @@ typedef struct pline {
 	uint64_t blocked_since, source_blocked_ns;
 	uint64_t src_done, src_total; /* source progress */
 	uint64_t failed, quarantined; /* copies of sum's, for progress */
+	uint64_t outcomes[ENG_OUTCOME_LAST]; /* ... and for samples */
 	uint64_t last_progress;
 	uint64_t first_pull_ns, last_release_ns;
 	uint64_t release_busy_ns;
@@ -169,6 +171,16 @@ static inline void eng__pl_track_blocked(pline *p)
 		p->source_blocked_ns += core_now_mono_ns() - p->blocked_since;
 		p->blocked_since = 0;
 	}
+}
+
+/* Copies the release role's totals for progress and samples (the
+ * release role and the lock held, or sequential mode): sum is the
+ * release role's, read by no other thread. */
+static inline void eng__pl_copy_totals(pline *p)
+{
+	p->failed = p->sum->failed;
+	p->quarantined = p->sum->quarantined;
+	memcpy(p->outcomes, p->sum->outcomes, sizeof(p->outcomes));
 }
 
 /* Every row pulled has been released (or the run failed). Lock held. */

@@ -118,8 +118,7 @@ void eng__rq_drain(pline *p)
 		s->state = SLOT_EMPTY;
 		p->released++;
 		p->last_release_ns = core_now_mono_ns();
-		p->failed = p->sum->failed;
-		p->quarantined = p->sum->quarantined;
+		eng__pl_copy_totals(p);
 		eng__pl_track_blocked(p);
 		if (rc)
 			eng__pl_fail(p, rc, &err);

@@ -214,6 +214,7 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 {
 	const eng_opts *o = c->opts;
 	eng_ckpt ckpt = { .attempt = c->resume ? eng__resume_attempt(c) : 0 };
+	eng_sampler smp;
 	const char *status;
 	core_err ferr = { 0 };
 	char *metrics;
@@ -228,7 +229,10 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	sum->attempt = ckpt.attempt;
 	rc = ckpt_setup(c, &ckpt, err);
 	if (!rc)
+		rc = eng__sampler_init(c, &smp, ckpt.attempt, err);
+	if (!rc)
 		rc = run_graph(c, rows_in_flight(c->g, o), sum, err);
+	eng__sampler_release(c);
 	sum->calls = c->calls;
 	sum->calls_ok = c->calls_ok;
 	sum->calls_replayed = c->calls_replayed;

@@ -184,6 +184,21 @@ static inline void plg_blocking(plg_ctx *ctx, bool begin)
 		ctx->blocking(ctx, begin);
 }
 
+/* The capacity control of the service a transform calls, as it stands
+ * (an LLM transform: its upstream's, plugins/http/http.h), for the run's
+ * metric samples (docs/report.md). Strings are static or live while the
+ * transform is open. */
+typedef struct plg_capacity {
+	const char *upstream;      /* where it sends: scheme://host:port */
+	double rate;               /* requests/s allowed now; 0: not paced */
+	double window;             /* requests in flight allowed now */
+	unsigned ceiling;          /* requests in flight at most (pool_size) */
+	unsigned in_flight;        /* requests in flight now */
+	uint64_t requests;         /* attempts sent so far, by this process */
+	uint64_t refusals;         /* capacity errors (429 ...) so far */
+	const char *held_by;       /* what held a dispatch back last, or NULL */
+} plg_capacity;
+
 typedef struct plg_transform_ops {
 	const char *name;
 	const char *description;
@@ -204,6 +219,12 @@ typedef struct plg_transform_ops {
 	 * open of the same options (resume). */
 	json_t *(*save)(void *state);
 	void (*restore)(void *state, const json_t *saved);
+	/* Optional: fills *out with the capacity control of the service the
+	 * transform calls; false when it calls none. Called by the engine's
+	 * calling thread about once a second while rows run, with no engine
+	 * lock held: it must be cheap (it may take a lock held only
+	 * briefly) and must not block. */
+	bool (*capacity)(void *state, plg_capacity *out);
 } plg_transform_ops;
 
 /* ------------------------------------------------------------------ sinks */

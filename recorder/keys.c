@@ -102,6 +102,7 @@ const char *rec_table_name(rec_table t)
 	case REC_CHECKPOINTS: return "checkpoints";
 	case REC_RESUMES: return "resumes";
 	case REC_SUPERSEDED: return "superseded";
+	case REC_SAMPLES: return "samples";
 	case REC_PAYLOADS: return "payloads";
 	case REC_TABLE_LAST: break;
 	}

@@ -69,6 +69,7 @@ typedef enum rec_table {
 	REC_CHECKPOINTS,     /* run — the latest checkpoint */
 	REC_RESUMES,         /* run, attempt(4) */
 	REC_SUPERSEDED,      /* run, token */
+	REC_SAMPLES,         /* run, attempt(4), index(4) — metric samples */
 	REC_PAYLOADS,        /* sha256(32) -> bytes, stored once */
 	REC_TABLE_LAST
 } rec_table;
@@ -185,6 +186,11 @@ int rec_txn_put(rec_env *env, void *mdb_txn, rec_table t, const rec_key *k,
 /* Allocates the next run id (1, 2, 3 ... per environment, atomically
  * across processes) and stores rec as its first RunRecord (run_id set). */
 int rec_new_run(rec_env *env, Elspeth__RunRecord *rec, core_err *err);
+
+/* Enqueues one metric sample of a run (SampleRecord, docs/report.md)
+ * under the key (s->run_id, s->attempt, s->index); replaces a sample of
+ * the same key. Any thread. */
+int rec_sample_put(rec_env *env, const Elspeth__SampleRecord *s);
 
 /* -------------------------------------------------------------- reading */
 

@@ -8,7 +8,9 @@
  * (a FORKED or COALESCED token has descendants, every parent is a recorded
  * token) and batch integrity (every batch has members, each a recorded
  * token with an outcome); every call belongs to a recorded node state, call
- * indexes of a state run 0, 1, ... without a gap, and call bodies are stored.
+ * indexes of a state run 0, 1, ... without a gap, and call bodies are stored;
+ * metric samples (docs/report.md) decode, match their key, belong to a
+ * recorded attempt and never count backwards within it.
  *
  * Resumed runs (docs/audit.md): a superseded token (work a resume abandoned)
  * needs no outcome, closed states, descendants or artifact — its bytes were
@@ -35,6 +37,8 @@ typedef struct verify {
 	uint64_t tokens, states, rows, artifacts, payloads, sink_files, batches;
 	uint64_t calls, call_state, call_next; /* the last call's state, next index */
 	uint64_t superseded, replayed, resumes;
+	uint64_t samples;
+	Elspeth__SampleRecord *last_sample; /* sample_one: the previous one */
 	json_t *files;     /* path -> FILE * as an integer */
 	json_t *parents;   /* token ids that are some token's parent */
 	json_t *abandoned; /* token ids in `superseded` */
@@ -538,6 +542,55 @@ static int resume_one(void *ctx, const void *key, size_t kl, const void *val, si
 	return 0;
 }
 
+/* A count that may only grow between two samples of one attempt. */
+static void sample_grows(verify *v, const Elspeth__SampleRecord *s,
+			 const char *what, uint64_t before, uint64_t now)
+{
+	if (now < before)
+		violation(v, "sample %u/%u: %s went down from %llu to %llu",
+			  (unsigned)s->attempt, (unsigned)s->index, what,
+			  (unsigned long long)before, (unsigned long long)now);
+}
+
+/* A metric sample: decodes, matches its key (run, attempt, index), its
+ * attempt was recorded (0 or a resume), and within an attempt rows
+ * pulled and released and calls never go down. Samples are not evidence
+ * of what happened to a row: they are checked for their shape only. */
+static int sample_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+	Elspeth__SampleRecord *s = elspeth__sample_record__unpack(NULL, vl, val);
+	const Elspeth__SampleRecord *p = v->last_sample;
+
+	v->samples++;
+	if (!s || kl != 16) {
+		violation(v, "a metric sample cannot be decoded");
+		if (s)
+			elspeth__sample_record__free_unpacked(s, NULL);
+		return 0;
+	}
+	if (s->run_id != v->run || s->attempt != rec_key_get_u32(key, 8) ||
+	    s->index != rec_key_get_u32(key, 12))
+		violation(v, "sample %u/%u is stored under another key",
+			  (unsigned)s->attempt, (unsigned)s->index);
+	if (s->attempt > v->resumes)
+		violation(v, "sample %u/%u belongs to attempt %u, which was never recorded",
+			  (unsigned)s->attempt, (unsigned)s->index, (unsigned)s->attempt);
+	if (s->released > s->pulled)
+		violation(v, "sample %u/%u: %llu rows released but only %llu pulled",
+			  (unsigned)s->attempt, (unsigned)s->index,
+			  (unsigned long long)s->released, (unsigned long long)s->pulled);
+	if (p && p->attempt == s->attempt) {
+		sample_grows(v, s, "rows pulled", p->pulled, s->pulled);
+		sample_grows(v, s, "rows released", p->released, s->released);
+		sample_grows(v, s, "calls", p->calls, s->calls);
+	}
+	if (v->last_sample)
+		elspeth__sample_record__free_unpacked(v->last_sample, NULL);
+	v->last_sample = s;
+	return 0;
+}
+
 /* A run that did not complete (interrupted, failed, or crashed while
  * running) leaves tokens in aggregation buffers and rows unreleased (an
  * interrupt leaves the rows it cut short) for a resume: the members and
@@ -582,6 +635,7 @@ static int scan_run(verify *v, const rec_key *run)
 		{ REC_NODE_STATES, state_one },
 		{ REC_CALLS, call_one },
 		{ REC_SINK_FILES, sink_file_one },
+		{ REC_SAMPLES, sample_one },
 	};
 	int rc = 0;
 
@@ -626,7 +680,9 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		core_err_set(err, rc, "run %llu: cannot read the audit trail to "
 			     "verify it: %s", (unsigned long long)run, core_strerror(rc));
 	close_files(&v);
-	*report = rc ? NULL : json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
+	if (v.last_sample)
+		elspeth__sample_record__free_unpacked(v.last_sample, NULL);
+	*report = rc ? NULL : json_pack("{s:I,s:s,s:{s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I},s:I,s:o}",
 		"run_id", (json_int_t)run, "status", r->status,
 		"checked", "rows", (json_int_t)v.rows, "tokens", (json_int_t)v.tokens,
 		"node_states", (json_int_t)v.states, "artifacts", (json_int_t)v.artifacts,
@@ -634,6 +690,7 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		"batches", (json_int_t)v.batches, "calls", (json_int_t)v.calls,
 		"superseded", (json_int_t)v.superseded,
 		"replayed_calls", (json_int_t)v.replayed, "resumes", (json_int_t)v.resumes,
+		"samples", (json_int_t)v.samples,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
 	if (rc)
 		json_decref(v.violations);

@@ -44,6 +44,9 @@ echo
 echo "== elspeth verify --run latest"
 build/elspeth verify --run latest
 echo
+echo "== elspeth report --run latest -o $EX/out/report.html (open it in a browser)"
+build/elspeth report --run latest -o "$EX/out/report.html"
+echo
 echo "== crash and resume: the same run again, killed with SIGKILL halfway, then resumed"
 mkdir -p "$EX/out/reference" "$EX/out/crash"
 cp "$EX"/out/*.csv "$EX"/out/*.jsonl "$EX/out/reference/"
@@ -80,3 +83,5 @@ for f in tickets.csv urgent.jsonl errors.jsonl; do
   fi
 done
 build/elspeth verify --run latest
+echo "== elspeth report --run latest -o $EX/out/crash/report.html (the resumed run: its charts mark the resume)"
+build/elspeth report --run latest -o "$EX/out/crash/report.html"

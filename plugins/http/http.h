@@ -128,8 +128,11 @@ typedef struct http_stats {
 	double window;                /* requests in flight allowed */
 	const char *held_by;          /* what held dispatch back last, or NULL */
 	unsigned long long requests, capacity_errors;
+	const char *upstream;         /* scheme://host:port; valid while c is open */
 } http_stats;
 
+/* A copy of the state of c's upstream, taken under the executor's lock
+ * (held only for the copy): any thread, while c is open. */
 void http_get_stats(http_client *c, http_stats *out);
 /* The upstream's learnt state for a checkpoint (a new JSON object), and
  * putting it back (a resume starts where the crashed run stood; applied

@@ -345,7 +345,8 @@ void http_get_stats(http_client *c, http_stats *out)
 
 	pthread_mutex_lock(&http__x->lock);
 	*out = (http_stats){ .active = u->active, .peak_active = u->peak_active,
-			     .requests = u->requests, .capacity_errors = u->capacity_errors };
+			     .requests = u->requests, .capacity_errors = u->capacity_errors,
+			     .upstream = u->name };
 	http__gate_stats(&u->gate, out);
 	pthread_mutex_unlock(&http__x->lock);
 }

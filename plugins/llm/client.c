@@ -324,6 +324,18 @@ json_t *llm_client_context(const llm_client *c, const http_req *reqs, size_t n)
 			 "rate_per_s", st.rate, "window", st.window);
 }
 
+bool llm_client_capacity(const llm_client *c, plg_capacity *out)
+{
+	http_stats st;
+
+	http_get_stats(c->http, &st);
+	*out = (plg_capacity){ .upstream = st.upstream, .rate = st.rate,
+		.window = st.window, .ceiling = st.pool_size, .in_flight = st.active,
+		.requests = st.requests, .refusals = st.capacity_errors,
+		.held_by = st.held_by };
+	return true;
+}
+
 json_t *llm_client_save(const llm_client *c)
 {
 	return http_save(c->http);

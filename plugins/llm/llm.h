@@ -252,6 +252,9 @@ int llm_client_answer(const http_req *r, const char *query, llm_answer *a,
  * clamped to this configuration's bounds). */
 json_t *llm_client_save(const llm_client *c);
 void llm_client_restore(llm_client *c, const json_t *saved);
+/* plg_transform_ops.capacity of the LLM transforms: the upstream's
+ * capacity control now (any thread, while the client is open). */
+bool llm_client_capacity(const llm_client *c, plg_capacity *out);
 /* The node-state context for one row's calls: a new JSON object. */
 json_t *llm_client_context(const llm_client *c, const http_req *reqs, size_t n);
 

@@ -309,6 +309,11 @@ static void multi_restore(void *state, const json_t *saved)
 	llm_client_restore(&((multi *)state)->client, saved);
 }
 
+static bool multi_capacity(void *state, plg_capacity *out)
+{
+	return llm_client_capacity(&((multi *)state)->client, out);
+}
+
 const plg_transform_ops plg__llm_multi_query = {
 	.name = "llm_multi_query",
 	.description = "Several typed LLM queries per row, sent concurrently; answers validated into {query}_{suffix} columns",
@@ -317,4 +322,5 @@ const plg_transform_ops plg__llm_multi_query = {
 	.close = multi_close,
 	.save = multi_save,
 	.restore = multi_restore,
+	.capacity = multi_capacity,
 };

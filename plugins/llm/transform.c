@@ -153,6 +153,11 @@ static void llm_restore(void *state, const json_t *saved)
 	llm_client_restore(&((llm *)state)->client, saved);
 }
 
+static bool llm_capacity(void *state, plg_capacity *out)
+{
+	return llm_client_capacity(&((llm *)state)->client, out);
+}
+
 const plg_transform_ops plg__llm = {
 	.name = "llm",
 	.description = "One chat completion per row (OpenRouter, Azure OpenAI, OpenAI-compatible) through a shared, throttled HTTP pool",
@@ -161,4 +166,5 @@ const plg_transform_ops plg__llm = {
 	.close = llm_close,
 	.save = llm_save,
 	.restore = llm_restore,
+	.capacity = llm_capacity,
 };
