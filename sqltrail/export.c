@@ -96,6 +96,14 @@ static const char *const insert_sql[ST__COUNT] = {
 		"row_id, attempt, reason, outcome, sink_name) VALUES (?,?,?,?,?,?,?)",
 	[ST_OWN_PAYLOADS] = "INSERT OR IGNORE INTO elspeth_payloads (hash, data) "
 		"VALUES (?,?)",
+	[ST_OWN_SAMPLES] = "INSERT INTO elspeth_samples (run_id, attempt, "
+		"sample_index, sampled_at, elapsed_ms, final, rows_pulled, rows_released, "
+		"rows_in_flight, rows_waiting, calls, calls_ok, calls_replayed, "
+		"outcomes_json, call_classes_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+	[ST_OWN_SAMPLE_UPSTREAMS] = "INSERT INTO elspeth_sample_upstreams (run_id, "
+		"attempt, sample_index, node_id, upstream, rate_per_second, window, "
+		"ceiling, in_flight, requests, refusals, held_by) "
+		"VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
 };
 
 /* What an earlier export wrote of run ?1: tables without a run_id go by
@@ -133,6 +141,8 @@ static const char *const delete_sql[] = {
 	"DELETE FROM elspeth_sink_files WHERE run_id = ?1",
 	"DELETE FROM elspeth_resumes WHERE run_id = ?1",
 	"DELETE FROM elspeth_superseded WHERE run_id = ?1",
+	"DELETE FROM elspeth_samples WHERE run_id = ?1",
+	"DELETE FROM elspeth_sample_upstreams WHERE run_id = ?1",
 	NULL
 };
 

@@ -598,6 +598,73 @@ static int one_superseded(xp *x, const void *key, size_t klen, const void *msg)
 	return rc;
 }
 
+/* The engine's metric samples (about one a second) and, per sample, the
+ * capacity control of each LLM transform's upstream. */
+static char *counts_json(ProtobufCMessage **items, size_t n)
+{
+	json_t *o = json_object();
+
+	for (size_t i = 0; o && i < n; i++) {
+		const Elspeth__SampleCount *c = (const Elspeth__SampleCount *)items[i];
+
+		json_object_set_new(o, c->name, json_integer((json_int_t)c->n));
+	}
+	return dump(o);
+}
+
+static int one_sample(xp *x, const void *key, size_t klen, const void *msg)
+{
+	const Elspeth__SampleRecord *r = msg;
+	sqlite3_stmt *s = x->st[ST_OWN_SAMPLES];
+	char *outcomes = counts_json((ProtobufCMessage **)r->outcomes, r->n_outcomes);
+	char *classes = counts_json((ProtobufCMessage **)r->call_classes, r->n_call_classes);
+	int rc;
+
+	(void)key, (void)klen;
+	if (!outcomes || !classes) {
+		free(outcomes);
+		free(classes);
+		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+	}
+	sqlt__bind_text(s, 1, x->rid);
+	sqlite3_bind_int64(s, 2, r->attempt);
+	sqlite3_bind_int64(s, 3, r->index);
+	sqlt__bind_time(s, 4, r->at_ns);
+	sqlt__bind_ms(s, 5, r->elapsed_ns);
+	sqlite3_bind_int(s, 6, r->final);
+	sqlite3_bind_int64(s, 7, (sqlite3_int64)r->pulled);
+	sqlite3_bind_int64(s, 8, (sqlite3_int64)r->released);
+	sqlite3_bind_int64(s, 9, (sqlite3_int64)r->in_flight);
+	sqlite3_bind_int64(s, 10, (sqlite3_int64)r->waiting);
+	sqlite3_bind_int64(s, 11, (sqlite3_int64)r->calls);
+	sqlite3_bind_int64(s, 12, (sqlite3_int64)r->calls_ok);
+	sqlite3_bind_int64(s, 13, (sqlite3_int64)r->calls_replayed);
+	sqlt__bind_text(s, 14, outcomes);
+	sqlt__bind_text(s, 15, classes);
+	rc = sqlt__step(x, ST_OWN_SAMPLES);
+	free(outcomes);
+	free(classes);
+	s = x->st[ST_OWN_SAMPLE_UPSTREAMS];
+	for (size_t i = 0; !rc && i < r->n_upstreams; i++) {
+		const Elspeth__SampleUpstream *u = r->upstreams[i];
+
+		sqlt__bind_text(s, 1, x->rid);
+		sqlite3_bind_int64(s, 2, r->attempt);
+		sqlite3_bind_int64(s, 3, r->index);
+		sqlt__bind_text(s, 4, sqlt__node_id(x, u->node_id));
+		sqlt__bind_text(s, 5, u->upstream);
+		sqlite3_bind_double(s, 6, u->rate);
+		sqlite3_bind_double(s, 7, u->window);
+		sqlite3_bind_int64(s, 8, u->ceiling);
+		sqlite3_bind_int64(s, 9, u->in_flight);
+		sqlite3_bind_int64(s, 10, (sqlite3_int64)u->requests);
+		sqlite3_bind_int64(s, 11, (sqlite3_int64)u->refusals);
+		sqlt__bind_nz(s, 12, u->held_by);
+		rc = sqlt__step(x, ST_OWN_SAMPLE_UPSTREAMS);
+	}
+	return rc;
+}
+
 /* ELSPETH's operations: the source's load and each sink's writes. Ours
  * span the run: the load from its start to its last row, a sink's
  * writes from its first artifact to its last, with the sink file's hash
@@ -670,6 +737,7 @@ int sqlt__export_records(xp *x)
 	    (rc = sqlt__scan(x, REC_SINK_FILES, &elspeth__sink_file_record__descriptor, one_sink_file)) ||
 	    (rc = sqlt__scan(x, REC_RESUMES, &elspeth__resume_record__descriptor, one_resume)) ||
 	    (rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor, one_superseded)) ||
+	    (rc = sqlt__scan(x, REC_SAMPLES, &elspeth__sample_record__descriptor, one_sample)) ||
 	    (rc = write_checkpoint(x)))
 		return rc;
 	return write_operations(x);

@@ -183,6 +183,9 @@ pipe "$WORK/int/audit.db" "$WORK/int" > int.yaml
 expect "run with landscape.url sqlite:///relative" 0 "audit: run 1" -- "$ELSPETH" run -s ref.yaml -x --max-rows-in-flight 16
 [ -d ref/audit.db.lmdb ] && [ -f ref/audit.db ] && pass "the LMDB store lives beside the file (ref/audit.db.lmdb)" || fail "no ref/audit.db.lmdb"
 [ "$(q ref/audit.db "SELECT status FROM runs")" = completed ] && pass "the SQL file shows the completed run" || fail "runs: $(q ref/audit.db 'SELECT * FROM runs')"
+[ "$(q ref/audit.db "SELECT count(*) > 0, sum(final), max(rows_released) FROM elspeth_samples")" = "1|1|$R" ] \
+  && pass "the run's metric samples are in elspeth_samples (the last one final, all $R rows released)" \
+  || fail "samples: $(q ref/audit.db 'SELECT count(*), sum(final), max(rows_released) FROM elspeth_samples')"
 expect "runs reads it (-s)" 0 "completed" -- "$ELSPETH" runs -s ref.yaml
 expect "explain reads it (-d FILE, ELSPETH's --database)" 0 "Row 5" -- "$ELSPETH" explain -d ref/audit.db --row 5
 expect "verify reads it" 0 "verify: OK" -- "$ELSPETH" verify -s ref.yaml
