@@ -68,7 +68,7 @@ static int section_open(core_buf *b, const char *id, const char *title, const ch
 
 int rpt__page_rows_over_time(core_buf *b, const rpt_data *d)
 {
-	size_t n = d->nsamples, nm;
+	size_t n = d->nsamples, nm = 0;
 	double *x = nans(n), *xm = nans(n), *rel = nans(n), *pul = nans(n);
 	double *fl = nans(n), *wt = nans(n);
 	char (*labels)[24] = calloc(d->nattempts + 1, sizeof(*labels));
