@@ -161,6 +161,7 @@ int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err)
 		return rc;
 	}
 	sqlite3_busy_timeout(db, 10000);
+	sqlite3_db_config(db, SQLITE_DBCONFIG_LOOKASIDE, NULL, 1024, 4000);
 	if ((rc = count_tables(db, &n, err)))
 		goto fail;
 	if (n != 0 && n != 20) {

@@ -224,6 +224,11 @@ const char *sqlt__node_id(const xp *x, uint32_t node)
 	return node < x->nnodes ? x->nodes[node].id : "";
 }
 
+uint64_t sqlt__state_at(const xp *x, uint64_t state)
+{
+	return state < x->nstates ? x->state_at[state] : 0;
+}
+
 int sqlt__payload(xp *x, const char *hash)
 {
 	const void *data;
@@ -510,12 +515,16 @@ static void run_reset(xp *x)
 		json_decref(x->nodes[i].config);
 	}
 	free(x->nodes);
-	for (size_t i = 0; i < x->nedges; i++)
+	for (size_t i = 0; i < x->nedges; i++) {
 		free(x->edges[i].label);
+		free(x->edges[i].reason);
+	}
 	free(x->edges);
 	free(x->toks);
 	free(x->batch_superseded);
 	x->batch_superseded = NULL, x->nbatches = 0;
+	free(x->state_at);
+	x->state_at = NULL, x->nstates = 0;
 	for (size_t i = 1; i < x->nbranches; i++)
 		free(x->branches[i]);
 	free(x->branches);

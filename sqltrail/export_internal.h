@@ -38,6 +38,8 @@ typedef struct xedge {
 	char *label;            /* ours: on_success, on_error, a route ... */
 	const char *mode;       /* move | copy | divert */
 	char elabel[160];       /* ELSPETH's: continue, __error_X__ ... */
+	char *reason;           /* the last routing reason through it ... */
+	char reason_hash[CORE_SHA256_HEX_LEN + 1]; /* ... and its hash */
 } xedge;
 
 /* What the export learns of a token before it writes it. Token ids are
@@ -79,6 +81,8 @@ typedef struct xp {
 	size_t nbranches;
 	uint64_t last_row_at;   /* the newest row's created_at */
 	bool *batch_superseded; /* by batch id */
+	uint64_t *state_at;     /* by state id: its end (or start) */
+	uint64_t nstates;
 	size_t nbatches;
 	uint32_t source;        /* the source node */
 } xp;
@@ -97,6 +101,7 @@ void sqlt__bind_ms(sqlite3_stmt *s, int i, uint64_t ns);
 void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
 		    uint64_t id);
 const char *sqlt__node_id(const xp *x, uint32_t node); /* "" when unknown */
+uint64_t sqlt__state_at(const xp *x, uint64_t state); /* 0 when unknown */
 int sqlt__payload(xp *x, const char *hash); /* copies it when asked */
 typedef int (*sqlt__scan_fn)(xp *x, const void *key, size_t klen,
 			    const void *msg);

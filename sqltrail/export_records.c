@@ -101,7 +101,8 @@ static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 static int reason_hash(xp *x, const Elspeth__RoutingEventRecord *r,
 		       char hex[CORE_SHA256_HEX_LEN + 1])
 {
-	uint32_t from = r->edge_id < x->nedges ? x->edges[r->edge_id].from : 0;
+	xedge *e = r->edge_id < x->nedges ? &x->edges[r->edge_id] : NULL;
+	uint32_t from = e ? e->from : 0;
 	const char *cond = from < x->nnodes ?
 		json_string_value(json_object_get(x->nodes[from].config, "condition")) : NULL;
 	json_t *v = json_pack("{s:s,s:s}", "condition", cond ? cond : "",
@@ -110,6 +111,12 @@ static int reason_hash(xp *x, const Elspeth__RoutingEventRecord *r,
 	size_t len = 0;
 	int rc;
 
+	/* The same edge gives the same reason, row after row: one hash. */
+	if (e && e->reason && !strcmp(e->reason, r->reason)) {
+		json_decref(v);
+		memcpy(hex, e->reason_hash, CORE_SHA256_HEX_LEN + 1);
+		return 0;
+	}
 	if (!v)
 		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	rc = core_canon(v, &canon, &len, x->err);
@@ -121,6 +128,11 @@ static int reason_hash(xp *x, const Elspeth__RoutingEventRecord *r,
 
 		core_sha256(canon, len, d);
 		core_hex(d, sizeof(d), hex);
+	}
+	if (e) {
+		free(e->reason);
+		if ((e->reason = strdup(r->reason)))
+			memcpy(e->reason_hash, hex, CORE_SHA256_HEX_LEN + 1);
 	}
 	if (x->o && x->o->payloads) {
 		sqlite3_stmt *s = x->st[ST_OWN_PAYLOADS];
@@ -138,27 +150,14 @@ static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 	const Elspeth__RoutingEventRecord *r = msg;
 	sqlite3_stmt *s = x->st[ST_ROUTING_EVENTS];
 	char hex[CORE_SHA256_HEX_LEN + 1];
-	const void *sv;
-	size_t sl;
-	rec_key k;
-	uint64_t at = 0;
+	uint64_t at;
 	int rc;
 
 	(void)key, (void)klen;
 	if ((rc = reason_hash(x, r, hex)))
 		return rc;
 	/* The decision's time: its state's end (its start if open). */
-	rec_key_init(&k);
-	rec_key_u64(&k, x->run);
-	rec_key_u64(&k, r->state_id);
-	if (!rec_get(x->t, REC_NODE_STATES, &k, &sv, &sl)) {
-		Elspeth__NodeStateRecord *st = elspeth__node_state_record__unpack(NULL, sl, sv);
-
-		if (st)
-			at = st->completed_at_ns ? st->completed_at_ns : st->started_at_ns;
-		if (st)
-			elspeth__node_state_record__free_unpacked(st, NULL);
-	}
+	at = sqlt__state_at(x, r->state_id);
 	sqlt__bind_id(s, 1, "re-%s-%llu-%u", x->rid, ULL(r->state_id), r->ordinal);
 	sqlt__bind_ref(x, s, 2, "st", r->state_id);
 	sqlt__bind_id(s, 3, "edge-%s-%u", x->rid, r->edge_id);
@@ -395,10 +394,7 @@ static int one_transform_error(xp *x, const void *key, size_t klen, const void *
 	char *data = payload_text(x, r->data_ref);
 	char *details = dump(json_pack("{s:s,s:b}", "message", r->error,
 				       "retryable", r->retryable));
-	const void *sv;
-	size_t sl;
-	rec_key k;
-	uint64_t at = 0;
+	uint64_t at;
 	int rc;
 
 	(void)key, (void)klen;
@@ -406,17 +402,7 @@ static int one_transform_error(xp *x, const void *key, size_t klen, const void *
 		free(data);
 		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	}
-	rec_key_init(&k);
-	rec_key_u64(&k, x->run);
-	rec_key_u64(&k, r->state_id);
-	if (!rec_get(x->t, REC_NODE_STATES, &k, &sv, &sl)) {
-		Elspeth__NodeStateRecord *st = elspeth__node_state_record__unpack(NULL, sl, sv);
-
-		if (st) {
-			at = st->completed_at_ns ? st->completed_at_ns : st->started_at_ns;
-			elspeth__node_state_record__free_unpacked(st, NULL);
-		}
-	}
+	at = sqlt__state_at(x, r->state_id);
 	sqlt__bind_id(s, 1, "te-%s-%llu-%llu", x->rid, ULL(r->token_id), ULL(r->state_id));
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_ref(x, s, 3, "tok", r->token_id);

@@ -212,6 +212,9 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 	int rc = SQLITE_DONE;
 
 	(void)key, (void)klen;
+	if (r->state_id < x->nstates)
+		x->state_at[r->state_id] = r->completed_at_ns ? r->completed_at_ns
+							      : r->started_at_ns;
 	if (t) {
 		if (!t->has_state || r->step < t->min_step)
 			t->min_step = r->step;
@@ -378,26 +381,41 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 
 /* ------------------------------------------------------------- the pass */
 
-static int size_tokens(xp *x)
+/* The highest id of a table keyed (run, id): tokens and states are
+ * counters per run, so arrays indexed by id hold what the export learns. */
+static int last_id(xp *x, rec_table t, uint64_t *n)
 {
 	const void *k, *v;
 	size_t kl, vl;
 	rec_key p;
 	int rc;
 
+	*n = 0;
 	rec_key_init(&p);
 	rec_key_u64(&p, x->run);
-	rc = rec_last(x->t, REC_TOKENS, &p, &k, &kl, &v, &vl);
+	rc = rec_last(x->t, t, &p, &k, &kl, &v, &vl);
 	if (rc == REC_NOTFOUND)
 		return 0;
 	if (rc)
-		return core_err_set(x->err, rc, "reading the tokens of run %s: %s",
-				    x->rid, core_strerror(rc));
-	x->ntoks = rec_key_get_u64(k, 8) + 1;
-	x->toks = calloc(x->ntoks, sizeof(*x->toks));
-	if (!x->toks)
+		return core_err_set(x->err, rc, "reading the %s of run %s: %s",
+				    rec_table_name(t), x->rid, core_strerror(rc));
+	*n = rec_key_get_u64(k, 8) + 1;
+	return 0;
+}
+
+static int size_arrays(xp *x)
+{
+	int rc;
+
+	if ((rc = last_id(x, REC_TOKENS, &x->ntoks)) ||
+	    (rc = last_id(x, REC_NODE_STATES, &x->nstates)))
+		return rc;
+	if (x->ntoks && !(x->toks = calloc(x->ntoks, sizeof(*x->toks))))
 		return core_err_set(x->err, CORE_ENOMEM,
 			"out of memory for %llu tokens", (unsigned long long)x->ntoks);
+	if (x->nstates && !(x->state_at = calloc(x->nstates, sizeof(*x->state_at))))
+		return core_err_set(x->err, CORE_ENOMEM,
+			"out of memory for %llu node states", (unsigned long long)x->nstates);
 	return 0;
 }
 
@@ -405,7 +423,7 @@ int sqlt__export_tokens(xp *x)
 {
 	int rc;
 
-	if ((rc = size_tokens(x)) ||
+	if ((rc = size_arrays(x)) ||
 	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, learn_outcome)) ||
 	    (rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor, learn_superseded)) ||
