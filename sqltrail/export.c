@@ -224,6 +224,14 @@ const char *sqlt__node_id(const xp *x, uint32_t node)
 	return node < x->nnodes ? x->nodes[node].id : "";
 }
 
+char *sqlt__json_text(json_t *v)
+{
+	char *s = v ? json_dumps(v, JSON_COMPACT) : NULL;
+
+	json_decref(v);
+	return s;
+}
+
 uint64_t sqlt__state_at(const xp *x, uint64_t state)
 {
 	return state < x->nstates ? x->state_at[state] : 0;

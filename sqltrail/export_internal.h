@@ -102,6 +102,8 @@ void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
 		    uint64_t id);
 const char *sqlt__node_id(const xp *x, uint32_t node); /* "" when unknown */
 uint64_t sqlt__state_at(const xp *x, uint64_t state); /* 0 when unknown */
+/* v as compact JSON text (malloc'd; NULL: out of memory); takes v. */
+char *sqlt__json_text(json_t *v);
 int sqlt__payload(xp *x, const char *hash); /* copies it when asked */
 typedef int (*sqlt__scan_fn)(xp *x, const void *key, size_t klen,
 			    const void *msg);
@@ -110,8 +112,13 @@ int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 
 /* export_tokens.c: tokens, lineage, outcomes, node states, rows. */
 int sqlt__export_tokens(xp *x);
-/* export_records.c: calls, routing, batches, artifacts, errors,
- * checkpoints, operations and our own tables. */
+/* export_records.c: calls, routing, batches, artifacts, then the next
+ * two. */
 int sqlt__export_records(xp *x);
+/* export_errors.c: validation and transform errors. */
+int sqlt__export_errors(xp *x);
+/* export_run.c: the checkpoint, operations, sink files, resumes,
+ * superseded tokens, samples. */
+int sqlt__export_run_records(xp *x);
 
 #endif /* ELSPETH_SQLTRAIL_EXPORT_INTERNAL_H */
