@@ -3,7 +3,6 @@
  * outside calls, gate decisions, batches and sink writes; then its errors
  * (export_errors.c) and what the run has besides (export_run.c).
  */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
