@@ -437,6 +437,8 @@ typedef struct core_settings {
 	bool checkpoint_enabled;       /* default: on when audit is on */
 	int checkpoint_frequency;      /* CORE_CKPT_* */
 	long long checkpoint_interval; /* rows between checkpoints (every_n) */
+	bool checkpoint_aggregation_boundaries; /* also one after each batch
+					 * flush (default true, ELSPETH's) */
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
 } core_settings;
 

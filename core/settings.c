@@ -231,7 +231,8 @@ static const char *const frequencies[] = { "every_row", "every_n", "aggregation_
 static const key_spec checkpoint_keys[] = {
 	{ "enabled", K_BOOL, false },
 	{ "frequency", K_ENUM, false, 0, 0, frequencies },
-	{ "checkpoint_interval", K_INT, false, 1, 1e9 }, { NULL }
+	{ "checkpoint_interval", K_INT, false, 1, 1e9 },
+	{ "aggregation_boundaries", K_BOOL, false }, { NULL }
 };
 static const key_spec retry_keys[] = {
 	{ "max_attempts", K_INT, false, 1, 1000 },
@@ -292,6 +293,8 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 
 		if ((rc = core__check_section(n, checkpoint_keys, err)) ||
 		    (rc = core_opt_bool(n, "enabled", &s->checkpoint_enabled, err)) ||
+		    (rc = core_opt_bool(n, "aggregation_boundaries",
+					&s->checkpoint_aggregation_boundaries, err)) ||
 		    (f && (rc = core_node_enum(f, frequencies, &s->checkpoint_frequency, err))) ||
 		    (rc = core_opt_int(n, "checkpoint_interval", 1, 1000000000,
 				       &s->checkpoint_interval, err)))
@@ -382,6 +385,7 @@ static core_settings *settings_new(void)
 	s->checkpoint_enabled = true;
 	s->checkpoint_frequency = CORE_CKPT_EVERY_ROW;
 	s->checkpoint_interval = 1;
+	s->checkpoint_aggregation_boundaries = true;
 	s->landscape_url = "lmdb://./state/audit.lmdb";
 	return s;
 }

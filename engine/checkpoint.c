@@ -34,7 +34,9 @@ bool eng__ckpt_due(const eng_ctx *c, uint64_t released, const eng_summary *sum)
 	case CORE_CKPT_EVERY_ROW:
 		return released > k->last;
 	case CORE_CKPT_EVERY_N:
-		return released - k->last >= k->interval;
+		/* aggregation_boundaries: a flushed batch is a boundary too */
+		return released - k->last >= k->interval ||
+		       (k->boundaries && sum->batches > k->batches && released > k->last);
 	case CORE_CKPT_AGGREGATION_ONLY:
 		return sum->batches > k->batches;
 	}

@@ -170,6 +170,7 @@ typedef struct eng_pre eng_pre;
 typedef struct eng_ckpt {
 	int frequency;             /* CORE_CKPT_* */
 	uint64_t interval;         /* rows, every_n */
+	bool boundaries;           /* also after each batch flush */
 	uint64_t last;             /* rows released at the last one */
 	uint64_t batches;          /* batches flushed at the last one */
 	uint32_t attempt;          /* 0: a run, n: its n-th resume */

@@ -87,7 +87,9 @@ bool eng__rq_checkpoint_if_due(pline *p)
 {
 	if (p->rc || !ckpt_due(p))
 		return false;
-	checkpoint(p, p->c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ?
+	checkpoint(p, p->c->ckpt->frequency == CORE_CKPT_AGGREGATION_ONLY ||
+		      (p->c->ckpt->frequency == CORE_CKPT_EVERY_N &&
+		       p->released - p->c->ckpt->last < p->c->ckpt->interval) ?
 		   "aggregation" : "interval");
 	return true;
 }

@@ -129,6 +129,7 @@ static int ckpt_setup(eng_ctx *c, eng_ckpt *k, core_err *err)
 	}
 	k->frequency = s->checkpoint_frequency;
 	k->interval = (uint64_t)s->checkpoint_interval;
+	k->boundaries = s->checkpoint_aggregation_boundaries;
 	c->ckpt = k;
 	return 0;
 }

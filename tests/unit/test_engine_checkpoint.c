@@ -58,6 +58,26 @@ Test(ckpt_due, every_n_after_the_interval)
 	tp_close(&p);
 }
 
+/* checkpoint.aggregation_boundaries (ELSPETH's, default true): every_n
+ * also checkpoints after a batch flush, once a row was released since. */
+Test(ckpt_due, every_n_also_at_aggregation_boundaries)
+{
+	tpipe p;
+	eng_ckpt k = { .frequency = CORE_CKPT_EVERY_N, .interval = 100, .last = 5,
+		       .batches = 2, .boundaries = true };
+
+	tp_open(&p, plain);
+	p.c.ckpt = &k;
+	p.sum.batches = 2;
+	cr_assert_not(eng__ckpt_due(&p.c, 9, &p.sum), "no batch flushed since");
+	p.sum.batches = 3;
+	cr_assert_not(eng__ckpt_due(&p.c, 5, &p.sum), "nothing released since");
+	cr_assert(eng__ckpt_due(&p.c, 6, &p.sum));
+	k.boundaries = false;
+	cr_assert_not(eng__ckpt_due(&p.c, 6, &p.sum), "boundaries off: the interval only");
+	tp_close(&p);
+}
+
 Test(ckpt_due, aggregation_only_after_a_batch)
 {
 	tpipe p;
