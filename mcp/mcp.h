@@ -26,6 +26,11 @@
  * announced, not silently dropped). */
 #define MCP_QUERY_TIMEOUT_MS 5000
 #define MCP_QUERY_MAX_ROWS 1000
+/* A value SQLite may build (a string or blob) and a message we read are
+ * at most this long: a query such as hex(zeroblob(1e9)) is refused, not
+ * turned into gigabytes of JSON. */
+#define MCP_VALUE_MAX (16u << 20)
+#define MCP_LINE_MAX (16u << 20)
 
 /* The protocol revisions we speak, oldest first; the last is the one we
  * answer a client asking for a revision we do not know. */

@@ -171,10 +171,22 @@ static int bind(sqlite3_stmt *st, const json_t *params, core_err *err)
 	return 0;
 }
 
-/* Steps st into rows: at most max, *more when there were more. */
+/* The bytes of a result row's values (what its JSON will be near). */
+static size_t row_bytes(sqlite3_stmt *st)
+{
+	size_t n = 0;
+
+	for (int i = 0; i < sqlite3_column_count(st); i++)
+		n += (size_t)sqlite3_column_bytes(st, i) + 8;
+	return n;
+}
+
+/* Steps st into rows: at most max, and at most MCP_VALUE_MAX bytes of
+ * values in all; *more when there were more. */
 static int step_all(mcp_server *s, sqlite3_stmt *st, unsigned max, json_t *rows,
 		    bool *more, core_err *err)
 {
+	size_t bytes = 0;
 	int rc;
 
 	*more = false;
@@ -195,7 +207,8 @@ static int step_all(mcp_server *s, sqlite3_stmt *st, unsigned max, json_t *rows,
 			rc = core_err_set(err, CORE_EDATA, "SQL error: %s", sqlite3_errmsg(s->db));
 			break;
 		}
-		if (json_array_size(rows) == max) {
+		bytes += row_bytes(st);
+		if (json_array_size(rows) == max || (bytes > MCP_VALUE_MAX && json_array_size(rows))) {
 			*more = true;
 			rc = 0;
 			break;
@@ -229,9 +242,10 @@ int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 	}
 	sqlite3_finalize(st);
 	if (!rc && more) {
-		snprintf(note, sizeof(note), "Only the first %u rows are shown: the query "
-			 "returns more. Narrow it (WHERE, LIMIT ... OFFSET ...) or aggregate.",
-			 s->o.query_max_rows);
+		snprintf(note, sizeof(note), "Only the first %zu rows are shown (at most "
+			 "%u rows, %u MiB): the query returns more. Narrow it (WHERE, "
+			 "LIMIT ... OFFSET ...) or aggregate.", json_array_size(r->value),
+			 s->o.query_max_rows, MCP_VALUE_MAX >> 20);
 		if (!(r->note = strdup(note)))
 			rc = mcp__oom(err);
 	}

@@ -38,6 +38,9 @@ static json_t *error_reply(const json_t *id, int code, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	/* A message cut short may end inside a character: JSON needs it
+	 * whole (the name or SQL quoted in it may be any UTF-8). */
+	msg[core_utf8_check(msg, strlen(msg))] = '\0';
 	return reply(id, "error", json_pack("{s:i, s:s}", "code", code, "message", msg));
 }
 

@@ -46,9 +46,16 @@ int mcp_serve(mcp_server *s, FILE *in, FILE *out, volatile sig_atomic_t *stop,
 		}
 		if (blank(line, (size_t)n))
 			continue;
-		if ((rc = mcp_handle(s, line, (size_t)n, &reply))) {
-			core_err_set(err, rc, "out of memory");
-			break;
+		if ((size_t)n > MCP_LINE_MAX) {
+			reply = strdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":"
+				       "{\"code\":-32600,\"message\":\"message longer than "
+				       "16 MiB\"}}");
+		} else if (mcp_handle(s, line, (size_t)n, &reply)) {
+			/* No answer could be built (out of memory): say so and
+			 * serve on; the client's id is unknown here. */
+			reply = strdup("{\"jsonrpc\":\"2.0\",\"id\":null,\"error\":"
+				       "{\"code\":-32603,\"message\":\"internal error: "
+				       "the answer could not be built\"}}");
 		}
 		if (reply)
 			rc = write_line(out, reply, err);

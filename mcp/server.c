@@ -60,6 +60,7 @@ int mcp__open_sqlite(mcp_server *s, const char *file, const char *shown,
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
 	sqlite3_busy_timeout(s->db, 5000); /* a run may be writing it */
+	sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, (int)MCP_VALUE_MAX);
 	sqlite3_progress_handler(s->db, 1000, progress, s);
 	if (sqlite3_exec(s->db, "PRAGMA query_only = 1", NULL, NULL, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s->db, "SELECT count(*) FROM sqlite_master", NULL, NULL, NULL) != SQLITE_OK)

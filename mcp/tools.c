@@ -264,8 +264,8 @@ static bool as_int(const json_t *v, long long *out)
 	if (!json_is_real(v))
 		return false;
 	d = json_real_value(v);
-	if (d != (double)(long long)d || d < -9.2e18 || d > 9.2e18)
-		return false;
+	if (!(d >= -9.2e18 && d <= 9.2e18) || d != (double)(long long)d)
+		return false; /* range first: the conversion is undefined outside */
 	*out = (long long)d;
 	return true;
 }
@@ -384,6 +384,7 @@ int mcp__answer_error(mcp_result *r, core_err *err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	msg[core_utf8_check(msg, strlen(msg))] = '\0'; /* as error_reply's */
 	r->value = json_pack("{s:s}", "error", msg);
 	return r->value ? 0 : mcp__oom(err);
 }

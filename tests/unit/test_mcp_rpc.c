@@ -180,6 +180,28 @@ Test(mcp_rpc, unknown_tool_is_named)
 	mcp_free(s);
 }
 
+/* A long name of multi-byte characters: the error message is cut short,
+ * and must still be whole UTF-8 (it used to end the server). */
+Test(mcp_rpc, a_long_multibyte_name_gets_an_answer)
+{
+	mcp_server *s = ready();
+	char line[4096];
+	size_t n = 0;
+	json_t *r;
+
+	n += (size_t)snprintf(line, sizeof(line),
+		"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{\"name\":\"");
+	for (int i = 0; i < 700; i++)
+		n += (size_t)snprintf(line + n, sizeof(line) - n, "\xc3\xa9");
+	snprintf(line + n, sizeof(line) - n, "\"}}");
+	r = rpc(s, line);
+	cr_assert_not_null(r);
+	cr_expect_eq(code(r), -32602);
+	cr_expect_not_null(strstr(message(r), "Unknown tool: \xc3\xa9"));
+	json_decref(r);
+	mcp_free(s);
+}
+
 static json_t *tool_schema(const json_t *tools, const char *name)
 {
 	const json_t *t;
