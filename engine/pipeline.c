@@ -121,8 +121,8 @@ static bool sample_if_due(pline *p)
 {
 	eng_sample_at at;
 
-	if (!eng__sample_due(p->c, core_now_mono_ns()))
-		return false;
+	if (!p->c->sampler || !eng__sample_due(p->c, core_now_mono_ns()))
+		return false; /* no clock read per row when nothing samples */
 	sample_at(p, false, &at);
 	pthread_mutex_unlock(&p->lock);
 	eng__sample(p->c, &at);
@@ -392,8 +392,10 @@ static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 		free(p->ahead);
 		return CORE_ENOMEM;
 	}
-	/* A resume starts after the rows its checkpoint had released. */
+	/* A resume starts after the rows its checkpoint had released, with
+	 * its totals (a sample taken now shows them, not zeros). */
 	p->pulled = p->released = c->start_seq;
+	eng__pl_copy_totals(p);
 	p->hand_head = p->hand_tail = 0;
 	p->rel_pos = c->start_pos;
 	p->rel_has_pos = c->has_start_pos;

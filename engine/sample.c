@@ -11,8 +11,9 @@
  * eng_sample_at by the caller; everything else is read here with no
  * engine lock held: the call counters are atomics, and a transform's
  * capacity() takes only its own short lock. Nothing here changes what
- * the run writes to its sinks or checkpoints; a failed put is the
- * recorder's sticky error, which the run meets on its next audit write.
+ * the run writes to its sinks or checkpoints. A sample is not evidence:
+ * one the recorder cannot take (a write error, which is sticky and meets
+ * the run at its next audit write, or no memory to pack it) is dropped.
  */
 #include <stdlib.h>
 

@@ -406,6 +406,8 @@ int rpt__load(rec_env *env, uint64_t run, size_t max_rows, rpt_data *d,
 	}
 	rpt__load_release(&l);
 	rec_read_end(l.txn);
+	if (rc) /* what was loaded before the failure */
+		rpt__data_release(d);
 	return rc;
 }
 
