@@ -174,6 +174,10 @@ long long mcp__arg_int(const json_t *a, const char *name);
 /* The run's row from runs as an object, or *out NULL: ELSPETH's
  * "Run 'x' not found" checks. */
 int mcp__run(mcp_server *s, const char *run_id, json_t **out, core_err *err);
+/* mcp__run for a tool about one run: an unknown run is answered as
+ * ELSPETH does ({"error": "Run 'X' not found"}) and *out is NULL. */
+int mcp__run_or_answer(mcp_server *s, const char *run_id, mcp_result *r,
+		       json_t **out, core_err *err);
 /* {"error": msg} as the answer (ELSPETH's not-found answers). */
 int mcp__answer_error(mcp_result *r, core_err *err, const char *fmt, ...)
 	CORE_PRINTF(3, 4);

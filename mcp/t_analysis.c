@@ -64,12 +64,10 @@ int mcp__get_error_analysis(mcp_server *s, const json_t *a, mcp_result *r,
 	const char *run_id = mcp__arg_str(a, "run_id");
 	json_t *run, *rows[4] = { NULL }, *vg = NULL, *tg = NULL, *vs = NULL, *ts = NULL;
 	json_t *vobj = NULL, *tobj = NULL;
-	int rc = mcp__run(s, run_id, &run, err);
+	int rc = mcp__run_or_answer(s, run_id, r, &run, err);
 
-	if (rc)
+	if (rc || !run)
 		return rc;
-	if (!run)
-		return mcp__answer_error(r, err, "Run '%s' not found", run_id);
 	json_decref(run);
 	rc = mcp__rows(s, &rows[0], err,
 		"SELECT nodes.plugin_name, validation_errors.schema_mode, "
@@ -198,12 +196,10 @@ int mcp__get_llm_usage_report(mcp_server *s, const json_t *a, mcp_result *r,
 	const char *run_id = mcp__arg_str(a, "run_id");
 	json_t *run, *llm = NULL, *types = NULL, *tmap = NULL, *by = NULL, *sum;
 	mcp__num calls = { 0 }, latency = { 0 };
-	int rc = mcp__run(s, run_id, &run, err);
+	int rc = mcp__run_or_answer(s, run_id, r, &run, err);
 
-	if (rc)
+	if (rc || !run)
 		return rc;
-	if (!run)
-		return mcp__answer_error(r, err, "Run '%s' not found", run_id);
 	json_decref(run);
 	rc = mcp__rows(s, &llm, err,
 		"SELECT plugin_name, call_type, status, count(*) AS count, "
@@ -324,12 +320,10 @@ int mcp__get_outcome_analysis(mcp_server *s, const json_t *a, mcp_result *r,
 {
 	const char *run_id = mcp__arg_str(a, "run_id");
 	json_t *run, *out;
-	int rc = mcp__run(s, run_id, &run, err);
+	int rc = mcp__run_or_answer(s, run_id, r, &run, err);
 
-	if (rc)
+	if (rc || !run)
 		return rc;
-	if (!run)
-		return mcp__answer_error(r, err, "Run '%s' not found", run_id);
 	json_decref(run);
 	if (!(out = json_pack("{s:s}", "run_id", run_id)))
 		return mcp__oom(err);

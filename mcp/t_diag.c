@@ -311,12 +311,10 @@ int mcp__get_failure_context(mcp_server *s, const json_t *a, mcp_result *r,
 	const char *run_id = mcp__arg_str(a, "run_id");
 	json_t *run, *states, *terrs, *verrs;
 	char step[256];
-	int rc = mcp__run(s, run_id, &run, err);
+	int rc = mcp__run_or_answer(s, run_id, r, &run, err);
 
-	if (rc)
+	if (rc || !run)
 		return rc;
-	if (!run)
-		return mcp__answer_error(r, err, "Run '%s' not found", run_id);
 	rc = failure_lists(s, run_id, mcp__arg_int(a, "limit"), &states, &terrs, &verrs, err);
 	snprintf(step, sizeof(step), "Use explain_token(run_id='%s', token_id='...') to "
 		 "trace a specific failure", run_id);

@@ -111,12 +111,10 @@ int mcp__get_run_summary(mcp_server *s, const json_t *a, mcp_result *r,
 {
 	const char *run_id = mcp__arg_str(a, "run_id");
 	json_t *run, *out;
-	int rc = mcp__run(s, run_id, &run, err);
+	int rc = mcp__run_or_answer(s, run_id, r, &run, err);
 
-	if (rc)
+	if (rc || !run)
 		return rc;
-	if (!run)
-		return mcp__answer_error(r, err, "Run '%s' not found", run_id);
 	out = json_pack("{s:s, s:O, s:o, s:o, s:o}", "run_id", run_id,
 			"status", json_object_get(run, "status"),
 			"started_at", mcp__iso(json_object_get(run, "started_at")),
@@ -374,12 +372,10 @@ int mcp__get_performance_report(mcp_server *s, const json_t *a, mcp_result *r,
 	json_t *run, *stats = NULL, *fails = NULL, *fmap = NULL, *out = NULL, *row;
 	mcp__num total = { 0 };
 	size_t i;
-	int rc = mcp__run(s, run_id, &run, err);
+	int rc = mcp__run_or_answer(s, run_id, r, &run, err);
 
-	if (rc)
+	if (rc || !run)
 		return rc;
-	if (!run)
-		return mcp__answer_error(r, err, "Run '%s' not found", run_id);
 	json_decref(run);
 	rc = mcp__rows(s, &stats, err,
 		"SELECT nodes.node_id, nodes.plugin_name, nodes.node_type, "

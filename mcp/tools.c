@@ -376,6 +376,16 @@ int mcp__run(mcp_server *s, const char *run_id, json_t **out, core_err *err)
 	return mcp__row(s, out, err, "SELECT * FROM runs WHERE run_id = ?", "s", run_id);
 }
 
+int mcp__run_or_answer(mcp_server *s, const char *run_id, mcp_result *r,
+		       json_t **out, core_err *err)
+{
+	int rc = mcp__run(s, run_id, out, err);
+
+	if (rc || *out)
+		return rc;
+	return mcp__answer_error(r, err, "Run '%s' not found", run_id);
+}
+
 int mcp__answer_error(mcp_result *r, core_err *err, const char *fmt, ...)
 {
 	char msg[1024];
