@@ -13,14 +13,8 @@ mkdir -p "$OUT"
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
 cmake --build build-release -j"$(nproc)" --target elspeth >/dev/null
 
-if [ ! -f "$OUT/input-$ROWS.csv" ]; then
-  awk -v n="$ROWS" 'BEGIN {
-    srand(42); print "id,name,score,category,note";
-    split("alpha,beta,gamma,delta", cats, ",");
-    for (i = 1; i <= n; i++)
-      printf "%d,user %d,%.2f,%s,\"note, with comma %d\"\n", i, i % 977, rand() * 100, cats[(i % 4) + 1], i;
-  }' > "$OUT/input-$ROWS.csv"
-fi
+source bench/lib.sh
+foundation_input "$ROWS" "$OUT/input-$ROWS.csv"
 
 cat > "$OUT/pipeline.yaml" <<YAML
 source:

@@ -66,3 +66,16 @@ mock_input() {
     for (i = 1; i <= n; i++) printf "%d,ticket %d: the printer on floor %d jams\n", i, i, i % 17 }' > "$f"
   echo "$f"
 }
+
+# foundation_input ROWS FILE: the foundation pipeline's CSV (id, name,
+# score, category, note with a quoted comma; seeded, so the same each
+# time), written once.
+foundation_input() {
+  [ -f "$2" ] && return 0
+  awk -v n="$1" 'BEGIN {
+    srand(42); print "id,name,score,category,note";
+    split("alpha,beta,gamma,delta", cats, ",");
+    for (i = 1; i <= n; i++)
+      printf "%d,user %d,%.2f,%s,\"note, with comma %d\"\n", i, i % 977, rand() * 100, cats[(i % 4) + 1], i;
+  }' > "$2"
+}
