@@ -4,8 +4,6 @@
  * and, end to end through cli_main, that --sequential,
  * --max-rows-in-flight and --format json reach the run. */
 #include <fcntl.h>
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,44 +13,13 @@
 #include <criterion/criterion.h>
 
 #include "cli/cli.h"
+#include "test_cli_util.h"
 
 #define TIMEOUT 30
 
 TestSuite(cli_run_args, .timeout = TIMEOUT);
 TestSuite(cli_read_args, .timeout = TIMEOUT);
 TestSuite(cli_main, .timeout = TIMEOUT);
-
-/* A mutable argv (getopt_long permutes it), NULL-terminated. */
-typedef struct targv {
-	int argc;
-	char *argv[24];
-	char buf[2048];
-} targv;
-
-static char **mkargv(targv *a, const char *first, ...)
-{
-	size_t used = 0;
-	const char *s;
-	va_list ap;
-
-	a->argc = 0;
-	va_start(ap, first);
-	for (s = first; s; s = va_arg(ap, const char *)) {
-		size_t n = strlen(s) + 1;
-
-		cr_assert_lt(a->argc, 23);
-		cr_assert_leq(used + n, sizeof(a->buf));
-		memcpy(a->buf + used, s, n);
-		a->argv[a->argc++] = a->buf + used;
-		used += n;
-	}
-	va_end(ap);
-	a->argv[a->argc] = NULL;
-	optind = 0; /* glibc: start getopt afresh */
-	return a->argv;
-}
-
-#define ARGV(a, ...) mkargv(&(a), __VA_ARGS__, (const char *)NULL)
 
 /* What a descriptor (1 or 2) gets between begin and end. */
 typedef struct capture {

@@ -3,8 +3,6 @@
  * 1000, -s with -d refused, stray arguments and missing values are
  * usage errors, --help; and through cli_main, a trail that is not there
  * is an error (exit 1), not a page. */
-#include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -12,39 +10,9 @@
 #include <criterion/criterion.h>
 
 #include "cli/cli.h"
+#include "test_cli_util.h"
 
 TestSuite(cli_report, .timeout = 30);
-
-typedef struct targv {
-	int argc;
-	char *argv[16];
-	char buf[1024];
-} targv;
-
-static char **mkargv(targv *a, const char *first, ...)
-{
-	size_t used = 0;
-	const char *s;
-	va_list ap;
-
-	a->argc = 0;
-	va_start(ap, first);
-	for (s = first; s; s = va_arg(ap, const char *)) {
-		size_t n = strlen(s) + 1;
-
-		cr_assert_lt(a->argc, 15);
-		cr_assert_leq(used + n, sizeof(a->buf));
-		memcpy(a->buf + used, s, n);
-		a->argv[a->argc++] = a->buf + used;
-		used += n;
-	}
-	va_end(ap);
-	a->argv[a->argc] = NULL;
-	optind = 0; /* glibc: start getopt afresh */
-	return a->argv;
-}
-
-#define ARGV(a, ...) mkargv(&(a), __VA_ARGS__, (const char *)NULL)
 
 static int parse(targv *t, cli_report_args *a)
 {
