@@ -30,7 +30,8 @@ typedef struct xnode {
 	char *config_json;
 	json_t *config;         /* parsed config_json (NULL if not JSON) */
 	uint64_t first_write, last_write; /* sinks: artifact times */
-	uint64_t bytes, writes;
+	uint64_t writes;           /* sinks: artifacts written */
+	char file_hash[CORE_SHA256_HEX_LEN + 1]; /* sinks: the file at run end */
 } xnode;
 
 typedef struct xedge {

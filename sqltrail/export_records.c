@@ -200,7 +200,6 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 			n->first_write = r->written_at_ns;
 		if (r->written_at_ns > n->last_write)
 			n->last_write = r->written_at_ns;
-		n->bytes += r->length;
 		n->writes++;
 	}
 	sqlt__bind_ref(x, s, 1, "art", r->token_id);

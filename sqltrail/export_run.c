@@ -114,6 +114,9 @@ static int one_sink_file(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_text(s, 4, r->path);
 	sqlite3_bind_int64(s, 5, (sqlite3_int64)r->size);
 	sqlt__bind_text(s, 6, r->content_hash);
+	if (r->sink_node < x->nnodes) /* its sink_write operation's output */
+		snprintf(x->nodes[r->sink_node].file_hash,
+			 sizeof(x->nodes[r->sink_node].file_hash), "%s", r->content_hash);
 	return sqlt__step(x, ST_OWN_SINK_FILES);
 }
 
@@ -269,19 +272,9 @@ static int write_operations(xp *x)
 		return rc;
 	for (size_t i = 0; i < x->nnodes; i++) {
 		const xnode *n = &x->nodes[i];
-		const char *file_hash = NULL;
-		sqlite3_stmt *q;
 
 		if (!n->kind || strcmp(n->kind, "sink") || !n->writes)
 			continue;
-		if (sqlite3_prepare_v2(x->db, "SELECT content_hash FROM elspeth_sink_files "
-				       "WHERE run_id = ?1 AND sink_node_id = ?2", -1, &q,
-				       NULL) != SQLITE_OK)
-			return sqlt__db_error(x->db, x->err, "reading elspeth_sink_files");
-		sqlite3_bind_text(q, 1, x->rid, -1, SQLITE_STATIC);
-		sqlite3_bind_text(q, 2, n->id, -1, SQLITE_STATIC);
-		if (sqlite3_step(q) == SQLITE_ROW)
-			file_hash = (const char *)sqlite3_column_text(q, 0);
 		sqlt__bind_id(s, 1, "op-%s-sink_write-%zu", x->rid, i);
 		sqlt__bind_text(s, 2, x->rid);
 		sqlt__bind_text(s, 3, n->id);
@@ -289,13 +282,11 @@ static int write_operations(xp *x)
 		sqlt__bind_time(s, 5, n->first_write);
 		sqlt__bind_time(s, 6, n->last_write);
 		sqlt__bind_text(s, 7, status);
-		sqlt__bind_text(s, 8, file_hash);
+		sqlt__bind_nz(s, 8, n->file_hash);
 		if (!done)
 			sqlt__bind_nz(s, 9, *x->rr->error ? x->rr->error : st);
 		sqlt__bind_ms(s, 10, n->last_write - n->first_write);
-		rc = sqlt__step(x, ST_OPERATIONS);
-		sqlite3_finalize(q);
-		if (rc)
+		if ((rc = sqlt__step(x, ST_OPERATIONS)))
 			return rc;
 	}
 	return 0;
