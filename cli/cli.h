@@ -26,6 +26,8 @@ int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
+int cli_shard(int argc, char **argv);
+int cli_merge(int argc, char **argv);
 int cli_report(int argc, char **argv);
 
 /* The options of `run` and `resume` (cmd_run.c). */
@@ -38,6 +40,12 @@ typedef struct cli_run_args {
 	bool dry_run;         /* run -n: validate only, even with -x */
 	bool verbose;         /* run -v: the pipeline before, metrics after */
 	const char *database; /* resume -d: the Landscape, not landscape.url's */
+	const char *manifest; /* run --manifest: run one shard of its plan */
+	long shard;           /* run --shard K; -1: from the environment */
+	/* Set by cli_run_shard for execute(): the shard the engine runs and
+	 * the command that finishes it when it stops. */
+	const eng_shard *eshard;
+	const char *rerun;
 } cli_run_args;
 
 /* The options of the read commands `runs`, `explain`, `verify`,
@@ -57,6 +65,13 @@ typedef struct cli_report_args {
 	const char *output;       /* a file, or "-" for stdout */
 	unsigned long long rows;  /* rows listed, each kind; 0: the default */
 } cli_report_args;
+
+/* `run --manifest M [--shard K] --execute` (cmd_shard.c): runs shard K
+ * of a plan — afresh, or finishing its unfinished run, or nothing when it
+ * completed — through cli_execute. */
+int cli_run_shard(dag_graph *g, cli_run_args *a);
+/* Runs (or with a->resume resumes) and reports as `run` does. */
+int cli_execute(dag_graph *g, const cli_run_args *a);
 
 /* Parse argv (argv[0] is the command, cmd its name) into *a, which the
  * caller initialises with the defaults; strings point into argv. The

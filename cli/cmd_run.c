@@ -10,11 +10,13 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "shard/shard.h"
 #include "sqltrail/sqltrail.h"
 
 static const char run_usage[] =
 	"usage: elspeth run -s SETTINGS [-x | -n] [-v] [-f console|json]\n"
 	"                   [--sequential | --max-rows-in-flight N]\n"
+	"                   [--manifest FILE [--shard K]]\n"
 	"\n"
 	"Without --execute: validates the pipeline and says how to run it; nothing\n"
 	"is read or written. With --execute: runs every source row through the\n"
@@ -33,6 +35,11 @@ static const char run_usage[] =
 	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
 	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
 	"                             concurrency.pipelining, else 1)\n"
+	"      --manifest FILE        run one shard of the plan FILE (elspeth shard\n"
+	"                             plan): afresh, or finishing it after a crash, or\n"
+	"                             nothing when it completed (docs/scale-out.md)\n"
+	"      --shard K              which shard (0..N-1); default SLURM_ARRAY_TASK_ID\n"
+	"                             or JOB_COMPLETION_INDEX\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error (also: a transform stopped the run, e.g. an\n"
@@ -164,6 +171,8 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 		{ "format", required_argument, NULL, 'f' },
 		{ "sequential", no_argument, NULL, 'S' },
 		{ "max-rows-in-flight", required_argument, NULL, 'N' },
+		{ "manifest", required_argument, NULL, 'M' },
+		{ "shard", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -182,6 +191,7 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 	int prc;
 	int c;
 
+	a->shard = -1;
 	opterr = 0;
 	while ((c = getopt_long(argc, argv, resume ? ":s:d:xf:h" : ":s:xnvf:h",
 				resume ? resume_opts : run_opts, NULL)) != -1) {
@@ -215,6 +225,16 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			if (parse_format(cmd, optarg, &a->json))
 				return CLI_USAGE;
 			break;
+		case 'M':
+			a->manifest = optarg;
+			break;
+		case 'K':
+			if (!strcmp(optarg, "0"))
+				n = 0;
+			else if (cli_parse_count(optarg, 99999, &n))
+				return cli_usage_error(cmd, "--shard needs a shard number (0..N-1), got '%s'", optarg);
+			a->shard = (long)n;
+			break;
 		case 'h':
 			fputs(usage, stdout);
 			return -1;
@@ -227,8 +247,10 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			return cli_usage_error(cmd, "expected RUN_ID (a run id or 'latest') and -s SETTINGS");
 		a->resume = argv[optind++];
 	}
-	if (!a->path || optind != argc)
+	if ((!a->path && !a->manifest) || optind != argc)
 		return cli_usage_error(cmd, "expected -s SETTINGS");
+	if (a->shard >= 0 && !a->manifest)
+		return cli_usage_error(cmd, "--shard needs --manifest FILE (elspeth shard plan)");
 	return 0;
 }
 
@@ -338,7 +360,10 @@ static int report_stop(const eng_summary *sum, bool audit, const cli_run_args *a
 	fprintf(stderr, "%s after row %llu; sinks hold rows 1..%llu",
 		sum->halt_code ? "Stopped" : "Interrupted: stopped",
 		(unsigned long long)sum->rows, (unsigned long long)sum->rows);
-	if (audit && sum->checkpoints)
+	if (audit && sum->checkpoints && a->rerun)
+		fprintf(stderr, ". To finish the shard%s:\n  %s\n",
+			sum->halt_code == CLI_ERROR ? " once that is fixed" : "", a->rerun);
+	else if (audit && sum->checkpoints)
 		fprintf(stderr, ". To finish the run%s:\n  elspeth resume %llu -s %s%s%s --execute\n",
 			sum->halt_code == CLI_ERROR ? " once that is fixed" : "",
 			(unsigned long long)sum->run_id, a->path,
@@ -416,10 +441,11 @@ static int update_sql_trail(rec_env *rec, const char *sql, uint64_t run,
 	return CLI_ERROR;
 }
 
-static int execute(dag_graph *g, const cli_run_args *a)
+int cli_execute(dag_graph *g, const cli_run_args *a)
 {
 	eng_opts o = { .stop = &stop_flag, .settings_path = a->path,
-		       .max_rows_in_flight = (unsigned)a->max_in_flight };
+		       .max_rows_in_flight = (unsigned)a->max_in_flight,
+		       .shard = a->eshard };
 	const char *resume = a->resume;
 	bool json = a->json;
 
@@ -491,7 +517,13 @@ static int execute(dag_graph *g, const cli_run_args *a)
 		print_metrics(&sum);
 	if (resume)
 		print_resumed(&sum);
-	if (o.rec && a->database)
+	if (o.rec && a->eshard)
+		printf("  audit: shard %u's run %llu in %s (rows %llu..%llu); once every shard\n"
+		       "  has run: elspeth merge -s %s --manifest %s\n", a->eshard->index,
+		       (unsigned long long)sum.run_id, path,
+		       (unsigned long long)a->eshard->first_seq,
+		       (unsigned long long)a->eshard->last_seq, a->path, a->manifest);
+	else if (o.rec && a->database)
 		printf("  audit: run %llu in %s — explain a row with:\n"
 		       "    elspeth explain -d %s --run %llu --row 1\n",
 		       (unsigned long long)sum.run_id, path, a->database,
@@ -514,6 +546,23 @@ static int execute(dag_graph *g, const cli_run_args *a)
 	return rc == CLI_OK ? sql_rc : rc;
 }
 
+/* run --manifest without -s: the settings the plan was made from. */
+static int manifest_settings(cli_run_args *a)
+{
+	static char path[4096];
+	shd_manifest *m;
+	core_err err = { 0 };
+
+	if (shd_load(a->manifest, &m, &err)) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	snprintf(path, sizeof(path), "%s", m->settings_path);
+	shd_free(m);
+	a->path = path;
+	return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
 	cli_run_args a = { 0 };
@@ -524,6 +573,8 @@ int cli_run(int argc, char **argv)
 
 	if ((rc = cli_parse_run_args("run", run_usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
+	if (!a.path && (rc = manifest_settings(&a)))
+		return rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;
 	/* -n wins over -x, as in ELSPETH (its dry-run check comes first). */
@@ -541,7 +592,7 @@ int cli_run(int argc, char **argv)
 				       "  elspeth run -s %s --execute\n", a.path);
 		}
 	} else {
-		rc = execute(g, &a);
+		rc = a.manifest ? cli_run_shard(g, &a) : cli_execute(g, &a);
 	}
 	dag_free(g);
 	core_settings_free(s);
@@ -650,7 +701,7 @@ int cli_resume(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = cli_load(a.path, &s, &g)))
 		return rc;
-	rc = a.execute ? execute(g, &a) : resume_dry(g, &a);
+	rc = a.execute ? cli_execute(g, &a) : resume_dry(g, &a);
 	dag_free(g);
 	core_settings_free(s);
 	return rc;

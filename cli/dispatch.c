@@ -23,6 +23,11 @@ static const char usage[] =
 	"  verify -r ID|latest           check a run's audit invariants (exit 4 on violations)\n"
 	"  export -r ID|all --sqlite FILE  the trail in ELSPETH's SQL schema (SQLite)\n"
 	"  report -r ID|latest -o FILE   one run as a self-contained HTML page with charts\n"
+	"  shard plan -s SETTINGS --shards N -o MANIFEST\n"
+	"                                split the source into row ranges for array jobs\n"
+	"  run --manifest MANIFEST --shard K -x\n"
+	"                                run one shard (K from SLURM_ARRAY_TASK_ID if omitted)\n"
+	"  merge --manifest MANIFEST     the sinks' files from every shard, in source order\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
 	"\n"
@@ -73,6 +78,10 @@ int cli_main(int argc, char **argv)
 		return cli_plugins(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
 		return cli_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "shard"))
+		return cli_shard(argc - 1, argv + 1);
+	if (!strcmp(cmd, "merge"))
+		return cli_merge(argc - 1, argv + 1);
 	fprintf(stderr, "elspeth: unknown command '%s'\n\n%s", cmd, usage);
 	return CLI_USAGE;
 }

@@ -174,10 +174,18 @@ static void fill_run(const eng_audit *a, Elspeth__RunRecord *r,
 	r->settings_json = STR(s->settings_json);
 	r->settings_path = STR(path);
 	r->elspeth_version = ELSPETH_VERSION;
+	if (a->shard) {
+		r->shard_index = a->shard->index;
+		r->shard_count = a->shard->count;
+		r->shard_first_seq = a->shard->first_seq;
+		r->shard_last_seq = a->shard->last_seq;
+		r->shard_manifest_hash = (char *)STR(a->shard->manifest_hash);
+	}
 }
 
 int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
-		     const char *settings_path, core_err *err)
+		     const char *settings_path, const eng_shard *shard,
+		     core_err *err)
 {
 	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
 	json_t *topo;
@@ -186,6 +194,7 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	memset(a, 0, sizeof(*a));
 	a->g = g;
 	a->lock_fd = -1;
+	a->shard = shard;
 	atomic_init(&a->next_token, 1);
 	atomic_init(&a->next_state, 1);
 	atomic_init(&a->next_batch, 1);
@@ -247,7 +256,8 @@ int eng__topology_hash(dag_graph *g, eng_hash out, core_err *err)
 }
 
 int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
-		      const char *settings_path, const Elspeth__RunRecord *run,
+		      const char *settings_path, const eng_shard *shard,
+		      const Elspeth__RunRecord *run,
 		      const uint64_t next[3], core_err *err)
 {
 	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
@@ -260,6 +270,7 @@ int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
 	a->lock_fd = -1;
 	a->run_id = run->run_id;
 	a->settings_path = settings_path;
+	a->shard = shard;
 	a->started_ns = run->started_at_ns;
 	snprintf(a->topology_hash, sizeof(a->topology_hash), "%s", run->topology_hash);
 	atomic_init(&a->next_token, next[0]);

@@ -58,6 +58,17 @@ typedef struct eng_progress {
 	bool final;                 /* the last call of the run */
 } eng_progress;
 
+/* A shard of a sharded run (docs/scale-out.md): rows first_seq..last_seq
+ * of the source, numbered as in the whole run; the source starts at
+ * `start`, its position before first_seq (from the shard plan). An empty
+ * range has last_seq = first_seq - 1. */
+typedef struct eng_shard {
+	uint32_t index, count;       /* shard index (from 0) of count */
+	uint64_t first_seq, last_seq;
+	plg_source_pos start;
+	const char *manifest_hash;   /* sha256 hex of the manifest's plan */
+} eng_shard;
+
 typedef struct eng_opts {
 	atomic_int *stop;            /* set (from a signal handler too: it is
 				      * lock-free) to stop pulling; may be NULL */
@@ -74,6 +85,9 @@ typedef struct eng_opts {
 	 * samples, docs/report.md) about every sample_ms (0: 1000) and at
 	 * the end, by the calling thread. */
 	unsigned sample_ms;
+	/* A shard's run: only its rows, numbered as in the whole run, and
+	 * the run record says which shard it is. NULL: the whole source. */
+	const eng_shard *shard;
 } eng_opts;
 
 /* The failure classes of plugins.h (PLG_ERROR_CLASS_MAP), in its order,
@@ -143,6 +157,10 @@ extern const char *const eng_call_classes[ENG_CALL_CLASSES];
  * free with eng_summary_release(). */
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
 void eng_summary_release(eng_summary *sum);
+
+/* The topology hash a run of g records (its nodes with their options,
+ * and its edges), as 64 hex digits and a NUL. */
+int eng_topology_hash(dag_graph *g, char out[65], core_err *err);
 
 /* Resumes run `run_spec` (an id or "latest") of the Landscape o->rec from
  * its latest checkpoint (docs/architecture.md §9, docs/resume.md). First checks —

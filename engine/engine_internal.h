@@ -97,6 +97,7 @@ typedef struct eng_audit {
 	const char *settings_path;
 	eng_hash topology_hash;
 	int lock_fd;             /* rec_run_lock, held while the run runs */
+	const eng_shard *shard;  /* recorded with the run; NULL: none */
 	atomic_uint_fast64_t next_token;
 	atomic_uint_fast64_t next_state;
 	atomic_uint_fast64_t next_batch;
@@ -116,7 +117,8 @@ typedef struct eng_state {
 } eng_state;
 
 int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
-		     const char *settings_path, core_err *err);
+		     const char *settings_path, const eng_shard *shard,
+		     core_err *err);
 int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 		      const char *error, const char *metrics_json,
 		      core_err *err);
@@ -125,7 +127,8 @@ int eng__topology_hash(dag_graph *g, eng_hash out, core_err *err);
 /* Continues run (a resume): status running again, ids from next[]
  * (token, state, batch). */
 int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
-		      const char *settings_path, const Elspeth__RunRecord *run,
+		      const char *settings_path,
+		      const eng_shard *shard, const Elspeth__RunRecord *run,
 		      const uint64_t next[3], core_err *err);
 /* Hashes v (and stores it as a payload when audit is on). */
 int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
@@ -248,6 +251,9 @@ typedef struct eng_ctx {
 	uint64_t start_seq;        /* rows 1..start_seq were released */
 	plg_source_pos start_pos;  /* the source's position there */
 	bool has_start_pos;
+	/* A shard (eng_opts.shard): no row after last_seq is pulled. */
+	bool limited;
+	uint64_t last_seq;
 	/* plg_ctx.halt (run.c), called from any thread: the first call
 	 * moves `halt` from ENG_HALT_NONE to ENG_HALT_WRITING, fills
 	 * halt_code and halt_msg, publishes them (ENG_HALT_SET, release)
@@ -281,6 +287,7 @@ bool eng__sample_due(const eng_ctx *c, uint64_t now);
  * plugins' locks and may wait for room in the recorder's queue). */
 void eng__sample(eng_ctx *c, const eng_sample_at *at);
 /* run.c: everything of a run after its audit record is started. */
+int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* plg_ctx.halt for the run of c: thread-safe, the first call wins;
  * stops the run as SIGINT does (sets *c->stop). */

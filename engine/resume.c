@@ -679,7 +679,7 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 				 &r->superseded, err)) ||
 	    (rc = rec_replay_load(r->rec, r->ck, &r->replay.r, err)) ||
 	    (rc = pre_build(c, r, err)) ||
-	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, r->run,
+	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, o->shard, r->run,
 				    next, err)))
 		return rc;
 	put_resume_record(r, "running", NULL, o->max_rows_in_flight);
@@ -719,6 +719,8 @@ int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 		if (plan)
 			*plan = plan_json(&r);
 	}
+	if (!rc && o->shard)
+		rc = eng__shard_setup(&c, o->shard, err);
 	if (!rc && execute && !(rc = start(&c, &r, &audit, o, err)))
 		rc = eng__run_ctx(&c, sum, err);
 	resume_free(&r);

@@ -85,6 +85,8 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	 * moves the source on before the rest opens as usual. */
 	if (c->resume)
 		rc = eng__resume_open(c, src, err);
+	else if (c->limited && c->start_seq)
+		rc = g->nodes[0].sops->seek(src, &c->start_pos, err);
 	if (!rc)
 		rc = dag_open(g, true, err);
 	if (!rc)
@@ -221,8 +223,7 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	char *metrics;
 	int rc, frc;
 
-	if (c->resume)
-		ckpt.last = c->start_seq;
+	ckpt.last = c->start_seq; /* a resume's or a shard's first row - 1 */
 	/* A halt needs a flag to set even when the caller gave none. */
 	if (!c->stop)
 		c->stop = &c->own_stop;
@@ -271,14 +272,45 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
+	if (o && o->shard && (rc = eng__shard_setup(&c, o->shard, err)))
+		return rc;
 	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
 	if (!sum->per_sink)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = eng__audit_start(&audit, o ? o->rec : NULL, g,
-			      o ? o->settings_path : NULL, err);
+			      o ? o->settings_path : NULL, o ? o->shard : NULL, err);
 	if (rc)
 		return rc;
 	return eng__run_ctx(&c, sum, err);
+}
+
+/* A shard's rows: the source starts at its range (a seek, when the range
+ * does not start at the first row) and stops after it. */
+int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err)
+{
+	const plg_source_ops *ops = c->g->nodes[0].sops;
+
+	if (sh->first_seq < 1 || sh->last_seq + 1 < sh->first_seq)
+		return core_err_set(err, CORE_ECONFIG, "shard %u: rows %llu..%llu is no range",
+				    sh->index, (unsigned long long)sh->first_seq,
+				    (unsigned long long)sh->last_seq);
+	if (sh->first_seq > 1 && (!ops->seek || !ops->position))
+		return core_err_set(err, CORE_ECONFIG,
+			"source plugin %s cannot start at a row, so it cannot be sharded",
+			ops->name);
+	c->limited = true;
+	c->last_seq = sh->last_seq;
+	if (c->resume)
+		return 0; /* the checkpoint says where the source stands */
+	c->start_seq = sh->first_seq - 1;
+	c->start_pos = sh->start;
+	c->has_start_pos = true;
+	return 0;
+}
+
+int eng_topology_hash(dag_graph *g, char out[65], core_err *err)
+{
+	return eng__topology_hash(g, out, err);
 }
 
 void eng_summary_release(eng_summary *sum)

@@ -18,6 +18,8 @@ int eng__pl_pull(pline *p, uint64_t seq, eng_row *row)
 
 	if (p->c->pre && (rc = eng__pre_next(p->c, seq, row)))
 		return rc;
+	if (p->c->limited && seq > p->c->last_seq)
+		return 0; /* a shard's range ends here */
 	if ((rc = ops->next(p->src, &r, &p->source_err)) <= 0)
 		return rc;
 	row->seq = seq;

@@ -42,3 +42,10 @@ int plg__opt_encoding(const core_node *options, plg__encoding_use use,
 	return core_err_at(err, CORE_EUNSUPPORTED, core_map_get(options, "encoding"),
 			   "encoding '%s' is not supported; only utf-8 is", enc);
 }
+
+const char *plg__opt_path(const core_node *options)
+{
+	const core_node *p = core_map_get(options, "path");
+
+	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+}

@@ -41,6 +41,10 @@ typedef struct plg_source_row {
 typedef struct plg_source_pos {
 	uint64_t offset;
 	uint64_t line;
+	/* position() sets it when offset is a byte offset in the file that
+	 * input() names (a shard checks the bytes of its range; a JSON
+	 * array's offset is an element index) */
+	bool bytes;
 } plg_source_pos;
 
 typedef struct plg_source_ops {
@@ -66,6 +70,9 @@ typedef struct plg_source_ops {
 	 * records one by one. */
 	void (*position)(void *state, plg_source_pos *out);
 	int (*seek)(void *state, const plg_source_pos *at, core_err *err);
+	/* Optional: the file the source reads, as its options name it, or
+	 * NULL (a shard plan hashes it). Valid while options are. */
+	const char *(*input)(const core_node *options);
 } plg_source_ops;
 
 void plg_source_row_release(plg_source_row *r);
@@ -247,6 +254,18 @@ typedef struct plg_sink_pos {
 	int fd;            /* to fsync; -1: nothing to sync */
 } plg_sink_pos;
 
+/* Where the rows of a finished output file lie (sharded runs, docs/
+ * scale-out.md: the merge joins shards' part files into one file): the
+ * file is `head` bytes (a CSV header, "[\n"), the rows, then `tail`
+ * bytes ("\n]\n"); the rows of two files are joined by `joiner`
+ * (",\n"; static). A file with no rows has rows false and may still have
+ * a head (a CSV header from a schema). */
+typedef struct plg_sink_frame {
+	uint64_t head, tail;
+	bool rows;
+	const char *joiner;
+} plg_sink_frame;
+
 typedef struct plg_sink_ops {
 	const char *name;
 	const char *description;
@@ -283,7 +302,24 @@ typedef struct plg_sink_ops {
 	 * edited, truncated or replaced since the run stopped). */
 	int (*verify)(const core_node *options, const plg_sink_pos *at,
 		      core_err *err);
+	/* Optional: where the rows of `file`, a finished file this sink
+	 * wrote with these options, start and end (plg_sink_frame); a
+	 * sink without it cannot be sharded. CORE_EDATA when the file is
+	 * not one it could have written. */
+	int (*frame)(const core_node *options, const char *file,
+		     plg_sink_frame *out, core_err *err);
 } plg_sink_ops;
+
+/* Sharded runs (docs/scale-out.md): while a directory is set, every file
+ * sink of the process writes its rows to a part file in it instead of
+ * the file its options name (target() and verify() say so too): the
+ * file DIR/HHHHHHHHHHHH-NAME, for the path's SHA-256 prefix and base
+ * name. NULL: off. Set before any sink opens, by one thread. */
+int plg_set_part_dir(const char *dir, core_err *err);
+/* The file a sink writes for `path`: its part file while a part
+ * directory is set, else path. Thread-safe; valid until the directory
+ * changes. NULL when out of memory. */
+const char *plg_part_path(const char *path);
 
 /* ----------------------------------------------------------- aggregations */
 
@@ -313,6 +349,15 @@ typedef enum plg_kind {
  * Process-wide; pipelines are opened one at a time. */
 void plg_set_rate_limits(const core_rate_limit_cfg *r);
 const core_rate_limit_cfg *plg_rate_limits(void);
+
+/* A shard's share of every rate-limited service (docs/scale-out.md):
+ * the LLM transforms opened after it is set take this fraction of
+ * their pool_size (at least 1), of rate_limit's budgets and of the
+ * pace min_dispatch_delay_ms allows, so that the shards running at
+ * once together stay within the settings. 1 (the default): all of it.
+ * Process-wide, set before the pipeline opens. */
+void plg_set_capacity_share(double share);
+double plg_capacity_share(void);
 
 const plg_source_ops *plg_find_source(const char *name);
 const plg_transform_ops *plg_find_transform(const char *name);

@@ -99,6 +99,9 @@ typedef enum plg__encoding_use {
 int plg__opt_encoding(const core_node *options, plg__encoding_use use,
 		      core_err *err);
 
+/* The `path` option as it is written, or NULL (plg_source_ops.input). */
+const char *plg__opt_path(const core_node *options);
+
 /* ---- output files, shared by the sinks (defined in sink/file.c) ----
  * A buffered FILE* that counts the bytes in the file, so a sink can report
  * each row's byte range without ftell. */

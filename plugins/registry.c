@@ -45,6 +45,18 @@ const core_rate_limit_cfg *plg_rate_limits(void)
 	return rate_limits;
 }
 
+static double capacity_share = 1.0;
+
+void plg_set_capacity_share(double share)
+{
+	capacity_share = share > 0 && share < 1 ? share : 1.0;
+}
+
+double plg_capacity_share(void)
+{
+	return capacity_share;
+}
+
 const plg_source_ops *plg_find_source(const char *name)
 {
 	for (size_t i = 0; name && i < COUNT(sources); i++)

@@ -154,6 +154,13 @@ static json_t *run_json(const Elspeth__RunRecord *r)
 
 	if (!j)
 		return NULL;
+	if (r->shard_count)
+		json_object_set_new(j, "shard", json_pack("{s:I,s:I,s:I,s:I,s:s}",
+			"index", (json_int_t)r->shard_index,
+			"count", (json_int_t)r->shard_count,
+			"first_row", (json_int_t)r->shard_first_seq,
+			"last_row", (json_int_t)r->shard_last_seq,
+			"manifest_hash", r->shard_manifest_hash ? r->shard_manifest_hash : ""));
 	if (r->completed_at_ns > r->started_at_ns)
 		json_object_set_new(j, "duration_seconds",
 			json_real((double)(r->completed_at_ns - r->started_at_ns) / 1e9));

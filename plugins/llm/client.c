@@ -1,4 +1,5 @@
 /* client.c — the LLM client (plugins/llm/llm.h, "client"). */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -103,6 +104,21 @@ static void budgets(http_cfg *x, int provider)
 	x->max_tps = sv->tokens_per_minute / 60;
 }
 
+/* A shard takes its share of the service (plg_capacity_share). */
+static void share_capacity(http_cfg *x, unsigned pool)
+{
+	double share = plg_capacity_share();
+	double p = ceil((double)pool * share);
+
+	x->pool_size = p < 1 ? 1 : (unsigned)p;
+	x->max_rps *= share;
+	x->max_tps *= share;
+	if (share < 1 && x->min_dispatch_delay_ms > 0)
+		x->min_dispatch_delay_ms /= share;
+	if (x->max_dispatch_delay_ms < x->min_dispatch_delay_ms)
+		x->max_dispatch_delay_ms = x->min_dispatch_delay_ms;
+}
+
 static int throttle(llm_client *c, const core_node *o, int provider, core_err *err)
 {
 	static const char *const modes[] = { "adaptive", "aimd", NULL };
@@ -128,9 +144,9 @@ static int throttle(llm_client *c, const core_node *o, int provider, core_err *e
 	if (x->max_dispatch_delay_ms < x->min_dispatch_delay_ms)
 		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "max_dispatch_delay_ms"),
 				   "max_dispatch_delay_ms is less than min_dispatch_delay_ms");
-	x->pool_size = (unsigned)pool;
 	x->mode = (http_mode)mode;
 	budgets(x, provider);
+	share_capacity(x, (unsigned)pool);
 	return 0;
 }
 

@@ -453,6 +453,43 @@ static int csv_close(void *state, core_err *err)
 	return rc;
 }
 
+/* The header is the head; rows follow one per line; no tail. */
+static int csv_frame(const core_node *options, const char *file,
+		     plg_sink_frame *out, core_err *err)
+{
+	struct csv_sink s = { 0 };
+	plg__csv_reader r;
+	const char *path;
+	bool append;
+	struct stat st;
+	FILE *fp;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	out->joiner = "";
+	rc = parse_options(&s, options, &path, &append, err);
+	plg__schema_free(s.schema);
+	if (rc)
+		return rc;
+	if (!(fp = fopen(file, "rb")) || fstat(fileno(fp), &st)) {
+		rc = core_err_set(err, CORE_EIO, "cannot read '%s': %s", file,
+				  strerror(errno));
+		if (fp)
+			fclose(fp);
+		return rc;
+	}
+	plg__csv_reader_init(&r, fp, s.delim);
+	rc = plg__csv_reader_next(&r, err);
+	if (rc == 1) {
+		out->head = r.pos;
+		out->rows = (uint64_t)st.st_size > r.pos;
+		rc = 0;
+	}
+	plg__csv_reader_release(&r);
+	fclose(fp);
+	return rc;
+}
+
 const plg_sink_ops plg__csv_sink = {
 	.name = "csv",
 	.description = "Write rows to a CSV file (RFC 4180 quoting, header line)",
@@ -465,4 +502,5 @@ const plg_sink_ops plg__csv_sink = {
 	.resume = csv_resume,
 	.target = plg__outfile_target,
 	.verify = plg__outfile_verify,
+	.frame = csv_frame,
 };

@@ -14,12 +14,107 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "plugins/plugins_internal.h"
+
+/* ----------------------------------------------------------- part files
+ * Sharded runs (plugins.h: plg_set_part_dir): each target path maps to
+ * one part file, computed once and kept, so the strings handed out stay
+ * valid while the directory is set. */
+
+typedef struct part_map {
+	char *from, *to;
+} part_map;
+
+static pthread_mutex_t part_lock = PTHREAD_MUTEX_INITIALIZER;
+static char *part_dir;
+static part_map *parts;
+static size_t nparts;
+
+int plg_set_part_dir(const char *dir, core_err *err)
+{
+	char *copy = dir ? strdup(dir) : NULL;
+
+	if (dir && !copy)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	pthread_mutex_lock(&part_lock);
+	for (size_t i = 0; i < nparts; i++) {
+		free(parts[i].from);
+		free(parts[i].to);
+	}
+	free(parts);
+	parts = NULL;
+	nparts = 0;
+	free(part_dir);
+	part_dir = copy;
+	pthread_mutex_unlock(&part_lock);
+	return 0;
+}
+
+static char *part_of(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	uint8_t h[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	size_t n;
+	char *out;
+
+	core_sha256(path, strlen(path), h);
+	core_hex(h, sizeof(h), hex);
+	base = base ? base + 1 : path;
+	n = strlen(part_dir) + strlen(base) + 15;
+	if ((out = malloc(n)))
+		snprintf(out, n, "%s/%.12s-%s", part_dir, hex, base);
+	return out;
+}
+
+const char *plg_part_path(const char *path)
+{
+	const char *to = NULL;
+	part_map *grown;
+
+	if (!path)
+		return NULL;
+	pthread_mutex_lock(&part_lock);
+	if (!part_dir) {
+		pthread_mutex_unlock(&part_lock);
+		return path;
+	}
+	for (size_t i = 0; i < nparts && !to; i++)
+		if (!strcmp(parts[i].from, path))
+			to = parts[i].to;
+	if (!to && (grown = realloc(parts, (nparts + 1) * sizeof(*parts)))) {
+		parts = grown;
+		parts[nparts].from = strdup(path);
+		parts[nparts].to = part_of(path);
+		if (parts[nparts].from && parts[nparts].to) {
+			to = parts[nparts++].to;
+		} else {
+			free(parts[nparts].from);
+			free(parts[nparts].to);
+		}
+	}
+	pthread_mutex_unlock(&part_lock);
+	return to;
+}
+
+/* The file to open for path: its part file in a sharded run. */
+static const char *file_for(const char *path, core_err *err)
+{
+	const char *p = plg_part_path(path);
+
+	if (!p)
+		core_err_set(err, CORE_ENOMEM, "out of memory");
+	return p;
+}
+
+/* --------------------------------------------------------------- files */
 
 /* mkdir -p of path's parent directories. */
 static int mkdir_parents(const char *path, core_err *err)
@@ -82,6 +177,8 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
+	if (!(path = file_for(path, err)))
+		return err->code;
 	rc = mkdir_parents(path, err);
 	if (rc)
 		return rc;
@@ -160,6 +257,8 @@ int plg__outfile_resume(plg__outfile *f, const char *path,
 	int rc;
 
 	memset(f, 0, sizeof(*f));
+	if (!(path = file_for(path, err)))
+		return err->code;
 	if (!at->pos && (rc = mkdir_parents(path, err)))
 		return rc;
 	/* A file the run never got to create starts empty. */
@@ -233,7 +332,7 @@ const char *plg__outfile_target(const core_node *options)
 {
 	const core_node *p = core_map_get(options, "path");
 
-	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+	return p && p->kind == CORE_NODE_SCALAR ? plg_part_path(p->value) : NULL;
 }
 
 int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,

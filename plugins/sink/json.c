@@ -15,9 +15,12 @@
  * JSON. Appending to an array is not supported (a config error).
  *
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "plugins/plugins_internal.h"
 
@@ -199,6 +202,46 @@ static int json_close(void *state, core_err *err)
 	return rc;
 }
 
+/* jsonl: rows only. json: "[\n", the rows, "\n]\n" ("[]\n" without). */
+static int json_frame(const core_node *options, const char *file,
+		      plg_sink_frame *out, core_err *err)
+{
+	struct json_sink s = { 0 };
+	char head[2], tail[3];
+	const char *path;
+	uint64_t size;
+	bool append;
+	int fd, rc;
+
+	memset(out, 0, sizeof(*out));
+	out->joiner = "";
+	rc = parse_options(&s, options, &path, &append, err);
+	plg__schema_free(s.schema);
+	if (rc)
+		return rc;
+	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
+		return core_err_set(err, CORE_EIO, "cannot read '%s': %s", file,
+				    strerror(errno));
+	size = (uint64_t)lseek(fd, 0, SEEK_END);
+	if (s.jsonl) {
+		out->rows = size > 0;
+	} else if (size == 3) {
+		out->head = 3; /* "[]\n" */
+	} else if (size < 5 || pread(fd, head, 2, 0) != 2 ||
+		   pread(fd, tail, 3, (off_t)size - 3) != 3 ||
+		   memcmp(head, "[\n", 2) || memcmp(tail, "\n]\n", 3)) {
+		rc = core_err_set(err, CORE_EDATA,
+				  "'%s' is not a JSON array this sink wrote", file);
+	} else {
+		out->head = 2;
+		out->tail = 3;
+		out->rows = true;
+		out->joiner = ",\n";
+	}
+	close(fd);
+	return rc;
+}
+
 const plg_sink_ops plg__json_sink = {
 	.name = "json",
 	.description = "Write rows to a JSON array file or a JSONL file (one object per line)",
@@ -211,4 +254,5 @@ const plg_sink_ops plg__json_sink = {
 	.resume = json_resume,
 	.target = plg__outfile_target,
 	.verify = plg__outfile_verify,
+	.frame = json_frame,
 };

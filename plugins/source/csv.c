@@ -403,6 +403,7 @@ static void csv_position(void *state, plg_source_pos *out)
 
 	out->offset = s->rd.pos;
 	out->line = (uint64_t)s->rd.lines_read + 1;
+	out->bytes = true;
 }
 
 static int csv_seek(void *state, const plg_source_pos *at, core_err *err)
@@ -422,4 +423,5 @@ const plg_source_ops plg__csv_source = {
 	.progress = csv_progress,
 	.position = csv_position,
 	.seek = csv_seek,
+	.input = plg__opt_path,
 };

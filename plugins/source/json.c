@@ -325,6 +325,7 @@ static void json_position(void *state, plg_source_pos *out)
 
 		out->offset = o < 0 ? 0 : (uint64_t)o;
 		out->line = (uint64_t)s->line;
+		out->bytes = true;
 	}
 }
 
@@ -357,4 +358,5 @@ const plg_source_ops plg__json_source = {
 	.close = json_close,
 	.position = json_position,
 	.seek = json_seek,
+	.input = plg__opt_path,
 };

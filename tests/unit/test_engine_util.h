@@ -668,7 +668,7 @@ static inline void tp_open_rec(tpipe *p, const char *yaml, rec_env *rec)
 {
 	memset(p, 0, sizeof(*p));
 	p->g = eng_graph(yaml, &p->s);
-	cr_assert_eq(eng__audit_start(&p->audit, rec, p->g, "t.yaml", &p->err), 0,
+	cr_assert_eq(eng__audit_start(&p->audit, rec, p->g, "t.yaml", NULL, &p->err), 0,
 		     "%s", p->err.msg);
 	p->c = (eng_ctx){ .g = p->g, .audit = &p->audit, .stop = &tstop,
 			  .t0_mono = core_now_mono_ns() };
