@@ -57,7 +57,15 @@ typedef struct cli_read_args {
 	bool no_tui;          /* explain --no-tui: text (always, we have no TUI) */
 	const char *sqlite;   /* export --sqlite FILE */
 	bool payloads;        /* export --payloads */
+	const char *manifest; /* --manifest: every shard of a plan */
 } cli_read_args;
+
+/* runs, explain, verify and export over the shards of a plan
+ * (cmd_manifest.c); the caller parsed a->manifest. */
+int cli_runs_manifest(const cli_read_args *a);
+int cli_explain_manifest(const cli_read_args *a);
+int cli_verify_manifest(const cli_read_args *a);
+int cli_export_manifest(const cli_read_args *a);
 
 /* The options of `report` (cmd_report.c). */
 typedef struct cli_report_args {

@@ -31,6 +31,8 @@ int cli_export(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if (!a.sqlite)
 		return cli_usage_error("export", "--sqlite FILE is required");
+	if (a.manifest)
+		return cli_export_manifest(&a);
 	o.payloads = a.payloads;
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;

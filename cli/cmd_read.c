@@ -11,7 +11,8 @@ static const char where_help[] =
 	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
 	"  -d, --database PATH   ... or from this LMDB directory, or SQL trail file\n"
 	"                        (sqlite:///FILE: the LMDB directory FILE.lmdb)\n"
-	"                        (default: ./state/audit.lmdb)\n";
+	"                        (default: ./state/audit.lmdb)\n"
+	"      --manifest FILE   ... or every shard of this plan (elspeth shard plan)\n";
 
 int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			char **argv, cli_read_args *a)
@@ -27,6 +28,7 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		{ "no-tui", no_argument, NULL, 'T' },
 		{ "sqlite", required_argument, NULL, 'Q' },
 		{ "payloads", no_argument, NULL, 'P' },
+		{ "manifest", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -41,6 +43,7 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		case 'd': a->database = optarg; break;
 		case 'r': a->run = optarg; break;
 		case 'k': a->sink = optarg; break;
+		case 'M': a->manifest = optarg; break;
 		case 'j': a->json = true; break;
 		case 'T':
 			/* ELSPETH's explain: text instead of its TUI. We
@@ -74,6 +77,9 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 	}
 	if (optind != argc)
 		return cli_usage_error(cmd, "unexpected argument '%s'", argv[optind]);
+	if (a->manifest && (a->settings || a->database))
+		return cli_usage_error(cmd, "--manifest reads every shard's own trail: "
+				       "it takes no -s or -d");
 	return 0;
 }
 
@@ -162,6 +168,8 @@ int cli_runs(int argc, char **argv)
 
 	if ((rc = cli_parse_read_args("runs", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
+	if (a.manifest)
+		return cli_runs_manifest(&a);
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
 	rc = rec_list_runs(env, &runs, &err);
@@ -217,6 +225,8 @@ int cli_explain(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if (!a.row == !a.token)
 		return cli_usage_error("explain", "give exactly one of --row SEQ or --token ID");
+	if (a.manifest)
+		return cli_explain_manifest(&a);
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
 	rc = rec_resolve_run(env, a.run, &run, &err);
@@ -269,6 +279,8 @@ int cli_verify(int argc, char **argv)
 
 	if ((rc = cli_parse_read_args("verify", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
+	if (a.manifest)
+		return cli_verify_manifest(&a);
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
 	rc = rec_resolve_run(env, a.run, &run, &err);

@@ -174,6 +174,11 @@ static void print_token(FILE *f, const json_t *t)
 			num(a, "offset") + num(a, "length"), num(a, "length"),
 			str(a, "content_hash"),
 			s ? " (abandoned: not part of the final output)" : "");
+	if (a && json_object_get(a, "final"))
+		fprintf(f, "  Merged: %s bytes %lld..%lld\n",
+			str(json_object_get(a, "final"), "path"),
+			num(json_object_get(a, "final"), "offset"),
+			num(json_object_get(a, "final"), "offset") + num(a, "length"));
 }
 
 /* A run's resumes, one line each (nothing for a run never resumed). */

@@ -23,11 +23,6 @@
 
 #include "shard/shard_internal.h"
 
-typedef struct shard_run {
-	rec_env *rec;
-	uint64_t run;
-} shard_run;
-
 typedef struct part {
 	char *path;
 	uint64_t size;
@@ -70,7 +65,7 @@ static int run_matches(const shd_manifest *m, uint32_t k, const json_t *run,
 	return 0;
 }
 
-static int verified(uint32_t k, shard_run *s, core_err *err)
+static int verified(uint32_t k, shd__run *s, core_err *err)
 {
 	json_t *report = NULL, *viol;
 	int rc = rec_verify(s->rec, s->run, &report, err);
@@ -87,8 +82,7 @@ static int verified(uint32_t k, shard_run *s, core_err *err)
 	return rc;
 }
 
-/* Opens shard k's Landscape and checks its latest run. */
-static int open_shard(const shd_manifest *m, uint32_t k, shard_run *s, core_err *err)
+int shd__open_run(const shd_manifest *m, uint32_t k, shd__run *s, core_err *err)
 {
 	char path[4096];
 	json_t *runs = NULL, *last;
@@ -112,12 +106,12 @@ static int open_shard(const shd_manifest *m, uint32_t k, shard_run *s, core_err 
 	if (!rc)
 		rc = run_matches(m, k, last, err);
 	json_decref(runs);
-	return rc ? rc : verified(k, s, err);
+	return rc;
 }
 
 /* -------------------------------------------------------------- parts */
 
-static int load_part(const shd_manifest *m, uint32_t k, shard_run *s,
+static int load_part(const shd_manifest *m, uint32_t k, shd__run *s,
 		     const dag_node *n, size_t node, part *p, core_err *err)
 {
 	Elspeth__SinkFileRecord *f = NULL;
@@ -381,7 +375,7 @@ static void fsync_dir_of(const char *path)
 }
 
 /* One sink: its parts from every shard, the final file, its map. */
-static int merge_sink(const shd_manifest *m, shard_run *runs, const dag_node *n,
+static int merge_sink(const shd_manifest *m, shd__run *runs, const dag_node *n,
 		      size_t node, json_t *sinks, core_err *err)
 {
 	part *parts = calloc(m->nshards, sizeof(*parts));
@@ -438,7 +432,7 @@ done:
 
 int shd_merge(const shd_manifest *m, dag_graph *g, json_t **report, core_err *err)
 {
-	shard_run *runs = calloc(m->nshards, sizeof(*runs));
+	shd__run *runs = calloc(m->nshards, sizeof(*runs));
 	json_t *sinks = json_array(), *doc = NULL;
 	char path[4096];
 	int rc = 0;
@@ -452,7 +446,8 @@ int shd_merge(const shd_manifest *m, dag_graph *g, json_t **report, core_err *er
 	if ((rc = shd_check_settings(m, g, err)))
 		goto done;
 	for (uint32_t k = 0; k < m->nshards && !rc; k++)
-		rc = open_shard(m, k, &runs[k], err);
+		if (!(rc = shd__open_run(m, k, &runs[k], err)))
+			rc = verified(k, &runs[k], err);
 	for (size_t i = 0; i < g->nnodes && !rc; i++)
 		if (g->nodes[i].kind == DAG_SINK)
 			rc = merge_sink(m, runs, &g->nodes[i], i, sinks, err);

@@ -106,4 +106,26 @@ int shd_find_row(const shd_manifest *m, uint64_t seq);
 int shd_merge(const shd_manifest *m, dag_graph *g, json_t **report,
 	      core_err *err);
 
+/* Shard k's Landscape (read-only) and its latest run, which must have
+ * completed as shard k of this plan; the caller closes *env (set even
+ * on error, or NULL). */
+int shd_open_shard(const shd_manifest *m, uint32_t k, rec_env **env,
+		   uint64_t *run, core_err *err);
+
+/* merge.json's document, or NULL when the shards were not merged (or it
+ * cannot be read). */
+json_t *shd_merge_record(const shd_manifest *m);
+/* Where bytes [offset, offset + len) of a part file landed in its final
+ * file, by merge.json: true with *path (in rec) and *final_offset. */
+bool shd_final_range(const json_t *rec, const char *part, uint64_t offset,
+		     const char **path, uint64_t *final_offset);
+
+/* `verify --manifest`: every shard's latest run (the checks of `verify`
+ * and that it covers its range), the manifest's coverage of rows
+ * 1..rows, and, after a merge, that each final file and part is what
+ * merge.json says. *report = {"manifest", "shards": [{"shard", "run_id",
+ * "status", "violation_count", "violations"}], "merge": {...} | null,
+ * "violation_count", "violations"}. Returns 0 when the checks ran. */
+int shd_verify(const shd_manifest *m, json_t **report, core_err *err);
+
 #endif /* ELSPETH_SHARD_H */

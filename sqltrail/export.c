@@ -568,7 +568,10 @@ static int export_run(xp *x, uint64_t run)
 	int rc;
 
 	x->run = run;
-	snprintf(x->rid, sizeof(x->rid), "%llu", (unsigned long long)run);
+	if (x->o && x->o->run_label)
+		snprintf(x->rid, sizeof(x->rid), "%s", x->o->run_label);
+	else
+		snprintf(x->rid, sizeof(x->rid), "%llu", (unsigned long long)run);
 	if (sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return sqlt__db_error(x->db, x->err, "starting a transaction");
 	if ((rc = rec_read_begin(x->env, &x->t, x->err)))

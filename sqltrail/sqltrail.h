@@ -20,6 +20,10 @@
 
 typedef struct sqlt_opts {
 	bool payloads; /* also copy the payloads the run refers to */
+	/* The run's id in the file instead of its number (at most 23
+	 * bytes): "shard-3" for a shard's run, whose Landscape numbers its
+	 * runs from 1 as every shard's does. NULL: the number. */
+	const char *run_label;
 } sqlt_opts;
 
 /*
