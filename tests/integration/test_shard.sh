@@ -382,7 +382,7 @@ kill_at() {
 sb() {
   slow_ref
   export OUT=$WORK/b/out
-  local round d k rows last want n1 first
+  local round d k rows last want n1 first try
   echo "# SHARD_SEED=$SEED"
   for round in 1 2 3 4; do
     d=$WORK/b/r$round; rm -rf "$d" "$OUT"
@@ -391,11 +391,18 @@ sb() {
     read -r first last < <(shard_ranges "$d/m.json" | sed -n "$((k + 1))p")
     rows=$((last - first + 1))
     # Round 1: as soon as the run started (before its first checkpoint);
-    # then a random point of the shard's rows (small.csv holds ~half).
-    # (small.csv gets about half the rows, two lines each)
+    # then a random point of the shard's rows (small.csv holds about half
+    # of them, two lines each). A kill that comes too late on a loaded
+    # machine (the shard ended) is tried again, earlier.
     if [ $round = 1 ]; then want=start; else want=$(( 20 + RANDOM % (rows * 2 / 3) )); fi
-    start_shard "$d" $k
-    kill_at "$d" $k $want
+    for try in 1 2 3; do
+      rm -rf "$d/m.d"
+      start_shard "$d" $k
+      kill_at "$d" $k $want
+      [ "$BGRC" = 137 ] && break
+      echo "    # kill round $round: shard $k not killed at '$want' (exit $BGRC): again, earlier"
+      [ $want = start ] || want=$((want / 3))
+    done
     n1=$(nlines "$(part "$d" $k small.csv)")
     if [ "$BGRC" != 137 ]; then
       fail "kill round $round: shard $k was not killed mid-run at $want (exit $BGRC)"; show "$d/bg-$k.log"; continue
@@ -428,6 +435,40 @@ sb() {
     el "$d/verify.log" verify --manifest "$d/m.json"
     [ $RC = 0 ] || { fail "kill round $round: verify --manifest exits $RC"; show "$d/verify.log"; }
   done
+
+  # SIGINT: shard 1 stops (exit 3) naming the command that finishes it;
+  # the merge refuses it as interrupted; `runs` says so; run again, merged.
+  d=$WORK/b/int; rm -rf "$d" "$OUT"
+  plan sigint slow.yaml 3 "$d" && run_shards sigint slow.yaml "$d" 0 2 || { unset OUT; return; }
+  read -r first last < <(shard_ranges "$d/m.json" | sed -n 2p)
+  for try in 1 2 3; do
+    rm -rf "$d/m.d/shard-0001"
+    start_shard "$d" 1
+    for i in $(seq 1 20000); do
+      kill -0 "$BG" 2>/dev/null || break
+      [ "$(nlines "$(part "$d" 1 small.csv)")" -ge $((20 + RANDOM % 100)) ] && break
+      sleep 0.003
+    done
+    kill -INT "$BG" 2>/dev/null; wait "$BG"; BGRC=$?
+    [ $BGRC = 3 ] && break
+  done
+  if [ $BGRC = 3 ] && grep -qF "To finish the shard:" "$d/bg-1.log" &&
+     grep -qF "elspeth run -s slow.yaml --manifest $d/m.json --shard 1 --execute" "$d/bg-1.log"; then
+    pass "SIGINT: shard 1 exits 3 naming the command that finishes it"
+  else fail "SIGINT: shard 1 exits $BGRC"; show "$d/bg-1.log"; fi
+  # Its rows are numbered as in the whole run ($first..$last).
+  grep -qE "stopped after row [0-9]+; sinks hold rows $first\.\." "$d/bg-1.log" &&
+    pass "SIGINT: the stop message counts shard 1's rows from its first ($first)" ||
+    { fail "SIGINT: the stop message of shard 1 (rows $first..$last) does not number its rows from $first"; grep -m1 "stopped after" "$d/bg-1.log" | sed 's/^/    /'; }
+  el "$d/refuse.log" merge --manifest "$d/m.json"
+  refused "SIGINT: merge with shard 1 interrupted" 1 "shard 1: its run 1 is interrupted, not completed" "$d/refuse.log"
+  el "$d/runs.log" runs --manifest "$d/m.json"
+  grep -qE '^ +1 .* interrupted ' "$d/runs.log" && pass "SIGINT: runs --manifest says shard 1 is interrupted" ||
+    { fail "SIGINT: runs --manifest"; show "$d/runs.log"; }
+  el "$d/rerun.log" run -s slow.yaml --manifest "$d/m.json" --shard 1 --execute
+  [ $RC = 0 ] && grep -q "finishing its run 1 from its checkpoint" "$d/rerun.log" && merge sigint "$d" && same_out slowref "$OUT" &&
+    pass "SIGINT: shard 1 run again finishes from its checkpoint; merged: identical to the unsharded run" ||
+    { fail "SIGINT: run again / merge (exit $RC)"; show "$d/rerun.log"; }
   unset OUT
 }
 
@@ -489,8 +530,8 @@ sc() {
   OUT=$WORK/c/elsewhere el "$d/set2.log" merge --manifest "$d/m.json"
   refused "merge with other settings (OUT changed)" 1 "the settings differ from those" "$d/set2.log"
 
-  # A good merge, then refusals that must not touch the merged files: the
-  # parts are changed on copies of the plan's directory.
+  # A good merge; then each refusal below starts from its shards (a saved
+  # copy of the plan's directory put back) and no merged file yet.
   merge refusals "$d" || return
   same_out c/fastref "$o" && pass "refusals: the good merge is identical to the unsharded run" || fail "refusals: merge differs"
   local good
@@ -498,6 +539,11 @@ sc() {
   el "$d/again-merge.log" merge --manifest "$d/m.json"
   [ $RC = 0 ] && [ "$(tree_sum "$o")" = "$good" ] && [ -z "$(ls "$o" | grep merging)" ] &&
     pass "merge run again: exit 0, the same bytes" || { fail "merge run again: exit $RC or other bytes"; show "$d/again-merge.log"; }
+  el "$d/merge.json.out" merge --manifest "$d/m.json" -f json
+  [ $RC = 0 ] && [ "$(jget "$d/merge.json.out" '" ".join("%s:%d" % (s["sink"], len(s["parts"])) for s in d["sinks"])')" = "big:3 small:3 quarantine:3" ] &&
+    cmp -s <(jget "$d/merge.json.out" 'json.dumps(d, sort_keys=True)') <(jget "$d/m.d/merge.json" 'json.dumps(d, sort_keys=True)') &&
+    [ "$(tree_sum "$o")" = "$good" ] && pass "merge -f json: merge.json's document (3 sinks of 3 parts), the same bytes again" ||
+    { fail "merge -f json: exit $RC"; show "$d/merge.json.out"; }
   : > "$o/big.json.merging"
   el "$d/stale.log" merge --manifest "$d/m.json"
   [ $RC = 0 ] && [ "$(tree_sum "$o")" = "$good" ] && pass "merge after a crashed merge (a stale .merging file): the same bytes, the leftover gone" ||
@@ -505,10 +551,10 @@ sc() {
 
   # Tampered, missing and foreign parts: the Landscapes name the parts by
   # path, so the originals are edited in place, then restored.
-  local sinks="big.json small.csv quarantine.jsonl" s k=1 saved=$WORK/c/saved
+  local s k=1 saved=$WORK/c/saved
   rm -rf "$saved"; cp -a "$d/m.d" "$saved"
   restore() { rm -rf "$d/m.d"; cp -a "$saved" "$d/m.d"; rm -rf "$o"; }
-  for s in small.csv quarantine.jsonl; do
+  for s in big.json small.csv quarantine.jsonl; do
     restore
     p=$(part "$d" $k $s)
     # One byte in the middle of the part changed (its size kept).
