@@ -812,6 +812,31 @@ Test(shard, find_row_with_empty_shards)
 	pipe_close(&p);
 }
 
+/* An empty file (no header either): no rows, every shard empty, each
+ * starting at byte 0; a shard of it reads nothing. */
+Test(shard, empty_csv_file)
+{
+	const char *path = tpath("empty.csv");
+	tpipe p;
+
+	write_file(path, "", 0);
+	csv_pipe(&p, path, 0);
+	for (uint32_t n = 1; n <= 4; n++) {
+		shd_manifest *m = plan(&p, n);
+
+		check_cover(m, 0, true);
+		for (uint32_t k = 0; k < n; k++) {
+			cr_assert_eq(m->ranges[k].start.offset, 0);
+			cr_assert_eq(m->ranges[k].byte_end, 0);
+		}
+		cr_assert_eq(m->source_size, 0);
+		check_boundaries(&p, m, "id");
+		check_hashes(m);
+		shd_free(m);
+	}
+	pipe_close(&p);
+}
+
 /* The working directory is named after the manifest; shard paths. */
 Test(shard, paths)
 {
