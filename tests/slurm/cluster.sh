@@ -35,7 +35,7 @@ NODE=$(hostname -s)
 PARTITION="test"
 # Seconds to wait: for the node to become idle after start, for jobs to
 # end after scancel, for a daemon to exit after SIGTERM.
-START_TIMEOUT=${SLURM_TEST_START_TIMEOUT:-30}
+START_TIMEOUT=${TEST_SLURM_START_TIMEOUT:-30}
 STOP_TIMEOUT=10
 
 say() { echo "cluster: $*" >&2; }
@@ -174,7 +174,9 @@ JobCompType=jobcomp/none
 SchedulerType=sched/backfill
 # Schedule on every event (submit, job end) at once: by default batch jobs
 # wait for a cycle every 3 s, which doubled a 4-task array's wall time.
-SchedulerParameters=batch_sched_delay=0,sched_min_interval=0
+# A job whose dependency can never be met (afterok on a failed job) is
+# cancelled rather than left pending forever, so callers see it end.
+SchedulerParameters=batch_sched_delay=0,sched_min_interval=0,kill_invalid_depend
 # Cores are the unit handed out, so array tasks share the node.
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
@@ -199,17 +201,22 @@ for _v in \$(compgen -e | grep -E '^(SLURM|SBATCH|SALLOC|SRUN|SQUEUE|SINFO|SCANC
 done
 unset _v
 export SLURM_CONF=$DIR/slurm.conf
-export SLURM_TEST_DIR=$DIR
-export SLURM_TEST_NODE=$NODE
-export SLURM_TEST_PARTITION=$PARTITION
+export TEST_SLURM_DIR=$DIR
+export TEST_SLURM_NODE=$NODE
+export TEST_SLURM_PARTITION=$PARTITION
 EOF
 }
 
 start_munged() {
   local m=$DIR/munge i
   # munged, as the munge user, must reach DIR/munge: DIR is often a
-  # mktemp -d (0700). Traversal only; DIR stays unreadable to others.
+  # mktemp -d (0700). Traversal only; DIR stays unreadable to others. Its
+  # parents are the caller's: we only say when one is in the way.
   chmod go+x "$DIR"
+  if ! setpriv --reuid=munge --regid=munge --clear-groups -- test -x "$DIR"; then
+    say "the munge user cannot reach $DIR: make its parent directories searchable (chmod go+x)"
+    return 1
+  fi
   # munged wants its socket's directory searchable by all (clients must
   # reach the socket) and writable by none but itself; the key in it is
   # 0400, readable by munged alone.
