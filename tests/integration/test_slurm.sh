@@ -183,12 +183,18 @@ grep -qF "path: $Q/data/big.csv" "$Q/settings.yaml" || fail "b. the settings rea
 REF="$WORK/unsharded"
 mkdir -p "$REF"
 t=$(date +%s.%N)
+# records FILE: CSV records in FILE, header included (0 when missing).
+records() { python3 -c 'import csv, sys; print(sum(1 for _ in csv.reader(open(sys.argv[1], newline=""))))' "$1" 2>/dev/null || echo 0; }
+# lines FILE: lines in FILE (0 when missing); a JSONL record is one line.
+lines() { if [ -f "$1" ]; then wc -l < "$1"; else echo 0; fi; }
+REF_OK=
 if (cd "$REF" && ELSPETH_OUT_DIR="$REF/out" "$ELSPETH" run -s "$Q/settings.yaml" --execute > run.log 2>&1); then
   T_REF=$(since "$t")
-  nq=$(wc -l < "$REF/out/quarantine.jsonl")
-  nu=$(wc -l < "$REF/out/urgent.jsonl")
-  nn=$(python3 -c 'import csv, sys; print(sum(1 for _ in csv.reader(open(sys.argv[1], newline=""))) - 1)' "$REF/out/normal.csv")
+  nq=$(lines "$REF/out/quarantine.jsonl")
+  nu=$(lines "$REF/out/urgent.jsonl")
+  nn=$(($(records "$REF/out/normal.csv") - 1))
   if [ "$nq" -eq "$BAD" ] && [ $((nq + nu + nn)) -eq "$ROWS" ]; then
+    REF_OK=1
     pass "b. unsharded reference: $nu urgent + $nn normal + $nq quarantined = $ROWS rows (${T_REF} s)"
   else
     fail "b. unsharded reference: $nu urgent + $nn normal + $nq quarantined (want $BAD), not $ROWS rows"
@@ -239,11 +245,12 @@ else
       T_SHARDED=$(since "$t")
       pass "b. 4 shards as an array job, then the merge (afterok), complete (${T_SHARDED} s)"
       bad=
-      for f in $(cd "$REF/out" && ls); do
+      [ -n "$REF_OK" ] || bad="(no unsharded reference to compare with) "
+      for f in $(cd "$REF/out" 2>/dev/null && ls); do
         cmp "$REF/out/$f" "$S/out/$f" > "$S/cmp.log" 2>&1 || bad+="$f ($(head -1 "$S/cmp.log")) "
       done
-      for f in $(cd "$S/out" && ls); do [ -e "$REF/out/$f" ] || bad+="$f (not in the unsharded run) "; done
-      if [ -z "$bad" ] && [ -n "$(ls "$REF/out")" ]; then
+      for f in $(cd "$S/out" 2>/dev/null && ls); do [ -e "$REF/out/$f" ] || bad+="$f (not in the unsharded run) "; done
+      if [ -z "$bad" ] && [ -n "$(ls "$REF/out" 2>/dev/null)" ]; then
         pass "b. merged sinks byte-identical to the unsharded run: $(cd "$REF/out" && ls | paste -sd' ')"
       else
         fail "b. merged sinks differ from the unsharded run: ${bad:-no sink files}"
