@@ -145,9 +145,11 @@ cp -r "$SRC/examples/quickstart" "$Q"
 rm -rf "$Q/out" "$Q/expected"
 # ROWS tickets in the example's 5 columns: every 97th subject spans two
 # lines (a quoted newline: byte offsets and line numbers part ways, and a
-# shard boundary cannot be found by splitting lines), some have commas and
+# shard boundary cannot be found by splitting lines), and so do the rows
+# on both sides of the boundaries of 4 equal shards; some have commas and
 # doubled quotes, and BAD rows fail validation (quarantined with their
-# line numbers, which must survive sharding).
+# line numbers, which must survive sharding), one of them first in its
+# shard.
 BAD=$(python3 - "$Q/data/big.csv" "$ROWS" <<'EOF'
 import csv, random, sys
 path, rows = sys.argv[1], int(sys.argv[2])
@@ -167,7 +169,7 @@ with open(path, 'w', newline='') as f:
                'subject': rnd.choice(subjects),
                'priority': rnd.choice(['high', 'medium', 'low']),
                'amount': '%.2f' % rnd.uniform(5, 500)}
-        if i % 97 == 0 or i == 3001:
+        if i % 97 == 0 or i in (1000, 1001, 2000, 2001, 3000, 3001):
             row['subject'] = 'Printer says "paper jam"\nbut the tray is empty, row %d' % i
         if i in bad:
             row[bad[i][0]] = bad[i][1]
@@ -233,7 +235,21 @@ else
     fail "b. elspeth shard plan --shards 4"; tail -n 20 "$S/plan.log" | sed 's/^/    /'
   else
     T_PLAN=$(since "$t")
-    pass "b. elspeth shard plan --shards 4 (${T_PLAN} s)"
+    # The manifest's ranges (issue 18: each shard's first and last row)
+    # cover rows 1..ROWS in 4 pieces, each after the one before.
+    if python3 - "$S/manifest.json" "$ROWS" <<'EOF'
+import json, sys
+m = json.load(open(sys.argv[1]))
+r = m["ranges"]
+ok = len(r) == 4 and r[0]["first_row"] == 1 and r[-1]["last_row"] == int(sys.argv[2])
+ok = ok and all(a["last_row"] + 1 == b["first_row"] for a, b in zip(r, r[1:]))
+sys.exit(0 if ok else 1)
+EOF
+    then
+      pass "b. elspeth shard plan --shards 4: 4 ranges cover rows 1..$ROWS (${T_PLAN} s)"
+    else
+      fail "b. elspeth shard plan --shards 4: the manifest's ranges do not cover rows 1..$ROWS"
+    fi
     t=$(date +%s.%N)
     SJ=$(submit -J elspeth-shard --array=0-3 --chdir="$S" -o "$S/jobs/shard-%a.out" "$S/shard.sh")
     SM=$(submit -J elspeth-merge --dependency="afterok:$SJ" --chdir="$S" -o "$S/jobs/merge.out" "$S/merge.sh")
