@@ -14,8 +14,10 @@
 # systemd, no /etc/slurm, no /run/munge. The cluster has its own munge key
 # and socket, its own free ports, its own state, spool, logs and pid files
 # under DIR; callers reach it only through DIR/env.sh (SLURM_CONF). `stop`
-# signals only the processes `start` recorded (PID plus start time, so a
-# reused PID is never hit), never a daemon found by name.
+# signals the daemons `start` recorded (PID plus start time, so a reused
+# PID is never hit), never a daemon found by name; then whatever is left
+# of this cluster's jobs, known by this cluster's SLURM_CONF in their
+# environment (kill_leftovers).
 #
 # Needs root (slurmd runs jobs as their submitter and munged must be
 # started as the munge user) and Debian 12's slurmctld, slurmd,
@@ -358,6 +360,28 @@ cancel_jobs() {
   in_cluster squeue >&2 || true
 }
 
+# After the daemons: what is left of this cluster's jobs when scancel
+# could not run (slurmctld had died) or a job outlived it. Such a process
+# is a slurmstepd or a job's process, and carries this cluster's
+# SLURM_CONF in the environment it started with (slurmd's, or the
+# submitter's, which sourced env.sh): that marks it as ours, whatever
+# its name. It gets SIGKILL, by PID.
+kill_leftovers() {
+  local p pid env comm left=()
+  for p in /proc/[0-9]*; do
+    pid=${p#/proc/}
+    case $pid in "$$"|"$BASHPID") continue ;; esac
+    env=$(tr '\0' '\n' 2>/dev/null < "$p/environ") || continue
+    grep -qxF "SLURM_CONF=$DIR/slurm.conf" <<<"$env" || continue
+    comm=$(cat "$p/comm" 2>/dev/null) || continue
+    if [ "$comm" = slurmstepd ] || grep -q '^SLURM_JOB_ID=' <<<"$env"; then
+      left+=("$pid")
+      say "left over: pid $pid ($comm): SIGKILL"
+    fi
+  done
+  [ ${#left[@]} -eq 0 ] || kill -KILL "${left[@]}" 2>/dev/null || true
+}
+
 stop() {
   [ -d "$DIR/pids" ] || return 0
   local rc=0 d
@@ -367,6 +391,7 @@ stop() {
   for d in slurmd slurmctld slurmscriptd munged; do
     stop_daemon "$d" || rc=1
   done
+  kill_leftovers
   return $rc
 }
 
