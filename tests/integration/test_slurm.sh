@@ -61,10 +61,11 @@ submit() { sbatch --parsable "$@" | cut -d';' -f1; }
 # finished too (the cluster cancels it, kill_invalid_depend; this is the
 # belt to those braces).
 jobs_active() {
-  local id
+  local id out
   for id; do
-    scontrol -o show job "$id" 2>/dev/null |
-      grep -v 'Reason=DependencyNeverSatisfied' |
+    # slurmctld busy for a moment is no answer: keep waiting.
+    out=$(scontrol -o show job "$id" 2>/dev/null) || return 0
+    grep -v 'Reason=DependencyNeverSatisfied' <<<"$out" |
       grep -qE 'JobState=(PENDING|CONFIGURING|RUNNING|COMPLETING|SUSPENDED|REQUEUED|RESIZING|SIGNALING|STAGE_OUT)' &&
       return 0
   done
