@@ -106,6 +106,19 @@ show_outputs() {
   done
 }
 
+# sanitized FILE...: fails on a sanitizer report in the FILEs: elspeth's
+# output, which goes to files here (the jobs' above all), not to ctest's
+# log that the suite's sanitizer builds search.
+sanitized() {
+  local f
+  for f; do
+    if grep -q "Sanitizer\|runtime error:" "$f" 2>/dev/null; then
+      fail "sanitizer report in ${f#"$WORK"/}"
+      grep -m5 "Sanitizer\|runtime error:" "$f" | sed 's/^/    /'
+    fi
+  done
+}
+
 # ------------------------------------------------------------ a. the cluster alone
 A_DIR="$WORK/trivial"
 mkdir -p "$A_DIR"
@@ -275,6 +288,8 @@ EOF
     fi
   fi
 fi
+
+sanitized "$REF/run.log" "$S/plan.log" "$S"/jobs/*.out
 
 # ------------------------------------------------------------ c. stop
 cd /
