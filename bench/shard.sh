@@ -27,31 +27,8 @@ foundation_input "$ROWS" "$OUT/input-$ROWS.csv"
 
 # ELSPETH_OUT_DIR and the landscape come from the environment, so the
 # single runs and the sharded one use the same settings file.
-cat > "$OUT/pipeline.yaml" <<YAML
-source:
-  plugin: csv
-  on_success: map_in
-  options:
-    path: $OUT/input-$ROWS.csv
-    schema: {mode: fixed, fields: ["id: int", "name: str", "score: float", "category: str", "note: str"]}
-    on_validation_failure: discard
-transforms:
-  - name: mapper
-    plugin: field_mapper
-    input: map_in
-    on_success: gate_in
-    options: {mapping: {name: user, score: points}}
-gates:
-  - name: high
-    input: gate_in
-    condition: "row['points'] >= 50"
-    routes: {'true': high, 'false': low}
-sinks:
-  high: {plugin: csv, options: {path: "\${ELSPETH_OUT_DIR}/high.csv"}}
-  low: {plugin: csv, options: {path: "\${ELSPETH_OUT_DIR}/low.csv"}}
-landscape:
-  url: "lmdb://\${ELSPETH_STATE}"
-YAML
+{ foundation_pipeline "$OUT/input-$ROWS.csv" '${ELSPETH_OUT_DIR}'
+  echo 'landscape: {url: "lmdb://${ELSPETH_STATE}"}'; } > "$OUT/pipeline.yaml"
 
 now() { date +%s.%N; }
 secs() { awk -v s="$1" -v e="$2" 'BEGIN { printf "%.3f", e - s }'; }
