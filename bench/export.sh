@@ -17,23 +17,8 @@ cmake --build build-release -j"$(nproc)" --target elspeth >/dev/null
 source bench/lib.sh
 foundation_input "$ROWS" "$OUT/input-$ROWS.csv"
 pipeline() { # LANDSCAPE_URL
-  cat <<YAML
-landscape: {url: "$1"}
-source:
-  plugin: csv
-  on_success: map_in
-  options:
-    path: $OUT/input-$ROWS.csv
-    schema: {mode: fixed, fields: ["id: int", "name: str", "score: float", "category: str", "note: str"]}
-    on_validation_failure: discard
-transforms:
-  - {name: mapper, plugin: field_mapper, input: map_in, on_success: gate_in, options: {mapping: {name: user, score: points}}}
-gates:
-  - {name: high, input: gate_in, condition: "row['points'] >= 50", routes: {'true': high, 'false': low}}
-sinks:
-  high: {plugin: csv, options: {path: $OUT/high.csv}}
-  low: {plugin: csv, options: {path: $OUT/low.csv}}
-YAML
+  printf 'landscape: {url: "%s"}\n' "$1"
+  foundation_pipeline "$OUT/input-$ROWS.csv" "$OUT"
 }
 secs() { local s e; s=$(date +%s.%N); "$@" > /dev/null; e=$(date +%s.%N); awk -v s="$s" -v e="$e" 'BEGIN { printf "%.2f", e - s }'; }
 

@@ -16,29 +16,7 @@ cmake --build build-release -j"$(nproc)" --target elspeth >/dev/null
 source bench/lib.sh
 foundation_input "$ROWS" "$OUT/input-$ROWS.csv"
 
-cat > "$OUT/pipeline.yaml" <<YAML
-source:
-  plugin: csv
-  on_success: map_in
-  options:
-    path: $OUT/input-$ROWS.csv
-    schema: {mode: fixed, fields: ["id: int", "name: str", "score: float", "category: str", "note: str"]}
-    on_validation_failure: discard
-transforms:
-  - name: mapper
-    plugin: field_mapper
-    input: map_in
-    on_success: gate_in
-    options: {mapping: {name: user, score: points}}
-gates:
-  - name: high
-    input: gate_in
-    condition: "row['points'] >= 50"
-    routes: {'true': high, 'false': low}
-sinks:
-  high: {plugin: csv, options: {path: $OUT/high.csv}}
-  low: {plugin: csv, options: {path: $OUT/low.csv}}
-YAML
+foundation_pipeline "$OUT/input-$ROWS.csv" "$OUT" > "$OUT/pipeline.yaml"
 
 run_mode() { # NAME EXTRA_YAML
   sed '/^landscape:/d' "$OUT/pipeline.yaml" > "$OUT/pipeline-$1.yaml"

@@ -79,3 +79,25 @@ foundation_input() {
       printf "%d,user %d,%.2f,%s,\"note, with comma %d\"\n", i, i % 977, rand() * 100, cats[(i % 4) + 1], i;
   }' > "$2"
 }
+
+# foundation_pipeline INPUT OUTDIR: the foundation pipeline's settings
+# (CSV -> field_mapper -> gate -> two CSV sinks in OUTDIR, which may be a
+# ${VAR} reference), without a landscape section, on stdout.
+foundation_pipeline() {
+  cat <<YAML
+source:
+  plugin: csv
+  on_success: map_in
+  options:
+    path: $1
+    schema: {mode: fixed, fields: ["id: int", "name: str", "score: float", "category: str", "note: str"]}
+    on_validation_failure: discard
+transforms:
+  - {name: mapper, plugin: field_mapper, input: map_in, on_success: gate_in, options: {mapping: {name: user, score: points}}}
+gates:
+  - {name: high, input: gate_in, condition: "row['points'] >= 50", routes: {'true': high, 'false': low}}
+sinks:
+  high: {plugin: csv, options: {path: "$2/high.csv"}}
+  low: {plugin: csv, options: {path: "$2/low.csv"}}
+YAML
+}

@@ -70,6 +70,10 @@ typedef struct plg_source_ops {
 	 * records one by one. */
 	void (*position)(void *state, plg_source_pos *out);
 	int (*seek)(void *state, const plg_source_pos *at, core_err *err);
+	/* Optional: passes over the next record exactly as next() would,
+	 * without building its row (a shard plan numbers the rows): 1, 0 at
+	 * the end, <0 fatal (err set). */
+	int (*skip)(void *state, core_err *err);
 	/* Optional: the file the source reads, as its options name it, or
 	 * NULL (a shard plan hashes it). Valid while options are. */
 	const char *(*input)(const core_node *options);

@@ -12,6 +12,7 @@ PKGS=(
   nghttp2-proxy
   libsqlite3-dev sqlite3
   chromium
+  slurmctld slurmd slurm-client munge
 )
 # Node.js runs the MCP test client (npm @modelcontextprotocol/sdk); a
 # machine that has it (e.g. from NodeSource, npm included) keeps it.
@@ -40,4 +41,33 @@ fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
+
+# munge, slurmctld and slurmd are daemons their packages start on install
+# where nothing forbids it. We need only their binaries: the Slurm test
+# (tests/slurm/cluster.sh) runs a private cluster under a temporary
+# directory, and a system-wide munged or slurmd started here would run
+# with a default config forever. So while apt-get installs, a
+# policy-rc.d (Debian's invoke-rc.d / deb-systemd-invoke hook) answers
+# 101, "action forbidden". A machine that already has one (containers
+# usually do) keeps it untouched; ours carries a marker line, and only a
+# file with that line is removed afterwards, on every exit path.
+POLICY=/usr/sbin/policy-rc.d
+POLICY_MARK="# written by elspeth scripts/install-deps.sh; removed when it ends"
+POLICY_OURS=
+remove_policy() {
+  if [ -n "$POLICY_OURS" ] && grep -qxF "$POLICY_MARK" "$POLICY" 2>/dev/null; then
+    $SUDO rm -f "$POLICY"
+  fi
+}
+trap remove_policy EXIT
+# A signal must still run the EXIT trap, then exit with the usual code.
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [ ! -e "$POLICY" ]; then
+  POLICY_OURS=1
+  printf '#!/bin/sh\n%s\nexit 101\n' "$POLICY_MARK" | $SUDO tee "$POLICY" >/dev/null
+  $SUDO chmod 0755 "$POLICY"
+fi
 $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
+remove_policy
+POLICY_OURS=

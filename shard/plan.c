@@ -127,10 +127,14 @@ static int number_rows(const dag_node *src, scan *s, core_err *err)
 			ops->position(state, &pos);
 		if (s->rows % s->stride == 0)
 			add_mark(s, s->rows + 1, &pos);
-		rc = ops->next(state, &r, err);
-		if (rc <= 0)
-			break;
-		plg_source_row_release(&r);
+		if (ops->skip) {
+			if ((rc = ops->skip(state, err)) <= 0)
+				break;
+		} else {
+			if ((rc = ops->next(state, &r, err)) <= 0)
+				break;
+			plg_source_row_release(&r);
+		}
 		s->rows++;
 	}
 	s->end = pos;

@@ -97,9 +97,9 @@ int shd_find_row(const shd_manifest *m, uint64_t seq);
 
 /* Writes each sink's final file (at the path its options name) from the
  * shards' part files, in source order: refuses (CORE_EDATA saying what is
- * wrong, nothing written) unless every shard's latest run completed,
- * passes `verify`, was run from this plan over its range, and each part
- * file is the one its run recorded. Each file is written to a temporary
+ * wrong, nothing written) unless every shard's latest run completed, was
+ * run from this plan over its range and read all its rows, and each part
+ * file is the one its run recorded (shd_verify checks the rest). Each file is written to a temporary
  * file, fsync'd and renamed; then MANIFEST.d/merge.json records which
  * part made which byte range. Running it again rewrites the same bytes.
  * *report (may be NULL) receives merge.json's document. */

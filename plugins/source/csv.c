@@ -389,6 +389,14 @@ out_release:
 	return rc;
 }
 
+static int csv_skip(void *state, core_err *err)
+{
+	csv_src *s = state;
+	int rc = plg__csv_reader_next(&s->rd, err);
+
+	return rc < 0 ? core_err_prefix(err, "%s", s->path) : rc;
+}
+
 static void csv_progress(void *state, uint64_t *done, uint64_t *total)
 {
 	const csv_src *s = state;
@@ -423,5 +431,6 @@ const plg_source_ops plg__csv_source = {
 	.progress = csv_progress,
 	.position = csv_position,
 	.seek = csv_seek,
+	.skip = csv_skip,
 	.input = plg__opt_path,
 };

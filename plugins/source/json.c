@@ -312,6 +312,20 @@ static int json_next(void *state, plg_source_row *out, core_err *err)
 	return s->array ? next_element(s, out, err) : next_line(s, out, err);
 }
 
+static int json_skip(void *state, core_err *err)
+{
+	json_src *s = state;
+	const char *p;
+	size_t n;
+
+	if (!s->array)
+		return read_line(s, &p, &n, err);
+	if (s->index >= json_array_size(s->array))
+		return 0;
+	s->index++;
+	return 1;
+}
+
 /* jsonl: the byte offset and line count; json: the array index. */
 static void json_position(void *state, plg_source_pos *out)
 {
@@ -358,5 +372,6 @@ const plg_source_ops plg__json_source = {
 	.close = json_close,
 	.position = json_position,
 	.seek = json_seek,
+	.skip = json_skip,
 	.input = plg__opt_path,
 };
