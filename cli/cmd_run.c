@@ -353,13 +353,18 @@ static void summary_json(const char *event, const dag_graph *g,
  * code. */
 static int report_stop(const eng_summary *sum, bool audit, const cli_run_args *a)
 {
+	/* A shard's rows are numbered as in the whole run: its first is
+	 * not row 1. */
+	uint64_t first = a->eshard ? a->eshard->first_seq : 1;
+
 	if (sum->halt_code == CLI_ERROR)
 		fprintf(stderr, "error: %s\n", sum->halt_msg);
 	else if (sum->halt_code)
 		fprintf(stderr, "Interrupted: %s\n", sum->halt_msg);
-	fprintf(stderr, "%s after row %llu; sinks hold rows 1..%llu",
+	fprintf(stderr, "%s after row %llu; sinks hold rows %llu..%llu",
 		sum->halt_code ? "Stopped" : "Interrupted: stopped",
-		(unsigned long long)sum->rows, (unsigned long long)sum->rows);
+		(unsigned long long)(first - 1 + sum->rows), (unsigned long long)first,
+		(unsigned long long)(first - 1 + sum->rows));
 	if (audit && sum->checkpoints && a->rerun)
 		fprintf(stderr, ". To finish the shard%s:\n  %s\n",
 			sum->halt_code == CLI_ERROR ? " once that is fixed" : "", a->rerun);
@@ -587,6 +592,10 @@ int cli_run(int argc, char **argv)
 			cli_print_pipeline(stdout, g);
 			if (a.dry_run)
 				puts("Dry run (--dry-run): validation passed; nothing was run.");
+			else if (a.manifest)
+				printf("Validation passed; nothing was run. To run a shard:\n"
+				       "  elspeth run -s %s --manifest %s --shard K --execute\n",
+				       a.path, a.manifest);
 			else
 				printf("Validation passed; nothing was run. To run it:\n"
 				       "  elspeth run -s %s --execute\n", a.path);

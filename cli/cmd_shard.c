@@ -1,5 +1,6 @@
 /* cmd_shard.c — sharded runs (docs/scale-out.md): `elspeth shard plan`,
  * `elspeth run --manifest M [--shard K]` and `elspeth merge`. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -165,24 +166,35 @@ static int mkdirs(const char *path, core_err *err)
 	return 0;
 }
 
-/* Removes the regular files of dir (a shard's Landscape or parts that a
- * run left before its first checkpoint) and dir itself. */
+/* Removes a shard's Landscape that a run left before its first
+ * checkpoint (LMDB's files and the run locks beside them: regular files
+ * only, nothing below) and the directory itself. */
 static int clear_dir(const char *dir, core_err *err)
 {
-	static const char *const names[] = { "data.mdb", "lock.mdb", NULL };
+	DIR *d = opendir(dir);
+	struct dirent *e;
 	char p[4096];
+	int rc = 0;
 
-	for (size_t i = 0; names[i]; i++) {
-		if (snprintf(p, sizeof(p), "%s/%s", dir, names[i]) >= (int)sizeof(p))
-			return core_err_set(err, CORE_ECONFIG, "%s: path too long", dir);
-		if (unlink(p) && errno != ENOENT)
-			return core_err_set(err, CORE_EIO, "cannot remove %s: %s", p,
-					    strerror(errno));
+	if (!d)
+		return errno == ENOENT ? 0 : core_err_set(err, CORE_EIO,
+			"cannot read %s: %s", dir, strerror(errno));
+	while (!rc && (e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p))
+			rc = core_err_set(err, CORE_ECONFIG, "%s: path too long", dir);
+		else if (!lstat(p, &st) && S_ISREG(st.st_mode) && unlink(p))
+			rc = core_err_set(err, CORE_EIO, "cannot remove %s: %s", p,
+					  strerror(errno));
 	}
-	if (rmdir(dir) && errno != ENOENT)
-		return core_err_set(err, CORE_EIO, "cannot remove %s: %s", dir,
-				    strerror(errno));
-	return 0;
+	closedir(d);
+	if (!rc && rmdir(dir) && errno != ENOENT)
+		rc = core_err_set(err, CORE_EIO, "cannot remove %s: %s", dir,
+				  strerror(errno));
+	return rc;
 }
 
 /* Holds shard k's lock file for the life of the process: a second copy

@@ -12,8 +12,10 @@
  * the head (a CSV header, "[\n") of the first part with rows — every part
  * with rows must have the same head, else the shards wrote different
  * columns and the merge refuses — then each part's rows, joined, then the
- * tail. Each final file is written to FILE.merging, fsync'd and renamed;
- * merge.json, written last, maps each part to its bytes in the final file.
+ * tail. Each final file is written to FILE.merging and fsync'd; only when
+ * every sink's is written are they renamed into place (a refused merge
+ * writes nothing); merge.json, written last, maps each part to its bytes
+ * in the final file.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -149,6 +151,16 @@ static int read_at(const char *path, uint64_t off, size_t n, char *buf, core_err
 	return 0;
 }
 
+/* The part is the bytes its run recorded (hashed whole). */
+static bool same_as_run(const part *p)
+{
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	uint64_t size;
+
+	return !core_sha256_file(p->path, UINT64_MAX, &size, hex, NULL) &&
+	       size == p->size && !strcmp(hex, p->sha256);
+}
+
 /* Every part with rows has the same head as the first (*first: its
  * index, or -1 when no part has rows). */
 static int same_heads(const dag_node *n, part *parts, uint32_t np, int *first,
@@ -179,7 +191,15 @@ static int same_heads(const dag_node *n, part *parts, uint32_t np, int *first,
 			   memcmp(want, got, p->frame.head)) {
 			rc = CORE_EDATA;
 		}
-		if (rc == CORE_EDATA)
+		if (rc == CORE_EDATA && (!same_as_run(p) || !same_as_run(&parts[*first]))) {
+			const part *bad = same_as_run(p) ? &parts[*first] : p;
+
+			core_err_set(err, CORE_EDATA,
+				"shard %u: its part %s is not what its run wrote (edited "
+				"since?): run the shard again after removing %s",
+				bad == p ? k : (uint32_t)*first, bad->path, bad->path);
+		}
+		else if (rc == CORE_EDATA)
 			core_err_set(err, CORE_EDATA,
 				"sink '%s': shard %u wrote another header than shard %d "
 				"(its first row has other fields): the merged file would "
@@ -394,17 +414,14 @@ static int merge_sink(const shd_manifest *m, shd__run *runs, const dag_node *n,
 		rc = core_err_set(err, CORE_EIO, "cannot write %s: %s", tmp, strerror(errno));
 	if (close(o.fd) && !rc)
 		rc = core_err_set(err, CORE_EIO, "cannot write %s: %s", tmp, strerror(errno));
-	if (!rc && rename(tmp, path))
-		rc = core_err_set(err, CORE_EIO, "cannot rename %s to %s: %s", tmp, path,
-				  strerror(errno));
 	if (rc) {
 		unlink(tmp);
 		goto done;
 	}
-	fsync_dir_of(path);
 	core_sha256_stream_hex(o.sha, hex);
-	json_array_append_new(sinks, json_pack("{s:s,s:s,s:I,s:s,s:O}", "sink", n->name,
-		"path", path, "size", (json_int_t)o.pos, "sha256", hex, "parts", map));
+	json_array_append_new(sinks, json_pack("{s:s,s:s,s:I,s:s,s:O,s:s}", "sink", n->name,
+		"path", path, "size", (json_int_t)o.pos, "sha256", hex, "parts", map,
+		"merging", tmp));
 done:
 	for (uint32_t k = 0; parts && k < m->nshards; k++)
 		free(parts[k].path);
@@ -413,6 +430,40 @@ done:
 	json_decref(map);
 	core_sha256_stream_free(o.sha);
 	return rc ? core_err_prefix(err, "merge") : 0;
+}
+
+/* A refused merge writes nothing: the files written so far go. */
+static int drop_all(json_t *sinks, int rc)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(sinks, i, v)
+		unlink(json_string_value(json_object_get(v, "merging")));
+	return rc;
+}
+
+/* Every sink's file was written whole: each takes its place. */
+static int rename_all(json_t *sinks, core_err *err)
+{
+	json_t *v;
+	size_t i;
+	int rc = 0;
+
+	json_array_foreach(sinks, i, v) {
+		const char *tmp = json_string_value(json_object_get(v, "merging"));
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		if (!rc && rename(tmp, path))
+			rc = core_err_set(err, CORE_EIO, "cannot rename %s to %s: %s", tmp,
+					  path, strerror(errno));
+		else if (!rc)
+			fsync_dir_of(path);
+		else
+			unlink(tmp);
+		json_object_del(v, "merging");
+	}
+	return rc;
 }
 
 int shd_merge(const shd_manifest *m, dag_graph *g, json_t **report, core_err *err)
@@ -435,6 +486,7 @@ int shd_merge(const shd_manifest *m, dag_graph *g, json_t **report, core_err *er
 	for (size_t i = 0; i < g->nnodes && !rc; i++)
 		if (g->nodes[i].kind == DAG_SINK)
 			rc = merge_sink(m, runs, &g->nodes[i], i, sinks, err);
+	rc = rc ? drop_all(sinks, rc) : rename_all(sinks, err);
 	if (rc)
 		goto done;
 	doc = json_pack("{s:s,s:s,s:I,s:i,s:O}", "manifest", m->path,

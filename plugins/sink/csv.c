@@ -387,8 +387,10 @@ static int csv_start(const core_node *options, const plg_sink_pos *at,
 	rc = parse_options(s, options, &path, &append, err);
 	if (!rc && at)
 		rc = plg__outfile_resume(&s->out, path, at, err);
+	/* The file it writes: a shard's part file (plg_part_path). */
 	if (!rc && (at ? at->pos > 0 : append))
-		rc = read_existing_header(s, path, err);
+		rc = plg_part_path(path) ? read_existing_header(s, plg_part_path(path), err) :
+		     core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (!rc && !at)
 		rc = plg__outfile_open(&s->out, path, append, err);
 	if (!rc && s->out.pos == 0 && s->header_done) {
