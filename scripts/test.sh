@@ -25,7 +25,7 @@ cmake --build build-asan -j"$JOBS" >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Sanitized binaries are 2–10x slower: smaller stress and property runs.
-export STRESS_ROWS=20000 CASES=8
+export STRESS_ROWS=20000 CASES=8 SHARD_ROWS=1500
 if ! ctest --test-dir build-asan -j"$JOBS" -V > "$LOGS/asan.log" 2>&1; then
   grep -E "Failed|FAIL|\*\*\*" "$LOGS/asan.log" | tail -30
   echo "ASan/UBSan: tests failed (full log: $LOGS/asan.log)"; exit 1
