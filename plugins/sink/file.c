@@ -330,9 +330,7 @@ int plg__outfile_close(plg__outfile *f, core_err *err)
 
 const char *plg__outfile_target(const core_node *options)
 {
-	const core_node *p = core_map_get(options, "path");
-
-	return p && p->kind == CORE_NODE_SCALAR ? plg_part_path(p->value) : NULL;
+	return plg_part_path(plg__opt_path(options));
 }
 
 int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
