@@ -2,7 +2,6 @@
  * --manifest: a sharded run read as one (docs/scale-out.md). */
 #include <stdio.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "cli/cli.h"
 #include "shard/shard.h"
@@ -27,27 +26,18 @@ static json_t *shard_entry(const shd_manifest *m, uint32_t k)
 	json_t *j = json_pack("{s:i,s:I,s:I}", "shard", (int)k,
 			      "first_row", (json_int_t)r->first_row,
 			      "last_row", (json_int_t)r->last_row);
-	json_t *runs = NULL;
-	char path[4096];
+	json_t *run = NULL;
 	core_err err = { 0 };
-	rec_env *env;
-	struct stat st;
 
-	if (shd_path(m, k, "landscape", path, sizeof(path), &err) || stat(path, &st)) {
-		json_object_set_new(j, "status", json_string("not run"));
-		return j;
-	}
-	if (rec_open(path, REC_READONLY, &env, &err) || rec_list_runs(env, &runs, &err)) {
+	if (shd_shard_run(m, k, NULL, &run, &err)) {
 		json_object_set_new(j, "status", json_string("unreadable"));
 		json_object_set_new(j, "error", json_string(err.msg));
-	} else if (json_array_size(runs)) {
-		json_object_set(j, "run", json_array_get(runs, 0));
-		json_object_set(j, "status", json_object_get(json_array_get(runs, 0), "status"));
+	} else if (run) {
+		json_object_set(j, "status", json_object_get(run, "status"));
+		json_object_set_new(j, "run", run);
 	} else {
 		json_object_set_new(j, "status", json_string("not run"));
 	}
-	json_decref(runs);
-	rec_close(env, NULL);
 	return j;
 }
 

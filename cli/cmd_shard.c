@@ -150,22 +150,6 @@ static int shard_index(const cli_run_args *a, const shd_manifest *m, uint32_t *k
 	return 0;
 }
 
-static int mkdirs(const char *path, core_err *err)
-{
-	char buf[4096];
-
-	if (snprintf(buf, sizeof(buf), "%s/", path) >= (int)sizeof(buf))
-		return core_err_set(err, CORE_ECONFIG, "%s: path too long", path);
-	for (char *p = buf + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(buf, 0777) && errno != EEXIST)
-			return core_err_set(err, CORE_EIO, "cannot create %s: %s", buf,
-					    strerror(errno));
-		*p = '/';
-	}
-	return 0;
-}
-
 /* Removes a shard's Landscape that a run left before its first
  * checkpoint (LMDB's files and the run locks beside them: regular files
  * only, nothing below) and the directory itself. */
@@ -219,41 +203,21 @@ static int lock_shard(const shd_manifest *m, uint32_t k, core_err *err)
 }
 
 /* What the shard's Landscape says: nothing yet (0), unfinished (1, with
- * *run), completed (2). */
-static int shard_state(const char *landscape, const shd_manifest *m, uint32_t k,
-		       uint64_t *run, core_err *err)
+ * *run), completed (2), or a run of another plan (-1, err set). */
+static int shard_state(const shd_manifest *m, uint32_t k, uint64_t *run, core_err *err)
 {
-	rec_env *rec;
-	json_t *runs = NULL, *last, *sh;
-	struct stat st;
-	int rc, state = 0;
+	json_t *last = NULL;
+	const char *status;
+	int state;
 
-	if (stat(landscape, &st))
-		return 0;
-	if ((rc = rec_open(landscape, REC_READONLY, &rec, err)) ||
-	    (rc = rec_list_runs(rec, &runs, err))) {
-		rec_close(rec, NULL);
+	if (shd_shard_run(m, k, NULL, &last, err))
 		return -1;
-	}
-	if ((last = json_array_get(runs, 0))) {
-		const char *status = json_string_value(json_object_get(last, "status"));
-		const char *mh;
-
-		sh = json_object_get(last, "shard");
-		mh = json_string_value(json_object_get(sh, "manifest_hash"));
-		*run = (uint64_t)json_integer_value(json_object_get(last, "run_id"));
-		if (!mh || strcmp(mh, m->plan_hash) ||
-		    json_integer_value(json_object_get(sh, "index")) != (json_int_t)k) {
-			core_err_set(err, CORE_EDATA,
-				"%s holds a run of another plan or shard; remove it to run "
-				"shard %u of %s", landscape, k, m->path);
-			state = -1;
-		} else {
-			state = status && !strcmp(status, "completed") ? 2 : 1;
-		}
-	}
-	json_decref(runs);
-	rec_close(rec, NULL);
+	if (!last)
+		return 0;
+	status = json_string_value(json_object_get(last, "status"));
+	*run = (uint64_t)json_integer_value(json_object_get(last, "run_id"));
+	state = status && !strcmp(status, "completed") ? 2 : 1;
+	json_decref(last);
 	return state;
 }
 
@@ -276,9 +240,9 @@ int cli_run_shard(dag_graph *g, cli_run_args *a)
 	if ((rc = shd_check_settings(m, g, &err)) ||
 	    (rc = shd_path(m, k, "landscape", land, sizeof(land), &err)) ||
 	    (rc = shd_path(m, k, "parts", parts, sizeof(parts), &err)) ||
-	    (rc = mkdirs(parts, &err)) || (rc = lock_shard(m, k, &err)))
+	    (rc = core_mkdir_p(parts, &err)) || (rc = lock_shard(m, k, &err)))
 		goto fail;
-	if ((state = shard_state(land, m, k, &run, &err)) < 0) {
+	if ((state = shard_state(m, k, &run, &err)) < 0) {
 		rc = CORE_EDATA;
 		goto fail;
 	}
@@ -319,8 +283,6 @@ int cli_run_shard(dag_graph *g, cli_run_args *a)
 		if (a->resume && !a->json)
 			printf("Shard %u: finishing its run %s from its checkpoint\n", k, runid);
 	}
-	if ((rc = mkdirs(land, &err)))
-		goto fail;
 	rc = cli_execute(g, a);
 	plg_set_part_dir(NULL, &err);
 	shd_free(m);

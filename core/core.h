@@ -262,6 +262,16 @@ int core_sha256_file_range(const char *path, uint64_t from, uint64_t len,
 			   uint64_t *got, char out[CORE_SHA256_HEX_LEN + 1],
 			   core_err *err);
 
+/* mkdir -p: dir and its missing parents (0777, umask applies);
+ * CORE_EIO naming the directory that could not be made, or dir when it
+ * is not a directory. */
+int core_mkdir_p(const char *dir, core_err *err);
+/* The directories above the file `path` (not path itself). */
+int core_mkdir_parents(const char *path, core_err *err);
+/* fsync of the directory holding path, so that a rename or a new file in
+ * it survives a crash; best effort (nothing to report on failure). */
+void core_fsync_dir_of(const char *path);
+
 /* A running SHA-256 (e.g. of everything a sink wrote): _hex gives the
  * digest of the bytes so far without ending the stream. */
 typedef struct core_sha256_stream core_sha256_stream;

@@ -21,33 +21,6 @@
 #define MAXDBS (REC_TABLE_LAST + 8)
 #define FILE_MODE 0664
 
-static int mkdir_p(const char *path, core_err *err)
-{
-	char buf[PATH_MAX];
-	struct stat st;
-	char *p, c;
-
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (p = buf + 1; ; p++) {
-		if (*p && *p != '/')
-			continue;
-		c = *p;
-		*p = '\0';
-		if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-			return core_err_set(err, CORE_EIO,
-				"cannot create directory %s for the audit trail: %s",
-				buf, strerror(errno));
-		*p = c;
-		if (!c)
-			break;
-	}
-	if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))
-		return core_err_set(err, CORE_EIO,
-			"audit trail %s is not a directory (an audit trail is "
-			"a directory holding data.mdb)", path);
-	return 0;
-}
-
 static int no_trail(const char *path, core_err *err)
 {
 	return core_err_set(err, CORE_EIO,
@@ -172,7 +145,8 @@ int rec_open(const char *path, int flags, rec_env **out, core_err *err)
 	if (rc)
 		return rc;
 	rc = (flags & REC_READONLY) ? trail_check(path, err)
-				    : mkdir_p(path, err);
+				    : core_mkdir_p(path, err) ?
+				      core_err_prefix(err, "audit trail %s", path) : 0;
 	if (rc)
 		goto out_free;
 	if ((rc = rec__registry_add(env, err)) ||

@@ -36,6 +36,8 @@ typedef struct part {
 
 /* ------------------------------------------------------------- shards */
 
+/* The run is finished and read its whole range (shd_shard_run checked
+ * that it is shard k of this plan). */
 static int run_matches(const shd_manifest *m, uint32_t k, const json_t *run,
 		       core_err *err)
 {
@@ -44,15 +46,7 @@ static int run_matches(const shd_manifest *m, uint32_t k, const json_t *run,
 	const char *status = json_string_value(json_object_get(run, "status"));
 	json_int_t id = json_integer_value(json_object_get(run, "run_id"));
 	uint64_t rows = (uint64_t)json_integer_value(json_object_get(run, "rows"));
-	const char *mh = json_string_value(json_object_get(sh, "manifest_hash"));
 
-	if (!sh || !mh || strcmp(mh, m->plan_hash) ||
-	    json_integer_value(json_object_get(sh, "index")) != (json_int_t)k ||
-	    json_integer_value(json_object_get(sh, "count")) != (json_int_t)m->nshards)
-		return core_err_set(err, CORE_EDATA,
-			"shard %u: run %lld in its Landscape is not shard %u of this plan "
-			"(a part from another plan or another shard); remove %s/shard-%04u "
-			"and run the shard again", k, (long long)id, k, m->dir, k);
 	if (!status || strcmp(status, "completed"))
 		return core_err_set(err, CORE_EDATA,
 			"shard %u: its run %lld is %s, not completed; finish it with:\n"
@@ -72,34 +66,33 @@ static int run_matches(const shd_manifest *m, uint32_t k, const json_t *run,
 int shd__open_run(const shd_manifest *m, uint32_t k, shd__run *s, core_err *err)
 {
 	char path[4096];
-	json_t *runs = NULL, *last;
+	json_t *run = NULL;
 	struct stat st;
 	int rc;
 
-	if ((rc = shd_path(m, k, "landscape", path, sizeof(path), err)))
+	if ((rc = shd_shard_run(m, k, &s->rec, &run, err)))
 		return rc;
-	if (stat(path, &st))
-		return core_err_set(err, CORE_EDATA,
-			"shard %u has not run (no Landscape in %s); run it with:\n"
+	if (!run) {
+		bool exists = !shd_path(m, k, "landscape", path, sizeof(path), err) &&
+			      !stat(path, &st);
+
+		return core_err_set(err, CORE_EDATA, exists ?
+			"shard %u: its Landscape holds no run; run it with:\n"
+			"  elspeth run -s %s --manifest %s --shard %u --execute" :
+			"shard %u has not run (no Landscape); run it with:\n"
 			"  elspeth run -s %s --manifest %s --shard %u --execute",
-			k, path, m->settings_path, m->path, k);
-	if ((rc = rec_open(path, REC_READONLY, &s->rec, err)) ||
-	    (rc = rec_list_runs(s->rec, &runs, err)))
-		return core_err_prefix(err, "shard %u", k);
-	if (!(last = json_array_get(runs, 0)))
-		rc = core_err_set(err, CORE_EDATA, "shard %u: its Landscape holds no run", k);
-	else
-		s->run = (uint64_t)json_integer_value(json_object_get(last, "run_id"));
-	if (!rc)
-		rc = run_matches(m, k, last, err);
-	json_decref(runs);
+			k, m->settings_path, m->path, k);
+	}
+	s->run = (uint64_t)json_integer_value(json_object_get(run, "run_id"));
+	rc = run_matches(m, k, run, err);
+	json_decref(run);
 	return rc;
 }
 
 /* -------------------------------------------------------------- parts */
 
-static int load_part(const shd_manifest *m, uint32_t k, shd__run *s,
-		     const dag_node *n, size_t node, part *p, core_err *err)
+static int load_part(uint32_t k, shd__run *s, const dag_node *n, size_t node,
+		     part *p, core_err *err)
 {
 	Elspeth__SinkFileRecord *f = NULL;
 	const void *v;
@@ -108,7 +101,6 @@ static int load_part(const shd_manifest *m, uint32_t k, shd__run *s,
 	rec_key key;
 	int rc;
 
-	(void)m;
 	if ((rc = rec_read_begin(s->rec, &t, err)))
 		return rc;
 	rec_key_init(&key);
@@ -302,7 +294,7 @@ static int put_range(out *o, const part *p, uint64_t off, uint64_t n, core_err *
 	return rc;
 }
 
-static int write_final(const dag_node *n, const char *path, part *parts, uint32_t np,
+static int write_final(const dag_node *n, part *parts, uint32_t np,
 		       int first, json_t *map, out *o, core_err *err)
 {
 	const char *joiner = first >= 0 ? parts[first].frame.joiner : "";
@@ -338,45 +330,10 @@ static int write_final(const dag_node *n, const char *path, part *parts, uint32_
 			rc = copy_part(o, p, 0, 0, k, err);
 		any = any || p->frame.rows;
 	}
-	(void)path;
 	if (!rc)
 		rc = put_range(o, &parts[first], parts[first].size - parts[first].frame.tail,
 			       parts[first].frame.tail, err);
 	return rc;
-}
-
-static int mkdir_parents(const char *path)
-{
-	char *dir = strdup(path);
-
-	if (!dir)
-		return -1;
-	for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(dir, 0777) && errno != EEXIST) {
-			free(dir);
-			return -1;
-		}
-		*p = '/';
-	}
-	free(dir);
-	return 0;
-}
-
-static void fsync_dir_of(const char *path)
-{
-	char *dir = strdup(path), *slash = dir ? strrchr(dir, '/') : NULL;
-	int fd;
-
-	if (!dir)
-		return;
-	if (slash)
-		*slash = '\0';
-	if ((fd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(fd);
-		close(fd);
-	}
-	free(dir);
 }
 
 /* One sink: its parts from every shard, the final file, its map. */
@@ -397,19 +354,20 @@ static int merge_sink(const shd_manifest *m, shd__run *runs, const dag_node *n,
 		goto done;
 	}
 	for (uint32_t k = 0; k < m->nshards && !rc; k++)
-		rc = load_part(m, k, &runs[k], n, node, &parts[k], err);
+		rc = load_part(k, &runs[k], n, node, &parts[k], err);
 	if (!rc)
 		rc = same_heads(n, parts, m->nshards, &first, err);
 	if (rc)
 		goto done;
 	snprintf(tmp, tl, "%s.merging", path);
 	o.path = tmp;
-	if (mkdir_parents(tmp) ||
-	    (o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
+	if ((rc = core_mkdir_parents(tmp, err)))
+		goto done;
+	if ((o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666)) < 0) {
 		rc = core_err_set(err, CORE_EIO, "cannot write %s: %s", tmp, strerror(errno));
 		goto done;
 	}
-	rc = write_final(n, path, parts, m->nshards, first, map, &o, err);
+	rc = write_final(n, parts, m->nshards, first, map, &o, err);
 	if (!rc && fsync(o.fd))
 		rc = core_err_set(err, CORE_EIO, "cannot write %s: %s", tmp, strerror(errno));
 	if (close(o.fd) && !rc)
@@ -458,7 +416,7 @@ static int rename_all(json_t *sinks, core_err *err)
 			rc = core_err_set(err, CORE_EIO, "cannot rename %s to %s: %s", tmp,
 					  path, strerror(errno));
 		else if (!rc)
-			fsync_dir_of(path);
+			core_fsync_dir_of(path);
 		else
 			unlink(tmp);
 		json_object_del(v, "merging");

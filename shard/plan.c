@@ -304,15 +304,12 @@ static json_t *manifest_json(const shd_manifest *m)
 int shd__write_json(const char *path, const json_t *doc, core_err *err)
 {
 	size_t n = strlen(path) + 8;
-	char *tmp = malloc(n), *dir = strdup(path), *slash;
+	char *tmp = malloc(n);
 	FILE *f = NULL;
-	int rc = 0, dfd;
+	int rc = 0;
 
-	if (!tmp || !dir) {
-		free(tmp);
-		free(dir);
+	if (!tmp)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	}
 	snprintf(tmp, n, "%s.tmp", path);
 	if (!(f = fopen(tmp, "w")) || json_dumpf(doc, f, JSON_INDENT(2) | JSON_PRESERVE_ORDER) ||
 	    fputc('\n', f) == EOF || fflush(f) || fsync(fileno(f)))
@@ -324,15 +321,9 @@ int shd__write_json(const char *path, const json_t *doc, core_err *err)
 				  strerror(errno));
 	if (rc)
 		unlink(tmp);
-	slash = strrchr(dir, '/');
-	if (slash)
-		*slash = '\0';
-	if (!rc && (dfd = open(slash ? dir : ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-		fsync(dfd);
-		close(dfd);
-	}
+	else
+		core_fsync_dir_of(path);
 	free(tmp);
-	free(dir);
 	return rc;
 }
 

@@ -7,8 +7,48 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "shard/shard_internal.h"
+
+int shd_shard_run(const shd_manifest *m, uint32_t k, rec_env **env, json_t **run,
+		  core_err *err)
+{
+	json_t *runs = NULL, *sh;
+	const char *mh;
+	char path[4096];
+	struct stat st;
+	rec_env *rec = NULL;
+	int rc;
+
+	*run = NULL;
+	if (env)
+		*env = NULL;
+	if ((rc = shd_path(m, k, "landscape", path, sizeof(path), err)) || stat(path, &st))
+		return rc;
+	if ((rc = rec_open(path, REC_READONLY, &rec, err)) ||
+	    (rc = rec_list_runs(rec, &runs, err))) {
+		rec_close(rec, NULL);
+		return core_err_prefix(err, "shard %u", k);
+	}
+	*run = json_incref(json_array_get(runs, 0));
+	json_decref(runs);
+	sh = json_object_get(*run, "shard");
+	mh = json_string_value(json_object_get(sh, "manifest_hash"));
+	if (*run && (!mh || strcmp(mh, m->plan_hash) ||
+		     json_integer_value(json_object_get(sh, "index")) != (json_int_t)k ||
+		     json_integer_value(json_object_get(sh, "count")) != (json_int_t)m->nshards))
+		rc = core_err_set(err, CORE_EDATA,
+			"shard %u: run %lld in its Landscape is not shard %u of this plan: "
+			"%s holds a run of another plan or shard; remove it and run the "
+			"shard again", k,
+			(long long)json_integer_value(json_object_get(*run, "run_id")), k, path);
+	if (env && !rc)
+		*env = rec;
+	else
+		rec_close(rec, NULL);
+	return rc;
+}
 
 int shd_open_shard(const shd_manifest *m, uint32_t k, rec_env **env,
 		   uint64_t *run, core_err *err)

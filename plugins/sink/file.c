@@ -116,28 +116,6 @@ static const char *file_for(const char *path, core_err *err)
 
 /* --------------------------------------------------------------- files */
 
-/* mkdir -p of path's parent directories. */
-static int mkdir_parents(const char *path, core_err *err)
-{
-	char *dir = strdup(path);
-	int rc = 0;
-
-	if (!dir)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	for (char *p = dir + 1; (p = strchr(p, '/')); p++) {
-		*p = '\0';
-		if (mkdir(dir, 0777) && errno != EEXIST) {
-			rc = core_err_set(err, CORE_EIO,
-					  "cannot create directory '%s' for '%s': %s",
-					  dir, path, strerror(errno));
-			break;
-		}
-		*p = '/';
-	}
-	free(dir);
-	return rc;
-}
-
 /* Opens path into *fd and gets its size; O_RDWR in append mode, to look
  * at the last byte. */
 static int open_fd(const char *path, bool append, int *fd, uint64_t *size,
@@ -179,9 +157,9 @@ int plg__outfile_open(plg__outfile *f, const char *path, bool append,
 	f->fd = -1;
 	if (!(path = file_for(path, err)))
 		return err->code;
-	rc = mkdir_parents(path, err);
+	rc = core_mkdir_parents(path, err);
 	if (rc)
-		return rc;
+		return core_err_prefix(err, "'%s'", path);
 	rc = open_fd(path, append, &fd, &f->pos, err);
 	if (rc)
 		return rc;
@@ -259,8 +237,8 @@ int plg__outfile_resume(plg__outfile *f, const char *path,
 	memset(f, 0, sizeof(*f));
 	if (!(path = file_for(path, err)))
 		return err->code;
-	if (!at->pos && (rc = mkdir_parents(path, err)))
-		return rc;
+	if (!at->pos && (rc = core_mkdir_parents(path, err)))
+		return core_err_prefix(err, "'%s'", path);
 	/* A file the run never got to create starts empty. */
 	f->fd = open(path, O_RDWR | O_APPEND | O_CLOEXEC | (at->pos ? 0 : O_CREAT), 0666);
 	if (f->fd < 0)
