@@ -5,19 +5,5 @@
 # example against the mock, exports the trail, and reads the export with
 # ELSPETH's own LandscapeAnalyzer (tests/reference/elspeth_analyzer.py).
 # Usage: tests/reference/elspeth_analyzer.sh [BUILD_DIR]
-set -euo pipefail
-SRC=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=$(realpath "${1:-$SRC/build}")
-REF=${ELSPETH_REF:-$HOME/.cache/elspeth-ref}
-[ -d "$REF/src/elspeth" ] || { echo "needs the ELSPETH reference in $REF (setup.sh)"; exit 2; }
-WORK=$(mktemp -d); trap 'kill $MOCK 2>/dev/null; rm -rf "$WORK"' EXIT
-cp -r "$SRC/examples" "$WORK/"
-cd "$WORK"
-"$BUILD/elspeth-mock-llm" --port 0 --port-file mock.port $(cat examples/llm_classify/mock.args 2>/dev/null) > mock.log 2>&1 & MOCK=$!
-for _ in $(seq 100); do [ -s mock.port ] && break; sleep 0.05; done
-export ELSPETH_LLM_URL="http://127.0.0.1:$(cat mock.port)/v1"
-for e in fork_coalesce batch_aggregation error_routing explode llm_classify; do
-  ELSPETH_OUT_DIR=$WORK/out-$e "$BUILD/elspeth" run -s examples/$e/settings.yaml -x > /dev/null
-done
-"$BUILD/elspeth" export --sqlite trail.db
+source "$(dirname "$0")/trail.sh"
 PYTHONPATH="$REF/shim:$REF/src" ELSPETH_FINGERPRINT_KEY=x python3 "$SRC/tests/reference/elspeth_analyzer.py" "$BUILD/elspeth" "$WORK/trail.db" "$WORK"
