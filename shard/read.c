@@ -43,6 +43,10 @@ int shd_shard_run(const shd_manifest *m, uint32_t k, rec_env **env, json_t **run
 			"%s holds a run of another plan or shard; remove it and run the "
 			"shard again", k,
 			(long long)json_integer_value(json_object_get(*run, "run_id")), k, path);
+	if (rc) { /* a run of another plan: nothing for the caller */
+		json_decref(*run);
+		*run = NULL;
+	}
 	if (env && !rc)
 		*env = rec;
 	else

@@ -108,7 +108,7 @@ int shd_merge(const shd_manifest *m, dag_graph *g, json_t **report,
 
 /* Shard k's latest run as `runs` lists it (*run, a new reference), or
  * *run NULL when the shard has not run (no Landscape, or no run in it).
- * CORE_EDATA when that run is not shard k of this plan. With env, its
+ * CORE_EDATA when that run is not shard k of this plan (*run NULL then). With env, its
  * Landscape stays open there, read-only (NULL when not run or on error). */
 int shd_shard_run(const shd_manifest *m, uint32_t k, rec_env **env, json_t **run,
 		  core_err *err);
