@@ -107,7 +107,7 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 		t.outcome = n->on_error == DAG_DISCARD ? ENG_FAILED : ENG_ROUTED;
 		t.to = n->on_error == DAG_DISCARD ? ENG_TO_DISCARD : ENG_TO_SINK;
 		t.node = n->on_error;
-		rc = eng__audit_payload(c->audit, data, t.hash, err);
+		rc = eng__audit_payload(c->audit, seq, data, t.hash, err);
 		if (!rc && (rc = eng__result_add(&res, &t)))
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		if (rc) {
@@ -129,7 +129,8 @@ static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch)
 	snprintf(ctx, sizeof(ctx), "{\"batch_id\":%llu}", (unsigned long long)batch);
 	for (size_t i = 0; i < b->n; i++) {
 		eng_token *m = &b->members[i];
-		eng_state st = { .token_id = m->token_id, .node = b->node->id,
+		eng_state st = { .seq = b->seqs[i], .token_id = m->token_id,
+				 .node = b->node->id,
 				 .step = m->step + 1, .ok = true, .in_hash = m->hash,
 				 .out_hash = m->hash, .context_json = ctx };
 
@@ -159,12 +160,13 @@ static int emit_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
 		} else {
 			id = eng__audit_token(c->audit, seq, 0, 0, NULL);
 			for (size_t m = 0; m < b->n; m++) {
-				eng__audit_parent(c->audit, id, b->members[m].token_id, (unsigned)m);
+				eng__audit_parent(c->audit, seq, id, b->members[m].token_id,
+						  (unsigned)m);
 				if (b->members[m].step + 1 > step)
 					step = b->members[m].step + 1;
 			}
 		}
-		if ((rc = eng__audit_payload(c->audit, row, h, err)) ||
+		if ((rc = eng__audit_payload(c->audit, seq, row, h, err)) ||
 		    (rc = eng__walk_from(c, seq, id, json_incref(row), h, step,
 					 n->next, &res, err)))
 			break;

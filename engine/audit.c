@@ -24,8 +24,18 @@ static uint64_t run_key_id(const eng_audit *a, rec_key *k)
 	return a->run_id;
 }
 
-int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
-		       core_err *err)
+/* The error of the last put: the recorder's sticky error, with its cause
+ * and path, if it has one. */
+static int put_err(eng_audit *a, int rc, core_err *err, const char *what)
+{
+	if (rec_error(a->rec, err))
+		return core_err_prefix(err, "audit: cannot store %s", what);
+	return core_err_set(err, rc, "audit: cannot store %s: %s", what,
+			    core_strerror(rc));
+}
+
+int eng__audit_payload(eng_audit *a, uint64_t seq, const json_t *v,
+		       eng_hash out, core_err *err)
 {
 	core_buf b = { 0 };
 	int rc;
@@ -35,21 +45,33 @@ int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
 		return 0;
 	}
 	rc = core_canon_append(&b, v, err);
-	if (!rc) {
-		rc = rec_put_payload(a->rec, b.data, b.len, out); /* hashes */
-		if (rc)
-			rc = core_err_set(err, rc, "audit: cannot store payload");
-	}
+	if (!rc && (rc = rec_story_payload(a->rec, a->run_id, seq, b.data, b.len,
+					   out))) /* hashes */
+		rc = put_err(a, rc, err, "a payload");
 	core_buf_release(&b);
 	return rc;
 }
 
-/* Stores a text (an error message) as a payload; out receives its hash. */
-static void put_text(eng_audit *a, const char *text, eng_hash out)
+/* Stores a text (an error message) as a payload of row seq; out receives
+ * its hash. */
+static void put_text(eng_audit *a, uint64_t seq, const char *text, eng_hash out)
 {
 	out[0] = '\0';
 	if (text)
-		rec_put_payload(a->rec, text, strlen(text), out);
+		rec_story_payload(a->rec, a->run_id, seq, text, strlen(text), out);
+}
+
+static void story_put(eng_audit *a, uint64_t seq, const ProtobufCMessage *m)
+{
+	/* A failure is sticky in the recorder: eng__audit_finish reports it
+	 * (and rec_ckpt_put refuses to checkpoint past it). */
+	rec_story_put(a->rec, a->run_id, seq, m);
+}
+
+void eng__audit_seal(eng_audit *a, uint64_t seq)
+{
+	if (a->rec)
+		rec_story_seal(a->rec, a->run_id, seq);
 }
 
 /* ------------------------------------------------------------- the run */
@@ -221,7 +243,12 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	if (!rc) {
 		rec_key k;
 
-		rc = eng__audit_payload(a, topo, a->topology_hash, err);
+		core_buf b = { 0 };
+
+		rc = core_canon_append(&b, topo, err);
+		if (!rc && (rc = rec_put_payload(rec, b.data, b.len, a->topology_hash)))
+			rc = put_err(a, rc, err, "the topology");
+		core_buf_release(&b);
 		fill_run(a, &r, settings_path, a->topology_hash);
 		run_key_id(a, &k);
 		if (!rc)
@@ -326,6 +353,9 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 		return 0;
 	if (!strcmp(status, "completed"))
 		rc = record_sink_files(a, err);
+	/* Rows not released (a failed or interrupted run) keep their
+	 * records. */
+	rec_story_flush(a->rec);
 	fill_run(a, &r, a->settings_path, a->topology_hash);
 	r.completed_at_ns = core_now_wall_ns();
 	r.status = (char *)status;
@@ -348,21 +378,18 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 
 /* -------------------------------------------------------------- rows */
 
-void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
-		       unsigned ordinal)
+void eng__audit_parent(eng_audit *a, uint64_t seq, uint64_t token,
+		       uint64_t parent, unsigned ordinal)
 {
 	Elspeth__TokenParentRecord r = ELSPETH__TOKEN_PARENT_RECORD__INIT;
-	rec_key k;
 
 	if (!a->rec)
 		return;
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, token);
-	rec_key_u32(&k, ordinal);
+	r.run_id = a->run_id;
 	r.token_id = token;
 	r.parent_token_id = parent;
 	r.ordinal = ordinal;
-	rec_put_msg(a->rec, REC_TOKEN_PARENTS, &k, &r.base);
+	story_put(a, seq, &r.base);
 }
 
 uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
@@ -370,24 +397,18 @@ uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
 {
 	uint64_t id = atomic_fetch_add(&a->next_token, 1);
 	Elspeth__TokenRecord r = ELSPETH__TOKEN_RECORD__INIT;
-	rec_key k, ix;
 
 	if (!a->rec)
 		return id;
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, id);
+	r.run_id = a->run_id;
 	r.token_id = id;
 	r.row_id = row_id;
 	r.created_at_ns = core_now_wall_ns();
 	r.branch_ordinal = ordinal;
 	r.branch = STR(branch);
-	rec_put_msg(a->rec, REC_TOKENS, &k, &r.base);
-	run_key_id(a, &ix);
-	rec_key_u64(&ix, row_id);
-	rec_key_u64(&ix, id);
-	rec_put(a->rec, REC_TOKENS_BY_ROW, &ix, "", 0);
+	story_put(a, row_id, &r.base);
 	if (parent)
-		eng__audit_parent(a, id, parent, ordinal);
+		eng__audit_parent(a, row_id, id, parent, ordinal);
 	return id;
 }
 
@@ -431,7 +452,6 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 {
 	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
 	eng_hash h;
-	rec_key k;
 	int rc;
 
 	if (!a->rec) {
@@ -439,7 +459,7 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 		row->hash[0] = '\0';
 		return 0;
 	}
-	rc = eng__audit_payload(a, row->data, h, err);
+	rc = eng__audit_payload(a, row->seq, row->data, h, err);
 	if (rc)
 		return core_err_prefix(err, "row %llu", (unsigned long long)row->seq);
 	/* A resumed row read again has its hash from the checkpoint already
@@ -447,13 +467,12 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 	 * reading it: it is not written again. */
 	if (!row->hash[0])
 		memcpy(row->hash, h, sizeof(h));
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, row->seq);
+	r.run_id = a->run_id;
 	r.row_id = r.seq = row->seq;
 	r.source_hash = r.payload_ref = row->hash;
 	r.where = STR(row->where);
 	r.created_at_ns = core_now_wall_ns();
-	rec_put_msg(a->rec, REC_ROWS, &k, &r.base);
+	story_put(a, row->seq, &r.base);
 	*token_id = eng__audit_token(a, row->seq, 0, 0, NULL);
 	if (row->error) {
 		Elspeth__ValidationErrorRecord v = ELSPETH__VALIDATION_ERROR_RECORD__INIT;
@@ -463,7 +482,7 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 		v.node = "source";
 		v.error = row->error;
 		v.data_ref = row->hash;
-		rec_put_msg(a->rec, REC_VALIDATION_ERRORS, &k, &v.base);
+		story_put(a, row->seq, &v.base);
 	}
 	return 0;
 }
@@ -475,12 +494,16 @@ uint64_t eng__audit_state_id(eng_audit *a)
 	return a->rec ? atomic_fetch_add(&a->next_state, 1) : 0;
 }
 
-/* Stores raw bytes as a payload; out receives the hash ("" if none). */
-static void put_bytes(eng_audit *a, const void *data, size_t len, eng_hash out)
+/* The SHA-256 of a call body ("" when there is none). */
+static void body_hash(const void *data, size_t len, eng_hash out)
 {
+	uint8_t d[CORE_SHA256_LEN];
+
 	out[0] = '\0';
-	if (data)
-		rec_put_payload(a->rec, data, len, out); /* hashes */
+	if (!data)
+		return;
+	core_sha256(data, len, d);
+	core_hex(d, sizeof(d), out);
 }
 
 void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
@@ -493,8 +516,17 @@ void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
 
 	if (!a->rec)
 		return;
-	put_bytes(a, call->request, call->request_len, req);
-	put_bytes(a, call->response, call->response_len, resp);
+	body_hash(call->request, call->request_len, req);
+	body_hash(call->response, call->response_len, resp);
+	/* The bodies are in the record (packed by the recorder). */
+	if (call->request) {
+		r.request.data = (uint8_t *)call->request;
+		r.request.len = call->request_len;
+	}
+	if (call->response) {
+		r.response.data = (uint8_t *)call->response;
+		r.response.len = call->response_len;
+	}
 	r.run_id = run_key_id(a, &k);
 	rec_key_u64(&k, state_id);
 	rec_key_u32(&k, index);
@@ -529,13 +561,11 @@ uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 {
 	Elspeth__NodeStateRecord r = ELSPETH__NODE_STATE_RECORD__INIT;
 	uint64_t id;
-	rec_key k, ix;
 
 	if (!a->rec)
 		return 0;
 	id = st->id ? st->id : atomic_fetch_add(&a->next_state, 1);
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, id);
+	r.run_id = a->run_id;
 	r.state_id = id;
 	r.token_id = st->token_id;
 	r.node_id = (uint32_t)st->node;
@@ -549,21 +579,16 @@ uint64_t eng__audit_state(eng_audit *a, const eng_state *st)
 	r.duration_ns = st->completed_ns - st->started_ns;
 	r.error = STR(st->error);
 	r.context_json = STR(st->context_json);
-	rec_put_msg(a->rec, REC_NODE_STATES, &k, &r.base);
-	run_key_id(a, &ix);
-	rec_key_u64(&ix, st->token_id);
-	rec_key_u64(&ix, id);
-	rec_put(a->rec, REC_STATES_BY_TOKEN, &ix, "", 0);
+	story_put(a, st->seq, &r.base);
 	return id;
 }
 
-void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
-		      const char *edge, const char *reason, const char *mode,
-		      unsigned ordinal)
+void eng__audit_route(eng_audit *a, uint64_t seq, uint64_t state_id,
+		      const dag_node *gate, const char *edge, const char *reason,
+		      const char *mode, unsigned ordinal)
 {
 	Elspeth__RoutingEventRecord r = ELSPETH__ROUTING_EVENT_RECORD__INIT;
 	const dag_graph *g = a->g;
-	rec_key k;
 
 	if (!a->rec)
 		return;
@@ -573,34 +598,29 @@ void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
 			break;
 		}
 	}
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, state_id);
-	rec_key_u32(&k, ordinal);
+	r.run_id = a->run_id;
 	r.state_id = state_id;
 	r.mode = (char *)mode;
 	r.reason = (char *)reason;
 	r.ordinal = ordinal;
-	rec_put_msg(a->rec, REC_ROUTING_EVENTS, &k, &r.base);
+	story_put(a, seq, &r.base);
 }
 
 void eng__audit_transform_error(eng_audit *a, const eng_state *st,
 				uint64_t state_id, const core_err *e)
 {
 	Elspeth__TransformErrorRecord r = ELSPETH__TRANSFORM_ERROR_RECORD__INIT;
-	rec_key k;
 
 	if (!a->rec)
 		return;
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, st->token_id);
-	rec_key_u64(&k, state_id);
+	r.run_id = a->run_id;
 	r.token_id = st->token_id;
 	r.state_id = state_id;
 	r.node_id = (uint32_t)st->node;
 	r.error = (char *)e->msg;
 	r.data_ref = STR(st->in_hash);
 	r.retryable = e->retryable;
-	rec_put_msg(a->rec, REC_TRANSFORM_ERRORS, &k, &r.base);
+	story_put(a, st->seq, &r.base);
 }
 
 /* ---------------------------------------------------- outcomes, writes */
@@ -609,13 +629,11 @@ void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t)
 {
 	Elspeth__TokenOutcomeRecord r = ELSPETH__TOKEN_OUTCOME_RECORD__INIT;
 	eng_hash eh;
-	rec_key k;
 
 	if (!a->rec)
 		return;
-	put_text(a, t->error, eh);
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, t->token_id);
+	put_text(a, seq, t->error, eh);
+	r.run_id = a->run_id;
 	r.token_id = t->token_id;
 	r.row_id = seq;
 	r.outcome = (char *)eng_outcome_name(t->outcome);
@@ -623,10 +641,10 @@ void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t)
 		(char *)a->g->nodes[t->node].name : "";
 	r.error_hash = eh;
 	r.recorded_at_ns = core_now_wall_ns();
-	rec_put_msg(a->rec, REC_TOKEN_OUTCOMES, &k, &r.base);
+	story_put(a, seq, &r.base);
 }
 
-void eng__audit_artifact(eng_audit *a, const eng_token *t,
+void eng__audit_artifact(eng_audit *a, uint64_t seq, const eng_token *t,
 			 const plg_write_info *info, uint64_t started_ns)
 {
 	Elspeth__ArtifactRecord r = ELSPETH__ARTIFACT_RECORD__INIT;
@@ -634,11 +652,10 @@ void eng__audit_artifact(eng_audit *a, const eng_token *t,
 	uint8_t d[CORE_SHA256_LEN];
 	eng_hash h;
 	eng_state st = {
-		.token_id = t->token_id, .node = t->node, .ok = true,
+		.seq = seq, .token_id = t->token_id, .node = t->node, .ok = true,
 		.step = t->step + 1, .in_hash = t->hash, .out_hash = t->hash,
 		.started_ns = started_ns,
 	};
-	rec_key k;
 
 	if (!a->rec)
 		return;
@@ -646,8 +663,7 @@ void eng__audit_artifact(eng_audit *a, const eng_token *t,
 	eng__audit_state(a, &st);
 	core_sha256(info->bytes, info->len, d);
 	core_hex(d, sizeof(d), h);
-	r.run_id = run_key_id(a, &k);
-	rec_key_u64(&k, t->token_id);
+	r.run_id = a->run_id;
 	r.token_id = t->token_id;
 	r.sink_node = (uint32_t)t->node;
 	r.sink = (char *)sink->name;
@@ -656,5 +672,5 @@ void eng__audit_artifact(eng_audit *a, const eng_token *t,
 	r.length = info->len;
 	r.content_hash = h;
 	r.written_at_ns = st.completed_ns;
-	rec_put_msg(a->rec, REC_ARTIFACTS, &k, &r.base);
+	story_put(a, seq, &r.base);
 }

@@ -214,14 +214,15 @@ static void record_merge(walker *w, const group *gr, tok *m, const bool *take,
 	json_t *ctx = json_object(), *inputs = json_object();
 	eng_hash ih;
 	char *cj;
-	eng_state st = { .token_id = m->id, .node = gr->node->id, .step = m->step,
+	eng_state st = { .seq = w->seq, .token_id = m->id, .node = gr->node->id,
+			 .step = m->step,
 			 .ok = true, .in_hash = ih, .out_hash = m->hash };
 
 	for (size_t i = 0; i < gr->node->coalesce->nbranches; i++)
 		if (gr->arrived[i].data)
 			json_object_set_new(inputs, gr->node->coalesce->branches[i],
 					    json_string(gr->arrived[i].hash));
-	eng__audit_payload(w->c->audit, inputs, ih, w->err);
+	eng__audit_payload(w->c->audit, w->seq, inputs, ih, w->err);
 	describe(gr, take, ctx);
 	json_object_set(ctx, "collisions", collisions);
 	cj = json_dumps(ctx, JSON_COMPACT);
@@ -261,7 +262,7 @@ static int join(walker *w, group *gr, const tok_ctx *ctx)
 		if (in->step > m.step)
 			m.step = in->step;
 		if (take[i] || cc->policy == CORE_POLICY_FIRST) {
-			eng__audit_parent(w->c->audit, m.id, in->id, (unsigned)i);
+			eng__audit_parent(w->c->audit, w->seq, m.id, in->id, (unsigned)i);
 			eng__walk_outcome(w, in, ENG_COALESCED, NULL);
 		} else if ((rc = eng__walk_error(w, in, DAG_DISCARD, ENG_FAILED,
 				gr->node->name, "arrived after the best_effort timeout")))
@@ -269,7 +270,7 @@ static int join(walker *w, group *gr, const tok_ctx *ctx)
 	}
 	m.step++;
 	if (!rc)
-		rc = eng__audit_payload(w->c->audit, m.data, m.hash, w->err);
+		rc = eng__audit_payload(w->c->audit, w->seq, m.data, m.hash, w->err);
 	if (!rc)
 		record_merge(w, gr, &m, take, collisions);
 	json_decref(collisions);

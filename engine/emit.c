@@ -24,7 +24,7 @@ static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	t0 = core_now_wall_ns();
 	rc = k->kops->write(k->kstate, t->data, &info, err);
 	if (!rc) {
-		eng__audit_artifact(c->audit, t, &info, t0);
+		eng__audit_artifact(c->audit, seq, t, &info, t0);
 		sum->per_sink[t->node]++;
 		return 0;
 	}
@@ -50,7 +50,7 @@ static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	if ((rc = k->kops->write(k->kstate, t->data, &info, err)))
 		return core_err_prefix(err, "row %llu: on_write_failure sink '%s' failed too",
 				       (unsigned long long)seq, k->name);
-	eng__audit_artifact(c->audit, t, &info, t0);
+	eng__audit_artifact(c->audit, seq, t, &info, t0);
 	sum->per_sink[t->node]++;
 	return 0;
 }
@@ -93,6 +93,8 @@ int eng__emit(eng_ctx *c, eng_result *res, eng_summary *sum,
 			sum->quarantined++;
 		else
 			sum->succeeded++;
+		/* The row is released: its records are complete. */
+		eng__audit_seal(c->audit, res->seq);
 	}
 	sum->retries += res->retries;
 	return 0;

@@ -106,6 +106,7 @@ typedef struct eng_audit {
 /* One visit of a token to a node. */
 typedef struct eng_state {
 	uint64_t id;          /* from eng__audit_state_id, or 0: a new one */
+	uint64_t seq;         /* the row whose story holds it */
 	uint64_t token_id;
 	int node;
 	unsigned step, attempt;
@@ -130,17 +131,18 @@ int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
 		      const char *settings_path,
 		      const eng_shard *shard, const Elspeth__RunRecord *run,
 		      const uint64_t next[3], core_err *err);
-/* Hashes v (and stores it as a payload when audit is on). */
-int eng__audit_payload(eng_audit *a, const json_t *v, eng_hash out,
-		       core_err *err);
+/* Hashes v (and stores it as a payload of row seq's story when audit is
+ * on). */
+int eng__audit_payload(eng_audit *a, uint64_t seq, const json_t *v,
+		       eng_hash out, core_err *err);
 /* Records the row (its payload, its first token, a validation error). */
 int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 		   core_err *err);
 /* A new token of row_id, child of parent (0: none) at ordinal. */
 uint64_t eng__audit_token(eng_audit *a, uint64_t row_id, uint64_t parent,
 			  unsigned ordinal, const char *branch);
-void eng__audit_parent(eng_audit *a, uint64_t token, uint64_t parent,
-		       unsigned ordinal);
+void eng__audit_parent(eng_audit *a, uint64_t seq, uint64_t token,
+		       uint64_t parent, unsigned ordinal);
 /* Reserves a node state id (so calls can be recorded under it before the
  * state itself); 0 when audit is off. */
 uint64_t eng__audit_state_id(eng_audit *a);
@@ -150,15 +152,18 @@ void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
 		     unsigned index, const plg_call *call);
 /* A gate decision: the edge labelled `edge` (a route key or a fork
  * branch), the condition's result as the reason. */
-void eng__audit_route(eng_audit *a, uint64_t state_id, const dag_node *gate,
+void eng__audit_route(eng_audit *a, uint64_t seq, uint64_t state_id,
+		      const dag_node *gate,
 		      const char *edge, const char *reason, const char *mode,
 		      unsigned ordinal);
 void eng__audit_transform_error(eng_audit *a, const eng_state *st,
 				uint64_t state_id, const core_err *e);
 /* The terminal (or intermediate: FORKED ...) outcome of a token. */
 void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t);
-void eng__audit_artifact(eng_audit *a, const eng_token *t,
+void eng__audit_artifact(eng_audit *a, uint64_t seq, const eng_token *t,
 			 const plg_write_info *info, uint64_t started_ns);
+/* Row seq is released: its story is written (docs/audit.md). */
+void eng__audit_seal(eng_audit *a, uint64_t seq);
 uint64_t eng__audit_batch(eng_audit *a, int node, const char *trigger,
 			  uint64_t trigger_seq, const uint64_t *members,
 			  size_t n, uint64_t created_ns);

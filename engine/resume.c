@@ -74,8 +74,9 @@ static int load_run(rec_env *rec, uint64_t run, Elspeth__RunRecord **out,
 				 (unsigned long long)run, core_strerror(rc)) : 0;
 }
 
-/* The JSON payload hex (a row, a token's data). */
-static int load_json(rec_env *rec, const char *hex, json_t **out, core_err *err)
+/* The JSON payload hex of row seq's story (a row, a token's data). */
+static int load_json(rec_env *rec, uint64_t run, uint64_t seq, const char *hex,
+		     json_t **out, core_err *err)
 {
 	const void *p;
 	json_error_t je;
@@ -86,7 +87,9 @@ static int load_json(rec_env *rec, const char *hex, json_t **out, core_err *err)
 	*out = NULL;
 	if ((rc = rec_read_begin(rec, &t, err)))
 		return rc;
-	rc = rec_get_payload(t, hex, &p, &len);
+	rc = rec_txn_row(t, run, seq);
+	if (!rc)
+		rc = rec_get_payload(t, hex, &p, &len);
 	if (!rc && !(*out = json_loadb(p, len, JSON_DECODE_ANY, &je)))
 		rc = CORE_EDATA;
 	rec_read_end(t);
@@ -121,7 +124,7 @@ static const char *branch_of(const dag_graph *g, const char *name)
 	return NULL;
 }
 
-static int token_from(eng_ctx *c, const Elspeth__CheckpointToken *m,
+static int token_from(eng_ctx *c, uint64_t seq, const Elspeth__CheckpointToken *m,
 		      eng_token *t, core_err *err)
 {
 	int rc = 0;
@@ -144,7 +147,8 @@ static int token_from(eng_ctx *c, const Elspeth__CheckpointToken *m,
 				"the checkpoint's data of token %llu is undecodable: %s",
 				(unsigned long long)t->token_id, je.text);
 	} else if (m->data_ref[0]) {
-		rc = load_json(c->resume->rec, m->data_ref, &t->data, err);
+		rc = load_json(c->resume->rec, c->resume->ck->run_id, seq, m->data_ref,
+			       &t->data, err);
 	}
 	if (!rc && t->to != ENG_TO_DISCARD &&
 	    (t->node < 0 || (size_t)t->node >= c->g->nnodes))
@@ -174,7 +178,7 @@ static int done_row(eng_ctx *c, const Elspeth__CheckpointRow *m, eng_row *row,
 	for (size_t i = 0; i < m->n_tokens && !rc; i++) {
 		eng_token t;
 
-		if ((rc = token_from(c, m->tokens[i], &t, err)))
+		if ((rc = token_from(c, m->seq, m->tokens[i], &t, err)))
 			break;
 		if (eng__result_add(res, &t)) {
 			json_decref(t.data);
@@ -407,7 +411,7 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 		for (size_t j = 0; j < a->n_members && !rc; j++) {
 			eng_token tok;
 
-			if ((rc = token_from(c, a->members[j], &tok, err)))
+			if ((rc = token_from(c, a->members[j]->seq, a->members[j], &tok, err)))
 				break;
 			rc = eng__aggs_put_back(c, a->members[j]->seq, &tok, a->age_ns, err);
 			json_decref(tok.data);
@@ -683,6 +687,7 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 				    next, err)))
 		return rc;
 	put_resume_record(r, "running", NULL, o->max_rows_in_flight);
+	rec_story_attempt(r->rec, r->attempt); /* its fragments' keys */
 	c->replay = &r->replay;
 	c->pre = &r->pre;
 	c->start_seq = r->ck->released_through_seq;

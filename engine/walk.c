@@ -64,7 +64,7 @@ int eng__walk_error(walker *w, tok *t, int to, eng_outcome how,
 	data = with_error(t->data, node, msg);
 	if (!data)
 		return core_err_set(w->err, CORE_ENOMEM, "out of memory");
-	if (eng__audit_payload(w->c->audit, data, t->hash, w->err)) {
+	if (eng__audit_payload(w->c->audit, w->seq, data, t->hash, w->err)) {
 		json_decref(data);
 		return w->err->code;
 	}
@@ -216,8 +216,8 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 {
 	eng_audit *a = w->c->audit;
 	eng_hash oh = "";
-	eng_state st = { .token_id = t->id, .node = n->id, .step = t->step,
-			 .attempt = try, .in_hash = t->hash, .out_hash = oh };
+	eng_state st = { .seq = w->seq, .token_id = t->id, .node = n->id,
+			 .step = t->step, .attempt = try, .in_hash = t->hash, .out_hash = oh };
 	call_ctx cc = { .base = { .seq = w->seq, .retry = &w->c->g->settings->retry,
 				  .stop = walk_stop(w), .record_call = record_call,
 				  .blocking = ctx_blocking, .halt = ctx_halt,
@@ -242,7 +242,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	if (!rc && a->rec && *out == t->data && t->hash[0]) {
 		memcpy(oh, t->hash, sizeof(oh));
 		check_unchanged(n->name, *out, t->hash);
-	} else if (!rc && a->rec && eng__audit_payload(a, *out, oh, w->err)) {
+	} else if (!rc && a->rec && eng__audit_payload(a, w->seq, *out, oh, w->err)) {
 		json_decref(*out);
 		free(context);
 		return core_err_prefix(w->err, "row %llu: transform '%s' output",
@@ -275,7 +275,7 @@ static int expand(walker *w, tok *t, const dag_node *n, json_t *outs)
 
 		child.data = json_incref(row);
 		child.id = eng__audit_token(w->c->audit, w->seq, t->id, (unsigned)i, t->branch);
-		if ((rc = eng__audit_payload(w->c->audit, row, child.hash, w->err)) ||
+		if ((rc = eng__audit_payload(w->c->audit, w->seq, row, child.hash, w->err)) ||
 		    (rc = walk(w, &child, n->next, ENG_COMPLETED)))
 			break;
 	}
@@ -348,7 +348,7 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 
 static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 {
-	eng_state st = { .token_id = t->id, .node = n->id, .step = ++t->step,
+	eng_state st = { .seq = w->seq, .token_id = t->id, .node = n->id, .step = ++t->step,
 			 .in_hash = t->hash, .out_hash = t->hash };
 	const dag_route *r = NULL;
 	char key[256];
@@ -372,12 +372,12 @@ static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 	if (rc)
 		return rc;
 	if (r->to.node != DAG_FORK) {
-		eng__audit_route(w->c->audit, sid, n, key, key, "move", 0);
+		eng__audit_route(w->c->audit, w->seq, sid, n, key, key, "move", 0);
 		*next = r->to;
 		return 0;
 	}
 	for (size_t i = 0; i < n->nfork; i++)
-		eng__audit_route(w->c->audit, sid, n, n->fork_branches[i], key,
+		eng__audit_route(w->c->audit, w->seq, sid, n, n->fork_branches[i], key,
 				 "copy", (unsigned)i);
 	next->node = DAG_FORK;
 	return 0;

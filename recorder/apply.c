@@ -21,15 +21,79 @@
 
 #include "recorder/recorder_internal.h"
 
+/* The writer's idea of the last key of table t; a put above it is
+ * appended (MDB_APPEND: LMDB fills the last page instead of splitting it
+ * in half, and touches nothing else). Wrong only when another process
+ * wrote the table since: the append fails, and the put goes in the usual
+ * way. */
+static bool after_tail(const rec__tail *tl, const MDB_val *k)
+{
+	size_t n = k->mv_size < tl->len ? k->mv_size : tl->len;
+	int c;
+
+	if (!tl->known)
+		return false;
+	if (!tl->len) /* an empty table */
+		return true;
+	c = memcmp(k->mv_data, tl->key, n);
+	return c > 0 || (!c && k->mv_size > tl->len);
+}
+
+static void tail_set(rec__tail *tl, const MDB_val *k)
+{
+	memcpy(tl->key, k->mv_data, k->mv_size);
+	tl->len = k->mv_size;
+	tl->known = true;
+}
+
+/* The table's last key, read once per writer (and after a failed
+ * append). */
+static void tail_load(MDB_txn *txn, MDB_dbi dbi, rec__tail *tl)
+{
+	MDB_cursor *c;
+	MDB_val k, v;
+
+	int rc;
+
+	tl->len = 0;
+	tl->known = false;
+	if (mdb_cursor_open(txn, dbi, &c))
+		return;
+	rc = mdb_cursor_get(c, &k, &v, MDB_LAST);
+	if (!rc && k.mv_size <= REC_KEY_MAX)
+		tail_set(tl, &k);
+	else if (rc == MDB_NOTFOUND)
+		tl->known = true; /* empty */
+	mdb_cursor_close(c);
+}
+
 static int op_put(rec_env *env, MDB_txn *txn, const rec__batch *b,
 		  const rec__op *op)
 {
 	char *p = b->arena.data + op->off;
 	MDB_val k = { op->klen, p }, v = { op->vlen, p + op->klen };
 	unsigned flags = op->kind == REC__OP_PUT_ONCE ? MDB_NOOVERWRITE : 0;
+	MDB_dbi dbi = env->dbi[op->table];
+	rec__tail *tl = &env->tail[op->table];
 	int rc;
 
-	rc = mdb_put(txn, env->dbi[op->table], &k, &v, flags);
+	if (rec__table_packed(op->table) &&
+	    (rc = rec__pack(env, txn, (const uint8_t *)p, v.mv_data, v.mv_size, &v)))
+		return rc;
+	if (!tl->known)
+		tail_load(txn, dbi, tl);
+	if (after_tail(tl, &k)) {
+		rc = mdb_put(txn, dbi, &k, &v, flags | MDB_APPEND);
+		if (rc != MDB_KEYEXIST) {
+			if (!rc)
+				tail_set(tl, &k);
+			return rc;
+		}
+		tail_load(txn, dbi, tl); /* another process wrote it */
+	}
+	rc = mdb_put(txn, dbi, &k, &v, flags);
+	if (!rc && after_tail(tl, &k))
+		tail_set(tl, &k);
 	return rc == MDB_KEYEXIST && flags ? 0 : rc;
 }
 
@@ -104,6 +168,9 @@ static int puts_commit(rec_env *env, const rec__batch *b, size_t *pos,
 	else
 		rc = mdb_txn_commit(txn);
 	rec__txn_done(env);
+	rec__pack_committed(env, !rc);
+	if (rc) /* the tails may name keys the abort took back */
+		memset(env->tail, 0, sizeof(env->tail));
 	*tried = i - *pos;
 	if (rc)
 		return rc;

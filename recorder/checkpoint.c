@@ -17,7 +17,12 @@ int rec_ckpt_put(rec_env *env, const Elspeth__Checkpoint *c, const int *fds,
 	     size_t nfds, uint64_t *gen)
 {
 	rec_key k;
+	int rc;
 
+	/* The checkpoint covers what the rows still in flight recorded so
+	 * far (their payloads above all): it goes in before it. */
+	if ((rc = rec_story_flush(env)))
+		return rc;
 	run_key(&k, c->run_id);
 	return rec_put_msg_fsync(env, REC_CHECKPOINTS, &k, &c->base, fds, nfds, gen);
 }
@@ -303,19 +308,29 @@ static int entry_cmp(const void *a, const void *b)
 	return strcmp(x->hash, y->hash);
 }
 
+/* A call's response body: in the record (docs/audit.md). */
+static bool call_body(rec_txn *t, const Elspeth__CallRecord *r,
+		      const void **body, size_t *len)
+{
+	(void)t;
+	*body = r->response.data;
+	*len = r->response.len;
+	return true;
+}
+
 static int call_one(void *ctx, const void *key, size_t kl, const void *v, size_t vl)
 {
 	replay_load *L = ctx;
 	Elspeth__CallRecord *r = elspeth__call_record__unpack(NULL, vl, v);
-	const void *body;
-	size_t blen;
+	const void *body = NULL;
+	size_t blen = 0;
 
 	(void)key, (void)kl;
 	if (!r)
 		return 0;
 	if (!strcmp(r->status, "success") && r->row_id > L->c->released_through_seq &&
 	    !done_in(L->c, r->row_id) && r->response_hash[0] &&
-	    !rec_get_payload(L->t, r->response_hash, &body, &blen)) {
+	    call_body(L->t, r, &body, &blen)) {
 		rec_replay *R = L->r;
 		replay_entry *e;
 

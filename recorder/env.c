@@ -170,6 +170,8 @@ int rec_close(rec_env *env, core_err *err)
 	if (!env)
 		return 0;
 	if (env->has_writer) {
+		/* Open row stories (a run that did not end) are kept. */
+		rec_story_flush(env);
 		rec__writer_stop(env);
 		/* Make what was committed durable, even after an error. */
 		rc = mdb_env_sync(env->mdb, 1);

@@ -104,6 +104,8 @@ const char *rec_table_name(rec_table t)
 	case REC_SUPERSEDED: return "superseded";
 	case REC_SAMPLES: return "samples";
 	case REC_PAYLOADS: return "payloads";
+	case REC_TRAIL: return "trail";
+	case REC_DICTS: return "dicts";
 	case REC_TABLE_LAST: break;
 	}
 	return "(invalid table)";

@@ -10,6 +10,7 @@
  * created, or an older format) is remembered as absent and reads as
  * empty; rec_read_begin retries opening absent tables (refresh).
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "recorder/recorder_internal.h"
@@ -67,13 +68,28 @@ static int format_check(rec_env *env, MDB_txn *txn, core_err *err)
 	if (v.mv_size == strlen(REC_FORMAT) &&
 	    memcmp(v.mv_data, REC_FORMAT, v.mv_size) == 0)
 		return 0;
-	if (v.mv_size > strlen(FORMAT_FAMILY) &&
-	    memcmp(v.mv_data, FORMAT_FAMILY, strlen(FORMAT_FAMILY)) == 0)
+	if (v.mv_size > strlen(FORMAT_FAMILY) && v.mv_size < 64 &&
+	    memcmp(v.mv_data, FORMAT_FAMILY, strlen(FORMAT_FAMILY)) == 0) {
+		char ver[64];
+		long n;
+
+		memcpy(ver, (const char *)v.mv_data + strlen(FORMAT_FAMILY),
+		       v.mv_size - strlen(FORMAT_FAMILY));
+		ver[v.mv_size - strlen(FORMAT_FAMILY)] = '\0';
+		n = strtol(ver, NULL, 10);
+		if (n > 0 && n < REC_FORMAT_VERSION)
+			return core_err_set(err, CORE_ECONFIG,
+				"%s holds Landscape format %ld, written by an older "
+				"elspeth; this elspeth (%s) reads format %d only "
+				"(docs/audit.md, \"Format versions\"): read or export "
+				"it with the elspeth that wrote it, and point "
+				"landscape.url at a new directory for new runs",
+				env->path, n, ELSPETH_VERSION, REC_FORMAT_VERSION);
 		return core_err_set(err, CORE_ECONFIG,
-			"%s holds Landscape format '%.*s' but this elspeth (%s) "
-			"reads '%s' only: it was written by a newer elspeth",
-			env->path, (int)(v.mv_size > 64 ? 64 : v.mv_size),
-			(const char *)v.mv_data, ELSPETH_VERSION, REC_FORMAT);
+			"%s holds Landscape format '%s' but this elspeth (%s) "
+			"reads format %d only: it was written by a newer elspeth",
+			env->path, ver, ELSPETH_VERSION, REC_FORMAT_VERSION);
+	}
 	return not_ours(env, err);
 }
 
@@ -118,6 +134,11 @@ static int tables_load(rec_env *env, MDB_txn *txn, bool ro, core_err *err)
 	for (t = 0; t < REC_TABLE_LAST; t++) {
 		if (!env->absent[t])
 			continue;
+		if (rec__table_in_story(t)) { /* read from REC_TRAIL */
+			env->absent[t] = false;
+			env->nabsent--;
+			continue;
+		}
 		rc = mdb_dbi_open(txn, rec_table_name(t), ro ? 0 : MDB_CREATE,
 				  &env->dbi[t]);
 		if (rc == MDB_NOTFOUND && ro)

@@ -84,7 +84,8 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 
 	if (!env || !env->has_writer || (unsigned)t >= REC_TABLE_LAST || !k ||
 	    !k->len || k->len > REC_KEY_MAX || (vlen && !val && !msg) ||
-	    (x && (x->nfds > UINT16_MAX || (x->nfds && !x->fds))))
+	    (x && (x->nfds > UINT16_MAX || (x->nfds && !x->fds))) ||
+	    rec__table_in_story(t)) /* rec_story_put */
 		return CORE_EINTERNAL;
 	/* Packed before the lock is taken: every thread puts through it. */
 	if (msg) {
@@ -125,6 +126,12 @@ static int enqueue(rec_env *env, uint8_t kind, rec_table t, const rec_key *k,
 
 int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 	    size_t vlen)
+{
+	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL, NULL);
+}
+
+int rec__put_packed(rec_env *env, rec_table t, const rec_key *k,
+		    const void *val, size_t vlen)
 {
 	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL, NULL);
 }

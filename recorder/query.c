@@ -61,33 +61,44 @@ static json_t *time_json(uint64_t ns)
 	return json_string(buf);
 }
 
-/* A payload as JSON: {"hash": h, "data": ...} or {"hash", "missing": true}. */
-static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
+/* Bytes as payload JSON: {"hash": h, "data": ...} or {"hash",
+ * "undecodable": true}. */
+static json_t *bytes_json(const char *hash, const void *data, size_t len,
+			  bool is_json)
 {
-	const void *data;
-	size_t len;
-	json_t *v;
+	json_t *v = is_json ? json_loadb(data, len, JSON_DECODE_ANY, NULL)
+			    : json_stringn(data, len);
 
-	if (!hash || !hash[0])
-		return json_null();
-	if (rec_get_payload(t, hash, &data, &len))
-		return json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
-	v = is_json ? json_loadb(data, len, JSON_DECODE_ANY, NULL)
-		    : json_stringn(data, len);
 	if (!v)
 		return json_pack("{s:s,s:b}", "hash", hash, "undecodable", 1);
 	return json_pack("{s:s,s:o}", "hash", hash, "data", v);
 }
 
-/* A payload of raw bytes (an HTTP body): as JSON when it is JSON, else as
- * a string (a malformed answer is shown as received). */
-static json_t *body_json(rec_txn *t, const char *hash)
+/* A payload as JSON: bytes_json, or {"hash", "missing": true}. */
+static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
 {
-	json_t *p = payload_json(t, hash, true), *s;
+	const void *data;
+	size_t len;
 
+	if (!hash || !hash[0])
+		return json_null();
+	if (rec_get_payload(t, hash, &data, &len))
+		return json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
+	return bytes_json(hash, data, len, is_json);
+}
+
+/* A call's body (an HTTP body, kept in the call's record): as JSON when it
+ * is JSON, else as a string (a malformed answer is shown as received). */
+static json_t *body_json(const char *hash, const ProtobufCBinaryData *b)
+{
+	json_t *p, *s;
+
+	if (!hash || !hash[0])
+		return json_null();
+	p = bytes_json(hash, b->data, b->len, true);
 	if (json_is_object(p) && json_object_get(p, "undecodable")) {
 		json_decref(p);
-		s = payload_json(t, hash, false);
+		s = bytes_json(hash, b->data, b->len, false);
 		if (json_is_object(s) && json_object_get(s, "data"))
 			json_object_set_new(s, "text", json_true());
 		return s;
@@ -309,8 +320,8 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 		"submit_order", (int)r->submit_order,
 		"complete_order", (int)r->complete_order,
 		"submitted_at", time_json(r->submitted_at_ns),
-		"request", body_json(c->x->t, r->request_hash),
-		"response", body_json(c->x->t, r->response_hash));
+		"request", body_json(r->request_hash, &r->request),
+		"response", body_json(r->response_hash, &r->response));
 	/* "STATE/INDEX": the recorded call whose answer this one reused. */
 	if (j && r->replayed_from[0])
 		json_object_set_new(j, "replayed_from", json_string(r->replayed_from));

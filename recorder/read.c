@@ -14,7 +14,27 @@
 struct rec_txn {
 	rec_env *env;
 	MDB_txn *txn;
+	rec__views *views;         /* story_read.c, on first use */
+	rec__unpacker *get_u;      /* packed tables: rec_get's values */
+	rec__unpacker *scan_u;     /* ... and rec_scan's, rec_last's */
 };
+
+rec__views *rec__txn_views(rec_txn *t)
+{
+	if (!t->views)
+		t->views = rec__views_new();
+	return t->views;
+}
+
+rec_env *rec__txn_env(rec_txn *t)
+{
+	return t->env;
+}
+
+MDB_txn *rec__txn_mdb(rec_txn *t)
+{
+	return t->txn;
+}
 
 _Thread_local int rec__wtxns;
 
@@ -34,7 +54,7 @@ int rec_read_begin(rec_env *env, rec_txn **out, core_err *err)
 	int rc;
 
 	*out = NULL;
-	t = malloc(sizeof(*t));
+	t = calloc(1, sizeof(*t));
 	if (!t)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	t->env = env;
@@ -66,6 +86,9 @@ void rec_read_end(rec_txn *t)
 	rec__txn_done(t->env);
 	if (t->env->has_writer)
 		rec__wtxns--;
+	rec__views_free(t->views);
+	rec__unpacker_free(t->get_u);
+	rec__unpacker_free(t->scan_u);
 	free(t);
 }
 
@@ -77,8 +100,8 @@ static void val_out(const MDB_val *v, const void **p, size_t *len)
 		*len = v->mv_size;
 }
 
-int rec_get(rec_txn *t, rec_table tab, const rec_key *k, const void **val,
-	    size_t *vlen)
+int rec__get_raw(rec_txn *t, rec_table tab, const rec_key *k,
+		 const void **val, size_t *vlen)
 {
 	MDB_val key = { k->len, (void *)k->b }, v;
 	int rc;
@@ -92,6 +115,27 @@ int rec_get(rec_txn *t, rec_table tab, const rec_key *k, const void **val,
 		return REC_NOTFOUND;
 	if (!rc)
 		val_out(&v, val, vlen);
+	return rc;
+}
+
+int rec_get(rec_txn *t, rec_table tab, const rec_key *k, const void **val,
+	    size_t *vlen)
+{
+	const void *p;
+	size_t n;
+	int rc;
+
+	if ((unsigned)tab < REC_TABLE_LAST && rec__table_in_story(tab))
+		return rec__story_get(t, tab, k, val, vlen);
+	rc = rec__get_raw(t, tab, k, &p, &n);
+	if (!rc && rec__table_packed(tab))
+		rc = rec__unpack(t, &t->get_u, k->b, p, n, &p, &n);
+	if (!rc) {
+		if (val)
+			*val = p;
+		if (vlen)
+			*vlen = n;
+	}
 	return rc;
 }
 
@@ -118,8 +162,12 @@ int rec_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	MDB_cursor *c;
 	int rc;
 
+	bool packed = (unsigned)tab < REC_TABLE_LAST && rec__table_packed(tab);
+
 	if (!prefix)
 		prefix = &empty;
+	if ((unsigned)tab < REC_TABLE_LAST && rec__table_in_story(tab))
+		return rec__story_scan(t, tab, prefix, fn, ctx);
 	rc = cursor_open(t, tab, &c);
 	if (rc)
 		return rc == REC_NOTFOUND ? 0 : rc;
@@ -127,7 +175,12 @@ int rec_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	key.mv_data = (void *)prefix->b;
 	rc = mdb_cursor_get(c, &key, &v, prefix->len ? MDB_SET_RANGE : MDB_FIRST);
 	while (!rc && has_prefix(&key, prefix)) {
-		rc = fn(ctx, key.mv_data, key.mv_size, v.mv_data, v.mv_size);
+		const void *p = v.mv_data;
+		size_t n = v.mv_size;
+
+		if (packed && (rc = rec__unpack(t, &t->scan_u, key.mv_data, p, n, &p, &n)))
+			goto out_close;
+		rc = fn(ctx, key.mv_data, key.mv_size, p, n);
 		if (rc)
 			goto out_close;
 		rc = mdb_cursor_get(c, &key, &v, MDB_NEXT);
@@ -164,6 +217,8 @@ int rec_last(rec_txn *t, rec_table tab, const rec_key *prefix,
 
 	if (!prefix)
 		prefix = &empty;
+	if ((unsigned)tab < REC_TABLE_LAST && rec__table_in_story(tab))
+		return rec__story_last(t, tab, prefix, key, klen, val, vlen);
 	rc = cursor_open(t, tab, &c);
 	if (rc)
 		return rc;
@@ -183,6 +238,14 @@ int rec_last(rec_txn *t, rec_table tab, const rec_key *prefix,
 	mdb_cursor_close(c);
 	if (rc == MDB_NOTFOUND)
 		return REC_NOTFOUND;
+	if (!rc && rec__table_packed(tab)) {
+		const void *p;
+		size_t n;
+
+		rc = rec__unpack(t, &t->scan_u, k.mv_data, v.mv_data, v.mv_size, &p, &n);
+		v.mv_data = (void *)p;
+		v.mv_size = n;
+	}
 	if (!rc) {
 		val_out(&k, key, klen);
 		val_out(&v, val, vlen);
@@ -217,5 +280,8 @@ int rec_get_payload(rec_txn *t, const char *hex, const void **data,
 		k.b[i] = (uint8_t)(hi << 4 | lo);
 	}
 	k.len = CORE_SHA256_LEN;
+	/* A row's payloads are in its story: the rows being read first. */
+	if (!rec__story_payload(t, k.b, data, len))
+		return 0;
 	return rec_get(t, REC_PAYLOADS, &k, data, len);
 }

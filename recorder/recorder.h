@@ -45,32 +45,41 @@
 #include "core/core.h"
 #include "proto/landscape.pb-c.h"
 
-/* The named databases. Index tables hold empty values. */
+/* The tables. The per-row ones (marked *) are not stored as such: a
+ * row's records are stored together, as its story (table REC_TRAIL,
+ * docs/audit.md "Row stories"), and reads of these tables are served from
+ * the stories, with the keys and protobuf values below. Index tables hold
+ * empty values. */
 typedef enum rec_table {
 	REC_META,            /* "format" -> version string, ... */
 	REC_RUNS,            /* run */
 	REC_NODES,           /* run, node(4) */
 	REC_EDGES,           /* run, edge(4) */
-	REC_ROWS,            /* run, seq — rows by (run, seq) */
-	REC_TOKENS,          /* run, token */
-	REC_TOKENS_BY_ROW,   /* run, row, token -> "" */
-	REC_TOKEN_PARENTS,   /* run, token, ordinal(4) */
-	REC_NODE_STATES,     /* run, state */
-	REC_STATES_BY_TOKEN, /* run, token, state -> "" */
-	REC_CALLS,           /* run, state, call_index(4) — calls by state */
-	REC_ROUTING_EVENTS,  /* run, state, ordinal(4) */
+	REC_ROWS,            /* * run, seq — rows by (run, seq) */
+	REC_TOKENS,          /* * run, token */
+	REC_TOKENS_BY_ROW,   /* * run, row, token -> "" */
+	REC_TOKEN_PARENTS,   /* * run, token, ordinal(4) */
+	REC_NODE_STATES,     /* * run, state */
+	REC_STATES_BY_TOKEN, /* * run, token, state -> "" */
+	REC_CALLS,           /* run, state, call_index(4) — calls by state
+				(packed, with their bodies) */
+	REC_ROUTING_EVENTS,  /* * run, state, ordinal(4) */
 	REC_BATCHES,         /* run, batch */
 	REC_BATCH_MEMBERS,   /* run, batch, ordinal(4) */
-	REC_ARTIFACTS,       /* run, token */
-	REC_TOKEN_OUTCOMES,  /* run, token — outcome by token */
-	REC_VALIDATION_ERRORS, /* run, row */
-	REC_TRANSFORM_ERRORS,  /* run, token, state */
+	REC_ARTIFACTS,       /* * run, token */
+	REC_TOKEN_OUTCOMES,  /* * run, token — outcome by token */
+	REC_VALIDATION_ERRORS, /* * run, row */
+	REC_TRANSFORM_ERRORS,  /* * run, token, state */
 	REC_SINK_FILES,      /* run, node(4) */
 	REC_CHECKPOINTS,     /* run — the latest checkpoint */
 	REC_RESUMES,         /* run, attempt(4) */
 	REC_SUPERSEDED,      /* run, token */
 	REC_SAMPLES,         /* run, attempt(4), index(4) — metric samples */
-	REC_PAYLOADS,        /* sha256(32) -> bytes, stored once */
+	REC_PAYLOADS,        /* sha256(32) -> bytes: the run's own payloads
+				(topology); a row's are in its story */
+	REC_TRAIL,           /* run, seq, attempt(4), serial(4) -> a row's
+				story fragment (packed) */
+	REC_DICTS,           /* run, id(4) -> a compression dictionary */
 	REC_TABLE_LAST
 } rec_table;
 
@@ -162,6 +171,33 @@ uint64_t rec_queue_gen(rec_env *env);
  * payload is not rewritten); hex receives the hash. */
 int rec_put_payload(rec_env *env, const void *data, size_t len,
 		    char hex[CORE_SHA256_HEX_LEN + 1]);
+/* ---------------------------------------------------------- row stories
+ *
+ * The per-row records (the tables marked * above: RowRecord, TokenRecord,
+ * TokenParentRecord, NodeStateRecord, RoutingEventRecord,
+ * TransformErrorRecord, TokenOutcomeRecord, ArtifactRecord,
+ * ValidationErrorRecord) and the payloads of a row are gathered in memory
+ * in the row's open story and written together when the row is sealed
+ * (released). Any thread; records of one row may come from several
+ * threads. A record put after its row was sealed starts a new fragment.
+ */
+
+/* Adds msg (one of the record types above) to row seq's story. */
+int rec_story_put(rec_env *env, uint64_t run, uint64_t seq,
+		  const ProtobufCMessage *msg);
+/* Adds a payload to row seq's story (once per fragment); hex receives
+ * its SHA-256. */
+int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
+		      const void *data, size_t len,
+		      char hex[CORE_SHA256_HEX_LEN + 1]);
+/* Enqueues row seq's story; later records of the row start a new one. */
+int rec_story_seal(rec_env *env, uint64_t run, uint64_t seq);
+/* Enqueues what every open story holds so far (before a checkpoint, which
+ * must cover it, and at the end of a run); they stay open. */
+int rec_story_flush(rec_env *env);
+/* The attempt (0: the run, n: its n-th resume) in the keys of the
+ * fragments written from now on. */
+void rec_story_attempt(rec_env *env, uint32_t attempt);
 /* Waits until everything enqueued before the call is committed and the
  * environment is fsync'd. CORE_EINTERNAL at once (without waiting) from
  * a thread holding a rec_txn on a writing environment or inside a
@@ -215,9 +251,16 @@ int rec_scan(rec_txn *txn, rec_table t, const rec_key *prefix,
 int rec_last(rec_txn *txn, rec_table t, const rec_key *prefix,
 	     const void **key, size_t *klen, const void **val, size_t *vlen);
 /* Reads a payload by hex hash: 0, REC_NOTFOUND, CORE_EDATA (hex is not
- * 64 hex digits), or a read error. */
+ * 64 hex digits), or a read error. A row's payloads are in its story: they
+ * are found while the row is being read (inside a rec_scan callback of a
+ * per-row table, after a rec_get of one of its records, or after
+ * rec_txn_row); the rest are in REC_PAYLOADS. */
 int rec_get_payload(rec_txn *txn, const char *hex, const void **data,
 		    size_t *len);
+
+/* Decodes row seq's story for the reads that follow (its records and
+ * payloads): 0 (also for a row without a story) or an error. */
+int rec_txn_row(rec_txn *txn, uint64_t run, uint64_t seq);
 
 /* -------------------------------------------------------------- queries
  * The reads behind `runs`, `explain` and `verify`; documents are jansson

@@ -40,7 +40,8 @@
 
 #include "recorder/recorder.h"
 
-#define REC_FORMAT "elspeth-landscape-1"
+#define REC_FORMAT "elspeth-landscape-2"
+#define REC_FORMAT_VERSION 2
 #define REC_MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define REC_MAPSIZE_ENV "ELSPETH_LMDB_MAPSIZE"
 #define REC_MAXREADERS 126
@@ -97,6 +98,18 @@ typedef struct rec__stats {
 	uint64_t space_waits;  /* times a producer waited for queue room */
 } rec__stats;
 
+typedef struct rec__stories rec__stories;   /* story.c */
+typedef struct rec__packer rec__packer;     /* pack.c, writer only */
+typedef struct rec__unpacker rec__unpacker; /* pack.c, one reader */
+
+/* The last key the writer put in a table, to append (MDB_APPEND) puts
+ * that come after it. Writer only. */
+typedef struct rec__tail {
+	uint8_t key[REC_KEY_MAX];
+	size_t len;            /* 0 and known: the table is empty */
+	bool known;
+} rec__tail;
+
 struct rec_env {
 	MDB_env *mdb;
 	int flags;
@@ -135,6 +148,9 @@ struct rec_env {
 	uint64_t committed_ns;       /* writer only: end of the last batch */
 	bool writer_gathering;       /* env->lock: waiting to grow a batch */
 	rec__stats stats;            /* copy of wstats after each batch */
+	rec__tail tail[REC_TABLE_LAST]; /* writer only */
+	rec__packer *packer;         /* writer only */
+	rec__stories *stories;       /* story.c: open row stories */
 };
 
 /* env.c / meta.c */
@@ -172,6 +188,49 @@ extern _Thread_local int rec__wtxns;
 int rec__writer_start(rec_env *env, core_err *err);
 void rec__writer_stop(rec_env *env);
 int rec__batch_apply(rec_env *env, const rec__batch *b, core_err *err);
+
+/* story.c */
+int rec__stories_init(rec_env *env);
+void rec__stories_free(rec_env *env);
+/* put.c: enqueues a put of a packed table (the writer packs it). */
+int rec__put_packed(rec_env *env, rec_table t, const rec_key *k,
+		    const void *val, size_t vlen);
+
+/* pack.c: the writer packs values of packed tables; readers unpack
+ * them (*up: the reader's decompressor, created on first use). */
+bool rec__table_packed(rec_table t);
+int rec__packer_init(rec_env *env);
+void rec__packer_free(rec_env *env);
+int rec__pack(rec_env *env, MDB_txn *txn, const uint8_t *key,
+	      const void *val, size_t vlen, MDB_val *out);
+void rec__pack_committed(rec_env *env, bool ok);
+int rec__unpack(rec_txn *t, rec__unpacker **up, const void *key,
+		const void *val, size_t vlen, const void **out, size_t *outlen);
+void rec__unpacker_free(rec__unpacker *u);
+
+/* read.c: a stored value as it is (no unpacking, no story view). */
+int rec__get_raw(rec_txn *t, rec_table tab, const rec_key *k,
+		 const void **val, size_t *vlen);
+MDB_txn *rec__txn_mdb(rec_txn *t);
+
+/* story_read.c: the per-row tables, read from the row stories. */
+bool rec__table_in_story(rec_table t);
+int rec__story_get(rec_txn *t, rec_table tab, const rec_key *k,
+		   const void **val, size_t *vlen);
+int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
+		    rec_scan_fn fn, void *ctx);
+int rec__story_last(rec_txn *t, rec_table tab, const rec_key *prefix,
+		    const void **key, size_t *klen, const void **val,
+		    size_t *vlen);
+int rec__story_payload(rec_txn *t, const uint8_t hash[CORE_SHA256_LEN],
+		       const void **data, size_t *len);
+typedef struct rec__view rec__view;
+typedef struct rec__views rec__views;
+void rec__views_free(rec__views *vs);
+/* read.c: the txn's views (created on first use; NULL: out of memory). */
+rec__views *rec__txn_views(rec_txn *t);
+rec__views *rec__views_new(void);
+rec_env *rec__txn_env(rec_txn *t);
 
 /* Statistics of a writing env (a copy, taken under env->lock). */
 void rec__stats_get(rec_env *env, rec__stats *out);

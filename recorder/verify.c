@@ -110,6 +110,22 @@ static void check_payload(verify *v, const char *hash, bool canonical,
 	}
 }
 
+/* A call's body, kept in its record, hashes to the hash recorded. */
+static void check_body(verify *v, const char *hash, const ProtobufCBinaryData *b,
+		       const char *what)
+{
+	uint8_t d[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+
+	if (!hash || !hash[0])
+		return;
+	v->payloads++;
+	core_sha256(b->data, b->len, d);
+	core_hex(d, sizeof(d), hex);
+	if (strcmp(hex, hash))
+		violation(v, "%s: body %.16s... hashes to %.16s...", what, hash, hex);
+}
+
 /* ---------------------------------------------------------- files */
 
 static FILE *open_cached(verify *v, const char *path)
@@ -505,8 +521,8 @@ static int call_one(void *ctx, const void *key, size_t kl, const void *val, size
 	v->call_next = c->call_index + 1;
 	if (c->replayed_from[0] || !strcmp(c->status, "replayed"))
 		check_replay(v, c, what);
-	check_payload(v, c->request_hash, false, what);
-	check_payload(v, c->response_hash, false, what);
+	check_body(v, c->request_hash, &c->request, what);
+	check_body(v, c->response_hash, &c->response, what);
 	elspeth__call_record__free_unpacked(c, NULL);
 	return 0;
 }

@@ -176,8 +176,15 @@ int rec__writer_start(rec_env *env, core_err *err)
 			env->path);
 	env->txn_ops_max = SIZE_MAX;
 	env->queue_max = REC_QUEUE_MAX;
+	if (rec__stories_init(env) || rec__packer_init(env)) {
+		rec__stories_free(env);
+		sync_destroy(env);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
 	rc = pthread_create(&env->writer, NULL, writer_main, env);
 	if (rc) {
+		rec__stories_free(env);
+		rec__packer_free(env);
 		sync_destroy(env);
 		return core_err_set(err, CORE_EIO,
 			"audit trail %s: cannot start the writer thread: %s",
@@ -197,6 +204,8 @@ void rec__writer_stop(rec_env *env)
 	pthread_mutex_unlock(&env->lock);
 	pthread_join(env->writer, NULL);
 	sync_destroy(env);
+	rec__stories_free(env);
+	rec__packer_free(env);
 	rec__batch_release(&env->queue);
 	rec__batch_release(&env->wbatch);
 }

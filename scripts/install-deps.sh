@@ -10,7 +10,7 @@ PKGS=(
   libcriterion-dev libcurl4-openssl-dev libssl-dev
   python3 openssl
   nghttp2-proxy
-  libsqlite3-dev sqlite3
+  libsqlite3-dev sqlite3 libzstd-dev
   chromium
   slurmctld slurmd slurm-client munge
 )
