@@ -106,11 +106,45 @@ static int digits_try(struct decimal *dc, double a, int prec, int pow2)
  * shortest; otherwise 16 or 17 digits do. Subnormals hold fewer digits, so
  * for them search upwards from one digit.
  */
+/*
+ * The fast way, for the numbers data holds (57.3, 1200, 0.125): the
+ * fewest fraction digits k (up to 9) for which the nearest integer m to
+ * a * 10^k gives a back as m / 10^k. Both m (below 10^15) and 10^k are
+ * exact doubles and the division is correctly rounded, so a match means
+ * the decimal m e-k reads back as a; with at most 15 digits it is what
+ * the slow search finds too (see below). 0 when there is none.
+ */
+static int digits_fast(struct decimal *dc, double a)
+{
+	double p = 1;
+
+	for (int k = 0; k <= 9; k++, p *= 10) {
+		double x = a * p, m;
+		char tmp[24];
+		int n = 0;
+
+		if (x >= 1e15)
+			return 0;
+		m = nearbyint(x);
+		if (m < 1 || m / p != a)
+			continue;
+		for (unsigned long long u = (unsigned long long)m; u; u /= 10)
+			tmp[n++] = (char)('0' + u % 10);
+		for (dc->len = 0; n > 0;)
+			dc->dig[dc->len++] = tmp[--n];
+		dc->scale = -k;
+		return 1;
+	}
+	return 0;
+}
+
 static void shortest_digits(struct decimal *dc, double a)
 {
 	int e, prec, pow2 = frexp(a, &e) == 0.5;
 
-	if (a < DBL_MIN) {
+	if (a >= DBL_MIN && digits_fast(dc, a)) {
+		prec = 0; /* found: only the zeros to strip */
+	} else if (a < DBL_MIN) {
 		for (prec = 0; prec < 16; prec++)
 			if (digits_try(dc, a, prec, 0))
 				break;

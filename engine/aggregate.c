@@ -107,7 +107,8 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 		t.outcome = n->on_error == DAG_DISCARD ? ENG_FAILED : ENG_ROUTED;
 		t.to = n->on_error == DAG_DISCARD ? ENG_TO_DISCARD : ENG_TO_SINK;
 		t.node = n->on_error;
-		rc = eng__audit_payload(c->audit, seq, data, t.hash, err);
+		t.home = b->seqs[i]; /* its records stay in its row's story */
+		rc = eng__audit_payload(c->audit, t.home, data, t.hash, err);
 		if (!rc && (rc = eng__result_add(&res, &t)))
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		if (rc) {
@@ -151,11 +152,13 @@ static int emit_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
 
 	json_array_foreach(outs, i, row) {
 		eng_hash h;
-		uint64_t id;
+		uint64_t id, home = seq;
 		unsigned step = 0;
 
 		if (n->agg->passthrough) {
+			/* a member walks on: its records stay in its row */
 			id = b->members[i].token_id;
+			home = b->seqs[i];
 			step = b->members[i].step + 1;
 		} else {
 			id = eng__audit_token(c->audit, seq, 0, 0, NULL);
@@ -166,8 +169,8 @@ static int emit_outputs(eng_ctx *c, agg_buf *b, uint64_t seq, json_t *outs,
 					step = b->members[m].step + 1;
 			}
 		}
-		if ((rc = eng__audit_payload(c->audit, seq, row, h, err)) ||
-		    (rc = eng__walk_from(c, seq, id, json_incref(row), h, step,
+		if ((rc = eng__audit_payload(c->audit, home, row, h, err)) ||
+		    (rc = eng__walk_from(c, home, id, json_incref(row), h, step,
 					 n->next, &res, err)))
 			break;
 	}

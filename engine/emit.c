@@ -11,20 +11,29 @@
 
 #include "engine/engine_internal.h"
 
+/* The row whose story records t (a batch's passthrough or failed
+ * members stay in their own rows' stories). */
+static uint64_t home_of(uint64_t seq, const eng_token *t)
+{
+	return t->home ? t->home : seq;
+}
+
 /* Writes t to sink k; on failure diverts it. */
 static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 		       core_err *err)
 {
+	uint64_t home = home_of(seq, t);
+
 	dag_node *k = &c->g->nodes[t->node];
 	plg_write_info info;
 	uint64_t t0;
 	int rc;
 
-	eng__audit_outcome(c->audit, seq, t);
+	eng__audit_outcome(c->audit, home, t);
 	t0 = core_now_wall_ns();
 	rc = k->kops->write(k->kstate, t->data, &info, err);
 	if (!rc) {
-		eng__audit_artifact(c->audit, seq, t, &info, t0);
+		eng__audit_artifact(c->audit, home, t, &info, t0);
 		sum->per_sink[t->node]++;
 		return 0;
 	}
@@ -39,18 +48,18 @@ static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	if (k->on_error == DAG_DISCARD) {
 		t->to = ENG_TO_DISCARD;
 		t->node = DAG_NONE;
-		eng__audit_outcome(c->audit, seq, t);
+		eng__audit_outcome(c->audit, home, t);
 		sum->discarded++;
 		return 0;
 	}
 	t->node = k->on_error;
-	eng__audit_outcome(c->audit, seq, t);
+	eng__audit_outcome(c->audit, home, t);
 	k = &c->g->nodes[t->node];
 	t0 = core_now_wall_ns();
 	if ((rc = k->kops->write(k->kstate, t->data, &info, err)))
 		return core_err_prefix(err, "row %llu: on_write_failure sink '%s' failed too",
 				       (unsigned long long)seq, k->name);
-	eng__audit_artifact(c->audit, seq, t, &info, t0);
+	eng__audit_artifact(c->audit, home, t, &info, t0);
 	sum->per_sink[t->node]++;
 	return 0;
 }
@@ -63,7 +72,7 @@ static int emit_token(eng_ctx *c, uint64_t seq, eng_token *t,
 	case ENG_TO_SINK:
 		return write_token(c, seq, t, sum, err);
 	case ENG_TO_DISCARD:
-		eng__audit_outcome(c->audit, seq, t);
+		eng__audit_outcome(c->audit, home_of(seq, t), t);
 		sum->discarded++;
 		return 0;
 	case ENG_TO_AGG:

@@ -69,6 +69,8 @@ typedef struct eng_token {
 	unsigned step;     /* steps taken so far */
 	char *error;       /* owned; the error the token carries, or NULL */
 	const char *branch;/* fork branch, for the record */
+	uint64_t home;     /* the row whose story holds its records (the row
+			    * it was created in); 0: the result's row */
 } eng_token;
 
 /* Everything release needs for one row. */

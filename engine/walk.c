@@ -28,7 +28,7 @@ static int terminal(walker *w, const tok *t, eng_dest_kind to, int node,
 {
 	eng_token e = { .token_id = t->id, .to = to, .node = node,
 			.outcome = how, .data = data, .step = t->step,
-			.branch = t->branch };
+			.branch = t->branch, .home = w->seq };
 	int rc;
 
 	memcpy(e.hash, t->hash, sizeof(e.hash));

@@ -226,6 +226,84 @@ static void supersede_batches(supersede *s, rec_txn *t, uint64_t batch_end)
 	}
 }
 
+/* Calls whose token has no record: a row's records are written when it
+ * is released (or at a checkpoint), so a crash loses the records of the
+ * work done since, but not its calls (written at once: they are paid
+ * for). Their tokens are superseded too, so verify and explain account
+ * for every call. */
+typedef struct lost {
+	supersede *s;
+	rec_txn *t;
+	uint64_t *ids, *rows;
+	size_t n, cap;
+} lost;
+
+static int lost_push(lost *L, uint64_t id, uint64_t row)
+{
+	if (L->n == L->cap) {
+		size_t cap = L->cap ? L->cap * 2 : 64;
+		uint64_t *a = realloc(L->ids, cap * sizeof(*a)), *b;
+
+		if (!a)
+			return CORE_ENOMEM;
+		L->ids = a;
+		if (!(b = realloc(L->rows, cap * sizeof(*b))))
+			return CORE_ENOMEM;
+		L->rows = b;
+		L->cap = cap;
+	}
+	L->ids[L->n] = id;
+	L->rows[L->n++] = row;
+	return 0;
+}
+
+static int lost_call(void *ctx, const void *key, size_t kl, const void *v, size_t vl)
+{
+	lost *L = ctx;
+	Elspeth__CallRecord *r = elspeth__call_record__unpack(NULL, vl, v);
+	const Elspeth__Checkpoint *c = L->s->c;
+	rec_key k;
+	int rc = 0;
+
+	(void)key, (void)kl;
+	if (!r)
+		return 0;
+	if (r->token_id && r->row_id > c->released_through_seq &&
+	    !done_in(c, r->row_id) && !(L->n && L->ids[L->n - 1] == r->token_id)) {
+		run_key(&k, c->run_id);
+		rec_key_u64(&k, r->token_id);
+		if (!(rc = rec_txn_row(L->t, c->run_id, r->row_id)) &&
+		    (rc = rec_get(L->t, REC_TOKENS, &k, NULL, NULL)) == REC_NOTFOUND)
+			rc = lost_push(L, r->token_id, r->row_id);
+	}
+	elspeth__call_record__free_unpacked(r, NULL);
+	return rc;
+}
+
+static void supersede_lost(supersede *s, rec_txn *t)
+{
+	lost L = { .s = s, .t = t };
+	rec_key k;
+	int rc;
+
+	run_key(&k, s->c->run_id);
+	rc = rec_scan(t, REC_CALLS, &k, lost_call, &L);
+	if (rc && !s->rc)
+		s->rc = rc;
+	for (size_t i = 0; i < L.n && !s->rc; i++) {
+		bool seen = false;
+
+		for (size_t j = 0; j < i && !seen; j++)
+			seen = L.ids[j] == L.ids[i];
+		if (!seen)
+			mark(s, L.ids[i], L.rows[i], "lost in the crash with its row's "
+			     "unwritten records (its calls were recorded); the resume "
+			     "ran the row again");
+	}
+	free(L.ids);
+	free(L.rows);
+}
+
 int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 		   uint32_t attempt, uint64_t token_end, uint64_t batch_end,
 		   uint64_t *tokens, core_err *err)
@@ -269,6 +347,7 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 		elspeth__token_record__free_unpacked(r, NULL);
 	}
 	supersede_batches(&s, t, batch_end);
+	supersede_lost(&s, t);
 	rec_read_end(t);
 	*tokens = s.count;
 	return s.rc ? core_err_set(err, s.rc, "cannot mark superseded work: %s",

@@ -31,6 +31,7 @@ typedef struct story {
 	core_buf buf;
 	size_t hdr_len;         /* the header's bytes: nothing recorded yet */
 	uint8_t (*hashes)[CORE_SHA256_LEN];
+	char (*hex)[CORE_SHA256_HEX_LEN]; /* the same, as the engine has them */
 	bool *stored;           /* hashes[i]'s payload is in the fragment */
 	size_t nhashes, caphashes;
 	struct story *next;
@@ -53,17 +54,19 @@ struct rec__stories {
 
 int story_uv(core_buf *b, uint64_t v)
 {
-	uint8_t tmp[10];
-	size_t n = 0;
+	uint8_t *p;
 
-	do {
-		tmp[n] = (uint8_t)(v & 0x7f);
+	if (b->cap - b->len < 11 && core_buf_reserve(b, 11))
+		return CORE_ENOMEM;
+	p = (uint8_t *)b->data + b->len;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
 		v >>= 7;
-		if (v)
-			tmp[n] |= 0x80;
-		n++;
-	} while (v);
-	return core_buf_append(b, tmp, n);
+	}
+	*p++ = (uint8_t)v;
+	b->len = (size_t)(p - (uint8_t *)b->data);
+	b->data[b->len] = '\0'; /* core_buf's invariant */
+	return 0;
 }
 
 int story_zz(core_buf *b, int64_t v)
@@ -145,6 +148,8 @@ static bool hex_decode(const char *hex, uint8_t out[CORE_SHA256_LEN])
 static int hash_index(story *s, const uint8_t h[CORE_SHA256_LEN], size_t *i,
 		      bool *found)
 {
+	char hexbuf[CORE_SHA256_HEX_LEN + 1];
+
 	for (*i = 0; *i < s->nhashes; (*i)++)
 		if (!memcmp(s->hashes[*i], h, CORE_SHA256_LEN)) {
 			*found = true;
@@ -162,10 +167,15 @@ static int hash_index(story *s, const uint8_t h[CORE_SHA256_LEN], size_t *i,
 		if (!(q = realloc(s->stored, cap * sizeof(*q))))
 			return CORE_ENOMEM;
 		s->stored = q;
+		if (!(p = realloc(s->hex, cap * CORE_SHA256_HEX_LEN)))
+			return CORE_ENOMEM;
+		s->hex = p;
 		s->caphashes = cap;
 	}
 	s->stored[s->nhashes] = false;
-	memcpy(s->hashes[s->nhashes++], h, CORE_SHA256_LEN);
+	memcpy(s->hashes[s->nhashes], h, CORE_SHA256_LEN);
+	core_hex(h, CORE_SHA256_LEN, hexbuf);
+	memcpy(s->hex[s->nhashes++], hexbuf, CORE_SHA256_HEX_LEN);
 	return 0;
 }
 
@@ -178,6 +188,12 @@ static int put_hash(story *s, const char *hex)
 
 	if (!hex || !*hex)
 		return story_uv(&s->buf, STORY_HASH_NONE);
+	/* Most hashes a record names were named before in the row (a
+	 * state's input is the output of the one before). */
+	for (i = 0; i < s->nhashes; i++)
+		if (!strncmp(s->hex[i], hex, CORE_SHA256_HEX_LEN) &&
+		    !hex[CORE_SHA256_HEX_LEN])
+			return story_uv(&s->buf, STORY_HASH_REF + i);
 	if (!hex_decode(hex, h))
 		return story_uv(&s->buf, STORY_HASH_TEXT) || story_str(&s->buf, hex) ?
 		       CORE_ENOMEM : 0;
@@ -442,6 +458,7 @@ static void story_free(story *s)
 {
 	core_buf_release(&s->buf);
 	free(s->hashes);
+	free(s->hex);
 	free(s->stored);
 	free(s);
 }
@@ -511,7 +528,7 @@ int rec_story_put(rec_env *env, uint64_t run, uint64_t seq,
 	s = story_get(st, run, seq);
 	rc = s ? encode(s, msg) : CORE_ENOMEM;
 	pthread_mutex_unlock(&st->lock);
-	return rc ? rc : rec_error(env, NULL);
+	return rc; /* a write error shows at the seal (enqueue) */
 }
 
 int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
@@ -534,7 +551,7 @@ int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
 	s = story_get(st, run, seq);
 	rc = s ? encode_payload(s, h, data, len) : CORE_ENOMEM;
 	pthread_mutex_unlock(&st->lock);
-	return rc ? rc : rec_error(env, NULL);
+	return rc;
 }
 
 int rec_story_seal(rec_env *env, uint64_t run, uint64_t seq)

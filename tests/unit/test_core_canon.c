@@ -509,3 +509,52 @@ Test(canon, hash_json_ignores_key_order_and_reports_errors)
 	json_decref(b);
 	json_decref(bad);
 }
+
+/* The digits of a formatted number, zeros around them dropped ("57.3" ->
+ * "573", "1200" -> "12", "1.25e-7" -> "125"). */
+static void digits_of(const char *s, char *out)
+{
+	size_t n = 0;
+
+	for (; *s && *s != 'e'; s++)
+		if (*s >= '0' && *s <= '9' && (n || *s != '0'))
+			out[n++] = *s;
+	while (n > 1 && out[n - 1] == '0')
+		n--;
+	out[n] = '\0';
+}
+
+/* digits_fast (the path for numbers of up to 15 digits with up to 9
+ * fraction digits) gives the shortest digits, as the general search
+ * does: against %.14e with its zeros stripped (any decimal of at most 15
+ * digits reads back from a double, and two such decimals never share
+ * one), and the text reads back as the number. Random decimals of every
+ * length and scale around the fast path's edges. */
+Test(canon, shortest_digits_fast_path_matches_the_search)
+{
+	unsigned long long x = 88172645463325252ull;
+	char buf[64], s[64], a[32], b[32];
+
+	for (int i = 0; i < 200000; i++) {
+		unsigned long long m;
+		int digits, k;
+		double d;
+
+		x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+		digits = 1 + (int)(x % 15);
+		m = (x >> 8) % 1000000000000000ull;
+		for (int j = digits; j < 15; j++)
+			m /= 10;
+		if (!m)
+			m = 1;
+		k = (int)((x >> 40) % 14) - 2; /* 1e2 .. 1e-11 */
+		snprintf(s, sizeof(s), "%llue%d", m, -k);
+		d = strtod(s, NULL);
+		cr_assert_gt(core_format_double(d, buf, sizeof(buf)), 0);
+		cr_assert_eq(strtod(buf, NULL), d, "%s -> %s does not read back", s, buf);
+		snprintf(s, sizeof(s), "%.14e", d);
+		digits_of(s, a);
+		digits_of(buf, b);
+		cr_assert_str_eq(b, a, "%.17g: %s, want the digits %s", d, buf, a);
+	}
+}
