@@ -77,7 +77,7 @@ static int emit_token(eng_ctx *c, uint64_t seq, eng_token *t,
 		return 0;
 	case ENG_TO_AGG:
 		sum->outcomes[t->outcome]--; /* counted when the batch flushes */
-		return eng__agg_accept(c, seq, t, sum, err);
+		return eng__agg_accept(c, home_of(seq, t), t, sum, err);
 	}
 	return CORE_EINTERNAL;
 }
