@@ -640,8 +640,12 @@ static int rows_each(rec_txn *t, uint64_t run, row_fn fn, void *ctx)
 		rc = mdb_cursor_get(c, &k, &val, MDB_NEXT);
 	}
 	mdb_cursor_close(c);
-	if (rc == MDB_NOTFOUND)
-		rc = v.valid ? fn(ctx, &v) : 0;
+	/* The end of the table (NOTFOUND) or of the run's keys: the last row
+	 * is still to go. */
+	if ((!rc || rc == MDB_NOTFOUND) && v.valid)
+		rc = fn(ctx, &v);
+	else if (rc == MDB_NOTFOUND)
+		rc = 0;
 	view_release(&v);
 	return rc;
 }
