@@ -309,6 +309,8 @@ int cli_verify(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(c, "batches")),
 		       (long long)json_integer_value(json_object_get(c, "calls")));
 		print_resume_counts(c);
+		if ((v = json_object_get(rep, "stopped")))
+			printf("%s\n", json_string_value(json_object_get(v, "message")));
 		json_array_foreach(json_object_get(rep, "violations"), i, v)
 			printf("VIOLATION: %s\n", json_string_value(v));
 		if (n > json_array_size(json_object_get(rep, "violations")))

@@ -288,9 +288,15 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 	add_totals(&a, c, &ck, sum);
 	if (a.oom)
 		rc = core_err_set(err, CORE_ENOMEM, "checkpoint: out of memory");
-	else if ((rc = rec_ckpt_put(au->rec, &ck, fds, nfds, &c->ckpt->gen)))
-		rc = core_err_set(err, rc, "checkpoint after row %llu: cannot enqueue it",
-				  (unsigned long long)at->released);
+	else if ((rc = rec_ckpt_put(au->rec, &ck, fds, nfds, &c->ckpt->gen))) {
+		/* The store's own error says why and where (a full disk). */
+		if (rec_error(au->rec, err))
+			core_err_prefix(err, "checkpoint after row %llu",
+					(unsigned long long)at->released);
+		else
+			core_err_set(err, rc, "checkpoint after row %llu: cannot enqueue it: %s",
+				     (unsigned long long)at->released, core_strerror(rc));
+	}
 	arena_free(&a);
 	free(fds);
 	if (!rc) {

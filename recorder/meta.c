@@ -34,10 +34,12 @@ void rec__strerror_register(void)
 	core_strerror_lmdb(lmdb_strerror);
 }
 
+/* "No space left on device: state/audit.lmdb (writing audit records)":
+ * the cause first, then where, then what the store was doing. */
 int rec__lmdb_err(core_err *err, int rc, const rec_env *env, const char *what)
 {
-	return core_err_set(err, rc, "audit trail %s: %s failed: %s",
-			    env->path, what, core_strerror(rc));
+	return core_err_set(err, rc, "%s: %s (audit trail: %s)", core_strerror(rc),
+			    env->path, what);
 }
 
 static int not_ours(rec_env *env, core_err *err)

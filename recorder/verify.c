@@ -45,6 +45,10 @@ typedef struct verify {
 	json_t *waiting;   /* token ids in the checkpoint's aggregation buffers */
 	json_t *waiting_rows; /* rows the checkpoint holds unreleased */
 	bool batch_superseded; /* member_one: the batch being scanned */
+	bool has_ckpt;     /* a run that did not complete: its checkpoint */
+	uint64_t ckpt_released; /* ... released through this row */
+	uint64_t max_seq;  /* the highest row recorded */
+	uint64_t after_ckpt; /* rows recorded after ckpt_released */
 } verify;
 
 static void violation(verify *v, const char *fmt, ...) CORE_PRINTF(2, 3);
@@ -383,6 +387,10 @@ static int row_one(void *ctx, const void *key, size_t kl, const void *val, size_
 	v->rows++;
 	if (!r)
 		return violation(v, "undecodable row"), 0;
+	if (r->seq > v->max_seq)
+		v->max_seq = r->seq;
+	if (v->has_ckpt && r->seq > v->ckpt_released)
+		v->after_ckpt++;
 	snprintf(what, sizeof(what), "row %llu", (unsigned long long)r->seq);
 	check_payload(v, r->source_hash, true, what);
 	elspeth__row_record__free_unpacked(r, NULL);
@@ -628,12 +636,43 @@ static void load_waiting(verify *v, const Elspeth__RunRecord *r)
 		violation(v, "run %llu: undecodable checkpoint", (unsigned long long)v->run);
 		return;
 	}
+	v->has_ckpt = true;
+	v->ckpt_released = c->released_through_seq;
 	for (i = 0; i < c->n_aggregations; i++)
 		for (j = 0; j < c->aggregations[i]->n_members; j++)
 			set_add(v->waiting, c->aggregations[i]->members[j]->token_id);
 	for (i = 0; i < c->n_rows; i++)
 		set_add(v->waiting_rows, c->rows[i]->seq);
 	elspeth__checkpoint__free_unpacked(c, NULL);
+}
+
+/* A run that did not complete: what `elspeth resume` will cut back to.
+ * A run whose store filled up (or that was killed) could not record its
+ * end; its status still says running. */
+static json_t *stopped_json(const verify *v, const Elspeth__RunRecord *r)
+{
+	char msg[800];
+
+	if (!v->has_ckpt)
+		snprintf(msg, sizeof(msg), "run %llu stopped (%s%s%s) before its first "
+			 "checkpoint: `elspeth resume` cannot continue it; run it again",
+			 (unsigned long long)v->run, r->status, r->error[0] ? ": " : "",
+			 r->error);
+	else
+		snprintf(msg, sizeof(msg), "run %llu stopped (%s%s%.200s); `elspeth resume` "
+			 "continues after row %llu, its last checkpoint: the %llu rows "
+			 "recorded after it (up to row %llu) are run again and their "
+			 "records marked superseded",
+			 (unsigned long long)v->run,
+			 !strcmp(r->status, "running") ? "its end is not recorded: killed, "
+			 "or its audit store filled up" : r->status,
+			 r->error[0] ? ": " : "", r->error,
+			 (unsigned long long)v->ckpt_released,
+			 (unsigned long long)v->after_ckpt, (unsigned long long)v->max_seq);
+	return json_pack("{s:s,s:b,s:I,s:I,s:s}", "status", r->status,
+			 "checkpoint", v->has_ckpt,
+			 "resume_after_row", (json_int_t)v->ckpt_released,
+			 "rows_to_run_again", (json_int_t)v->after_ckpt, "message", msg);
 }
 
 /* The checks of every table of the run, in an order where each finds
@@ -708,6 +747,8 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		"replayed_calls", (json_int_t)v.replayed, "resumes", (json_int_t)v.resumes,
 		"samples", (json_int_t)v.samples,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
+	if (*report && strcmp(r->status, "completed"))
+		json_object_set_new(*report, "stopped", stopped_json(&v, r));
 	if (rc)
 		json_decref(v.violations);
 	json_decref(v.files);
