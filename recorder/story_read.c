@@ -721,6 +721,21 @@ static bool keyed_by_state(rec_table tab)
 	return tab == REC_NODE_STATES || tab == REC_ROUTING_EVENTS;
 }
 
+/* Whether v is the row that holds the records of tab under prefix: it
+ * has one of them, or it has the token (or the state) they are about —
+ * every record of a token is in its own row's story (story.h), so then
+ * a record v lacks does not exist, and no other row need be read. */
+static bool view_owns(const rec__view *v, rec_table tab, const rec_key *prefix)
+{
+	rec_key k;
+
+	rec_key_init(&k);
+	rec_key_u64(&k, rec_key_get_u64(prefix->b, 0));
+	rec_key_u64(&k, rec_key_get_u64(prefix->b, 8));
+	return view_find(v, keyed_by_state(tab) ? REC_NODE_STATES : REC_TOKENS, &k) ||
+	       view_has(v, tab, prefix);
+}
+
 /* The view holding the records of tab under prefix (of 16 bytes or
  * more): a current row, else the point view loaded with the right row.
  * *out NULL when no row has them. */
@@ -742,12 +757,11 @@ static int view_for(rec_txn *t, rec_table tab, const rec_key *prefix,
 		return 0;
 	}
 	for (int i = vs->ncurrent; i-- > 0;)
-		if (vs->current[i]->run == run &&
-		    view_has(vs->current[i], tab, prefix)) {
+		if (vs->current[i]->run == run && view_owns(vs->current[i], tab, prefix)) {
 			*out = vs->current[i];
 			return 0;
 		}
-	if (vs->point.valid && vs->point.run == run && view_has(&vs->point, tab, prefix)) {
+	if (vs->point.valid && vs->point.run == run && view_owns(&vs->point, tab, prefix)) {
 		*out = &vs->point;
 		return 0;
 	}
