@@ -2,7 +2,7 @@
 # The audit trail's cost, today's format side by side with the format
 # before row stories (Landscape format 1, built from git ref BASE) and
 # with the packing alternatives of today's format (ELSPETH_TRAIL_PACK),
-# all in one run (docs/performance.md, ADR 0021). Release builds.
+# all in one run (docs/performance.md, ADR 0022). Release builds.
 #
 #  1. foundation  CSV -> field_mapper -> gate -> CSV (bench/lib.sh), ROWS
 #                 rows (300,000), --sequential: seconds, rows/s, the

@@ -1,7 +1,7 @@
 /*
  * pack.c — compression of the big values: row stories (`trail`) and
  * outside calls with their bodies (`calls`). docs/audit.md "Packed
- * values"; ADR 0021 says why and what was measured.
+ * values"; ADR 0022 says why and what was measured.
  *
  * A packed value is
  *   u8 codec   PACK_RAW: the bytes follow as they are;

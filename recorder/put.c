@@ -8,7 +8,7 @@
  * key and value (or the packed message) into the queue's arena and wakes
  * the writer only if it is idle.
  * Producers wait in one case only: more than queue_max (REC_QUEUE_MAX,
- * 32 MiB) bytes are queued (the disk is slower than the producers); they
+ * 8 MiB) bytes are queued (the disk is slower than the producers); they
  * wake when the writer takes the queue. So memory stays bounded by about
  * twice queue_max (the queue plus the batch being written). A single put
  * larger than the bound still goes in, alone. Threads that must not wait

@@ -6,7 +6,7 @@
  * Writing: any thread enqueues puts (rec_put*); one writer thread per
  * environment commits them in batches (group commit). A put copies its
  * key and value into the queue and returns; it waits for the writer only
- * when more than REC_QUEUE_MAX bytes (32 MiB, recorder_internal.h) are
+ * when more than REC_QUEUE_MAX bytes (8 MiB, recorder_internal.h) are
  * queued and not yet taken by it (backpressure: the disk is slower than
  * the producers), until the writer takes the queue.
  * Each group commit syncs its data but not LMDB's meta page

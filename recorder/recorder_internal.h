@@ -47,7 +47,7 @@
 #define REC_MAXREADERS 126
 /* Producers wait only while this many bytes are queued and not yet taken
  * by the writer (memory stays under ~2x this: queue + batch in flight). */
-#define REC_QUEUE_MAX ((size_t)32 << 20)
+#define REC_QUEUE_MAX ((size_t)8 << 20)
 
 enum rec__op_kind {
 	REC__OP_PUT,
@@ -146,6 +146,7 @@ struct rec_env {
 	size_t txn_ops_max;          /* writer only: puts per txn cap */
 	rec__stats wstats;           /* writer only: running counts */
 	uint64_t committed_ns;       /* writer only: end of the last batch */
+	uint64_t map_released_ns;    /* writer only: the last map_release */
 	bool writer_gathering;       /* env->lock: waiting to grow a batch */
 	rec__stats stats;            /* copy of wstats after each batch */
 	rec__tail tail[REC_TABLE_LAST]; /* writer only */

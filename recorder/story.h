@@ -1,6 +1,6 @@
 /*
  * story.h — the stored form of the per-row records (docs/audit.md, "Row
- * stories"; ADR 0021). Internal to the recorder: story.c writes it,
+ * stories"; ADR 0022). Internal to the recorder: story.c writes it,
  * story_read.c reads it back as the legacy per-table records.
  *
  * A row's records (the row, its tokens, parents, node states, routing

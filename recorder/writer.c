@@ -28,6 +28,7 @@
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <stdint.h>
+#include <sys/mman.h>
 #include <time.h>
 
 #include "recorder/recorder_internal.h"
@@ -44,6 +45,28 @@
  * record: few are lost to a crash, yet a commit still carries ~2 ms of
  * answers rather than one). */
 #define URGENT_GATHER_NS (2 * 1000 * 1000ull)
+
+/* LMDB reads the pages a commit builds on (the tail of each table it
+ * appends to) through its read-only shared map; once read, they count in
+ * the process's resident set until it ends, though they are clean page
+ * cache the process does not need. So five times a second the writer
+ * drops its map's pages from the process (MADV_DONTNEED: a later read
+ * faults them back from the page cache). The resident set of a long run
+ * then stays what a short one needs (bench/memory.sh). */
+#define MAP_RELEASE_NS (200 * 1000 * 1000ull)
+
+static void map_release(rec_env *env)
+{
+	MDB_envinfo info;
+
+	if (env->committed_ns - env->map_released_ns < MAP_RELEASE_NS)
+		return;
+	env->map_released_ns = env->committed_ns;
+	pthread_rwlock_rdlock(&env->map_lock);
+	if (!mdb_env_info(env->mdb, &info) && info.me_mapaddr)
+		madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);
+	pthread_rwlock_unlock(&env->map_lock);
+}
 
 static void batch_swap(rec__batch *a, rec__batch *b)
 {
@@ -127,6 +150,7 @@ static void *writer_main(void *arg)
 			rc = rec__batch_apply(env, b, &err);
 		env->wstats.batches++;
 		env->committed_ns = core_now_mono_ns();
+		map_release(env);
 
 		pthread_mutex_lock(&env->lock);
 		batch_finish(env, b, rc, &err);
