@@ -18,21 +18,39 @@
 
 static pthread_once_t sha256_once = PTHREAD_ONCE_INIT;
 static EVP_MD *sha256_md; /* kept for the life of the process */
+/* Each thread's digest context, kept between calls (creating one per
+ * digest cost as much as hashing a row); freed when the thread ends. */
+static pthread_key_t sha256_ctx_key;
+static int sha256_key_ok;
+
+static void ctx_free(void *ctx)
+{
+	EVP_MD_CTX_free(ctx);
+}
 
 static void sha256_fetch(void)
 {
 	sha256_md = EVP_MD_fetch(NULL, "SHA256", NULL);
+	sha256_key_ok = !pthread_key_create(&sha256_ctx_key, ctx_free);
 }
 
 void core_sha256(const void *data, size_t len, uint8_t out[CORE_SHA256_LEN])
 {
 	const EVP_MD *md;
+	EVP_MD_CTX *ctx = NULL;
 
 	pthread_once(&sha256_once, sha256_fetch);
 	md = sha256_md ? sha256_md : EVP_sha256();
+	if (sha256_key_ok && !(ctx = pthread_getspecific(sha256_ctx_key)) &&
+	    (ctx = EVP_MD_CTX_new()) && pthread_setspecific(sha256_ctx_key, ctx)) {
+		EVP_MD_CTX_free(ctx);
+		ctx = NULL;
+	}
 	/* Fails only when OpenSSL cannot allocate; a wrong hash would be
 	 * recorded silently, so stop instead. */
-	if (!EVP_Digest(data, len, out, NULL, md, NULL))
+	if (ctx ? !EVP_DigestInit_ex(ctx, md, NULL) || !EVP_DigestUpdate(ctx, data, len) ||
+		  !EVP_DigestFinal_ex(ctx, out, NULL)
+		: !EVP_Digest(data, len, out, NULL, md, NULL))
 		abort();
 }
 
