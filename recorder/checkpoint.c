@@ -166,7 +166,8 @@ typedef struct supersede {
 	int rc;
 } supersede;
 
-static void mark(supersede *s, uint64_t token, uint64_t row, const char *why)
+static void mark_lost(supersede *s, uint64_t token, uint64_t row,
+		      const char *why, bool lost)
 {
 	Elspeth__SupersededRecord r = ELSPETH__SUPERSEDED_RECORD__INIT;
 	rec_key k;
@@ -178,9 +179,15 @@ static void mark(supersede *s, uint64_t token, uint64_t row, const char *why)
 	r.row_id = row;
 	r.attempt = s->attempt;
 	r.reason = (char *)why;
+	r.records_lost = lost;
 	if (!s->rc)
 		s->rc = rec_put_msg(s->env, REC_SUPERSEDED, &k, &r.base);
 	s->count++;
+}
+
+static void mark(supersede *s, uint64_t token, uint64_t row, const char *why)
+{
+	mark_lost(s, token, row, why, false);
 }
 
 /* tokens_by_row keys: run, row, token. Tokens of the row created before
@@ -296,9 +303,9 @@ static void supersede_lost(supersede *s, rec_txn *t)
 		for (size_t j = 0; j < i && !seen; j++)
 			seen = L.ids[j] == L.ids[i];
 		if (!seen)
-			mark(s, L.ids[i], L.rows[i], "lost in the crash with its row's "
-			     "unwritten records (its calls were recorded); the resume "
-			     "ran the row again");
+			mark_lost(s, L.ids[i], L.rows[i], "lost in the crash with its "
+				  "row's unwritten records (its calls were recorded); the "
+				  "resume ran the row again", true);
 	}
 	free(L.ids);
 	free(L.rows);

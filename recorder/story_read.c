@@ -683,8 +683,10 @@ static int index_build(rec_txn *t, rec__views *vs, uint64_t run)
 	rc = rows_each(t, run, index_row, vs);
 	if (rc)
 		return rc;
-	qsort(vs->tokens, vs->ntokens, sizeof(id_seq), id_cmp);
-	qsort(vs->states, vs->nstates, sizeof(id_seq), id_cmp);
+	if (vs->ntokens)
+		qsort(vs->tokens, vs->ntokens, sizeof(id_seq), id_cmp);
+	if (vs->nstates)
+		qsort(vs->states, vs->nstates, sizeof(id_seq), id_cmp);
 	vs->index_run = run;
 	return 0;
 }

@@ -543,16 +543,19 @@ static int superseded_one(void *ctx, const void *key, size_t kl, const void *val
 	verify *v = ctx;
 	uint64_t id = rec_key_get_u64(key, 8);
 	rec_key k = key2(v->run, id);
+	Elspeth__SupersededRecord *s = elspeth__superseded_record__unpack(NULL, vl, val);
 	const void *tv;
 	size_t tl;
 
 	(void)kl;
-	(void)val;
-	(void)vl;
 	v->superseded++;
 	set_add(v->abandoned, id);
-	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl))
+	/* A token the crash lost before its records were written is known
+	 * by its calls only (docs/audit.md, "How it is stored"). */
+	if (rec_get(v->t, REC_TOKENS, &k, &tv, &tl) && !(s && s->records_lost))
 		violation(v, "superseded token %llu is not recorded", (unsigned long long)id);
+	if (s)
+		elspeth__superseded_record__free_unpacked(s, NULL);
 	return 0;
 }
 
