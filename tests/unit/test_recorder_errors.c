@@ -126,18 +126,18 @@ Test(errors, get_says_found_not_found_or_error, .timeout = TIMEOUT)
 
 	tdir_make(&d);
 	env = env_open(d.path, 0);
-	cr_assert_eq(rec_put(env, REC_ROWS, &k, "one", 3), 0);
+	cr_assert_eq(rec_put(env, REC_BATCHES, &k, "one", 3), 0);
 	env_flush(env);
 	t = txn_begin(env);
-	cr_assert_eq(rec_get(t, REC_ROWS, &k, &v, &n), 0);
-	cr_assert_eq(rec_get(t, REC_ROWS, &absent, &v, &n), REC_NOTFOUND);
-	cr_assert_eq(rec_last(t, REC_ROWS, &absent, &v, &n, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(rec_get(t, REC_BATCHES, &k, &v, &n), 0);
+	cr_assert_eq(rec_get(t, REC_BATCHES, &absent, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(rec_last(t, REC_BATCHES, &absent, &v, &n, &v, &n), REC_NOTFOUND);
 	cr_assert_eq(rec_get_payload(t, "00000000000000000000000000000000"
 				     "00000000000000000000000000000000", &v, &n),
 		     REC_NOTFOUND);
 	cr_assert_eq(rec_get(t, REC_TABLE_LAST, &k, &v, &n), CORE_EINTERNAL);
 	/* LMDB refuses an empty key: its code, which core_strerror knows. */
-	rc = rec_get(t, REC_ROWS, &empty, &v, &n);
+	rc = rec_get(t, REC_BATCHES, &empty, &v, &n);
 	cr_assert(rc != 0 && rc != REC_NOTFOUND, "%d", rc);
 	cr_assert_str_eq(message(rc), mdb_strerror(rc));
 	rec_read_end(t);
@@ -160,14 +160,20 @@ static int scan_fn(void *ctx, const void *k, size_t kl, const void *v,
 	return ++s->at == s->stop_at ? s->ret : 0;
 }
 
-static int scan(rec_txn *t, const rec_key *prefix, int stop_at, int ret,
-		int *seen)
+static int scan_table(rec_txn *t, rec_table tab, const rec_key *prefix,
+		      int stop_at, int ret, int *seen)
 {
 	scan_state s = { .stop_at = stop_at, .ret = ret };
-	int rc = rec_scan(t, REC_ROWS, prefix, scan_fn, &s);
+	int rc = rec_scan(t, tab, prefix, scan_fn, &s);
 
 	*seen = s.at;
 	return rc;
+}
+
+static int scan(rec_txn *t, const rec_key *prefix, int stop_at, int ret,
+		int *seen)
+{
+	return scan_table(t, REC_BATCHES, prefix, stop_at, ret, seen);
 }
 
 Test(errors, scan_says_end_stop_or_error, .timeout = TIMEOUT)
@@ -182,7 +188,7 @@ Test(errors, scan_says_end_stop_or_error, .timeout = TIMEOUT)
 	env = env_open(d.path, 0);
 	for (uint64_t i = 1; i <= 5; i++) {
 		k = key2(1, i);
-		cr_assert_eq(rec_put(env, REC_ROWS, &k, "x", 1), 0);
+		cr_assert_eq(rec_put(env, REC_BATCHES, &k, "x", 1), 0);
 	}
 	env_flush(env);
 	t = txn_begin(env);
@@ -198,6 +204,55 @@ Test(errors, scan_says_end_stop_or_error, .timeout = TIMEOUT)
 	cr_assert_eq(seen, 1);
 	cr_assert_eq(scan(t, NULL, 5, REC_SCAN_STOP, &seen), REC_SCAN_STOP,
 		     "a stop at the last key is still a stop");
+	rec_read_end(t);
+	env_close(env);
+	tdir_remove(&d);
+}
+
+/* The same three answers from a per-row table, read from the row
+ * stories: 5 rows of run 1, each in its own story. */
+Test(errors, story_reads_say_found_not_found_stop_or_error, .timeout = TIMEOUT)
+{
+	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
+	rec_key run = key1(1), none = key1(9), k = key2(1, 3), absent = key2(1, 6);
+	const void *v;
+	rec_env *env;
+	rec_txn *t;
+	size_t n;
+	int seen;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	for (uint64_t i = 1; i <= 5; i++) {
+		r.run_id = 1;
+		r.row_id = r.seq = i;
+		story_put(env, 1, i, &r.base);
+		story_seal(env, 1, i);
+	}
+	env_flush(env);
+	t = txn_begin(env);
+	cr_assert_eq(rec_get(t, REC_ROWS, &k, &v, &n), 0);
+	cr_assert_eq(rec_get(t, REC_ROWS, &absent, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(rec_get(t, REC_TOKENS, &k, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(rec_last(t, REC_ROWS, &absent, &v, &n, &v, &n), REC_NOTFOUND);
+	cr_assert_eq(scan_table(t, REC_ROWS, &run, 0, 0, &seen), 0, "the end");
+	cr_assert_eq(seen, 5);
+	cr_assert_eq(scan_table(t, REC_ROWS, &none, 0, 0, &seen), 0, "nothing to scan");
+	cr_assert_eq(seen, 0);
+	cr_assert_eq(scan_table(t, REC_ROWS, &run, 2, REC_SCAN_STOP, &seen), REC_SCAN_STOP);
+	cr_assert_eq(seen, 2, "stopped at once");
+	cr_assert_eq(scan_table(t, REC_ROWS, &run, 3, CORE_ENOMEM, &seen), CORE_ENOMEM);
+	cr_assert_eq(seen, 3);
+	cr_assert_eq(scan_table(t, REC_ROWS, &run, 1, EIO, &seen), EIO);
+	cr_assert_eq(seen, 1);
+	cr_assert_eq(scan_table(t, REC_ROWS, &run, 5, REC_SCAN_STOP, &seen), REC_SCAN_STOP,
+		     "a stop at the last key is still a stop");
+	cr_assert_eq(scan_table(t, REC_ROWS, &run, 5, EIO, &seen), EIO,
+		     "an error at the last row is still an error");
+	/* A prefix naming one row. */
+	cr_assert_eq(scan_table(t, REC_ROWS, &k, 1, REC_SCAN_STOP, &seen), REC_SCAN_STOP);
+	cr_assert_eq(seen, 1);
 	rec_read_end(t);
 	env_close(env);
 	tdir_remove(&d);

@@ -2,21 +2,34 @@
  * runs (superseded tokens and batches, replayed calls, resumes, tokens
  * waiting in a checkpoint's aggregation buffers), on Landscapes built by
  * hand; each resume rule is paired with the same record outside it, which
- * verify must still flag. */
+ * verify must still flag. A row's records go into its story (with its
+ * payload), as the engine writes them; calls carry their bodies. */
 #include "test_recorder_util.h"
 
 #define RUN 1
+#define MAX_TOKENS 64
 
 typedef struct fixture {
 	tdir d;
 	rec_env *env;
 	char sink_path[160]; /* root/out.txt, holding "hello\n" */
+	uint64_t token_row[MAX_TOKENS]; /* the row of each token put */
 } fixture;
+
+/* The row whose story holds the token's records. */
+static uint64_t row_of(const fixture *fx, uint64_t token)
+{
+	cr_assert_lt(token, MAX_TOKENS);
+	cr_assert_neq(fx->token_row[token], 0, "token %llu was not put",
+		      (unsigned long long)token);
+	return fx->token_row[token];
+}
 
 static void fixture_open(fixture *fx)
 {
 	FILE *f;
 
+	memset(fx, 0, sizeof(*fx));
 	tdir_make(&fx->d);
 	fx->env = env_open(fx->d.path, 0);
 	snprintf(fx->sink_path, sizeof(fx->sink_path), "%s/out.txt", fx->d.root);
@@ -63,61 +76,48 @@ static void put_row(fixture *fx, uint64_t seq)
 {
 	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
 	char hash[CORE_SHA256_HEX_LEN + 1];
-	rec_key k = key2(RUN, seq);
 
-	cr_assert_eq(rec_put_payload(fx->env, "{\"a\":1}", 7, hash), 0);
+	story_payload(fx->env, RUN, seq, "{\"a\":1}", 7, hash);
 	r.run_id = RUN;
 	r.row_id = r.seq = seq;
 	r.source_hash = r.payload_ref = hash;
 	r.where = "line 2";
-	cr_assert_eq(rec_put_msg(fx->env, REC_ROWS, &k, &r.base), 0);
-}
-
-/* A token of row; indexed by row unless `unindexed` (a crash cut the
- * index entry off). */
-static void put_token_ix(fixture *fx, uint64_t token, uint64_t row, bool unindexed)
-{
-	Elspeth__TokenRecord t = ELSPETH__TOKEN_RECORD__INIT;
-	rec_key k = key2(RUN, token), ix = key2(RUN, row);
-
-	t.run_id = RUN;
-	t.token_id = token;
-	t.row_id = row;
-	cr_assert_eq(rec_put_msg(fx->env, REC_TOKENS, &k, &t.base), 0);
-	rec_key_u64(&ix, token);
-	if (!unindexed)
-		cr_assert_eq(rec_put(fx->env, REC_TOKENS_BY_ROW, &ix, "", 0), 0);
+	story_put(fx->env, RUN, seq, &r.base);
 }
 
 static void put_token(fixture *fx, uint64_t token, uint64_t row)
 {
-	put_token_ix(fx, token, row, false);
+	Elspeth__TokenRecord t = ELSPETH__TOKEN_RECORD__INIT;
+
+	cr_assert_lt(token, MAX_TOKENS);
+	fx->token_row[token] = row;
+	t.run_id = RUN;
+	t.token_id = token;
+	t.row_id = row;
+	story_put(fx->env, RUN, row, &t.base);
 }
 
 static void put_parent(fixture *fx, uint64_t token, uint64_t parent)
 {
 	Elspeth__TokenParentRecord p = ELSPETH__TOKEN_PARENT_RECORD__INIT;
-	rec_key k = key2(RUN, token);
 
-	rec_key_u32(&k, 0);
 	p.run_id = RUN;
 	p.token_id = token;
 	p.parent_token_id = parent;
-	cr_assert_eq(rec_put_msg(fx->env, REC_TOKEN_PARENTS, &k, &p.base), 0);
+	story_put(fx->env, RUN, row_of(fx, token), &p.base);
 }
 
 static void put_outcome(fixture *fx, uint64_t token, uint64_t row,
 			const char *outcome, const char *sink)
 {
 	Elspeth__TokenOutcomeRecord o = ELSPETH__TOKEN_OUTCOME_RECORD__INIT;
-	rec_key k = key2(RUN, token);
 
 	o.run_id = RUN;
 	o.token_id = token;
 	o.row_id = row;
 	o.outcome = (char *)outcome;
 	o.sink = (char *)sink;
-	cr_assert_eq(rec_put_msg(fx->env, REC_TOKEN_OUTCOMES, &k, &o.base), 0);
+	story_put(fx->env, RUN, row, &o.base);
 }
 
 /* An artifact of `length` bytes at `offset` of the sink file, hashed as
@@ -125,7 +125,6 @@ static void put_outcome(fixture *fx, uint64_t token, uint64_t row,
 static void put_artifact(fixture *fx, uint64_t token, uint64_t offset, uint64_t length)
 {
 	Elspeth__ArtifactRecord a = ELSPETH__ARTIFACT_RECORD__INIT;
-	rec_key k = key2(RUN, token);
 	uint8_t d[CORE_SHA256_LEN];
 	char hex[CORE_SHA256_HEX_LEN + 1];
 
@@ -138,7 +137,7 @@ static void put_artifact(fixture *fx, uint64_t token, uint64_t offset, uint64_t 
 	a.offset = offset;
 	a.length = length;
 	a.content_hash = hex;
-	cr_assert_eq(rec_put_msg(fx->env, REC_ARTIFACTS, &k, &a.base), 0);
+	story_put(fx->env, RUN, row_of(fx, token), &a.base);
 }
 
 /* A token COMPLETED to sink "out" with a good artifact. */
@@ -153,19 +152,25 @@ static void put_state(fixture *fx, uint64_t state, uint64_t token,
 		      uint32_t node, const char *status)
 {
 	Elspeth__NodeStateRecord s = ELSPETH__NODE_STATE_RECORD__INIT;
-	rec_key k = key2(RUN, state), ix = key2(RUN, token);
 
 	s.run_id = RUN;
 	s.state_id = state;
 	s.token_id = token;
 	s.node_id = node;
 	s.status = (char *)status;
-	cr_assert_eq(rec_put_msg(fx->env, REC_NODE_STATES, &k, &s.base), 0);
-	rec_key_u64(&ix, state);
-	cr_assert_eq(rec_put(fx->env, REC_STATES_BY_TOKEN, &ix, "", 0), 0);
+	story_put(fx->env, RUN, row_of(fx, token), &s.base);
 }
 
-/* A call whose request and response bodies are `req` and `resp`. */
+static void body_hash(const char *body, char hex[CORE_SHA256_HEX_LEN + 1])
+{
+	uint8_t d[CORE_SHA256_LEN];
+
+	core_sha256(body, strlen(body), d);
+	core_hex(d, sizeof(d), hex);
+}
+
+/* A call whose request and response bodies are `req` and `resp` (in the
+ * record, with their hashes). */
 static void put_call(fixture *fx, uint64_t state, uint32_t index,
 		     const char *status, const char *req, const char *resp,
 		     const char *replayed_from)
@@ -175,8 +180,12 @@ static void put_call(fixture *fx, uint64_t state, uint32_t index,
 	rec_key k = key2(RUN, state);
 
 	rec_key_u32(&k, index);
-	cr_assert_eq(rec_put_payload(fx->env, req, strlen(req), rq), 0);
-	cr_assert_eq(rec_put_payload(fx->env, resp, strlen(resp), rs), 0);
+	body_hash(req, rq);
+	body_hash(resp, rs);
+	c.request.data = (uint8_t *)req;
+	c.request.len = strlen(req);
+	c.response.data = (uint8_t *)resp;
+	c.response.len = strlen(resp);
 	c.run_id = RUN;
 	c.state_id = state;
 	c.call_index = index;
@@ -299,7 +308,7 @@ static json_t *verify_run(fixture *fx)
 	json_t *rep = NULL;
 	int rc;
 
-	env_flush(fx->env);
+	trail_flush(fx->env);
 	rc = rec_verify(fx->env, RUN, &rep, &err);
 	cr_assert_eq(rc, 0, "rec_verify: %d %s", rc, err.msg);
 	cr_assert_not_null(rep);
@@ -663,7 +672,7 @@ static json_t *explain_row(fixture *fx, uint64_t seq, uint64_t token)
 	json_t *doc = NULL;
 	int rc;
 
-	env_flush(fx->env);
+	trail_flush(fx->env);
 	rc = rec_explain(fx->env, RUN, seq, token, &doc, &err);
 	cr_assert_eq(rc, 0, "rec_explain: %d %s", rc, err.msg);
 	cr_assert_not_null(doc);
@@ -679,7 +688,9 @@ static json_t *token_at(const json_t *doc, size_t i)
 }
 
 /* The explain of row 1 of put_resumed_row + put_good_replay's calls, with
- * token 7 superseded but missing from tokens_by_row. */
+ * token 7 superseded but never recorded (the crash lost the story it was
+ * gathered in: only the superseded record names it). Token 1's state 3
+ * comes after the row was sealed: a fragment of its own. */
 static json_t *explain_resumed(fixture *fx, uint64_t token)
 {
 	fixture_open(fx);
@@ -687,10 +698,10 @@ static json_t *explain_resumed(fixture *fx, uint64_t token)
 	put_node(fx, 0, "source", "source");
 	put_node(fx, 1, "llm", "transform");
 	put_resumed_row(fx);
+	story_seal(fx->env, RUN, 1);
 	put_state(fx, 3, 1, 1, "completed");
 	put_call(fx, 3, 0, "success", "{\"q\":1}", "{\"a\":1}", "");
 	put_call(fx, 2, 0, "replayed", "{\"q\":1}", "{\"a\":1}", "3/0");
-	put_token_ix(fx, 7, 1, true);
 	put_superseded(fx, 7, 1, 2, "cut off");
 	return explain_row(fx, token ? 0 : 1, token);
 }
@@ -725,6 +736,11 @@ Test(recorder_resume, explain_marks_superseded_tokens_and_lists_resumes,
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(t, "artifact"),
 							"offset")), 6);
 
+	/* The row's source data: its payload, from the row's story. */
+	r = json_object_get(json_object_get(doc, "row"), "source");
+	cr_assert_null(json_object_get(r, "missing"), "the row's payload is in its story");
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(r, "data"), "a")), 1);
+
 	r = json_object_get(doc, "resumes");
 	cr_assert_eq(json_array_size(r), 1);
 	r = json_array_get(r, 0);
@@ -745,6 +761,11 @@ Test(recorder_resume, explain_marks_superseded_tokens_and_lists_resumes,
 	cr_assert_str_eq(json_string_value(json_object_get(json_array_get(calls, 0),
 							   "status")), "success");
 	cr_assert_null(json_object_get(json_array_get(calls, 0), "replayed_from"));
+	/* The bodies, from the call's own record. */
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_object_get(
+		json_array_get(calls, 0), "request"), "data"), "q")), 1);
+	cr_assert_eq(json_integer_value(json_object_get(json_object_get(json_object_get(
+		json_array_get(calls, 0), "response"), "data"), "a")), 1);
 	calls = json_object_get(json_array_get(json_object_get(token_at(doc, 4), "states"), 0),
 				"calls");
 	cr_assert_eq(json_array_size(calls), 1);
@@ -759,7 +780,7 @@ Test(recorder_resume, explain_marks_superseded_tokens_and_lists_resumes,
 Test(recorder_resume, explain_by_superseded_token_tells_the_whole_row, .timeout = TIMEOUT)
 {
 	fixture fx;
-	json_t *doc = explain_resumed(&fx, 7);
+	json_t *doc = explain_resumed(&fx, 4); /* the forked child, superseded */
 
 	cr_assert_eq(json_integer_value(json_object_get(json_object_get(doc, "row"), "seq")), 1);
 	cr_assert_eq(json_array_size(json_object_get(doc, "tokens")), 7);
@@ -784,7 +805,6 @@ Test(recorder_resume, explain_of_a_run_never_resumed_has_no_marks, .timeout = TI
 	{
 		/* the aggregation state names its batch in its context */
 		Elspeth__NodeStateRecord s = ELSPETH__NODE_STATE_RECORD__INIT;
-		rec_key k = key2(RUN, 1);
 
 		s.run_id = RUN;
 		s.state_id = 1;
@@ -792,7 +812,7 @@ Test(recorder_resume, explain_of_a_run_never_resumed_has_no_marks, .timeout = TI
 		s.node_id = 1;
 		s.status = "completed";
 		s.context_json = "{\"batch_id\":1}";
-		cr_assert_eq(rec_put_msg(fx.env, REC_NODE_STATES, &k, &s.base), 0);
+		story_put(fx.env, RUN, 1, &s.base); /* replaces the state put above */
 	}
 	doc = explain_row(&fx, 1, 0);
 	r = json_object_get(doc, "resumes");

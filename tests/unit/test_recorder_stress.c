@@ -9,9 +9,10 @@
  * Criterion runner is not used. It runs (in about a second) in every
  * build; in a -DELSPETH_TSAN=ON build it is the recorder's race test.
  *
- * Phase 1: producers (puts, messages, payloads, flushes, sync txns) and
- * readers on one env with a tiny map (growth) and a small queue bound
- * (producers wait). Phase 2: a write error (file size limit) while
+ * Phase 1: producers (puts, messages, payloads, row stories, flushes,
+ * sync txns) and readers on one env with a tiny map (growth) and a small
+ * queue bound (producers wait). Each producer writes the stories of its
+ * own run; rows of the same seq meet in the same stripe of open stories. Phase 2: a write error (file size limit) while
  * producers run and wait: every thread must get the sticky error, none
  * may hang.
  */
@@ -63,6 +64,28 @@ static int bump_fn(void *ctx, rec_env *env, void *mdb_txn)
 	return rec_txn_put(env, mdb_txn, REC_META, &k, &n, sizeof(n));
 }
 
+/* Row seq of run w->id: its record naming its payload, and a token;
+ * sealed. */
+static void story_one(worker *w, uint64_t seq)
+{
+	Elspeth__RowRecord row = ELSPETH__ROW_RECORD__INIT;
+	Elspeth__TokenRecord tok = ELSPETH__TOKEN_RECORD__INIT;
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	uint8_t pay[48];
+
+	fill_bytes((uint64_t)w->id << 40 | seq, pay, sizeof(pay));
+	CHECK(rec_story_payload(w->env, w->id, seq, pay, sizeof(pay), hex) == 0,
+	      "story payload");
+	row.run_id = w->id;
+	row.row_id = row.seq = seq;
+	row.source_hash = row.payload_ref = hex;
+	CHECK(rec_story_put(w->env, w->id, seq, &row.base) == 0, "story row");
+	tok.run_id = w->id;
+	tok.token_id = tok.row_id = seq;
+	CHECK(rec_story_put(w->env, w->id, seq, &tok.base) == 0, "story token");
+	CHECK(rec_story_seal(w->env, w->id, seq) == 0, "seal");
+}
+
 static void put_one(worker *w, uint64_t i)
 {
 	Elspeth__TokenRecord tok = ELSPETH__TOKEN_RECORD__INIT;
@@ -72,11 +95,12 @@ static void put_one(worker *w, uint64_t i)
 	rec_key k = key2(w->id, i);
 
 	fill_bytes((uint64_t)w->id << 32 | i, v, sizeof(v));
-	CHECK(rec_put(w->env, REC_ROWS, &k, v, sizeof(v)) == 0, "put");
+	CHECK(rec_put(w->env, REC_BATCHES, &k, v, sizeof(v)) == 0, "put");
 	if (i % 10 == 0) {
 		tok.run_id = w->id;
 		tok.token_id = i;
-		CHECK(rec_put_msg(w->env, REC_TOKENS, &k, &tok.base) == 0, "msg");
+		CHECK(rec_put_msg(w->env, REC_SUPERSEDED, &k, &tok.base) == 0, "msg");
+		story_one(w, i / 10 + 1);
 	}
 	if (i % 100 == 0) {
 		fill_bytes((uint64_t)w->id << 32 | i, pay, sizeof(pay));
@@ -94,6 +118,8 @@ static void *produce(void *arg)
 		put_one(w, i);
 		if (i % 3000 == 2999)
 			CHECK(rec_flush(w->env, &err) == 0, "flush: %s", err.msg);
+		if (i % 1000 == 500) /* the open stories of every thread */
+			CHECK(rec_story_flush(w->env) == 0, "story flush");
 		if (i % 2500 == 0) {
 			CHECK(rec_write_sync(w->env, bump_fn, NULL, &err) == 0,
 			      "sync: %s", err.msg);
@@ -107,7 +133,8 @@ static void *read_loop(void *arg)
 {
 	worker *w = arg;
 	core_err err = { 0 };
-	size_t n, prev = 0;
+	size_t n, rows, prev = 0, prev_rows = 0;
+	rec_key run = key1(1);
 	const void *k, *v;
 	size_t kl, vl;
 	rec_txn *t;
@@ -118,17 +145,39 @@ static void *read_loop(void *arg)
 			CHECK(0, "read_begin: %s", err.msg);
 			break;
 		}
-		n = 0;
-		CHECK(rec_scan(t, REC_ROWS, NULL, count_fn, &n) == 0, "scan");
-		rc = rec_last(t, REC_ROWS, NULL, &k, &kl, &v, &vl);
+		n = rows = 0;
+		CHECK(rec_scan(t, REC_BATCHES, NULL, count_fn, &n) == 0, "scan");
+		rc = rec_last(t, REC_BATCHES, NULL, &k, &kl, &v, &vl);
 		CHECK(rc == 0 || (rc == REC_NOTFOUND && n == 0), "last %d", rc);
+		CHECK(rec_scan(t, REC_ROWS, &run, count_fn, &rows) == 0, "story scan");
+		rc = rec_last(t, REC_TOKENS, &run, &k, &kl, &v, &vl);
+		CHECK(rc == 0 || (rc == REC_NOTFOUND && rows == 0), "story last %d", rc);
 		rec_read_end(t);
 		CHECK(n >= prev, "count went down: %zu < %zu", n, prev);
+		CHECK(rows >= prev_rows, "rows went down: %zu < %zu", rows, prev_rows);
+		prev_rows = rows;
 		CHECK(rec_error(w->env, NULL) == 0, "sticky error");
 		prev = n;
 		usleep(2000);
 	}
 	return NULL;
+}
+
+/* A story's row record names a payload the story holds. */
+static int row_fn(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
+{
+	Elspeth__RowRecord *r = elspeth__row_record__unpack(NULL, vl, v);
+	const void *p;
+	size_t n;
+
+	(void)kl;
+	CHECK(r && r->seq == rec_key_get_u64(k, 8), "row record");
+	if (r) {
+		CHECK(rec_get_payload(ctx, r->payload_ref, &p, &n) == 0 && n == 48,
+		      "row %llu: payload", (unsigned long long)r->seq);
+		elspeth__row_record__free_unpacked(r, NULL);
+	}
+	return 0;
 }
 
 static void verify(rec_env *env, uint64_t syncs)
@@ -140,8 +189,17 @@ static void verify(rec_env *env, uint64_t syncs)
 	rec_txn *t;
 
 	CHECK(rec_read_begin(env, &t, NULL) == 0, "read_begin");
-	CHECK(count_keys(t, REC_ROWS, NULL) == PRODUCERS * PUTS, "rows");
-	CHECK(count_keys(t, REC_TOKENS, NULL) == PRODUCERS * PUTS / 10, "tokens");
+	CHECK(count_keys(t, REC_BATCHES, NULL) == PRODUCERS * PUTS, "records");
+	CHECK(count_keys(t, REC_SUPERSEDED, NULL) == PRODUCERS * PUTS / 10, "messages");
+	for (uint64_t id = 1; id <= PRODUCERS; id++) {
+		k = key1(id);
+		CHECK(count_keys(t, REC_ROWS, &k) == PUTS / 10, "rows of run %llu",
+		      (unsigned long long)id);
+		CHECK(count_keys(t, REC_TOKENS, &k) == PUTS / 10, "tokens of run %llu",
+		      (unsigned long long)id);
+		CHECK(rec_scan(t, REC_ROWS, &k, row_fn, t) == 0, "scan of run %llu",
+		      (unsigned long long)id);
+	}
 	CHECK(count_keys(t, REC_PAYLOADS, NULL) == PRODUCERS * PUTS / 100,
 	      "payloads");
 	rec_key_init(&k);
@@ -166,6 +224,11 @@ static void *fail_produce(void *arg)
 	for (i = 0; i < 1000 && !rc; i++) {
 		fill_bytes((uint64_t)w->id << 32 | i, pay, sizeof(pay));
 		rc = rec_put_payload(w->env, pay, sizeof(pay), hex);
+		if (!rc) /* a row story of the same size */
+			rc = rec_story_payload(w->env, w->id, i + 1, pay + 1,
+					       sizeof(pay) - 1, hex);
+		if (!rc)
+			rc = rec_story_seal(w->env, w->id, i + 1);
 		if (!rc && i % 20 == 19)
 			rc = rec_flush(w->env, NULL);
 	}

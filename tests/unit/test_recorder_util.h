@@ -127,7 +127,8 @@ static inline int count_fn(void *ctx, const void *k, size_t kl, const void *v,
 	return 0;
 }
 
-/* Number of keys of table t starting with prefix (NULL: all). */
+/* Number of keys of table t starting with prefix (NULL: all; a per-row
+ * table, read from the row stories, needs at least a run in the prefix). */
 static inline size_t count_keys(rec_txn *t, rec_table tab,
 				const rec_key *prefix)
 {
@@ -136,6 +137,45 @@ static inline size_t count_keys(rec_txn *t, rec_table tab,
 
 	cr_assert_eq(rc, 0, "rec_scan(%s): %d", rec_table_name(tab), rc);
 	return n;
+}
+
+/* ------------------------------------------------------- row stories */
+
+/* Adds msg (a per-row record) to row seq's story, or fails the test. */
+static inline void story_put(rec_env *env, uint64_t run, uint64_t seq,
+			     const ProtobufCMessage *msg)
+{
+	int rc = rec_story_put(env, run, seq, msg);
+
+	cr_assert_eq(rc, 0, "rec_story_put(%llu, %llu, %s): %d",
+		     (unsigned long long)run, (unsigned long long)seq,
+		     msg->descriptor->name, rc);
+}
+
+/* Adds a payload to row seq's story; hex receives its hash. */
+static inline void story_payload(rec_env *env, uint64_t run, uint64_t seq,
+				 const void *data, size_t len,
+				 char hex[CORE_SHA256_HEX_LEN + 1])
+{
+	int rc = rec_story_payload(env, run, seq, data, len, hex);
+
+	cr_assert_eq(rc, 0, "rec_story_payload: %d", rc);
+}
+
+static inline void story_seal(rec_env *env, uint64_t run, uint64_t seq)
+{
+	int rc = rec_story_seal(env, run, seq);
+
+	cr_assert_eq(rc, 0, "rec_story_seal: %d", rc);
+}
+
+/* Enqueues every open story, then waits until all is committed. */
+static inline void trail_flush(rec_env *env)
+{
+	int rc = rec_story_flush(env);
+
+	cr_assert_eq(rc, 0, "rec_story_flush: %d", rc);
+	env_flush(env);
 }
 
 /* Deterministic bytes for record n (xorshift64*). */

@@ -32,7 +32,7 @@ static void *produce(void *arg)
 		rec_key_u32(&k, p->id);
 		rec_key_u64(&k, i);
 		fill_bytes((uint64_t)p->id << 32 | i, v, sizeof(v));
-		p->rc = rec_put(p->env, REC_NODE_STATES, &k, v, sizeof(v));
+		p->rc = rec_put(p->env, REC_SAMPLES, &k, v, sizeof(v));
 		if (i % 5000 == 4999 && !p->rc)
 			p->rc = rec_flush(p->env, &err);
 	}
@@ -90,11 +90,11 @@ Test(recorder, group_commit_many_producers, .timeout = TIMEOUT)
 	cr_assert_lt(st.commits, st.ops, "puts must be grouped into commits");
 
 	t = txn_begin(env);
-	cr_assert_eq(count_keys(t, REC_NODE_STATES, NULL), PRODUCERS * PUTS_EACH);
+	cr_assert_eq(count_keys(t, REC_SAMPLES, NULL), PRODUCERS * PUTS_EACH);
 	rec_key_init(&pre);
 	rec_key_u32(&pre, 3);
-	cr_assert_eq(count_keys(t, REC_NODE_STATES, &pre), PUTS_EACH);
-	cr_assert_eq(rec_scan(t, REC_NODE_STATES, NULL, check_fn, NULL), 0);
+	cr_assert_eq(count_keys(t, REC_SAMPLES, &pre), PUTS_EACH);
+	cr_assert_eq(rec_scan(t, REC_SAMPLES, NULL, check_fn, NULL), 0);
 	rec_read_end(t);
 	env_close(env);
 	tdir_remove(&d);
@@ -172,15 +172,15 @@ Test(recorder, single_put_larger_than_queue_bound, .timeout = TIMEOUT)
 	setenv(REC_MAPSIZE_ENV, "1M", 1);
 	tdir_make(&d);
 	env = env_open(d.path, 0);
-	cr_assert_eq(rec_put(env, REC_ROWS, &k, "before", 6), 0);
+	cr_assert_eq(rec_put(env, REC_RUNS, &k, "before", 6), 0);
 	cr_assert_eq(rec_put_payload(env, big, len, hex), 0);
-	cr_assert_eq(rec_put(env, REC_ROWS, &k, "after", 5), 0);
+	cr_assert_eq(rec_put(env, REC_RUNS, &k, "after", 5), 0);
 	env_flush(env);
 	t = txn_begin(env);
 	cr_assert_eq(rec_get_payload(t, hex, &v, &n), 0);
 	cr_assert_eq(n, len);
 	cr_assert_eq(memcmp(v, big, len), 0);
-	cr_assert_eq(rec_get(t, REC_ROWS, &k, &v, &n), 0);
+	cr_assert_eq(rec_get(t, REC_RUNS, &k, &v, &n), 0);
 	cr_assert_eq(n, 5, "puts keep their order");
 	rec_read_end(t);
 	env_close(env);
@@ -268,17 +268,43 @@ static int row_check_fn(void *ctx, const void *k, size_t kl, const void *v,
 	return 0;
 }
 
+/* Row seq's `where`. */
+static void where_of(uint64_t seq, char *buf, size_t n)
+{
+	snprintf(buf, n, "line %llu", (unsigned long long)seq);
+}
+
+static int story_check_fn(void *ctx, const void *k, size_t kl, const void *v,
+			  size_t vl)
+{
+	Elspeth__RowRecord *r = elspeth__row_record__unpack(NULL, vl, v);
+	scan_state *s = ctx;
+	char want[32];
+
+	if (kl != 16 || !r) {
+		s->bad++;
+	} else {
+		where_of(rec_key_get_u64(k, 8), want, sizeof(want));
+		if (r->seq != rec_key_get_u64(k, 8) || strcmp(r->where, want))
+			s->bad++;
+	}
+	if (r)
+		elspeth__row_record__free_unpacked(r, NULL);
+	return 0;
+}
+
 /* Reads until told to stop; exit status 0 when counts only grew, every
- * record was intact and no call failed. Writes final count and number of
- * distinct counts seen to out. */
+ * record was intact and no call failed. Writes the final counts (records,
+ * row stories) and the number of distinct counts seen to out. */
 static int reader_child(const char *path, int stop_fd, int out_fd)
 {
-	uint64_t res[2] = { 0, 0 }, prev = 0;
+	uint64_t res[3] = { 0, 0, 0 }, prev = 0, prev_rows = 0;
 	struct pollfd pfd = { stop_fd, POLLIN, 0 };
+	rec_key run = key1(1);
 	scan_state s = { 0 };
 	core_err err = { 0 };
 	bool last = false;
-	size_t n;
+	size_t n, rows;
 	rec_env *env;
 	rec_txn *t;
 
@@ -288,28 +314,36 @@ static int reader_child(const char *path, int stop_fd, int out_fd)
 		last = poll(&pfd, 1, 0) == 1;
 		if (rec_read_begin(env, &t, &err))
 			return 11;
-		n = 0;
-		if (rec_scan(t, REC_ROWS, NULL, count_fn, &n) ||
-		    rec_scan(t, REC_ROWS, NULL, row_check_fn, &s))
+		n = rows = 0;
+		if (rec_scan(t, REC_BATCHES, NULL, count_fn, &n) ||
+		    rec_scan(t, REC_BATCHES, NULL, row_check_fn, &s))
 			return 12;
+		if (rec_scan(t, REC_ROWS, &run, count_fn, &rows) ||
+		    rec_scan(t, REC_ROWS, &run, story_check_fn, &s))
+			return 17;
 		rec_read_end(t);
-		if (n < prev)
+		if (n < prev || rows < prev_rows)
 			return 13;
 		if (s.bad)
 			return 14;
 		if (n != prev)
 			res[1]++;
 		prev = n;
+		prev_rows = rows;
 	}
 	res[0] = prev;
+	res[2] = prev_rows;
 	if (write(out_fd, res, sizeof(res)) != sizeof(res))
 		return 15;
 	return rec_close(env, NULL) ? 16 : 0;
 }
 
+/* Records from .. from + n - 1 (table `batches`) and the row stories of
+ * the same numbers (seq i + 1), sealed. */
 static void rows_write(rec_env *env, uint64_t from, uint64_t n)
 {
-	char hex[CORE_SHA256_HEX_LEN + 1];
+	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
+	char hex[CORE_SHA256_HEX_LEN + 1], where[32];
 	static uint8_t pay[32 << 10];
 	uint8_t v[64];
 	uint64_t i;
@@ -318,11 +352,17 @@ static void rows_write(rec_env *env, uint64_t from, uint64_t n)
 	for (i = from; i < from + n; i++) {
 		k = key2(1, i);
 		fill_bytes(i, v, sizeof(v));
-		cr_assert_eq(rec_put(env, REC_ROWS, &k, v, sizeof(v)), 0);
+		cr_assert_eq(rec_put(env, REC_BATCHES, &k, v, sizeof(v)), 0);
 		if (i % 50 == 0) { /* payloads make the map grow */
 			fill_bytes(i, pay, sizeof(pay));
 			cr_assert_eq(rec_put_payload(env, pay, sizeof(pay), hex), 0);
 		}
+		where_of(i + 1, where, sizeof(where));
+		r.run_id = 1;
+		r.row_id = r.seq = i + 1;
+		r.where = where;
+		story_put(env, 1, i + 1, &r.base);
+		story_seal(env, 1, i + 1);
 	}
 }
 
@@ -343,7 +383,7 @@ static void empty_env(const char *path)
 Test(recorder, reader_process_sees_growing_counts, .timeout = TIMEOUT)
 {
 	int stop[2], out[2], status;
-	uint64_t res[2];
+	uint64_t res[3];
 	rec_env *env;
 	pid_t pid;
 	int r;
@@ -374,9 +414,11 @@ Test(recorder, reader_process_sees_growing_counts, .timeout = TIMEOUT)
 	cr_assert_eq(WEXITSTATUS(status), 0, "reader check %d failed",
 		     WEXITSTATUS(status));
 	cr_assert_eq(read(out[0], res, sizeof(res)), sizeof(res));
-	fprintf(stderr, "reader saw %llu distinct counts, final %llu\n",
-		    (unsigned long long)res[1], (unsigned long long)res[0]);
+	fprintf(stderr, "reader saw %llu distinct counts, final %llu, %llu rows\n",
+		    (unsigned long long)res[1], (unsigned long long)res[0],
+		    (unsigned long long)res[2]);
 	cr_assert_eq(res[0], 10 + ROUNDS * ROWS_PER_ROUND);
+	cr_assert_eq(res[2], 10 + ROUNDS * ROWS_PER_ROUND);
 	cr_assert_geq(res[1], 3, "the reader should see the data grow");
 	env_close(env);
 	tdir_remove(&d);

@@ -82,7 +82,8 @@ static void edge(rec_env *env, uint64_t run, uint32_t id, uint32_t from, uint32_
 }
 
 /* Row seq: one token (id seq) through the transform (node 1), then its
- * sink; row 3 fails to the errors sink. */
+ * sink; row 3 fails to the errors sink. Its records and payloads go into
+ * its story, sealed; the calls (without bodies) into their table. */
 static void row(rec_env *env, uint64_t run, uint64_t seq, const trail_opts *o)
 {
 	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
@@ -94,19 +95,17 @@ static void row(rec_env *env, uint64_t run, uint64_t seq, const trail_opts *o)
 	bool bad = seq == 3;
 
 	snprintf(data, sizeof(data), "{\"i\":%llu,\"note\":\"<b>\"}", (unsigned long long)seq);
-	cr_assert_eq(rec_put_payload(env, data, strlen(data), hash), 0);
+	story_payload(env, run, seq, data, strlen(data), hash);
 	r.run_id = run;
 	r.row_id = r.seq = seq;
 	r.source_hash = r.payload_ref = hash;
 	r.where = "line 2";
 	r.created_at_ns = start;
-	put(env, REC_ROWS, key(run, 1, K8(seq)), &r.base);
+	story_put(env, run, seq, &r.base);
 	t.run_id = run;
 	t.token_id = seq;
 	t.row_id = seq;
-	put(env, REC_TOKENS, key(run, 1, K8(seq)), &t.base);
-	rec_key ix = key(run, 2, K8(seq), K8(seq));
-	cr_assert_eq(rec_put(env, REC_TOKENS_BY_ROW, &ix, "", 0), 0);
+	story_put(env, run, seq, &t.base);
 	for (int k = 0; k < 2; k++) {
 		uint64_t id = 2 * seq - 1 + (uint64_t)k;
 
@@ -119,9 +118,7 @@ static void row(rec_env *env, uint64_t run, uint64_t seq, const trail_opts *o)
 		s.started_at_ns = k ? start + dur + 5 * SEC : start;
 		s.duration_ns = k ? 20000 : dur;
 		s.completed_at_ns = s.started_at_ns + s.duration_ns;
-		put(env, REC_NODE_STATES, key(run, 1, K8(id)), &s.base);
-		ix = key(run, 2, K8(seq), K8(id));
-		cr_assert_eq(rec_put(env, REC_STATES_BY_TOKEN, &ix, "", 0), 0);
+		story_put(env, run, seq, &s.base);
 		if (!k && o->calls) {
 			Elspeth__CallRecord c = ELSPETH__CALL_RECORD__INIT;
 
@@ -140,7 +137,7 @@ static void row(rec_env *env, uint64_t run, uint64_t seq, const trail_opts *o)
 			put(env, REC_CALLS, key(run, 2, K8(id), K4(0)), &c.base);
 		}
 	}
-	cr_assert_eq(rec_put_payload(env, "boom <b>", 8, err_hash), 0);
+	story_payload(env, run, seq, "boom <b>", 8, err_hash);
 	out.run_id = run;
 	out.token_id = seq;
 	out.row_id = seq;
@@ -148,7 +145,8 @@ static void row(rec_env *env, uint64_t run, uint64_t seq, const trail_opts *o)
 	out.sink = (char *)(bad ? "errors" : "out");
 	out.error_hash = bad ? err_hash : "";
 	out.recorded_at_ns = start + dur + 5 * SEC;
-	put(env, REC_TOKEN_OUTCOMES, key(run, 1, K8(seq)), &out.base);
+	story_put(env, run, seq, &out.base);
+	story_seal(env, run, seq);
 }
 
 static void sample(rec_env *env, uint64_t run, uint32_t attempt, uint32_t index,
