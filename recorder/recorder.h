@@ -238,7 +238,10 @@ void rec_read_end(rec_txn *txn); /* NULL allowed */
 int rec_get(rec_txn *txn, rec_table t, const rec_key *k, const void **val,
 	    size_t *vlen);
 /* Calls fn for every key starting with prefix (NULL: every key), in key
- * order. fn returns 0 to go on, REC_SCAN_STOP to end the scan, or an
+ * order. On a per-row table (marked * above) the prefix names a run at
+ * least (else CORE_EINTERNAL), and a scan of a whole run goes row by
+ * row, in key order within each row (a table keyed by token or state is
+ * then not in key order across rows). fn returns 0 to go on, REC_SCAN_STOP to end the scan, or an
  * error code, which ends it too. rec_scan returns 0 when it went through
  * every key, REC_SCAN_STOP when fn ended it so, or the error (fn's, or
  * the store's). */

@@ -495,7 +495,9 @@ void rec_story_attempt(rec_env *env, uint32_t attempt)
 }
 
 /* Enqueues s's records as a fragment; stripe locked (the queue's lock is
- * taken inside, in the documented order). */
+ * taken inside, in the documented order). The serial restarts with each
+ * writing process: keys stay unique because each process writing a run
+ * is a new attempt (a resume records its attempt before it runs). */
 static int fragment_put(rec_env *env, story *s)
 {
 	rec__stories *ss = env->stories;

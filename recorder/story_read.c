@@ -613,8 +613,12 @@ static int id_cmp(const void *a, const void *b)
 
 typedef int (*row_fn)(void *ctx, rec__view *v);
 
-/* Calls fn with a view of every row of run that has a story, in order. */
-static int rows_each(rec_txn *t, uint64_t run, row_fn fn, void *ctx)
+/* Calls fn with a view of every row of run that has a story, in order.
+ * A fragment that cannot be decoded ends it with CORE_EDATA, unless
+ * `tolerant` (the id index: one damaged row must not hide the others'
+ * tokens), which skips it. */
+static int rows_each(rec_txn *t, uint64_t run, bool tolerant, row_fn fn,
+		     void *ctx)
 {
 	rec__view v = { 0 };
 	rec_key prefix = key_of(run, 0, 0, 0);
@@ -635,7 +639,10 @@ static int rows_each(rec_txn *t, uint64_t run, row_fn fn, void *ctx)
 			view_reset(&v, run, seq);
 			v.valid = true;
 		}
-		if ((rc = view_add_fragment(t, &v, &k, &val)))
+		rc = view_add_fragment(t, &v, &k, &val);
+		if (rc == CORE_EDATA && tolerant)
+			rc = 0;
+		if (rc)
 			break;
 		rc = mdb_cursor_get(c, &k, &val, MDB_NEXT);
 	}
@@ -680,7 +687,7 @@ static int index_build(rec_txn *t, rec__views *vs, uint64_t run)
 	vs->tokens = vs->states = NULL;
 	vs->ntokens = vs->nstates = vs->tcap = vs->scap = 0;
 	vs->index_run = 0;
-	rc = rows_each(t, run, index_row, vs);
+	rc = rows_each(t, run, true, index_row, vs);
 	if (rc)
 		return rc;
 	if (vs->ntokens)
@@ -835,7 +842,7 @@ int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	if (prefix->len < 16) {
 		scan_all s = { t, tab, prefix, fn, ctx };
 
-		return rows_each(t, rec_key_get_u64(prefix->b, 0), scan_row, &s);
+		return rows_each(t, rec_key_get_u64(prefix->b, 0), false, scan_row, &s);
 	}
 	if ((rc = view_for(t, tab, prefix, &v)) || !v)
 		return rc;
