@@ -1,0 +1,225 @@
+/*
+ * web_scrape_html.c — a page parsed with libxml2's HTML parser, its
+ * stripped elements skipped, walked for markdown or text
+ * (web_scrape_internal.h, "extraction").
+ *
+ * ELSPETH parses with BeautifulSoup ("html.parser"), removes the
+ * strip_elements, and hands html2text the tree serialised again; libxml2
+ * parses the same way for well-formed pages (it repairs broken ones by
+ * HTML's rules, where BeautifulSoup nests what it is given). The walk
+ * reports what Python's HTMLParser would report reading that
+ * serialisation: text runs up to the next markup (text either side of a
+ * removed element is one run), each of &, < and > alone (BeautifulSoup
+ * writes them as entities), and no comments, doctypes or instructions.
+ */
+#include <string.h>
+
+#include <libxml/HTMLparser.h>
+#include <libxml/parser.h>
+#include <libxml/tree.h>
+
+#include "plugins/transform/web_scrape_internal.h"
+
+/* libxml2: tolerant, silent, offline, and reading the bytes as the UTF-8
+ * they are (a <meta charset> must not make it decode them again). */
+#define PARSE_OPTS (HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | \
+		    HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC | HTML_PARSE_COMPACT)
+
+void ws__html_init(void)
+{
+	xmlInitParser();
+}
+
+typedef struct walk {
+	const char *const *strip;
+	size_t nstrip;
+	ws_format f;
+	ws_md *md;
+	core_buf run;       /* markdown: text waiting for the next markup */
+	core_buf text;      /* text: the strings joined */
+	unsigned hidden;    /* text: inside script, style, template, rt, rp */
+	int rc;
+} walk;
+
+static bool stripped(const walk *w, const xmlNode *n)
+{
+	for (size_t i = 0; i < w->nstrip; i++)
+		if (!strcmp((const char *)n->name, w->strip[i]))
+			return true;
+	return false;
+}
+
+/* BeautifulSoup's get_text leaves out the strings of these (its Script,
+ * Stylesheet, TemplateString and ruby string types). */
+static bool hides_text(const xmlNode *n)
+{
+	static const char *const names[] = { "script", "style", "template", "rt", "rp", NULL };
+
+	for (const char *const *p = names; *p; p++)
+		if (!strcmp((const char *)n->name, *p))
+			return true;
+	return false;
+}
+
+/* Markdown: the pending text run, as HTMLParser reports it. */
+static void flush(walk *w)
+{
+	const char *s = w->run.data;
+	size_t n = w->run.len, i = 0, start = 0;
+
+	for (; i < n && !w->rc; i++)
+		if (s[i] == '&' || s[i] == '<' || s[i] == '>') {
+			if (i > start)
+				w->rc = ws__md_data(w->md, s + start, i - start, false);
+			if (!w->rc)
+				w->rc = ws__md_data(w->md, s + i, 1, true);
+			start = i + 1;
+		}
+	if (!w->rc && n > start)
+		w->rc = ws__md_data(w->md, s + start, n - start, false);
+	core_buf_reset(&w->run);
+}
+
+static void on_text(walk *w, const xmlNode *n)
+{
+	const char *s = (const char *)n->content;
+	size_t len = s ? strlen(s) : 0;
+
+	if (!len)
+		return;
+	if (w->f == WS_FORMAT_MARKDOWN) {
+		if (core_buf_append(&w->run, s, len))
+			w->rc = CORE_ENOMEM;
+		return;
+	}
+	if (w->hidden)
+		return;
+	{
+		size_t before = w->text.len;
+
+		if (before && core_buf_putc(&w->text, ' ')) {
+			w->rc = CORE_ENOMEM;
+			return;
+		}
+		if (ws__strip_append(&w->text, s, len)) {
+			w->rc = CORE_ENOMEM;
+			return;
+		}
+		/* an empty string is left out, separator and all */
+		if (w->text.len == before + (before ? 1 : 0)) {
+			w->text.len = before;
+			w->text.data[before] = '\0';
+		}
+	}
+}
+
+/* An element's attributes, as HTMLParser hands them to html2text. */
+static void on_start(walk *w, xmlNode *n)
+{
+	ws_attr a[64];
+	xmlChar *v[64];
+	size_t k = 0;
+
+	if (w->f != WS_FORMAT_MARKDOWN) {
+		w->hidden += hides_text(n);
+		return;
+	}
+	flush(w);
+	for (xmlAttr *p = n->properties; p && k < 64 && !w->rc; p = p->next) {
+		v[k] = xmlNodeListGetString(n->doc, p->children, 1);
+		a[k] = (ws_attr){ .name = (const char *)p->name,
+				  .value = v[k] ? (const char *)v[k] : "" };
+		k++;
+	}
+	if (!w->rc)
+		w->rc = ws__md_start(w->md, (const char *)n->name, a, k);
+	while (k)
+		xmlFree(v[--k]);
+}
+
+static void on_end(walk *w, const xmlNode *n)
+{
+	if (w->f != WS_FORMAT_MARKDOWN) {
+		w->hidden -= hides_text(n);
+		return;
+	}
+	flush(w);
+	if (!w->rc)
+		w->rc = ws__md_end(w->md, (const char *)n->name);
+}
+
+/* Depth first, without recursion (a page may nest deeply). A stripped
+ * element is skipped with what it holds. */
+static void walk_doc(walk *w, xmlDoc *doc)
+{
+	xmlNode *top = (xmlNode *)doc, *n = doc->children;
+
+	while (n && !w->rc) {
+		bool down = false;
+
+		if (n->type == XML_ELEMENT_NODE && !stripped(w, n)) {
+			on_start(w, n);
+			if (n->children) {
+				n = n->children;
+				down = true;
+			} else
+				on_end(w, n);
+		} else if (n->type == XML_TEXT_NODE || n->type == XML_CDATA_SECTION_NODE)
+			on_text(w, n);
+		else if (n->type == XML_COMMENT_NODE || n->type == XML_PI_NODE)
+			if (w->f == WS_FORMAT_MARKDOWN)
+				flush(w); /* markup: ends a text run */
+		if (down)
+			continue;
+		while (n && !n->next && !w->rc) {
+			n = n->parent;
+			if (!n || n == top)
+				return;
+			on_end(w, n);
+		}
+		if (n)
+			n = n->next;
+	}
+}
+
+/* Whether s holds only ASCII whitespace (what libxml2 makes no document
+ * of). */
+static bool blank(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strchr(" \t\r\n\f", s[i]) || !s[i])
+			return false;
+	return true;
+}
+
+int ws__extract(const char *html, size_t len, ws_format f,
+		const char *const *strip, size_t nstrip, core_buf *out,
+		core_err *err)
+{
+	walk w = { .strip = strip, .nstrip = nstrip, .f = f };
+	xmlDoc *doc = NULL;
+
+	if (f == WS_FORMAT_RAW)
+		return core_buf_append(out, html, len) ? core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
+	if (len > (size_t)INT32_MAX)
+		return core_err_set(err, CORE_EDATA, "the page is too large to parse");
+	if (len && !(doc = htmlReadMemory(html, (int)len, NULL, "UTF-8", PARSE_OPTS)) &&
+	    !blank(html, len))
+		return core_err_set(err, CORE_EDATA, "libxml2 could not parse the page as HTML");
+	if (f == WS_FORMAT_MARKDOWN && !(w.md = ws__md_new()))
+		w.rc = CORE_ENOMEM;
+	if (doc && !w.rc)
+		walk_doc(&w, doc);
+	if (f == WS_FORMAT_MARKDOWN && !w.rc) {
+		flush(&w);
+		if (!w.rc)
+			w.rc = ws__md_finish(w.md, out);
+	} else if (!w.rc && core_buf_append(out, w.text.data ? w.text.data : "", w.text.len))
+		w.rc = CORE_ENOMEM;
+	ws__md_free(w.md);
+	core_buf_release(&w.run);
+	core_buf_release(&w.text);
+	if (doc)
+		xmlFreeDoc(doc);
+	return w.rc ? core_err_set(err, w.rc, "out of memory") : 0;
+}
