@@ -13,6 +13,7 @@
  * writes them as entities), and no comments, doctypes or instructions.
  */
 #include <string.h>
+#include <strings.h>
 
 #include <libxml/HTMLparser.h>
 #include <libxml/parser.h>
@@ -20,10 +21,13 @@
 
 #include "plugins/transform/web_scrape_internal.h"
 
-/* libxml2: tolerant, silent, offline, and reading the bytes as the UTF-8
- * they are (a <meta charset> must not make it decode them again). */
+/* libxml2: tolerant, silent, offline, reading the bytes as the UTF-8
+ * they are (a <meta charset> must not make it decode them again), and
+ * with no limit on nesting but memory (the page is at most 16 MiB): its
+ * default of 256 levels would cut a deeper page short. */
 #define PARSE_OPTS (HTML_PARSE_RECOVER | HTML_PARSE_NOERROR | HTML_PARSE_NOWARNING | \
-		    HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC | HTML_PARSE_COMPACT)
+		    HTML_PARSE_NONET | HTML_PARSE_IGNORE_ENC | HTML_PARSE_COMPACT | \
+		    XML_PARSE_HUGE)
 
 void ws__html_init(void)
 {
@@ -38,8 +42,35 @@ typedef struct walk {
 	core_buf run;       /* markdown: text waiting for the next markup */
 	core_buf text;      /* text: the strings joined */
 	unsigned hidden;    /* text: inside script, style, template, rt, rp */
+	/* html, head, body written in the page: those libxml2 implied are
+	 * none of BeautifulSoup's, and html2text is not told of them */
+	bool written[3];
 	int rc;
 } walk;
+
+static const char *const frame[] = { "html", "head", "body" };
+
+/* Whether the page has a start tag <NAME (NAME then a space, '>' or
+ * '/'), any case. */
+static bool has_tag(const char *s, size_t n, const char *name)
+{
+	size_t k = strlen(name);
+
+	for (const char *p = s; (p = memchr(p, '<', n - (size_t)(p - s))); p++)
+		if ((size_t)(s + n - p) > k + 1 && !strncasecmp(p + 1, name, k) &&
+		    strchr(" \t\r\n\f>/", p[k + 1]))
+			return true;
+	return false;
+}
+
+/* An html, head or body element libxml2 added. */
+static bool implied(const walk *w, const xmlNode *n)
+{
+	for (int i = 0; i < 3; i++)
+		if (!strcmp((const char *)n->name, frame[i]))
+			return !w->written[i];
+	return false;
+}
 
 static bool stripped(const walk *w, const xmlNode *n)
 {
@@ -124,6 +155,8 @@ static void on_start(walk *w, xmlNode *n)
 		w->hidden += hides_text(n);
 		return;
 	}
+	if (implied(w, n))
+		return;
 	flush(w);
 	for (xmlAttr *p = n->properties; p && k < 64 && !w->rc; p = p->next) {
 		v[k] = xmlNodeListGetString(n->doc, p->children, 1);
@@ -143,6 +176,8 @@ static void on_end(walk *w, const xmlNode *n)
 		w->hidden -= hides_text(n);
 		return;
 	}
+	if (implied(w, n))
+		return;
 	flush(w);
 	if (!w->rc)
 		w->rc = ws__md_end(w->md, (const char *)n->name);
@@ -182,6 +217,10 @@ static void walk_doc(walk *w, xmlDoc *doc)
 	}
 }
 
+/* Parses the page; *doc NULL for a blank one (libxml2 makes no
+ * document of it). CORE_EDATA when libxml2 gives up or stops early. */
+static int parse(const char *html, size_t len, xmlDoc **doc, core_err *err);
+
 /* Whether s holds only ASCII whitespace (what libxml2 makes no document
  * of). */
 static bool blank(const char *s, size_t n)
@@ -192,20 +231,44 @@ static bool blank(const char *s, size_t n)
 	return true;
 }
 
+static int parse(const char *html, size_t len, xmlDoc **doc, core_err *err)
+{
+	htmlParserCtxtPtr ctxt = htmlNewParserCtxt();
+	bool halted;
+
+	if (!ctxt)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	*doc = htmlCtxtReadMemory(ctxt, html, (int)len, NULL, "UTF-8", PARSE_OPTS);
+	halted = ctxt->instate == XML_PARSER_EOF && ctxt->disableSAX;
+	htmlFreeParserCtxt(ctxt);
+	if (*doc && !halted)
+		return 0;
+	if (*doc) {
+		xmlFreeDoc(*doc);
+		*doc = NULL;
+		return core_err_set(err, CORE_EDATA, "libxml2 stopped parsing the page before its end");
+	}
+	if (blank(html, len))
+		return 0;
+	return core_err_set(err, CORE_EDATA, "libxml2 could not parse the page as HTML");
+}
+
 int ws__extract(const char *html, size_t len, ws_format f,
 		const char *const *strip, size_t nstrip, core_buf *out,
 		core_err *err)
 {
 	walk w = { .strip = strip, .nstrip = nstrip, .f = f };
 	xmlDoc *doc = NULL;
+	int rc;
 
 	if (f == WS_FORMAT_RAW)
 		return core_buf_append(out, html, len) ? core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
 	if (len > (size_t)INT32_MAX)
 		return core_err_set(err, CORE_EDATA, "the page is too large to parse");
-	if (len && !(doc = htmlReadMemory(html, (int)len, NULL, "UTF-8", PARSE_OPTS)) &&
-	    !blank(html, len))
-		return core_err_set(err, CORE_EDATA, "libxml2 could not parse the page as HTML");
+	if (len && (rc = parse(html, len, &doc, err)))
+		return rc;
+	for (int i = 0; i < 3; i++)
+		w.written[i] = has_tag(html, len, frame[i]);
 	if (f == WS_FORMAT_MARKDOWN && !(w.md = ws__md_new()))
 		w.rc = CORE_ENOMEM;
 	if (doc && !w.rc)
