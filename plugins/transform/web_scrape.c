@@ -387,7 +387,8 @@ static int ws_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx
 		return rc;
 	if ((rc = ws__fetch(&w->fetch, url, ctx, &f, err))) {
 		if (rc == CORE_EDATA)
-			rc = row_error(err, f.reason, f.error_type);
+			rc = row_error(err, f.reason ? f.reason : "api_error",
+				       f.error_type ? f.error_type : "WebScrapeError");
 		goto out;
 	}
 	if (ws__decode(f.body.data ? f.body.data : "", f.body.len, f.content_type, &text)) {

@@ -10,7 +10,8 @@
  * reports what Python's HTMLParser would report reading that
  * serialisation: text runs up to the next markup (text either side of a
  * removed element is one run), each of &, < and > alone (BeautifulSoup
- * writes them as entities), and no comments, doctypes or instructions.
+ * writes them as entities), whitespace-only strings shortened as
+ * BeautifulSoup does, and no comments, doctypes or instructions.
  */
 #include <string.h>
 #include <strings.h>
@@ -42,6 +43,7 @@ typedef struct walk {
 	core_buf run;       /* markdown: text waiting for the next markup */
 	core_buf text;      /* text: the strings joined */
 	unsigned hidden;    /* text: inside script, style, template, rt, rp */
+	unsigned keep_ws;   /* inside pre or textarea */
 	/* html, head, body written in the page: those libxml2 implied are
 	 * none of BeautifulSoup's, and html2text is not told of them */
 	bool written[3];
@@ -111,6 +113,16 @@ static void flush(walk *w)
 	core_buf_reset(&w->run);
 }
 
+/* BeautifulSoup keeps a string of ASCII whitespace alone only inside pre
+ * and textarea: elsewhere it becomes "\n" if it holds one, else " ". */
+static const char *bs4_blank(const walk *w, const char *s, size_t *len)
+{
+	if (w->keep_ws || strspn(s, " \t\n\f\r") != *len)
+		return s;
+	*len = 1;
+	return memchr(s, '\n', strlen(s)) ? "\n" : " ";
+}
+
 static void on_text(walk *w, const xmlNode *n)
 {
 	const char *s = (const char *)n->content;
@@ -118,6 +130,7 @@ static void on_text(walk *w, const xmlNode *n)
 
 	if (!len)
 		return;
+	s = bs4_blank(w, s, &len);
 	if (w->f == WS_FORMAT_MARKDOWN) {
 		if (core_buf_append(&w->run, s, len))
 			w->rc = CORE_ENOMEM;
@@ -145,12 +158,20 @@ static void on_text(walk *w, const xmlNode *n)
 }
 
 /* An element's attributes, as HTMLParser hands them to html2text. */
+#define MAX_ATTRS 256 /* an element's attributes reported, at most */
+
+static bool keeps_ws(const xmlNode *n)
+{
+	return !strcmp((const char *)n->name, "pre") || !strcmp((const char *)n->name, "textarea");
+}
+
 static void on_start(walk *w, xmlNode *n)
 {
-	ws_attr a[64];
-	xmlChar *v[64];
+	ws_attr a[MAX_ATTRS];
+	xmlChar *v[MAX_ATTRS];
 	size_t k = 0;
 
+	w->keep_ws += keeps_ws(n);
 	if (w->f != WS_FORMAT_MARKDOWN) {
 		w->hidden += hides_text(n);
 		return;
@@ -158,7 +179,7 @@ static void on_start(walk *w, xmlNode *n)
 	if (implied(w, n))
 		return;
 	flush(w);
-	for (xmlAttr *p = n->properties; p && k < 64 && !w->rc; p = p->next) {
+	for (xmlAttr *p = n->properties; p && k < MAX_ATTRS && !w->rc; p = p->next) {
 		v[k] = xmlNodeListGetString(n->doc, p->children, 1);
 		a[k] = (ws_attr){ .name = (const char *)p->name,
 				  .value = v[k] ? (const char *)v[k] : "" };
@@ -172,6 +193,7 @@ static void on_start(walk *w, xmlNode *n)
 
 static void on_end(walk *w, const xmlNode *n)
 {
+	w->keep_ws -= keeps_ws(n);
 	if (w->f != WS_FORMAT_MARKDOWN) {
 		w->hidden -= hides_text(n);
 		return;

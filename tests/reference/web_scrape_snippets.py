@@ -65,6 +65,15 @@ snips = [
  "<ul><li><p>para</p></li></ul>",
  "<p><q>q1</q> <q>q2</q></p>",
  "<abbr title=\"World Wide Web\">WWW</abbr>",
+ # BeautifulSoup shortens whitespace-only strings (but in pre and textarea)
+ "<code><abbr title=\"E\">\n </abbr>x</code>",
+ "<p><b>a</b>   <i>b</i>\n\t<u>c</u></p>",
+ "<pre><b>x</b>   \n  <i>y</i></pre>",
+ "<textarea>  \n  </textarea><p>after</p>",
+ # found by a differential run against ELSPETH (random pages)
+ "<dl><dt>a_b </dt><dd>+ plus </dd></dl><q>  sp  </q><q>tail.</q>",
+ "<h1>\u00a0nb\u00a0 a_b </h1><blockquote>(p)  <a href=\"http://e.org/\">- dash</a></blockquote>",
+ "<ol><li>&amp; <p>&lt;x&gt;&amp;</p></li><li><img src=\"/i2.png\" alt=\"a [b]\">&amp;  </li></ol>",
 ]
 strip = [["script","style"]]
 out = []
