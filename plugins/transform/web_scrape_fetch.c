@@ -198,7 +198,8 @@ static int resolve(const ws_fetch_cfg *cfg, target *t, plg_ctx *ctx, refusal *r)
 	return rc;
 }
 
-/* ELSPETH's validate_url_for_ssrf for one URL: t is set on success. */
+/* ELSPETH's validate_url_for_ssrf for one URL: t is set on success (the
+ * caller frees t->url, success or not). */
 static int check(const ws_fetch_cfg *cfg, const char *url, target *t, plg_ctx *ctx,
 		 refusal *r)
 {
@@ -611,6 +612,7 @@ static int hop_once(const ws_fetch_cfg *cfg, const char *url, char **cur, const 
 
 	*next = HOP_DONE;
 	if ((rc = check(cfg, *cur, &t, ctx, &why))) {
+		free(t.url);
 		if (rc != CORE_EDATA)
 			return rc;
 		if (!hop)
