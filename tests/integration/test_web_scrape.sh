@@ -46,7 +46,8 @@ P1=$PORT_one P2=$PORT_two
 U=http://127.0.0.1:$P1
 
 # pipeline FILE INPUT FORMAT ALLOWED [EXTRA_OPTIONS]: a web_scrape pipeline
-# (retries fast: 2 attempts; timeout 1 s) to out.jsonl and failures.jsonl
+# (retries fast: 2 attempts; timeout $TIMEOUT s, 5 unless set: generous,
+# for sanitizer builds on a busy machine) to out.jsonl and failures.jsonl
 # in directory FILE's name without .yaml.
 pipeline() {
   local f=$1 in=$2 fmt=$3 allowed=$4 extra=${5:-} d=${1%.yaml}
@@ -69,7 +70,7 @@ transforms:
       http:
         abuse_contact: test@example.com
         scraping_reason: elspeth integration test
-        timeout: 1
+        timeout: ${TIMEOUT:-5}
         allowed_hosts: $allowed
       schema: {mode: observed}$extra
 sinks:
@@ -145,11 +146,11 @@ missing,$U/status/404
 forbidden,$U/status/403
 gone,$U/status/410
 server,$U/status/500
-slow,$U/slow?s=3
+slow,$U/slow?s=10
 refused,http://127.0.0.1:1/
 binary,$U/binary
 CSV
-pipeline b.yaml b.csv markdown '["127.0.0.1/32"]'
+TIMEOUT=3 pipeline b.yaml b.csv markdown '["127.0.0.1/32"]'
 : > one.log; : > two.log
 run b --max-rows-in-flight 8
 [ "$RC" = 0 ] && pass "errors: the run exits 0" || { fail "errors: exit $RC"; sed 's/^/    /' b.log | head; }
@@ -172,7 +173,7 @@ want_err = {
   "missing": f"api_error: NotFoundError: HTTP 404: {U}/status/404",
   "forbidden": f"api_error: ForbiddenError: HTTP 403: {U}/status/403",
   "server": f"api_error: ServerError: HTTP 500: {U}/status/500",
-  "slow": f"api_error: NetworkError: Timeout fetching {U}/slow?s=3: ",
+  "slow": f"api_error: NetworkError: Timeout fetching {U}/slow?s=10: ",
   "refused": "api_error: NetworkError: Connection error fetching http://127.0.0.1:1/: ",
 }
 bad = []
@@ -306,7 +307,7 @@ bad() {
   else fail "options: $1: exit $rc, want 1 and '$2'"; sed 's/^/    /' "e_$1.log" | head -5; fi
 }
 bad unknown_key "e_unknown_key.yaml:12:7: transforms[0].options.urll_field: unknown key 'urll_field'" 's/url_field: url/urll_field: url/'
-bad unknown_http_key "transforms[0].options.http.user_agent: unknown key 'user_agent'" 's/timeout: 1/timeout: 1\n        user_agent: me/'
+bad unknown_http_key "transforms[0].options.http.user_agent: unknown key 'user_agent'" 's/timeout: 3/timeout: 3\n        user_agent: me/'
 bad no_abuse_contact "missing required key 'abuse_contact'" '/abuse_contact/d'
 bad empty_reason "scraping_reason must not be empty" 's/scraping_reason: .*/scraping_reason: "  "/'
 bad header_injection "abuse_contact must be one line" 's/abuse_contact: .*/abuse_contact: "a\\r\\nX-Evil: 1"/'
@@ -315,7 +316,7 @@ bad cidr "Invalid CIDR in allowed_hosts: '10.0.0.0/33'" 's#allowed_hosts: .*#all
 bad empty_list "allowed_hosts list must not be empty" 's/allowed_hosts: .*/allowed_hosts: []/'
 bad format "transforms[0].options.format" 's/format: markdown/format: html/'
 bad same_fields "content_field and fingerprint_field must differ" 's/fingerprint_field: page_fingerprint/fingerprint_field: page_content/'
-bad timeout "transforms[0].options.http.timeout" 's/timeout: 1/timeout: 0/'
+bad timeout "transforms[0].options.http.timeout" 's/timeout: 3/timeout: 0/'
 bad no_schema "missing required key 'schema'" '/schema: {mode: observed}$/d'
 
 # Sanitizer builds: a report in any run's output is a failure, whatever
