@@ -1,5 +1,5 @@
 /*
- * http.h — the HTTP executor of the LLM transforms (docs/architecture.md
+ * http.h — the HTTP executor of the LLM transforms and web_scrape (docs/architecture.md
  * §10). One per process: one thread runs a libcurl multi loop for every
  * request of every LLM transform, so connections are reused (HTTP/2
  * streams on HTTPS), and rows waiting for a slot cost a queue entry, not
