@@ -1,9 +1,9 @@
 /*
- * http.h — the HTTP executor of the LLM transforms and web_scrape (docs/architecture.md
- * §10). One per process: one thread runs a libcurl multi loop for every
- * request of every LLM transform, so connections are reused (HTTP/2
- * streams on HTTPS), and rows waiting for a slot cost a queue entry, not
- * a thread or a connection.
+ * http.h — the HTTP executor of the LLM transforms and of web_scrape
+ * (docs/architecture.md §10). One per process: one thread runs a libcurl
+ * multi loop for every request of every client, so connections are
+ * reused (HTTP/2 streams on HTTPS), and rows waiting for a slot cost a
+ * queue entry, not a thread or a connection.
  *
  * Each client (an LLM transform) opens a handle with the URL it sends to
  * and its credential. Clients with the same upstream — scheme, host,
