@@ -635,8 +635,8 @@ static int hop_once(const ws_fetch_cfg *cfg, const char *url, char **cur, const 
 		rc = failed(f, "api_error", &why, err);
 	} else if (r.http_status < 300 || r.http_status >= 400)
 		rc = keep(f, &r, &t, *cur);
-	else if (!redirect_status(r.http_status) || !(loc = header(&r.resp_headers, "location", &loclen)) ||
-		 !loclen) {
+	else if (!redirect_status(r.http_status) ||
+		 !(loc = header(&r.resp_headers, "location", &loclen)) || !loclen) {
 		refuse(&why, "InvalidURLError", "Unresolved redirect HTTP %ld: %s "
 		       "(missing or empty Location header)", r.http_status, url);
 		rc = failed(f, "api_error", &why, err);
