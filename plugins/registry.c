@@ -19,6 +19,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__delay,
 	&plg__llm,
 	&plg__llm_multi_query,
+	&plg__web_scrape,
 };
 
 static const plg_sink_ops *const sinks[] = {

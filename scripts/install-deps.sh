@@ -11,6 +11,7 @@ PKGS=(
   python3 openssl
   nghttp2-proxy
   libsqlite3-dev sqlite3 libzstd-dev
+  libxml2-dev
   chromium
   slurmctld slurmd slurm-client munge
 )

@@ -30,6 +30,7 @@
 #include "plugins/http/exec_internal.h"
 
 #define MAX_BODY (16u << 20) /* a larger answer is malformed */
+#define MAX_HEADERS (256u << 10) /* a web client keeps at most this of them */
 #define MAX_POLL_MS 1000
 
 /* ------------------------------------------------------ classification */
@@ -149,17 +150,28 @@ static size_t on_body(char *p, size_t size, size_t n, void *arg)
 	return core_buf_append(&j->body, p, len) ? 0 : len;
 }
 
+static bool web(const job *j)
+{
+	return j->b->client->cfg.web;
+}
+
 /* Each header line of the answer (libcurl does not read most hints); a
- * status line starts a new answer (a 100 Continue, a redirect). */
+ * status line starts a new answer (a 100 Continue, a redirect). A web
+ * client keeps the lines of the last answer for its caller. */
 static size_t on_header(char *p, size_t size, size_t n, void *arg)
 {
 	job *j = arg;
 	size_t len = size * n;
 
-	if (len >= 5 && !strncmp(p, "HTTP/", 5))
+	if (len >= 5 && !strncmp(p, "HTTP/", 5)) {
 		http__hints_init(&j->hints);
-	else
-		http__hints_header(&j->hints, p, len, time(NULL));
+		core_buf_reset(&j->hdrs);
+		return len;
+	}
+	http__hints_header(&j->hints, p, len, time(NULL));
+	if (web(j) && len > 2 && j->hdrs.len + len <= MAX_HEADERS &&
+	    core_buf_append(&j->hdrs, p, len))
+		return 0;
 	return len;
 }
 
@@ -195,6 +207,23 @@ static void tls_options(CURL *e, const char *url)
 		curl_easy_setopt(e, CURLOPT_CAPATH, dir);
 }
 
+/* A web client's GET: http and https only (never another protocol, even
+ * from a URL a server named), compressed answers decoded, redirects not
+ * followed (its caller checks each hop); a pinned request connects to
+ * its address and to no proxy (the environment's would get the host name
+ * and resolve it itself). */
+static void web_options(CURL *e, const http_req *r)
+{
+	curl_easy_setopt(e, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+	curl_easy_setopt(e, CURLOPT_FOLLOWLOCATION, 0L);
+	if (r->connect_to) {
+		curl_easy_setopt(e, CURLOPT_CONNECT_TO, r->connect_to);
+		curl_easy_setopt(e, CURLOPT_PROXY, "");
+	}
+}
+
 /* Starts one attempt (x->lock held). Returns false if curl refused. */
 static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 {
@@ -215,10 +244,15 @@ static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 	j->submitted_wall = core_now_wall_ns();
 	j->started_mono = now;
 	j->submit_order = ++j->b->submitted;
+	core_buf_reset(&j->hdrs);
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
-	curl_easy_setopt(e, CURLOPT_POST, 1L);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
-	curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	if (web(j))
+		web_options(e, r);
+	else {
+		curl_easy_setopt(e, CURLOPT_POST, 1L);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDS, r->body);
+		curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body_len);
+	}
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, r->headers);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, j);
@@ -302,7 +336,7 @@ static uint64_t capacity_deadline(const upstream *u, const job *j)
 static plg_error_class final_class(const upstream *u, const job *j, plg_error_class c,
 				   uint64_t now)
 {
-	if (c != PLG_CLASS_CAPACITY)
+	if (c != PLG_CLASS_CAPACITY || web(j))
 		return c;
 	if (capacity_since(u, j) ? now >= capacity_deadline(u, j) : max_capacity_s(j) <= 0)
 		return PLG_CLASS_GAVE_UP;
@@ -328,7 +362,7 @@ static void decide(http_exec *x, upstream *u, job *j, plg_error_class c, long st
 	}
 	if (c == PLG_CLASS_CAPACITY || c == PLG_CLASS_GAVE_UP)
 		u->capacity_errors++;
-	if (c == PLG_CLASS_CAPACITY) {
+	if (c == PLG_CLASS_CAPACITY && !web(j)) {
 		if (!j->first_capacity_mono)
 			j->first_capacity_mono = capacity_since(u, j) ? capacity_since(u, j) : now;
 		if (!u->refusing_since)
@@ -347,7 +381,7 @@ static void decide(http_exec *x, upstream *u, job *j, plg_error_class c, long st
 		return;
 	}
 	j->first_capacity_mono = 0;
-	if (http_transient(c) && ++j->transient_attempts < max) {
+	if ((http_transient(c) || c == PLG_CLASS_CAPACITY) && ++j->transient_attempts < max) {
 		if (stopping(j)) {
 			/* It would be retried after a backoff: left unfinished
 			 * for the resume instead (ADR 0012). */
@@ -391,6 +425,9 @@ static int run_stop(const job *j, const upstream *u, long status, plg_error_clas
 	char words[256], when[64];
 	time_t t;
 
+	if (web(j))
+		return 0; /* one site's words are no provider's */
+
 	if (status >= 400 && http__is_account_error(status, j->body.data, j->body.len,
 						    h->retry_after_s >= 0)) {
 		provider_words(&j->body, words, sizeof(words));
@@ -415,8 +452,10 @@ static int run_stop(const job *j, const upstream *u, long status, plg_error_clas
 
 /* ------------------------------------------------------------ completion */
 
-static http_cap_outcome outcome(plg_error_class c)
+static http_cap_outcome outcome(const job *j, plg_error_class c)
 {
+	if (web(j) && c == PLG_CLASS_CAPACITY)
+		return HTTP_CAP_OTHER; /* one site's refusal: no lesson */
 	if (c == PLG_CLASS_CAPACITY || c == PLG_CLASS_GAVE_UP)
 		return HTTP_CAP_REFUSED;
 	/* an answer, even one the caller cannot use: the server admitted it */
@@ -430,6 +469,11 @@ static plg_error_class classify(job *j, CURLcode rc, long status, bool connected
 {
 	http_req *r = j->req;
 	plg_error_class c = http_classify(rc, status, connected);
+
+	if (web(j) && rc == CURLE_OPERATION_TIMEDOUT)
+		c = PLG_CLASS_TIMEOUT; /* a server's silence, not capacity */
+	else if (web(j) && rc == CURLE_OK && status >= 300 && status < 400)
+		c = PLG_CLASS_OK;      /* a redirect: the caller follows it */
 
 	if (c != PLG_CLASS_OK && j->hints.retry_after_s < 0)
 		http__hints_body(&j->hints, j->body.data, j->body.len);
@@ -457,7 +501,7 @@ static void record(job *j, plg_error_class c, long status, const char *msg)
 	if (!ctx || !ctx->record_call)
 		return;
 	ctx->record_call(ctx, &(plg_call){
-		.call_type = "llm", .name = r->name, .ok = c == PLG_CLASS_OK,
+		.call_type = web(j) ? "http" : "llm", .name = r->name, .ok = c == PLG_CLASS_OK,
 		.http_status = (unsigned)status,
 		.error_class = c == PLG_CLASS_OK ? NULL : plg_error_class_name(c),
 		.error = c == PLG_CLASS_OK ? NULL : msg,
@@ -467,6 +511,22 @@ static void record(job *j, plg_error_class c, long status, const char *msg)
 		.throttle_delay_ns = j->throttle_ns, .throttle_reason = j->why,
 		.submit_order = j->submit_order, .complete_order = ++j->b->completed,
 	});
+}
+
+/* A web client's attempt's headers and the address it reached, for its
+ * caller (and its record_call) to read. */
+static void hand_back(job *j, CURL *e)
+{
+	http_req *r = j->req;
+	core_buf t = r->resp_headers;
+	char *ip = NULL;
+
+	r->resp_headers = j->hdrs;
+	j->hdrs = t;
+	core_buf_reset(&j->hdrs);
+	if (curl_easy_getinfo(e, CURLINFO_PRIMARY_IP, &ip) != CURLE_OK || !ip)
+		ip = "";
+	snprintf(r->primary_ip, sizeof(r->primary_ip), "%s", ip);
 }
 
 /* A transfer finished: classify, record and halt (unlocked), decide. */
@@ -487,6 +547,8 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
 	curl_multi_remove_handle(x->multi, e);
 	j->easy = NULL;
+	if (web(j))
+		hand_back(j, e);
 	c = classify(j, rc, status, sent > 0 || status > 0, &tokens, msg, sizeof(msg));
 	now = core_now_mono_ns();
 	code = run_stop(j, u, status, c, stop, sizeof(stop));
@@ -501,7 +563,7 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	u->active--;
 	give_easy(x, e);
 	retry_at = http__gate_done(&u->gate, j->started_mono, j->k, now,
-				   code == 1 ? HTTP_CAP_OTHER : outcome(c), &j->hints, tokens);
+				   code == 1 ? HTTP_CAP_OTHER : outcome(j, c), &j->hints, tokens);
 	if (code) {
 		if (!u->halted)
 			u->halted = strdup(stop);

@@ -37,6 +37,7 @@ struct job {
 	batch *b;
 	CURL *easy;
 	core_buf body;                 /* this attempt's answer */
+	core_buf hdrs;                 /* its header lines (a web client's) */
 	bool too_big;
 	http_hints hints;              /* what this attempt's answer said */
 	uint64_t queued_mono;          /* ready since */

@@ -1,9 +1,9 @@
 /*
- * http.h — the HTTP executor of the LLM transforms (docs/architecture.md
- * §10). One per process: one thread runs a libcurl multi loop for every
- * request of every LLM transform, so connections are reused (HTTP/2
- * streams on HTTPS), and rows waiting for a slot cost a queue entry, not
- * a thread or a connection.
+ * http.h — the HTTP executor of the LLM transforms and of web_scrape
+ * (docs/architecture.md §10). One per process: one thread runs a libcurl
+ * multi loop for every request of every client, so connections are
+ * reused (HTTP/2 streams on HTTPS), and rows waiting for a slot cost a
+ * queue entry, not a thread or a connection.
  *
  * Each client (an LLM transform) opens a handle with the URL it sends to
  * and its credential. Clients with the same upstream — scheme, host,
@@ -32,6 +32,18 @@
  * `max_retry_after_s` stop the run (plg_ctx.halt): every request of that
  * upstream not yet sent is left for `elspeth resume`. Every attempt is
  * reported through the row's plg_ctx (plugins.h) as it completes.
+ *
+ * A web client (http_cfg.web: `web_scrape`) fetches pages from servers of
+ * every kind rather than calling an API, and differs: its requests are
+ * GETs (the body is what is recorded as the request, never sent), a
+ * compressed answer is decoded, a 3xx is an answer (the caller follows
+ * redirects itself, checking each hop), the answer's headers and the
+ * address connected to are handed back, and a request may be pinned to
+ * an address (http_req.connect_to: no DNS, no proxy). Nothing one server
+ * says affects the others: a 429 or 503 is a transient error of its own
+ * request, retried per `retry` and teaching the gate nothing, and no
+ * answer stops the run (no account errors, no over-long hints). Nothing
+ * is replayed on a resume (a page is fetched again).
  */
 #ifndef ELSPETH_HTTP_H
 #define ELSPETH_HTTP_H
@@ -64,6 +76,11 @@ typedef struct http_cfg {
 	double max_capacity_retry_s;  /* capacity retries give up after this */
 	double max_retry_after_s;     /* a longer hint halts the run (exit 3) */
 	double max_rps, max_tps;      /* budgets (rate_limit), 0: none */
+	bool web;                     /* a web client (above) */
+	/* The upstream's name in messages and stats and, with the mode,
+	 * its identity, instead of the URL's scheme://host:port: a client
+	 * of many hosts (web_scrape). NULL: the URL's. */
+	const char *name;
 } http_cfg;
 
 /* The class (plugins.h) of a finished transfer, from the curl result
@@ -94,6 +111,10 @@ typedef struct http_req {
 	int (*check)(void *arg, const char *body, size_t len, double *tokens,
 		     char *msg, size_t msgsz);
 	void *check_arg;
+	/* A web client's pin (CURLOPT_CONNECT_TO entries, "HOST:PORT:ADDR:
+	 * PORT"): the connection goes to that address, not to what DNS
+	 * says, and no proxy is used. May be NULL. */
+	struct curl_slist *connect_to;
 	/* out */
 	plg_error_class result;
 	long http_status;            /* of the last attempt (0: none) */
@@ -104,11 +125,18 @@ typedef struct http_req {
 	unsigned capacity_retries;
 	bool interrupted;            /* not finished: the run is stopping */
 	uint64_t throttle_ns;        /* waited for a slot or the throttle */
+	/* A web client's: the last attempt's answer's header lines as
+	 * received ("Name: value\r\n" each; the caller releases it), and
+	 * the address it was connected to ("" when none). Both are set
+	 * before the attempt is recorded (ctx->record_call may read them). */
+	core_buf resp_headers;
+	char primary_ip[64];
 } http_req;
 
 /* Opens a client of the process's executor (starting it with the first)
- * for requests to url, signed with credential (may be NULL). Errors:
- * CORE_ENOMEM, CORE_EIO, CORE_ECONFIG (url). */
+ * for requests to url, signed with credential (may be NULL). With
+ * cfg->name set, url is not used (may be NULL). Errors: CORE_ENOMEM,
+ * CORE_EIO, CORE_ECONFIG (url). */
 int http_open(const http_cfg *cfg, const char *url, const char *credential,
 	      http_client **out, core_err *err);
 

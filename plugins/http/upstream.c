@@ -142,6 +142,26 @@ static int identify(const char *url, const char *credential, http_mode mode,
 	return rc;
 }
 
+/* A named upstream's identity (http_cfg.name): the name and the mode,
+ * hashed apart from every URL's ("|" cannot start a scheme). */
+static int named(const char *label, http_mode mode, uint8_t key[CORE_SHA256_LEN],
+		 char **name, core_err *err)
+{
+	core_buf b = { 0 };
+
+	core_buf_printf(&b, "|name|%s|%d", label, (int)mode);
+	*name = strdup(label);
+	if (!b.data || !*name) {
+		core_buf_release(&b);
+		free(*name);
+		*name = NULL;
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	core_sha256(b.data, b.len, key);
+	core_buf_release(&b);
+	return 0;
+}
+
 /* The upstream with this key, joined or made (x->lock held). */
 static upstream *attach(http_exec *x, const uint8_t key[CORE_SHA256_LEN], char *name,
 			const http_cfg *cfg)
@@ -196,7 +216,11 @@ int http_open(const http_cfg *cfg, const char *url, const char *credential,
 	pthread_once(&curl_once, curl_init);
 	if (curl_init_rc != CURLE_OK)
 		return core_err_set(err, CORE_EIO, "libcurl: %s", curl_easy_strerror(curl_init_rc));
-	if ((rc = identify(url, credential, cfg->mode, key, &name, err)))
+	if (cfg->name)
+		rc = named(cfg->name, cfg->mode, key, &name, err);
+	else
+		rc = identify(url, credential, cfg->mode, key, &name, err);
+	if (rc)
 		return rc;
 	if (!(c = calloc(1, sizeof(*c)))) {
 		free(name);
@@ -252,8 +276,10 @@ void http_close(http_client *c)
 
 /* A resumed row's request that an earlier attempt of the run already got
  * a good answer for: the answer is reused, not sent (plg_ctx.replay), and
- * recorded as replayed. False: send it. */
-static bool replayed(http_req *r, plg_ctx *ctx)
+ * recorded as replayed. False: send it. A web client's page is fetched
+ * again (its body is no request: the same bytes do not mean the same
+ * page). */
+static bool replayed(http_req *r, plg_ctx *ctx, bool web)
 {
 	char *resp = NULL, msg[256];
 	const char *from = NULL;
@@ -261,7 +287,7 @@ static bool replayed(http_req *r, plg_ctx *ctx)
 	double tokens = 0;
 	uint64_t now;
 
-	if (!ctx || !ctx->replay ||
+	if (!ctx || !ctx->replay || web ||
 	    !ctx->replay(ctx, r->body, r->body_len, &resp, &len, &from))
 		return false;
 	/* An answer the check rejects now would not have been kept. */
@@ -314,7 +340,8 @@ void http_run(http_client *c, http_req *reqs, size_t n, plg_ctx *ctx)
 		reqs[i].throttle_ns = 0;
 		reqs[i].interrupted = false;
 		jobs[i] = (job){ .req = &reqs[i], .b = &b, .queued_mono = now };
-		if (!replayed(&reqs[i], ctx))
+		reqs[i].primary_ip[0] = '\0';
+		if (!replayed(&reqs[i], ctx, c->cfg.web))
 			b.left++;
 		else
 			jobs[i].req = NULL;
@@ -334,8 +361,10 @@ void http_run(http_client *c, http_req *reqs, size_t n, plg_ctx *ctx)
 	plg_blocking(ctx, false);
 	pthread_cond_destroy(&b.cv);
 out:
-	for (size_t i = 0; i < n; i++)
+	for (size_t i = 0; i < n; i++) {
 		core_buf_release(&jobs[i].body);
+		core_buf_release(&jobs[i].hdrs);
+	}
 	free(jobs);
 }
 

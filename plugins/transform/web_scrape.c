@@ -1,0 +1,437 @@
+/*
+ * web_scrape.c — `web_scrape`: fetch each row's URL, keep its content as
+ * markdown, text or the page itself, and a fingerprint of it (ELSPETH
+ * 0.4.1's transform; docs/settings.md, "web_scrape").
+ *
+ * Options, as ELSPETH's WebScrapeConfig (unknown keys refused):
+ *   url_field, content_field, fingerprint_field   required field names
+ *   format              markdown (default) | text | raw
+ *   fingerprint_mode    content (default: whitespace-insensitive) | full
+ *   strip_elements      elements removed before extraction ([script, style])
+ *   http:               abuse_contact, scraping_reason (required: sent as
+ *                       X-Abuse-Contact, X-Scraping-Reason), timeout
+ *                       (seconds, 30), allowed_hosts (public_only |
+ *                       allow_private | [CIDR, ...])
+ *   schema              required, as every ELSPETH data plugin
+ *   required_input_fields  a row lacking one is a row error
+ * and ours: pool_size (fetches in flight at most, 8).
+ *
+ * A row gains content_field, fingerprint_field, fetch_status,
+ * fetch_url_final and fetch_url_final_ip. Fetching is web_scrape_fetch.c;
+ * every failure is the row's error (on_error) in ELSPETH's words:
+ * "REASON: ERROR_TYPE: message", e.g. "api_error: NotFoundError: HTTP 404:
+ * URL". An input row that already has one of the output fields is a row
+ * error before anything is fetched (ELSPETH stops the run).
+ */
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plugins/plugins_internal.h"
+#include "plugins/transform/web_scrape_internal.h"
+
+#define UPSTREAM "web_scrape" /* the executor's name for our requests */
+
+typedef struct ws {
+	char *url_field, *content_field, *fp_field;
+	const char *out_fields[5];   /* the fields a row gains */
+	ws_format format;
+	bool fp_content;
+	char **strip;
+	size_t nstrip;
+	char **required;
+	size_t nrequired;
+	ws_net *allowed;
+	http_cfg cfg;
+	ws_fetch_cfg fetch;
+} ws;
+
+static void free_list(char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+static void ws_close(void *state)
+{
+	ws *w = state;
+
+	if (!w)
+		return;
+	http_close(w->fetch.http);
+	curl_slist_free_all(w->fetch.headers);
+	json_decref(w->fetch.headers_json);
+	free(w->url_field);
+	free(w->content_field);
+	free(w->fp_field);
+	free_list(w->strip, w->nstrip);
+	free_list(w->required, w->nrequired);
+	free(w->allowed);
+	free(w);
+}
+
+/* ------------------------------------------------------------ options */
+
+static int dup_list(const core_node *n, char ***out, size_t *len, core_err *err)
+{
+	const char **v = NULL;
+	int rc = core_node_str_list(n, &v, len, err);
+
+	if (rc)
+		return rc;
+	*out = calloc(*len ? *len : 1, sizeof(**out));
+	for (size_t i = 0; *out && i < *len; i++)
+		if (!((*out)[i] = strdup(v[i])))
+			rc = CORE_ENOMEM;
+	free(v);
+	if (!*out || rc)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	return 0;
+}
+
+/* ELSPETH's _validate_allowed_hosts: a keyword or a non-empty list of
+ * networks (strict=False: host bits are cleared). */
+static int parse_allowed(ws *w, const core_node *n, core_err *err)
+{
+	const char **v = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!n || n->kind == CORE_NODE_SCALAR) {
+		const char *kw = n ? n->value : "public_only";
+
+		if (!strcmp(kw, "public_only"))
+			return 0;
+		if (strcmp(kw, "allow_private"))
+			return core_err_at(err, CORE_ECONFIG, n, "allowed_hosts must be 'public_only', "
+					   "'allow_private', or a list of CIDR ranges, got '%s'", kw);
+		if (!(w->allowed = calloc(2, sizeof(*w->allowed))))
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		ws__net_parse("0.0.0.0/0", &w->allowed[0]);
+		ws__net_parse("::/0", &w->allowed[1]);
+		w->fetch.nallowed = 2;
+		return 0;
+	}
+	if ((rc = core_node_str_list(n, &v, &len, err)))
+		return rc;
+	if (!len)
+		rc = core_err_at(err, CORE_ECONFIG, n, "allowed_hosts list must not be empty "
+				 "(use 'allow_private' to allow all)");
+	else if (!(w->allowed = calloc(len, sizeof(*w->allowed))))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; !rc && i < len; i++)
+		if (!ws__net_parse(v[i], &w->allowed[i]))
+			rc = core_err_at(err, CORE_ECONFIG, n->items[i],
+					 "Invalid CIDR in allowed_hosts: '%s' (an IPv4 or IPv6 "
+					 "address or network, e.g. 10.0.0.0/8 or ::1)", v[i]);
+	w->fetch.nallowed = rc ? 0 : len;
+	free(v);
+	return rc;
+}
+
+/* A header value from the settings: not empty once stripped (ELSPETH's
+ * _reject_empty), and no control characters (a CR or LF would start
+ * another header). */
+static int header_value(const core_node *http, const char *key, const char **out,
+			core_err *err)
+{
+	const char *v = NULL, *p;
+	int rc = core_opt_str(http, key, true, &v, err);
+
+	if (rc)
+		return rc;
+	for (p = v; *p && isspace((unsigned char)*p); p++)
+		;
+	if (!*p)
+		return core_err_at(err, CORE_ECONFIG, core_map_get(http, key),
+				   "%s must not be empty", key);
+	for (p = v; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			return core_err_at(err, CORE_ECONFIG, core_map_get(http, key),
+					   "%s must be one line of text (it is sent as an HTTP header)", key);
+	*out = v;
+	return 0;
+}
+
+static int add_header(ws *w, const char *name, const char *value)
+{
+	core_buf b = { 0 };
+	struct curl_slist *h;
+
+	core_buf_printf(&b, "%s: %s", name, value);
+	h = b.data ? curl_slist_append(w->fetch.headers, b.data) : NULL;
+	core_buf_release(&b);
+	if (!h || json_object_set_new(w->fetch.headers_json, name, json_string(value)))
+		return CORE_ENOMEM;
+	w->fetch.headers = h;
+	return 0;
+}
+
+/* The `http` block: ELSPETH's WebScrapeHTTPConfig. */
+static int parse_http(ws *w, const core_node *o, long long *timeout, core_err *err)
+{
+	static const char *const keys[] = { "abuse_contact", "scraping_reason", "timeout",
+					    "allowed_hosts", NULL };
+	const core_node *http = core_map_get(o, "http");
+	const char *abuse = NULL, *reason = NULL;
+	int rc;
+
+	if (!http)
+		return core_err_at(err, CORE_ECONFIG, o, "missing required key 'http' "
+				   "(with abuse_contact and scraping_reason)");
+	if ((rc = core_map_check_keys(http, keys, err)) ||
+	    (rc = header_value(http, "abuse_contact", &abuse, err)) ||
+	    (rc = header_value(http, "scraping_reason", &reason, err)) ||
+	    (rc = core_opt_int(http, "timeout", 1, 86400, timeout, err)) ||
+	    (rc = parse_allowed(w, core_map_get(http, "allowed_hosts"), err)))
+		return rc;
+	if (!(w->fetch.headers_json = json_object()) ||
+	    add_header(w, "User-Agent", "elspeth/" ELSPETH_VERSION) ||
+	    add_header(w, "X-Abuse-Contact", abuse) ||
+	    add_header(w, "X-Scraping-Reason", reason))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	return 0;
+}
+
+static int parse_fields(ws *w, const core_node *o, core_err *err)
+{
+	const char *url = NULL, *content = NULL, *fp = NULL;
+	int rc;
+
+	if ((rc = plg__opt_field(o, "url_field", true, &url, err)) ||
+	    (rc = plg__opt_field(o, "content_field", true, &content, err)) ||
+	    (rc = plg__opt_field(o, "fingerprint_field", true, &fp, err)))
+		return rc;
+	if (!strcmp(content, fp))
+		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "fingerprint_field"),
+				   "content_field and fingerprint_field must differ, both are '%s'",
+				   content);
+	if (!(w->url_field = strdup(url)) || !(w->content_field = strdup(content)) ||
+	    !(w->fp_field = strdup(fp)))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	w->out_fields[0] = w->content_field;
+	w->out_fields[1] = w->fp_field;
+	w->out_fields[2] = "fetch_status";
+	w->out_fields[3] = "fetch_url_final";
+	w->out_fields[4] = "fetch_url_final_ip";
+	return 0;
+}
+
+/* The executor's settings: a ceiling (pool_size) and a pace (the
+ * settings' rate_limit for the service web_scrape, as ELSPETH's limiter)
+ * and nothing learnt (ADR-free: see docs/settings.md, web_scrape). */
+static void executor_cfg(ws *w, long long pool, long long timeout)
+{
+	const core_rate_limit_cfg *r = plg_rate_limits();
+	const core_rate_service *sv;
+	core_rate_service dflt;
+	double share = plg_capacity_share(), p = ceil((double)pool * share);
+	double gap = 0;
+
+	if (r && (sv = core_rate_limit_find(r, "web_scrape", &dflt)) && sv->requests_per_minute > 0)
+		gap = 60000.0 / sv->requests_per_minute / share;
+	w->cfg = (http_cfg){ .pool_size = p < 1 ? 1 : (unsigned)p, .timeout_s = (double)timeout,
+			     .mode = HTTP_MODE_AIMD, .min_dispatch_delay_ms = gap,
+			     .max_dispatch_delay_ms = gap, .backoff_multiplier = 1,
+			     .max_retry_after_s = 31536000, .web = true, .name = UPSTREAM };
+}
+
+static int parse(ws *w, const core_node *o, core_err *err)
+{
+	static const char *const keys[] = { "url_field", "content_field", "fingerprint_field",
+		"format", "fingerprint_mode", "strip_elements", "http", "required_input_fields",
+		"pool_size", PLG_COMMON_KEYS, NULL };
+	static const char *const formats[] = { "markdown", "text", "raw", NULL };
+	static const char *const modes[] = { "content", "full", NULL };
+	const core_node *n;
+	plg_schema *schema = NULL;
+	long long timeout = 30, pool = 8;
+	int fmt = WS_FORMAT_MARKDOWN, mode = 0, rc;
+
+	if ((rc = core_map_check_keys(o, keys, err)))
+		return rc;
+	if (!(n = core_map_get(o, "schema")))
+		return core_err_at(err, CORE_ECONFIG, o, "missing required key 'schema' "
+				   "(e.g. schema: {mode: observed})");
+	rc = plg__schema_parse(n, &schema, err);
+	plg__schema_free(schema);
+	if (rc || (rc = parse_fields(w, o, err)) ||
+	    ((n = core_map_get(o, "format")) && (rc = core_node_enum(n, formats, &fmt, err))) ||
+	    ((n = core_map_get(o, "fingerprint_mode")) && (rc = core_node_enum(n, modes, &mode, err))) ||
+	    (rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
+	    (rc = parse_http(w, o, &timeout, err)))
+		return rc;
+	w->format = (ws_format)fmt;
+	w->fp_content = mode == 0;
+	if ((n = core_map_get(o, "strip_elements")))
+		rc = dup_list(n, &w->strip, &w->nstrip, err);
+	else if (!(w->strip = calloc(2, sizeof(*w->strip))) ||
+		 !(w->strip[0] = strdup("script")) || !(w->strip[1] = strdup("style")))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	else
+		w->nstrip = 2;
+	if (!rc && (n = core_map_get(o, "required_input_fields")) && !core_node_is_null(n))
+		rc = dup_list(n, &w->required, &w->nrequired, err);
+	if (rc)
+		return rc;
+	executor_cfg(w, pool, timeout);
+	w->fetch.allowed = w->allowed;
+	return http_open(&w->cfg, NULL, NULL, &w->fetch.http, err);
+}
+
+static int ws_open(const core_node *options, void **state, core_err *err)
+{
+	ws *w = calloc(1, sizeof(*w));
+	int rc;
+
+	if (!w)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	ws__html_init();
+	if ((rc = parse(w, options, err))) {
+		ws_close(w);
+		return rc;
+	}
+	*state = w;
+	return 0;
+}
+
+/* ------------------------------------------------------------- process */
+
+static int row_error(core_err *err, const char *reason, const char *type)
+{
+	char msg[sizeof(err->msg)];
+
+	memcpy(msg, err->msg, sizeof(msg));
+	err->retryable = false;
+	return core_err_set(err, CORE_EDATA, "%s: %s: %s", reason, type, msg);
+}
+
+/* The row may be fetched: its URL is a string, its required fields are
+ * there, and it has none of the fields the fetch adds. */
+static int check_row(const ws *w, const json_t *row, const char **url, core_err *err)
+{
+	const json_t *u = json_object_get(row, w->url_field);
+
+	for (size_t i = 0; i < w->nrequired; i++)
+		if (!json_object_get(row, w->required[i]))
+			return core_err_set(err, CORE_EDATA, "required input field '%s' is missing",
+					    w->required[i]);
+	for (size_t i = 0; i < 5; i++)
+		if (json_object_get(row, w->out_fields[i]))
+			return core_err_set(err, CORE_EDATA, "web_scrape would overwrite the row's "
+					    "field '%s' (rename it first, e.g. with field_mapper)",
+					    w->out_fields[i]);
+	if (!u) {
+		core_err_set(err, CORE_EDATA, "the url field '%s' is missing", w->url_field);
+		return row_error(err, "validation_failed", "KeyError");
+	}
+	if (!json_is_string(u)) {
+		core_err_set(err, CORE_EDATA, "the url field '%s' holds %s, not a URL",
+			     w->url_field, core_json_kind(u));
+		return row_error(err, "validation_failed", "TypeError");
+	}
+	*url = json_string_value(u);
+	return 0;
+}
+
+/* The node state's context, for explain: ELSPETH's success_reason
+ * (its processed hash is the SHA-256 of the content, as here) and what
+ * was fetched. */
+static json_t *context(const ws *w, const ws_fetch *f, const core_buf *content)
+{
+	uint8_t d[CORE_SHA256_LEN];
+	char body[CORE_SHA256_HEX_LEN + 1], text[CORE_SHA256_HEX_LEN + 1];
+
+	core_sha256(f->body.data ? f->body.data : "", f->body.len, d);
+	core_hex(d, sizeof(d), body);
+	core_sha256(content->data ? content->data : "", content->len, d);
+	core_hex(d, sizeof(d), text);
+	return json_pack("{s:s,s:[s,s],s:{s:s},s:{s:s,s:s,s:i,s:s}}", "action", "enriched",
+			 "fields_added", w->content_field, w->fp_field,
+			 "metadata", "fetch_response_processed_hash", text, "fetch",
+			 "final_url", f->final_url, "ip", f->ip, "status", (int)f->status,
+			 "body_sha256", body);
+}
+
+static int enrich(const ws *w, const json_t *row, const ws_fetch *f, const core_buf *content,
+		  const char *fp, json_t **out, core_err *err)
+{
+	json_t *o = json_copy((json_t *)row);
+
+	if (!o || json_object_set_new(o, w->content_field,
+				      json_stringn(content->data ? content->data : "", content->len)) ||
+	    json_object_set_new(o, w->fp_field, json_string(fp)) ||
+	    json_object_set_new(o, "fetch_status", json_integer(f->status)) ||
+	    json_object_set_new(o, "fetch_url_final", json_string(f->final_url)) ||
+	    json_object_set_new(o, "fetch_url_final_ip", json_string(f->ip))) {
+		json_decref(o);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	*out = o;
+	return 0;
+}
+
+static int ws_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx,
+		      core_err *err)
+{
+	const ws *w = state;
+	ws_fetch f;
+	core_buf text = { 0 }, content = { 0 };
+	char fp[CORE_SHA256_HEX_LEN + 1];
+	const char *url = NULL;
+	int rc;
+
+	if ((rc = check_row(w, row, &url, err)))
+		return rc;
+	if ((rc = ws__fetch(&w->fetch, url, ctx, &f, err))) {
+		if (rc == CORE_EDATA)
+			rc = row_error(err, f.reason ? f.reason : "api_error",
+				       f.error_type ? f.error_type : "WebScrapeError");
+		goto out;
+	}
+	if (ws__decode(f.body.data ? f.body.data : "", f.body.len, f.content_type, &text)) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
+	rc = ws__extract(text.data ? text.data : "", text.len, w->format,
+			 (const char *const *)w->strip, w->nstrip, &content, err);
+	if (rc == CORE_EDATA) {
+		core_err_prefix(err, "%s", url);
+		rc = row_error(err, "content_extraction_failed", "ValueError");
+	}
+	if (rc || (rc = ws__fingerprint(content.data ? content.data : "", content.len,
+					 w->fp_content, fp)))
+		goto out;
+	if (!(rc = enrich(w, row, &f, &content, fp, out, err)) && ctx)
+		ctx->context = context(w, &f, &content);
+out:
+	ws__fetch_release(&f);
+	core_buf_release(&text);
+	core_buf_release(&content);
+	return rc;
+}
+
+static bool ws_capacity(void *state, plg_capacity *out)
+{
+	const ws *w = state;
+	http_stats st;
+
+	http_get_stats(w->fetch.http, &st);
+	*out = (plg_capacity){ .upstream = st.upstream, .rate = st.rate, .window = st.window,
+			       .ceiling = st.pool_size, .in_flight = st.active,
+			       .requests = st.requests, .refusals = st.capacity_errors,
+			       .held_by = st.held_by };
+	return true;
+}
+
+const plg_transform_ops plg__web_scrape = {
+	.name = "web_scrape",
+	.description = "Fetches each row's URL (SSRF-checked, every hop pinned and recorded) "
+		       "and keeps its content as markdown, text or raw HTML with a fingerprint",
+	.open = ws_open,
+	.process = ws_process,
+	.close = ws_close,
+	.capacity = ws_capacity,
+};
