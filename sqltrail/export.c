@@ -299,7 +299,8 @@ static const char *determinism(const xnode *n)
 		return "io_read";
 	if (!strcmp(n->kind, "sink"))
 		return "io_write";
-	if (strstr(n->plugin, "llm"))
+	/* ELSPETH's EXTERNAL_CALL: the LLM plugins and web_scrape */
+	if (strstr(n->plugin, "llm") || !strcmp(n->plugin, "web_scrape"))
 		return "external_call";
 	return "deterministic";
 }
