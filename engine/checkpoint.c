@@ -168,6 +168,24 @@ static void add_aggregations(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck)
 	}
 }
 
+/* Sinks whose rows a commit makes durable (a database) commit them
+ * now, before position() is read: the writer's fsync covers files only,
+ * and a checkpoint must never count a row that is not durable. */
+static int commit_sinks(const dag_graph *g, uint64_t released, core_err *err)
+{
+	for (size_t i = 0; i < g->nnodes; i++) {
+		const dag_node *n = &g->nodes[i];
+		int rc;
+
+		if (n->kind != DAG_SINK || !n->kstate || !n->kops->commit)
+			continue;
+		if ((rc = n->kops->commit(n->kstate, err)))
+			return core_err_prefix(err, "checkpoint after row %llu: sink '%s'",
+					       (unsigned long long)released, n->name);
+	}
+	return 0;
+}
+
 /* Sinks: positions, hashes, and the descriptors the writer fsyncs. */
 static void add_sinks(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck,
 		      int *fds, size_t *nfds)
@@ -263,6 +281,8 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 
 	if (!c->ckpt || !au->rec)
 		return 0;
+	if ((rc = commit_sinks(c->g, at->released, err)))
+		return rc;
 	if (!(fds = calloc(c->g->nnodes + 1, sizeof(*fds))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	ck.format_version = REC_CKPT_FORMAT_VERSION;
