@@ -77,16 +77,13 @@ static void sink_free(dbs_sink *s)
 {
 	if (!s)
 		return;
-	s->be = s->be ? s->be : &dbs__sqlite;
-	s->be->disconnect(s->conn);
+	dbs__db_detach(s);
 	dbs__url_release(&s->url);
 	dbs__table_release(&s->t);
 	free(s->t.name);
 	free(s->t.qname);
 	plg__schema_free(s->schema);
 	free(s->writer);
-	core_buf_release(&s->ddl);
-	core_buf_release(&s->replay);
 	free(s->ranges);
 	core_buf_release(&s->sql);
 	core_buf_release(&s->scratch);
@@ -130,14 +127,14 @@ static int load_table(dbs_sink *s, core_err *err)
 
 	if (s->replace)
 		return 0; /* dropped and created at the first row */
-	rc = s->be->columns(s->conn, s->t.name, &names, &n, &exists, err);
+	rc = s->be->columns(s->db->conn, s->t.name, &names, &n, &exists, err);
 	if (!rc && exists)
 		rc = dbs__table_set_cols(&s->t, s->schema, names, n, err);
 	if (!rc && exists)
 		rc = dbs__table_check(&s->t, s->schema, core_map_get(s->options, "table"),
 				      s->url.sanitized, err);
 	if (!rc && exists && s->be->rowid_name)
-		rc = s->be->rowid_name(s->conn, s->t.qname, names, n, &s->t.rowid, err);
+		rc = s->be->rowid_name(s->db->conn, s->t.qname, names, n, &s->t.rowid, err);
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
@@ -192,6 +189,7 @@ static int check_entries(const dbs_sink *s, const dbs_entries *l,
 static int take_back(dbs_sink *s, const dbs_entries *l, const plg_sink_pos *at,
 		     core_err *err)
 {
+	dbs_conn *c = s->db->conn;
 	int rc = 0;
 	size_t lost = 0;
 
@@ -199,7 +197,7 @@ static int take_back(dbs_sink *s, const dbs_entries *l, const plg_sink_pos *at,
 		lost += l->e[i].after > at->pos;
 	if (!lost)
 		return 0;
-	if ((rc = s->be->exec(s->conn, s->be->begin_sql, NULL, 0, NULL, err)))
+	if ((rc = s->be->exec(c, s->be->begin_sql, NULL, 0, NULL, err)))
 		return rc;
 	for (size_t i = l->n; i-- > 0 && !rc;) {
 		const dbs_entry *e = &l->e[i];
@@ -212,7 +210,7 @@ static int take_back(dbs_sink *s, const dbs_entries *l, const plg_sink_pos *at,
 					  "the run committed rows to it after its last "
 					  "checkpoint; nothing was changed", s->t.name,
 					  s->url.sanitized);
-		else if (!(rc = s->be->delete_ref(s->conn, s->t.qname, s->t.rowid, e->ref,
+		else if (!(rc = s->be->delete_ref(c, s->t.qname, s->t.rowid, e->ref,
 						  &n, err)) && n != e->after - e->before)
 			rc = core_err_set(err, CORE_EDATA,
 				"table '%s' in %s: commit %llu of this run wrote %llu rows "
@@ -222,14 +220,14 @@ static int take_back(dbs_sink *s, const dbs_entries *l, const plg_sink_pos *at,
 				(unsigned long long)e->seq,
 				(unsigned long long)(e->after - e->before), (unsigned long long)n);
 		if (!rc)
-			rc = dbs__ledger_drop(s->be, s->conn, s->writer, e->seq, err);
+			rc = dbs__ledger_drop(s->be, c, s->writer, e->seq, err);
 	}
 	if (!rc)
-		return s->be->exec(s->conn, "COMMIT", NULL, 0, NULL, err);
+		return s->be->exec(c, "COMMIT", NULL, 0, NULL, err);
 	{
 		core_err ignored;
 
-		s->be->exec(s->conn, "ROLLBACK", NULL, 0, NULL, &ignored);
+		s->be->exec(c, "ROLLBACK", NULL, 0, NULL, &ignored);
 	}
 	return rc;
 }
@@ -240,7 +238,7 @@ static int resume_at(dbs_sink *s, const plg_sink_pos *at, core_err *err)
 	dbs_entries l = { 0 };
 	int rc;
 
-	if ((rc = dbs__ledger_load(s->be, s->conn, s->writer, false, &l, err)))
+	if ((rc = dbs__ledger_load(s->be, s->db->conn, s->writer, false, &l, err)))
 		return rc;
 	if ((rc = check_entries(s, &l, at, err)))
 		goto out;
@@ -277,8 +275,8 @@ static int start(const core_node *options, const plg_sink_pos *at,
 	core_hex(d, sizeof(d), s->chain);
 	memcpy(s->chain_txn, s->chain, sizeof(s->chain));
 	if ((rc = parse_options(s, options, err)) || (rc = writer_key(s, err)) ||
-	    (rc = s->be->connect(&s->url, false, &s->conn, err)) ||
-	    (rc = dbs__ledger_create(s->be, s->conn, err)) ||
+	    (rc = dbs__db_attach(s, err)) ||
+	    (rc = dbs__ledger_create(s->be, s->db->conn, err)) ||
 	    (rc = at ? resume_at(s, at, err) : load_table(s, err))) {
 		sink_free(s);
 		return rc;
@@ -326,11 +324,11 @@ static int db_flush(void *state, core_err *err)
 	dbs_sink *s = state;
 	int rc = dbs__commit(s, err);
 
-	/* The end's checkpoint is durable now (the engine waits for it
-	 * before it flushes): the ledger needs no more than the rule of
-	 * remember() keeps. */
+	/* The ledger keeps what remember()'s rule keeps: the end's
+	 * checkpoint may be one of the few not durable yet (a resume that
+	 * stopped early writes none). */
 	if (!rc && s->nrecent == DBS_RECENT)
-		rc = dbs__ledger_trim(s->be, s->conn, s->writer, s->recent[0], err);
+		rc = dbs__ledger_trim(s->be, s->db->conn, s->writer, s->recent[0], err);
 	return rc;
 }
 
@@ -343,10 +341,10 @@ static int db_close(void *state, core_err *err)
 
 	if (!s)
 		return 0;
-	if (s->broken)
-		dbs__rollback(s);
-	if (s->broken || s->txn)
-		rc = dbs__commit(s, err); /* the error that broke it */
+	if (s->db && (rc = dbs__broken(s, err)))
+		dbs__rollback(s->db);
+	else if (s->db)
+		rc = dbs__commit(s, err);
 	sink_free(s);
 	return rc;
 }
@@ -368,6 +366,7 @@ static int db_verify(const core_node *options, const plg_sink_pos *at,
 {
 	dbs_sink *s = calloc(1, sizeof(*s));
 	dbs_entries l = { 0 };
+	dbs_conn *c = NULL;
 	char **names = NULL;
 	size_t n = 0;
 	bool exists = false;
@@ -377,10 +376,10 @@ static int db_verify(const core_node *options, const plg_sink_pos *at,
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if ((rc = parse_options(s, options, err)) || !at->pos ||
 	    (rc = writer_key(s, err)) ||
-	    (rc = s->be->connect(&s->url, true, &s->conn, err)) ||
-	    (rc = dbs__ledger_load(s->be, s->conn, s->writer, true, &l, err)) ||
+	    (rc = s->be->connect(&s->url, true, &c, err)) ||
+	    (rc = dbs__ledger_load(s->be, c, s->writer, true, &l, err)) ||
 	    (rc = check_entries(s, &l, at, err)) ||
-	    (rc = s->be->columns(s->conn, s->t.name, &names, &n, &exists, err)))
+	    (rc = s->be->columns(c, s->t.name, &names, &n, &exists, err)))
 		goto out;
 	if (!exists)
 		rc = core_err_set(err, CORE_EDATA, "table '%s' in %s is gone; the "
@@ -392,6 +391,8 @@ out:
 		free(names[i]);
 	free(names);
 	dbs__entries_release(&l);
+	if (s->be)
+		s->be->disconnect(c);
 	sink_free(s);
 	return rc;
 }

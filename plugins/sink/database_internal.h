@@ -2,8 +2,10 @@
  * database_internal.h — shared by the files of the "database" sink
  * (plugins/sink/database*.c); not part of the plugin contract.
  *
- *   database.c         the sink: options, open/resume, write, commits,
- *                      position/verify (ADR 0021)
+ *   database.c         the sink: options, open/resume, position/verify
+ *                      (ADR 0021)
+ *   database_txn.c     rows and transactions
+ *   database_db.c      one connection per database, shared by its sinks
  *   database_ledger.c  the commit ledger (elspeth_sink_commits): what each
  *                      commit wrote, so a resume can delete it again
  *   database_table.c   the target table: its columns, DDL, a row's values
@@ -17,6 +19,7 @@
 #ifndef ELSPETH_PLUGINS_SINK_DATABASE_INTERNAL_H
 #define ELSPETH_PLUGINS_SINK_DATABASE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -212,14 +215,37 @@ int dbs__ledger_drop(const dbs_backend *be, dbs_conn *c, const char *writer,
  * oldest are deleted (ADR 0021: the latest durable checkpoint is never
  * older than the fourth-last position reported; twice that for margin). */
 #define DBS_RECENT 8
-/* A transaction commits early past these (the rows it holds are kept
- * to write them again if the database aborts it). */
+/* A transaction commits early past these (its statements are kept to
+ * write them again if the database aborts it). */
 #define DBS_TXN_ROWS 10000
 #define DBS_TXN_BYTES (64u << 20)
 
-typedef struct dbs_sink {
+typedef struct dbs_sink dbs_sink;
+
+/* One database the pipeline's sinks write (database_db.c): its one
+ * connection and one open transaction, shared by every sink whose url
+ * names it — two connections to one SQLite file would wait for each
+ * other's write lock until the busy timeout. */
+typedef struct dbs_db {
+	char *key;           /* which database: the registry's key */
 	const dbs_backend *be;
 	dbs_conn *conn;
+	const char *where;   /* the sanitized url of its first sink */
+	dbs_sink **sinks;    /* attached */
+	size_t nsinks;
+
+	/* the open transaction (guarded by `lock`) */
+	bool txn;
+	core_buf log;        /* its statements in order: to write again */
+	uint64_t rows;       /* its rows, every sink's */
+	bool broken;         /* a transaction was lost: every call fails */
+	core_err why;
+	pthread_mutex_t lock;
+} dbs_db;
+
+struct dbs_sink {
+	dbs_db *db;
+	const dbs_backend *be;
 	dbs_url url;
 	dbs_table t;
 	plg_schema *schema;
@@ -228,15 +254,13 @@ typedef struct dbs_sink {
 	bool validate;       /* validate_input (rows are checked anyway) */
 	char *writer;        /* the ledger's key for this sink of this run */
 
-	/* the open transaction */
-	bool txn;
-	core_buf ddl;        /* statements it ran first, NUL-terminated each */
-	core_buf replay;     /* its rows (sql and values), to write again */
+	/* its part of the open transaction */
+	bool ddl;            /* it ran DDL in it */
 	int64_t (*ranges)[2];/* SQLite: the rowids of its rows */
 	size_t nranges, capranges;
+	uint64_t pending;    /* its rows */
 
 	uint64_t committed;  /* rows committed by the writer, all attempts */
-	uint64_t pending;    /* rows in the open transaction */
 	uint64_t seq;        /* the writer's last commit in the ledger */
 	char chain[CORE_SHA256_HEX_LEN + 1];     /* through committed */
 	char chain_txn[CORE_SHA256_HEX_LEN + 1]; /* through committed + pending */
@@ -246,20 +270,27 @@ typedef struct dbs_sink {
 	core_buf sql, scratch, canon, tmp;
 	dbs_val *vals;
 	size_t cap;
+};
 
-	bool broken;         /* a transaction was lost: every call fails */
-	core_err why;
-} dbs_sink;
+/* database_db.c: s->db for s->url (connected, shared); CORE_ECONFIG at
+ * the table option when another sink attached writes the same table. */
+int dbs__db_attach(dbs_sink *s, core_err *err);
+/* Leaves s->db (the last sink closes it); the transaction must be
+ * committed or rolled back before. NULL db allowed. */
+void dbs__db_detach(dbs_sink *s);
 
 /* database_txn.c: one row into the open transaction (begun if none);
  * CORE_EDATA for a row the table cannot take (the transaction goes on
  * without it), CORE_EIO when the sink cannot go on. */
 int dbs__write(dbs_sink *s, const json_t *row, plg_write_info *info,
 	       core_err *err);
-/* Commits the open transaction with its ledger entry. */
+/* Commits the open transaction of s's database, with a ledger entry for
+ * each of its sinks that wrote in it. */
 int dbs__commit(dbs_sink *s, core_err *err);
 /* Rolls the open transaction back (closing after a failure). */
-void dbs__rollback(dbs_sink *s);
+void dbs__rollback(dbs_db *db);
+/* The error that broke s's database, into err (CORE_EIO), or 0. */
+int dbs__broken(dbs_sink *s, core_err *err);
 /* chain becomes the chain hash after one more row (its canonical JSON):
  * SHA-256 of the previous chain's hex and the row. */
 int dbs__chain(dbs_sink *s, char chain[CORE_SHA256_HEX_LEN + 1],

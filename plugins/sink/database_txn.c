@@ -1,39 +1,57 @@
 /*
  * database_txn.c — the database sink's rows and transactions (ADR 0021).
  *
- * Rows go into one open transaction, begun by the first row after a
- * commit; it commits at each checkpoint (plg_sink_ops.commit), at flush,
- * at close, and early when it holds DBS_TXN_ROWS rows or DBS_TXN_BYTES.
- * Its ledger entry is written in it, just before COMMIT.
+ * The sinks of one database share its transaction (database_db.c). It
+ * is begun by the first row after a commit and committed at each
+ * checkpoint (plg_sink_ops.commit: the first sink's call commits it, the
+ * others find nothing open), at flush, at close, and early when it holds
+ * DBS_TXN_ROWS rows or DBS_TXN_BYTES. Each sink that wrote in it gets
+ * its ledger entry in it, just before COMMIT.
  *
  * A row the database refuses (a constraint, a value of the wrong type
  * for an existing column) is a row error: the engine diverts it
  * (on_write_failure) and the transaction goes on without it. SQLite
- * keeps the transaction; PostgreSQL aborts it, so the transaction is
- * rolled back and begun again with its statements and rows written
- * anew from what was kept (no savepoints: they would give rows their
- * own transaction ids, and the ledger finds a commit's rows by its id).
- * Anything else — the connection gone, a failed COMMIT — breaks the
- * sink: every later call fails with that error, so the run stops at
- * the next checkpoint at the latest, and the resume starts from the
- * last checkpoint that was durable.
+ * keeps the transaction; PostgreSQL aborts it, so it is rolled back and
+ * begun again with its statements written anew, in order, from its log
+ * (no savepoints: they would give rows their own transaction ids, and
+ * the ledger finds a commit's rows by its id). Anything else — the
+ * connection gone, a failed COMMIT — breaks the database: every later
+ * call of its sinks fails with that error, so the run stops at the next
+ * checkpoint at the latest and the resume starts from the last one that
+ * was durable.
+ *
+ * Locking: db->lock guards the transaction (txn, log, rows, broken) and
+ * the sinks' parts of it; the engine calls a sink from one thread at a
+ * time, the lock keeps two sinks of one database apart all the same.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/sink/database_internal.h"
 
-static int broken(dbs_sink *s, const core_err *why, core_err *err)
+/* Marks db broken with why (first error wins); err gets the error. */
+static int broken(dbs_db *db, const core_err *why, core_err *err)
 {
-	if (!s->broken) {
-		s->broken = true;
-		s->why = *why;
-		s->why.code = CORE_EIO;
-		core_err_prefix(&s->why, "database sink stopped (table '%s')", s->t.name);
+	if (!db->broken) {
+		db->broken = true;
+		db->why = *why;
+		db->why.code = CORE_EIO;
+		core_err_prefix(&db->why, "database sink stopped");
 	}
-	if (err && err != &s->why)
-		*err = s->why;
+	if (err && err != &db->why)
+		*err = db->why;
 	return CORE_EIO;
+}
+
+int dbs__broken(dbs_sink *s, core_err *err)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&s->db->lock);
+	if (s->db->broken)
+		rc = broken(s->db, NULL, err);
+	pthread_mutex_unlock(&s->db->lock);
+	return rc;
 }
 
 int dbs__chain(dbs_sink *s, char chain[CORE_SHA256_HEX_LEN + 1],
@@ -50,57 +68,61 @@ int dbs__chain(dbs_sink *s, char chain[CORE_SHA256_HEX_LEN + 1],
 	return 0;
 }
 
-/* ------------------------------------------------- what a replay needs */
+/* --------------------------------------------------------- the log
+ * The open transaction's statements in order, each: the sink, the sql,
+ * the number of values (SIZE_MAX: DDL, none), the values and their
+ * texts. */
 
-static int put(core_buf *b, const void *p, size_t n)
+static int log_put(dbs_db *db, dbs_sink *s, const char *sql, size_t n,
+		   const dbs_val *vals)
 {
-	return core_buf_append(b, p, n);
-}
+	size_t len = strlen(sql) + 1;
+	core_buf *b = &db->log;
+	int rc = core_buf_append(b, &s, sizeof(s)) || core_buf_append(b, &len, sizeof(len)) ||
+		 core_buf_append(b, sql, len) || core_buf_append(b, &n, sizeof(n));
 
-/* Keeps the row just inserted: its sql and values. */
-static int keep_row(dbs_sink *s, size_t n)
-{
-	size_t len = s->sql.len + 1;
-	int rc = put(&s->replay, &len, sizeof(len)) || put(&s->replay, s->sql.data, len) ||
-		 put(&s->replay, &n, sizeof(n));
-
-	for (size_t i = 0; !rc && i < n; i++) {
-		const dbs_val *v = &s->vals[i];
-
-		rc = put(&s->replay, v, sizeof(*v));
-		if (!rc && v->kind == DBS_V_TEXT)
-			rc = put(&s->replay, v->s, v->len);
+	for (size_t i = 0; !rc && vals && i < n; i++) {
+		rc = core_buf_append(b, &vals[i], sizeof(vals[i]));
+		if (!rc && vals[i].kind == DBS_V_TEXT)
+			rc = core_buf_append(b, vals[i].s, vals[i].len);
 	}
 	return rc ? CORE_ENOMEM : 0;
 }
 
-/* The next kept row at *at: its sql, values into s->vals (texts point
- * into the buffer). */
-static int next_row(dbs_sink *s, size_t *at, const char **sql, size_t *n)
+/* The statement at *at: its sink, sql, and values (into s->vals, texts
+ * pointing into the log); *n SIZE_MAX for DDL. */
+static int log_get(dbs_db *db, size_t *at, dbs_sink **s, const char **sql,
+		   size_t *n)
 {
-	const char *b = s->replay.data;
+	const char *b = db->log.data;
 	size_t len;
 
+	memcpy(s, b + *at, sizeof(*s));
+	*at += sizeof(*s);
 	memcpy(&len, b + *at, sizeof(len));
 	*at += sizeof(len);
 	*sql = b + *at;
 	*at += len;
 	memcpy(n, b + *at, sizeof(*n));
 	*at += sizeof(*n);
-	if (*n > s->cap) {
-		dbs_val *grown = realloc(s->vals, *n * sizeof(*grown));
+	if (*n == SIZE_MAX)
+		return 0;
+	if (*n > (*s)->cap) {
+		dbs_val *grown = realloc((*s)->vals, *n * sizeof(*grown));
 
 		if (!grown)
 			return CORE_ENOMEM;
-		s->vals = grown;
-		s->cap = *n;
+		(*s)->vals = grown;
+		(*s)->cap = *n;
 	}
 	for (size_t i = 0; i < *n; i++) {
-		memcpy(&s->vals[i], b + *at, sizeof(s->vals[i]));
-		*at += sizeof(s->vals[i]);
-		if (s->vals[i].kind == DBS_V_TEXT) {
-			s->vals[i].s = b + *at;
-			*at += s->vals[i].len;
+		dbs_val *v = &(*s)->vals[i];
+
+		memcpy(v, b + *at, sizeof(*v));
+		*at += sizeof(*v);
+		if (v->kind == DBS_V_TEXT) {
+			v->s = b + *at;
+			*at += v->len;
 		}
 	}
 	return 0;
@@ -108,6 +130,8 @@ static int next_row(dbs_sink *s, size_t *at, const char **sql, size_t *n)
 
 static int add_rowid(dbs_sink *s, int64_t id)
 {
+	if (!s->be->rowid_name)
+		return 0;
 	if (s->nranges && s->ranges[s->nranges - 1][1] + 1 == id) {
 		s->ranges[s->nranges - 1][1] = id;
 		return 0;
@@ -128,46 +152,57 @@ static int add_rowid(dbs_sink *s, int64_t id)
 
 /* --------------------------------------------------------- transactions */
 
-static void end_txn(dbs_sink *s)
+/* The transaction is over (committed or not): its parts are cleared;
+ * each sink's chain goes back to (or on to) what is committed. */
+static void end_txn(dbs_db *db)
 {
-	s->txn = false;
-	s->pending = 0;
-	memcpy(s->chain_txn, s->chain, sizeof(s->chain));
-	core_buf_reset(&s->ddl);
-	core_buf_reset(&s->replay);
-	s->nranges = 0;
+	for (size_t i = 0; i < db->nsinks; i++) {
+		dbs_sink *s = db->sinks[i];
+
+		s->pending = 0;
+		s->ddl = false;
+		s->nranges = 0;
+		memcpy(s->chain_txn, s->chain, sizeof(s->chain));
+	}
+	db->txn = false;
+	db->rows = 0;
+	core_buf_reset(&db->log);
 }
 
-static int begin(dbs_sink *s, core_err *err)
+static int begin(dbs_db *db, core_err *err)
 {
-	int rc;
-
-	if (s->txn)
+	if (db->txn)
 		return 0;
-	if ((rc = s->be->exec(s->conn, s->be->begin_sql, NULL, 0, NULL, err)))
-		return broken(s, err, err);
-	s->txn = true;
+	if (db->be->exec(db->conn, db->be->begin_sql, NULL, 0, NULL, err))
+		return broken(db, err, err);
+	db->txn = true;
 	return 0;
 }
 
-void dbs__rollback(dbs_sink *s)
+static void rollback(dbs_db *db)
 {
 	core_err ignored;
 
-	if (s->txn)
-		s->be->exec(s->conn, "ROLLBACK", NULL, 0, NULL, &ignored);
-	end_txn(s);
+	if (db->txn)
+		db->be->exec(db->conn, "ROLLBACK", NULL, 0, NULL, &ignored);
+	end_txn(db);
 }
 
-/* Runs a statement of the transaction before its rows, and keeps it. */
+void dbs__rollback(dbs_db *db)
+{
+	pthread_mutex_lock(&db->lock);
+	rollback(db);
+	pthread_mutex_unlock(&db->lock);
+}
+
+/* Runs a statement of s's before its rows (DDL), and logs it. */
 static int ddl(dbs_sink *s, const char *sql, core_err *err)
 {
-	int rc = s->be->exec(s->conn, sql, NULL, 0, NULL, err);
-
-	if (rc)
-		return broken(s, err, err);
-	if (core_buf_append(&s->ddl, sql, strlen(sql) + 1))
+	if (s->be->exec(s->db->conn, sql, NULL, 0, NULL, err))
+		return broken(s->db, err, err);
+	if (log_put(s->db, s, sql, SIZE_MAX, NULL))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	s->ddl = true;
 	return 0;
 }
 
@@ -183,7 +218,7 @@ static int find_rowid(dbs_sink *s, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < s->t.ncols; i++)
 		names[i] = s->t.cols[i].name;
-	rc = s->be->rowid_name(s->conn, s->t.qname, names, s->t.ncols, &s->t.rowid, err);
+	rc = s->be->rowid_name(s->db->conn, s->t.qname, names, s->t.ncols, &s->t.rowid, err);
 	free(names);
 	return rc;
 }
@@ -205,8 +240,8 @@ static int create_table(dbs_sink *s, const json_t *row, core_err *err)
 		if ((rc = ddl(s, s->tmp.data, err)))
 			return rc;
 		s->replace = false;
-	} else if ((rc = s->be->columns(s->conn, s->t.name, &names, &n, &exists, err))) {
-		return broken(s, err, err);
+	} else if (s->be->columns(s->db->conn, s->t.name, &names, &n, &exists, err)) {
+		return broken(s->db, err, err);
 	}
 	if (exists)
 		rc = dbs__table_set_cols(&s->t, s->schema, names, n, err);
@@ -218,38 +253,36 @@ static int create_table(dbs_sink *s, const json_t *row, core_err *err)
 	free(names);
 	if (!rc && !exists)
 		rc = ddl(s, s->tmp.data, err);
-	if (!rc && (rc = find_rowid(s, err)))
-		rc = broken(s, err, err);
+	if (!rc && find_rowid(s, err))
+		rc = broken(s->db, err, err);
 	return rc;
 }
 
-/* Rolls back the transaction the database aborted and writes it again:
- * its statements, then its rows. */
-static int redo(dbs_sink *s, core_err *err)
+/* Rolls back the transaction the database aborted and writes it again,
+ * statement by statement. */
+static int redo(dbs_db *db, core_err *err)
 {
-	size_t at = 0, done = 0;
-	int rc;
+	size_t at = 0;
 
-	s->be->exec(s->conn, "ROLLBACK", NULL, 0, NULL, err);
-	s->txn = false;
-	s->nranges = 0;
-	if ((rc = begin(s, err)))
-		return rc;
-	for (size_t i = 0; i < s->ddl.len; i += strlen(s->ddl.data + i) + 1)
-		if ((rc = s->be->exec(s->conn, s->ddl.data + i, NULL, 0, NULL, err)))
-			return broken(s, err, err);
-	while (done < s->pending) {
+	db->be->exec(db->conn, "ROLLBACK", NULL, 0, NULL, err);
+	db->txn = false;
+	for (size_t i = 0; i < db->nsinks; i++)
+		db->sinks[i]->nranges = 0;
+	if (begin(db, err))
+		return CORE_EIO;
+	while (at < db->log.len) {
+		dbs_sink *s;
 		const char *sql;
 		int64_t id;
 		size_t n;
 
-		if (next_row(s, &at, &sql, &n))
+		if (log_get(db, &at, &s, &sql, &n))
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		if ((rc = s->be->insert(s->conn, sql, s->vals, n, &id, err)))
-			return broken(s, err, err);
-		if (s->be->rowid_name && add_rowid(s, id))
+		if (n == SIZE_MAX ? db->be->exec(db->conn, sql, NULL, 0, NULL, err) :
+		    db->be->insert(db->conn, sql, s->vals, n, &id, err))
+			return broken(db, err, err);
+		if (n != SIZE_MAX && add_rowid(s, id))
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		done++;
 	}
 	return 0;
 }
@@ -258,14 +291,15 @@ static int redo(dbs_sink *s, core_err *err)
  * transaction can go on, or once it is written again. */
 static int insert_failed(dbs_sink *s, int rc, core_err *err)
 {
+	dbs_db *db = s->db;
 	core_err again = { 0 };
 
-	if (rc == CORE_ENOMEM || s->be->txn_usable(s->conn))
+	if (rc == CORE_ENOMEM || s->be->txn_usable(db->conn))
 		return rc == CORE_ENOMEM ? rc : CORE_EDATA;
-	if (!s->be->connected(s->conn))
-		return broken(s, err, err);
-	if (redo(s, &again))
-		return broken(s, &again, err);
+	if (!s->be->connected(db->conn))
+		return broken(db, err, err);
+	if (redo(db, &again))
+		return broken(db, &again, err);
 	err->code = CORE_EDATA;
 	return CORE_EDATA;
 }
@@ -281,65 +315,85 @@ static int ranges_ref(dbs_sink *s, core_buf *out)
 	return core_buf_puts(out, "");
 }
 
-/* The transaction's ledger entry, and the entries no resume can need. */
+/* s's ledger entry for the transaction, and the removal of the entries
+ * no resume can need. */
 static int put_entry(dbs_sink *s, core_err *err)
 {
 	dbs_entry e = { .seq = s->seq + 1, .before = s->committed,
 			.after = s->committed + s->pending };
+	dbs_conn *c = s->db->conn;
 	int rc;
 
 	memcpy(e.chain, s->chain_txn, sizeof(e.chain));
 	if (s->be->txn_ref)
-		rc = s->be->txn_ref(s->conn, &s->tmp, err);
+		rc = s->be->txn_ref(c, &s->tmp, err);
 	else if ((rc = ranges_ref(s, &s->tmp)))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (rc)
 		return rc;
 	e.ref = s->tmp.data ? s->tmp.data : "";
-	if ((rc = dbs__ledger_put(s->be, s->conn, s->writer, s->t.name, &e, err)))
+	if ((rc = dbs__ledger_put(s->be, c, s->writer, s->t.name, &e, err)))
 		return rc;
 	if (s->nrecent == DBS_RECENT)
-		rc = dbs__ledger_trim(s->be, s->conn, s->writer, s->recent[0], err);
+		rc = dbs__ledger_trim(s->be, c, s->writer, s->recent[0], err);
 	return rc;
+}
+
+static int commit(dbs_db *db, core_err *err)
+{
+	int rc = 0;
+
+	if (db->broken)
+		return broken(db, NULL, err);
+	if (!db->txn)
+		return 0;
+	for (size_t i = 0; i < db->nsinks && !rc; i++)
+		if (db->sinks[i]->pending || db->sinks[i]->ddl)
+			rc = put_entry(db->sinks[i], err);
+	if (rc || (rc = db->be->exec(db->conn, "COMMIT", NULL, 0, NULL, err))) {
+		broken(db, err, err);
+		rollback(db);
+		return CORE_EIO;
+	}
+	for (size_t i = 0; i < db->nsinks; i++) {
+		dbs_sink *s = db->sinks[i];
+
+		if (!s->pending && !s->ddl)
+			continue;
+		s->committed += s->pending;
+		s->seq++;
+		memcpy(s->chain, s->chain_txn, sizeof(s->chain));
+	}
+	end_txn(db);
+	return 0;
 }
 
 int dbs__commit(dbs_sink *s, core_err *err)
 {
-	bool entry = s->pending || s->ddl.len;
 	int rc;
 
-	if (s->broken)
-		return broken(s, NULL, err);
-	if (!s->txn)
-		return 0;
-	if ((entry && (rc = put_entry(s, err))) ||
-	    (rc = s->be->exec(s->conn, "COMMIT", NULL, 0, NULL, err))) {
-		broken(s, err, err);
-		dbs__rollback(s);
-		return CORE_EIO;
-	}
-	s->committed += s->pending;
-	s->seq += entry;
-	memcpy(s->chain, s->chain_txn, sizeof(s->chain));
-	end_txn(s);
-	return 0;
+	pthread_mutex_lock(&s->db->lock);
+	rc = commit(s->db, err);
+	pthread_mutex_unlock(&s->db->lock);
+	return rc;
 }
 
 /* --------------------------------------------------------------- rows */
 
-int dbs__write(dbs_sink *s, const json_t *row, plg_write_info *info,
-	       core_err *err)
+static int write_row(dbs_sink *s, const json_t *row, plg_write_info *info,
+		     core_err *err)
 {
+	dbs_db *db = s->db;
 	size_t n = 0;
 	int64_t id = 0;
 	int rc;
 
-	if (s->broken)
-		return broken(s, NULL, err);
+	if (db->broken)
+		return broken(db, NULL, err);
 	if (!json_is_object(row))
 		return core_err_set(err, CORE_EDATA, "database sink: the row is not an object");
 	core_buf_reset(&s->canon);
-	if ((rc = core_canon_append(&s->canon, row, err)) || (rc = begin(s, err)))
+	if ((rc = core_canon_append(&s->canon, row, err)) || (rc = begin(db, err)))
 		return rc;
 	if (!s->t.ncols && (rc = create_table(s, row, err)))
 		return rc;
@@ -349,20 +403,32 @@ int dbs__write(dbs_sink *s, const json_t *row, plg_write_info *info,
 	    (rc = dbs__table_insert(&s->t, row, &s->sql, &s->vals, &s->cap, &n,
 				    &s->scratch, err)))
 		return rc;
-	if ((rc = s->be->insert(s->conn, s->sql.data, s->vals, n, &id, err)))
+	if ((rc = s->be->insert(db->conn, s->sql.data, s->vals, n, &id, err)))
 		return insert_failed(s, rc, err);
-	if (keep_row(s, n) || (s->be->rowid_name && add_rowid(s, id)) ||
+	if (log_put(db, s, s->sql.data, n, s->vals) || add_rowid(s, id) ||
 	    dbs__chain(s, s->chain_txn, s->canon.data, s->canon.len)) {
 		core_err oom;
 
 		core_err_set(&oom, CORE_ENOMEM, "out of memory keeping a row");
-		return broken(s, &oom, err);
+		return broken(db, &oom, err);
 	}
 	s->pending++;
+	db->rows++;
 	info->offset = s->committed + s->pending - 1;
 	info->len = s->canon.len;
 	info->bytes = s->canon.data;
-	if (s->pending >= DBS_TXN_ROWS || s->replay.len >= DBS_TXN_BYTES)
-		return dbs__commit(s, err);
+	if (db->rows >= DBS_TXN_ROWS || db->log.len >= DBS_TXN_BYTES)
+		return commit(db, err);
 	return 0;
+}
+
+int dbs__write(dbs_sink *s, const json_t *row, plg_write_info *info,
+	       core_err *err)
+{
+	int rc;
+
+	pthread_mutex_lock(&s->db->lock);
+	rc = write_row(s, row, info, err);
+	pthread_mutex_unlock(&s->db->lock);
+	return rc;
 }
