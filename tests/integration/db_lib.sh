@@ -41,7 +41,7 @@ transforms:
     plugin: delay
     input: work_in
     on_success: route_in
-    options: {distribution: uniform, min_ms: 1, max_ms: 6, seed: 7}
+    options: {distribution: uniform, min_ms: 2, max_ms: 10, seed: 7}
 gates:
   - name: route
     input: route_in
@@ -62,7 +62,7 @@ sinks:
       table: side
       schema: {mode: observed}$refused
 concurrency:
-  pipelining: {max_rows_in_flight: 8}
+  pipelining: {max_rows_in_flight: 4}
 checkpoint: {frequency: every_n, checkpoint_interval: ${2:-25}}
 landscape: {url: "lmdb://./state"}
 YAML

@@ -189,7 +189,7 @@ kill_resume() {
   verify_ok "$d" && pass "kill $d: verify OK" || { fail "kill $d: verify"; show "$d/verify.log"; }
 }
 kill_resume d1 80
-kill_resume d2 40 150 260
+kill_resume d2 40 120 220
 kill_resume d3 1
 db_big d4
 
