@@ -232,6 +232,20 @@ static int take_back(dbs_sink *s, const dbs_entries *l, const plg_sink_pos *at,
 	return rc;
 }
 
+/* The writer's last commit in the ledger, so a new one never reuses
+ * its number (a fresh sink of a run has none). */
+static int last_seq(dbs_sink *s, core_err *err)
+{
+	dbs_entries l = { 0 };
+	int rc = dbs__ledger_load(s->be, s->db->conn, s->writer, false, &l, err);
+
+	for (size_t i = 0; !rc && i < l.n; i++)
+		if (l.e[i].seq > s->seq)
+			s->seq = l.e[i].seq;
+	dbs__entries_release(&l);
+	return rc;
+}
+
 /* A resume: the sink continues from the checkpoint's position. */
 static int resume_at(dbs_sink *s, const plg_sink_pos *at, core_err *err)
 {
@@ -277,7 +291,8 @@ static int start(const core_node *options, const plg_sink_pos *at,
 	if ((rc = parse_options(s, options, err)) || (rc = writer_key(s, err)) ||
 	    (rc = dbs__db_attach(s, err)) ||
 	    (rc = dbs__ledger_create(s->be, s->db->conn, err)) ||
-	    (rc = at ? resume_at(s, at, err) : load_table(s, err))) {
+	    (rc = at ? resume_at(s, at, err) : last_seq(s, err)) ||
+	    (!at && (rc = load_table(s, err)))) {
 		sink_free(s);
 		return rc;
 	}
