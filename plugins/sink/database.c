@@ -342,8 +342,10 @@ static int db_flush(void *state, core_err *err)
 	/* The ledger keeps what remember()'s rule keeps: the end's
 	 * checkpoint may be one of the few not durable yet (a resume that
 	 * stopped early writes none). */
+	pthread_mutex_lock(&s->db->lock);
 	if (!rc && s->nrecent == DBS_RECENT)
 		rc = dbs__ledger_trim(s->be, s->db->conn, s->writer, s->recent[0], err);
+	pthread_mutex_unlock(&s->db->lock);
 	return rc;
 }
 
@@ -369,11 +371,13 @@ static void db_position(void *state, plg_sink_pos *out)
 	dbs_sink *s = state;
 
 	memset(out, 0, sizeof(*out));
+	pthread_mutex_lock(&s->db->lock);
 	out->pos = s->committed;
 	out->rows = s->committed;
 	memcpy(out->hash, s->chain, sizeof(out->hash));
-	out->fd = -1;
 	remember(s, s->committed);
+	pthread_mutex_unlock(&s->db->lock);
+	out->fd = -1;
 }
 
 static int db_verify(const core_node *options, const plg_sink_pos *at,
