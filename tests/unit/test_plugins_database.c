@@ -40,7 +40,6 @@ static void teardown(void)
 }
 
 TestSuite(dbsink, .init = setup, .fini = teardown, .timeout = 20);
-TestSuite(dbsink_text, .timeout = 10);
 
 /* The document of a YAML text ("@/" stands for the temp dir): its root. */
 static const core_node *doc(const char *yaml)
@@ -170,7 +169,7 @@ static int parse_url(const char *url, dbs_url *u, core_err *err)
 	return rc;
 }
 
-Test(dbsink_text, sqlite_urls)
+Test(dbsink, sqlite_urls)
 {
 	static const char *const cases[][2] = {
 		{ "sqlite:///out/a.db", "out/a.db" },
@@ -190,7 +189,7 @@ Test(dbsink_text, sqlite_urls)
 	}
 }
 
-Test(dbsink_text, postgresql_urls)
+Test(dbsink, postgresql_urls)
 {
 	core_err err = { 0 };
 	dbs_url u;
@@ -203,7 +202,7 @@ Test(dbsink_text, postgresql_urls)
 	dbs__url_release(&u);
 }
 
-Test(dbsink_text, refused_urls)
+Test(dbsink, refused_urls)
 {
 	static const char *const cases[][2] = {
 		{ "mysql+pymysql://u:pw@h/db", "u.yaml:1:6: url: database 'mysql+pymysql' is not supported" },
@@ -222,7 +221,7 @@ Test(dbsink_text, refused_urls)
 	}
 }
 
-Test(dbsink_text, sanitize)
+Test(dbsink, sanitize)
 {
 	static const char *const cases[][2] = {
 		{ "postgresql://u:secret@h/db", "postgresql://u@h/db" },
@@ -243,7 +242,7 @@ Test(dbsink_text, sanitize)
 
 /* ------------------------------------------------- Python's json.dumps */
 
-Test(dbsink_text, pyjson)
+Test(dbsink, pyjson)
 {
 	static const char *const cases[][2] = {
 		{ "{\"k\": 1, \"tags\": [\"a\", \"\\u00e9\"], \"x\": 1.5}",
