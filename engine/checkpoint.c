@@ -11,7 +11,8 @@
  * without waiting (rec_put_msg_fsync): the writer fsyncs the sink files
  * and commits it with the audit records enqueued before it, so a
  * checkpoint never names a record, a payload or a sink byte that is not
- * durable. Only the latest checkpoint of a run is kept (key: run).
+ * durable. A sink that is durable by a commit instead (a database)
+ * commits before its position is read (plg_sink_ops.commit). Only the latest checkpoint of a run is kept (key: run).
  */
 #include <stdlib.h>
 #include <string.h>
