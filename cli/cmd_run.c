@@ -655,12 +655,17 @@ static void print_plan(const json_t *p, const cli_run_args *a)
 	printf("  the source continues after row %lld%s\n",
 	       (long long)json_integer_value(json_object_get(ck, "source_continues_after_seq")),
 	       json_is_true(json_object_get(ck, "source_done")) ? " (it had ended)" : "");
-	json_array_foreach(json_object_get(p, "sinks"), i, v)
-		printf("  sink %s: %s cut back to %lld bytes (%lld rows)\n",
-		       json_string_value(json_object_get(v, "name")),
-		       json_string_value(json_object_get(v, "path")),
+	json_array_foreach(json_object_get(p, "sinks"), i, v) {
+		const char *path = json_string_value(json_object_get(v, "path"));
+
+		/* A table (the database sink): its position counts rows. */
+		printf(path && !strncmp(path, "db://", 5) ?
+		       "  sink %s: %s cut back to %lld rows (%lld rows; rows committed after them are deleted)\n" :
+		       "  sink %s: %s cut back to %lld bytes (%lld rows)\n",
+		       json_string_value(json_object_get(v, "name")), path ? path : "",
 		       (long long)json_integer_value(json_object_get(v, "position")),
 		       (long long)json_integer_value(json_object_get(v, "rows")));
+	}
 	json_array_foreach(json_object_get(p, "aggregations"), i, v)
 		printf("  aggregation %s: %lld rows buffered (oldest %.1f s)\n",
 		       json_string_value(json_object_get(v, "name")),

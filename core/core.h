@@ -297,7 +297,11 @@ int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 bool core_is_secret_name(const char *name);
 /* The fingerprint (or CORE_REDACTED) of value into out. */
 int core_fingerprint(const char *value, char *out, size_t cap);
-/* Replaces, in place, every secret-named member of v (recursively). */
+/* Replaces, in place, every secret-named member of v (recursively), and
+ * takes the password out of every string that is a url with one
+ * ("postgresql://user:PASSWORD@host/db"): a member KEY gets a member
+ * KEY_password_fingerprint beside it, an array item the fingerprint in
+ * the password's place. */
 int core_redact_secrets(json_t *v);
 
 /* ------------------------------------------------------------- settings

@@ -4,6 +4,8 @@
  * ELSPETH_FINGERPRINT_KEY, or by a redaction marker when that variable is
  * unset (ADR 0005).
  */
+#include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -77,28 +79,117 @@ static int redact_value(json_t *obj, const char *key, json_t *v)
 	return json_object_set_new(obj, key, json_string(fp)) ? CORE_ENOMEM : 0;
 }
 
-int core_redact_secrets(json_t *v)
+/* Where the password of a url's user info lies ("scheme://user:PASSWORD@
+ * host..."): [*from, *to); false when s is no such url. */
+static bool url_password(const char *s, size_t *from, size_t *to)
 {
-	const char *key;
-	json_t *item;
-	size_t i;
+	const char *auth = strstr(s, "://"), *end, *at = NULL, *colon;
+
+	if (!auth)
+		return false;
+	auth += 3;
+	end = auth + strcspn(auth, "/?#");
+	for (const char *p = auth; p < end; p++)
+		if (*p == '@')
+			at = p;
+	if (!at || !(colon = memchr(auth, ':', (size_t)(at - auth))))
+		return false;
+	*from = (size_t)(colon - s);
+	*to = (size_t)(at - s);
+	return true;
+}
+
+/* %XX escapes decoded in place: the fingerprint is of the password
+ * itself, not of how the url spells it. */
+static void percent_decode(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++) {
+		unsigned x;
+
+		if (s[0] == '%' && isxdigit((unsigned char)s[1]) &&
+		    isxdigit((unsigned char)s[2]) && sscanf(s + 1, "%2x", &x) == 1) {
+			*o++ = (char)x;
+			s += 2;
+		} else {
+			*o++ = *s;
+		}
+	}
+	*o = '\0';
+}
+
+/* A string holding a url with a password (a database sink's url):
+ * the password is taken out of it, and its fingerprint kept in the
+ * member KEY_password_fingerprint beside it (as ELSPETH records
+ * landscape.url), or in place of the password inside an array. */
+static int redact_url(json_t *parent, const char *key, size_t index,
+		      json_t *v, json_t *extra)
+{
+	const char *s = json_string_value(v);
+	size_t from, to, n = json_string_length(v);
+	char fp[128], *clean, *pw;
 	int rc;
 
+	if (!url_password(s, &from, &to))
+		return 0;
+	if (!(pw = strndup(s + from + 1, to - from - 1)))
+		return CORE_ENOMEM;
+	percent_decode(pw);
+	rc = core_fingerprint(pw, fp, sizeof(fp));
+	free(pw);
+	if (rc || !(clean = malloc(n + sizeof(fp) + 2)))
+		return rc ? rc : CORE_ENOMEM;
+	memcpy(clean, s, from);
+	if (key)
+		memcpy(clean + from, s + to, n - to + 1);
+	else /* no member to keep it in: "scheme://user:FINGERPRINT@host" */
+		sprintf(clean + from, ":%s%s", fp, s + to);
+	rc = key ? json_object_set_new(parent, key, json_string(clean)) :
+		   json_array_set_new(parent, index, json_string(clean));
+	free(clean);
+	if (!rc && key) {
+		char name[256];
+
+		snprintf(name, sizeof(name), "%s_password_fingerprint", key);
+		rc = json_object_set_new(extra, name, json_string(fp));
+	}
+	return rc ? CORE_ENOMEM : 0;
+}
+
+int core_redact_secrets(json_t *v)
+{
+	json_t *item, *extra;
+	const char *key;
+	size_t i;
+	int rc = 0;
+
 	if (json_is_array(v)) {
-		json_array_foreach(v, i, item)
-			if ((rc = core_redact_secrets(item)))
+		json_array_foreach(v, i, item) {
+			rc = json_is_string(item) ? redact_url(v, NULL, i, item, NULL) :
+			     core_redact_secrets(item);
+			if (rc)
 				return rc;
+		}
 		return 0;
 	}
 	if (!json_is_object(v))
 		return 0;
+	/* Members are added after the walk (not during it). */
+	if (!(extra = json_object()))
+		return CORE_ENOMEM;
 	json_object_foreach(v, key, item) {
 		if (core_is_secret_name(key))
 			rc = json_is_null(item) ? 0 : redact_value(v, key, item);
+		else if (json_is_string(item))
+			rc = redact_url(v, key, 0, item, extra);
 		else
 			rc = core_redact_secrets(item);
 		if (rc)
-			return rc;
+			break;
 	}
-	return 0;
+	if (!rc && json_object_update(v, extra))
+		rc = CORE_ENOMEM;
+	json_decref(extra);
+	return rc;
 }

@@ -11,7 +11,8 @@
  * without waiting (rec_put_msg_fsync): the writer fsyncs the sink files
  * and commits it with the audit records enqueued before it, so a
  * checkpoint never names a record, a payload or a sink byte that is not
- * durable. Only the latest checkpoint of a run is kept (key: run).
+ * durable. A sink that is durable by a commit instead (a database)
+ * commits before its position is read (plg_sink_ops.commit). Only the latest checkpoint of a run is kept (key: run).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,24 @@ static void add_aggregations(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck)
 	}
 }
 
+/* Sinks whose rows a commit makes durable (a database) commit them
+ * now, before position() is read: the writer's fsync covers files only,
+ * and a checkpoint must never count a row that is not durable. */
+static int commit_sinks(const dag_graph *g, uint64_t released, core_err *err)
+{
+	for (size_t i = 0; i < g->nnodes; i++) {
+		const dag_node *n = &g->nodes[i];
+		int rc;
+
+		if (n->kind != DAG_SINK || !n->kstate || !n->kops->commit)
+			continue;
+		if ((rc = n->kops->commit(n->kstate, err)))
+			return core_err_prefix(err, "checkpoint after row %llu: sink '%s'",
+					       (unsigned long long)released, n->name);
+	}
+	return 0;
+}
+
 /* Sinks: positions, hashes, and the descriptors the writer fsyncs. */
 static void add_sinks(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck,
 		      int *fds, size_t *nfds)
@@ -263,6 +282,8 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 
 	if (!c->ckpt || !au->rec)
 		return 0;
+	if ((rc = commit_sinks(c->g, at->released, err)))
+		return rc;
 	if (!(fds = calloc(c->g->nnodes + 1, sizeof(*fds))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	ck.format_version = REC_CKPT_FORMAT_VERSION;

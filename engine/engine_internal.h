@@ -296,6 +296,10 @@ void eng__sample(eng_ctx *c, const eng_sample_at *at);
 /* run.c: everything of a run after its audit record is started. */
 int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
+/* plg_set_run_key for run run_id started at started_ns (wall clock,
+ * as its run record keeps it): the same for the run and its resumes.
+ * run_id 0: not recorded (NULL). */
+void eng__set_run_key(uint64_t run_id, uint64_t started_ns);
 /* plg_ctx.halt for the run of c: thread-safe, the first call wins;
  * stops the run as SIGINT does (sets *c->stop). */
 void eng__halt(eng_ctx *c, int exit_code, const char *msg);

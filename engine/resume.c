@@ -599,6 +599,8 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"the settings changed since run %llu (config hash %.12s..., now %.12s...); "
 			"resume with the settings it ran with", (unsigned long long)run,
 			r->run->config_hash, g->settings->config_hash);
+	/* The sinks verify (and later resume) what this run wrote. */
+	eng__set_run_key(r->run->run_id, r->run->started_at_ns);
 	rc = rec_ckpt_load(rec, run, &r->ck, err);
 	/* Checkpoints on, none written: killed while starting. */
 	if (rc == REC_NOTFOUND && g->settings->checkpoint_enabled)
@@ -661,6 +663,7 @@ static json_t *plan_json(const rstate *r)
 
 static void resume_free(rstate *r)
 {
+	eng__set_run_key(0, 0);
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	pre_free(&r->pre);

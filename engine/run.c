@@ -213,6 +213,19 @@ static const char *run_status(int rc, const eng_summary *sum)
 	return sum->interrupted ? "interrupted" : "completed";
 }
 
+void eng__set_run_key(uint64_t run_id, uint64_t started_ns)
+{
+	char key[64];
+
+	if (!run_id) {
+		plg_set_run_key(NULL);
+		return;
+	}
+	snprintf(key, sizeof(key), "run-%llu-%llu", (unsigned long long)run_id,
+		 (unsigned long long)started_ns);
+	plg_set_run_key(key);
+}
+
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 {
 	const eng_opts *o = c->opts;
@@ -229,12 +242,14 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		c->stop = &c->own_stop;
 	sum->run_id = c->audit->run_id;
 	sum->attempt = ckpt.attempt;
+	eng__set_run_key(c->audit->rec ? c->audit->run_id : 0, c->audit->started_ns);
 	rc = ckpt_setup(c, &ckpt, err);
 	if (!rc)
 		rc = eng__sampler_init(c, &smp, ckpt.attempt, err);
 	if (!rc)
 		rc = run_graph(c, rows_in_flight(c->g, o), sum, err);
 	eng__sampler_release(c);
+	eng__set_run_key(0, 0);
 	sum->calls = c->calls;
 	sum->calls_ok = c->calls_ok;
 	sum->calls_replayed = c->calls_replayed;

@@ -312,6 +312,15 @@ typedef struct plg_sink_ops {
 	 * not one it could have written. */
 	int (*frame)(const core_node *options, const char *file,
 		     plg_sink_frame *out, core_err *err);
+	/* Optional: makes the rows written so far durable before a
+	 * checkpoint counts them, for a sink whose output no fsync of
+	 * position()'s descriptor covers (the database sink commits its
+	 * transaction: one per checkpoint, not one per row). The engine
+	 * calls it at every checkpoint, as the one caller of write, right
+	 * before position(). An error stops the run and that checkpoint is
+	 * not written: the one before it stays the one a resume starts
+	 * from. */
+	int (*commit)(void *state, core_err *err);
 } plg_sink_ops;
 
 /* Sharded runs (docs/scale-out.md): while a directory is set, every file
@@ -324,6 +333,17 @@ int plg_set_part_dir(const char *dir, core_err *err);
  * directory is set, else path. Thread-safe; valid until the directory
  * changes. NULL when out of memory. */
 const char *plg_part_path(const char *path);
+
+/* The run the sinks write for, the same string for a run and every
+ * resume of it (the engine sets it before it opens or verifies the
+ * sinks, from the run's id and start time, and clears it after): a sink
+ * that must find what it wrote after the last checkpoint in a store it
+ * does not own (the database sink's commit ledger) keys it by this.
+ * NULL: the run is not recorded (no Landscape; nothing can resume it).
+ * Process-wide, one run at a time; set by the thread that runs it. */
+void plg_set_run_key(const char *key);
+/* The key set, or NULL; valid until the next plg_set_run_key. */
+const char *plg_run_key(void);
 
 /* ----------------------------------------------------------- aggregations */
 

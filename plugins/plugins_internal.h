@@ -27,6 +27,7 @@ extern const plg_aggregation_ops plg__batch_stats;
 extern const plg_aggregation_ops plg__batch_replicate;
 extern const plg_sink_ops plg__csv_sink;
 extern const plg_sink_ops plg__json_sink;
+extern const plg_sink_ops plg__database_sink;
 
 /* ---- schema (ELSPETH's `schema` block) ----
  *

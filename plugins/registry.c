@@ -2,6 +2,7 @@
  * registry.c — the built-in plugins, found by name. The tables are static
  * and read-only: safe from any thread.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "plugins/plugins_internal.h"
@@ -25,6 +26,7 @@ static const plg_transform_ops *const transforms[] = {
 static const plg_sink_ops *const sinks[] = {
 	&plg__csv_sink,
 	&plg__json_sink,
+	&plg__database_sink,
 };
 
 static const plg_aggregation_ops *const aggregations[] = {
@@ -44,6 +46,18 @@ void plg_set_rate_limits(const core_rate_limit_cfg *r)
 const core_rate_limit_cfg *plg_rate_limits(void)
 {
 	return rate_limits;
+}
+
+static char run_key[96];
+
+void plg_set_run_key(const char *key)
+{
+	snprintf(run_key, sizeof(run_key), "%s", key ? key : "");
+}
+
+const char *plg_run_key(void)
+{
+	return run_key[0] ? run_key : NULL;
 }
 
 static double capacity_share = 1.0;

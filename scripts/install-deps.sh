@@ -12,6 +12,7 @@ PKGS=(
   nghttp2-proxy
   libsqlite3-dev sqlite3 libzstd-dev
   libxml2-dev
+  libpq-dev postgresql
   chromium
   slurmctld slurmd slurm-client munge
 )
@@ -43,11 +44,13 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 
-# munge, slurmctld and slurmd are daemons their packages start on install
-# where nothing forbids it. We need only their binaries: the Slurm test
-# (tests/slurm/cluster.sh) runs a private cluster under a temporary
-# directory, and a system-wide munged or slurmd started here would run
-# with a default config forever. So while apt-get installs, a
+# munge, slurmctld, slurmd and postgresql are daemons their packages start
+# on install where nothing forbids it. We need only their binaries: the
+# Slurm test (tests/slurm/cluster.sh) runs a private cluster under a
+# temporary directory, the database sink's (tests/integration/pg_lib.sh)
+# a private PostgreSQL server, and a system-wide munged, slurmd or
+# postgres started here would run with a default config forever. So while
+# apt-get installs, a
 # policy-rc.d (Debian's invoke-rc.d / deb-systemd-invoke hook) answers
 # 101, "action forbidden". A machine that already has one (containers
 # usually do) keeps it untouched; ours carries a marker line, and only a

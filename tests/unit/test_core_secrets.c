@@ -71,3 +71,32 @@ Test(secrets, settings_json_holds_no_secret)
 	cr_assert_not_null(strstr(st->settings_json, "hmac-sha256:"));
 	core_settings_free(st);
 }
+
+Test(secrets, url_passwords_are_taken_out)
+{
+	json_t *j = json_loads("{\"sinks\":{\"db\":{\"options\":{\"url\":"
+			       "\"postgresql://ann:p%40ss@db.example:5432/sales?sslmode=require\","
+			       "\"table\":\"t\"}}},\"urls\":[\"http://u:hunter2@h/x\","
+			       "\"sqlite:///a:b@c.db\"],\"base_url\":\"http://h:80/v1\"}", 0, NULL);
+	json_t *o;
+	char fp[128];
+
+	setenv("ELSPETH_FINGERPRINT_KEY", "k", 1);
+	cr_assert_not_null(j);
+	cr_assert_eq(core_redact_secrets(j), 0);
+	o = json_object_get(json_object_get(json_object_get(j, "sinks"), "db"), "options");
+	cr_assert_str_eq(json_string_value(json_object_get(o, "url")),
+			 "postgresql://ann@db.example:5432/sales?sslmode=require");
+	/* the fingerprint is of the password, not of its %-escaped form */
+	core_fingerprint("p@ss", fp, sizeof(fp));
+	cr_assert_str_eq(json_string_value(json_object_get(o, "url_password_fingerprint")), fp);
+	cr_assert_str_eq(json_string_value(json_object_get(o, "table")), "t");
+	core_fingerprint("hunter2", fp, sizeof(fp));
+	cr_assert_not_null(strstr(json_string_value(json_array_get(json_object_get(j, "urls"), 0)), fp));
+	cr_assert_null(strstr(json_string_value(json_array_get(json_object_get(j, "urls"), 0)), "hunter2"));
+	/* no user info: a path with ':' and '@' after the host stays */
+	cr_assert_str_eq(json_string_value(json_array_get(json_object_get(j, "urls"), 1)),
+			 "sqlite:///a:b@c.db");
+	cr_assert_str_eq(json_string_value(json_object_get(j, "base_url")), "http://h:80/v1");
+	json_decref(j);
+}
