@@ -3,7 +3,7 @@
  * or a PostgreSQL database, with ELSPETH 0.4.1's options (url, table,
  * if_exists, validate_input, schema) and its table (database_table.c).
  *
- * Checkpoints and resume (ADR 0021): rows are committed once per
+ * Checkpoints and resume (ADR 0023): rows are committed once per
  * checkpoint (plg_sink_ops.commit), each commit with a ledger entry in
  * the same transaction (database_ledger.c). The sink's position is the
  * number of rows its writer — this sink of this run, keyed by the run's

@@ -1,7 +1,7 @@
 /*
  * database_db.c — the databases the database sinks of the process write:
  * one connection (and so one transaction) per database, shared by the
- * sinks whose urls name it (ADR 0021). SQLite lets one connection write
+ * sinks whose urls name it (ADR 0023). SQLite lets one connection write
  * a file at a time: two sinks with a transaction open each on one file
  * would wait for each other until the busy timeout.
  *

@@ -1,5 +1,5 @@
 /*
- * database_ledger.c — the commit ledger (ADR 0021): one row per commit of
+ * database_ledger.c — the commit ledger (ADR 0023): one row per commit of
  * a writer (one sink of one run, its resumes included), written in the
  * transaction it describes, so the database itself says which rows a
  * commit wrote: how many the writer had before and after it, the hash

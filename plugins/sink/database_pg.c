@@ -6,7 +6,7 @@
  * them to the column's type by its assignment rules, as it does the
  * literals psycopg2 sends for ELSPETH. Rows of a committed transaction
  * are found again by their xmin, the inserting transaction's id, which
- * the ledger keeps (ADR 0021): the sink uses no savepoints, so every row
+ * the ledger keeps (ADR 0023): the sink uses no savepoints, so every row
  * of a transaction carries its top-level id.
  */
 #include <inttypes.h>
@@ -36,7 +36,7 @@ static const char *pg_type(plg_ftype t)
 {
 	switch (t) {
 	case PLG_F_INT:
-		return "BIGINT"; /* ELSPETH's INTEGER is 32 bits here (ADR 0021) */
+		return "BIGINT"; /* ELSPETH's INTEGER is 32 bits here (ADR 0023) */
 	case PLG_F_FLOAT:
 		return "FLOAT";
 	case PLG_F_BOOL:

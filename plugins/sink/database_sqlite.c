@@ -3,7 +3,7 @@
  *
  * Rows of a committed transaction are found again by their rowids: the
  * sink keeps the ranges it got (sqlite3_last_insert_rowid) and the ledger
- * stores them as "first-last,first-last" (ADR 0021). A write transaction
+ * stores them as "first-last,first-last" (ADR 0023). A write transaction
  * starts with BEGIN IMMEDIATE, so no other writer's rows fall between
  * ours; another process waits up to busy_timeout for the write lock.
  */

@@ -1,5 +1,5 @@
 /*
- * database_txn.c — the database sink's rows and transactions (ADR 0021).
+ * database_txn.c — the database sink's rows and transactions (ADR 0023).
  *
  * The sinks of one database share its transaction (database_db.c). It
  * is begun by the first row after a commit and committed at each

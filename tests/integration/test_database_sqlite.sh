@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The database sink on SQLite files (docs/settings.md "database", ADR 0021):
+# The database sink on SQLite files (docs/settings.md "database", ADR 0023):
 #   a. ELSPETH 0.4.1's own example pipeline (examples/database_sink) runs
 #      unmodified: its table, its types; run twice (if_exists: replace);
 #   b. typed columns from the schema, mode observed's TEXT columns, an

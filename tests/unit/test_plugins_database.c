@@ -1,4 +1,4 @@
-/* test_plugins_database.c — the database sink on SQLite (ADR 0021): urls,
+/* test_plugins_database.c — the database sink on SQLite (ADR 0023): urls,
  * options, the table ELSPETH makes, values, commits and the ledger,
  * resume and verify. PostgreSQL: tests/integration/test_database_pg.sh. */
 #define _XOPEN_SOURCE 700
