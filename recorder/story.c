@@ -28,6 +28,7 @@
 typedef struct story {
 	uint64_t run, seq;
 	uint64_t base_ns;
+	bool has_base;          /* base_ns is set (by the first time put) */
 	core_buf buf;
 	size_t hdr_len;         /* the header's bytes: nothing recorded yet */
 	uint8_t (*hashes)[CORE_SHA256_LEN];
@@ -210,8 +211,27 @@ static int put_id(story *s, uint64_t id)
 	return story_zz(&s->buf, (int64_t)(id - s->seq));
 }
 
+/* The header's base is the story's first time (no clock read of its
+ * own): written in place, as a 9-byte varint, when it is known. */
+#define BASE_OFF 1
+#define BASE_LEN 9
+
+static void base_write(story *s, uint64_t ns)
+{
+	uint8_t *p = (uint8_t *)s->buf.data + BASE_OFF;
+
+	for (int i = 0; i < BASE_LEN - 1; i++, ns >>= 7)
+		p[i] = (uint8_t)(ns | 0x80);
+	p[BASE_LEN - 1] = (uint8_t)(ns & 0x7f);
+}
+
 static int put_time(story *s, uint64_t ns)
 {
+	if (!s->has_base) {
+		s->base_ns = ns;
+		s->has_base = true;
+		base_write(s, ns);
+	}
 	return story_zz(&s->buf, (int64_t)(ns - s->base_ns));
 }
 
@@ -410,12 +430,15 @@ static void story_begin(story *s, uint64_t run, uint64_t seq)
 {
 	s->run = run;
 	s->seq = seq;
-	s->base_ns = core_now_wall_ns();
+	s->base_ns = 0;
+	s->has_base = false;
 	s->nhashes = 0;
 	s->next = NULL;
 	core_buf_reset(&s->buf);
-	core_buf_putc(&s->buf, STORY_VERSION); /* reserve()d by story_get */
-	story_uv(&s->buf, s->base_ns);
+	/* reserve()d by story_get: version, then the base (0 until known) */
+	s->buf.data[0] = STORY_VERSION;
+	s->buf.len = 1 + BASE_LEN;
+	base_write(s, 0);
 	s->hdr_len = s->buf.len;
 }
 

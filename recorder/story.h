@@ -15,7 +15,9 @@
  *
  * A fragment's bytes (before packing, pack.c):
  *   u8  STORY_VERSION
- *   uv  base_ns            times below are zigzag deltas from it
+ *   uv  base_ns            the story's first time, always 9 bytes (written
+ *                          in place when known; 0 if none); times below
+ *                          are zigzag deltas from it
  *   entries, each: u8 kind, then its fields (story.c, encode_*)
  * uv is an unsigned LEB128 varint; zz a zigzag-encoded signed one; str
  * is uv length + bytes; a hash is uv 0 (none), 1 + 32 raw bytes (new:
