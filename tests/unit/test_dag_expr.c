@@ -992,6 +992,7 @@ Test(expr, one_expression_many_threads, .timeout = 60)
 struct deep {
 	const char *src;
 	const char *want;	/* the route key */
+	dag_expr *e;
 	int rc;
 	char key[64];
 	core_err err;
@@ -1000,21 +1001,18 @@ struct deep {
 static void *deep_worker(void *arg)
 {
 	struct deep *d = arg;
-	dag_expr *e = NULL;
 	json_t *row = json_object();
 
-	d->rc = dag_expr_compile(d->src, &e, &d->err);
-	if (!d->rc)
-		d->rc = dag_expr_route_key(e, row, d->key, sizeof(d->key), &d->err);
-	dag_expr_free(e);
+	d->rc = dag_expr_route_key(d->e, row, d->key, sizeof(d->key), &d->err);
 	json_decref(row);
 	return NULL;
 }
 
-/* The deepest expressions the parser accepts compile and evaluate on a
- * stack the size of the engine's workers' (engine/pipeline.c,
- * WORKER_STACK): 200 levels of brackets (a set of nested tuples, hashed,
- * compared and printed recursively) and 255 operators in a row. */
+/* The deepest expressions the parser accepts (compiled when the settings
+ * are validated, on the main thread) evaluate on a stack the size of the
+ * engine's workers' (engine/pipeline.c, WORKER_STACK): 200 levels of
+ * brackets (a set of nested tuples, hashed, compared and printed
+ * recursively) and 255 operators in a row. */
 Test(expr, deepest_expressions_fit_a_worker_stack, .timeout = 60)
 {
 	char *tuple = repeat("{", "(", 198, "1");
@@ -1044,10 +1042,12 @@ Test(expr, deepest_expressions_fit_a_worker_stack, .timeout = 60)
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, 256 * 1024);
 	for (i = 0; i < 3; i++) {
+		d[i].e = compile_ok(d[i].src);
 		cr_assert_eq(pthread_create(&t, &attr, deep_worker, &d[i]), 0);
 		pthread_join(t, NULL);
 		cr_assert_eq(d[i].rc, 0, "%.40s...: %s", d[i].src, d[i].err.msg);
 		cr_assert_str_eq(d[i].key, d[i].want);
+		dag_expr_free(d[i].e);
 	}
 	pthread_attr_destroy(&attr);
 	free(src);

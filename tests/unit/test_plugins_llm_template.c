@@ -316,11 +316,17 @@ Test(tpl_template, default_filter)
 
 /* ----------------------------------------------------- compile errors */
 
-Test(tpl_template, statements_are_rejected)
+Test(tpl_template, unsupported_statements_are_named)
 {
-	expect_compile_err("Hi {% if row.a %}x{% endif %}",
-			   "template line 1, column 4: statements ({% ... %}) are not supported");
-	expect_compile_err("a\nbc {%- raw %}", "line 2, column 4: statements");
+	expect_compile_err("Hi {% set x = 1 %}",
+			   "template line 1, column 7: {% set %} is not supported "
+			   "(supported: if, elif, else, endif, for, endfor)");
+	expect_compile_err("a\nbc {%- raw %}", "line 2, column 8: {% raw %} is not supported");
+	expect_compile_err("{% include 'x' %}", "column 4: {% include %} is not supported");
+	expect_compile_err("{% macro m() %}", "column 4: {% macro %} is not supported");
+	expect_compile_err("{% break %}", "column 4: {% break %} is not supported");
+	expect_compile_err("{% frobnicate %}", "column 4: unknown statement 'frobnicate'");
+	expect_compile_err("{% %}", "column 4: expected a statement after '{%'");
 }
 
 Test(tpl_template, syntax_errors_name_position)
@@ -332,12 +338,12 @@ Test(tpl_template, syntax_errors_name_position)
 	expect_compile_err("{{ }}", "column 4: expected an expression (row.name, "
 			   "row['name'] or a quoted string), got '}}'");
 	expect_compile_err("{{ name }}", "column 4: unknown name 'name': "
-			   "expressions start with 'row', e.g. {{ row.name }}");
-	expect_compile_err("{{ row }}", "column 8: expected '.' or '[' after 'row'");
+			   "names are row, lookup and loop variables, e.g. {{ row.name }}");
 	expect_compile_err("{{ row. }}", "column 9: expected a field name after '.', got '}}'");
 	expect_compile_err("{{ row.1 }}", "column 8: expected a field name after '.', got '1'");
 	expect_compile_err("{{ row[0] }}", "column 7: the row is an object");
-	expect_compile_err("{{ row[x] }}", "column 8: expected a quoted key or an integer");
+	expect_compile_err("{{ row[x] }}", "column 8: unknown name 'x'");
+	expect_compile_err("{{ row[true] }}", "column 8: a key must be a quoted string or an integer");
 	expect_compile_err("{{ row['a' }}", "column 12: expected ']', got '}}'");
 	expect_compile_err("{{ row.l[1.5] }}", "column 10: an index must be an integer");
 	expect_compile_err("{{ row['a }}", "column 8: unterminated string literal");
@@ -345,7 +351,7 @@ Test(tpl_template, syntax_errors_name_position)
 	expect_compile_err("{{ row.a | title }}", "column 12: unknown filter 'title' "
 			   "(supported: upper, lower, trim, length, tojson, default)");
 	expect_compile_err("{{ row.a | upper(1) }}", "column 18: filter 'upper' takes no arguments");
-	expect_compile_err("{{ row.a | default(x) }}", "column 20: expected a literal");
+	expect_compile_err("{{ row.a | default(x) }}", "column 20: unknown name 'x'");
 	expect_compile_err("{{ row.a | default('x', 'y') }}", "column 25: the second argument of default");
 	expect_compile_err("{{ row.a | default('x' }}", "column 24: expected ')'");
 	expect_compile_err("x {# never closed", "column 3: unclosed comment: expected '#}'");
@@ -394,7 +400,7 @@ Test(tpl_template, missing_field_is_a_data_error)
 Test(tpl_template, type_errors_name_the_field)
 {
 	expect_render_err("{{ row.s.x }}", "template field 's.x': 's' is a string, not an object");
-	expect_render_err("{{ row.s[0] }}", "template field 's[0]': 's' is a string, not an array");
+	expect_render_err("{{ row.s[20] }}", "template field 's[20]' is not in the row ('s' has 11 characters)");
 	expect_render_err("{{ row.o[0] }}", "template field 'o[0]': 'o' is an object, not an array");
 	expect_render_err("{{ row.l.k }}", "template field 'l.k': 'l' is an array, not an object");
 	expect_render_err("{{ row.a.b.c }}", "template field 'a.b': 'a' is an integer, not an object");
