@@ -51,7 +51,7 @@ static void root_label(const tpl__ex *e, char *buf, size_t cap)
 		snprintf(buf, cap, "loop variable '%s'", e->name);
 		break;
 	case TPL__ROOT_EXPR:
-		snprintf(buf, cap, "'%s'", e->a->disp);
+		snprintf(buf, cap, "'%s'", e->a->text);
 		break;
 	}
 }
@@ -68,7 +68,7 @@ static int root_path(const tpl__ex *e, core_buf *p)
 	case TPL__ROOT_VAR:
 		return core_buf_puts(p, e->name);
 	case TPL__ROOT_EXPR:
-		return core_buf_puts(p, e->a->disp);
+		return core_buf_puts(p, e->a->text);
 	}
 	return 0;
 }
@@ -328,7 +328,7 @@ static int eval_method(tpl__rx *rx, const tpl__ex *e, tpl__val *out)
 		return rc;
 	if (!json_is_object(out->v)) {
 		rc = core_err_set(rx->err, CORE_EDATA, "template: '%s' is %s, not "
-				  "a mapping: it has no .%s()", e->a->disp,
+				  "a mapping: it has no .%s()", e->a->text,
 				  core_json_kind(out->v),
 				  e->op == TPL__M_ITEMS ? "items" :
 				  e->op == TPL__M_KEYS ? "keys" :
@@ -427,14 +427,14 @@ static int contains(tpl__rx *rx, const tpl__ex *e, const json_t *needle,
 	if (json_is_string(hay))
 		return core_err_set(rx->err, CORE_EDATA, "template: 'in <string>' "
 				    "requires a string as left operand, not '%s' "
-				    "(in `%s`)", tpl__py_type(needle), e->disp);
+				    "(in `%s`)", tpl__py_type(needle), e->text);
 	if (json_is_object(hay))
 		return core_err_set(rx->err, CORE_EDATA, "template: unhashable "
 				    "type: '%s' (in `%s`)", tpl__py_type(needle),
-				    e->disp);
+				    e->text);
 	return core_err_set(rx->err, CORE_EDATA, "template: argument of type "
 			    "'%s' is not iterable (in `%s`)", tpl__py_type(hay),
-			    e->disp);
+			    e->text);
 }
 
 static int compare(tpl__rx *rx, const tpl__ex *e, const json_t *a,
@@ -461,7 +461,7 @@ static int compare(tpl__rx *rx, const tpl__ex *e, const json_t *a,
 		return core_err_set(rx->err, CORE_EDATA, "template: '%s' not "
 				    "supported between instances of '%s' and '%s' "
 				    "(in `%s`)", cmp_names[e->op], tpl__py_type(a),
-				    tpl__py_type(b), e->disp);
+				    tpl__py_type(b), e->text);
 	*res = e->op == TPL__CMP_LT ? r < 0 : e->op == TPL__CMP_LE ? r <= 0 :
 	       e->op == TPL__CMP_GT ? r > 0 : r >= 0;
 	return 0;

@@ -35,6 +35,7 @@ void tpl__free_ex(tpl__ex *e)
 		return;
 	json_decref(e->lit);
 	free(e->disp);
+	free(e->text);
 	free(e->name);
 	tpl__free_ex(e->a);
 	tpl__free_ex(e->b);
@@ -125,23 +126,25 @@ static tpl__ex *new_ex(tpl__cc *c, tpl__ex_kind kind, size_t at)
 }
 
 /* The source text of e (at..c->pos, without trailing spaces) as its
- * display name, unless it has one. */
+ * text, and as its display name unless it has one. */
 static int set_disp(tpl__cc *c, tpl__ex *e)
 {
 	size_t end = c->pos, len;
 
-	if (e->disp)
+	if (e->text)
 		return 0;
 	while (end > e->at && strchr(" \t\r\n\f\v", c->s[end - 1]))
 		end--;
 	len = end - e->at;
 	if (len > 80)
 		len = core_utf8_cut(c->s + e->at, 77);
-	e->disp = malloc(len + 4);
-	if (!e->disp)
+	e->text = malloc(len + 4);
+	if (!e->text)
 		return tpl__cc_nomem(c);
-	memcpy(e->disp, c->s + e->at, len);
-	strcpy(e->disp + len, end - e->at > len ? "..." : "");
+	memcpy(e->text, c->s + e->at, len);
+	strcpy(e->text + len, end - e->at > len ? "..." : "");
+	if (!e->disp && !(e->disp = strdup(e->text)))
+		return tpl__cc_nomem(c);
 	return 0;
 }
 
@@ -209,7 +212,11 @@ static int call_args(tpl__cc *c, tpl__ex *e)
 		return rc;
 	tpl__skip_ws(c);
 	while (!at_char(c, ')')) {
-		if ((rc = tpl__parse_expr(c, &x)) || (rc = add_arg(c, e, x)))
+		if ((rc = tpl__parse_expr(c, &x))) {
+			tpl__free_ex(x);
+			return rc;
+		}
+		if ((rc = add_arg(c, e, x)))
 			return rc;
 		tpl__skip_ws(c);
 		if (!at_char(c, ','))
@@ -279,7 +286,11 @@ static int list_lit(tpl__cc *c, tpl__ex *e)
 		return rc;
 	tpl__skip_ws(c);
 	while (!at_char(c, ']')) {
-		if ((rc = tpl__parse_expr(c, &x)) || (rc = add_arg(c, e, x)))
+		if ((rc = tpl__parse_expr(c, &x))) {
+			tpl__free_ex(x);
+			return rc;
+		}
+		if ((rc = add_arg(c, e, x)))
 			return rc;
 		tpl__skip_ws(c);
 		if (!at_char(c, ','))
@@ -412,16 +423,19 @@ static int parse_primary(tpl__cc *c, tpl__ex **out)
 
 /* ------------------------------------------------------------- postfix */
 
-/* Makes *x a path (wrapping any other expression as its root) and
- * appends a step. */
-static int add_step(tpl__cc *c, tpl__ex **x, json_t *key, tpl__ex *dyn,
-		    bool attr)
+/* Makes *x a path (wrapping any other expression, which ended at `end`,
+ * as its root) and appends a step. */
+static int add_step(tpl__cc *c, tpl__ex **x, size_t end, json_t *key,
+		    tpl__ex *dyn, bool attr)
 {
+	size_t save = c->pos;
 	tpl__step *s;
 	int rc;
 
-	if ((*x)->kind != TPL__E_PATH &&
-	    (rc = set_disp(c, *x)) == 0 &&
+	c->pos = end;
+	rc = (*x)->kind != TPL__E_PATH ? set_disp(c, *x) : 0;
+	c->pos = save;
+	if ((*x)->kind != TPL__E_PATH && !rc &&
 	    (rc = wrap(c, TPL__E_PATH, (*x)->at, x)) == 0)
 		(*x)->root = TPL__ROOT_EXPR;
 	else if ((*x)->kind != TPL__E_PATH)
@@ -453,8 +467,12 @@ static int subscript(tpl__cc *c, tpl__ex **x)
 	at = c->pos;
 	if (at_char(c, ':'))
 		return tpl__cc_fail(c, at, "slices ([a:b]) are not supported");
-	if ((rc = enter(c)) || (rc = tpl__parse_expr(c, &k)))
+	if ((rc = enter(c)))
 		return rc;
+	if ((rc = tpl__parse_expr(c, &k))) {
+		tpl__free_ex(k);
+		return rc;
+	}
 	c->depth--;
 	tpl__skip_ws(c);
 	if (at_char(c, ':')) {
@@ -470,7 +488,7 @@ static int subscript(tpl__cc *c, tpl__ex **x)
 	}
 	c->pos++;
 	if (k->kind != TPL__E_LIT)
-		return add_step(c, x, NULL, k, false);
+		return add_step(c, x, open, NULL, k, false);
 	key = json_incref(k->lit);
 	tpl__free_ex(k);
 	if (json_is_real(key))
@@ -486,13 +504,13 @@ static int subscript(tpl__cc *c, tpl__ex **x)
 		json_decref(key);
 		return rc;
 	}
-	return add_step(c, x, key, NULL, false);
+	return add_step(c, x, open, key, NULL, false);
 }
 
 /* .name, or a method call .items() .keys() .values() .get(k[, d]). */
 static int attribute(tpl__cc *c, tpl__ex **x)
 {
-	size_t at, k, save;
+	size_t dot = c->pos, at, k, save;
 	char got[48];
 	int m, rc;
 	json_t *key;
@@ -510,13 +528,17 @@ static int attribute(tpl__cc *c, tpl__ex **x)
 		c->pos = save;
 		if (!(key = json_stringn(c->s + at, k)))
 			return tpl__cc_nomem(c);
-		return add_step(c, x, key, NULL, true);
+		return add_step(c, x, dot, key, NULL, true);
 	}
 	if ((m = word_index(c->s + at, k, methods)) < 0)
 		return tpl__cc_fail(c, at, "calling '%.*s' is not supported (only "
 				    ".items(), .keys(), .values() and .get() of "
 				    "a mapping)", (int)k, c->s + at);
-	if ((rc = set_disp(c, *x)) || (rc = wrap(c, TPL__E_METHOD, (*x)->at, x)))
+	save = c->pos;
+	c->pos = dot;	/* the object's text ends before the '.' */
+	rc = set_disp(c, *x);
+	c->pos = save;
+	if (rc || (rc = wrap(c, TPL__E_METHOD, (*x)->at, x)))
 		return rc;
 	(*x)->op = m;
 	if ((rc = call_args(c, *x)))
@@ -539,8 +561,10 @@ static int row_disp(tpl__cc *c, tpl__ex *e)
 	for (size_t i = 0; i < e->nsteps && !rc; i++) {
 		const json_t *k = e->steps[i].key;
 
-		if (!k)
-			return 0;       /* computed: the source text names it */
+		if (!k) {       /* computed: the source text names it */
+			core_buf_release(&b);
+			return 0;
+		}
 		rc = tpl__path_step(&b, k, i == 0);
 	}
 	if (!rc && !e->nsteps)
@@ -731,8 +755,8 @@ static int no_arithmetic(tpl__cc *c)
 					    "supported (templates have no "
 					    "arithmetic)", ops[i]);
 	if (at_word(c, "if"))
-		return tpl__cc_fail(c, c->pos, "inline if (a if b else c) is not "
-				    "supported; use {%% if %%}");
+		return tpl__cc_fail(c, c->pos, "'if' here (an inline if, or a "
+				    "loop filter) is not supported; use {%% if %%}");
 	return 0;
 }
 
@@ -748,8 +772,11 @@ static int parse_compare(tpl__cc *c, tpl__ex **out)
 	if ((rc = no_arithmetic(c)) || (op = cmp_op(c, &len)) < 0)
 		return rc;
 	c->pos += len;
-	if ((rc = parse_unary(c, &rhs)))
+	rhs = NULL;
+	if ((rc = parse_unary(c, &rhs))) {
+		tpl__free_ex(rhs);
 		return rc;
+	}
 	if ((rc = wrap(c, TPL__E_CMP, at, out))) {
 		tpl__free_ex(rhs);
 		return rc;
@@ -801,8 +828,11 @@ static int parse_logic(tpl__cc *c, int level, tpl__ex **out)
 		if (!at_word(c, word))
 			break;
 		c->pos += strlen(word);
-		if ((rc = level ? parse_not(c, &rhs) : parse_logic(c, 1, &rhs)))
+		rhs = NULL;
+		if ((rc = level ? parse_not(c, &rhs) : parse_logic(c, 1, &rhs))) {
+			tpl__free_ex(rhs);
 			break;
+		}
 		if ((rc = wrap(c, level ? TPL__E_AND : TPL__E_OR, at, out))) {
 			tpl__free_ex(rhs);
 			break;

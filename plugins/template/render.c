@@ -61,7 +61,7 @@ static int render_if(tpl__rx *rx, const tpl__node *n, core_buf *out,
 /* Where a {% for %} is, for its errors. */
 static const char *where_for(const tpl__node *n, char *buf, size_t cap)
 {
-	snprintf(buf, cap, "{%% for %%} over '%s'", n->e->disp);
+	snprintf(buf, cap, "{%% for %%} over '%s'", n->e->text);
 	return buf;
 }
 
@@ -101,13 +101,16 @@ static int bind(tpl__rx *rx, const tpl__node *n, const json_t *item)
 		rx->vars[n->slot] = item;
 		return 0;
 	}
-	if (!json_is_array(item) || json_array_size(item) != n->ntargets)
+	if (!json_is_array(item))
 		return core_err_set(rx->err, CORE_EDATA, "template: %s: cannot "
-				    "unpack %s into %zu names%s%zu items)",
+				    "unpack %s into %zu names",
 				    where_for(n, where, sizeof(where)),
-				    core_json_kind(item), n->ntargets,
-				    json_is_array(item) ? " (it has " : "",
-				    json_is_array(item) ? json_array_size(item) : 0);
+				    core_json_kind(item), n->ntargets);
+	if (json_array_size(item) != n->ntargets)
+		return core_err_set(rx->err, CORE_EDATA, "template: %s: cannot "
+				    "unpack an array into %zu names (it has %zu "
+				    "items)", where_for(n, where, sizeof(where)),
+				    n->ntargets, json_array_size(item));
 	for (size_t i = 0; i < n->ntargets; i++)
 		rx->vars[n->slot + i] = json_array_get(item, i);
 	return 0;

@@ -148,8 +148,10 @@ static int stmt_if(tpl__cc *c, size_t at)
 	tpl__ex *cond;
 	int rc;
 
-	if ((rc = tpl__parse_expr(c, &cond)))
+	if ((rc = tpl__parse_expr(c, &cond))) {
+		tpl__free_ex(cond);
 		return rc;
+	}
 	if ((rc = tpl__add_node(c, TPL__N_IF, at, &n))) {
 		tpl__free_ex(cond);
 		return rc;
@@ -173,9 +175,12 @@ static int stmt_elif(tpl__cc *c, size_t at)
 	tpl__block *bodies;
 	int rc;
 
-	if ((rc = top(c, TPL__N_IF, "elif", at, false, &o)) ||
-	    (rc = tpl__parse_expr(c, &cond)))
+	if ((rc = top(c, TPL__N_IF, "elif", at, false, &o)))
 		return rc;
+	if ((rc = tpl__parse_expr(c, &cond))) {
+		tpl__free_ex(cond);
+		return rc;
+	}
 	n = o->node;
 	conds = realloc(n->conds, (n->nconds + 1) * sizeof(*conds));
 	if (conds)

@@ -101,6 +101,7 @@ struct tpl__ex {
 	unsigned height;    /* of the tree under it, itself included */
 	char *disp;         /* how messages name the value: "o.k" for row
 			     * fields, else the source text */
+	char *text;         /* the source text (shortened) */
 	json_t *lit;        /* LIT */
 	tpl__root root;     /* PATH */
 	char *name;         /* PATH of a loop variable: its name */
