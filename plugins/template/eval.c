@@ -484,11 +484,10 @@ static int eval_cmp(tpl__rx *rx, const tpl__ex *e, tpl__val *out)
 
 /* ----------------------------------------------------------------- all */
 
-int tpl__eval(tpl__rx *rx, const tpl__ex *e, tpl__val *out)
+static int eval(tpl__rx *rx, const tpl__ex *e, tpl__val *out)
 {
 	int rc;
 
-	*out = (tpl__val){ 0 };
 	switch (e->kind) {
 	case TPL__E_LIT:
 		out->v = e->lit;
@@ -519,6 +518,17 @@ int tpl__eval(tpl__rx *rx, const tpl__ex *e, tpl__val *out)
 		return eval_cmp(rx, e, out);
 	}
 	return core_err_set(rx->err, CORE_EINTERNAL, "template: bad expression");
+}
+
+/* On an error, or for a missing value, out holds nothing. */
+int tpl__eval(tpl__rx *rx, const tpl__ex *e, tpl__val *out)
+{
+	int rc;
+
+	*out = (tpl__val){ 0 };
+	if ((rc = eval(rx, e, out)) || !out->v)
+		tpl__val_own(out, NULL);
+	return rc;
 }
 
 int tpl__eval_defined(tpl__rx *rx, const tpl__ex *e, tpl__val *out)

@@ -534,6 +534,13 @@ static int attribute(tpl__cc *c, tpl__ex **x)
 		return tpl__cc_fail(c, at, "calling '%.*s' is not supported (only "
 				    ".items(), .keys(), .values() and .get() of "
 				    "a mapping)", (int)k, c->s + at);
+	/* ELSPETH's row (a PipelineRow) has get() and keys(), not these. */
+	if ((m == TPL__M_ITEMS || m == TPL__M_VALUES) &&
+	    (*x)->kind == TPL__E_PATH && (*x)->root == TPL__ROOT_ROW &&
+	    !(*x)->nsteps)
+		return tpl__cc_fail(c, at, "the row has no .%s() (ELSPETH's row "
+				    "has .get() and .keys()); loop over row.keys()",
+				    m == TPL__M_ITEMS ? "items" : "values");
 	save = c->pos;
 	c->pos = dot;	/* the object's text ends before the '.' */
 	rc = set_disp(c, *x);

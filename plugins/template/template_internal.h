@@ -4,27 +4,30 @@
  * docs/templates.md):
  *
  *   lex.c       positions and errors, names, string and number literals
- *   parse.c     one {{ expression }}: row steps, filters, their arguments
- *   template.c  segments (text, whitespace control, comments),
- *               tpl_compile, tpl_free and tpl_hash
+ *   parse.c     expressions: names resolved, operators, filters, tests
+ *   stmt.c      {% if %} and {% for %}: the blocks they open and close
+ *   template.c  text (whitespace control), comments, tags; tpl_compile,
+ *               tpl_free and tpl_hash
  *   text.c      Python's str.isspace/strip/upper/lower on UTF-8 text
- *   value.c     Python's str() and truthiness of JSON values
+ *   value.c     Python's str(), truthiness, == and order of JSON values
+ *   eval.c      an expression's value for one render
  *   filters.c   the filters
- *   render.c    field lookup and tpl_render
+ *   render.c    blocks, loops and tpl_render
  *
- * A template compiles to a list of segments: literal text (already
- * whitespace-controlled and newline-normalised, as Jinja's lexer leaves
- * it) and expressions (a field path into the row, or a string literal,
- * then filters). Rendering walks the segments; an expression's value is a
- * jansson value (borrowed from the row, or made by a filter) or "missing",
- * which only a default filter may replace.
+ * A template compiles to a tree: a block is a list of nodes (literal text
+ * — already whitespace-controlled and newline-normalised, as Jinja's
+ * lexer leaves it —, an expression to print, an if with its branches, a
+ * for with its body and else). Loop variables are resolved to slots at
+ * compile time. Rendering walks the tree; an expression's value is a
+ * jansson value (borrowed from the row, the lookup or the template, or
+ * made) or "undefined", which only default and the tests may meet.
  *
  * Text is UTF-8 throughout. Python's notions are followed where the output
  * is visible: str() of values, str.isspace() for trim and whitespace
  * control, str.upper()/lower() for the scripts listed at case_map().
  *
  * Nothing in a compiled template changes after tpl_compile returns, so
- * rendering needs no locks.
+ * rendering needs no locks; a render's state (tpl__rx) is its own.
  */
 #ifndef ELSPETH_TEMPLATE_INTERNAL_H
 #define ELSPETH_TEMPLATE_INTERNAL_H

@@ -1,6 +1,6 @@
 /*
- * value.c — Python's view of the JSON values templates print: str() and
- * truthiness.
+ * value.c — Python's view of the JSON values templates use: str(),
+ * truthiness, type names, == and ordering.
  */
 #include <string.h>
 

@@ -576,6 +576,8 @@ Test(tpl_template, expression_errors_name_position)
 	expect_compile_err("{{ row.o.pop() }}", "column 10: calling 'pop' is not supported");
 	expect_compile_err("{{ row.o.get() }}", ".get() takes a key and an optional default");
 	expect_compile_err("{{ row.o.items(1) }}", ".items() takes no arguments");
+	expect_compile_err("{% for k, v in row.items() %}{% endfor %}", "column 20: the "
+			   "row has no .items() (ELSPETH's row has .get() and .keys())");
 	expect_compile_err("{{ (1, 2) }}", "tuples are not supported");
 	expect_compile_err("{{ row.l[1:2] }}", "column 11: slices ([a:b]) are not supported");
 	expect_compile_err("{{ [1, 2 }}", "expected ']' to close the list opened at line 1, column 4");
