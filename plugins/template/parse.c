@@ -570,12 +570,15 @@ static int row_disp(tpl__cc *c, tpl__ex *e)
 
 		if (!k) {       /* computed: the source text names it */
 			core_buf_release(&b);
-			return 0;
+			free(e->disp);
+			e->disp = e->text ? strdup(e->text) : NULL;
+			return e->text && !e->disp ? tpl__cc_nomem(c) : 0;
 		}
 		rc = tpl__path_step(&b, k, i == 0);
 	}
 	if (!rc && !e->nsteps)
 		rc = core_buf_puts(&b, "row");
+	free(e->disp);	/* (row.a).b: the parenthesised path named itself */
 	if (rc || !(e->disp = core_buf_steal(&b))) {
 		core_buf_release(&b);
 		return tpl__cc_nomem(c);

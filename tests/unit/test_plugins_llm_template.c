@@ -651,6 +651,8 @@ Test(tpl_template, statement_render_errors)
 	expect_render_err("{{ row.l.items() }}", "template: 'row.l' is an array, not a "
 			  "mapping: it has no .items()");
 	expect_render_err("{{ row.o[row.l] }}", "a key must be a string or an integer, not an array");
+	expect_render_err("{{ (row.o).nope }}", "template field 'o.nope' is not in the row");
+	expect_render_err("{{ (row.o)[row.s] }}", "template field 'o['  Hi there ']' is not in the row");
 	expect_render_err("{{ row.o.get('in').nope }}", "template field "
 			  "'row.o.get('in').nope' is not in 'row.o.get('in')'");
 }
@@ -668,6 +670,7 @@ Test(tpl_template, statements_render)
 	cr_expect_str_eq(got, "{\"a\":1,\"b\":[true,null]}");
 	free(got);
 	expect("{% for k in row.eo %}x{% else %}empty{% endfor %}", "empty");
+	expect("{{ (row.o).k }}{{ (row.o)['b'] }}{{ (row.l)[row.a] }}", "vTruex");
 	expect("{{ row['my key'] is defined }}{{ row.o.z is none }}", "TrueTrue");
 }
 
