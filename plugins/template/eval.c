@@ -98,22 +98,47 @@ static bool jinja_method(const tpl__ex *e, size_t i, const json_t *key)
 	return false;
 }
 
-/* s[k] of a string: its k-th character (negative from the end), made
- * into *made; out of range is missing. */
+/* The k-th character (0 <= k < its length) of string s, made. */
 static int char_at(tpl__rx *rx, const json_t *s, long long k, json_t **made)
 {
 	const char *p = json_string_value(s);
 	size_t n = json_string_length(s);
-	long long len = (long long)core_utf8_count(p, n);
-	size_t at;
+	size_t at = core_utf8_prefix(p, n, (size_t)k);
 
-	if (k < 0)
-		k += len;
-	if (k < 0 || k >= len)
-		return 0;
-	at = core_utf8_prefix(p, n, (size_t)k);
 	*made = json_stringn(p + at, core_utf8_prefix(p + at, n - at, 1));
 	return *made ? 0 : core_err_set(rx->err, CORE_ENOMEM, "out of memory");
+}
+
+/* Messages of a step: the path up to and with it (p, plen), before it
+ * (prev) and where the path starts. */
+typedef struct step_msg {
+	const char *p;
+	int plen, prev;
+	char where[160];
+} step_msg;
+
+/* v[k] of a list, or the k-th character of a string (made into *made);
+ * negative from the end; out of range is missing. */
+static int index_step(tpl__rx *rx, const step_msg *m, const json_t *v,
+		      long long k, const json_t **next, json_t **made)
+{
+	bool str = json_is_string(v);
+	long long n = str ? (long long)core_utf8_count(json_string_value(v),
+						       json_string_length(v)) :
+			    (long long)json_array_size(v);
+	int rc = 0;
+
+	if (k < 0)
+		k += n;
+	if (k >= 0 && k < n && !str)
+		*next = json_array_get(v, (size_t)k);
+	else if (k >= 0 && k < n && !(rc = char_at(rx, v, k, made)))
+		*next = *made;
+	if (!rc && !*next)
+		core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' is not "
+			     "in %s ('%.*s' has %lld %s)", m->plen, m->p, m->where,
+			     m->prev, m->p, n, str ? "characters" : "items");
+	return rc;
 }
 
 /* One step from v by key (a string or an integer). *next NULL: missing,
@@ -123,70 +148,40 @@ static int step(tpl__rx *rx, const tpl__ex *e, size_t i, const json_t *v,
 		const json_t *key, core_buf *p, const json_t **next,
 		json_t **made)
 {
-	size_t prev = p->len;
-	char where[160];
-	int plen;
+	step_msg m = { .prev = (int)p->len };
+	const char *k = json_string_value(key);
 
-	if (tpl__path_step(p, key, e->root == TPL__ROOT_ROW && !prev))
-		return core_err_set(rx->err, CORE_ENOMEM, "out of memory");
-	plen = (int)p->len;
 	*next = NULL;
+	if (tpl__path_step(p, key, e->root == TPL__ROOT_ROW && !m.prev))
+		return core_err_set(rx->err, CORE_ENOMEM, "out of memory");
+	m.p = p->data;
+	m.plen = (int)p->len;
+	root_label(e, m.where, sizeof(m.where));
 	if (json_is_null(v)) {
-		core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' is "
-			     "not in %s ('%.*s' is null)", plen, p->data,
-			     (root_label(e, where, sizeof(where)), where),
-			     (int)prev, p->data);
+		core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' is not "
+			     "in %s ('%.*s' is null)", m.plen, m.p, m.where,
+			     m.prev, m.p);
 		return 0;
 	}
-	if (!json_is_string(key) && !json_is_integer(key))
+	if (!k && !json_is_integer(key))
+		return core_err_set(rx->err, CORE_EDATA, "template field '%.*s': a "
+				    "key must be a string or an integer, not %s",
+				    m.plen, m.p, core_json_kind(key));
+	if (k ? !json_is_object(v) : !json_is_array(v) && !json_is_string(v))
 		return core_err_set(rx->err, CORE_EDATA, "template field '%.*s': "
-				    "a key must be a string or an integer, not %s",
-				    plen, p->data, core_json_kind(key));
-	if (json_is_integer(key) && json_is_string(v)) {
-		int rc = char_at(rx, v, json_integer_value(key), made);
-
-		if (!rc && !(*next = *made))
-			core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' "
-				     "is not in %s ('%.*s' has %zu characters)",
-				     plen, p->data, (root_label(e, where, sizeof(where)),
-						     where), (int)prev, p->data,
-				     core_utf8_count(json_string_value(v),
-						     json_string_length(v)));
-		return rc;
-	}
-	if (json_is_string(key) ? !json_is_object(v) : !json_is_array(v))
-		return core_err_set(rx->err, CORE_EDATA, "template field '%.*s': "
-				    "'%.*s' is %s, not %s", plen, p->data,
-				    (int)prev, p->data, core_json_kind(v),
-				    json_is_string(key) ? "an object" : "an array");
-	if (json_is_string(key) && jinja_method(e, i, key))
-		return core_err_set(rx->err, CORE_EDATA, "template field '%.*s': "
-				    "in Jinja .%s of a mapping is its method, not "
-				    "the key; write ['%s']", plen, p->data,
-				    json_string_value(key), json_string_value(key));
-	if (json_is_string(key)) {
-		*next = json_object_getn(v, json_string_value(key),
-					 json_string_length(key));
-		if (!*next)
-			core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' "
-				     "is not in %s", plen, p->data,
-				     (root_label(e, where, sizeof(where)), where));
-		return 0;
-	}
-	{
-		long long n = (long long)json_array_size(v);
-		long long k = json_integer_value(key);
-
-		if (k < 0)
-			k += n;
-		if (k >= 0 && k < n)
-			*next = json_array_get(v, (size_t)k);
-		else
-			core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' "
-				     "is not in %s ('%.*s' has %lld items)", plen,
-				     p->data, (root_label(e, where, sizeof(where)),
-					       where), (int)prev, p->data, n);
-	}
+				    "'%.*s' is %s, not %s", m.plen, m.p, m.prev,
+				    m.p, core_json_kind(v),
+				    k ? "an object" : "an array");
+	if (!k)
+		return index_step(rx, &m, v, json_integer_value(key), next, made);
+	if (jinja_method(e, i, key))
+		return core_err_set(rx->err, CORE_EDATA, "template field '%.*s': in "
+				    "Jinja .%s of a mapping is its method, not the "
+				    "key; write ['%s']", m.plen, m.p, k, k);
+	*next = json_object_getn(v, k, json_string_length(key));
+	if (!*next)
+		core_err_set(&rx->miss, CORE_EDATA, "template field '%.*s' is not "
+			     "in %s", m.plen, m.p, m.where);
 	return 0;
 }
 

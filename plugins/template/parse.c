@@ -430,18 +430,15 @@ static int add_step(tpl__cc *c, tpl__ex **x, size_t end, json_t *key,
 {
 	size_t save = c->pos;
 	tpl__step *s;
-	int rc;
+	int rc = 0;
 
-	c->pos = end;
-	rc = (*x)->kind != TPL__E_PATH ? set_disp(c, *x) : 0;
-	c->pos = save;
-	if ((*x)->kind != TPL__E_PATH && !rc &&
-	    (rc = wrap(c, TPL__E_PATH, (*x)->at, x)) == 0)
-		(*x)->root = TPL__ROOT_EXPR;
-	else if ((*x)->kind != TPL__E_PATH)
-		rc = rc ? rc : CORE_ENOMEM;
-	else
-		rc = 0;
+	if ((*x)->kind != TPL__E_PATH) {
+		c->pos = end;
+		rc = set_disp(c, *x);
+		c->pos = save;
+		if (!rc && !(rc = wrap(c, TPL__E_PATH, (*x)->at, x)))
+			(*x)->root = TPL__ROOT_EXPR;
+	}
 	if (!rc && !(s = realloc((*x)->steps, ((*x)->nsteps + 1) * sizeof(*s))))
 		rc = tpl__cc_nomem(c);
 	if (rc) {
