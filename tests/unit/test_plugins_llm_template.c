@@ -9,7 +9,7 @@
 
 #include "plugins/template/template.h"
 
-TestSuite(tpl_template, .timeout = 10);
+TestSuite(tpl_template);
 
 static const char *row_text =
 	"{\"a\": 1, \"s\": \"  Hi there \", \"n\": null, \"t\": true, \"f\": false,"
