@@ -10,6 +10,29 @@
 const core_node *core__doc_empty_map(core_doc *doc, const core_node *parent,
 				     const char *key);
 
+/* Nodes made after parsing, owned by doc (for settings_files.c). */
+/* A quoted (string) scalar at at's position, path "parent.key". */
+core_node *core__doc_scalar(core_doc *doc, const core_node *at,
+			    const char *parent, const char *key,
+			    const char *value, size_t len);
+/* Sets key of map to value: the pair's value when key is there, else a
+ * new pair (the key at at's position). 0 or CORE_ENOMEM. */
+int core__doc_map_set(core_doc *doc, core_node *map, const core_node *at,
+		      const char *key, core_node *value);
+/* Removes key from map, if there. */
+void core__doc_map_del(core_node *map, const char *key);
+/* Parses the YAML text of a data file (named file in messages) into nodes
+ * doc owns, their paths under root_path; ${VAR} is not expanded: the
+ * file is data, not settings. *root is NULL for an empty text. */
+int core__doc_parse_data(core_doc *doc, const char *file, const char *text,
+			 size_t len, const char *root_path, core_node **root,
+			 core_err *err);
+
+/* settings_files.c: template_file, system_prompt_file and lookup_file of
+ * transforms and aggregations, read into the settings (ELSPETH's
+ * _expand_template_files). */
+int core__expand_files(core_settings *s, core_err *err);
+
 /* Key tables for settings sections: names, types, ranges, choices. */
 typedef enum key_type {
 	K_STR, K_INT, K_NUM, K_BOOL, K_MAP, K_SEQ, K_STRLIST, K_ENUM, K_ANY

@@ -26,6 +26,10 @@ struct core_doc {
 
 typedef struct parse_ctx {
 	core_doc *doc;
+	const char *file;   /* the text's file (owned by doc) */
+	const char *root_path;
+	bool expand;        /* ${VAR} in scalars (settings, not data files) */
+	core_node *root;
 	yaml_parser_t parser;
 	core_err *err;
 } parse_ctx;
@@ -102,7 +106,7 @@ static int expand_env(parse_ctx *c, const char *text, size_t len, int line,
 			core_buf_release(&b);
 			return core_err_set(c->err, CORE_ECONFIG,
 				"%s:%d:%d: %s: unterminated '${' in value (expected ${VAR} or ${VAR:-default})",
-				c->doc->file, line, col, path);
+				c->file, line, col, path);
 		}
 		name = text + i + 2;
 		nlen = (size_t)(close - name);
@@ -118,7 +122,7 @@ static int expand_env(parse_ctx *c, const char *text, size_t len, int line,
 			core_buf_release(&b);
 			return core_err_set(c->err, CORE_ECONFIG,
 				"%s:%d:%d: %s: empty or too long variable name in '${...}'",
-				c->doc->file, line, col, path);
+				c->file, line, col, path);
 		}
 		memcpy(var, name, nlen);
 		var[nlen] = '\0';
@@ -131,7 +135,7 @@ static int expand_env(parse_ctx *c, const char *text, size_t len, int line,
 			core_buf_release(&b);
 			return core_err_set(c->err, CORE_ECONFIG,
 				"%s:%d:%d: %s: environment variable '%s' is not set (set it, or write ${%s:-default})",
-				c->doc->file, line, col, path, var, var);
+				c->file, line, col, path, var, var);
 		}
 		i = (size_t)(close - text) + 1;
 	}
@@ -145,7 +149,7 @@ static int next_event(parse_ctx *c, yaml_event_t *ev)
 		return 0;
 	return core_err_set(c->err, CORE_ECONFIG,
 		"%s:%zu:%zu: malformed YAML: %s%s%s",
-		c->doc->file, c->parser.problem_mark.line + 1,
+		c->file, c->parser.problem_mark.line + 1,
 		c->parser.problem_mark.column + 1,
 		c->parser.problem ? c->parser.problem : "syntax error",
 		c->parser.context ? " " : "",
@@ -160,7 +164,7 @@ static core_node *new_node(parse_ctx *c, core_node_kind kind,
 	if (!n)
 		return NULL;
 	n->kind = kind;
-	n->file = c->doc->file;
+	n->file = c->file;
 	n->line = (int)ev->start_mark.line + 1;
 	n->col = (int)ev->start_mark.column + 1;
 	n->path = path;
@@ -250,7 +254,7 @@ static int parse_map(parse_ctx *c, yaml_event_t *start, const char *path,
 		if (ev.type != YAML_SCALAR_EVENT) {
 			rc = core_err_set(c->err, CORE_ECONFIG,
 				"%s:%zu:%zu: %s: map keys must be plain strings",
-				c->doc->file, ev.start_mark.line + 1,
+				c->file, ev.start_mark.line + 1,
 				ev.start_mark.column + 1, path[0] ? path : "(top level)");
 			yaml_event_delete(&ev);
 			return rc;
@@ -267,7 +271,7 @@ static int parse_map(parse_ctx *c, yaml_event_t *start, const char *path,
 		if (dup >= 0)
 			return core_err_set(c->err, CORE_ECONFIG,
 				"%s:%d:%d: %s: duplicate key (first defined at line %d)",
-				c->doc->file, key->line, key->col, kpath,
+				c->file, key->line, key->col, kpath,
 				n->keys[dup]->line);
 		if ((rc = next_event(c, &ev)))
 			return rc;
@@ -316,11 +320,11 @@ static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
 	if (depth > DOC_MAX_DEPTH)
 		return core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: %s: nesting deeper than %d levels",
-			c->doc->file, ev->start_mark.line + 1,
+			c->file, ev->start_mark.line + 1,
 			ev->start_mark.column + 1, path, DOC_MAX_DEPTH);
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
-		return parse_scalar(c, ev, path, true, out);
+		return parse_scalar(c, ev, path, c->expand, out);
 	case YAML_MAPPING_START_EVENT:
 		return parse_map(c, ev, path, depth, out);
 	case YAML_SEQUENCE_START_EVENT:
@@ -328,12 +332,12 @@ static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
 	case YAML_ALIAS_EVENT:
 		return core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: %s: YAML aliases (*name) are not supported; write the value out",
-			c->doc->file, ev->start_mark.line + 1,
+			c->file, ev->start_mark.line + 1,
 			ev->start_mark.column + 1, path);
 	default:
 		return core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: %s: unexpected YAML structure",
-			c->doc->file, ev->start_mark.line + 1,
+			c->file, ev->start_mark.line + 1,
 			ev->start_mark.column + 1, path);
 	}
 }
@@ -356,7 +360,7 @@ static int parse_stream(parse_ctx *c)
 	yaml_event_delete(&ev); /* DOCUMENT_START */
 	if ((rc = next_event(c, &ev)))
 		return rc;
-	rc = parse_node(c, &ev, "", 0, &c->doc->root);
+	rc = parse_node(c, &ev, c->root_path, 0, &c->root);
 	yaml_event_delete(&ev);
 	if (rc)
 		return rc;
@@ -368,15 +372,31 @@ static int parse_stream(parse_ctx *c)
 	if (ev.type != YAML_STREAM_END_EVENT)
 		rc = core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: more than one YAML document; a settings file holds one",
-			c->doc->file, ev.start_mark.line + 1, ev.start_mark.column + 1);
+			c->file, ev.start_mark.line + 1, ev.start_mark.column + 1);
 	yaml_event_delete(&ev);
+	return rc;
+}
+
+/* Parses text into nodes doc owns; c holds the file, root path and
+ * whether ${VAR} is expanded. */
+static int parse_text(parse_ctx *c, const char *text, size_t len)
+{
+	int rc;
+
+	if (!yaml_parser_initialize(&c->parser))
+		return core_err_set(c->err, CORE_ENOMEM, "out of memory");
+	yaml_parser_set_input_string(&c->parser, (const unsigned char *)text, len);
+	rc = parse_stream(c);
+	yaml_parser_delete(&c->parser);
+	if (rc == CORE_ENOMEM)
+		core_err_set(c->err, rc, "out of memory reading %s", c->file);
 	return rc;
 }
 
 int core_doc_parse(const char *name, const char *text, size_t len,
 		   core_doc **out, core_err *err)
 {
-	parse_ctx c = { .err = err };
+	parse_ctx c = { .err = err, .root_path = "", .expand = true };
 	int rc;
 
 	*out = NULL;
@@ -385,21 +405,80 @@ int core_doc_parse(const char *name, const char *text, size_t len,
 		free(c.doc);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
-	if (!yaml_parser_initialize(&c.parser)) {
-		core_doc_free(c.doc);
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	}
-	yaml_parser_set_input_string(&c.parser, (const unsigned char *)text, len);
-	rc = parse_stream(&c);
-	yaml_parser_delete(&c.parser);
-	if (rc) {
-		if (rc == CORE_ENOMEM)
-			core_err_set(err, rc, "out of memory reading %s", name);
+	c.file = c.doc->file;
+	if ((rc = parse_text(&c, text, len))) {
 		core_doc_free(c.doc);
 		return rc;
 	}
+	c.doc->root = c.root;
 	*out = c.doc;
 	return 0;
+}
+
+int core__doc_parse_data(core_doc *doc, const char *file, const char *text,
+			 size_t len, const char *root_path, core_node **root,
+			 core_err *err)
+{
+	parse_ctx c = { .doc = doc, .err = err, .expand = false };
+	int rc;
+
+	*root = NULL;
+	c.file = doc_strndup(doc, file, strlen(file));
+	c.root_path = doc_strndup(doc, root_path, strlen(root_path));
+	if (!c.file || !c.root_path)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (!(rc = parse_text(&c, text, len)))
+		*root = c.root;
+	return rc;
+}
+
+core_node *core__doc_scalar(core_doc *doc, const core_node *at,
+			    const char *parent, const char *key,
+			    const char *value, size_t len)
+{
+	core_node *n = doc_alloc(doc, sizeof(*n));
+
+	if (!n)
+		return NULL;
+	n->kind = CORE_NODE_SCALAR;
+	n->file = at->file;
+	n->line = at->line;
+	n->col = at->col;
+	n->path = doc_path(doc, parent, key, -1);
+	n->value = doc_strndup(doc, value, len);
+	n->plain = false;
+	return n->path && n->value ? n : NULL;
+}
+
+int core__doc_map_set(core_doc *doc, core_node *map, const core_node *at,
+		      const char *key, core_node *value)
+{
+	parse_ctx c = { .doc = doc };
+	size_t cap = map->len;	/* full: push_item grows the arrays */
+	core_node *k;
+
+	for (size_t i = 0; i < map->len; i++)
+		if (!strcmp(map->keys[i]->value, key)) {
+			map->items[i] = value;
+			return 0;
+		}
+	k = core__doc_scalar(doc, at, map->path, key, key, strlen(key));
+	if (!k)
+		return CORE_ENOMEM;
+	return push_item(&c, map, k, value, &cap);
+}
+
+void core__doc_map_del(core_node *map, const char *key)
+{
+	for (size_t i = 0; i < map->len; i++)
+		if (!strcmp(map->keys[i]->value, key)) {
+			memmove(&map->keys[i], &map->keys[i + 1],
+				(map->len - i - 1) * sizeof(*map->keys));
+			memmove(&map->items[i], &map->items[i + 1],
+				(map->len - i - 1) * sizeof(*map->items));
+			map->len--;
+			return;
+		}
 }
 
 int core_doc_load(const char *path, core_doc **out, core_err *err)

@@ -344,6 +344,7 @@ static int settings_build(core_settings *s, core_err *err)
 		return core_err_set(err, CORE_ECONFIG,
 				    "%s: the settings file is empty", s->path);
 	if ((rc = core_map_check_keys(root, top_keys, err)) ||
+	    (rc = core__expand_files(s, err)) ||
 	    (rc = load_source(s, core_map_get(root, "source"), err)) ||
 	    (rc = load_transforms(s, core_map_get(root, "transforms"), err)) ||
 	    (rc = load_gates(s, core_map_get(root, "gates"), err)) ||

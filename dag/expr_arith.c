@@ -300,6 +300,8 @@ int dag__binop_eval(dag__ctx *c, uint32_t n, const dag__val *a,
 		return repeat(c, a, as_int(b), out);
 	if (op == DAG__OP_MUL && is_int(a) && is_seq(b))
 		return repeat(c, b, as_int(a), out);
+	if (op == DAG__OP_SUB && a->kind == DAG__V_SET && b->kind == DAG__V_SET)
+		return dag__set_difference(c, n, a, b, out);
 	return type_error(c, n, op, a, b);
 }
 

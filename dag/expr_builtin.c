@@ -225,8 +225,10 @@ static int length(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 		dag__set_int(out, (long long)core_utf8_count(v->u.s.p, v->u.s.n));
 	else if (dag__is_list(v))
 		dag__set_int(out, (long long)dag__list_len(v));
-	else if (v->kind == DAG__V_DICT)
-		dag__set_int(out, (long long)json_object_size(v->u.j));
+	else if (dag__is_dict(v))
+		dag__set_int(out, (long long)dag__dict_len(v));
+	else if (v->kind == DAG__V_SET)
+		dag__set_int(out, (long long)v->u.l.n);
 	else
 		return dag__rt_error(c, "object of type '%s' has no len() (in `%s`)",
 				     dag__type_name(v), snip(c, n, s, sizeof(s)));
@@ -255,9 +257,37 @@ static int absolute(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	return 0;
 }
 
+/* bool(), str(), int(), float(): False, '', 0, 0.0 as in Python (the
+ * parser lets only these be called without an argument). */
+static int no_argument(dag__ctx *c, dag__builtin fn, dag__val *out)
+{
+	memset(out, 0, sizeof(*out));
+	switch (fn) {
+	case DAG__FN_BOOL:
+		out->kind = DAG__V_BOOL;
+		return 0;
+	case DAG__FN_STR:
+		return dag__make_str(c, "", 0, out);
+	case DAG__FN_INT:
+		dag__set_int(out, 0);
+		return 0;
+	case DAG__FN_FLOAT:
+		dag__set_float(out, 0.0);
+		return 0;
+	case DAG__FN_LEN:
+	case DAG__FN_ABS:
+	case DAG__FN_LAST:
+		break;
+	}
+	return core_err_set(c->err, CORE_EINTERNAL, "%s() without an argument",
+			    dag__builtin_names[fn]);
+}
+
 int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
 		      dag__val *out)
 {
+	if (!arg)
+		return no_argument(c, (dag__builtin)c->e->nodes[n].op, out);
 	switch ((dag__builtin)c->e->nodes[n].op) {
 	case DAG__FN_LEN:
 		return length(c, n, arg, out);

@@ -1,8 +1,9 @@
 /*
  * expr_compare.c — comparison operators of gate expressions, with Python 3
  * semantics: numbers compare exactly across int and float (no rounding of
- * large ints), str by code point, lists and tuples lexicographically, and
- * ordering incompatible types is a TypeError. Comparisons with NaN are
+ * large ints), str by code point, lists and tuples lexicographically, sets
+ * by inclusion ({1} < {1, 2}), and ordering incompatible types (dicts
+ * among them) is a TypeError. Comparisons with NaN are
  * false, except !=.
  *
  * `is` / `is not` only reach here with the literal None on one side (the
@@ -131,6 +132,12 @@ static int order(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
 	if (dag__is_list(a) && dag__is_list(b) &&
 	    !strcmp(dag__type_name(a), dag__type_name(b)))
 		return order_lists(c, n, op, a, b, res);
+	if (a->kind == DAG__V_SET && b->kind == DAG__V_SET) {
+		*res = op == DAG__CMP_LT || op == DAG__CMP_LE ?
+		       dag__subset(a, b, op == DAG__CMP_LT) :
+		       dag__subset(b, a, op == DAG__CMP_GT);
+		return 0;
+	}
 	return type_error(c, n, op, a, b);
 }
 
@@ -157,12 +164,10 @@ static int contains(dag__ctx *c, uint32_t n, const dag__val *a,
 		}
 		return 0;
 	}
-	if (b->kind == DAG__V_DICT && (dag__is_list(a) || a->kind == DAG__V_DICT))
-		return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
-			dag__type_name(a), dag__snippet(c->e, n, snip, sizeof(snip)));
-	if (b->kind == DAG__V_DICT) {
-		*res = a->kind == DAG__V_STR &&
-		       json_object_getn(b->u.j, a->u.s.p, a->u.s.n);
+	if (dag__is_dict(b) || b->kind == DAG__V_SET) {
+		if (!dag__hashable(a))
+			return dag__unhashable(c, n, a);
+		*res = dag__lookup(b, a, NULL);
 		return 0;
 	}
 	return dag__rt_error(c, "argument of type '%s' is not iterable (in `%s`)",
@@ -182,7 +187,9 @@ static bool identical(const dag__val *a, const dag__val *b)
 	case DAG__V_DICT:
 		return a->u.j == b->u.j;
 	case DAG__V_ARR:
-		return false;	/* each literal or operation builds a new list */
+	case DAG__V_SET:
+	case DAG__V_MAP:
+		return false;	/* each literal or operation builds a new one */
 	default:
 		return dag__equal(a, b);
 	}

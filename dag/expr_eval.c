@@ -95,6 +95,21 @@ static int missing_field(dag__ctx *c, uint32_t n, const json_t *o,
 	return rc;
 }
 
+/* A key a dict built by the expression lacks. */
+static int missing_key(dag__ctx *c, uint32_t n, const dag__val *key)
+{
+	char where[128];
+	core_buf k = { 0 };
+	int rc;
+
+	dag__append_str(&k, key, true);
+	rc = dag__rt_error(c, "key %.100s%s not found in `%s`",
+			   k.data ? k.data : "?", k.len > 100 ? "..." : "",
+			   dag__snippet(c->e, node(c, n)->a, where, sizeof(where)));
+	core_buf_release(&k);
+	return rc;
+}
+
 /* The code point at index i of a UTF-8 string, as a view. */
 static void str_at(const dag__val *s, long long i, dag__val *out)
 {
@@ -135,24 +150,20 @@ static int index_seq(dag__ctx *c, uint32_t n, const dag__val *seq,
 static int eval_subscript(dag__ctx *c, uint32_t n, dag__val *out)
 {
 	dag__val obj, key;
-	const json_t *j;
 	char where[128];
 	int rc;
 
 	if ((rc = dag__eval_node(c, node(c, n)->a, &obj)) ||
 	    (rc = dag__eval_node(c, node(c, n)->b, &key)))
 		return rc;
-	if (obj.kind == DAG__V_DICT) {
-		if (dag__is_list(&key) || key.kind == DAG__V_DICT)
-			return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
-				dag__type_name(&key),
-				dag__snippet(c->e, n, where, sizeof(where)));
-		j = key.kind == DAG__V_STR ?
-		    json_object_getn(obj.u.j, key.u.s.p, key.u.s.n) : NULL;
-		if (!j)
+	if (dag__is_dict(&obj)) {
+		if (!dag__hashable(&key))
+			return dag__unhashable(c, n, &key);
+		if (dag__lookup(&obj, &key, out))
+			return 0;
+		if (obj.kind == DAG__V_DICT)
 			return missing_field(c, n, obj.u.j, &key);
-		dag__from_json(j, out);
-		return 0;
+		return missing_key(c, n, &key);
 	}
 	if (obj.kind == DAG__V_STR || dag__is_list(&obj))
 		return index_seq(c, n, &obj, &key, out);
@@ -166,16 +177,13 @@ static int eval_get(dag__ctx *c, uint32_t n, dag__val *out)
 {
 	const dag__node *x = node(c, n);
 	const json_t *j = NULL;
-	char where[128];
 	dag__val key;
 	int rc;
 
 	if ((rc = dag__eval_node(c, x->a, &key)))
 		return rc;
-	if (dag__is_list(&key) || key.kind == DAG__V_DICT)
-		return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
-			dag__type_name(&key),
-			dag__snippet(c->e, n, where, sizeof(where)));
+	if (!dag__hashable(&key))
+		return dag__unhashable(c, n, &key);
 	if (x->b != DAG__NONE && (rc = dag__eval_node(c, x->b, out)))
 		return rc;
 	if (key.kind == DAG__V_STR)
@@ -280,12 +288,40 @@ static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
 	return 0;
 }
 
+/* {a, b} and {k: v}: every item evaluated in order, then the set or dict
+ * built (Python's order: an unhashable item fails after all are
+ * evaluated). */
+static int eval_coll(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	size_t count = node(c, n)->count, i = 0, weight = 2;
+	bool map = node(c, n)->kind == DAG__N_DICT;
+	dag__val *items = NULL;
+	uint32_t k;
+	int rc;
+
+	if (count && !(items = dag__arena_alloc(&c->arena, count * sizeof(*items))))
+		return dag__alloc_error(c);
+	for (k = node(c, n)->a; k != DAG__NONE && i < count; k = node(c, k)->next) {
+		if ((rc = dag__eval_node(c, k, &items[i])))
+			return rc;
+		weight += 2 + dag__weight(&items[i++]);
+		if (weight > DAG__ARENA_LIMIT) {
+			c->arena.over = true;
+			return dag__alloc_error(c);
+		}
+	}
+	return dag__make_coll(c, n, map ? DAG__V_MAP : DAG__V_SET, items,
+			      map ? count / 2 : count, out);
+}
+
 static int eval_unary(dag__ctx *c, uint32_t n, dag__val *out)
 {
 	const dag__node *x = node(c, n);
 	dag__val a;
 	int rc;
 
+	if (x->kind == DAG__N_CALL && x->a == DAG__NONE)
+		return dag__call_builtin(c, n, NULL, out);
 	if ((rc = dag__eval_node(c, x->a, &a)))
 		return rc;
 	if (x->kind == DAG__N_NOT) {
@@ -341,6 +377,9 @@ int dag__eval_node(dag__ctx *c, uint32_t n, dag__val *out)
 	case DAG__N_LIST:
 	case DAG__N_TUPLE:
 		return eval_seq(c, n, out);
+	case DAG__N_SET:
+	case DAG__N_DICT:
+		return eval_coll(c, n, out);
 	case DAG__N_TERNARY:
 		return eval_ternary(c, n, out);
 	case DAG__N_CMP:

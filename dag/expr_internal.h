@@ -2,7 +2,8 @@
  * expr_internal.h — internals shared by the expression files of the dag
  * module: tokens and lexer (expr_lex.c), the AST and parser
  * (expr_parse.c, expr_primary.c), runtime values and operators
- * (expr_value.c, expr_compare.c, expr_arith.c), builtins (expr_builtin.c),
+ * (expr_value.c, expr_compare.c, expr_arith.c), sets and dicts built by
+ * the expression (expr_coll.c), builtins (expr_builtin.c),
  * formatting (expr_repr.c), evaluation (expr_eval.c) and the public
  * evaluation entry points (expr_run.c).
  *
@@ -11,7 +12,7 @@
  * it changes after dag_expr_compile() returns, so evaluation needs no
  * locks. Evaluation works on dag__val, a small tagged value that borrows
  * strings and containers from the row or the expression; only values built
- * at runtime (str(), concatenation, list literals) live in a per-call
+ * at runtime (str(), concatenation, list, set and dict literals) live in a per-call
  * arena that is freed when the call returns.
  */
 #ifndef ELSPETH_DAG_EXPR_INTERNAL_H
@@ -23,7 +24,8 @@
 
 #include "dag/dag.h"
 
-#define DAG__MAX_NEST 64	/* brackets, parentheses, unary operators */
+#define DAG__MAX_NEST 200	/* brackets, parentheses, unary operators
+				 * (Python's limit for brackets) */
 #define DAG__MAX_DEPTH 256	/* AST depth, bounds evaluation recursion */
 #define DAG__MAX_SRC (16u << 20)	/* longest source accepted */
 #define DAG__ARENA_LIMIT (16u << 20)	/* bytes built by one evaluation */
@@ -35,6 +37,7 @@ typedef enum dag__tok_kind {
 	DAG__T_EOF,
 	DAG__T_INT, DAG__T_FLOAT, DAG__T_STR, DAG__T_NAME,
 	DAG__T_LPAREN, DAG__T_RPAREN, DAG__T_LBRACK, DAG__T_RBRACK,
+	DAG__T_LBRACE, DAG__T_RBRACE, DAG__T_COLON,
 	DAG__T_COMMA, DAG__T_DOT,
 	DAG__T_PLUS, DAG__T_MINUS, DAG__T_STAR, DAG__T_SLASH,
 	DAG__T_DSLASH, DAG__T_PERCENT,
@@ -84,6 +87,8 @@ typedef enum dag__node_kind {
 	DAG__N_CHAIN,		/* a = first operand, then CMP nodes */
 	DAG__N_CMP,		/* op = dag__cmpop, a = right operand */
 	DAG__N_LIST, DAG__N_TUPLE,	/* items: a, then .next */
+	DAG__N_SET,		/* items: a, then .next */
+	DAG__N_DICT,		/* key, value, key, value, ...: a, then .next */
 	DAG__N_TERNARY		/* a if b else c */
 } dag__node_kind;
 
@@ -162,10 +167,18 @@ typedef enum dag__vkind {
 	DAG__V_NONE, DAG__V_BOOL, DAG__V_INT, DAG__V_FLOAT, DAG__V_STR,
 	DAG__V_JARR,		/* a JSON array, borrowed */
 	DAG__V_ARR,		/* a list/tuple built in the arena */
-	DAG__V_DICT		/* a JSON object, borrowed */
+	DAG__V_DICT,		/* a JSON object, borrowed */
+	DAG__V_SET,		/* a set built in the arena (expr_coll.c) */
+	DAG__V_MAP		/* a dict built in the arena (expr_coll.c) */
 } dag__vkind;
 
 typedef struct dag__val dag__val;
+/* An open-addressing table of mask + 1 slots, each 0 (free) or 1 + the
+ * index of an entry of a built set or dict (expr_coll.c). */
+typedef struct dag__table {
+	size_t mask;
+	uint32_t slots[];
+} dag__table;
 struct dag__val {
 	dag__vkind kind;
 	bool tuple;		/* ARR: a tuple rather than a list */
@@ -175,8 +188,15 @@ struct dag__val {
 		double d;
 		struct { const char *p; size_t n; } s;
 		const json_t *j;
-		/* weight: see dag__weight() */
-		struct { const dag__val *items; size_t n, weight; } l;
+		/* ARR: n items. SET: n distinct items in the order first
+		 * written; MAP: n pairs, items[2i] the key, items[2i + 1] the
+		 * value; tab (SET, MAP) finds them. weight: see
+		 * dag__weight(). */
+		struct {
+			const dag__val *items;
+			size_t n, weight;
+			const dag__table *tab;
+		} l;
 	} u;
 };
 
@@ -231,6 +251,34 @@ void dag__list_at(const dag__val *v, size_t i, dag__val *out);
  * DAG__ARENA_LIMIT the result is only known to be above it. */
 size_t dag__weight(const dag__val *v);
 bool dag__equal(const dag__val *a, const dag__val *b);
+
+/* expr_coll.c: sets and dicts, with Python's rules. Only None, bool,
+ * int, float, str and tuples of those are hashable (usable as set items
+ * and dict keys); equal values hash alike (1, 1.0 and True are one key). */
+bool dag__hashable(const dag__val *v);
+/* "unhashable type: 'list' (in `...`)" for node n. */
+int dag__unhashable(dag__ctx *c, uint32_t n, const dag__val *v);
+/* A set of the count items (kind DAG__V_SET) or a dict of the count
+ * key/value pairs in items (DAG__V_MAP); later duplicates are dropped (a
+ * set) or replace the value in place (a dict), as Python does. items must
+ * stay valid as long as *out (arena memory); a TypeError names node n. */
+int dag__make_coll(dag__ctx *c, uint32_t n, dag__vkind kind, dag__val *items,
+		   size_t count, dag__val *out);
+/* Whether key (hashable) is an item of the set or a key of the dict (a
+ * row's object or a built one); *value receives a dict's value. */
+bool dag__lookup(const dag__val *coll, const dag__val *key, dag__val *value);
+bool dag__is_dict(const dag__val *v);
+size_t dag__dict_len(const dag__val *v);
+/* The i-th item of a set, or key (and value) of a dict, i < length. For a
+ * row's object, i must go up from 0 one by one (*iter starts NULL). */
+void dag__coll_at(const dag__val *v, size_t i, void **iter, dag__val *key,
+		  dag__val *value);
+bool dag__coll_equal(const dag__val *a, const dag__val *b);
+/* a <= b (subset) for two sets; strict: a < b. */
+bool dag__subset(const dag__val *a, const dag__val *b, bool strict);
+/* a - b for two sets. */
+int dag__set_difference(dag__ctx *c, uint32_t n, const dag__val *a,
+			const dag__val *b, dag__val *out);
 
 /* expr_compare.c */
 /* Compares two numbers: -1, 0, 1, or 2 when unordered (NaN). */

@@ -1,7 +1,7 @@
 /*
  * expr_primary.c — the operands of gate expressions: literals, `row`,
  * subscripts, row.get(...), the allowed builtin calls, parenthesised
- * expressions, tuples and lists.
+ * expressions, tuples, lists, sets and dicts.
  *
  * Only `row`, True, False, None and the builtins below are names; only
  * row.get may be called as a method. Everything else is refused here, at
@@ -97,6 +97,101 @@ static int sequence_items(dag__parser *p, uint32_t node, uint32_t tail,
 	return 0;
 }
 
+/* At '*': Python's unpacking and power, refused with their names. */
+static int star(dag__parser *p)
+{
+	const char *s = p->lx.src + p->tok.start;
+
+	if (s[1] == '*')
+		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			"dict spread (**) is not allowed");
+	if (p->tok.start && s[-1] == '*')
+		return dag__syntax_error(p->err, p->lx.src, p->tok.start - 1,
+			"'**' (power) is not allowed; use * to multiply");
+	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		"starred expressions (*x) are not allowed");
+}
+
+static int brace_error(dag__parser *p, bool dict, uint32_t open_at)
+{
+	char desc[64];
+
+	if (tok_is(p, "for"))
+		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			"comprehensions are not allowed");
+	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		"expected ',' or '}' to close the %s opened at column %u, found %s",
+		dict ? "dict" : "set",
+		dag__column(p->lx.src, open_at),
+		dag__tok_desc(p, desc, sizeof(desc)));
+}
+
+/* After a dict key: ':' and the value, added to node. */
+static int dict_value(dag__parser *p, uint32_t node, uint32_t *tail,
+		      uint32_t open_at)
+{
+	uint32_t x;
+	char desc[64];
+	int rc;
+
+	if (p->tok.kind != DAG__T_COLON)
+		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			"expected ':' after the key in the dict opened at column %u, found %s",
+			dag__column(p->lx.src, open_at),
+			dag__tok_desc(p, desc, sizeof(desc)));
+	if ((rc = dag__advance(p)) || (rc = dag__parse_expr(p, &x)))
+		return rc;
+	return dag__add_child(p, node, tail, x);
+}
+
+/* {} (an empty dict, as in Python), {a, b, ...} a set, {k: v, ...} a
+ * dict; a trailing comma is allowed. */
+static int brace_literal(dag__parser *p, uint32_t *out)
+{
+	uint32_t open_at = p->tok.start, tail, x;
+	bool dict;
+	int rc;
+
+	if ((rc = dag__advance(p)))
+		return rc;
+	if (p->tok.kind == DAG__T_RBRACE) {
+		if ((rc = dag__advance(p)))
+			return rc;
+		return dag__new_node(p, DAG__N_DICT, open_at, DAG__NONE,
+				     DAG__NONE, DAG__NONE, out);
+	}
+	if (p->tok.kind == DAG__T_STAR)
+		return star(p);
+	if ((rc = dag__parse_expr(p, &x)))
+		return rc;
+	dict = p->tok.kind == DAG__T_COLON;
+	if ((rc = dag__new_node(p, dict ? DAG__N_DICT : DAG__N_SET, open_at, x,
+				DAG__NONE, DAG__NONE, out)))
+		return rc;
+	tail = x;
+	for (;;) {
+		if (dict && (rc = dict_value(p, *out, &tail, open_at)))
+			return rc;
+		if (p->tok.kind == DAG__T_RBRACE)
+			break;
+		if (p->tok.kind != DAG__T_COMMA)
+			return brace_error(p, dict, open_at);
+		if ((rc = dag__advance(p)))
+			return rc;
+		if (p->tok.kind == DAG__T_RBRACE)
+			break;
+		if (p->tok.kind == DAG__T_STAR)
+			return star(p);
+		if ((rc = dag__parse_expr(p, &x)) ||
+		    (rc = dag__add_child(p, *out, &tail, x)))
+			return rc;
+	}
+	if ((rc = dag__advance(p)))
+		return rc;
+	p->nodes[*out].end = p->prev_end;
+	return 0;
+}
+
 static int list_literal(dag__parser *p, uint32_t *out)
 {
 	uint32_t open_at = p->tok.start;
@@ -149,7 +244,8 @@ static int too_many_args(dag__parser *p, const char *fn, unsigned min,
 {
 	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
 		"%s() takes %s argument%s", fn,
-		min == max ? "exactly one" : "one or two", min == max ? "" : "s");
+		min == max ? "exactly one" : min ? "one or two" : "at most one",
+		min == 1 && max == 2 ? "s" : "");
 }
 
 /* "(arg, ...)" after the callee fn: between min and max (<= 2) arguments,
@@ -190,13 +286,16 @@ static int call_args(dag__parser *p, const char *fn, unsigned min,
 	return dag__advance(p);
 }
 
+/* bool(), str(), int() and float() may be called without an argument, as
+ * in Python (False, '', 0, 0.0); len() and abs() cannot. */
 static int builtin_call(dag__parser *p, int fn, uint32_t *out)
 {
 	uint32_t start = p->tok.start, args[2];
+	unsigned min = fn == DAG__FN_LEN || fn == DAG__FN_ABS;
 	int rc;
 
 	if ((rc = dag__advance(p)) ||
-	    (rc = call_args(p, dag__builtin_names[fn], 1, 1, args)) ||
+	    (rc = call_args(p, dag__builtin_names[fn], min, 1, args)) ||
 	    (rc = dag__new_node(p, DAG__N_CALL, start, args[0], DAG__NONE,
 				DAG__NONE, out)))
 		return rc;
@@ -252,6 +351,10 @@ static int primary(dag__parser *p, uint32_t *out)
 		return paren(p, out);
 	case DAG__T_LBRACK:
 		return list_literal(p, out);
+	case DAG__T_LBRACE:
+		return brace_literal(p, out);
+	case DAG__T_STAR:
+		return star(p);
 	default:
 		return dag__expected(p, "an expression");
 	}
@@ -277,12 +380,16 @@ static int row_get(dag__parser *p, uint32_t start, uint32_t *out)
 
 static int subscript(dag__parser *p, uint32_t start, uint32_t *out)
 {
-	uint32_t open_at = p->tok.start, idx;
+	uint32_t open_at = p->tok.start, idx = DAG__NONE;
 	char desc[64];
 	int rc;
 
-	if ((rc = dag__advance(p)) || (rc = dag__parse_expr(p, &idx)))
+	if ((rc = dag__advance(p)) ||
+	    (p->tok.kind != DAG__T_COLON && (rc = dag__parse_expr(p, &idx))))
 		return rc;
+	if (p->tok.kind == DAG__T_COLON)
+		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			"slices ([a:b]) are not allowed; index with one integer");
 	if (p->tok.kind != DAG__T_RBRACK)
 		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected ']' to close subscript opened at column %u, found %s",

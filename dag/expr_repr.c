@@ -58,25 +58,26 @@ static int append_list(core_buf *b, const dag__val *v)
 	return rc ? rc : core_buf_putc(b, tuple ? ')' : ']');
 }
 
-static int append_dict(core_buf *b, const json_t *o)
+/* A dict (the row's or a built one) or a set; Python writes an empty set
+ * as set(). */
+static int append_coll(core_buf *b, const dag__val *v)
 {
-	void *it = json_object_iter((json_t *)o);
-	bool first = true;
-	dag__val x;
+	bool set = v->kind == DAG__V_SET;
+	size_t i, n = set ? v->u.l.n : dag__dict_len(v);
+	dag__val k, x;
+	void *it = NULL;
 	int rc;
 
+	if (set && !n)
+		return core_buf_puts(b, "set()");
 	rc = core_buf_putc(b, '{');
-	for (; !rc && it; it = json_object_iter_next((json_t *)o, it)) {
-		if (!first)
+	for (i = 0; !rc && i < n; i++) {
+		dag__coll_at(v, i, &it, &k, set ? NULL : &x);
+		if (i)
 			rc = core_buf_puts(b, ", ");
-		first = false;
 		if (!rc)
-			rc = append_repr_str(b, json_object_iter_key(it),
-					     json_object_iter_key_len(it));
-		if (!rc)
-			rc = core_buf_puts(b, ": ");
-		dag__from_json(json_object_iter_value(it), &x);
-		if (!rc)
+			rc = dag__append_str(b, &k, true);
+		if (!rc && !set && !(rc = core_buf_puts(b, ": ")))
 			rc = dag__append_str(b, &x, true);
 	}
 	return rc ? rc : core_buf_putc(b, '}');
@@ -104,7 +105,9 @@ int dag__append_str(core_buf *b, const dag__val *v, bool repr)
 	case DAG__V_ARR:
 		return append_list(b, v);
 	case DAG__V_DICT:
-		return append_dict(b, v->u.j);
+	case DAG__V_SET:
+	case DAG__V_MAP:
+		return append_coll(b, v);
 	}
 	return CORE_EINTERNAL;
 }
@@ -121,6 +124,33 @@ static json_t *list_to_json(const dag__val *v)
 		}
 	}
 	return arr;
+}
+
+/* A set becomes an array (in the order written), a dict an object; a
+ * dict with a key that is not a string has no JSON form. */
+static json_t *coll_to_json(const dag__val *v)
+{
+	bool set = v->kind == DAG__V_SET;
+	json_t *out = set ? json_array() : json_object();
+	size_t i;
+	int rc;
+
+	for (i = 0; out && i < v->u.l.n; i++) {
+		const dag__val *k = &v->u.l.items[set ? i : 2 * i];
+
+		if (set)
+			rc = json_array_append_new(out, dag__to_json(k));
+		else if (k->kind != DAG__V_STR)
+			rc = -1;
+		else
+			rc = json_object_setn_new(out, k->u.s.p, k->u.s.n,
+				dag__to_json(&v->u.l.items[2 * i + 1]));
+		if (rc) {
+			json_decref(out);
+			return NULL;
+		}
+	}
+	return out;
 }
 
 json_t *dag__to_json(const dag__val *v)
@@ -141,6 +171,9 @@ json_t *dag__to_json(const dag__val *v)
 		return json_deep_copy(v->u.j);
 	case DAG__V_ARR:
 		return list_to_json(v);
+	case DAG__V_SET:
+	case DAG__V_MAP:
+		return coll_to_json(v);
 	}
 	return NULL;
 }

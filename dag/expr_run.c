@@ -40,7 +40,10 @@ int dag_expr_eval(const dag_expr *e, const json_t *row, json_t **result,
 				  "result %s is not a finite number and has no JSON form",
 				  num);
 	} else {
-		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		/* (jansson's out of memory aside) a container holding one */
+		rc = core_err_set(err, CORE_EEXPR,
+				  "the result (a %s) has no JSON form: it holds a number that is not finite or a dict key that is not a string",
+				  dag__type_name(&v));
 	}
 out_release:
 	dag__arena_release(&c.arena);

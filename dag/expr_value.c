@@ -135,6 +135,8 @@ const char *dag__type_name(const dag__val *v)
 	case DAG__V_JARR: return "list";
 	case DAG__V_ARR: return v->tuple ? "tuple" : "list";
 	case DAG__V_DICT: return "dict";
+	case DAG__V_SET: return "set";
+	case DAG__V_MAP: return "dict";
 	}
 	return "?";
 }
@@ -193,6 +195,8 @@ size_t dag__weight(const dag__val *v)
 	case DAG__V_STR:
 		return 2 + v->u.s.n;
 	case DAG__V_ARR:
+	case DAG__V_SET:
+	case DAG__V_MAP:
 		return v->u.l.weight;
 	case DAG__V_JARR:
 	case DAG__V_DICT:
@@ -213,6 +217,8 @@ bool dag__truthy(const dag__val *v)
 	case DAG__V_JARR:
 	case DAG__V_ARR: return dag__list_len(v) != 0;
 	case DAG__V_DICT: return json_object_size(v->u.j) != 0;
+	case DAG__V_SET:
+	case DAG__V_MAP: return v->u.l.n != 0;
 	}
 	return false;
 }
@@ -238,43 +244,25 @@ static bool list_equal(const dag__val *a, const dag__val *b)
 	return true;
 }
 
-static bool dict_equal(const json_t *a, const json_t *b)
-{
-	void *it = json_object_iter((json_t *)a);
-	dag__val x, y;
-	const json_t *other;
-
-	if (json_object_size(a) != json_object_size(b))
-		return false;
-	for (; it; it = json_object_iter_next((json_t *)a, it)) {
-		other = json_object_getn(b, json_object_iter_key(it),
-					 json_object_iter_key_len(it));
-		if (!other)
-			return false;
-		dag__from_json(json_object_iter_value(it), &x);
-		dag__from_json(other, &y);
-		if (!dag__equal(&x, &y))
-			return false;
-	}
-	return true;
-}
-
 /* Python 3 ==: numbers by value across bool/int/float, containers
- * element-wise, different types unequal. */
+ * element-wise (sets and dicts whatever their order), different types
+ * unequal. */
 bool dag__equal(const dag__val *a, const dag__val *b)
 {
 	if (dag__is_num(a) && dag__is_num(b))
 		return dag__num_cmp(a, b) == 0;
 	if (dag__is_list(a) && dag__is_list(b))
 		return list_equal(a, b);
+	if ((dag__is_dict(a) && dag__is_dict(b)) ||
+	    (a->kind == DAG__V_SET && b->kind == DAG__V_SET))
+		return (a->kind == DAG__V_DICT && a->u.j == b->u.j) ||
+		       dag__coll_equal(a, b);
 	if (a->kind != b->kind)
 		return false;
 	switch (a->kind) {
 	case DAG__V_STR:
 		return a->u.s.n == b->u.s.n &&
 		       !memcmp(a->u.s.p, b->u.s.p, a->u.s.n);
-	case DAG__V_DICT:
-		return a->u.j == b->u.j || dict_equal(a->u.j, b->u.j);
 	default:
 		return true;	/* None */
 	}

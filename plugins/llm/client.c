@@ -369,3 +369,32 @@ int llm__template_error(const core_node *at, core_err *err)
 	memcpy(msg, err->msg, sizeof(msg));
 	return core_err_at(err, err->code, at, "%s", msg);
 }
+
+int llm__template_compile(const core_node *o, const char *src,
+			  const core_node *at, tpl_template **out,
+			  core_err *err)
+{
+	const char *name = NULL;
+	int rc;
+
+	if ((rc = core_opt_str(o, "template_source", false, &name, err)))
+		return rc;
+	if ((rc = tpl_compile_named(src, name, out, err)))
+		return llm__template_error(at, err);
+	return 0;
+}
+
+int llm__lookup(const core_node *o, json_t **out, core_err *err)
+{
+	const core_node *n = core_map_get(o, "lookup");
+
+	*out = NULL;
+	if (!n || core_node_is_null(n))
+		return 0;
+	if (n->kind != CORE_NODE_MAP)
+		return core_err_at(err, CORE_ECONFIG, n, "lookup must be a mapping "
+				   "(key: value), the templates' `lookup`");
+	if (!(*out = core_node_to_json(n)))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	return 0;
+}

@@ -172,7 +172,10 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *   api_version           azure: default LLM_AZURE_API_VERSION
  *   api_key               sent as "Authorization: Bearer" (azure: "api-key");
  *                         never recorded, only fingerprinted in the settings
- *   system_prompt, temperature (0..2), max_tokens (>= 1)
+ *   system_prompt, temperature (0..2), max_tokens (>= 1);
+ *                         system_prompt_file is read into system_prompt
+ *                         when the settings load (system_prompt_source
+ *                         keeps its path; core/settings_files.c)
  *   required_input_fields [names]: a row lacking one is a row error
  *   timeout_seconds       per attempt (default 60)
  *   pool_size             requests in flight at most (default 32)
@@ -192,7 +195,8 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
 
 /* The option keys every LLM transform accepts. */
 #define LLM_CLIENT_KEYS "provider", "model", "base_url", "deployment_name", \
-	"endpoint", "api_version", "api_key", "system_prompt", "temperature", \
+	"endpoint", "api_version", "api_key", "system_prompt", \
+	"system_prompt_source", "temperature", \
 	"max_tokens", "required_input_fields", "timeout_seconds", "pool_size", \
 	"min_dispatch_delay_ms", "max_dispatch_delay_ms", "backoff_multiplier", \
 	"recovery_step_ms", "max_capacity_retry_seconds", "capacity_control", \

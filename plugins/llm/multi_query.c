@@ -4,6 +4,8 @@
  *
  * Options: those of the client (llm.h), plus
  *   template   optional default prompt for queries without their own
+ *              (or template_file; template_source), and lookup (or
+ *              lookup_file; lookup_source): the templates' `lookup`
  *   queries:   a list of
  *     name            the column prefix ([a-z0-9_]+)
  *     input_fields    fields the query needs (a row lacking one is a row
@@ -38,6 +40,7 @@ typedef struct query {
 
 typedef struct multi {
 	llm_client client;
+	json_t *lookup;
 	query *q;
 	size_t nq;
 } multi;
@@ -68,6 +71,7 @@ static void multi_close(void *state)
 	for (size_t i = 0; i < m->nq; i++)
 		query_release(&m->q[i]);
 	free(m->q);
+	json_decref(m->lookup);
 	free(m);
 }
 
@@ -118,8 +122,8 @@ static int default_template(query *q, core_err *err)
 	return rc;
 }
 
-static int parse_query(query *q, const core_node *n, const char *shared_tpl,
-		       core_err *err)
+static int parse_query(query *q, const core_node *n, const core_node *o,
+		       const char *shared_tpl, core_err *err)
 {
 	static const char *const keys[] = { "name", "input_fields", "template",
 					    "output_fields", "response_format", NULL };
@@ -156,9 +160,13 @@ static int parse_query(query *q, const core_node *n, const char *shared_tpl,
 			return rc;
 	if (!tpl)
 		tpl = shared_tpl;
-	if (tpl && (rc = tpl_compile(tpl, &q->tpl, err)))
-		return llm__template_error(core_map_get(n, "template") ?
-				core_map_get(n, "template") : n, err);
+	if (tpl && core_map_get(n, "template") &&
+	    (rc = tpl_compile(tpl, &q->tpl, err)))
+		return llm__template_error(core_map_get(n, "template"), err);
+	if (tpl && !q->tpl &&
+	    (rc = llm__template_compile(o, tpl, core_map_get(o, "template"),
+					&q->tpl, err)))
+		return rc;
 	if (!tpl && !q->ninputs)
 		return core_err_at(err, CORE_ECONFIG, n,
 				   "query '%s' has neither a template nor input_fields", name);
@@ -167,7 +175,8 @@ static int parse_query(query *q, const core_node *n, const char *shared_tpl,
 
 static int multi_parse(multi *m, const core_node *o, core_err *err)
 {
-	static const char *const keys[] = { LLM_CLIENT_KEYS, "template", "queries", NULL };
+	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
+					    "queries", NULL };
 	const core_node *qn;
 	const char *tpl = NULL;
 	int rc;
@@ -181,7 +190,7 @@ static int multi_parse(multi *m, const core_node *o, core_err *err)
 	if (!(m->q = calloc(qn->len, sizeof(*m->q))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < qn->len; i++, m->nq++) {
-		if ((rc = parse_query(&m->q[i], qn->items[i], tpl, err))) {
+		if ((rc = parse_query(&m->q[i], qn->items[i], o, tpl, err))) {
 			m->nq++;
 			return rc;
 		}
@@ -190,6 +199,8 @@ static int multi_parse(multi *m, const core_node *o, core_err *err)
 				return core_err_at(err, CORE_ECONFIG, qn->items[i],
 						   "query name '%s' is used twice", m->q[i].name);
 	}
+	if ((rc = llm__lookup(o, &m->lookup, err)))
+		return rc;
 	return llm_client_open(&m->client, o, err);
 }
 
@@ -220,7 +231,7 @@ static int build(const multi *m, const query *q, const json_t *row,
 		if (!json_object_get(row, q->inputs[i]))
 			rc = core_err_set(err, CORE_EDATA, "query '%s': input field '%s' is missing",
 					  q->name, q->inputs[i]);
-	if (!rc && (rc = tpl_render(q->tpl, row, &prompt, err)))
+	if (!rc && (rc = tpl_render_lookup(q->tpl, row, m->lookup, &prompt, err)))
 		core_err_prefix(err, "query '%s'", q->name);
 	if (!rc && !q->structured)
 		rc = llm_schema_instruction(&prompt, q->fields, q->nfields, err);

@@ -2,7 +2,11 @@
  * transform.c — `llm`: one chat completion per row (docs/architecture.md §10).
  *
  * Options: those of the client (llm.h), plus
- *   template        the user prompt (docs/templates.md), required
+ *   template        the user prompt (docs/templates.md), required; or
+ *                   template_file, read when the settings load (its path
+ *                   stays as template_source, naming it in messages)
+ *   lookup          a mapping, the template's `lookup` (or lookup_file:
+ *                   YAML, read when the settings load; lookup_source)
  *   response_field  where the answer goes (default llm_response); also
  *                   <field>_usage, <field>_model, <field>_template_hash
  * A template field missing from the row, a required input field missing,
@@ -19,6 +23,7 @@
 typedef struct llm {
 	llm_client client;
 	tpl_template *tpl;
+	json_t *lookup;         /* NULL: none (an empty one) */
 	char *field;
 	char *usage_field, *model_field, *hash_field;
 } llm;
@@ -31,6 +36,7 @@ static void llm_close(void *state)
 		return;
 	llm_client_release(&l->client);
 	tpl_free(l->tpl);
+	json_decref(l->lookup);
 	free(l->field);
 	free(l->usage_field);
 	free(l->model_field);
@@ -48,7 +54,7 @@ static char *suffixed(const char *field, const char *suffix)
 
 static int llm_parse(llm *l, const core_node *o, core_err *err)
 {
-	static const char *const keys[] = { LLM_CLIENT_KEYS, "template",
+	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
 					    "response_field", NULL };
 	const char *tpl = NULL, *field = "llm_response";
 	int rc;
@@ -57,8 +63,10 @@ static int llm_parse(llm *l, const core_node *o, core_err *err)
 	    (rc = core_opt_str(o, "template", true, &tpl, err)) ||
 	    (rc = core_opt_str(o, "response_field", false, &field, err)))
 		return rc;
-	if ((rc = tpl_compile(tpl, &l->tpl, err)))
-		return llm__template_error(core_map_get(o, "template"), err);
+	if ((rc = llm__template_compile(o, tpl, core_map_get(o, "template"),
+					&l->tpl, err)) ||
+	    (rc = llm__lookup(o, &l->lookup, err)))
+		return rc;
 	l->field = strdup(field);
 	l->usage_field = suffixed(field, "_usage");
 	l->model_field = suffixed(field, "_model");
@@ -90,7 +98,7 @@ static int build(const llm *l, const json_t *row, core_buf *body, core_err *err)
 	llm_request rq;
 	int rc;
 
-	if ((rc = tpl_render(l->tpl, row, &prompt, err)) ||
+	if ((rc = tpl_render_lookup(l->tpl, row, l->lookup, &prompt, err)) ||
 	    (rc = core_buf_putc(&prompt, '\0')))
 		goto out_prompt;
 	rq = (llm_request){ .model = l->client.model,

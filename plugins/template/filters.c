@@ -6,14 +6,7 @@
 
 #include "plugins/template/template_internal.h"
 
-void tpl__val_own(tpl__val *x, json_t *own)
-{
-	json_decref(x->own);
-	x->own = own;
-	x->v = own;
-}
-
-static int filter_text(const tpl__filter *f, tpl__val *x)
+static int filter_text(tpl__filter_kind f, tpl__val *x)
 {
 	core_buf b = { 0 }, o = { 0 };
 	const char *p;
@@ -23,13 +16,13 @@ static int filter_text(const tpl__filter *f, tpl__val *x)
 
 	p = b.data ? b.data : "";
 	n = b.len;
-	if (!rc && f->kind == TPL__F_TRIM) {
+	if (!rc && f == TPL__F_TRIM) {
 		size_t k = tpl__lspace(p, n);
 
 		p += k;
 		n = tpl__rstrip(p, n - k);
 	} else if (!rc) {
-		rc = tpl__append_case(&o, p, n, f->kind == TPL__F_UPPER);
+		rc = tpl__append_case(&o, p, n, f == TPL__F_UPPER);
 		p = o.data ? o.data : "";
 		n = o.len;
 	}
@@ -42,7 +35,7 @@ static int filter_text(const tpl__filter *f, tpl__val *x)
 	return 0;
 }
 
-static int filter_length(const tpl__expr *e, tpl__val *x, core_err *err)
+static int filter_length(const tpl__ex *e, tpl__val *x, core_err *err)
 {
 	json_t *n;
 
@@ -55,14 +48,14 @@ static int filter_length(const tpl__expr *e, tpl__val *x, core_err *err)
 		n = json_integer((json_int_t)json_object_size(x->v));
 	else
 		return core_err_set(err, CORE_EDATA, "template field '%s' | length: "
-				    "%s has no length", e->path, core_json_kind(x->v));
+				    "%s has no length", e->disp, core_json_kind(x->v));
 	if (!n)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	tpl__val_own(x, n);
 	return 0;
 }
 
-static int filter_tojson(const tpl__expr *e, tpl__val *x, core_err *err)
+static int filter_tojson(const tpl__ex *e, tpl__val *x, core_err *err)
 {
 	core_buf b = { 0 };
 	core_err cerr = { 0 };
@@ -73,7 +66,7 @@ static int filter_tojson(const tpl__expr *e, tpl__val *x, core_err *err)
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	else if (rc)
 		rc = core_err_set(err, rc, "template field '%s' | tojson: %s",
-				  e->path, cerr.msg);
+				  e->disp, cerr.msg);
 	else if (!(s = json_stringn_nocheck(b.data ? b.data : "", b.len)))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	core_buf_release(&b);
@@ -82,32 +75,37 @@ static int filter_tojson(const tpl__expr *e, tpl__val *x, core_err *err)
 	return rc;
 }
 
-int tpl__apply_filter(const tpl__expr *e, const tpl__filter *f,
-		      tpl__val *x, const core_err *miss, core_err *err)
+/* default(v[, true]): v when x is missing or null (or falsy, with true).
+ * Jinja replaces only undefined values; a null field usually means "no
+ * value" in a row, which is what a prompt wants replaced. */
+static int filter_default(tpl__rx *rx, const tpl__ex *e, tpl__val *x)
 {
-	if (f->kind == TPL__F_DEFAULT) {
-		if (!x->v || json_is_null(x->v) || (f->falsy && !tpl__truthy(x->v))) {
-			tpl__val_own(x, NULL);
-			x->v = f->arg;
-		}
+	if (x->v && !json_is_null(x->v) && (!e->flag || tpl__truthy(x->v)))
 		return 0;
-	}
+	tpl__val_own(x, NULL);
+	return tpl__eval_defined(rx, e->args[0], x);
+}
+
+int tpl__apply_filter(tpl__rx *rx, const tpl__ex *e, tpl__val *x)
+{
+	if (e->op == TPL__F_DEFAULT)
+		return filter_default(rx, e, x);
 	if (!x->v) {
-		if (err)
-			*err = *miss;
+		if (rx->err)
+			*rx->err = rx->miss;
 		return CORE_EDATA;
 	}
-	switch (f->kind) {
+	switch ((tpl__filter_kind)e->op) {
 	case TPL__F_UPPER:
 	case TPL__F_LOWER:
 	case TPL__F_TRIM:
-		if (filter_text(f, x))
-			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		if (filter_text((tpl__filter_kind)e->op, x))
+			return core_err_set(rx->err, CORE_ENOMEM, "out of memory");
 		return 0;
 	case TPL__F_LENGTH:
-		return filter_length(e, x, err);
+		return filter_length(e, x, rx->err);
 	case TPL__F_TOJSON:
-		return filter_tojson(e, x, err);
+		return filter_tojson(e, x, rx->err);
 	case TPL__F_DEFAULT:
 		break;
 	}

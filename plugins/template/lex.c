@@ -43,8 +43,9 @@ int tpl__cc_fail(const tpl__cc *c, size_t at, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return core_err_set(c->err, CORE_ECONFIG, "template line %d, column %d: %s",
-			    line, col, msg);
+	return core_err_set(c->err, CORE_ECONFIG, "template %s%sline %d, column %d: %s",
+			    c->name ? c->name : "", c->name ? " " : "", line,
+			    col, msg);
 }
 
 static bool is_ident_start(char ch)
@@ -77,6 +78,8 @@ const char *tpl__cc_got(const tpl__cc *c, size_t at, char *buf, size_t cap)
 		return "end of template";
 	if (!strncmp(c->s + at, "}}", 2) || !strncmp(c->s + at, "-}}", 3))
 		return "'}}'";
+	if (!strncmp(c->s + at, "%}", 2) || !strncmp(c->s + at, "-%}", 3))
+		return "'%}'";
 	k = tpl__ident_len(c->s + at, c->n - at);
 	if (!k && c->s[at] >= '0' && c->s[at] <= '9')
 		while (at + k < c->n && is_ident(c->s[at + k]))
@@ -229,30 +232,4 @@ int tpl__parse_number(tpl__cc *c, json_t **out)
 bool tpl__word_is(const char *s, size_t k, const char *w)
 {
 	return strlen(w) == k && !memcmp(s, w, k);
-}
-
-/* A filter argument: a string, a number, true/false/none (or Python's
- * True/False/None, as Jinja accepts). */
-int tpl__parse_literal(tpl__cc *c, json_t **out)
-{
-	const char *s = c->s + c->pos;
-	size_t k = tpl__ident_len(s, c->n - c->pos);
-	char got[48];
-
-	if (c->pos < c->n && (*s == '\'' || *s == '"'))
-		return tpl__parse_string(c, out);
-	if (c->pos < c->n && (*s == '-' || (*s >= '0' && *s <= '9')))
-		return tpl__parse_number(c, out);
-	if (tpl__word_is(s, k, "true") || tpl__word_is(s, k, "True"))
-		*out = json_true();
-	else if (tpl__word_is(s, k, "false") || tpl__word_is(s, k, "False"))
-		*out = json_false();
-	else if (tpl__word_is(s, k, "none") || tpl__word_is(s, k, "None"))
-		*out = json_null();
-	else
-		return tpl__cc_fail(c, c->pos, "expected a literal (a quoted string, a "
-				    "number, true, false or none), got %s",
-				    tpl__cc_got(c, c->pos, got, sizeof(got)));
-	c->pos += k;
-	return 0;
 }

@@ -1,39 +1,21 @@
 /*
- * template.c — compiling a template into segments (literal text with
- * Jinja's whitespace control and newline handling, comments skipped,
- * expressions), and the compiled template's hash. template_internal.h
- * describes the engine's files.
+ * template.c — compiling a template: literal text (with Jinja's
+ * whitespace control and newline handling), comments skipped, {{ }}
+ * expressions and {% %} statements into a tree of blocks; freeing it, and
+ * the template's hash. template_internal.h describes the engine's files.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plugins/template/template_internal.h"
 
-static int add_seg(tpl__cc *c, char *text, size_t len, tpl__expr *e)
-{
-	tpl_template *t = c->t;
-
-	if (t->nsegs == c->capsegs) {
-		size_t cap = c->capsegs ? 2 * c->capsegs : 8;
-		tpl__seg *s = realloc(t->segs, cap * sizeof(*s));
-
-		if (!s) {
-			free(text);
-			tpl__free_expr(e);
-			return tpl__cc_nomem(c);
-		}
-		t->segs = s;
-		c->capsegs = cap;
-	}
-	t->segs[t->nsegs++] = (tpl__seg){ text, len, e };
-	return 0;
-}
-
 /* Literal text, with CR LF and CR turned into LF as Jinja's lexer does. */
-static int add_text(tpl__cc *c, const char *s, size_t n)
+static int add_text(tpl__cc *c, size_t at, const char *s, size_t n)
 {
+	tpl__node *node;
 	char *text;
 	size_t len = 0;
+	int rc;
 
 	if (!n)
 		return 0;
@@ -46,22 +28,29 @@ static int add_text(tpl__cc *c, const char *s, size_t n)
 		text[len++] = s[i] == '\r' ? '\n' : s[i];
 	}
 	text[len] = '\0';
-	return add_seg(c, text, len, NULL);
-}
-
-static int compile_expr(tpl__cc *c, size_t open, bool *strip_after)
-{
-	tpl__expr *e = calloc(1, sizeof(*e));
-	int rc;
-
-	if (!e)
-		return tpl__cc_nomem(c);
-	rc = tpl__parse_expr(c, open, e, strip_after);
-	if (rc) {
-		tpl__free_expr(e);
+	if ((rc = tpl__add_node(c, TPL__N_TEXT, at, &node))) {
+		free(text);
 		return rc;
 	}
-	return add_seg(c, NULL, 0, e);
+	node->text = text;
+	node->len = len;
+	return 0;
+}
+
+static int compile_output(tpl__cc *c, size_t open, bool *strip_after)
+{
+	tpl__node *node;
+	tpl__ex *e;
+	int rc;
+
+	if ((rc = tpl__parse_output(c, open, &e, strip_after)))
+		return rc;
+	if ((rc = tpl__add_node(c, TPL__N_OUT, open, &node))) {
+		tpl__free_ex(e);
+		return rc;
+	}
+	node->e = e;
+	return 0;
 }
 
 static int skip_comment(tpl__cc *c, size_t open, bool *strip_after)
@@ -86,6 +75,17 @@ static size_t find_tag(const char *s, size_t from, size_t n)
 	return n;
 }
 
+/* A block left open at the end of the template. */
+static int unclosed(tpl__cc *c)
+{
+	const tpl__node *n = c->open[c->nopen - 1].node;
+	bool loop = n->kind == TPL__N_FOR;
+
+	return tpl__cc_fail(c, n->at, "{%% %s %%} is never closed: expected "
+			    "{%% %s %%} before the end of the template",
+			    loop ? "for" : "if", loop ? "endfor" : "endif");
+}
+
 static int compile_body(tpl__cc *c)
 {
 	bool lstrip = false;
@@ -94,6 +94,7 @@ static int compile_body(tpl__cc *c)
 	while (!rc && c->pos < c->n) {
 		size_t at = find_tag(c->s, c->pos, c->n), len = at - c->pos;
 		const char *text = c->s + c->pos;
+		char kind;
 
 		if (lstrip) {
 			size_t k = tpl__lspace(text, len);
@@ -103,25 +104,31 @@ static int compile_body(tpl__cc *c)
 		}
 		if (at + 2 < c->n && c->s[at + 2] == '-')
 			len = tpl__rstrip(text, len);
-		rc = add_text(c, text, len);
+		rc = add_text(c, c->pos, text, len);
 		if (rc || at >= c->n)
 			break;
-		if (c->s[at + 1] == '%')
-			return tpl__cc_fail(c, at, "statements ({%% ... %%}) "
-					    "are not supported: use {{ "
-					    "expressions }} and {# comments #} "
-					    "only");
-		c->pos = at + 2 + (at + 2 < c->n && c->s[at + 2] == '-');
+		kind = c->s[at + 1];
+		c->pos = at + 2;
+		/* {{- {%- {#- strip before; {%+ (Jinja's "no lstrip_blocks")
+		 * changes nothing here, where lstrip_blocks is off. */
+		if (c->pos < c->n && (c->s[c->pos] == '-' ||
+				      (kind == '%' && c->s[c->pos] == '+')))
+			c->pos++;
 		lstrip = false;
-		if (c->s[at + 1] == '#')
+		if (kind == '#')
 			rc = skip_comment(c, at, &lstrip);
+		else if (kind == '%')
+			rc = tpl__parse_stmt(c, at, &lstrip);
 		else
-			rc = compile_expr(c, at, &lstrip);
+			rc = compile_output(c, at, &lstrip);
 	}
+	if (!rc && c->nopen)
+		rc = unclosed(c);
 	return rc;
 }
 
-int tpl_compile(const char *src, tpl_template **out, core_err *err)
+int tpl_compile_named(const char *src, const char *name, tpl_template **out,
+		      core_err *err)
 {
 	tpl__cc c = { 0 };
 	uint8_t md[CORE_SHA256_LEN];
@@ -133,9 +140,11 @@ int tpl_compile(const char *src, tpl_template **out, core_err *err)
 	c.t = calloc(1, sizeof(*c.t));
 	if (!c.t)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	c.name = name;
 	c.s = src;
 	c.n = strlen(src);
 	c.err = err;
+	c.cur = &c.t->root;
 	/* Jinja drops one trailing newline (keep_trailing_newline=False). */
 	if (c.n && c.s[c.n - 1] == '\n')
 		c.n--;
@@ -153,15 +162,16 @@ int tpl_compile(const char *src, tpl_template **out, core_err *err)
 	return 0;
 }
 
+int tpl_compile(const char *src, tpl_template **out, core_err *err)
+{
+	return tpl_compile_named(src, NULL, out, err);
+}
+
 void tpl_free(tpl_template *t)
 {
 	if (!t)
 		return;
-	for (size_t i = 0; i < t->nsegs; i++) {
-		free(t->segs[i].text);
-		tpl__free_expr(t->segs[i].e);
-	}
-	free(t->segs);
+	tpl__free_block(&t->root);
 	free(t);
 }
 

@@ -4,10 +4,10 @@
  * Compiles the input as a template; a failure must be CORE_ECONFIG
  * "template line L, column C: ..." (or out of memory) and leave no
  * template. When it compiles, its hash must be well formed, and it is
- * rendered twice against a fixed row: both renders must agree, an error
- * must be a "template ..." CORE_EDATA that leaves the output as it was,
- * and valid UTF-8 in must give valid UTF-8 out. Leaks and memory errors
- * are left to the sanitizers.
+ * rendered twice against a fixed row and lookup: both renders must agree,
+ * an error must be a "template ..." CORE_EDATA that leaves the output as
+ * it was, and valid UTF-8 in must give valid UTF-8 out. Leaks and memory
+ * errors are left to the sanitizers.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -23,6 +23,10 @@ static const char *row_json =
 	" \"o\": {\"x\": {\"y\": [0, -1]}, \"z\": \"7\", \"my key\": \"\\u00df\"},"
 	" \"big\": 9223372036854775807, \"f\": 1e300, \"el\": [], \"eo\": {}}";
 
+static const char *lookup_json =
+	"{\"c\": {\"a\": {\"n\": \"A\"}, \"1\": [1, 2]}, \"l\": [\"x\", \"y\"],"
+	" \"items\": {\"k\": 1}, \"s\": \"\u00e9t\u00e9\"}";
+
 static const json_t *fixed_row(void)
 {
 	static json_t *row;
@@ -32,6 +36,17 @@ static const json_t *fixed_row(void)
 	if (!row)
 		abort();
 	return row;
+}
+
+static const json_t *fixed_lookup(void)
+{
+	static json_t *lookup;
+
+	if (!lookup)
+		lookup = json_loads(lookup_json, 0, NULL);
+	if (!lookup)
+		abort();
+	return lookup;
 }
 
 static bool utf8_ok(const char *s, size_t n)
@@ -59,8 +74,8 @@ static void render(const tpl_template *t, bool utf8_in)
 
 	core_buf_puts(&a, "pre");
 	core_buf_puts(&b, "pre");
-	ra = tpl_render(t, fixed_row(), &a, &ea);
-	rb = tpl_render(t, fixed_row(), &b, &eb);
+	ra = tpl_render_lookup(t, fixed_row(), fixed_lookup(), &a, &ea);
+	rb = tpl_render_lookup(t, fixed_row(), fixed_lookup(), &b, &eb);
 	if (ra != rb || a.len != b.len || (a.len && memcmp(a.data, b.data, a.len)))
 		abort();
 	if (ra && ra != CORE_ENOMEM) {

@@ -439,7 +439,67 @@ is "finish_reason length: verify" verify_ok length
 stop_mock
 }
 
-for sec in ${LLM_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12}; do
+# ----------------------------- 13. template_file, lookup_file, system_prompt_file
+# ELSPETH's file options (core/settings_files.c) and template statements:
+# the mock echoes each prompt (--answer echo), which must be what Jinja2
+# renders as ELSPETH does (tests/fixtures/template_files/expected.json,
+# recorded by tests/reference/template_files.py); the files' contents are
+# in the recorded settings and the node's config.
+s13() {
+start_mock tfiles --answer echo
+mkdir -p tf/prompts
+cp "$SRC"/tests/fixtures/template_files/{classify.j2,lookup.yaml,system.txt} tf/prompts/
+cp "$SRC"/tests/fixtures/template_files/tickets.csv tf/
+EXP="$SRC/tests/fixtures/template_files/expected.json"
+pipeline tf/p.yaml tf/tickets.csv llm "model: test/model-1
+base_url: \"http://127.0.0.1:$PORT/v1\"
+template_file: prompts/classify.j2
+lookup_file: prompts/lookup.yaml
+system_prompt_file: ./prompts/system.txt
+response_field: label"
+run tfiles tf/p.yaml --max-rows-in-flight 4
+is "template files: exit 0, 4 rows out, no errors" \
+  [ "$RC" = 0 -a "$(nlines tfiles/out.jsonl)" = 4 -a "$(nlines tfiles/errors.jsonl)" = 0 ]
+bad=$("$PY" - "$EXP" <<'PY'
+import json, sys
+exp = json.load(open(sys.argv[1]))
+rows = [json.loads(l) for l in open("tfiles/out.jsonl")]
+bad = [r["ticket_id"] for r, p in zip(rows, exp["prompts"])
+       if r["label"] != p or r["label_template_hash"] != exp["template_hash"]]
+print(" ".join(bad) if bad or len(rows) == len(exp["prompts"]) else "count")
+PY
+)
+is "template files: every prompt is Jinja2's, byte for byte, and the hash is the file's (${bad:-all good})" [ -z "$bad" ]
+e=$(explain_py tfiles 2 'c[0]["request"]["data"]["messages"][0] == {"role": "system", "content": json.load(open(sys.argv[2]))["system_prompt"]}' "$EXP")
+is "template files: the system prompt is the file's text (CR LF read as LF)" [ "$e" = True ]
+"$ELSPETH" export --database state-tfiles --run latest --sqlite tfiles.db > /dev/null 2>&1
+a=$("$PY" - <<'PY'
+import json, sqlite3
+db = sqlite3.connect("tfiles.db")
+s = json.loads(db.execute("select settings_json from runs").fetchone()[0])
+o = s["transforms"][0]["options"]
+cfg = json.loads(db.execute("select config_json from nodes where plugin_name = 'llm'").fetchone()[0])
+tpl = open("tf/prompts/classify.j2").read()
+ok = (o["template"] == tpl and o["template_source"] == "prompts/classify.j2"
+      and o["lookup"]["teams"]["tech"]["sla_hours"] == 48 and o["lookup_source"] == "prompts/lookup.yaml"
+      and o["system_prompt_source"] == "./prompts/system.txt" and "template_file" not in o
+      and cfg["template"] == tpl and cfg["lookup"] == o["lookup"])
+print(ok)
+PY
+)
+is "template files: the recorded settings and the node's config hold the contents" [ "$a" = True ]
+sed 's|prompts/classify.j2|../classify.j2|' tf/p.yaml > tf/up.yaml
+expect "template files: a path outside the settings' directory is refused" 1 \
+  "outside the settings file's directory" -- env OUT=v STATE=v "$ELSPETH" validate -s tf/up.yaml
+printf '{%% for x in lookup.labels %%}{{ x }}' > tf/prompts/bad.j2
+sed 's|prompts/classify.j2|prompts/bad.j2|' tf/p.yaml > tf/bad.yaml
+expect "template files: a template error names the file, line and column" 1 \
+  "template prompts/bad.j2 line 1, column 1: {% for %} is never closed" -- env OUT=v STATE=v "$ELSPETH" validate -s tf/bad.yaml
+is "template files: verify" verify_ok tfiles
+stop_mock
+}
+
+for sec in ${LLM_SECTIONS:-1 2 3 4 5 6 7 8 9 10 11 12 13}; do
   t=$(date +%s.%N); "s$sec"
   echo "# section $sec: $(awk -v a="$t" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }') s"
 done

@@ -513,6 +513,126 @@ Test(expr, builtin_float_bool_abs)
 	expect("abs(row['big'])", "9223372036854775807");
 }
 
+Test(expr, builtins_without_an_argument)
+{
+	expect("bool()", "false");
+	expect("str()", "\"\"");
+	expect("int()", "0");
+	expect("float()", "0.0");
+	expect_syntax("len()", 5, "len() takes exactly one argument");
+	expect_syntax("abs()", 5, "abs() takes exactly one argument");
+	expect_syntax("bool(1, 2)", 9, "bool() takes at most one argument");
+}
+
+/* ------------------------------------------------------ sets and dicts */
+
+Test(expr, set_literals)
+{
+	expect("{1, 2, 2, 1.0}", "[1, 2]");
+	expect_key("{1, 2, 2, 1.0}", "{1, 2}");
+	expect_key("{'b', 'a', 'b',}", "{'b', 'a'}");	/* the order written */
+	expect_key("{(1, 2), (1, 2)}", "{(1, 2)}");
+	expect_key("{1} - {1}", "set()");
+	expect("{1, 2, 3} - {2, 5}", "[1, 3]");
+	expect("row['name'] in {'alice', 'bob'}", "true");
+	expect("row['name'] not in {'alice', 'bob'}", "false");
+	expect("row['age'] in {30.0, 'x'}", "true");
+	expect("(1, 2) in {(1, 2)}", "true");
+	expect("{1, 2} == {2, 1}", "true");
+	expect("{1, 2} == [1, 2]", "false");
+	expect("{1} < {1, 2}", "true");
+	expect("{1, 2} <= {1, 2}", "true");
+	expect("{1, 2} < {1, 2}", "false");
+	expect("{1, 3} > {1}", "true");
+	expect("{1} >= {2}", "false");
+	expect("[{1}] < [{1, 2}]", "true");
+	expect("len({1, 1, True, 2})", "2");
+	expect("bool({0})", "true");
+	expect("str({'a', None})", "\"{'a', None}\"");
+}
+
+Test(expr, dict_literals)
+{
+	expect("{}", "{}");
+	expect_key("{}", "{}");
+	expect("{'a': 1, 'b': [1, 2]}", "{\"a\": 1, \"b\": [1, 2]}");
+	expect_key("{'a': 1, 'a': 2, 1: 'x', 1.0: 'y', True: 'z'}",
+		   "{'a': 2, 1: 'z'}");
+	expect("row['age'] in {30: 'x'}", "true");
+	expect("'30' in {30: 'x'}", "false");
+	expect("'x' in {30: 'x'}", "false");
+	expect("{1: 'a'} == {1.0: 'a'}", "true");
+	expect("{'geo': {'lat': 48.85}, 'zip': '75001', 'city': 'Paris'}"
+	       " == row['addr']", "true");
+	expect("row['addr'] != {'city': 'Paris'}", "true");
+	expect("{'a': {'b': 2}}['a']['b']", "2");
+	expect("{(1, 2): 'x'}[(1, 2)]", "\"x\"");
+	expect("row.get('missing', {'k': 'd'})['k']", "\"d\"");
+	expect("len({'a': 1, 'a': 2})", "1");
+	expect("not {}", "true");
+	expect("str({'a': None, 2: row['tags']})",
+	       "\"{'a': None, 2: ['a', 'b', 'c']}\"");
+}
+
+Test(expr, set_and_dict_errors)
+{
+	json_t *row = make_row(), *got = (json_t *)1;
+	dag_expr *e = compile_ok("{1: 'a'}");
+	core_err err = { 0 };
+
+	expect_runtime("{[1]}", "unhashable type: 'list'");
+	expect_runtime("{row['tags']: 1}", "unhashable type: 'list'");
+	expect_runtime("{row['addr']}", "unhashable type: 'dict'");
+	expect_runtime("{(1, [2])}", "unhashable type: 'tuple'");
+	expect_runtime("[1] in {1}", "unhashable type: 'list'");
+	expect_runtime("{1} in {'a': 1}", "unhashable type: 'set'");
+	expect_runtime("row.get({1})", "unhashable type: 'set'");
+	expect_runtime("{1: 2}[3]", "key 3 not found in `{1: 2}`");
+	expect_runtime("{1} < [1]",
+		       "'<' not supported between instances of 'set' and 'list'");
+	expect_runtime("{'a': 1} < {'a': 2}",
+		       "'<' not supported between instances of 'dict' and 'dict'");
+	expect_runtime("{1} + {2}",
+		       "unsupported operand type(s) for +: 'set' and 'set'");
+	expect_runtime("{1}[0]", "'set' object is not subscriptable");
+	/* A dict with a key that is not a string has no JSON form; its route
+	 * key is still Python's str(). */
+	cr_assert_eq(dag_expr_eval(e, row, &got, &err), CORE_EEXPR);
+	cr_assert_null(got);
+	cr_assert(strstr(err.msg, "no JSON form"), "%s", err.msg);
+	dag_expr_free(e);
+	json_decref(row);
+	expect_key("{1: 'a'}", "{1: 'a'}");
+}
+
+Test(expr, set_and_dict_syntax)
+{
+	expect_syntax("{**row}", 2, "dict spread (**) is not allowed");
+	expect_syntax("{'a': 1, **row}", 10, "dict spread (**) is not allowed");
+	expect_syntax("{*row['tags']}", 2, "starred expressions (*x) are not allowed");
+	expect_syntax("[*row['tags']]", 2, "starred expressions (*x) are not allowed");
+	expect_syntax("2 ** 3", 3, "'**' (power) is not allowed");
+	expect_syntax("{1: 2, 3}", 9, "expected ':' after the key in the dict opened at column 1");
+	expect_syntax("{1, 2: 3}", 6, "expected ',' or '}' to close the set opened at column 1, found ':'");
+	expect_syntax("{1", 3, "expected ',' or '}' to close the set opened at column 1, found end of input");
+	expect_syntax("{row['a'] for x in row}", 11, "comprehensions are not allowed");
+	expect_syntax("{1:}", 4, "expected an expression");
+	expect_syntax("row['tags'][:2]", 13, "slices ([a:b]) are not allowed");
+}
+
+/* A set of many items is built in linear time (a hash table), once per
+ * evaluation. */
+Test(expr, large_set_literal, .timeout = 20)
+{
+	char *src = repeat("row['age'] in {", "7, 'x', 1.5, ", 100000, "30}");
+	char *dup = repeat("len({", "1, ", 200000, "2})");
+
+	expect(src, "true");
+	expect(dup, "2");
+	free(src);
+	free(dup);
+}
+
 /* ----------------------------------------------------------- route keys */
 
 Test(expr, route_keys_per_result_type)
@@ -581,7 +701,7 @@ Test(expr, syntax_errors_name_the_column)
 	expect_syntax("row['a'] ==", 12, "expected an expression, found end of input");
 	expect_syntax("row['a' == 1", 13, "expected ']' to close subscript opened at column 4");
 	expect_syntax("row['a'] == 1 2", 15, "expected end of expression, found '2'");
-	expect_syntax("1 +* 2", 4, "expected an expression, found '*'");
+	expect_syntax("1 +* 2", 4, "starred expressions (*x) are not allowed");
 	expect_syntax("(1 + 2", 7, "expected ')' to close '(' opened at column 1");
 	expect_syntax("[1, 2", 6, "expected ',' or ']' to close list opened at column 1");
 	expect_syntax("[1 2]", 4, "expected ',' or ']'");
@@ -592,10 +712,10 @@ Test(expr, syntax_errors_name_the_column)
 	expect_syntax("!row['a']", 1, "use 'not'");
 	expect_syntax("1 not 2", 7, "expected 'in' after 'not'");
 	expect_syntax("not", 4, "expected an expression");
-	expect_syntax("row[1:2]", 6, "unexpected character ':'");
+	expect_syntax("row[1:2]", 6, "slices ([a:b]) are not allowed");
 	expect_syntax("row['a'] == 1 # c", 15, "unexpected character '#'");
 	expect_syntax("'\xc3\xa9' == x", 8, "unknown name 'x'");
-	expect_syntax("1 ** 2", 4, "expected an expression, found '*'");
+	expect_syntax("1 ** 2", 3, "'**' (power) is not allowed");
 }
 
 Test(expr, literal_errors)
@@ -642,25 +762,27 @@ Test(expr, names_calls_and_attributes_are_restricted)
 	expect_syntax("[x for x in row]", 2, "unknown name 'x'");
 }
 
+/* 200 levels of brackets, as Python allows (ELSPETH's own tests nest up
+ * to 100). */
 Test(expr, nesting_limit)
 {
-	char *ok = repeat("", "(", 60, "1");
+	char *ok = repeat("", "(", 199, "1");
 	char *ok2, *deep, *unary, *brackets, *nots;
 	size_t i;
 
-	ok2 = malloc(200);
+	ok2 = malloc(500);
 	strcpy(ok2, ok);
-	for (i = 0; i < 60; i++)
+	for (i = 0; i < 199; i++)
 		strcat(ok2, ")");
 	expect(ok2, "1");
-	deep = repeat("", "(", 65, "1");
-	expect_syntax(deep, 65, "nested too deeply");
-	unary = repeat("", "-", 100, "1");
-	expect_syntax(unary, 64, "nested too deeply");
+	deep = repeat("", "(", 201, "1");
+	expect_syntax(deep, 201, "nested too deeply");
+	unary = repeat("", "-", 250, "1");
+	expect_syntax(unary, 200, "nested too deeply");
 	brackets = repeat("", "[", 100000, "");
-	expect_syntax(brackets, 65, "nested too deeply");
-	nots = repeat("", "not ", 100, "1");
-	expect_syntax(nots, 253, "nested too deeply");
+	expect_syntax(brackets, 201, "nested too deeply");
+	nots = repeat("", "not ", 250, "1");
+	expect_syntax(nots, 797, "nested too deeply");
 	free(ok);
 	free(ok2);
 	free(deep);
@@ -865,4 +987,72 @@ Test(expr, one_expression_many_threads, .timeout = 60)
 	}
 	dag_expr_free(e);
 	json_decref(row);
+}
+
+struct deep {
+	const char *src;
+	const char *want;	/* the route key */
+	dag_expr *e;
+	int rc;
+	char key[64];
+	core_err err;
+};
+
+static void *deep_worker(void *arg)
+{
+	struct deep *d = arg;
+	json_t *row = json_object();
+
+	d->rc = dag_expr_route_key(d->e, row, d->key, sizeof(d->key), &d->err);
+	json_decref(row);
+	return NULL;
+}
+
+/* The deepest expressions the parser accepts (compiled when the settings
+ * are validated, on the main thread) evaluate on a stack the size of the
+ * engine's workers' (engine/pipeline.c, WORKER_STACK): 200 levels of
+ * brackets (a set of nested tuples, hashed, compared and printed
+ * recursively) and 255 operators in a row. */
+Test(expr, deepest_expressions_fit_a_worker_stack, .timeout = 60)
+{
+	char *tuple = repeat("{", "(", 198, "1");
+	char *chain = repeat("1", " + 1", 255, "");
+	char *src, *printed, *strlen_src;
+	struct deep d[3] = { 0 };
+	pthread_attr_t attr;
+	pthread_t t;
+	size_t i, len = strlen(tuple);
+
+	src = malloc(4 * len + 1000);
+	printed = malloc(4 * len + 1000);
+	strlen_src = malloc(4 * len + 1000);
+	cr_assert(src && printed && strlen_src);
+	strcpy(printed, tuple);
+	for (i = 0; i < 198; i++)
+		strcat(printed, ",)");
+	strcat(printed, "}");
+	sprintf(src, "%s == %s", printed, printed);
+	/* len( and str( are two more levels: two tuples fewer */
+	sprintf(strlen_src, "len(str({%s))", printed + 3);
+	strlen_src[strlen(strlen_src) - 2 * 2 - 3] = '\0';
+	strcat(strlen_src, "}))");
+	d[0] = (struct deep){ .src = src, .want = "true" };
+	d[1] = (struct deep){ .src = chain, .want = "256" };
+	d[2] = (struct deep){ .src = strlen_src, .want = "591" };
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	for (i = 0; i < 3; i++) {
+		d[i].e = compile_ok(d[i].src);
+		cr_assert_eq(pthread_create(&t, &attr, deep_worker, &d[i]), 0);
+		pthread_join(t, NULL);
+		cr_assert_eq(d[i].rc, 0, "%.40s...: %s", d[i].src, d[i].err.msg);
+		cr_assert_str_eq(d[i].key, d[i].want);
+		dag_expr_free(d[i].e);
+	}
+	pthread_attr_destroy(&attr);
+	free(src);
+	free(printed);
+	free(strlen_src);
+	free(tuple);
+	free(chain);
 }

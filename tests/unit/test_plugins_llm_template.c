@@ -1,5 +1,7 @@
 /* test_plugins_llm_template.c — prompt templates: syntax, whitespace
  * control, lookups, filters, Python-style rendering, errors, fields. */
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,7 +9,7 @@
 
 #include "plugins/template/template.h"
 
-TestSuite(tpl_template, .timeout = 10);
+TestSuite(tpl_template);
 
 static const char *row_text =
 	"{\"a\": 1, \"s\": \"  Hi there \", \"n\": null, \"t\": true, \"f\": false,"
@@ -316,11 +318,17 @@ Test(tpl_template, default_filter)
 
 /* ----------------------------------------------------- compile errors */
 
-Test(tpl_template, statements_are_rejected)
+Test(tpl_template, unsupported_statements_are_named)
 {
-	expect_compile_err("Hi {% if row.a %}x{% endif %}",
-			   "template line 1, column 4: statements ({% ... %}) are not supported");
-	expect_compile_err("a\nbc {%- raw %}", "line 2, column 4: statements");
+	expect_compile_err("Hi {% set x = 1 %}",
+			   "template line 1, column 7: {% set %} is not supported "
+			   "(supported: if, elif, else, endif, for, endfor)");
+	expect_compile_err("a\nbc {%- raw %}", "line 2, column 8: {% raw %} is not supported");
+	expect_compile_err("{% include 'x' %}", "column 4: {% include %} is not supported");
+	expect_compile_err("{% macro m() %}", "column 4: {% macro %} is not supported");
+	expect_compile_err("{% break %}", "column 4: {% break %} is not supported");
+	expect_compile_err("{% frobnicate %}", "column 4: unknown statement 'frobnicate'");
+	expect_compile_err("{% %}", "column 4: expected a statement after '{%'");
 }
 
 Test(tpl_template, syntax_errors_name_position)
@@ -332,12 +340,12 @@ Test(tpl_template, syntax_errors_name_position)
 	expect_compile_err("{{ }}", "column 4: expected an expression (row.name, "
 			   "row['name'] or a quoted string), got '}}'");
 	expect_compile_err("{{ name }}", "column 4: unknown name 'name': "
-			   "expressions start with 'row', e.g. {{ row.name }}");
-	expect_compile_err("{{ row }}", "column 8: expected '.' or '[' after 'row'");
+			   "names are row, lookup and loop variables, e.g. {{ row.name }}");
 	expect_compile_err("{{ row. }}", "column 9: expected a field name after '.', got '}}'");
 	expect_compile_err("{{ row.1 }}", "column 8: expected a field name after '.', got '1'");
 	expect_compile_err("{{ row[0] }}", "column 7: the row is an object");
-	expect_compile_err("{{ row[x] }}", "column 8: expected a quoted key or an integer");
+	expect_compile_err("{{ row[x] }}", "column 8: unknown name 'x'");
+	expect_compile_err("{{ row[true] }}", "column 8: a key must be a quoted string or an integer");
 	expect_compile_err("{{ row['a' }}", "column 12: expected ']', got '}}'");
 	expect_compile_err("{{ row.l[1.5] }}", "column 10: an index must be an integer");
 	expect_compile_err("{{ row['a }}", "column 8: unterminated string literal");
@@ -345,7 +353,7 @@ Test(tpl_template, syntax_errors_name_position)
 	expect_compile_err("{{ row.a | title }}", "column 12: unknown filter 'title' "
 			   "(supported: upper, lower, trim, length, tojson, default)");
 	expect_compile_err("{{ row.a | upper(1) }}", "column 18: filter 'upper' takes no arguments");
-	expect_compile_err("{{ row.a | default(x) }}", "column 20: expected a literal");
+	expect_compile_err("{{ row.a | default(x) }}", "column 20: unknown name 'x'");
 	expect_compile_err("{{ row.a | default('x', 'y') }}", "column 25: the second argument of default");
 	expect_compile_err("{{ row.a | default('x' }}", "column 24: expected ')'");
 	expect_compile_err("x {# never closed", "column 3: unclosed comment: expected '#}'");
@@ -394,7 +402,7 @@ Test(tpl_template, missing_field_is_a_data_error)
 Test(tpl_template, type_errors_name_the_field)
 {
 	expect_render_err("{{ row.s.x }}", "template field 's.x': 's' is a string, not an object");
-	expect_render_err("{{ row.s[0] }}", "template field 's[0]': 's' is a string, not an array");
+	expect_render_err("{{ row.s[20] }}", "template field 's[20]' is not in the row ('s' has 11 characters)");
 	expect_render_err("{{ row.o[0] }}", "template field 'o[0]': 'o' is an object, not an array");
 	expect_render_err("{{ row.l.k }}", "template field 'l.k': 'l' is an array, not an object");
 	expect_render_err("{{ row.a.b.c }}", "template field 'a.b': 'a' is an integer, not an object");
@@ -509,4 +517,266 @@ Test(tpl_template, large_template_and_values)
 	free(big);
 	free(src);
 	json_decref(r);
+}
+
+/* -------------------------------------------------------- statements */
+
+Test(tpl_template, statement_errors_name_position)
+{
+	expect_compile_err("{% if row.a %}x", "line 1, column 1: {% if %} is never "
+			   "closed: expected {% endif %} before the end of the template");
+	expect_compile_err("a\n {% for x in row.l %}", "line 2, column 2: {% for %} is "
+			   "never closed: expected {% endfor %}");
+	expect_compile_err("{% endif %}", "column 4: unexpected {% endif %}: no {% if %} is open");
+	expect_compile_err("{% endfor %}", "column 4: unexpected {% endfor %}: no {% for %} is open");
+	expect_compile_err("{% for x in row.l %}{% endif %}", "column 24: unexpected "
+			   "{% endif %}: the innermost open block is the {% for %} "
+			   "opened at line 1, column 1");
+	expect_compile_err("{% if row.a %}{% else %}{% else %}{% endif %}", "column 28: "
+			   "{% else %} after the {% else %} of the {% if %} opened at "
+			   "line 1, column 1");
+	expect_compile_err("{% if row.a %}{% else %}{% elif row.b %}{% endif %}",
+			   "column 28: {% elif %} after the {% else %}");
+	expect_compile_err("{% for x in row.l %}{% elif row.b %}{% endfor %}",
+			   "unexpected {% elif %}: the innermost open block is the {% for %}");
+	expect_compile_err("{% elif row.a %}", "column 4: unexpected {% elif %}: no {% if %} is open");
+	expect_compile_err("{% if %}{% endif %}", "column 7: expected an expression");
+	expect_compile_err("{% if row.a x %}", "column 13: expected '%}' to close the "
+			   "statement opened at line 1, column 1, got 'x'");
+	expect_compile_err("{% else x %}", "unexpected {% else %}");
+	expect_compile_err("{% for in row.l %}", "column 8: expected a variable name "
+			   "after 'for', got 'in'");
+	expect_compile_err("{% for x row.l %}", "column 10: expected 'in' after the "
+			   "loop's variables, got 'row'");
+	expect_compile_err("{% for loop in row.l %}", "'loop' is the loop's own variable");
+	expect_compile_err("{% for x in row.l if x %}", "column 19: 'if' here (an inline "
+			   "if, or a loop filter) is not supported; use {% if %}");
+	expect_compile_err("{{ loop.index }}", "column 4: 'loop' is only defined inside {% for %}");
+	expect_compile_err("{% for x in row.l %}{{ loop.nope }}{% endfor %}",
+			   "column 29: unknown loop attribute 'nope'");
+	expect_compile_err("{% for x in row.l %}{{ loop }}{% endfor %}",
+			   "expected '.' after 'loop'");
+	expect_compile_err("{% for x in row.l %}{% endfor %}{{ x }}", "unknown name 'x'");
+	expect_compile_err("{% for x in row.l %}{% else %}{{ x }}{% endfor %}",
+			   "unknown name 'x'");
+	expect_compile_err("{% for x in x %}{% endfor %}", "column 13: unknown name 'x'");
+	expect_compile_err("{% for a, b, c, d, e, f, g, h, i in row.l %}", "at most 8 names");
+}
+
+Test(tpl_template, expression_errors_name_position)
+{
+	expect_compile_err("{{ row.a + 1 }}", "column 10: operator '+' is not supported "
+			   "(templates have no arithmetic)");
+	expect_compile_err("{{ row.a ~ row.s }}", "operator '~' is not supported");
+	expect_compile_err("{{ row.a if row.t else 'x' }}", "column 10: 'if' here (an "
+			   "inline if, or a loop filter) is not supported");
+	expect_compile_err("{{ 1 < 2 < 3 }}", "chained comparisons (a < b < c) are not supported");
+	expect_compile_err("{{ row.a is foo }}", "column 13: unknown test 'foo' "
+			   "(supported: defined, undefined, none)");
+	expect_compile_err("{{ row.o.pop() }}", "column 10: calling 'pop' is not supported");
+	expect_compile_err("{{ row.o.get() }}", ".get() takes a key and an optional default");
+	expect_compile_err("{{ row.o.items(1) }}", ".items() takes no arguments");
+	expect_compile_err("{% for k, v in row.items() %}{% endfor %}", "column 20: the "
+			   "row has no .items() (ELSPETH's row has .get() and .keys())");
+	expect_compile_err("{{ (1, 2) }}", "tuples are not supported");
+	expect_compile_err("{{ row.l[1:2] }}", "column 11: slices ([a:b]) are not supported");
+	expect_compile_err("{{ [1, 2 }}", "expected ']' to close the list opened at line 1, column 4");
+	expect_compile_err("{{ (row.a }}", "expected ')' to close the parenthesis");
+	expect_compile_err("{{ row.a | default(1, 2, 3) }}", "default takes at most two arguments");
+}
+
+Test(tpl_template, nesting_is_bounded)
+{
+	size_t n = 70, i;
+	char *src = malloc(n * 40 + 200), *p = src;
+
+	for (i = 0; i < n; i++)
+		p += sprintf(p, "{%% if row.t %%}");
+	strcpy(p, "x");
+	expect_compile_err(src, "blocks nested too deeply (more than 64)");
+	p = src;
+	for (i = 0; i < n; i++)
+		*p++ = '(';
+	strcpy(p, "1");
+	memmove(src + 3, src, strlen(src) + 1);
+	memcpy(src, "{{ ", 3);
+	expect_compile_err(src, "expression nested too deeply (more than 64 levels)");
+	p = src + sprintf(src, "{{ row.s");
+	for (i = 0; i < 201; i++)
+		p += sprintf(p, " | trim");
+	strcpy(p, " }}");
+	expect_compile_err(src, "expression too complex (more than 200 levels");
+	free(src);
+}
+
+Test(tpl_template, template_name_in_messages)
+{
+	core_err err = { 0 };
+	tpl_template *t = (tpl_template *)1;
+
+	cr_assert_eq(tpl_compile_named("ok\n{{ nope }}", "prompts/x.j2", &t, &err),
+		     CORE_ECONFIG);
+	cr_assert_null(t);
+	cr_expect_str_eq(err.msg, "template prompts/x.j2 line 2, column 4: unknown "
+			 "name 'nope': names are row, lookup and loop variables, "
+			 "e.g. {{ row.nope }}");
+}
+
+Test(tpl_template, statement_render_errors)
+{
+	expect_render_err("{% if row.x %}a{% endif %}", "template field 'x' is not in the row");
+	expect_render_err("{% for x in row.a %}{% endfor %}",
+			  "template: {% for %} over 'row.a': an integer is not iterable");
+	expect_render_err("{% for x in row.n %}{% endfor %}", "null is not iterable");
+	expect_render_err("{% for a, b in row.l %}{% endfor %}",
+			  "template: {% for %} over 'row.l': cannot unpack an integer into 2 names");
+	expect_render_err("{% for a, b in [[1, 2, 3]] %}{% endfor %}",
+			  "cannot unpack an array into 2 names (it has 3 items)");
+	expect_render_err("{{ row.s < 1 }}", "template: '<' not supported between "
+			  "instances of 'str' and 'int' (in `row.s < 1`)");
+	expect_render_err("{{ 1 in row.a }}", "argument of type 'int' is not iterable");
+	expect_render_err("{{ row.a in row.s }}", "'in <string>' requires a string as left operand, not 'int'");
+	expect_render_err("{{ row.l in row.o }}", "unhashable type: 'list'");
+	expect_render_err("{{ not row.x }}", "template field 'x' is not in the row");
+	expect_render_err("{{ row.t and row.x }}", "template field 'x' is not in the row");
+	expect_render_err("{% for it in row.l %}{{ it.k }}{% endfor %}",
+			  "template field 'it.k': 'it' is an integer, not an object");
+	expect_render_err("{% for it in [row.o] %}{{ it.nope }}{% endfor %}",
+			  "template field 'it.nope' is not in loop variable 'it'");
+	expect_render_err("{{ lookup.x }}", "template field 'lookup.x' is not in the lookup");
+	expect_render_err("{{ row.o.items }}", "template field 'o.items': in Jinja .items "
+			  "of a mapping is its method, not the key; write ['items']");
+	expect_render_err("{{ row.keys }}", "template field 'keys': in Jinja .keys of a "
+			  "mapping is its method");
+	expect_render_err("{{ row.l.items() }}", "template: 'row.l' is an array, not a "
+			  "mapping: it has no .items()");
+	expect_render_err("{{ row.o[row.l] }}", "a key must be a string or an integer, not an array");
+	expect_render_err("{{ (row.o).nope }}", "template field 'o.nope' is not in the row");
+	expect_render_err("{{ (row.o)[row.s] }}", "template field 'o['  Hi there ']' is not in the row");
+	expect_render_err("{{ row.o.get('in').nope }}", "template field "
+			  "'row.o.get('in').nope' is not in 'row.o.get('in')'");
+}
+
+Test(tpl_template, statements_render)
+{
+	char *got;
+
+	expect("{% if row.a %}A{% elif row.x %}B{% endif %}", "A");
+	expect("{% for k, v in row.o.items() %}{{ k }}{% endfor %}", "kbinz");
+	expect("{% for x in row.l %}{{ loop.revindex0 }}{% endfor %}", "210");
+	expect("{{ row.o.get('k') }}{{ row.o.get('nope') }}{{ row.get('a') }}", "vNone1");
+	expect("{{ row.s[2] }}{{ row.u[-1] }}", "H\xe7\x95\x8c");
+	got = render_row("{{ row }}", "{\"a\": 1, \"b\": [true, null]}");
+	cr_expect_str_eq(got, "{\"a\":1,\"b\":[true,null]}");
+	free(got);
+	expect("{% for k in row.eo %}x{% else %}empty{% endfor %}", "empty");
+	expect("{{ (row.o).k }}{{ (row.o)['b'] }}{{ (row.l)[row.a] }}", "vTruex");
+	expect("{{ row['my key'] is defined }}{{ row.o.z is none }}", "TrueTrue");
+}
+
+Test(tpl_template, lookup_namespace)
+{
+	tpl_template *t = compile_ok("{{ lookup.c[row.k].n }}|{% for l in lookup.l %}"
+				     "{{ l }}{% if not loop.last %},{% endif %}{% endfor %}");
+	json_t *r = js("{\"k\": \"b\"}");
+	json_t *lk = js("{\"c\": {\"a\": {\"n\": 1}, \"b\": {\"n\": \"two\"}}, \"l\": [\"x\", \"y\"]}");
+	core_buf b = { 0 };
+	core_err err = { 0 };
+
+	cr_assert_eq(tpl_render_lookup(t, r, lk, &b, &err), 0, "%s", err.msg);
+	cr_expect_str_eq(b.data, "two|x,y");
+	core_buf_reset(&b);
+	json_object_set_new(r, "k", json_string("z"));
+	cr_assert_eq(tpl_render_lookup(t, r, lk, &b, &err), CORE_EDATA);
+	cr_expect_str_eq(err.msg, "template field 'lookup.c.z' is not in the lookup");
+	cr_assert_eq(tpl_render(t, r, &b, &err), CORE_EDATA, "no lookup: an empty one");
+	cr_expect_str_eq(err.msg, "template field 'lookup.c' is not in the lookup");
+	cr_assert_eq(tpl_render_lookup(t, r, r, &b, &err), CORE_EDATA);
+	core_buf_release(&b);
+	json_decref(r);
+	json_decref(lk);
+	tpl_free(t);
+}
+
+/* A render is bounded: loops nested over a large list stop at 10,000,000
+ * iterations, output at 64 MiB; both are row errors. */
+Test(tpl_template, render_budget, .timeout = 60)
+{
+	tpl_template *loops = compile_ok("{% for a in row.l %}{% for b in row.l %}"
+					 "{% for c in row.l %}{% endfor %}{% endfor %}"
+					 "{% endfor %}");
+	tpl_template *big = compile_ok("{% for a in row.l %}{{ row.s }}{% endfor %}");
+	json_t *r = json_object(), *l = json_array();
+	char *s = malloc(1 << 20);
+	core_buf b = { 0 };
+	core_err err = { 0 };
+
+	for (int i = 0; i < 1000; i++)
+		json_array_append_new(l, json_integer(i));
+	memset(s, 'x', (1 << 20) - 1);
+	s[(1 << 20) - 1] = '\0';
+	json_object_set_new(r, "l", l);
+	json_object_set_new(r, "s", json_string(s));
+	cr_assert_eq(tpl_render(loops, r, &b, &err), CORE_EDATA);
+	cr_expect_str_eq(err.msg, "template: more than 10000000 loop iterations in one render");
+	cr_assert_eq(tpl_render(big, r, &b, &err), CORE_EDATA);
+	cr_expect_str_eq(err.msg, "template: the rendered text would exceed 64 MiB");
+	cr_expect_eq(b.len, 0);
+	core_buf_release(&b);
+	json_decref(r);
+	free(s);
+	tpl_free(loops);
+	tpl_free(big);
+}
+
+struct deep_render {
+	const tpl_template *t;
+	const json_t *row;
+	int rc;
+	core_buf out;
+	core_err err;
+};
+
+static void *render_worker(void *arg)
+{
+	struct deep_render *d = arg;
+
+	d->rc = tpl_render(d->t, d->row, &d->out, &d->err);
+	return NULL;
+}
+
+/* The deepest template compiles (on the main thread, as the settings are
+ * validated) and renders on a stack the size of the engine's workers'
+ * (engine/pipeline.c, WORKER_STACK): 63 blocks, the innermost holding an
+ * expression 200 levels high. */
+Test(tpl_template, deepest_template_fits_a_worker_stack)
+{
+	char *src = malloc(64 * 40 + 200 * 10 + 100), *p = src;
+	struct deep_render d = { 0 };
+	pthread_attr_t attr;
+	pthread_t th;
+	json_t *r = js(row_text);
+	int i;
+
+	for (i = 0; i < 63; i++)
+		p += sprintf(p, i % 2 ? "{%% if row.t %%}" : "{%% for x%d in [1] %%}", i);
+	p += sprintf(p, "{{ row.s");
+	for (i = 0; i < 198; i++)
+		p += sprintf(p, " | trim");
+	p += sprintf(p, " }}");
+	for (i = 62; i >= 0; i--)
+		p += sprintf(p, i % 2 ? "{%% endif %%}" : "{%% endfor %%}");
+	d.t = compile_ok(src);
+	d.row = r;
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	cr_assert_eq(pthread_create(&th, &attr, render_worker, &d), 0);
+	pthread_join(th, NULL);
+	cr_assert_eq(d.rc, 0, "%s", d.err.msg);
+	cr_expect_str_eq(d.out.data, "Hi there");
+	pthread_attr_destroy(&attr);
+	core_buf_release(&d.out);
+	tpl_free((tpl_template *)d.t);
+	json_decref(r);
+	free(src);
 }
