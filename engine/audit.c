@@ -63,8 +63,8 @@ static void put_text(eng_audit *a, uint64_t seq, const char *text, eng_hash out)
 
 static void story_put(eng_audit *a, uint64_t seq, const ProtobufCMessage *m)
 {
-	/* A failure is sticky in the recorder: eng__audit_finish reports it
-	 * (and rec_ckpt_put refuses to checkpoint past it). */
+	/* A failure is sticky in the recorder (rec_story_put): the next
+	 * checkpoint and eng__audit_finish fail on it. */
 	rec_story_put(a->rec, a->run_id, seq, m);
 }
 

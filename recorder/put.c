@@ -130,6 +130,17 @@ int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 	return enqueue(env, REC__OP_PUT, t, k, val, vlen, NULL, NULL);
 }
 
+void rec__fail(rec_env *env, int rc, const char *what)
+{
+	pthread_mutex_lock(&env->lock);
+	if (!env->werr) {
+		env->werr = rc;
+		core_err_set(&env->werr_msg, rc, "%s: %s (audit trail: %s)",
+			     core_strerror(rc), env->path, what);
+	}
+	pthread_mutex_unlock(&env->lock);
+}
+
 int rec__put_packed(rec_env *env, rec_table t, const rec_key *k,
 		    const void *val, size_t vlen)
 {

@@ -193,6 +193,9 @@ int rec__batch_apply(rec_env *env, const rec__batch *b, core_err *err);
 /* story.c */
 int rec__stories_init(rec_env *env);
 void rec__stories_free(rec_env *env);
+/* put.c: makes rc the sticky writer error (a record that could not be
+ * kept: the run must not go on as if it were). */
+void rec__fail(rec_env *env, int rc, const char *what);
 /* put.c: enqueues a put of a packed table (the writer packs it). */
 int rec__put_packed(rec_env *env, rec_table t, const rec_key *k,
 		    const void *val, size_t vlen);

@@ -553,7 +553,9 @@ int rec_story_put(rec_env *env, uint64_t run, uint64_t seq,
 	s = story_get(st, run, seq);
 	rc = s ? encode(s, msg) : CORE_ENOMEM;
 	pthread_mutex_unlock(&st->lock);
-	return rc; /* a write error shows at the seal (enqueue) */
+	if (rc) /* sticky: the next checkpoint and the run's end fail on it */
+		rec__fail(env, rc, "keeping a row's record");
+	return rc;
 }
 
 int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
@@ -576,6 +578,8 @@ int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
 	s = story_get(st, run, seq);
 	rc = s ? encode_payload(s, h, data, len) : CORE_ENOMEM;
 	pthread_mutex_unlock(&st->lock);
+	if (rc)
+		rec__fail(env, rc, "keeping a row's payload");
 	return rc;
 }
 
