@@ -553,7 +553,10 @@ int rec_story_put(rec_env *env, uint64_t run, uint64_t seq,
 	s = story_get(st, run, seq);
 	rc = s ? encode(s, msg) : CORE_ENOMEM;
 	pthread_mutex_unlock(&st->lock);
-	if (rc) /* sticky: the next checkpoint and the run's end fail on it */
+	/* A record that cannot be kept is sticky (the next checkpoint and
+	 * the run's end fail on it); a message of the wrong type is the
+	 * caller's mistake, refused only. */
+	if (rc && rc != CORE_EINTERNAL)
 		rec__fail(env, rc, "keeping a row's record");
 	return rc;
 }
