@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "recorder/recorder_internal.h"
@@ -200,17 +199,6 @@ static int recover(rec_env *env, int rc, size_t tried)
 	}
 }
 
-/* LMDB reports a short write as EIO: on a full disk, say so. */
-static int io_cause(const rec_env *env, int rc)
-{
-	struct statvfs st;
-
-	if (rc == EIO && !statvfs(env->path, &st) &&
-	    (uint64_t)st.f_bavail * st.f_frsize < ((uint64_t)1 << 20))
-		return ENOSPC;
-	return rc;
-}
-
 static int puts_apply(rec_env *env, const rec__batch *b, size_t *pos,
 		      core_err *err)
 {
@@ -222,8 +210,7 @@ static int puts_apply(rec_env *env, const rec__batch *b, size_t *pos,
 		if (!rc)
 			return 0;
 		if (recover(env, rc, tried))
-			return rec__lmdb_err(err, io_cause(env, rc), env,
-					     "writing audit records");
+			return rec__lmdb_err(err, rc, env, "writing audit records");
 	}
 }
 

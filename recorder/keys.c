@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recorder/recorder.h"
+#include "recorder/recorder_internal.h"
 
 
 void rec_key_init(rec_key *k)
@@ -75,6 +75,32 @@ uint32_t rec_key_get_u32(const void *key, size_t off)
 	for (i = 0; i < 4; i++)
 		v = v << 8 | p[i];
 	return v;
+}
+
+static int hex_digit(char c, bool any_case)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (any_case && c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+bool rec__unhex32(const char *hex, bool any_case, uint8_t out[CORE_SHA256_LEN])
+{
+	if (!hex || strlen(hex) != CORE_SHA256_HEX_LEN)
+		return false;
+	for (int i = 0; i < CORE_SHA256_LEN; i++) {
+		int hi = hex_digit(hex[2 * i], any_case);
+		int lo = hex_digit(hex[2 * i + 1], any_case);
+
+		if (hi < 0 || lo < 0)
+			return false;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return true;
 }
 
 const char *rec_table_name(rec_table t)

@@ -10,8 +10,10 @@
  * created, or an older format) is remembered as absent and reads as
  * empty; rec_read_begin retries opening absent tables (refresh).
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/statvfs.h>
 
 #include "recorder/recorder_internal.h"
 
@@ -35,9 +37,15 @@ void rec__strerror_register(void)
 }
 
 /* "No space left on device: state/audit.lmdb (writing audit records)":
- * the cause first, then where, then what the store was doing. */
+ * the cause first, then where, then what the store was doing. LMDB
+ * reports a short write as EIO: on a full disk, it is said so. */
 int rec__lmdb_err(core_err *err, int rc, const rec_env *env, const char *what)
 {
+	struct statvfs st;
+
+	if (rc == EIO && !statvfs(env->path, &st) &&
+	    (uint64_t)st.f_bavail * st.f_frsize < ((uint64_t)1 << 20))
+		rc = ENOSPC;
 	return core_err_set(err, rc, "%s: %s (audit trail: %s)", core_strerror(rc),
 			    env->path, what);
 }

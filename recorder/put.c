@@ -133,11 +133,8 @@ int rec_put(rec_env *env, rec_table t, const rec_key *k, const void *val,
 void rec__fail(rec_env *env, int rc, const char *what)
 {
 	pthread_mutex_lock(&env->lock);
-	if (!env->werr) {
-		env->werr = rc;
-		core_err_set(&env->werr_msg, rc, "%s: %s (audit trail: %s)",
-			     core_strerror(rc), env->path, what);
-	}
+	if (!env->werr)
+		env->werr = rec__lmdb_err(&env->werr_msg, rc, env, what);
 	pthread_mutex_unlock(&env->lock);
 }
 

@@ -253,32 +253,13 @@ int rec_last(rec_txn *t, rec_table tab, const rec_key *prefix,
 	return rc;
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 int rec_get_payload(rec_txn *t, const char *hex, const void **data,
 		    size_t *len)
 {
 	rec_key k;
-	int i, hi, lo;
 
-	if (!hex || strlen(hex) != CORE_SHA256_HEX_LEN)
+	if (!rec__unhex32(hex, true, k.b))
 		return CORE_EDATA;
-	for (i = 0; i < CORE_SHA256_LEN; i++) {
-		hi = hex_digit(hex[2 * i]);
-		lo = hex_digit(hex[2 * i + 1]);
-		if (hi < 0 || lo < 0)
-			return CORE_EDATA;
-		k.b[i] = (uint8_t)(hi << 4 | lo);
-	}
 	k.len = CORE_SHA256_LEN;
 	/* A row's payloads are in its story: the rows being read first. */
 	if (!rec__story_payload(t, k.b, data, len))

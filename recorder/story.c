@@ -122,35 +122,11 @@ size_t story_get_str(story_in *in, const char **s)
 
 /* ----------------------------------------------------------- encoding */
 
-static int hex_val(char c)
+/* Finds or adds a binary hash (hex: the same in hex) in the story's
+ * list; *found says which. */
+static int hash_index(story *s, const uint8_t h[CORE_SHA256_LEN],
+		      const char *hex, size_t *i, bool *found)
 {
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1; /* core_hex writes lowercase only */
-}
-
-static bool hex_decode(const char *hex, uint8_t out[CORE_SHA256_LEN])
-{
-	if (strlen(hex) != CORE_SHA256_HEX_LEN)
-		return false;
-	for (int i = 0; i < CORE_SHA256_LEN; i++) {
-		int hi = hex_val(hex[2 * i]), lo = hex_val(hex[2 * i + 1]);
-
-		if (hi < 0 || lo < 0)
-			return false;
-		out[i] = (uint8_t)(hi << 4 | lo);
-	}
-	return true;
-}
-
-/* Finds or adds a binary hash in the story's list; *found says which. */
-static int hash_index(story *s, const uint8_t h[CORE_SHA256_LEN], size_t *i,
-		      bool *found)
-{
-	char hexbuf[CORE_SHA256_HEX_LEN + 1];
-
 	for (*i = 0; *i < s->nhashes; (*i)++)
 		if (!memcmp(s->hashes[*i], h, CORE_SHA256_LEN)) {
 			*found = true;
@@ -175,8 +151,7 @@ static int hash_index(story *s, const uint8_t h[CORE_SHA256_LEN], size_t *i,
 	}
 	s->stored[s->nhashes] = false;
 	memcpy(s->hashes[s->nhashes], h, CORE_SHA256_LEN);
-	core_hex(h, CORE_SHA256_LEN, hexbuf);
-	memcpy(s->hex[s->nhashes++], hexbuf, CORE_SHA256_HEX_LEN);
+	memcpy(s->hex[s->nhashes++], hex, CORE_SHA256_HEX_LEN);
 	return 0;
 }
 
@@ -195,10 +170,11 @@ static int put_hash(story *s, const char *hex)
 		if (!strncmp(s->hex[i], hex, CORE_SHA256_HEX_LEN) &&
 		    !hex[CORE_SHA256_HEX_LEN])
 			return story_uv(&s->buf, STORY_HASH_REF + i);
-	if (!hex_decode(hex, h))
+	/* lowercase only: an uppercase one would not read back as written */
+	if (!rec__unhex32(hex, false, h))
 		return story_uv(&s->buf, STORY_HASH_TEXT) || story_str(&s->buf, hex) ?
 		       CORE_ENOMEM : 0;
-	if ((rc = hash_index(s, h, &i, &found)))
+	if ((rc = hash_index(s, h, hex, &i, &found)))
 		return rc;
 	if (found)
 		return story_uv(&s->buf, STORY_HASH_REF + i);
@@ -384,13 +360,13 @@ static int encode(story *s, const ProtobufCMessage *m)
 /* A payload is stored once per fragment: a second one with the same hash
  * is dropped. Entry: its hash (as put_hash writes it), uv length, bytes. */
 static int encode_payload(story *s, const uint8_t h[CORE_SHA256_LEN],
-			  const void *data, size_t len)
+			  const char *hex, const void *data, size_t len)
 {
 	size_t mark = s->buf.len, i, had = s->nhashes;
 	bool found;
 	int rc;
 
-	if ((rc = hash_index(s, h, &i, &found)))
+	if ((rc = hash_index(s, h, hex, &i, &found)))
 		return rc;
 	if (s->stored[i])
 		return 0;
@@ -579,7 +555,7 @@ int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
 	st = stripe_of(env->stories, seq);
 	pthread_mutex_lock(&st->lock);
 	s = story_get(st, run, seq);
-	rc = s ? encode_payload(s, h, data, len) : CORE_ENOMEM;
+	rc = s ? encode_payload(s, h, hex, data, len) : CORE_ENOMEM;
 	pthread_mutex_unlock(&st->lock);
 	if (rc)
 		rec__fail(env, rc, "keeping a row's payload");

@@ -77,6 +77,21 @@ static rec_key key2(uint64_t run, uint64_t id)
 	return k;
 }
 
+/* True (and a violation) when data does not hash to hash. */
+static bool hash_differs(verify *v, const void *data, size_t len,
+			 const char *hash, const char *what, const char *kind)
+{
+	uint8_t d[CORE_SHA256_LEN];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+
+	core_sha256(data, len, d);
+	core_hex(d, sizeof(d), hex);
+	if (!strcmp(hex, hash))
+		return false;
+	violation(v, "%s: %s %.16s... hashes to %.16s...", what, kind, hash, hex);
+	return true;
+}
+
 /* The payload exists and its bytes hash to its key; with `canonical`,
  * the bytes are canonical JSON. */
 static void check_payload(verify *v, const char *hash, bool canonical,
@@ -84,8 +99,6 @@ static void check_payload(verify *v, const char *hash, bool canonical,
 {
 	const void *data;
 	size_t len;
-	uint8_t d[CORE_SHA256_LEN];
-	char hex[CORE_SHA256_HEX_LEN + 1];
 
 	if (!hash || !hash[0])
 		return;
@@ -94,12 +107,8 @@ static void check_payload(verify *v, const char *hash, bool canonical,
 		violation(v, "%s: payload %.16s... is missing", what, hash);
 		return;
 	}
-	core_sha256(data, len, d);
-	core_hex(d, sizeof(d), hex);
-	if (strcmp(hex, hash)) {
-		violation(v, "%s: payload %.16s... hashes to %.16s...", what, hash, hex);
+	if (hash_differs(v, data, len, hash, what, "payload"))
 		return;
-	}
 	if (canonical) {
 		json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
 		char *c = NULL;
@@ -118,16 +127,10 @@ static void check_payload(verify *v, const char *hash, bool canonical,
 static void check_body(verify *v, const char *hash, const ProtobufCBinaryData *b,
 		       const char *what)
 {
-	uint8_t d[CORE_SHA256_LEN];
-	char hex[CORE_SHA256_HEX_LEN + 1];
-
 	if (!hash || !hash[0])
 		return;
 	v->payloads++;
-	core_sha256(b->data, b->len, d);
-	core_hex(d, sizeof(d), hex);
-	if (strcmp(hex, hash))
-		violation(v, "%s: body %.16s... hashes to %.16s...", what, hash, hex);
+	hash_differs(v, b->data, b->len, hash, what, "body");
 }
 
 /* ---------------------------------------------------------- files */
