@@ -201,8 +201,9 @@ static int expect_char(tpl__cc *c, char ch, const char *what, size_t open)
 			    tpl__cc_got(c, c->pos, got, sizeof(got)));
 }
 
-/* "(a, b, ...)" after a method or filter name, c->pos at '('. */
-static int call_args(tpl__cc *c, tpl__ex *e)
+/* Comma-separated expressions up to `closer`, as e's arguments; c->pos
+ * at the opening bracket. `what` names the list in a message. */
+static int expr_list(tpl__cc *c, tpl__ex *e, char closer, const char *what)
 {
 	size_t open = c->pos++;
 	tpl__ex *x;
@@ -211,7 +212,7 @@ static int call_args(tpl__cc *c, tpl__ex *e)
 	if ((rc = enter(c)))
 		return rc;
 	tpl__skip_ws(c);
-	while (!at_char(c, ')')) {
+	while (!at_char(c, closer)) {
 		if ((rc = tpl__parse_expr(c, &x))) {
 			tpl__free_ex(x);
 			return rc;
@@ -225,7 +226,13 @@ static int call_args(tpl__cc *c, tpl__ex *e)
 		tpl__skip_ws(c);
 	}
 	c->depth--;
-	return expect_char(c, ')', "argument list", open);
+	return expect_char(c, closer, what, open);
+}
+
+/* "(a, b, ...)" after a method or filter name, c->pos at '('. */
+static int call_args(tpl__cc *c, tpl__ex *e)
+{
+	return expr_list(c, e, ')', "argument list");
 }
 
 /* ------------------------------------------------------------ primaries */
@@ -278,30 +285,9 @@ static int string_lit(tpl__cc *c, tpl__ex *e)
 
 static int list_lit(tpl__cc *c, tpl__ex *e)
 {
-	size_t open = c->pos++;
-	tpl__ex *x;
-	int rc;
+	int rc = expr_list(c, e, ']', "list");
 
-	if ((rc = enter(c)))
-		return rc;
-	tpl__skip_ws(c);
-	while (!at_char(c, ']')) {
-		if ((rc = tpl__parse_expr(c, &x))) {
-			tpl__free_ex(x);
-			return rc;
-		}
-		if ((rc = add_arg(c, e, x)))
-			return rc;
-		tpl__skip_ws(c);
-		if (!at_char(c, ','))
-			break;
-		c->pos++;
-		tpl__skip_ws(c);
-	}
-	c->depth--;
-	if ((rc = expect_char(c, ']', "list", open)))
-		return rc;
-	return measure(c, e);
+	return rc ? rc : measure(c, e);
 }
 
 /* A loop variable in scope, innermost first; -1 if none. */
