@@ -133,6 +133,20 @@ extern const dbs_backend dbs__pg;
 /* "name" with inner quotes doubled, appended to b. */
 int dbs__quote(core_buf *b, const char *name);
 
+/* A table's column names, as a backend's columns() gathers them. */
+typedef struct dbs_col_list {
+	char **names;
+	size_t n;
+	bool exists, oom;
+} dbs_col_list;
+
+/* Appends a copy of name; CORE_ENOMEM (and l->oom) when it cannot. */
+int dbs__col_add(dbs_col_list *l, const char *name);
+/* The end of a columns(): on rc (or l->oom) frees the names and returns
+ * the error; else hands them to *names, *n. */
+int dbs__col_done(dbs_col_list *l, int rc, char ***names, size_t *n,
+		  core_err *err);
+
 /* ---------------------------------------------------------------- table */
 
 /* A column of the target table: its name, and the schema's field of that

@@ -306,32 +306,14 @@ out:
 	return rc;
 }
 
-typedef struct col_list {
-	char **names;
-	size_t n;
-	bool exists, oom;
-} col_list;
-
 static int add_col(void *ctx, size_t nc, const char *const *vals)
 {
-	col_list *l = ctx;
-	char **grown;
+	dbs_col_list *l = ctx;
 
 	if (nc < 2)
 		return 0;
 	l->exists = vals[0] && vals[0][0] == 't';
-	if (!vals[1])
-		return 0;
-	if (!(grown = realloc(l->names, (l->n + 1) * sizeof(*grown))) ||
-	    !(grown[l->n] = strdup(vals[1]))) {
-		if (grown)
-			l->names = grown;
-		l->oom = true;
-		return CORE_ENOMEM;
-	}
-	l->names = grown;
-	l->n++;
-	return 0;
+	return vals[1] ? dbs__col_add(l, vals[1]) : 0;
 }
 
 static int pg_columns(dbs_conn *c, const char *table, char ***names,
@@ -343,7 +325,7 @@ static int pg_columns(dbs_conn *c, const char *table, char ***names,
 		"LEFT JOIN pg_attribute a ON a.attrelid = c.oid AND a.attnum > 0 "
 		"AND NOT a.attisdropped ORDER BY a.attnum";
 	core_buf q = { 0 };
-	col_list l = { 0 };
+	dbs_col_list l = { 0 };
 	dbs_val v = { .kind = DBS_V_TEXT };
 	int rc;
 
@@ -352,17 +334,9 @@ static int pg_columns(dbs_conn *c, const char *table, char ***names,
 	v.s = q.data;
 	v.len = q.len;
 	rc = pg_query(c, sql, &v, 1, add_col, &l, err);
-	if (l.oom)
-		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	core_buf_release(&q);
-	if (rc) {
-		for (size_t i = 0; i < l.n; i++)
-			free(l.names[i]);
-		free(l.names);
+	if ((rc = dbs__col_done(&l, rc, names, n, err)))
 		return rc;
-	}
-	*names = l.names;
-	*n = l.n;
 	*exists = l.exists;
 	return 0;
 }

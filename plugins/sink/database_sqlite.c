@@ -253,36 +253,16 @@ static int lite_delete_ref(dbs_conn *c, const char *qtable, const char *rowid,
 	return rc;
 }
 
-typedef struct col_list {
-	char **names;
-	size_t n;
-	bool oom;
-} col_list;
-
 static int add_col(void *ctx, size_t nc, const char *const *vals)
 {
-	col_list *l = ctx;
-	char **grown;
-
-	if (nc < 2 || !vals[1])
-		return 0;
-	if (!(grown = realloc(l->names, (l->n + 1) * sizeof(*grown))) ||
-	    !(grown[l->n] = strdup(vals[1]))) {
-		if (grown)
-			l->names = grown;
-		l->oom = true;
-		return CORE_ENOMEM;
-	}
-	l->names = grown;
-	l->n++;
-	return 0;
+	return nc < 2 || !vals[1] ? 0 : dbs__col_add(ctx, vals[1]);
 }
 
 static int lite_columns(dbs_conn *c, const char *table, char ***names,
 			size_t *n, bool *exists, core_err *err)
 {
 	core_buf sql = { 0 };
-	col_list l = { 0 };
+	dbs_col_list l = { 0 };
 	int rc;
 
 	if (core_buf_puts(&sql, "PRAGMA table_info(") || dbs__quote(&sql, table) ||
@@ -290,17 +270,9 @@ static int lite_columns(dbs_conn *c, const char *table, char ***names,
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	else
 		rc = lite_query(c, sql.data, NULL, 0, add_col, &l, err);
-	if (l.oom)
-		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	core_buf_release(&sql);
-	if (rc) {
-		for (size_t i = 0; i < l.n; i++)
-			free(l.names[i]);
-		free(l.names);
+	if ((rc = dbs__col_done(&l, rc, names, n, err)))
 		return rc;
-	}
-	*names = l.names;
-	*n = l.n;
 	*exists = l.n > 0;
 	return 0;
 }

@@ -161,3 +161,35 @@ int dbs__quote(core_buf *b, const char *name)
 		rc = *p == '"' ? core_buf_puts(b, "\"\"") : core_buf_putc(b, *p);
 	return rc ? rc : core_buf_putc(b, '"');
 }
+
+int dbs__col_add(dbs_col_list *l, const char *name)
+{
+	char **grown;
+
+	if (!(grown = realloc(l->names, (l->n + 1) * sizeof(*grown))) ||
+	    !(grown[l->n] = strdup(name))) {
+		if (grown)
+			l->names = grown;
+		l->oom = true;
+		return CORE_ENOMEM;
+	}
+	l->names = grown;
+	l->n++;
+	return 0;
+}
+
+int dbs__col_done(dbs_col_list *l, int rc, char ***names, size_t *n,
+		  core_err *err)
+{
+	if (l->oom)
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (rc) {
+		for (size_t i = 0; i < l->n; i++)
+			free(l->names[i]);
+		free(l->names);
+		return rc;
+	}
+	*names = l->names;
+	*n = l->n;
+	return 0;
+}
