@@ -16,6 +16,11 @@
  *                  transaction of the process is active. Taken without
  *                  env->lock held.
  *   env->wbatch, txn_ops_max, wstats: the writer thread's (no lock).
+ *   stories->s[i].lock (story.c, one per stripe of open row stories)
+ *                  guards that stripe's stories; taken before env->lock
+ *                  (a seal or flush enqueues), never after, and never by
+ *                  the writer.
+ *   env->packer, env->tail[], map_released_ns: the writer thread's.
  *   Order: map_lock (read side, an open txn) may be held while taking
  *   env->lock (a rec_put from a rec_write_sync callback, or from a thread
  *   reading); never the reverse. A thread holding a rec_txn on a writing
@@ -189,6 +194,10 @@ extern _Thread_local int rec__wtxns;
 int rec__writer_start(rec_env *env, core_err *err);
 void rec__writer_stop(rec_env *env);
 int rec__batch_apply(rec_env *env, const rec__batch *b, core_err *err);
+
+/* keys.c: a SHA-256 in hex (64 digits; uppercase too with any_case)
+ * into out; false when it is not one. */
+bool rec__unhex32(const char *hex, bool any_case, uint8_t out[CORE_SHA256_LEN]);
 
 /* story.c */
 int rec__stories_init(rec_env *env);
