@@ -476,6 +476,15 @@ void core_settings_free(core_settings *s); /* NULL allowed */
  * pretty-printed like Python's json.dumps(indent=n), depth levels already
  * open. */
 int core_json_append(core_buf *b, const json_t *v, int indent, int depth);
+/* Appends v as Python's json.dumps(v, indent=n) writes it: ensure_ascii
+ * (\uXXXX outside ' '..'~'), ", " / ": " when compact (indent < 0), else
+ * "," and a line break indented n per level, depth levels already open;
+ * reals as repr(). ELSPETH's json sink and database columns. */
+int core_json_append_py(core_buf *b, const json_t *v, int indent, int depth);
+/* Appends Python's str(v): strings as they are, True / False / None, reals
+ * as repr(), a dict or list as its repr() ({'a': [1, 'x']}). What
+ * csv.DictWriter writes for a value. */
+int core_py_str(core_buf *b, const json_t *v);
 /* "an object", "an array", "a string", "an integer", "a real number",
  * "a boolean" or "null": what v is, for error messages. */
 const char *core_json_kind(const json_t *v);

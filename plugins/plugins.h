@@ -260,9 +260,9 @@ typedef struct plg_sink_pos {
 
 /* Where the rows of a finished output file lie (sharded runs, docs/
  * scale-out.md: the merge joins shards' part files into one file): the
- * file is `head` bytes (a CSV header, "[\n"), the rows, then `tail`
- * bytes ("\n]\n"); the rows of two files are joined by `joiner`
- * (",\n"; static). A file with no rows has rows false and may still have
+ * file is `head` bytes (a CSV header, "[" or "[\n"), the rows, then `tail`
+ * bytes ("]" or "\n]"); the rows of two files are joined by `joiner`
+ * (", " or ",\n"; static). A file with no rows has rows false and may still have
  * a head (a CSV header from a schema). */
 typedef struct plg_sink_frame {
 	uint64_t head, tail;

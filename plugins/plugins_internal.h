@@ -219,6 +219,12 @@ int plg__csv_reader_skip_lines(plg__csv_reader *r, long long n, core_err *err);
 int plg__csv_reader_seek(plg__csv_reader *r, uint64_t offset, long line,
 			 core_err *err);
 
+/* ELSPETH's normalized name of a CSV header field raw[0..n) into out
+ * (trimmed, lowercase, runs of non-word characters as one '_', none at
+ * either end, '_' before a leading digit and after a Python keyword): ""
+ * when nothing is left. 0 or CORE_ENOMEM. plugins/source/field_name.c. */
+int plg__field_name(const char *raw, size_t n, core_buf *out);
+
 /* Field i (< r->nfields) of the current record, NUL-terminated; *len
  * receives its length (it may hold NUL bytes). */
 static inline const char *plg__csv_field(const plg__csv_reader *r, size_t i,

@@ -1,12 +1,15 @@
 /*
- * sink_csv.c — the "csv" sink.
+ * sink_csv.c — the "csv" sink: the bytes of ELSPETH's csv sink, which is
+ * Python's csv.DictWriter with its default dialect.
  *
- * Layout: one header line, then one line per row, each ended by "\n" (not
- * CRLF: RFC 4180 asks for CRLF, but every reader we care about accepts LF
- * and it matches ELSPETH's files on Linux). A field is quoted when it holds
- * the delimiter, '"', CR or LF, or starts or ends with a space or tab;
- * quotes inside are doubled. A row's byte range covers its line including
- * the "\n"; the header is never part of a row's range.
+ * Layout: one header line, then one line per row, each ended by "\r\n"
+ * (the dialect's line terminator, on every system). A field is quoted when
+ * it holds the delimiter, '"', CR or LF, and a row of one empty field is
+ * written as "" so it does not read back as a blank line; quotes inside
+ * are doubled. Values are Python's str(): True/False, reals as repr(),
+ * a dict or list as its repr(); null is an empty field. A row's byte range
+ * covers its line including the "\r\n"; the header is never part of a
+ * row's range.
  *
  * The header: the schema's fields when it declares any (fixed/flexible;
  * written at open, so an empty run still gives a header), else the first
@@ -41,10 +44,6 @@ struct csv_sink {
 
 static bool needs_quotes(const char *s, size_t n, char delim)
 {
-	if (!n)
-		return false;
-	if (s[0] == ' ' || s[0] == '\t' || s[n - 1] == ' ' || s[n - 1] == '\t')
-		return true;
 	for (size_t i = 0; i < n; i++)
 		if (s[i] == delim || s[i] == '"' || s[i] == '\r' || s[i] == '\n')
 			return true;
@@ -74,39 +73,18 @@ static int put_field(core_buf *b, const char *s, size_t n, char delim)
 	return core_buf_append(b, s, n);
 }
 
-/* The text of a value, in s->val (strings are not copied). */
+/* The text of a value, in s->val (strings are not copied): str(v), and
+ * null as an empty field, as csv.DictWriter writes them. */
 static int value_text(struct csv_sink *s, const json_t *v, const char **p,
 		      size_t *n)
 {
-	char num[64];
-	int len = 0;
-
-	core_buf_reset(&s->val);
-	switch (json_typeof(v)) {
-	case JSON_STRING:
+	if (json_is_string(v)) {
 		*p = json_string_value(v);
 		*n = json_string_length(v);
 		return 0;
-	case JSON_INTEGER:
-		len = snprintf(num, sizeof(num), "%" JSON_INTEGER_FORMAT,
-			       json_integer_value(v));
-		break;
-	case JSON_REAL:
-		len = core_format_double(json_real_value(v), num, sizeof(num));
-		break;
-	case JSON_TRUE:
-	case JSON_FALSE:
-		len = snprintf(num, sizeof(num), "%s", json_is_true(v) ? "true" : "false");
-		break;
-	case JSON_NULL:
-		break;
-	case JSON_OBJECT:
-	case JSON_ARRAY:
-		if (core_json_append(&s->val, v, -1, 0))
-			return CORE_ENOMEM;
-		break;
 	}
-	if (len > 0 && core_buf_append(&s->val, num, (size_t)len))
+	core_buf_reset(&s->val);
+	if (!json_is_null(v) && core_py_str(&s->val, v))
 		return CORE_ENOMEM;
 	*p = s->val.data ? s->val.data : "";
 	*n = s->val.len;
@@ -148,7 +126,7 @@ static int format_header(struct csv_sink *s, core_buf *b)
 		if (!rc)
 			rc = put_field(b, s->header[i], strlen(s->header[i]), s->delim);
 	}
-	return rc ? rc : core_buf_putc(b, '\n');
+	return rc ? rc : core_buf_puts(b, "\r\n");
 }
 
 static int write_header(struct csv_sink *s, core_err *err)
@@ -300,7 +278,7 @@ static int format_row(struct csv_sink *s, const json_t *row, core_err *err)
 	/* A lone empty field would read back as a blank line: quote it. */
 	if (s->nheader == 1 && !s->line.len && core_buf_puts(&s->line, "\"\""))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	return core_buf_putc(&s->line, '\n') ?
+	return core_buf_puts(&s->line, "\r\n") ?
 		core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
 }
 

@@ -189,10 +189,6 @@ int dbs__table_check(const dbs_table *t, const plg_schema *sc,
 int dbs__table_insert(const dbs_table *t, const json_t *row, core_buf *sql,
 		      dbs_val **vals, size_t *cap, size_t *n, core_buf *scratch,
 		      core_err *err);
-/* Python's json.dumps(v) with its defaults (ensure_ascii, ", " and ": "
- * separators, floats as repr): ELSPETH's text for an object or array
- * stored in a TEXT column. */
-int dbs__pyjson(core_buf *b, const json_t *v);
 
 /* --------------------------------------------------------------- ledger */
 

@@ -219,7 +219,7 @@ static int value(const plg_field *f, const json_t *v, dbs_val *out,
 	}
 	out->kind = DBS_V_TEXT;
 	*off = scratch->len;
-	if (dbs__pyjson(scratch, v))
+	if (core_json_append_py(scratch, v, -1, 0))
 		return CORE_ENOMEM;
 	out->len = scratch->len - *off;
 	return 0;
@@ -280,86 +280,4 @@ int dbs__table_insert(const dbs_table *t, const json_t *row, core_buf *sql,
 	free(offs);
 	*n = found;
 	return rc ? core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
-}
-
-/* -------------------------------------------------- Python's json.dumps */
-
-static int py_string(core_buf *b, const char *s, size_t n)
-{
-	int rc = core_buf_putc(b, '"');
-
-	for (size_t i = 0; !rc && i < n;) {
-		uint32_t cp;
-		size_t k = core_utf8_decode(s + i, n - i, &cp);
-
-		if (!k) { /* never in a jansson string */
-			cp = 0xfffd;
-			k = 1;
-		}
-		i += k;
-		switch (cp) {
-		case '"': rc = core_buf_puts(b, "\\\""); continue;
-		case '\\': rc = core_buf_puts(b, "\\\\"); continue;
-		case '\n': rc = core_buf_puts(b, "\\n"); continue;
-		case '\r': rc = core_buf_puts(b, "\\r"); continue;
-		case '\t': rc = core_buf_puts(b, "\\t"); continue;
-		case '\b': rc = core_buf_puts(b, "\\b"); continue;
-		case '\f': rc = core_buf_puts(b, "\\f"); continue;
-		default: break;
-		}
-		if (cp >= 0x20 && cp < 0x7f)
-			rc = core_buf_putc(b, (char)cp);
-		else if (cp < 0x10000)
-			rc = core_buf_printf(b, "\\u%04x", cp);
-		else
-			rc = core_buf_printf(b, "\\u%04x\\u%04x",
-					     0xd800 + ((cp - 0x10000) >> 10),
-					     0xdc00 + ((cp - 0x10000) & 0x3ff));
-	}
-	return rc ? rc : core_buf_putc(b, '"');
-}
-
-int dbs__pyjson(core_buf *b, const json_t *v)
-{
-	const char *key;
-	json_t *item;
-	char num[40];
-	size_t i;
-	int rc = 0;
-
-	switch (json_typeof(v)) {
-	case JSON_OBJECT:
-		rc = core_buf_putc(b, '{');
-		i = 0;
-		json_object_foreach((json_t *)v, key, item) {
-			if (rc)
-				break;
-			rc = (i++ && core_buf_puts(b, ", ")) ||
-			     py_string(b, key, strlen(key)) || core_buf_puts(b, ": ") ||
-			     dbs__pyjson(b, item);
-		}
-		return rc ? CORE_ENOMEM : core_buf_putc(b, '}');
-	case JSON_ARRAY:
-		rc = core_buf_putc(b, '[');
-		json_array_foreach(v, i, item) {
-			if (rc)
-				break;
-			rc = (i && core_buf_puts(b, ", ")) || dbs__pyjson(b, item);
-		}
-		return rc ? CORE_ENOMEM : core_buf_putc(b, ']');
-	case JSON_STRING:
-		return py_string(b, json_string_value(v), json_string_length(v));
-	case JSON_INTEGER:
-		return core_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
-	case JSON_REAL:
-		core_format_double_py(json_real_value(v), num, sizeof(num));
-		return core_buf_puts(b, num);
-	case JSON_TRUE:
-		return core_buf_puts(b, "true");
-	case JSON_FALSE:
-		return core_buf_puts(b, "false");
-	case JSON_NULL:
-		break;
-	}
-	return core_buf_puts(b, "null");
 }

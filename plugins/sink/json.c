@@ -1,19 +1,22 @@
 /*
- * sink_json.c — the "json" sink (rows written by core_json_append).
+ * sink_json.c — the "json" sink: the bytes of ELSPETH's json sink, which
+ * writes with Python's json.dump (core_json_append_py: ensure_ascii,
+ * ", " and ": " separators, reals as repr()).
  *
- * format: jsonl — one compact object per line, "\n" after each; a row's
- * byte range is its line including the "\n". Appending is allowed.
+ * format: jsonl — json.dump(row) and "\n" per row; a row's byte range is
+ * its line including the "\n". Appending is allowed.
  *
- * format: json — one top-level array written as rows arrive:
+ * format: json — json.dump(rows, indent=n) of all rows, written as rows
+ * arrive (ELSPETH rewrites the whole file at each write; the final bytes
+ * are the same):
  *
- *   [\n R1 ,\n R2 \n]\n        (an empty run: []\n)
+ *   compact:    [R1, R2]          (an empty run: [])
+ *   indent: n   [\n    R1,\n    R2\n]
  *
- * Ri is compact, or with `indent: n` pretty-printed as Python's
- * json.dump(rows, indent=n) prints an element (n spaces before it, nested
- * levels n more). A row's byte range is Ri, without the separators. The
- * closing bracket is written by close(); until then the file is not valid
- * JSON. Appending to an array is not supported (a config error).
- *
+ * with no line break after the closing bracket. A row's byte range is Ri
+ * (with its indentation), without the separators. The closing bracket is
+ * written by close(); until then the file is not valid JSON. Appending to
+ * an array is not supported (a config error).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -39,20 +42,21 @@ static int json_write(void *state, const json_t *row, plg_write_info *info,
 		     core_err *err)
 {
 	struct json_sink *s = state;
-	const char *sep = s->rows ? ",\n" : "[\n";
+	const char *sep = s->indent < 0 ? (s->rows ? ", " : "[")
+					: (s->rows ? ",\n" : "[\n");
 	int rc = 0;
 
 	core_buf_reset(&s->buf);
 	for (int i = 0; !s->jsonl && !rc && i < s->indent; i++)
 		rc = core_buf_putc(&s->buf, ' ');
 	if (!rc)
-		rc = core_json_append(&s->buf, row, s->indent, s->jsonl ? 0 : 1);
+		rc = core_json_append_py(&s->buf, row, s->indent, s->jsonl ? 0 : 1);
 	if (!rc && s->jsonl)
 		rc = core_buf_putc(&s->buf, '\n');
 	if (rc)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (!s->jsonl)
-		rc = plg__outfile_write(&s->out, sep, 2, err);
+		rc = plg__outfile_write(&s->out, sep, strlen(sep), err);
 	if (rc)
 		return rc;
 	info->offset = s->out.pos;
@@ -190,8 +194,9 @@ static int json_close(void *state, core_err *err)
 	if (!s)
 		return 0;
 	if (s->out.open && !s->jsonl)
-		rc = s->rows ? plg__outfile_write(&s->out, "\n]\n", 3, err)
-			     : plg__outfile_write(&s->out, "[]\n", 3, err);
+		rc = !s->rows ? plg__outfile_write(&s->out, "[]", 2, err)
+		     : s->indent < 0 ? plg__outfile_write(&s->out, "]", 1, err)
+				     : plg__outfile_write(&s->out, "\n]", 2, err);
 	if (rc)
 		plg__outfile_close(&s->out, NULL);
 	else
@@ -202,15 +207,17 @@ static int json_close(void *state, core_err *err)
 	return rc;
 }
 
-/* jsonl: rows only. json: "[\n", the rows, "\n]\n" ("[]\n" without). */
+/* jsonl: rows only. json: "[", the rows joined by ", ", "]" (indented:
+ * "[\n", ",\n", "\n]"); "[]" without rows. */
 static int json_frame(const core_node *options, const char *file,
 		      plg_sink_frame *out, core_err *err)
 {
 	struct json_sink s = { 0 };
-	char head[2], tail[3];
+	char head[2], tail[2];
 	const char *path;
 	uint64_t size;
 	bool append;
+	size_t k;
 	int fd, rc;
 
 	memset(out, 0, sizeof(*out));
@@ -219,24 +226,25 @@ static int json_frame(const core_node *options, const char *file,
 	plg__schema_free(s.schema);
 	if (rc)
 		return rc;
+	k = s.indent < 0 ? 1 : 2; /* bytes of the opening and closing frame */
 	if ((fd = open(file, O_RDONLY | O_CLOEXEC)) < 0)
 		return core_err_set(err, CORE_EIO, "cannot read '%s': %s", file,
 				    strerror(errno));
 	size = (uint64_t)lseek(fd, 0, SEEK_END);
 	if (s.jsonl) {
 		out->rows = size > 0;
-	} else if (size == 3) {
-		out->head = 3; /* "[]\n" */
-	} else if (size < 5 || pread(fd, head, 2, 0) != 2 ||
-		   pread(fd, tail, 3, (off_t)size - 3) != 3 ||
-		   memcmp(head, "[\n", 2) || memcmp(tail, "\n]\n", 3)) {
+	} else if (size == 2 && pread(fd, head, 2, 0) == 2 && !memcmp(head, "[]", 2)) {
+		out->head = 2;
+	} else if (size < 2 * k + 1 || pread(fd, head, k, 0) != (ssize_t)k ||
+		   pread(fd, tail, k, (off_t)(size - k)) != (ssize_t)k ||
+		   memcmp(head, "[\n", k) || memcmp(tail, "\n]" + 2 - k, k)) {
 		rc = core_err_set(err, CORE_EDATA,
 				  "'%s' is not a JSON array this sink wrote", file);
 	} else {
-		out->head = 2;
-		out->tail = 3;
+		out->head = k;
+		out->tail = k;
 		out->rows = true;
-		out->joiner = ",\n";
+		out->joiner = s.indent < 0 ? ", " : ",\n";
 	}
 	close(fd);
 	return rc;

@@ -16,7 +16,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plugins/plugins_internal.h"
 #include <sys/stat.h>
 
 #include "plugins/plugins_internal.h"
@@ -142,12 +141,38 @@ static int cols_from_list(csv_src *s, const core_node *n, core_err *err)
 	return rc ? rc : check_cols(s, n, "columns", err);
 }
 
-/* Reads the header record. An empty file leaves no columns (no rows). */
+/* Two header names that normalize to one: ELSPETH's collision error,
+ * naming both raw names. */
+static int header_collision(const csv_src *s, const core_node *at,
+			    core_err *err)
+{
+	size_t len, i, j;
+
+	for (i = 0; i < s->ncols; i++)
+		for (j = 0; j < i; j++) {
+			if (strcmp(s->cols[i], s->cols[j]))
+				continue;
+			char a[128], b[128];
+
+			snprintf(a, sizeof(a), "%s", plg__csv_field(&s->rd, j, &len));
+			snprintf(b, sizeof(b), "%s", plg__csv_field(&s->rd, i, &len));
+			return core_err_at(err, CORE_ECONFIG, at,
+				"%s, header (line %ld): columns %zu ('%s') and "
+				"%zu ('%s') both normalize to '%s'; " NAME_HINT
+				" or rename them with field_mapping",
+				s->path, s->rd.line, j + 1, a, i + 1, b, s->cols[i]);
+		}
+	return 0;
+}
+
+/* Reads the header record; each name is normalized as ELSPETH does
+ * (plg__field_name: "Customer ID!!" is customer_id). An empty file
+ * leaves no columns (no rows). */
 static int cols_from_header(csv_src *s, const core_node *at, core_err *err)
 {
+	core_buf name = { 0 };
 	const char *f;
 	size_t i, len;
-	char what[512];
 	int rc;
 
 	rc = plg__csv_reader_next(&s->rd, err);
@@ -158,18 +183,23 @@ static int cols_from_header(csv_src *s, const core_node *at, core_err *err)
 				    s->rd.error);
 	if ((rc = alloc_cols(s, s->rd.nfields, err)))
 		return rc;
-	for (i = 0; i < s->rd.nfields; i++) {
+	for (i = 0; !rc && i < s->rd.nfields; i++) {
 		f = plg__csv_field(&s->rd, i, &len);
 		if (memchr(f, '\0', len))
-			return core_err_at(err, CORE_ECONFIG, at,
-					   "%s: the header name of column %zu "
-					   "holds a NUL byte", s->path, i + 1);
-		if (add_col(s, f, len))
-			return nomem(err);
+			rc = core_err_at(err, CORE_ECONFIG, at,
+					 "%s: the header name of column %zu "
+					 "holds a NUL byte", s->path, i + 1);
+		else if (plg__field_name(f, len, &name) ||
+			 add_col(s, name.data ? name.data : "", name.len))
+			rc = nomem(err);
+		else if (!name.len)
+			rc = core_err_at(err, CORE_ECONFIG, at,
+					 "%s, header (line %ld): column %zu "
+					 "('%s') has no name once normalized; "
+					 NAME_HINT, s->path, s->rd.line, i + 1, f);
 	}
-	snprintf(what, sizeof(what), "%s, header (line %ld)", s->path,
-		 s->rd.line);
-	return check_cols(s, at, what, err);
+	core_buf_release(&name);
+	return rc ? rc : header_collision(s, at, err);
 }
 
 static int find_col(const csv_src *s, const char *name)

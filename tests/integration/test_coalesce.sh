@@ -26,18 +26,18 @@ YAML
 
 run_case require_all "policy: require_all, merge: nested"
 [ "$(wc -l < require_all/out.jsonl)" = 2 ] && pass "require_all: rows 1 and 3 joined" || fail "require_all: $(cat require_all/out.jsonl)"
-grep -q '^{"a":{"id":1,"note":"alpha","shared":"one"},"b":{"id":1,"note":"alp","x":"one"}}$' require_all/out.jsonl &&
+grep -q '^{"a": {"id": 1, "note": "alpha", "shared": "one"}, "b": {"id": 1, "note": "alp", "x": "one"}}$' require_all/out.jsonl &&
   pass "nested merge keeps each branch" || fail "nested: $(head -1 require_all/out.jsonl)"
 expect "require_all: the unjoined branch is FAILED with the reason" 0 "coalesce 'join': not every branch arrived" -- "$ELSPETH" explain --row 2
 
 run_case quorum "policy: quorum, quorum_count: 1, merge: union"
 [ "$(wc -l < quorum/out.jsonl)" = 3 ] && pass "quorum 1: all rows joined" || fail "quorum: $(cat quorum/out.jsonl)"
-grep -q '^{"id":2,"shared":"two"}$' quorum/out.jsonl && pass "union of the arrived branch only" || fail "union: $(sed -n 2p quorum/out.jsonl)"
-grep -q '"note":"alp"' quorum/out.jsonl && pass "union: the later branch wins a collision" || fail "union collision: $(head -1 quorum/out.jsonl)"
+grep -q '^{"id": 2, "shared": "two"}$' quorum/out.jsonl && pass "union of the arrived branch only" || fail "union: $(sed -n 2p quorum/out.jsonl)"
+grep -q '"note": "alp"' quorum/out.jsonl && pass "union: the later branch wins a collision" || fail "union collision: $(head -1 quorum/out.jsonl)"
 expect "union collisions are recorded" 0 '"collisions":{"note":"b"}' -- "$ELSPETH" explain --row 1
 
 run_case first "policy: first, merge: union"
-grep -q '^{"id":1,"note":"alpha","shared":"one"}$' first/out.jsonl && pass "first: branch a (first to arrive) is used" || fail "first: $(head -1 first/out.jsonl)"
+grep -q '^{"id": 1, "note": "alpha", "shared": "one"}$' first/out.jsonl && pass "first: branch a (first to arrive) is used" || fail "first: $(head -1 first/out.jsonl)"
 expect "first: the other branch is COALESCED, not used" 0 '"not_used":["b"]' -- "$ELSPETH" explain --row 1
 
 run_case select "policy: best_effort, timeout_seconds: 5, merge: select, select_branch: b"

@@ -31,14 +31,14 @@ run b_n64 basic.yaml --max-rows-in-flight 64
 is "basic: N=64 run exits 0 with $R rows out" [ "$RC" = 0 -a "$(nlines b_n64/out.csv)" = $((R + 1)) ]
 is "basic: no error rows" [ "$(nlines b_n64/errors.jsonl)" = 0 ]
 is "basic: columns id,text,label,label_usage,label_model,label_template_hash" \
-  [ "$(head -1 b_n64/out.csv)" = "id,text,label,label_usage,label_model,label_template_hash" ]
+  [ "$(head -1 b_n64/out.csv | tr -d "\r")" = "id,text,label,label_usage,label_model,label_template_hash" ]
 is "basic: sinks byte-identical, sequential vs N=64" diff -r b_seq b_n64
 want_hash="sha256:$(printf '%s' "$TPL" | sha256sum | cut -d' ' -f1)"
 bad=$("$PY" - "$want_hash" <<'PY'
-import csv, json, sys
+import ast, csv, sys
 bad = 0
 for r in csv.DictReader(open("b_n64/out.csv")):
-    u = json.loads(r["label_usage"])
+    u = ast.literal_eval(r["label_usage"])  # a dict in a CSV cell: Python's repr
     ok = (r["label"] in ("positive", "negative", "neutral") and r["label_model"] == "test/model-1"
           and r["label_template_hash"] == sys.argv[1]
           and u["total_tokens"] == u["prompt_tokens"] + u["completion_tokens"] == u["prompt_tokens"] + 1)
@@ -153,7 +153,7 @@ is "500s beyond max_attempts: 3 server calls per row (total $tot, server $srv, m
 bad=$(rows_bad e500all $R 'len(c) == 3 and all(x["error_class"] == "server" and x["http_status"] == 500 for x in c)
   and st["status"] == "failed" and d["tokens"][0]["outcome"]["outcome"] == "ROUTED"')
 is "500s beyond max_attempts: explain shows exactly 3 server calls for each row ($bad rows not)" [ "$bad" = 0 ]
-n=$(grep -c '"_error_node":"t","_error":"LLM call failed (server, 3 attempts): HTTP 500' e500all/errors.jsonl)
+n=$(grep -c '"_error_node": "t", "_error": "LLM call failed (server, 3 attempts): HTTP 500' e500all/errors.jsonl)
 is "500s beyond max_attempts: each error row names the failure ($n of $R)" [ "$n" = $R ]
 is "500s beyond max_attempts: verify" verify_ok e500all
 # The retry backoff is 1-2 ms: two rows that fail twice each must not take
@@ -316,7 +316,7 @@ api_key: \"\${ELSPETH_TEST_LLM_KEY}\"
 template: \"Classify this ticket: {{ row.text }}\"
 response_field: cls"
 ELSPETH_TEST_LLM_KEY=$KEY run azure azure.yaml --max-rows-in-flight 16
-n=$(grep -c '"cls_model":"gpt4o-prod"' azure/out.jsonl)
+n=$(grep -c '"cls_model": "gpt4o-prod"' azure/out.jsonl)
 is "azure: exit 0, every row answered by the deployment ($n of $R)" [ "$RC" = 0 -a "$n" = $R -a "$(nlines azure/errors.jsonl)" = 0 ]
 is "azure: $R ok calls, the mock saw $R 200s" [ "$(calls azure ok)" = $R -a "$(mstat "s['by_status'].get('200', 0)")" = $R ]
 e=$(explain_py azure 1 '"model" not in c[0]["request"]["data"] and c[0]["response"]["data"]["model"] == "gpt4o-prod"')

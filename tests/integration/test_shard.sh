@@ -242,12 +242,12 @@ sa() {
   # The global line numbers of the quarantined rows, as the generator
   # counted them (the merged files are compared with these runs' below).
   equivalent quickstart examples/quickstart/settings.yaml "1 2 3 7" 1
-  grep -o '"_error":"line [0-9]*' quickstart/ref/quarantine.jsonl | sed 's/"_error":"//' > qs.got
+  grep -o '"_error": "line [0-9]*' quickstart/ref/quarantine.jsonl | sed 's/"_error": "//' > qs.got
   if [ -s qs.got ] && cmp -s qs.got data/qs.qlines; then
     pass "quickstart: the $(wc -l < qs.got) quarantined rows (CSV: BOM, CRLF, quoted newlines, blank lines) carry their global line ($(sed -n '$p' qs.got), ...), also after the merge"
   else fail "quickstart: the quarantined rows' lines differ from the file's"; diff qs.got data/qs.qlines | head -5; fi
   equivalent error_routing examples/error_routing/settings.yaml "1 2 3 7" 1
-  grep -o '"_error":"line [0-9]*' error_routing/ref/quarantine.jsonl | sed 's/"_error":"//' > er.got
+  grep -o '"_error": "line [0-9]*' error_routing/ref/quarantine.jsonl | sed 's/"_error": "//' > er.got
   if [ -s er.got ] && cmp -s er.got data/er.qlines; then
     pass "error_routing: the $(wc -l < er.got) quarantined rows (JSONL: BOM, CRLF, blank lines, invalid JSON) carry their global line ($(sed -n '$p' er.got), ...)"
   else fail "error_routing: the quarantined rows' lines differ from the file's"; diff er.got data/er.qlines | head -5; fi
@@ -800,7 +800,7 @@ sd() {
   # quickstart: a CSV sink (quoted newlines), JSONL, quarantined rows
   # (rows 5 and 102 fail validation).
   QUARANTINED=1 explained "quickstart N=3" "$d" "$WORK/quickstart/ref" "$(some_rows "$d/m.json" 5 102)" \
-    '^{row},' '"ticket_id":{row},' '"ticket_id":"{row}"'
+    '^{row},' '"ticket_id": {row},' '"ticket_id": "{row}"'
   # A JSON array sink (indent 2) and a fork/coalesce: 7 shards.
   local a=$WORK/fork_coalesce_array/n7
   if [ ! -e "$a/m.json" ]; then

@@ -259,7 +259,7 @@ Test(dbsink, pyjson)
 		core_buf b = { 0 };
 
 		cr_assert_not_null(v, "%s", cases[i][0]);
-		cr_assert_eq(dbs__pyjson(&b, v), 0);
+		cr_assert_eq(core_json_append_py(&b, v, -1, 0), 0);
 		cr_assert_str_eq(b.data, cases[i][1]);
 		core_buf_release(&b);
 		json_decref(v);

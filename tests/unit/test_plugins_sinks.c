@@ -164,9 +164,9 @@ Test(csv_sink, quotes_every_special_character)
 	       "\"tab\":\"\\tx\",\"inner\":\"a b\",\"empty\":\"\"}");
 	close_ok(&plg__csv_sink, st);
 	assert_file("o.csv",
-		    "plain,comma,quote,cr,lf,lead,trail,tab,inner,empty\n"
-		    "abc,\"a,b\",\"say \"\"hi\"\"\",\"a\rb\",\"a\nb\",\" x\",\"x \","
-		    "\"\tx\",a b,\n");
+		    "plain,comma,quote,cr,lf,lead,trail,tab,inner,empty\r\n"
+		    "abc,\"a,b\",\"say \"\"hi\"\"\",\"a\rb\",\"a\nb\", x,x ,"
+		    "\tx,a b,\r\n");
 }
 
 Test(csv_sink, quotes_header_names_too)
@@ -175,7 +175,7 @@ Test(csv_sink, quotes_header_names_too)
 
 	put_ok(&plg__csv_sink, st, "{\"a,b\":1,\"c\\\"d\":2}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "\"a,b\",\"c\"\"d\"\n1,2\n");
+	assert_file("o.csv", "\"a,b\",\"c\"\"d\"\r\n1,2\r\n");
 }
 
 Test(csv_sink, formats_values)
@@ -188,9 +188,9 @@ Test(csv_sink, formats_values)
 	       "\"u\":\"h\\u00e9llo \\u65e5\\u672c\"}");
 	close_ok(&plg__csv_sink, st);
 	assert_file("o.csv",
-		    "n,i,r,big,whole,t,f,o,a,u\n"
-		    ",-42,0.1,1e+21,2,true,false,\"{\"\"k\"\":[1,2.5]}\",[],"
-		    "h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac\n");
+		    "n,i,r,big,whole,t,f,o,a,u\r\n"
+		    ",-42,0.1,1e+21,2.0,True,False,\"{'k': [1, 2.5]}\",[],"
+		    "h\xc3\xa9llo \xe6\x97\xa5\xe6\x9c\xac\r\n");
 }
 
 Test(csv_sink, other_delimiter)
@@ -199,7 +199,7 @@ Test(csv_sink, other_delimiter)
 
 	put_ok(&plg__csv_sink, st, "{\"a\":\"x,y\",\"b\":\"p;q\"}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a;b\nx,y;\"p;q\"\n");
+	assert_file("o.csv", "a;b\r\nx,y;\"p;q\"\r\n");
 }
 
 Test(csv_sink, header_from_first_row_in_its_order)
@@ -210,7 +210,7 @@ Test(csv_sink, header_from_first_row_in_its_order)
 	put_ok(&plg__csv_sink, st, "{\"a\":3,\"b\":4}");
 	put_ok(&plg__csv_sink, st, "{\"a\":5}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "b,a\n1,2\n4,3\n,5\n");
+	assert_file("o.csv", "b,a\r\n1,2\r\n4,3\r\n,5\r\n");
 }
 
 Test(csv_sink, header_from_schema_even_without_rows)
@@ -220,7 +220,7 @@ Test(csv_sink, header_from_schema_even_without_rows)
 			     "  fields: ['id: int', 'name: str', 'score: float?']");
 
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "id,name,score\n");
+	assert_file("o.csv", "id,name,score\r\n");
 }
 
 Test(csv_sink, header_from_schema_orders_and_fills_rows)
@@ -232,7 +232,7 @@ Test(csv_sink, header_from_schema_orders_and_fills_rows)
 	put_ok(&plg__csv_sink, st, "{\"name\":\"x\",\"id\":1}");
 	put_ok(&plg__csv_sink, st, "{\"score\":1.5,\"id\":2,\"name\":\"y\"}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "id,name,score\n1,x,\n2,y,1.5\n");
+	assert_file("o.csv", "id,name,score\r\n1,x,\r\n2,y,1.5\r\n");
 }
 
 Test(csv_sink, observed_schema_takes_header_from_row)
@@ -242,7 +242,7 @@ Test(csv_sink, observed_schema_takes_header_from_row)
 
 	put_ok(&plg__csv_sink, st, "{\"z\":1}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "z\n1\n");
+	assert_file("o.csv", "z\r\n1\r\n");
 }
 
 Test(csv_sink, extra_field_is_a_row_error_and_writes_nothing)
@@ -256,7 +256,7 @@ Test(csv_sink, extra_field_is_a_row_error_and_writes_nothing)
 	cr_assert(strstr(err.msg, "'surprise'"), "%s", err.msg);
 	put_ok(&plg__csv_sink, st, "{\"a\":5,\"b\":6}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a,b\n1,2\n5,6\n");
+	assert_file("o.csv", "a,b\r\n1,2\r\n5,6\r\n");
 }
 
 Test(csv_sink, extra_field_against_schema_header)
@@ -269,7 +269,7 @@ Test(csv_sink, extra_field_against_schema_header)
 		     CORE_EDATA);
 	cr_assert(strstr(err.msg, "'b'"), "%s", err.msg);
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a\n");
+	assert_file("o.csv", "a\r\n");
 }
 
 Test(csv_sink, failed_first_row_leaves_header_open)
@@ -280,7 +280,7 @@ Test(csv_sink, failed_first_row_leaves_header_open)
 	cr_assert_eq(put(&plg__csv_sink, st, "{}", NULL, NULL, &err), CORE_EDATA);
 	put_ok(&plg__csv_sink, st, "{\"x\":1}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "x\n1\n");
+	assert_file("o.csv", "x\r\n1\r\n");
 }
 
 Test(csv_sink, lone_empty_field_is_quoted)
@@ -290,14 +290,14 @@ Test(csv_sink, lone_empty_field_is_quoted)
 	put_ok(&plg__csv_sink, st, "{\"a\":\"\"}");
 	put_ok(&plg__csv_sink, st, "{\"a\":null}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a\n\"\"\n\"\"\n");
+	assert_file("o.csv", "a\r\n\"\"\r\n\"\"\r\n");
 }
 
 Test(csv_sink, byte_ranges_match_the_file)
 {
 	const char *rows[] = { "{\"a\":\"x\",\"b\":1}", "{\"a\":\"q,\\\"r\",\"b\":22}",
 			       "{\"a\":\"\\u00e9\\n\",\"b\":null}" };
-	const char *want[] = { "x,1\n", "\"q,\"\"r\",22\n", "\"\xc3\xa9\n\",\n" };
+	const char *want[] = { "x,1\r\n", "\"q,\"\"r\",22\r\n", "\"\xc3\xa9\n\",\r\n" };
 	uint64_t off[3], len[3];
 	core_err err = { 0 };
 	void *st = open_sink(&plg__csv_sink, "path: @/o.csv");
@@ -308,7 +308,7 @@ Test(csv_sink, byte_ranges_match_the_file)
 			     0, "%s", err.msg);
 	close_ok(&plg__csv_sink, st);
 	file = slurp("o.csv", NULL);
-	cr_assert_eq(off[0], 4, "the header is not part of the first row");
+	cr_assert_eq(off[0], 5, "the header is not part of the first row");
 	for (int i = 0; i < 3; i++) {
 		cr_assert_eq(len[i], strlen(want[i]));
 		cr_assert_eq(memcmp(file + off[i], want[i], len[i]), 0, "row %d", i);
@@ -322,14 +322,14 @@ Test(csv_sink, append_keeps_header_and_continues_offsets)
 	core_err err = { 0 };
 	void *st;
 
-	spit("o.csv", "a,b\n1,2\n");
+	spit("o.csv", "a,b\r\n1,2\r\n");
 	st = open_sink(&plg__csv_sink, "path: @/o.csv\nmode: append");
 	cr_assert_eq(put(&plg__csv_sink, st, "{\"b\":4,\"a\":3}", &off, &len, &err),
 		     0, "%s", err.msg);
-	cr_assert_eq(off, 8);
-	cr_assert_eq(len, 4);
+	cr_assert_eq(off, 10);
+	cr_assert_eq(len, 5);
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a,b\n1,2\n3,4\n");
+	assert_file("o.csv", "a,b\r\n1,2\r\n3,4\r\n");
 }
 
 Test(csv_sink, append_rejects_fields_not_in_existing_header)
@@ -337,38 +337,38 @@ Test(csv_sink, append_rejects_fields_not_in_existing_header)
 	core_err err = { 0 };
 	void *st;
 
-	spit("o.csv", "a,b\n1,2\n");
+	spit("o.csv", "a,b\r\n1,2\r\n");
 	st = open_sink(&plg__csv_sink, "path: @/o.csv\nmode: append");
 	cr_assert_eq(put(&plg__csv_sink, st, "{\"a\":1,\"c\":2}", NULL, NULL, &err),
 		     CORE_EDATA);
 	cr_assert(strstr(err.msg, "'c'"), "%s", err.msg);
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a,b\n1,2\n");
+	assert_file("o.csv", "a,b\r\n1,2\r\n");
 }
 
 Test(csv_sink, append_with_schema_that_differs_is_a_config_error)
 {
 	core_err err = { 0 };
 
-	spit("o.csv", "a,b\n1,2\n");
+	spit("o.csv", "a,b\r\n1,2\r\n");
 	cr_assert_eq(open_err(&plg__csv_sink,
 			      "path: @/o.csv\nmode: append\nschema:\n  mode: fixed\n"
 			      "  fields: ['b: int', 'a: int']", &err), CORE_ECONFIG);
 	cr_assert(strstr(err.msg, "a, b"), "%s", err.msg);
-	assert_file("o.csv", "a,b\n1,2\n");
+	assert_file("o.csv", "a,b\r\n1,2\r\n");
 }
 
 Test(csv_sink, append_with_matching_schema)
 {
 	void *st;
 
-	spit("o.csv", "a,\"b c\"\n1,2\n");
+	spit("o.csv", "a,\"b c\"\r\n1,2\r\n");
 	st = open_sink(&plg__csv_sink,
 		       "path: @/o.csv\nmode: append\nschema:\n  mode: fixed\n"
 		       "  fields: ['a: int', 'b c: int']");
 	put_ok(&plg__csv_sink, st, "{\"a\":3,\"b c\":4}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a,\"b c\"\n1,2\n3,4\n");
+	assert_file("o.csv", "a,\"b c\"\r\n1,2\r\n3,4\r\n");
 }
 
 Test(csv_sink, append_to_missing_or_empty_file_writes_header)
@@ -377,34 +377,35 @@ Test(csv_sink, append_to_missing_or_empty_file_writes_header)
 
 	put_ok(&plg__csv_sink, st, "{\"a\":1}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("new.csv", "a\n1\n");
+	assert_file("new.csv", "a\r\n1\r\n");
 	spit("empty.csv", "");
 	st = open_sink(&plg__csv_sink, "path: @/empty.csv\nmode: append");
 	put_ok(&plg__csv_sink, st, "{\"a\":1}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("empty.csv", "a\n1\n");
+	assert_file("empty.csv", "a\r\n1\r\n");
 }
 
 Test(csv_sink, append_adds_missing_final_line_end)
 {
 	void *st;
 
-	spit("o.csv", "a\n1");
+	spit("o.csv", "a\r\n1");
 	st = open_sink(&plg__csv_sink, "path: @/o.csv\nmode: append");
 	put_ok(&plg__csv_sink, st, "{\"a\":2}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a\n1\n2\n");
+	/* the missing line end is added as "\n" (the file's own is not known) */
+	assert_file("o.csv", "a\r\n1\n2\r\n");
 }
 
 Test(csv_sink, write_mode_truncates)
 {
 	void *st;
 
-	spit("o.csv", "old,stuff\n1,2\n3,4\n");
+	spit("o.csv", "old,stuff\r\n1,2\r\n3,4\r\n");
 	st = open_sink(&plg__csv_sink, "path: @/o.csv\nmode: write");
 	put_ok(&plg__csv_sink, st, "{\"a\":1}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("o.csv", "a\n1\n");
+	assert_file("o.csv", "a\r\n1\r\n");
 }
 
 Test(csv_sink, creates_missing_parent_directories)
@@ -413,7 +414,7 @@ Test(csv_sink, creates_missing_parent_directories)
 
 	put_ok(&plg__csv_sink, st, "{\"a\":1}");
 	close_ok(&plg__csv_sink, st);
-	assert_file("x/y/z/o.csv", "a\n1\n");
+	assert_file("x/y/z/o.csv", "a\r\n1\r\n");
 }
 
 Test(csv_sink, unwritable_path_fails_at_open)
@@ -437,7 +438,7 @@ Test(csv_sink, flush_makes_rows_visible)
 
 	put_ok(&plg__csv_sink, st, "{\"a\":1}");
 	cr_assert_eq(plg__csv_sink.flush(st, &err), 0, "%s", err.msg);
-	assert_file("o.csv", "a\n1\n");
+	assert_file("o.csv", "a\r\n1\r\n");
 	close_ok(&plg__csv_sink, st);
 	cr_assert_eq(plg__csv_sink.close(NULL, &err), 0);
 }
@@ -472,15 +473,15 @@ Test(csv_sink, accepts_utf8_encoding)
 
 /* ---------------------------------------------------------------- json */
 
-Test(json_sink, jsonl_one_compact_line_per_row)
+Test(json_sink, jsonl_one_python_json_dumps_line_per_row)
 {
 	void *st = open_sink(&plg__json_sink, "path: @/o.jsonl");
 
 	put_ok(&plg__json_sink, st, "{\"z\":1,\"a\":{\"b\":[1,\"x\"]},\"u\":\"\\u00e9\"}");
 	put_ok(&plg__json_sink, st, "{\"n\":null,\"t\":true}");
 	close_ok(&plg__json_sink, st);
-	assert_file("o.jsonl", "{\"z\":1,\"a\":{\"b\":[1,\"x\"]},\"u\":\"\xc3\xa9\"}\n"
-		    "{\"n\":null,\"t\":true}\n");
+	assert_file("o.jsonl", "{\"z\": 1, \"a\": {\"b\": [1, \"x\"]}, \"u\": \"\\u00e9\"}\n"
+		    "{\"n\": null, \"t\": true}\n");
 }
 
 Test(json_sink, jsonl_byte_ranges)
@@ -496,10 +497,10 @@ Test(json_sink, jsonl_byte_ranges)
 	close_ok(&plg__json_sink, st);
 	file = slurp("o.jsonl", NULL);
 	cr_assert_eq(off[0], 0);
-	cr_assert_eq(len[0], 8);
-	cr_assert_eq(off[1], 8);
-	cr_assert_eq(memcmp(file + off[1], "{\"b\":\"\xe6\x97\xa5\"}\n", len[1]), 0);
-	cr_assert_eq(len[1], strlen("{\"b\":\"\xe6\x97\xa5\"}\n"));
+	cr_assert_eq(len[0], 9);
+	cr_assert_eq(off[1], 9);
+	cr_assert_eq(memcmp(file + off[1], "{\"b\": \"\\u65e5\"}\n", len[1]), 0);
+	cr_assert_eq(len[1], strlen("{\"b\": \"\\u65e5\"}\n"));
 	free(file);
 }
 
@@ -509,12 +510,12 @@ Test(json_sink, jsonl_append)
 	core_err err = { 0 };
 	void *st;
 
-	spit("o.jsonl", "{\"a\":1}\n");
+	spit("o.jsonl", "{\"a\": 1}\n");
 	st = open_sink(&plg__json_sink, "path: @/o.jsonl\nmode: append");
 	cr_assert_eq(put(&plg__json_sink, st, "{\"a\":2}", &off, &len, &err), 0);
-	cr_assert_eq(off, 8);
+	cr_assert_eq(off, 9);
 	close_ok(&plg__json_sink, st);
-	assert_file("o.jsonl", "{\"a\":1}\n{\"a\":2}\n");
+	assert_file("o.jsonl", "{\"a\": 1}\n{\"a\": 2}\n");
 }
 
 Test(json_sink, json_array_open_and_close)
@@ -526,7 +527,7 @@ Test(json_sink, json_array_open_and_close)
 	put_ok(&plg__json_sink, st, "{\"a\":1,\"b\":\"x\"}");
 	put_ok(&plg__json_sink, st, "{\"a\":2}");
 	close_ok(&plg__json_sink, st);
-	assert_file("o.json", "[\n{\"a\":1,\"b\":\"x\"},\n{\"a\":2}\n]\n");
+	assert_file("o.json", "[{\"a\": 1, \"b\": \"x\"}, {\"a\": 2}]");
 	all = json_load_file(path_in("o.json"), 0, &jerr);
 	cr_assert_not_null(all, "%s", jerr.text);
 	cr_assert_eq(json_array_size(all), 2);
@@ -538,7 +539,7 @@ Test(json_sink, json_empty_run_is_empty_array)
 	void *st = open_sink(&plg__json_sink, "path: @/o.json");
 
 	close_ok(&plg__json_sink, st);
-	assert_file("o.json", "[]\n");
+	assert_file("o.json", "[]");
 }
 
 Test(json_sink, json_indent_like_python)
@@ -564,7 +565,7 @@ Test(json_sink, json_indent_like_python)
 		    "  {\n"
 		    "    \"f\": null\n"
 		    "  }\n"
-		    "]\n");
+		    "]");
 }
 
 Test(json_sink, json_indent_zero_is_newlines_only)
@@ -573,7 +574,7 @@ Test(json_sink, json_indent_zero_is_newlines_only)
 
 	put_ok(&plg__json_sink, st, "{\"a\":[1]}");
 	close_ok(&plg__json_sink, st);
-	assert_file("o.json", "[\n{\n\"a\": [\n1\n]\n}\n]\n");
+	assert_file("o.json", "[\n{\n\"a\": [\n1\n]\n}\n]");
 }
 
 Test(json_sink, json_byte_ranges_hold_each_element)
@@ -610,15 +611,15 @@ Test(json_sink, format_by_extension_or_option)
 
 	put_ok(&plg__json_sink, st, "{\"a\":1}");
 	close_ok(&plg__json_sink, st);
-	assert_file("a.jsonl", "{\"a\":1}\n");
+	assert_file("a.jsonl", "{\"a\": 1}\n");
 	st = open_sink(&plg__json_sink, "path: @/b.txt");
 	put_ok(&plg__json_sink, st, "{\"a\":1}");
 	close_ok(&plg__json_sink, st);
-	assert_file("b.txt", "[\n{\"a\":1}\n]\n");
+	assert_file("b.txt", "[{\"a\": 1}]");
 	st = open_sink(&plg__json_sink, "path: @/c.json\nformat: jsonl\nindent: 2");
 	put_ok(&plg__json_sink, st, "{\"a\":1}");
 	close_ok(&plg__json_sink, st);
-	assert_file("c.json", "{\"a\":1}\n");
+	assert_file("c.json", "{\"a\": 1}\n");
 }
 
 Test(json_sink, json_append_is_a_config_error)
@@ -638,7 +639,7 @@ Test(json_sink, json_append_is_a_config_error)
 	cr_assert(strstr(err.msg, "indent"), "%s", err.msg);
 }
 
-Test(json_sink, reals_in_shortest_form)
+Test(json_sink, reals_as_python_repr)
 {
 	void *st = open_sink(&plg__json_sink, "path: @/o.jsonl");
 
@@ -646,8 +647,8 @@ Test(json_sink, reals_in_shortest_form)
 	       "{\"a\":0.1,\"b\":1.0,\"c\":-2.5e-7,\"d\":1e21,\"e\":123456789012.0,"
 	       "\"f\":9007199254740993}");
 	close_ok(&plg__json_sink, st);
-	assert_file("o.jsonl", "{\"a\":0.1,\"b\":1.0,\"c\":-2.5e-7,\"d\":1e+21,"
-		    "\"e\":123456789012.0,\"f\":9007199254740993}\n");
+	assert_file("o.jsonl", "{\"a\": 0.1, \"b\": 1.0, \"c\": -2.5e-07, \"d\": 1e+21, "
+		    "\"e\": 123456789012.0, \"f\": 9007199254740993}\n");
 }
 
 Test(json_sink, escapes_round_trip)
@@ -688,7 +689,7 @@ Test(json_sink, creates_missing_parent_directories)
 
 	put_ok(&plg__json_sink, st, "{\"a\":1}");
 	close_ok(&plg__json_sink, st);
-	assert_file("deep/er/o.jsonl", "{\"a\":1}\n");
+	assert_file("deep/er/o.jsonl", "{\"a\": 1}\n");
 }
 
 Test(json_sink, flush_then_close)
@@ -698,8 +699,8 @@ Test(json_sink, flush_then_close)
 
 	put_ok(&plg__json_sink, st, "{\"a\":1}");
 	cr_assert_eq(plg__json_sink.flush(st, &err), 0, "%s", err.msg);
-	assert_file("o.json", "[\n{\"a\":1}");
+	assert_file("o.json", "[{\"a\": 1}");
 	close_ok(&plg__json_sink, st);
-	assert_file("o.json", "[\n{\"a\":1}\n]\n");
+	assert_file("o.json", "[{\"a\": 1}]");
 	cr_assert_eq(plg__json_sink.close(NULL, &err), 0);
 }
