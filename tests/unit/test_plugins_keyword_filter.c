@@ -22,7 +22,7 @@ static void teardown(void)
 }
 
 TestSuite(keyword_filter, .fini = teardown, .timeout = 30);
-TestSuite(pyre, .timeout = 10);
+TestSuite(pyre, .timeout = 30);
 
 static const core_node *opts(const char *yaml)
 {
