@@ -314,6 +314,9 @@ int core_redact_secrets(json_t *v);
 
 typedef struct core_source_cfg {
 	const core_node *node;         /* the `source` map */
+	/* The key of ELSPETH 0.7's one-entry `sources` map (ADR 0027), or
+	 * NULL for `source`. */
+	const char *name;
 	const char *plugin;
 	const char *on_success;        /* connection or sink name */
 	const char *on_validation_failure; /* sink name or "discard" */
@@ -425,6 +428,15 @@ const core_rate_service *core_rate_limit_find(const core_rate_limit_cfg *r,
 /* checkpoint.frequency */
 enum { CORE_CKPT_EVERY_ROW, CORE_CKPT_EVERY_N, CORE_CKPT_AGGREGATION_ONLY };
 
+/* One entry of `depends_on` (ADR 0027): a pipeline ELSPETH runs before
+ * this one. Strings point into the settings document; path is owned. */
+typedef struct core_depends_cfg {
+	const core_node *node;
+	const char *name;
+	const char *settings;          /* as written */
+	char *path;                    /* relative to the settings file's directory */
+} core_depends_cfg;
+
 typedef struct core_settings {
 	core_doc *doc;                 /* owned */
 	const char *path;
@@ -454,6 +466,8 @@ typedef struct core_settings {
 	bool checkpoint_aggregation_boundaries; /* also one after each batch
 					 * flush (default true, ELSPETH's) */
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
+	size_t ndepends_on;            /* depends_on (refused for now) */
+	core_depends_cfg *depends_on;
 } core_settings;
 
 /* What a landscape.url names: lmdb (cap bytes) receives the LMDB

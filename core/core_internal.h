@@ -59,6 +59,25 @@ const core_node *core__options_of(core_settings *s, const core_node *map);
 int core__load_coalesce(core_settings *s, const core_node *seq, core_err *err);
 int core__load_aggregations(core_settings *s, const core_node *seq,
 			    core_err *err);
+/* settings_compat.c (ADR 0027): plugins that need a cloud service and
+ * secrets from a key vault are refused (CORE_EUNSUPPORTED at the key's
+ * position), looking at the document root as written, sections in file
+ * order. The pre-pass does so on text parsed without ${VAR} expansion,
+ * before the real parse, so that refusal comes before an unset
+ * variable's error; a text that does not parse is left to the real
+ * parse (0). */
+int core__refuse_cloud(const core_node *root, core_err *err);
+int core__settings_prepass(const char *name, const char *text, size_t len,
+			   core_err *err);
+int core__settings_prepass_file(const char *path, core_err *err);
+/* The source's node: `source`, or the one entry of `sources` (its key
+ * becomes s->source.name); both, none in `sources` or several are
+ * errors. *out is NULL when neither is given. */
+int core__pick_source(core_settings *s, const core_node *root,
+		      const core_node **out, core_err *err);
+int core__load_secrets(core_settings *s, const core_node *n, core_err *err);
+int core__load_depends_on(core_settings *s, const core_node *n, core_err *err);
+void core__depends_on_free(core_settings *s);
 /* settings_rate.c */
 int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err);
 

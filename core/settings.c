@@ -330,12 +330,13 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 
 static const char *const top_keys[] = {
 	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
-	"landscape", "concurrency", "checkpoint", "retry", "rate_limit", NULL
+	"landscape", "concurrency", "checkpoint", "retry", "rate_limit",
+	"sources", "secrets", "depends_on", NULL
 };
 
 static int settings_build(core_settings *s, core_err *err)
 {
-	const core_node *root = core_doc_root(s->doc);
+	const core_node *root = core_doc_root(s->doc), *source = NULL;
 	uint8_t digest[CORE_SHA256_LEN];
 	json_t *j;
 	int rc;
@@ -343,9 +344,13 @@ static int settings_build(core_settings *s, core_err *err)
 	if (!root)
 		return core_err_set(err, CORE_ECONFIG,
 				    "%s: the settings file is empty", s->path);
-	if ((rc = core_map_check_keys(root, top_keys, err)) ||
+	if ((rc = core__refuse_cloud(root, err)) ||
+	    (rc = core_map_check_keys(root, top_keys, err)) ||
+	    (rc = core__load_secrets(s, core_map_get(root, "secrets"), err)) ||
+	    (rc = core__load_depends_on(s, core_map_get(root, "depends_on"), err)) ||
 	    (rc = core__expand_files(s, err)) ||
-	    (rc = load_source(s, core_map_get(root, "source"), err)) ||
+	    (rc = core__pick_source(s, root, &source, err)) ||
+	    (rc = load_source(s, source, err)) ||
 	    (rc = load_transforms(s, core_map_get(root, "transforms"), err)) ||
 	    (rc = load_gates(s, core_map_get(root, "gates"), err)) ||
 	    (rc = load_sinks(s, core_map_get(root, "sinks"), err)) ||
@@ -410,7 +415,9 @@ int core_settings_load(const char *path, core_settings **out, core_err *err)
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	s->path = path;
-	rc = core_doc_load(path, &s->doc, err);
+	rc = core__settings_prepass_file(path, err);
+	if (!rc)
+		rc = core_doc_load(path, &s->doc, err);
 	if (!rc)
 		rc = settings_build(s, err);
 	return settings_finish(s, rc, out);
@@ -426,7 +433,9 @@ int core_settings_parse(const char *name, const char *text,
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	s->path = name;
-	rc = core_doc_parse(name, text, strlen(text), &s->doc, err);
+	rc = core__settings_prepass(name, text, strlen(text), err);
+	if (!rc)
+		rc = core_doc_parse(name, text, strlen(text), &s->doc, err);
 	if (!rc)
 		rc = settings_build(s, err);
 	return settings_finish(s, rc, out);
@@ -445,6 +454,7 @@ void core_settings_free(core_settings *s)
 		free(s->coalesce[i].inputs);
 	}
 	free(s->coalesce);
+	core__depends_on_free(s);
 	free(s->aggregations);
 	free(s->transforms);
 	free(s->rate_limit.services);

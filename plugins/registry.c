@@ -21,6 +21,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__llm,
 	&plg__llm_multi_query,
 	&plg__web_scrape,
+	&plg__keyword_filter,
 };
 
 static const plg_sink_ops *const sinks[] = {

@@ -12,6 +12,7 @@ PKGS=(
   nghttp2-proxy
   libsqlite3-dev sqlite3 libzstd-dev
   libxml2-dev
+  libpcre2-dev
   libpq-dev postgresql
   chromium
   slurmctld slurmd slurm-client munge

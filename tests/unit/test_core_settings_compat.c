@@ -1,0 +1,192 @@
+/* test_core_settings_compat.c — ELSPETH's keys around the pipeline
+ * (ADR 0027): plugins that need a cloud service refused before ${VAR}
+ * errors, `secrets`, 0.7's one-entry `sources` map, `depends_on`. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "core/core.h"
+
+TestSuite(compat, .timeout = 10);
+
+#define SINKS "sinks:\n  out: {plugin: csv, options: {path: out.csv}}\n"
+#define SOURCE "source:\n  plugin: csv\n  on_success: out\n" \
+	"  options: {path: in.csv, on_validation_failure: discard}\n"
+
+static int load(const char *text, core_settings **s, core_err *err)
+{
+	memset(err, 0, sizeof(*err));
+	return core_settings_parse("p.yaml", text, s, err);
+}
+
+static void expect_error(const char *text, int code, const char *needle)
+{
+	core_settings *s = NULL;
+	core_err err;
+	int rc = load(text, &s, &err);
+
+	cr_assert_eq(rc, code, "rc %d, want %d: %s", rc, code, err.msg);
+	cr_assert_null(s);
+	cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+}
+
+/* ------------------------------------------------------------- cloud */
+
+Test(compat, cloud_plugins_refused_naming_the_service)
+{
+	expect_error("source:\n  plugin: azure_blob\n  on_success: out\n  options: {}\n" SINKS,
+		     CORE_EUNSUPPORTED, "p.yaml:2:11: source.plugin: plugin 'azure_blob' "
+		     "needs Azure Blob Storage, which this build does not support");
+	expect_error(SOURCE "sinks:\n  out: {plugin: azure_blob, options: {}}\n",
+		     CORE_EUNSUPPORTED, "sinks.out.plugin: plugin 'azure_blob' needs Azure Blob Storage");
+	expect_error(SOURCE "sinks:\n  out: {plugin: chroma_sink}\n",
+		     CORE_EUNSUPPORTED, "'chroma_sink' needs ChromaDB");
+	expect_error(SOURCE "sinks:\n  out: {plugin: dataverse}\n",
+		     CORE_EUNSUPPORTED, "needs Microsoft Dataverse");
+	expect_error(SOURCE SINKS "transforms:\n- {name: r, plugin: rag_retrieval, input: out, on_success: out}\n",
+		     CORE_EUNSUPPORTED, "transforms[0].plugin: plugin 'rag_retrieval' needs a vector store");
+	expect_error(SOURCE SINKS "transforms:\n- {name: a, plugin: azure_content_safety}\n",
+		     CORE_EUNSUPPORTED, "needs Azure AI Content Safety");
+	expect_error(SOURCE SINKS "transforms:\n- {name: a, plugin: azure_prompt_shield}\n",
+		     CORE_EUNSUPPORTED, "Prompt Shields");
+	expect_error(SOURCE SINKS "aggregations:\n- {name: a, plugin: azure_batch_llm}\n",
+		     CORE_EUNSUPPORTED, "aggregations[0].plugin: plugin 'azure_batch_llm' "
+		     "needs the Azure OpenAI Batch API");
+	expect_error(SOURCE SINKS "collection_probes:\n- {collection: c, provider: chroma}\n",
+		     CORE_EUNSUPPORTED, "collection_probes[0].provider: collection probes ask a vector store");
+}
+
+Test(compat, cloud_refusal_comes_before_unset_variables)
+{
+	unsetenv("KW_TEST_UNSET_SAS");
+	/* The variable is unset: the plugin is still what is reported. */
+	expect_error("source:\n  plugin: azure_blob\n  on_success: out\n"
+		     "  options: {sas_token: '${KW_TEST_UNSET_SAS}'}\n" SINKS,
+		     CORE_EUNSUPPORTED, "plugin 'azure_blob' needs Azure Blob Storage");
+	/* ... even when the cloud sink comes after the variable. */
+	expect_error("source:\n  plugin: csv\n  on_success: out\n"
+		     "  options: {path: '${KW_TEST_UNSET_SAS}', on_validation_failure: discard}\n"
+		     "sinks:\n  out: {plugin: azure_blob}\n",
+		     CORE_EUNSUPPORTED, "p.yaml:6:17: sinks.out.plugin");
+	/* Set, the same. */
+	setenv("KW_TEST_UNSET_SAS", "sv=1", 1);
+	expect_error("source:\n  plugin: azure_blob\n  on_success: out\n"
+		     "  options: {sas_token: '${KW_TEST_UNSET_SAS}'}\n" SINKS,
+		     CORE_EUNSUPPORTED, "plugin 'azure_blob'");
+	unsetenv("KW_TEST_UNSET_SAS");
+	/* Without a cloud plugin the variable's error stands. */
+	expect_error("source:\n  plugin: csv\n  on_success: out\n"
+		     "  options: {path: '${KW_TEST_UNSET_SAS}', on_validation_failure: discard}\n"
+		     SINKS, CORE_ECONFIG, "'KW_TEST_UNSET_SAS' is not set");
+}
+
+Test(compat, cloud_refusal_from_a_file_too)
+{
+	char path[] = "/tmp/kwcompatXXXXXX";
+	int fd = mkstemp(path);
+	const char *text = "secrets:\n  source: keyvault\n  vault_url: https://v.vault.azure.net\n"
+			   "  mapping: {K: k}\n" SOURCE
+			   "sinks:\n  out: {plugin: csv, options: {path: '${KW_TEST_NOPE}'}}\n";
+	core_settings *s = NULL;
+	core_err err = { 0 };
+	FILE *f;
+
+	cr_assert_geq(fd, 0);
+	f = fdopen(fd, "w");
+	fputs(text, f);
+	fclose(f);
+	unsetenv("KW_TEST_NOPE");
+	cr_assert_eq(core_settings_load(path, &s, &err), CORE_EUNSUPPORTED, "%s", err.msg);
+	cr_assert(strstr(err.msg, ":2:11: secrets.source: secrets from a key vault need "
+			 "Azure Key Vault"), "%s", err.msg);
+	unlink(path);
+}
+
+/* ------------------------------------------------------------ secrets */
+
+Test(compat, secrets_env_is_accepted)
+{
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load("secrets: {source: env}\n" SOURCE SINKS, &s, &err), 0, "%s", err.msg);
+	core_settings_free(s);
+	cr_assert_eq(load("secrets: {}\n" SOURCE SINKS, &s, &err), 0, "%s", err.msg);
+	core_settings_free(s);
+}
+
+Test(compat, secrets_checked)
+{
+	expect_error("secrets: {source: vault}\n" SOURCE SINKS, CORE_ECONFIG, "secrets.source");
+	expect_error("secrets: {source: env, extra: 1}\n" SOURCE SINKS, CORE_ECONFIG, "extra");
+	expect_error("secrets: {source: env, mapping: {A: [1]}}\n" SOURCE SINKS,
+		     CORE_ECONFIG, "secrets.mapping.A");
+	expect_error("secrets:\n  source: keyvault\n" SOURCE SINKS, CORE_EUNSUPPORTED,
+		     "p.yaml:2:11: secrets.source: secrets from a key vault need Azure Key Vault");
+}
+
+/* ------------------------------------------------------------ sources */
+
+Test(compat, one_entry_sources_map_is_the_source)
+{
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load("sources:\n  orders:\n    plugin: csv\n    on_success: out\n"
+			  "    options: {path: in.csv, on_validation_failure: discard}\n" SINKS,
+			  &s, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(s->source.name, "orders");
+	cr_assert_str_eq(s->source.plugin, "csv");
+	cr_assert_str_eq(s->source.on_success, "out");
+	cr_assert_str_eq(s->source.on_validation_failure, "discard");
+	core_settings_free(s);
+	cr_assert_eq(load(SOURCE SINKS, &s, &err), 0, "%s", err.msg);
+	cr_assert_null(s->source.name);
+	core_settings_free(s);
+}
+
+Test(compat, sources_errors)
+{
+	expect_error(SOURCE "sources:\n  a: {plugin: csv, on_success: out}\n" SINKS,
+		     CORE_ECONFIG, "both 'source' and 'sources'");
+	expect_error("sources:\n  a: {plugin: csv, on_success: out}\n"
+		     "  b: {plugin: json, on_success: out}\n" SINKS,
+		     CORE_EUNSUPPORTED, "p.yaml:3:3: sources.b: 2 sources are given ('a', 'b')");
+	expect_error("sources: {}\n" SINKS, CORE_ECONFIG, "exactly one");
+	expect_error("sources:\n  a: {plugin: csv, on_success: out, option: {}}\n" SINKS,
+		     CORE_ECONFIG, "option");
+	expect_error("sources:\n  a: {plugin: azure_blob, on_success: out}\n" SINKS,
+		     CORE_EUNSUPPORTED, "sources.a.plugin: plugin 'azure_blob'");
+}
+
+/* --------------------------------------------------------- depends_on */
+
+Test(compat, depends_on_checked_then_refused)
+{
+	expect_error("depends_on:\n- name: index\n  settings: ./index.yaml\n" SOURCE SINKS,
+		     CORE_EUNSUPPORTED, "p.yaml:2:1: depends_on: running other pipelines "
+		     "before this one is not supported: run ./index.yaml first");
+	expect_error("depends_on: {name: a}\n" SOURCE SINKS, CORE_ECONFIG, "expected a list");
+	expect_error("depends_on:\n- {name: a}\n" SOURCE SINKS, CORE_ECONFIG, "settings");
+	expect_error("depends_on:\n- {name: a, settings: x.yaml, when: 1}\n" SOURCE SINKS,
+		     CORE_ECONFIG, "when");
+	expect_error("depends_on:\n- {name: '', settings: x.yaml}\n" SOURCE SINKS,
+		     CORE_ECONFIG, "neither empty");
+	expect_error("depends_on:\n- {name: a, settings: x.yaml}\n- {name: a, settings: y.yaml}\n"
+		     SOURCE SINKS, CORE_ECONFIG, "dependency name 'a' is used twice");
+}
+
+Test(compat, depends_on_path_is_relative_to_the_settings_file)
+{
+	core_settings *s = NULL;
+	core_err err = { 0 };
+
+	cr_assert_eq(core_settings_parse("dir/sub/p.yaml",
+		"depends_on:\n- {name: a, settings: ../idx.yaml}\n" SOURCE SINKS, &s, &err),
+		CORE_EUNSUPPORTED);
+	cr_assert(strstr(err.msg, "run dir/sub/../idx.yaml first"), "%s", err.msg);
+	cr_assert_null(s);
+}
