@@ -122,22 +122,62 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 	return rc;
 }
 
-/* Each member's visit to the aggregation, as a node state. */
-static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch)
+/* Each member's visit to the aggregation, as a node state: st[i] set up
+ * (its id reserved) before the flush, recorded after it. */
+static void member_states(eng_ctx *c, agg_buf *b, eng_state *st)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		eng_token *m = &b->members[i];
+
+		st[i] = (eng_state){ .id = eng__audit_state_id(c->audit),
+				     .seq = b->seqs[i], .token_id = m->token_id,
+				     .node = b->node->id, .step = m->step + 1,
+				     .ok = true, .in_hash = m->hash,
+				     .out_hash = m->hash,
+				     .started_ns = core_now_wall_ns() };
+	}
+}
+
+static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch,
+			   eng_state *st)
 {
 	char ctx[64];
 
 	snprintf(ctx, sizeof(ctx), "{\"batch_id\":%llu}", (unsigned long long)batch);
 	for (size_t i = 0; i < b->n; i++) {
-		eng_token *m = &b->members[i];
-		eng_state st = { .seq = b->seqs[i], .token_id = m->token_id,
-				 .node = b->node->id,
-				 .step = m->step + 1, .ok = true, .in_hash = m->hash,
-				 .out_hash = m->hash, .context_json = ctx };
-
-		st.started_ns = st.completed_ns = core_now_wall_ns();
-		eng__audit_state(c->audit, &st);
+		st[i].context_json = ctx;
+		st[i].completed_ns = core_now_wall_ns();
+		eng__audit_state(c->audit, &st[i]);
 	}
+}
+
+/* The plugin's outputs for the batch; a plugin that calls out gets each
+ * member's call context. */
+static int run_flush(eng_ctx *c, agg_buf *b, json_t **rows, eng_state *st,
+		     json_t **outs, core_err *err)
+{
+	const dag_node *n = b->node;
+	eng_call_ctx *cc;
+	plg_ctx **ctx;
+	int rc = 0;
+
+	if (!n->aops->flush_calls)
+		return n->aops->flush(n->astate, rows, b->n, n->agg->passthrough,
+				      outs, err);
+	cc = calloc(b->n, sizeof(*cc));
+	ctx = calloc(b->n, sizeof(*ctx));
+	if (!cc || !ctx)
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; cc && ctx && i < b->n; i++) {
+		eng__call_ctx_init(&cc[i], c, &st[i], c->stop);
+		ctx[i] = &cc[i].base;
+	}
+	if (cc && ctx)
+		rc = n->aops->flush_calls(n->astate, rows, b->n, n->agg->passthrough,
+					  ctx, outs, err);
+	free(ctx);
+	free(cc);
+	return rc;
 }
 
 /* The outputs walk on from the aggregation and are emitted now. */
@@ -186,15 +226,18 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	const dag_node *n = b->node;
 	json_t **rows, *outs = NULL;
 	uint64_t *ids, batch;
+	eng_state *st;
 	int rc;
 
 	if (!b->n)
 		return 0;
 	rows = calloc(b->n, sizeof(*rows));
 	ids = calloc(b->n, sizeof(*ids));
-	if (!rows || !ids) {
+	st = calloc(b->n, sizeof(*st));
+	if (!rows || !ids || !st) {
 		free(rows);
 		free(ids);
+		free(st);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < b->n; i++) {
@@ -203,9 +246,10 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	}
 	batch = eng__audit_batch(c->audit, n->id, trigger, seq, ids, b->n,
 				 core_now_wall_ns());
-	record_members(c, b, batch);
+	member_states(c, b, st);
 	sum->batches++;
-	rc = n->aops->flush(n->astate, rows, b->n, n->agg->passthrough, &outs, err);
+	rc = run_flush(c, b, rows, st, &outs, err);
+	record_members(c, b, batch, st);
 	if (!rc && n->agg->passthrough && json_array_size(outs) != b->n)
 		rc = core_err_set(err, CORE_EDATA,
 			"aggregation '%s': passthrough gave %zu rows for %zu members",
@@ -225,6 +269,7 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	json_decref(outs);
 	free(rows);
 	free(ids);
+	free(st);
 	buf_clear(b);
 	return rc;
 }
