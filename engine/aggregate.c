@@ -139,22 +139,39 @@ static void member_states(eng_ctx *c, agg_buf *b, eng_state *st)
 }
 
 static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch,
-			   eng_state *st)
+			   const eng_state *st)
 {
 	char ctx[64];
 
 	snprintf(ctx, sizeof(ctx), "{\"batch_id\":%llu}", (unsigned long long)batch);
 	for (size_t i = 0; i < b->n; i++) {
-		st[i].context_json = ctx;
-		st[i].completed_ns = core_now_wall_ns();
-		eng__audit_state(c->audit, &st[i]);
+		eng_state s = st[i];
+
+		if (!s.context_json)
+			s.context_json = ctx;
+		s.completed_ns = core_now_wall_ns();
+		eng__audit_state(c->audit, &s);
 	}
+}
+
+/* What a plugin that calls out leaves in a member's context (its calls'
+ * statistics), with the batch id: the member's node-state context, a
+ * malloc'd string in st->context_json (NULL: none). */
+static void keep_context(plg_ctx *ctx, uint64_t batch, eng_state *st)
+{
+	if (!ctx->context)
+		return;
+	json_object_set_new(ctx->context, "batch_id", json_integer((json_int_t)batch));
+	st->context_json = json_dumps(ctx->context, JSON_COMPACT | JSON_SORT_KEYS |
+				      JSON_REAL_PRECISION(9));
+	json_decref(ctx->context);
+	ctx->context = NULL;
 }
 
 /* The plugin's outputs for the batch; a plugin that calls out gets each
  * member's call context. */
-static int run_flush(eng_ctx *c, agg_buf *b, json_t **rows, eng_state *st,
-		     json_t **outs, core_err *err)
+static int run_flush(eng_ctx *c, agg_buf *b, uint64_t batch, json_t **rows,
+		     eng_state *st, json_t **outs, core_err *err)
 {
 	const dag_node *n = b->node;
 	eng_call_ctx *cc;
@@ -175,6 +192,8 @@ static int run_flush(eng_ctx *c, agg_buf *b, json_t **rows, eng_state *st,
 	if (cc && ctx)
 		rc = n->aops->flush_calls(n->astate, rows, b->n, n->agg->passthrough,
 					  ctx, outs, err);
+	for (size_t i = 0; cc && ctx && i < b->n; i++)
+		keep_context(ctx[i], batch, &st[i]);
 	free(ctx);
 	free(cc);
 	return rc;
@@ -248,8 +267,10 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 				 core_now_wall_ns());
 	member_states(c, b, st);
 	sum->batches++;
-	rc = run_flush(c, b, rows, st, &outs, err);
+	rc = run_flush(c, b, batch, rows, st, &outs, err);
 	record_members(c, b, batch, st);
+	for (size_t i = 0; n->aops->flush_calls && i < b->n; i++)
+		free((char *)st[i].context_json); /* keep_context's */
 	if (!rc && n->agg->passthrough && json_array_size(outs) != b->n)
 		rc = core_err_set(err, CORE_EDATA,
 			"aggregation '%s': passthrough gave %zu rows for %zu members",
