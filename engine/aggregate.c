@@ -122,22 +122,81 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 	return rc;
 }
 
-/* Each member's visit to the aggregation, as a node state. */
-static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch)
+/* Each member's visit to the aggregation, as a node state: st[i] set up
+ * (its id reserved) before the flush, recorded after it. */
+static void member_states(eng_ctx *c, agg_buf *b, eng_state *st)
+{
+	for (size_t i = 0; i < b->n; i++) {
+		eng_token *m = &b->members[i];
+
+		st[i] = (eng_state){ .id = eng__audit_state_id(c->audit),
+				     .seq = b->seqs[i], .token_id = m->token_id,
+				     .node = b->node->id, .step = m->step + 1,
+				     .ok = true, .in_hash = m->hash,
+				     .out_hash = m->hash,
+				     .started_ns = core_now_wall_ns() };
+	}
+}
+
+static void record_members(eng_ctx *c, agg_buf *b, uint64_t batch,
+			   const eng_state *st)
 {
 	char ctx[64];
 
 	snprintf(ctx, sizeof(ctx), "{\"batch_id\":%llu}", (unsigned long long)batch);
 	for (size_t i = 0; i < b->n; i++) {
-		eng_token *m = &b->members[i];
-		eng_state st = { .seq = b->seqs[i], .token_id = m->token_id,
-				 .node = b->node->id,
-				 .step = m->step + 1, .ok = true, .in_hash = m->hash,
-				 .out_hash = m->hash, .context_json = ctx };
+		eng_state s = st[i];
 
-		st.started_ns = st.completed_ns = core_now_wall_ns();
-		eng__audit_state(c->audit, &st);
+		if (!s.context_json)
+			s.context_json = ctx;
+		s.completed_ns = core_now_wall_ns();
+		eng__audit_state(c->audit, &s);
 	}
+}
+
+/* What a plugin that calls out leaves in a member's context (its calls'
+ * statistics), with the batch id: the member's node-state context, a
+ * malloc'd string in st->context_json (NULL: none). */
+static void keep_context(plg_ctx *ctx, uint64_t batch, eng_state *st)
+{
+	if (!ctx->context)
+		return;
+	json_object_set_new(ctx->context, "batch_id", json_integer((json_int_t)batch));
+	st->context_json = json_dumps(ctx->context, JSON_COMPACT | JSON_SORT_KEYS |
+				      JSON_REAL_PRECISION(9));
+	json_decref(ctx->context);
+	ctx->context = NULL;
+}
+
+/* The plugin's outputs for the batch; a plugin that calls out gets each
+ * member's call context. */
+static int run_flush(eng_ctx *c, agg_buf *b, uint64_t batch, json_t **rows,
+		     eng_state *st, json_t **outs, core_err *err)
+{
+	const dag_node *n = b->node;
+	eng_call_ctx *cc;
+	plg_ctx **ctx;
+	int rc = 0;
+
+	if (!n->aops->flush_calls)
+		return n->aops->flush(n->astate, rows, b->n, n->agg->passthrough,
+				      outs, err);
+	cc = calloc(b->n, sizeof(*cc));
+	ctx = calloc(b->n, sizeof(*ctx));
+	if (!cc || !ctx)
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; cc && ctx && i < b->n; i++) {
+		eng__call_ctx_init(&cc[i], c, &st[i], c->stop);
+		ctx[i] = &cc[i].base;
+	}
+	if (cc && ctx)
+		rc = n->aops->flush_calls(n->astate, rows, b->n, n->agg->passthrough,
+					  ctx, outs, err);
+	for (size_t i = 0; cc && ctx && i < b->n; i++)
+		keep_context(ctx[i], batch, &st[i]);
+	free(ctx);
+	free(cc);
+	return rc;
 }
 
 /* The outputs walk on from the aggregation and are emitted now. */
@@ -186,15 +245,18 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	const dag_node *n = b->node;
 	json_t **rows, *outs = NULL;
 	uint64_t *ids, batch;
+	eng_state *st;
 	int rc;
 
 	if (!b->n)
 		return 0;
 	rows = calloc(b->n, sizeof(*rows));
 	ids = calloc(b->n, sizeof(*ids));
-	if (!rows || !ids) {
+	st = calloc(b->n, sizeof(*st));
+	if (!rows || !ids || !st) {
 		free(rows);
 		free(ids);
+		free(st);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	for (size_t i = 0; i < b->n; i++) {
@@ -203,9 +265,12 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	}
 	batch = eng__audit_batch(c->audit, n->id, trigger, seq, ids, b->n,
 				 core_now_wall_ns());
-	record_members(c, b, batch);
+	member_states(c, b, st);
 	sum->batches++;
-	rc = n->aops->flush(n->astate, rows, b->n, n->agg->passthrough, &outs, err);
+	rc = run_flush(c, b, batch, rows, st, &outs, err);
+	record_members(c, b, batch, st);
+	for (size_t i = 0; n->aops->flush_calls && i < b->n; i++)
+		free((char *)st[i].context_json); /* keep_context's */
 	if (!rc && n->agg->passthrough && json_array_size(outs) != b->n)
 		rc = core_err_set(err, CORE_EDATA,
 			"aggregation '%s': passthrough gave %zu rows for %zu members",
@@ -225,6 +290,7 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	json_decref(outs);
 	free(rows);
 	free(ids);
+	free(st);
 	buf_clear(b);
 	return rc;
 }

@@ -326,6 +326,22 @@ bool eng__replay_find(eng_ctx *c, uint64_t seq, int node, const void *req,
 /* Calls c->blocking when set. */
 void eng__blocking(eng_ctx *c, bool begin);
 
+/* What a plugin gets to make calls during node state *st of row seq: its
+ * calls are recorded under st (whose id is reserved, eng__audit_state_id)
+ * and counted. walk.c fills one per transform attempt; aggregate.c one
+ * per member of an aggregation that calls out (flush_calls). */
+typedef struct eng_call_ctx {
+	plg_ctx base;           /* first: the plugin sees only this */
+	eng_ctx *c;
+	eng_audit *audit;
+	const eng_state *st;    /* id, token, node */
+	atomic_uint next_call;
+} eng_call_ctx;
+/* Sets up cc for st (which must outlive it): record_call and halt, the
+ * settings' retry policy, stop (may be NULL); no blocking, no replay. */
+void eng__call_ctx_init(eng_call_ctx *cc, eng_ctx *c, const eng_state *st,
+			atomic_int *stop);
+
 /* Stage 2 (a worker): walks the row's tokens through the graph; fills res
  * with its terminal tokens in release order. A row error with nowhere to
  * go is returned naming seq and node (the row's token is FAILED). */

@@ -132,13 +132,7 @@ static atomic_int *walk_stop(const walker *w)
 
 /* What a transform gets for one attempt: its calls are recorded under
  * the attempt's node state, whose id is reserved before it runs. */
-typedef struct call_ctx {
-	plg_ctx base; /* first: the transform sees only this */
-	eng_ctx *c;
-	eng_audit *audit;
-	const eng_state *st;  /* id, token, node */
-	atomic_uint next_call;
-} call_ctx;
+typedef eng_call_ctx call_ctx;
 
 void eng__blocking(eng_ctx *c, bool begin)
 {
@@ -207,6 +201,18 @@ static bool ctx_replay(plg_ctx *ctx, const void *req, size_t len, char **resp,
 
 	return eng__replay_find(cc->c, cc->base.seq, cc->st->node, req, len,
 				resp, resp_len, from);
+}
+
+void eng__call_ctx_init(eng_call_ctx *cc, eng_ctx *c, const eng_state *st,
+			atomic_int *stop)
+{
+	memset(cc, 0, sizeof(*cc));
+	cc->base = (plg_ctx){ .seq = st->seq, .retry = &c->g->settings->retry,
+			      .stop = stop, .record_call = record_call,
+			      .halt = ctx_halt };
+	cc->c = c;
+	cc->audit = c->audit;
+	cc->st = st;
 }
 
 /* One attempt, recorded as a node state. On success *out is set and, for

@@ -359,6 +359,15 @@ typedef struct plg_aggregation_ops {
 	int (*flush)(void *state, json_t *const *members, size_t n,
 		     bool passthrough, json_t **out, core_err *err);
 	void (*close)(void *state);
+	/* Optional, used instead of flush when set: the same, for a plugin
+	 * that calls out (openrouter_batch_llm). ctx[i] is member i's: the
+	 * calls made for it are recorded under its node state at this
+	 * aggregation (ctx[i]->record_call, any thread while flush_calls
+	 * runs; ctx[i]->seq is its row). Runs on the thread holding the
+	 * release role. */
+	int (*flush_calls)(void *state, json_t *const *members, size_t n,
+			   bool passthrough, plg_ctx *const *ctx, json_t **out,
+			   core_err *err);
 } plg_aggregation_ops;
 
 /* --------------------------------------------------------------- registry */

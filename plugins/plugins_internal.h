@@ -26,6 +26,7 @@ extern const plg_transform_ops plg__web_scrape;
 extern const plg_transform_ops plg__keyword_filter;
 extern const plg_aggregation_ops plg__batch_stats;
 extern const plg_aggregation_ops plg__batch_replicate;
+extern const plg_aggregation_ops plg__openrouter_batch_llm;
 extern const plg_sink_ops plg__csv_sink;
 extern const plg_sink_ops plg__json_sink;
 extern const plg_sink_ops plg__database_sink;

@@ -33,6 +33,7 @@ static const plg_sink_ops *const sinks[] = {
 static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_stats,
 	&plg__batch_replicate,
+	&plg__openrouter_batch_llm,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -104,6 +104,31 @@ static json_t *prompt_schema(const char *text)
 	return s;
 }
 
+/* json_object without a schema: the object template the messages show
+ * (the last user message first, then the others from the first). */
+static json_t *hinted_schema(const json_t *root)
+{
+	const json_t *msgs = json_object_get(root, "messages");
+	size_t n = json_array_size(msgs);
+	json_t *s = NULL;
+
+	for (size_t k = 0; k < n && !s; k++) {
+		size_t i = k ? k - 1 : n - 1;
+		mock_buf text = { 0 };
+
+		if (k && i == n - 1)
+			continue;
+		content_text(json_object_get(json_array_get(msgs, i), "content"),
+			     &text);
+		if (text.len) {
+			mock_buf_add(&text, "", 1);
+			s = mock_hint_schema(text.data);
+		}
+		mock_buf_release(&text);
+	}
+	return s;
+}
+
 static int parse_format(mock_chat *c, char *err, size_t n)
 {
 	const json_t *rf = json_object_get(c->root, "response_format");
@@ -122,6 +147,10 @@ static int parse_format(mock_chat *c, char *err, size_t n)
 	}
 	if (!c->schema) {
 		c->prompt_schema = prompt_schema(c->last_user);
+		c->schema = c->prompt_schema;
+	}
+	if (!c->schema && c->json_object) {
+		c->prompt_schema = hinted_schema(c->root);
 		c->schema = c->prompt_schema;
 	}
 	return 0;

@@ -29,7 +29,9 @@ typedef struct mock_chat {
 	long prompt_chars;     /* characters (code points) of all messages */
 	long max_tokens;       /* max_tokens or max_completion_tokens; -1 */
 	const json_t *schema;  /* JSON Schema of a structured answer, or NULL */
-	json_t *prompt_schema; /* owned when the schema came from the prompt */
+	json_t *prompt_schema; /* owned when the schema came from the prompt
+				* (the standard instruction, or a json_object
+				* request's object template: mock_hint_schema) */
 	int json_object;       /* response_format {"type":"json_object"} */
 } mock_chat;
 
@@ -49,6 +51,12 @@ void mock_chat_release(mock_chat *c);
  */
 char *mock_chat_answer(const mock_chat *c, const mock_cfg *cfg,
 		       const char *model, int cut, size_t *len);
+
+/* A JSON Schema {"type":"object","properties":{...}} read from the first
+ * object template in text whose keys are quoted, such as
+ * {"score": <number>, "rationale": "<explanation>"} (hint_schema.c), or
+ * NULL when there is none. Caller releases. */
+json_t *mock_hint_schema(const char *text);
 
 /* An OpenAI-style error body {"error":{"message","type","code"}}; caller
  * frees. */

@@ -78,6 +78,9 @@ typedef struct llm_request {
 	const char *schema_name;
 	const llm_field *fields;
 	size_t nfields;
+	/* Otherwise, when not NULL, this response_format object as it is
+	 * (ELSPETH's json_object and json_schema shapes; borrowed). */
+	const json_t *response_format;
 } llm_request;
 
 /* Appends the request body as compact JSON with keys in this fixed order:

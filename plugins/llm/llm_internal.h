@@ -33,4 +33,44 @@ int llm__template_compile(const core_node *o, const char *src,
 /* o's lookup as a new JSON object, or NULL when there is none. */
 int llm__lookup(const core_node *o, json_t **out, core_err *err);
 
+/* One typed output field {suffix, type, values} of a query (both
+ * transforms' queries; multi_query.c): strings copied into f, released
+ * with llm__field_release (also after an error). Config errors name the
+ * node. */
+int llm__field_parse(llm_field *f, const core_node *n, core_err *err);
+void llm__field_release(llm_field *f);
+
+/* `llm` with `queries:` — ELSPETH 0.4.1's multi-query shape (queries.c):
+ * a map or list of queries, input_fields a mapping of template variable
+ * to row field, typed output_fields, json_object or json_schema
+ * response formats, columns {query}_{suffix} and
+ * {query}_{response_field}[_usage|_model]. Opened by transform.c when
+ * the options hold `queries`; the ops of plg__llm call these. */
+typedef struct llm__query {
+	char *name;
+	char **vars, **cols;       /* input_fields: variable -> row field */
+	size_t ninputs;
+	tpl_template *tpl;         /* its own template, or NULL: the shared */
+	llm_field *fields;         /* output_fields; none: the answer as text */
+	size_t nfields;
+	long long max_tokens;      /* 0: the transform's */
+	json_t *response_format;   /* NULL without output_fields */
+	char *col_content, *col_usage, *col_model; /* {name}_{response_field}.. */
+} llm__query;
+
+typedef struct llm__queries {
+	llm_client client;
+	tpl_template *tpl;         /* the transform's template */
+	json_t *lookup;            /* NULL: none */
+	llm__query *q;
+	size_t nq;
+	bool sequential;           /* pool_size 1 or absent: one at a time */
+} llm__queries;
+
+int llm__queries_open(const core_node *o, llm__queries **out, core_err *err);
+int llm__queries_process(llm__queries *q, const json_t *row, json_t **out,
+			 plg_ctx *ctx, core_err *err);
+llm_client *llm__queries_client(llm__queries *q);
+void llm__queries_free(llm__queries *q); /* NULL allowed */
+
 #endif /* ELSPETH_LLM_INTERNAL_H */

@@ -52,13 +52,17 @@ static void query_release(query *q)
 		free(q->inputs[i]);
 	free(q->inputs);
 	tpl_free(q->tpl);
-	for (size_t i = 0; i < q->nfields; i++) {
-		free((char *)q->fields[i].suffix);
-		for (size_t v = 0; v < q->fields[i].nvalues; v++)
-			free((char *)q->fields[i].values[v]);
-		free((char **)q->fields[i].values);
-	}
+	for (size_t i = 0; i < q->nfields; i++)
+		llm__field_release(&q->fields[i]);
 	free(q->fields);
+}
+
+void llm__field_release(llm_field *f)
+{
+	free((char *)f->suffix);
+	for (size_t v = 0; v < f->nvalues; v++)
+		free((char *)f->values[v]);
+	free((char **)f->values);
 }
 
 static void multi_close(void *state)
@@ -75,7 +79,7 @@ static void multi_close(void *state)
 	free(m);
 }
 
-static int parse_field(llm_field *f, const core_node *n, core_err *err)
+int llm__field_parse(llm_field *f, const core_node *n, core_err *err)
 {
 	static const char *const keys[] = { "suffix", "type", "values", NULL };
 	const char *suffix = NULL, *type = NULL, **values = NULL;
@@ -156,7 +160,7 @@ static int parse_query(query *q, const core_node *n, const core_node *o,
 	if (!(q->fields = calloc(fn->len, sizeof(*q->fields))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < fn->len; i++, q->nfields++)
-		if ((rc = parse_field(&q->fields[i], fn->items[i], err)))
+		if ((rc = llm__field_parse(&q->fields[i], fn->items[i], err)))
 			return rc;
 	if (!tpl)
 		tpl = shared_tpl;

@@ -9,6 +9,7 @@
  *                   YAML, read when the settings load; lookup_source)
  *   response_field  where the answer goes (default llm_response); also
  *                   <field>_usage, <field>_model, <field>_template_hash
+ * With `queries:`, ELSPETH's multi-query shape instead (queries.c).
  * A template field missing from the row, a required input field missing,
  * a failed call (after the executor's retries), an API error, a finish
  * reason other than "stop" or a null content are row errors (on_error).
@@ -22,6 +23,7 @@
 
 typedef struct llm {
 	llm_client client;
+	llm__queries *queries;  /* with `queries:` (queries.c): all else unused */
 	tpl_template *tpl;
 	json_t *lookup;         /* NULL: none (an empty one) */
 	char *field;
@@ -34,6 +36,7 @@ static void llm_close(void *state)
 
 	if (!l)
 		return;
+	llm__queries_free(l->queries);
 	llm_client_release(&l->client);
 	tpl_free(l->tpl);
 	json_decref(l->lookup);
@@ -83,7 +86,10 @@ static int llm_open(const core_node *options, void **state, core_err *err)
 
 	if (!l)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = llm_parse(l, options, err))) {
+	rc = core_map_get(options, "queries") ?
+	     llm__queries_open(options, &l->queries, err) :
+	     llm_parse(l, options, err);
+	if (rc) {
 		llm_close(l);
 		return rc;
 	}
@@ -124,6 +130,8 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 	json_t *o;
 	int rc;
 
+	if (l->queries)
+		return llm__queries_process(l->queries, row, out, ctx, err);
 	if ((rc = llm_client_check_inputs(&l->client, row, err)) ||
 	    (rc = build(l, row, &body, err)))
 		goto out_body;
@@ -151,19 +159,27 @@ out_body:
 	return rc;
 }
 
+/* The client the transform calls through (its queries' with `queries:`). */
+static llm_client *client_of(void *state)
+{
+	llm *l = state;
+
+	return l->queries ? llm__queries_client(l->queries) : &l->client;
+}
+
 static json_t *llm_save(void *state)
 {
-	return llm_client_save(&((llm *)state)->client);
+	return llm_client_save(client_of(state));
 }
 
 static void llm_restore(void *state, const json_t *saved)
 {
-	llm_client_restore(&((llm *)state)->client, saved);
+	llm_client_restore(client_of(state), saved);
 }
 
 static bool llm_capacity(void *state, plg_capacity *out)
 {
-	return llm_client_capacity(&((llm *)state)->client, out);
+	return llm_client_capacity(client_of(state), out);
 }
 
 const plg_transform_ops plg__llm = {

@@ -301,6 +301,8 @@ int llm_request_append(core_buf *out, const llm_request *req, core_err *err)
 
 	if (!rc && req->nfields)
 		rc = response_format(req, &rf, err);
+	else if (!rc && req->response_format)
+		rf = json_incref((json_t *)req->response_format);
 	if (rc)
 		return rc;
 	body = json_object();
