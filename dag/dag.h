@@ -115,6 +115,9 @@ typedef struct dag_node {
 	/* SINK */
 	const plg_sink_ops *kops;
 	void *kstate;               /* after dag_open() */
+	bool bare_errors;           /* its schema is fixed: a row routed here
+				     * by an error gets no _error_node and
+				     * _error fields (ADR 0003) */
 	/* SOURCE */
 	const plg_source_ops *sops;
 } dag_node;

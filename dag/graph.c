@@ -202,6 +202,15 @@ static int add_coalesce_and_aggregations(dag__build *c, size_t *k)
 	return 0;
 }
 
+/* A sink whose schema is fixed takes exactly its declared fields. */
+static bool schema_is_fixed(const core_node *options)
+{
+	const core_node *mode = core_map_get(core_map_get(options, "schema"), "mode");
+
+	return mode && mode->kind == CORE_NODE_SCALAR && mode->value &&
+	       !strcmp(mode->value, "fixed");
+}
+
 static int add_nodes(dag__build *c)
 {
 	const core_settings *s = c->s;
@@ -223,7 +232,8 @@ static int add_nodes(dag__build *c)
 		dag_node *n = &g->nodes[++k];
 
 		*n = (dag_node){ .kind = DAG_SINK, .name = sc->name,
-			.plugin = sc->plugin, .options = sc->options };
+			.plugin = sc->plugin, .options = sc->options,
+			.bare_errors = schema_is_fixed(sc->options) };
 		n->kops = plg_find_sink(sc->plugin);
 		if (!n->kops)
 			return unknown_plugin(c, at_key(sc->node, "plugin"), PLG_SINK,

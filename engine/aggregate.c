@@ -98,10 +98,10 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 	snprintf(msg, sizeof(msg), "%s", err->msg);
 	for (size_t i = 0; i < b->n && !rc; i++) {
 		eng_token t = b->members[i];
-		json_t *data = json_copy(t.data);
+		const dag_node *to = n->on_error >= 0 ? &c->g->nodes[n->on_error] : NULL;
+		json_t *data = to ? eng__with_error(t.data, to, n->name, msg)
+				  : json_copy(t.data);
 
-		json_object_set_new(data, "_error_node", json_string(n->name));
-		json_object_set_new(data, "_error", json_string(msg));
 		t.data = data;
 		t.error = strdup(msg);
 		t.outcome = n->on_error == DAG_DISCARD ? ENG_FAILED : ENG_ROUTED;

@@ -360,6 +360,11 @@ int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
 int eng__emit(eng_ctx *c, eng_result *res, eng_summary *sum,
 		 core_err *err);
 
+/* walk.c: a copy of row for the sink an error routes it to, with
+ * `_error_node` and `_error` unless that sink's schema is fixed (ADR
+ * 0003); NULL when out of memory. */
+json_t *eng__with_error(const json_t *row, const dag_node *sink,
+			const char *node, const char *msg);
 /* aggregate.c (release side) */
 int eng__aggs_init(eng_ctx *c, core_err *err);
 void eng__aggs_free(eng_ctx *c);

@@ -42,13 +42,16 @@ static int terminal(walker *w, const tok *t, eng_dest_kind to, int node,
 	return 0;
 }
 
-/* A copy of row with the error attached as `_error_node` and `_error`. */
-static json_t *with_error(const json_t *row, const char *node, const char *msg)
+/* A copy of row with the error attached as `_error_node` and `_error`,
+ * unless the sink takes only its fixed schema's fields: then the row as it
+ * is, as ELSPETH writes it (the error is in the audit trail either way). */
+json_t *eng__with_error(const json_t *row, const dag_node *sink,
+			const char *node, const char *msg)
 {
 	json_t *out = json_is_object(row) ? json_copy((json_t *)row) : json_object();
 
-	if (!out)
-		return NULL;
+	if (!out || sink->bare_errors)
+		return out;
 	json_object_set_new(out, "_error_node", json_string(node));
 	json_object_set_new(out, "_error", json_string(msg));
 	return out;
@@ -61,7 +64,7 @@ int eng__walk_error(walker *w, tok *t, int to, eng_outcome how,
 
 	if (to == DAG_DISCARD || to == DAG_NONE)
 		return terminal(w, t, ENG_TO_DISCARD, DAG_NONE, how, NULL, msg);
-	data = with_error(t->data, node, msg);
+	data = eng__with_error(t->data, &w->c->g->nodes[to], node, msg);
 	if (!data)
 		return core_err_set(w->err, CORE_ENOMEM, "out of memory");
 	if (eng__audit_payload(w->c->audit, w->seq, data, t->hash, w->err)) {

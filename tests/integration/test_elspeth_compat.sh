@@ -14,9 +14,8 @@ FIX="$SRC/tests/fixtures/elspeth_compat"
 cp -r "$FIX/examples" "$WORK/examples"
 cd "$WORK"
 
-# ELSPETH's CSV sink ends lines with CRLF, ours with LF (ADR 0006's
-# amendment): files are compared with the CRs taken out.
-same_csv() { cmp -s <(tr -d '\r' < "$1") "$2"; }
+# Byte for byte: our csv sink writes csv.DictWriter's bytes (CRLF).
+same_csv() { cmp -s "$1" "$2"; }
 
 # ------------------------------------------------ a. keyword_filter examples
 for ex in error_routing deep_routing; do
@@ -27,15 +26,8 @@ for ex in error_routing deep_routing; do
     b=$(basename "$f"); ours=examples/$ex/output/$b
     if same_csv "$f" "$ours"; then
       pass "$ex: $b as ELSPETH wrote it"
-    elif [ "$b" = quarantine.csv ] && [ "$(wc -l < "$ours")" = 1 ]; then
-      # KNOWN DIFFERENCE, not keyword_filter's: our engine adds _error_node
-      # and _error to a row it routes to on_error (ADR 0003), which the
-      # quarantine sink's fixed schema refuses, so the row is diverted to
-      # its on_write_failure (discard). ELSPETH writes the row unchanged.
-      echo "# known difference: $ex/$b has only its header (engine/walk.c with_error, ADR 0003)"
-      pass "$ex: $b differs only as known"
     else
-      fail "$ex: $b differs from ELSPETH's"; diff <(tr -d '\r' < "$f") "$ours" | head -10
+      fail "$ex: $b differs from ELSPETH's"; diff "$f" "$ours" | head -10
     fi
   done
   # Each blocked row: ELSPETH's reason, byte for byte, as our error.
