@@ -29,6 +29,7 @@ int cli_mcp(int argc, char **argv);
 int cli_shard(int argc, char **argv);
 int cli_merge(int argc, char **argv);
 int cli_report(int argc, char **argv);
+int cli_health(int argc, char **argv);
 
 /* The options of `run` and `resume` (cmd_run.c). */
 typedef struct cli_run_args {

@@ -1,4 +1,5 @@
 /* cmd_run.c — `elspeth run -s SETTINGS [--execute]` and `elspeth resume`. */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -29,9 +30,9 @@ static const char run_usage[] =
 	"  -v, --verbose              with --execute and console output: the pipeline\n"
 	"                             before the run, its metrics and outcomes after\n"
 	"  -f, --format console|json  console (also: text): a live progress line on a\n"
-	"                             terminal and a summary; json: JSON-lines events\n"
-	"                             on stdout (phase_started, progress, run_completed,\n"
-	"                             run_failed)\n"
+	"                             terminal and a summary; json: ELSPETH's JSON-lines\n"
+	"                             events on stdout (phase_started, phase_completed,\n"
+	"                             progress, run_completed; phase_error on stderr)\n"
 	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
 	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
 	"                             concurrency.pipelining, else 1)\n"
@@ -134,13 +135,18 @@ static void progress_text(void *ctx, const eng_progress *p)
 
 static void progress_json(void *ctx, const eng_progress *p)
 {
-	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I}",
-		"event", "progress", "rows_pulled", (json_int_t)p->pulled,
+	uint64_t bad = p->failed + p->quarantined;
+	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:I,s:f,s:f,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I}",
+		"event", "progress", "rows_processed", (json_int_t)p->released,
+		"rows_succeeded", (json_int_t)(p->released > bad ? p->released - bad : 0),
+		"rows_failed", (json_int_t)p->failed,
+		"rows_quarantined", (json_int_t)p->quarantined,
+		"elapsed_seconds", p->elapsed_s,
+		"rows_per_second", p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0.0,
+		"rows_pulled", (json_int_t)p->pulled,
 		"rows_released", (json_int_t)p->released,
 		"in_flight", (json_int_t)p->in_flight, "waiting", (json_int_t)p->waiting,
 		"failed", (json_int_t)p->failed, "quarantined", (json_int_t)p->quarantined,
-		"elapsed_seconds", p->elapsed_s,
-		"rows_per_second", p->elapsed_s > 0 ? (double)p->released / p->elapsed_s : 0.0,
 		"source_bytes_read", (json_int_t)p->source_done,
 		"source_bytes_total", (json_int_t)p->source_total);
 
@@ -314,8 +320,10 @@ static int landscape_exists(const core_settings *s, const char *database, core_e
 	return rc ? rc : rec_close(ro, err);
 }
 
-static void summary_json(const char *event, const dag_graph *g,
-			 const eng_summary *sum, const char *error)
+/* ELSPETH's run_completed event (its status says whether the run failed),
+ * with our counts and timings after its fields. */
+static void summary_json(const dag_graph *g, const eng_summary *sum,
+			 const char *error, int exit_code)
 {
 	json_t *sinks = json_object();
 	json_t *e;
@@ -324,11 +332,13 @@ static void summary_json(const char *event, const dag_graph *g,
 		if (g->nodes[i].kind == DAG_SINK)
 			json_object_set_new(sinks, g->nodes[i].name,
 					    json_integer((json_int_t)sum->per_sink[i]));
-	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f}",
-		"event", event, "run_id", (json_int_t)sum->run_id,
+	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:i,s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f}",
+		"event", "run_completed", "run_id", (json_int_t)sum->run_id,
 		"status", run_status(sum, error),
-		"rows", (json_int_t)sum->rows, "succeeded", (json_int_t)sum->succeeded,
+		"total_rows", (json_int_t)sum->rows, "succeeded", (json_int_t)sum->succeeded,
 		"failed", (json_int_t)sum->failed, "quarantined", (json_int_t)sum->quarantined,
+		"duration_seconds", sum->wall_seconds, "exit_code", exit_code,
+		"rows", (json_int_t)sum->rows,
 		"discarded", (json_int_t)sum->discarded, "sinks", sinks,
 		"wall_seconds", sum->wall_seconds, "pipeline_seconds", sum->pipeline_seconds,
 		"max_rows_in_flight", (json_int_t)sum->in_flight,
@@ -343,6 +353,37 @@ static void summary_json(const char *event, const dag_graph *g,
 			"exit_code", sum->halt_code, "message", sum->halt_msg));
 	cli_print_json_line(e);
 	json_decref(e);
+}
+
+/* ELSPETH's phase events: phase_started (phase, action, target),
+ * phase_completed (phase, duration_seconds), phase_error (on stderr). */
+static void phase_json(const char *event, const char *phase, const char *action,
+		       const char *target, double seconds, const char *error)
+{
+	json_t *e = json_pack("{s:s,s:s}", "event", event, "phase", phase);
+
+	if (action)
+		json_object_set_new(e, "action", json_string(action));
+	if (!strcmp(event, "phase_completed"))
+		json_object_set_new(e, "duration_seconds", json_real(seconds));
+	if (error)
+		json_object_set_new(e, "error", json_string(error));
+	if (strcmp(event, "phase_completed"))
+		json_object_set_new(e, "target", target ? json_string(target) : json_null());
+	if (error) {
+		char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		fprintf(stderr, "%s\n", line ? line : "{\"event\":\"phase_error\"}");
+		free(line);
+	} else {
+		cli_print_json_line(e);
+	}
+	json_decref(e);
+}
+
+static double seconds_since(uint64_t t0)
+{
+	return (double)(core_now_mono_ns() - t0) / 1e9;
 }
 
 /* A run that stopped before its end (SIGINT/SIGTERM, or a halt): why, on
@@ -454,28 +495,33 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 	const char *resume = a->resume;
 	bool json = a->json;
 
-	if (json) {
-		o.progress = progress_json;
-		o.progress_ms = 1000;
-		json_t *e = json_pack("{s:s,s:s,s:s}", "event", "phase_started",
-				      "phase", "run", "settings", a->path);
-
-		cli_print_json_line(e);
-		json_decref(e);
-	} else if (isatty(STDERR_FILENO)) {
-		o.progress = progress_text;
-		o.progress_ms = 200;
-	}
 	eng_summary sum;
 	core_err err = { 0 };
 	char path[4096], sql[4096];
 	int rc, sql_rc = CLI_OK;
+	uint64_t t0 = core_now_mono_ns();
 
+	if (json) {
+		o.progress = progress_json;
+		o.progress_ms = 1000;
+		phase_json("phase_started", "database", "connecting", NULL, 0, NULL);
+	} else if (isatty(STDERR_FILENO)) {
+		o.progress = progress_text;
+		o.progress_ms = 200;
+	}
 	if ((resume && landscape_exists(g->settings, a->database, &err)) ||
 	    open_audit(g->settings, a->database, &o.rec, path, sizeof(path), sql,
 		       sizeof(sql), &err)) {
+		if (json)
+			phase_json("phase_error", "database", NULL, a->database,
+				   0, err.msg);
 		cli_error(&err);
 		return CLI_ERROR;
+	}
+	if (json) {
+		phase_json("phase_completed", "database", NULL, NULL, seconds_since(t0), NULL);
+		phase_json("phase_started", "process", "processing", NULL, 0, NULL);
+		t0 = core_now_mono_ns();
 	}
 	if (a->verbose && !json) {
 		cli_print_pipeline(stdout, g);
@@ -492,8 +538,10 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 	else if (rc)
 		rec_close(o.rec, NULL);
 	if (rc) {
-		if (json)
-			summary_json("run_failed", g, &sum, err.msg);
+		if (json) {
+			phase_json("phase_error", "process", NULL, a->path, 0, err.msg);
+			summary_json(g, &sum, err.msg, CLI_ERROR);
+		}
 		cli_error(&err);
 		/* The halt may be what made the row fail (no checkpoints:
 		 * nothing left it for a resume). */
@@ -506,16 +554,15 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		return CLI_ERROR;
 	}
 	if (json) {
-		/* A halt with exit code 1 failed the run: run_failed, with
-		 * the halt's message as its error. */
-		if (sum.halt_code == CLI_ERROR)
-			summary_json("run_failed", g, &sum, sum.halt_msg);
-		else
-			summary_json("run_completed", g, &sum, NULL);
+		phase_json("phase_completed", "process", NULL, NULL, seconds_since(t0), NULL);
 		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, a) :
 		     sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
+		rc = rc == CLI_OK ? sql_rc : rc;
+		/* A halt with exit code 1 failed the run: status failed, with
+		 * the halt's message as its error. */
+		summary_json(g, &sum, sum.halt_code == CLI_ERROR ? sum.halt_msg : NULL, rc);
 		eng_summary_release(&sum);
-		return rc == CLI_OK ? sql_rc : rc;
+		return rc;
 	}
 	print_summary(g, &sum);
 	if (a->verbose)
@@ -568,6 +615,87 @@ static int manifest_settings(cli_run_args *a)
 	return 0;
 }
 
+/* ------------------------------------------------------- depends_on */
+
+#define DEPENDS_MAX_DEPTH 3 /* ELSPETH's limit */
+
+/* The pipelines s depends on, in order and each after its own (ADR 0027,
+ * as ELSPETH's `run`): with run false, only loaded and checked for a cycle
+ * or a chain deeper than DEPENDS_MAX_DEPTH; with run true, executed, and
+ * one that does not complete stops everything. stack holds the real paths
+ * of the pipelines being resolved, depth of them. */
+static int dependencies(const core_settings *s, const cli_run_args *a, bool run,
+			char **stack, int depth)
+{
+	int rc = CLI_OK;
+
+	for (size_t i = 0; rc == CLI_OK && i < s->ndepends_on; i++) {
+		const core_depends_cfg *d = &s->depends_on[i];
+		char *real = realpath(d->path, NULL);
+		core_settings *ds = NULL;
+		dag_graph *dg = NULL;
+
+		if (!real) {
+			fprintf(stderr, "error: depends_on '%s': cannot open %s: %s\n",
+				d->name, d->path, strerror(errno));
+			return CLI_ERROR;
+		}
+		for (int k = 0; k < depth; k++)
+			if (!strcmp(stack[k], real)) {
+				fprintf(stderr, "error: depends_on '%s': circular dependency:",
+					d->name);
+				for (int j = k; j < depth; j++)
+					fprintf(stderr, " %s ->", stack[j]);
+				fprintf(stderr, " %s\n", real);
+				rc = CLI_ERROR;
+			}
+		if (rc == CLI_OK && depth >= DEPENDS_MAX_DEPTH) {
+			fprintf(stderr, "error: depends_on '%s': more than %d levels of "
+				"dependencies (%s)\n", d->name, DEPENDS_MAX_DEPTH, real);
+			rc = CLI_ERROR;
+		}
+		if (rc == CLI_OK && (rc = cli_load(d->path, &ds, &dg)))
+			fprintf(stderr, "(in depends_on '%s' of %s)\n", d->name, s->path);
+		stack[depth] = real;
+		if (rc == CLI_OK)
+			rc = dependencies(ds, a, run, stack, depth + 1);
+		if (rc == CLI_OK && run) {
+			cli_run_args da = { .path = d->path, .execute = true,
+					    .json = a->json, .max_in_flight = a->max_in_flight };
+
+			if (!a->json)
+				printf("Running dependency '%s': %s\n", d->name, d->path);
+			if ((rc = cli_execute(dg, &da)) != CLI_OK)
+				fprintf(stderr, "error: dependency '%s' (%s) did not complete "
+					"(exit %d); %s was not run\n", d->name, d->path, rc,
+					stack[0]);
+		}
+		dag_free(dg);
+		core_settings_free(ds);
+		free(real);
+	}
+	return rc;
+}
+
+/* Checks every dependency first (a cycle runs nothing), then runs them. */
+static int run_dependencies(const core_settings *s, const cli_run_args *a)
+{
+	char *stack[DEPENDS_MAX_DEPTH + 1];
+	int rc;
+
+	if (!s->ndepends_on)
+		return CLI_OK;
+	if (!(stack[0] = realpath(s->path, NULL))) {
+		fprintf(stderr, "error: %s: %s\n", s->path, strerror(errno));
+		return CLI_ERROR;
+	}
+	rc = dependencies(s, a, false, stack, 1);
+	if (rc == CLI_OK)
+		rc = dependencies(s, a, true, stack, 1);
+	free(stack[0]);
+	return rc;
+}
+
 int cli_run(int argc, char **argv)
 {
 	cli_run_args a = { 0 };
@@ -600,7 +728,7 @@ int cli_run(int argc, char **argv)
 				printf("Validation passed; nothing was run. To run it:\n"
 				       "  elspeth run -s %s --execute\n", a.path);
 		}
-	} else {
+	} else if (!(rc = run_dependencies(s, &a))) {
 		rc = a.manifest ? cli_run_shard(g, &a) : cli_execute(g, &a);
 	}
 	dag_free(g);

@@ -30,6 +30,7 @@ static const char usage[] =
 	"  merge --manifest MANIFEST     the sinks' files from every shard, in source order\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
+	"  health [--json] [-v]          check that elspeth can run here (DATABASE_URL, folders)\n"
 	"\n"
 	"Options:\n"
 	"  -h, --help                    show help (also: elspeth COMMAND --help)\n"
@@ -82,6 +83,8 @@ int cli_main(int argc, char **argv)
 		return cli_shard(argc - 1, argv + 1);
 	if (!strcmp(cmd, "merge"))
 		return cli_merge(argc - 1, argv + 1);
+	if (!strcmp(cmd, "health"))
+		return cli_health(argc - 1, argv + 1);
 	fprintf(stderr, "elspeth: unknown command '%s'\n\n%s", cmd, usage);
 	return CLI_USAGE;
 }

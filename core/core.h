@@ -466,7 +466,7 @@ typedef struct core_settings {
 	bool checkpoint_aggregation_boundaries; /* also one after each batch
 					 * flush (default true, ELSPETH's) */
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
-	size_t ndepends_on;            /* depends_on (refused for now) */
+	size_t ndepends_on;            /* depends_on: run first by `run -x` */
 	core_depends_cfg *depends_on;
 } core_settings;
 

@@ -268,12 +268,8 @@ int core__load_depends_on(core_settings *s, const core_node *n, core_err *err)
 	for (size_t i = 0; i < n->len; i++)
 		if ((rc = load_dependency(s, n->items[i], i, err)))
 			return rc;
-	/* Running the pipelines first is the command's work, which does not
-	 * do it yet (ADR 0027): refuse rather than run without them. */
-	return core_err_at(err, CORE_EUNSUPPORTED, n,
-		"running other pipelines before this one is not supported: run %s "
-		"first (elspeth run -s %s --execute), then this pipeline without "
-		"depends_on", s->depends_on[0].path, s->depends_on[0].path);
+	/* `elspeth run --execute` runs them first (cli/cmd_run.c). */
+	return 0;
 }
 
 void core__depends_on_free(core_settings *s)

@@ -164,11 +164,8 @@ Test(compat, sources_errors)
 
 /* --------------------------------------------------------- depends_on */
 
-Test(compat, depends_on_checked_then_refused)
+Test(compat, depends_on_is_checked)
 {
-	expect_error("depends_on:\n- name: index\n  settings: ./index.yaml\n" SOURCE SINKS,
-		     CORE_EUNSUPPORTED, "p.yaml:2:1: depends_on: running other pipelines "
-		     "before this one is not supported: run ./index.yaml first");
 	expect_error("depends_on: {name: a}\n" SOURCE SINKS, CORE_ECONFIG, "expected a list");
 	expect_error("depends_on:\n- {name: a}\n" SOURCE SINKS, CORE_ECONFIG, "settings");
 	expect_error("depends_on:\n- {name: a, settings: x.yaml, when: 1}\n" SOURCE SINKS,
@@ -185,8 +182,11 @@ Test(compat, depends_on_path_is_relative_to_the_settings_file)
 	core_err err = { 0 };
 
 	cr_assert_eq(core_settings_parse("dir/sub/p.yaml",
-		"depends_on:\n- {name: a, settings: ../idx.yaml}\n" SOURCE SINKS, &s, &err),
-		CORE_EUNSUPPORTED);
-	cr_assert(strstr(err.msg, "run dir/sub/../idx.yaml first"), "%s", err.msg);
-	cr_assert_null(s);
+		"depends_on:\n- {name: a, settings: ../idx.yaml}\n- {name: b, settings: /x/q.yaml}\n"
+		SOURCE SINKS, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->ndepends_on, 2);
+	cr_assert_str_eq(s->depends_on[0].name, "a");
+	cr_assert_str_eq(s->depends_on[0].path, "dir/sub/../idx.yaml");
+	cr_assert_str_eq(s->depends_on[1].path, "/x/q.yaml");
+	core_settings_free(s);
 }
