@@ -156,20 +156,6 @@ static int build(const batch_llm *b, const json_t *row, core_buf *body,
 	return rc;
 }
 
-static json_t *usage_of(const json_t *usage)
-{
-	static const char *const keys[] = { "prompt_tokens", "completion_tokens" };
-	json_t *u = json_object();
-
-	for (size_t i = 0; u && i < 2; i++) {
-		json_t *v = json_object_get(usage, keys[i]);
-
-		if (json_is_integer(v) && json_integer_value(v) >= 0)
-			json_object_set(u, keys[i], v);
-	}
-	return u;
-}
-
 /* ELSPETH's error dict for a failed call (after the executor's retries). */
 static json_t *call_error(const http_req *r, const llm_response *resp,
 			  const core_err *parse_err)
@@ -210,7 +196,7 @@ static json_t *output_row(const batch_llm *b, const json_t *row,
 	}
 	if (ok) {
 		json_object_set_new(o, b->field, json_stringn(resp.content, resp.content_len));
-		json_object_set_new(o, b->usage_field, usage_of(resp.usage));
+		json_object_set_new(o, b->usage_field, llm__usage(resp.usage));
 		json_object_set_new(o, b->model_field, resp.model ?
 				    json_string(resp.model) : json_null());
 	} else {

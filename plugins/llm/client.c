@@ -150,6 +150,20 @@ static int throttle(llm_client *c, const core_node *o, int provider, core_err *e
 	return 0;
 }
 
+json_t *llm__usage(const json_t *usage)
+{
+	static const char *const keys[] = { "prompt_tokens", "completion_tokens" };
+	json_t *u = json_object();
+
+	for (size_t i = 0; u && i < 2; i++) {
+		json_t *v = json_object_get(usage, keys[i]);
+
+		if (json_is_integer(v) && json_integer_value(v) >= 0)
+			json_object_set(u, keys[i], v);
+	}
+	return u;
+}
+
 char **llm__dup_list(const char **v, size_t n)
 {
 	char **out = calloc(n ? n : 1, sizeof(*out));

@@ -11,6 +11,12 @@
 #include "plugins/llm/llm.h"
 #include "plugins/template/template.h"
 
+/* The <field>_usage value of a row: {prompt_tokens, completion_tokens},
+ * those of the provider's usage that are non-negative integers (ELSPETH's
+ * TokenUsage.to_dict: no total; {} when none is known). NULL when out of
+ * memory. client.c. */
+json_t *llm__usage(const json_t *usage);
+
 /* A malloc'd copy of n strings (each strdup'd); NULL when out of memory.
  * The caller frees each string and the array. */
 char **llm__dup_list(const char **v, size_t n);

@@ -197,22 +197,6 @@ static int apply_fields(const llm__query *q, size_t qi, const char *b,
 	return rc;
 }
 
-/* {prompt_tokens, completion_tokens}: those of usage that are integers
- * (ELSPETH's TokenUsage.to_dict; no total). */
-static json_t *usage_of(const json_t *usage)
-{
-	static const char *const keys[] = { "prompt_tokens", "completion_tokens" };
-	json_t *u = json_object();
-
-	for (size_t i = 0; u && i < 2; i++) {
-		json_t *v = json_object_get(usage, keys[i]);
-
-		if (json_is_integer(v) && json_integer_value(v) >= 0)
-			json_object_set(u, keys[i], v);
-	}
-	return u;
-}
-
 /* Query q's columns from its answer, into acc. */
 static int answer_columns(const llm__queries *m, const llm__query *q, size_t qi,
 			  const llm_response *resp, json_t *acc, core_err *err)
@@ -233,7 +217,7 @@ static int answer_columns(const llm__queries *m, const llm__query *q, size_t qi,
 	if (!rc && q->nfields)
 		rc = apply_fields(q, qi, b, e, cols, err);
 	if (!rc && (json_object_set_new(cols, q->col_content, json_stringn(b, (size_t)(e - b))) ||
-		    json_object_set_new(cols, q->col_usage, usage_of(resp->usage)) ||
+		    json_object_set_new(cols, q->col_usage, llm__usage(resp->usage)) ||
 		    json_object_set_new(cols, q->col_model, model ? json_string(model) : json_null()) ||
 		    json_object_update(acc, cols)))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");

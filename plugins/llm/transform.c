@@ -8,7 +8,9 @@
  *   lookup          a mapping, the template's `lookup` (or lookup_file:
  *                   YAML, read when the settings load; lookup_source)
  *   response_field  where the answer goes (default llm_response); also
- *                   <field>_usage, <field>_model, <field>_template_hash
+ *                   <field>_usage ({prompt_tokens, completion_tokens}) and
+ *                   <field>_model, as ELSPETH 0.4.1 writes them (the
+ *                   template's hash is in the trail, not the row)
  * With `queries:`, ELSPETH's multi-query shape instead (queries.c).
  * A template field missing from the row, a required input field missing,
  * a failed call (after the executor's retries), an API error, a finish
@@ -27,7 +29,7 @@ typedef struct llm {
 	tpl_template *tpl;
 	json_t *lookup;         /* NULL: none (an empty one) */
 	char *field;
-	char *usage_field, *model_field, *hash_field;
+	char *usage_field, *model_field;
 } llm;
 
 static void llm_close(void *state)
@@ -43,7 +45,6 @@ static void llm_close(void *state)
 	free(l->field);
 	free(l->usage_field);
 	free(l->model_field);
-	free(l->hash_field);
 	free(l);
 }
 
@@ -73,8 +74,7 @@ static int llm_parse(llm *l, const core_node *o, core_err *err)
 	l->field = strdup(field);
 	l->usage_field = suffixed(field, "_usage");
 	l->model_field = suffixed(field, "_model");
-	l->hash_field = suffixed(field, "_template_hash");
-	if (!l->field || !l->usage_field || !l->model_field || !l->hash_field)
+	if (!l->field || !l->usage_field || !l->model_field)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	return llm_client_open(&l->client, o, err);
 }
@@ -137,16 +137,22 @@ static int llm_process(void *state, const json_t *row, json_t **out,
 		goto out_body;
 	llm_client_request(&l->client, &r, body.data, body.len, NULL, &ans);
 	http_run(l->client.http, &r, 1, ctx);
-	if (ctx)
+	if (ctx) {
+		/* The template's hash is audit provenance (ELSPETH records it in
+		 * the state's metadata, not in the row). */
 		ctx->context = llm_client_context(&l->client, &r, 1);
+		if (ctx->context)
+			json_object_set_new(ctx->context, "template_hash",
+					    json_string(tpl_hash(l->tpl)));
+	}
 	if (r.result != PLG_CLASS_OK)
 		rc = llm_client_failed(&r, NULL, err);
 	else if (!(rc = llm_client_answer(&r, NULL, &ans, err))) {
 		o = json_deep_copy(row);
 		if (!o || json_object_set_new(o, l->field, json_stringn(resp->content, resp->content_len)) ||
-		    json_object_set(o, l->usage_field, resp->usage ? resp->usage : json_null()) ||
-		    json_object_set_new(o, l->model_field, resp->model ? json_string(resp->model) : json_null()) ||
-		    json_object_set_new(o, l->hash_field, json_string(tpl_hash(l->tpl)))) {
+		    json_object_set_new(o, l->usage_field, json_is_object(resp->usage) ?
+					llm__usage(resp->usage) : json_null()) ||
+		    json_object_set_new(o, l->model_field, resp->model ? json_string(resp->model) : json_null())) {
 			json_decref(o);
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		} else
