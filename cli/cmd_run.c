@@ -533,6 +533,9 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		    : eng_run(g, &o, &sum, &err);
 	if (o.rec && sql[0] && sum.run_id)
 		sql_rc = update_sql_trail(o.rec, sql, sum.run_id, a);
+	if (cli_after_run(o.rec, g->settings, sum.run_id,
+			  !rc && !sum.interrupted && !sum.halt_code, json))
+		sql_rc = CLI_ERROR;
 	if (!rc && o.rec && rec_close(o.rec, &err))
 		rc = err.code;
 	else if (rc)
