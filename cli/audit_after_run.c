@@ -58,6 +58,18 @@ static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
 	return rc ? rc : rc2;
 }
 
+int cli_before_run(rec_env *rec, const core_settings *s)
+{
+	core_err err = { 0 };
+
+	if (!rec || !s->payload_store.set)
+		return CLI_OK;
+	if (!rec_payload_store_open(rec, s->payload_store.base_path, &err))
+		return CLI_OK;
+	cli_error(&err);
+	return CLI_ERROR;
+}
+
 int cli_after_run(rec_env *rec, const core_settings *s, uint64_t run,
 		  bool completed, bool json)
 {

@@ -518,6 +518,10 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		cli_error(&err);
 		return CLI_ERROR;
 	}
+	if (cli_before_run(o.rec, g->settings)) {
+		rec_close(o.rec, NULL);
+		return CLI_ERROR;
+	}
 	if (json) {
 		phase_json("phase_completed", "database", NULL, NULL, seconds_since(t0), NULL);
 		phase_json("phase_started", "process", "processing", NULL, 0, NULL);

@@ -83,7 +83,9 @@ static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
 	if (!hash || !hash[0])
 		return json_null();
 	if (rec_get_payload(t, hash, &data, &len))
-		return json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
+		return rec_payload_purged(t, hash) ?
+		       json_pack("{s:s,s:b}", "hash", hash, "purged", 1) :
+		       json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
 	return bytes_json(hash, data, len, is_json);
 }
 
