@@ -166,7 +166,7 @@ static int delete_files(rec_env *env, const rec_purge_plan *p, const char *dir,
 	 * looked at), never a deleted payload called missing. */
 	snprintf(note, sizeof(note), "{\"purged_at_ns\":%llu,\"retention_days\":%lld}",
 		 (unsigned long long)core_now_wall_ns(), days);
-	if ((rc = rec_payload_mark_purged(env, p->hex, p->n, note, err)) ||
+	if ((rc = rec_payload_mark_purged(env, p->marks, p->nmarks, note, err)) ||
 	    (rc = rec_flush(env, err)))
 		return rc;
 	for (size_t i = 0; i < p->n; i++) {

@@ -6,7 +6,7 @@
  * Landscape's runs used are listed in REC_META "payload_dirs" (one
  * absolute path per line), so every reader finds the files without being
  * told where; a payload `elspeth purge` deleted is marked in REC_META
- * ("purged:" + its 32-byte hash), so explain and verify can tell "purged,
+ * ("purged:" + the run + its 32-byte hash), so explain and verify can tell "purged,
  * hash kept" from "missing".
  */
 #include <errno.h>
@@ -196,28 +196,31 @@ int rec__payload_file_get(rec_txn *t, const char *hex, const void **data,
 	return REC_NOTFOUND;
 }
 
-static int purged_key(rec_key *k, const char *hex)
+/* "purged:" run(8, big-endian) sha256(32) */
+static int purged_key(rec_key *k, uint64_t run, const char *hex)
 {
 	size_t n = strlen(PURGED_PREFIX);
 
 	memcpy(k->b, PURGED_PREFIX, n);
-	if (!rec__unhex32(hex, true, k->b + n))
+	for (int i = 0; i < 8; i++)
+		k->b[n + (size_t)i] = (uint8_t)(run >> (56 - 8 * i));
+	if (!rec__unhex32(hex, true, k->b + n + 8))
 		return CORE_EDATA;
-	k->len = n + CORE_SHA256_LEN;
+	k->len = n + 8 + CORE_SHA256_LEN;
 	return 0;
 }
 
-bool rec_payload_purged(rec_txn *t, const char *hex)
+bool rec_payload_purged(rec_txn *t, uint64_t run, const char *hex)
 {
 	const void *v;
 	size_t vl;
 	rec_key k;
 
-	return hex && !purged_key(&k, hex) && !rec_get(t, REC_META, &k, &v, &vl);
+	return hex && !purged_key(&k, run, hex) && !rec_get(t, REC_META, &k, &v, &vl);
 }
 
 typedef struct marks {
-	char *const *hex;
+	const rec_purge_mark *m;
 	size_t n;
 	const char *what;
 } marks;
@@ -230,16 +233,16 @@ static int put_marks(void *ctx, rec_env *env, void *txn)
 	for (size_t i = 0; i < m->n && !rc; i++) {
 		rec_key k;
 
-		if (!(rc = purged_key(&k, m->hex[i])))
+		if (!(rc = purged_key(&k, m->m[i].run, m->m[i].hex)))
 			rc = rec_txn_put(env, txn, REC_META, &k, m->what, strlen(m->what));
 	}
 	return rc;
 }
 
-int rec_payload_mark_purged(rec_env *env, char *const *hex, size_t n,
+int rec_payload_mark_purged(rec_env *env, const rec_purge_mark *mk, size_t n,
 			    const char *what, core_err *err)
 {
-	marks m = { hex, n, what };
+	marks m = { mk, n, what };
 
 	return rec_write_sync(env, put_marks, &m, err);
 }

@@ -6,6 +6,7 @@
  * failed or interrupted run never expires: it can still be resumed, and
  * a resume reads its rows' payloads back.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,7 @@ typedef struct runs_ctx {
 	rec_txn *t;
 	uint64_t cutoff_ns;
 	json_t *expired, *active;
+	json_t *per_run;             /* expired run id -> its hashes */
 	rec_purge_plan *plan;
 } runs_ctx;
 
@@ -95,15 +97,44 @@ static int one_run(void *ctx, const void *key, size_t klen, const void *val, siz
 		  r->completed_at_ns < c->cutoff_ns;
 	elspeth__run_record__free_unpacked(r, NULL);
 	if (expired) {
-		uint64_t *g = realloc(c->plan->runs, (c->plan->nruns + 1) * sizeof(*g));
+		json_t *mine = json_object();
+		char id[24];
 
-		if (!g)
-			return CORE_ENOMEM;
-		c->plan->runs = g;
-		c->plan->runs[c->plan->nruns++] = run;
+		snprintf(id, sizeof(id), "%llu", (unsigned long long)run);
+		if (!mine || (rc = run_hashes(c->t, run, mine))) {
+			json_decref(mine);
+			return rc ? rc : CORE_ENOMEM;
+		}
+		json_object_update(c->expired, mine);
+		json_object_set_new(c->per_run, id, mine);
+		return 0;
 	}
-	rc = run_hashes(c->t, run, expired ? c->expired : c->active);
-	return rc;
+	return run_hashes(c->t, run, c->active);
+}
+
+/* (run, hash) for every deletable hash of every expired run: what the
+ * purge marks, so that a later run storing the same bytes again is not
+ * covered by an earlier purge. */
+static int marks_of(runs_ctx *c, rec_purge_plan *plan, core_err *err)
+{
+	const char *id, *hex;
+	json_t *set, *v;
+
+	json_object_foreach(c->per_run, id, set) {
+		json_object_foreach(set, hex, v) {
+			rec_purge_mark *g;
+
+			if (json_object_get(c->active, hex))
+				continue;
+			if (!(g = realloc(plan->marks, (plan->nmarks + 1) * sizeof(*g))))
+				return core_err_set(err, CORE_ENOMEM, "out of memory");
+			plan->marks = g;
+			g[plan->nmarks].run = strtoull(id, NULL, 10);
+			memcpy(g[plan->nmarks].hex, hex, CORE_SHA256_HEX_LEN + 1);
+			plan->nmarks++;
+		}
+	}
+	return 0;
 }
 
 int rec_purge_find(rec_env *env, long long retention_days, uint64_t now_ns,
@@ -118,7 +149,8 @@ int rec_purge_find(rec_env *env, long long retention_days, uint64_t now_ns,
 	c.cutoff_ns = now_ns - (uint64_t)retention_days * 86400ULL * 1000000000ULL;
 	c.expired = json_object();
 	c.active = json_object();
-	if (!c.expired || !c.active) {
+	c.per_run = json_object();
+	if (!c.expired || !c.active || !c.per_run) {
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -147,9 +179,11 @@ int rec_purge_find(rec_env *env, long long retention_days, uint64_t now_ns,
 		plan->hex = g;
 		plan->n++;
 	}
+	rc = marks_of(&c, plan, err);
 out:
 	json_decref(c.expired);
 	json_decref(c.active);
+	json_decref(c.per_run);
 	if (rc)
 		rec_purge_plan_release(plan);
 	return rc;
@@ -162,6 +196,6 @@ void rec_purge_plan_release(rec_purge_plan *plan)
 	for (size_t i = 0; i < plan->n; i++)
 		free(plan->hex[i]);
 	free(plan->hex);
-	free(plan->runs);
+	free(plan->marks);
 	memset(plan, 0, sizeof(*plan));
 }

@@ -106,7 +106,7 @@ static void check_payload(verify *v, const char *hash, bool canonical,
 	v->payloads++;
 	if (rec_get_payload(v->t, hash, &data, &len)) {
 		/* elspeth purge deleted it on purpose; the hash is kept. */
-		if (rec_payload_purged(v->t, hash))
+		if (rec_payload_purged(v->t, v->run, hash))
 			v->purged++;
 		else
 			violation(v, "%s: payload %.16s... is missing", what, hash);
