@@ -92,11 +92,16 @@ int rec_payload_store_open(rec_env *env, const char *dir, core_err *err)
 {
 	char abs[PATH_MAX];
 	dirs_add a = { abs };
+	struct stat st;
 	int rc;
+
 
 	if ((rc = mkdirs(dir)) || !realpath(dir, abs))
 		return core_err_set(err, CORE_EIO, "payload_store.base_path %s: %s", dir,
 				    strerror(rc ? rc : errno));
+	if (stat(abs, &st) || !S_ISDIR(st.st_mode))
+		return core_err_set(err, CORE_EIO, "payload_store.base_path %s: not a "
+				    "directory", dir);
 	if ((rc = rec_write_sync(env, add_dir, &a, err)))
 		return rc;
 	free(env->payload_dir);
