@@ -518,6 +518,10 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		cli_error(&err);
 		return CLI_ERROR;
 	}
+	if (cli_before_run(o.rec, g->settings)) {
+		rec_close(o.rec, NULL);
+		return CLI_ERROR;
+	}
 	if (json) {
 		phase_json("phase_completed", "database", NULL, NULL, seconds_since(t0), NULL);
 		phase_json("phase_started", "process", "processing", NULL, 0, NULL);
@@ -533,6 +537,9 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		    : eng_run(g, &o, &sum, &err);
 	if (o.rec && sql[0] && sum.run_id)
 		sql_rc = update_sql_trail(o.rec, sql, sum.run_id, a);
+	if (cli_after_run(o.rec, g->settings, sum.run_id,
+			  !rc && !sum.interrupted && !sum.halt_code, json))
+		sql_rc = CLI_ERROR;
 	if (!rc && o.rec && rec_close(o.rec, &err))
 		rc = err.code;
 	else if (rc)

@@ -28,6 +28,8 @@ static const char usage[] =
 	"  run --manifest MANIFEST --shard K -x\n"
 	"                                run one shard (K from SLURM_ARRAY_TASK_ID if omitted)\n"
 	"  merge --manifest MANIFEST     the sinks' files from every shard, in source order\n"
+	"  purge [-d PATH] [-r DAYS] [--dry-run] [-y]\n"
+	"                                delete old payload files, keeping their hashes\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
 	"  health [--json] [-v]          check that elspeth can run here (DATABASE_URL, folders)\n"
@@ -81,6 +83,8 @@ int cli_main(int argc, char **argv)
 		return cli_mcp(argc - 1, argv + 1);
 	if (!strcmp(cmd, "shard"))
 		return cli_shard(argc - 1, argv + 1);
+	if (!strcmp(cmd, "purge"))
+		return cli_purge(argc - 1, argv + 1);
 	if (!strcmp(cmd, "merge"))
 		return cli_merge(argc - 1, argv + 1);
 	if (!strcmp(cmd, "health"))

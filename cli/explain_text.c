@@ -27,6 +27,7 @@ static void print_payload(FILE *f, const char *label, const json_t *p)
 		return;
 	if (!data) {
 		fprintf(f, "      %s: payload %.16s… is %s\n", label, str(p, "hash"),
+			json_object_get(p, "purged") ? "purged (hash kept)" :
 			json_object_get(p, "missing") ? "missing" : "undecodable");
 		return;
 	}

@@ -436,6 +436,32 @@ typedef struct core_depends_cfg {
 	const char *settings;          /* as written */
 	char *path;                    /* relative to the settings file's directory */
 } core_depends_cfg;
+/* landscape.export (ELSPETH's LandscapeExportSettings; ADR 0028): after
+ * a run, its audit records go to `sink`, which is not part of the graph. */
+typedef struct core_audit_export_cfg {
+	bool enabled;
+	const char *sink;              /* the sink's name (required when enabled) */
+	bool json;                     /* format: json; false: csv (ELSPETH's default) */
+	bool sign;                     /* HMAC-SHA256 keyed by $ELSPETH_SIGNING_KEY */
+	core_sink_cfg target;          /* enabled: the sink, taken out of `sinks` */
+} core_audit_export_cfg;
+
+/* landscape.dump_to_jsonl* (ELSPETH's change journal; ADR 0028). */
+typedef struct core_journal_cfg {
+	bool enabled;
+	const char *path;              /* dump_to_jsonl_path, else derived from the url */
+	char derived[4096];            /* the derived path when path is NULL */
+	bool fail_on_error;
+	bool include_payloads;         /* inline calls' request/response bodies */
+	const char *payload_base_path; /* accepted; bodies are read from the trail */
+} core_journal_cfg;
+
+/* payload_store (ELSPETH's PayloadStoreSettings; ADR 0028). */
+typedef struct core_payload_store_cfg {
+	bool set;                      /* the section is in the file */
+	const char *base_path;         /* default .elspeth/payloads */
+	long long retention_days;      /* default 90, > 0 */
+} core_payload_store_cfg;
 
 typedef struct core_settings {
 	core_doc *doc;                 /* owned */
@@ -468,6 +494,9 @@ typedef struct core_settings {
 	char config_hash[CORE_SHA256_HEX_LEN + 1]; /* hash of settings_json */
 	size_t ndepends_on;            /* depends_on: run first by `run -x` */
 	core_depends_cfg *depends_on;
+	core_audit_export_cfg audit_export; /* core/settings_landscape.c */
+	core_journal_cfg journal;
+	core_payload_store_cfg payload_store;
 } core_settings;
 
 /* What a landscape.url names: lmdb (cap bytes) receives the LMDB

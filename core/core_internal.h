@@ -80,5 +80,8 @@ int core__load_depends_on(core_settings *s, const core_node *n, core_err *err);
 void core__depends_on_free(core_settings *s);
 /* settings_rate.c */
 int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err);
+/* settings_landscape.c: the landscape and payload_store sections (after
+ * the sinks: the export's sink leaves them). */
+int core__load_landscape(core_settings *s, const core_node *root, core_err *err);
 
 #endif

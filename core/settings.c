@@ -218,9 +218,6 @@ static int load_sinks(core_settings *s, const core_node *map, core_err *err)
 	return 0;
 }
 
-static const key_spec landscape_keys[] = {
-	{ "url", K_STR, false }, { "enabled", K_BOOL, false }, { NULL }
-};
 static const key_spec concurrency_keys[] = { { "pipelining", K_MAP, false }, { NULL } };
 static const key_spec pipelining_keys[] = {
 	{ "enabled", K_BOOL, false },
@@ -246,20 +243,8 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 	const core_node *n;
 	int rc;
 
-	if ((n = core_map_get(root, "landscape"))) {
-		if ((rc = core__check_section(n, landscape_keys, err)) ||
-		    (rc = core_opt_bool(n, "enabled", &s->audit, err)))
-			return rc;
-		if (core__str_of(n, "url")) {
-			char a[4096], b[4096];
-
-			s->landscape_url = core__str_of(n, "url");
-			if (core_landscape_paths(s->landscape_url, a, sizeof(a), b,
-						 sizeof(b), err))
-				return core_err_at(err, CORE_ECONFIG,
-					core_map_get(n, "url"), "%s", err->msg);
-		}
-	}
+	if ((rc = core__load_landscape(s, root, err)))
+		return rc;
 	if ((n = core_map_get(root, "concurrency"))) {
 		const core_node *p;
 
@@ -331,7 +316,7 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 static const char *const top_keys[] = {
 	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
 	"landscape", "concurrency", "checkpoint", "retry", "rate_limit",
-	"sources", "secrets", "depends_on", NULL
+	"sources", "secrets", "depends_on", "payload_store", NULL
 };
 
 static int settings_build(core_settings *s, core_err *err)

@@ -131,6 +131,7 @@ static void env_free(rec_env *env)
 	if (env->registered)
 		rec__registry_remove(env);
 	pthread_rwlock_destroy(&env->map_lock);
+	free(env->payload_dir);
 	free(env);
 }
 

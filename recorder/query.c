@@ -75,7 +75,7 @@ static json_t *bytes_json(const char *hash, const void *data, size_t len,
 }
 
 /* A payload as JSON: bytes_json, or {"hash", "missing": true}. */
-static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
+static json_t *payload_json(rec_txn *t, uint64_t run, const char *hash, bool is_json)
 {
 	const void *data;
 	size_t len;
@@ -83,7 +83,9 @@ static json_t *payload_json(rec_txn *t, const char *hash, bool is_json)
 	if (!hash || !hash[0])
 		return json_null();
 	if (rec_get_payload(t, hash, &data, &len))
-		return json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
+		return rec_payload_purged(t, run, hash) ?
+		       json_pack("{s:s,s:b}", "hash", hash, "purged", 1) :
+		       json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
 	return bytes_json(hash, data, len, is_json);
 }
 
@@ -389,7 +391,7 @@ static json_t *state_json(explain *x, const Elspeth__NodeStateRecord *s)
 				batch_json(x, (uint64_t)json_integer_value(b)));
 	}
 	if (!strcmp(kind, "transform") && s->output_hash[0])
-		json_object_set_new(j, "output", payload_json(x->t, s->output_hash, true));
+		json_object_set_new(j, "output", payload_json(x->t, x->run, s->output_hash, true));
 	if (!strcmp(kind, "gate")) {
 		json_t *r = json_array();
 
@@ -435,7 +437,7 @@ static json_t *outcome_json(explain *x, uint64_t token)
 	j = json_pack("{s:s,s:s,s:o}", "outcome", o->outcome, "sink", o->sink,
 		      "recorded_at", time_json(o->recorded_at_ns));
 	if (o->error_hash[0])
-		json_object_set_new(j, "error", payload_json(x->t, o->error_hash, false));
+		json_object_set_new(j, "error", payload_json(x->t, x->run, o->error_hash, false));
 	free_msg(o);
 	return j;
 }
@@ -602,7 +604,7 @@ static json_t *row_json(explain *x, uint64_t seq)
 	j = json_pack("{s:I,s:s,s:s,s:o,s:o}", "seq", (json_int_t)r->seq,
 		      "source_hash", r->source_hash, "where", r->where,
 		      "created_at", time_json(r->created_at_ns),
-		      "source", payload_json(x->t, r->payload_ref, true));
+		      "source", payload_json(x->t, x->run, r->payload_ref, true));
 	free_msg(r);
 	v = get_msg(x->t, REC_VALIDATION_ERRORS, &k,
 		    &elspeth__validation_error_record__descriptor);

@@ -17,7 +17,22 @@ struct rec_txn {
 	rec__views *views;         /* story_read.c, on first use */
 	rec__unpacker *get_u;      /* packed tables: rec_get's values */
 	rec__unpacker *scan_u;     /* ... and rec_scan's, rec_last's */
+	void **kept;               /* payload files read (rec__txn_keep) */
+	size_t nkept;
 };
+
+int rec__txn_keep(rec_txn *t, void *buf)
+{
+	void **k = realloc(t->kept, (t->nkept + 1) * sizeof(*k));
+
+	if (!k) {
+		free(buf);
+		return CORE_ENOMEM;
+	}
+	t->kept = k;
+	t->kept[t->nkept++] = buf;
+	return 0;
+}
 
 rec__views *rec__txn_views(rec_txn *t)
 {
@@ -89,6 +104,9 @@ void rec_read_end(rec_txn *t)
 	rec__views_free(t->views);
 	rec__unpacker_free(t->get_u);
 	rec__unpacker_free(t->scan_u);
+	for (size_t i = 0; i < t->nkept; i++)
+		free(t->kept[i]);
+	free(t->kept);
 	free(t);
 }
 
@@ -264,5 +282,8 @@ int rec_get_payload(rec_txn *t, const char *hex, const void **data,
 	/* A row's payloads are in its story: the rows being read first. */
 	if (!rec__story_payload(t, k.b, data, len))
 		return 0;
-	return rec_get(t, REC_PAYLOADS, &k, data, len);
+	if (!rec_get(t, REC_PAYLOADS, &k, data, len))
+		return 0;
+	/* payload_store: filesystem (ADR 0028) */
+	return rec__payload_file_get(t, hex, data, len);
 }

@@ -343,4 +343,43 @@ bool rec_replay_find(const rec_replay *r, uint64_t row, uint32_t node,
 		      const char **from);
 void rec_replay_free(rec_replay *r); /* NULL allowed */
 
+/* ------------------------------------------- payload store (ADR 0028)
+ *
+ * payload_store.backend: filesystem. After rec_payload_store_open, a
+ * row's payloads (rec_story_payload) are written to content-addressed
+ * files under dir (DIR/ab/abcd..., ELSPETH's layout: created, fsync'd and
+ * renamed into place before the call returns) and its story keeps only
+ * the hashes its records name. dir (made absolute) is listed in REC_META
+ * so that every reader of the Landscape finds the files: rec_get_payload
+ * falls back to them. Call before the run starts, from one thread.
+ */
+int rec_payload_store_open(rec_env *env, const char *dir, core_err *err);
+/* DIR/ab/abcd... for hex (out: cap bytes). */
+void rec_payload_file_path(const char *dir, const char *hex, char *out, size_t cap);
+/* True when `elspeth purge` deleted the payload hex of run (its hash is
+ * kept): what explain and verify say of a payload rec_get_payload cannot
+ * find. A later run that stored the same bytes is not covered. */
+bool rec_payload_purged(rec_txn *t, uint64_t run, const char *hex);
+typedef struct rec_purge_mark {
+	uint64_t run;
+	char hex[CORE_SHA256_HEX_LEN + 1];
+} rec_purge_mark;
+/* Marks payloads of runs purged (before their files are deleted); what:
+ * a note stored with each mark (when, why). */
+int rec_payload_mark_purged(rec_env *env, const rec_purge_mark *m, size_t n,
+			    const char *what, core_err *err);
+
+/* The payloads a purge may delete: those named by the rows of runs that
+ * completed before now_ns - retention_days (failed and interrupted runs
+ * are kept: a resume needs their payloads) and by no other run. */
+typedef struct rec_purge_plan {
+	char **hex;                  /* n SHA-256 hex strings: the files */
+	size_t n;
+	rec_purge_mark *marks;       /* each expired run's share of them */
+	size_t nmarks;
+} rec_purge_plan;
+int rec_purge_find(rec_env *env, long long retention_days, uint64_t now_ns,
+		   rec_purge_plan *plan, core_err *err);
+void rec_purge_plan_release(rec_purge_plan *plan); /* NULL allowed */
+
 #endif /* ELSPETH_RECORDER_H */

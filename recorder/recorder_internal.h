@@ -157,7 +157,19 @@ struct rec_env {
 	rec__tail tail[REC_TABLE_LAST]; /* writer only */
 	rec__packer *packer;         /* writer only */
 	rec__stories *stories;       /* story.c: open row stories */
+	char *payload_dir;           /* payload_store.c: files instead of stories */
 };
+
+/* payload_store.c (ADR 0028): a payload as a content-addressed file
+ * (DIR/ab/abcd...; written, fsync'd and renamed into place before the
+ * call returns); reading one back from any of the environment's payload
+ * directories (the bytes live until rec_read_end). */
+int rec__payload_file_put(rec_env *env, const char *hex, const void *data,
+			  size_t len);
+int rec__payload_file_get(rec_txn *t, const char *hex, const void **data,
+			  size_t *len);
+/* read.c: keeps buf (malloc'd) until rec_read_end. */
+int rec__txn_keep(rec_txn *t, void *buf);
 
 /* env.c / meta.c */
 int rec__tables_open(rec_env *env, core_err *err);

@@ -552,6 +552,13 @@ int rec_story_payload(rec_env *env, uint64_t run, uint64_t seq,
 	core_hex(h, CORE_SHA256_LEN, hex);
 	if ((rc = writable(env)))
 		return rc;
+	/* payload_store: filesystem — the story keeps only the hashes the
+	 * records name (ADR 0028). */
+	if (env->payload_dir) {
+		if ((rc = rec__payload_file_put(env, hex, data, len)))
+			rec__fail(env, rc, "writing a payload file");
+		return rc;
+	}
 	st = stripe_of(env->stories, seq);
 	pthread_mutex_lock(&st->lock);
 	s = story_get(st, run, seq);

@@ -35,6 +35,7 @@ typedef struct verify {
 	json_t *violations;
 	size_t nviol;
 	uint64_t tokens, states, rows, artifacts, payloads, sink_files, batches;
+	uint64_t purged;             /* payloads purged (elspeth purge) */
 	uint64_t calls, call_state, call_next; /* the last call's state, next index */
 	uint64_t superseded, replayed, resumes;
 	uint64_t samples;
@@ -104,7 +105,11 @@ static void check_payload(verify *v, const char *hash, bool canonical,
 		return;
 	v->payloads++;
 	if (rec_get_payload(v->t, hash, &data, &len)) {
-		violation(v, "%s: payload %.16s... is missing", what, hash);
+		/* elspeth purge deleted it on purpose; the hash is kept. */
+		if (rec_payload_purged(v->t, v->run, hash))
+			v->purged++;
+		else
+			violation(v, "%s: payload %.16s... is missing", what, hash);
 		return;
 	}
 	if (hash_differs(v, data, len, hash, what, "payload"))
@@ -753,6 +758,10 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		"replayed_calls", (json_int_t)v.replayed, "resumes", (json_int_t)v.resumes,
 		"samples", (json_int_t)v.samples,
 		"violation_count", (json_int_t)v.nviol, "violations", v.violations);
+	/* checked.payloads_purged: payloads elspeth purge deleted (ADR 0028). */
+	if (*report && v.purged)
+		json_object_set_new(json_object_get(*report, "checked"), "payloads_purged",
+				    json_integer((json_int_t)v.purged));
 	if (*report && strcmp(r->status, "completed"))
 		json_object_set_new(*report, "stopped", stopped_json(&v, r));
 	if (rc)

@@ -47,4 +47,38 @@ typedef struct sqlt_opts {
 int sqlt_export(rec_env *env, uint64_t run, const char *path,
 		const sqlt_opts *o, core_err *err);
 
+/* ------------------------------------------------ landscape.export (ADR 0028)
+ *
+ * A run's audit records as ELSPETH 0.4.1's LandscapeExporter yields them:
+ * JSON objects with "record_type" (run, secret_resolution, node, edge,
+ * operation, call, row, token, token_parent, token_outcome, node_state,
+ * routing_event, batch, batch_member, artifact), its fields in its order,
+ * the values of the SQL trail (sqlt_export). fn receives each record
+ * (borrowed: valid during the call) and returns 0 or an error, which
+ * stops the export and is returned.
+ */
+typedef int (*sqlt_record_fn)(void *ctx, json_t *rec, core_err *err);
+
+/* signing_key NULL: unsigned. Else every record gets "signature" =
+ * hex HMAC-SHA256 (key: the string's bytes) over its RFC 8785 canonical
+ * JSON, and a last record "manifest" (record_count, final_hash: SHA-256
+ * over the signatures in order, hash_algorithm, signature_algorithm,
+ * exported_at, its own signature), as ELSPETH's export_run(sign=True).
+ * Takes its own read transactions (like sqlt_export). */
+int sqlt_audit_records(rec_env *env, uint64_t run, const char *signing_key,
+		       sqlt_record_fn fn, void *ctx, core_err *err);
+
+/* format: csv — ELSPETH's _export_csv_multifile: the directory `path`
+ * without its suffix, one RECORD_TYPE.csv per record type present, the
+ * columns the sorted union of its records' flattened fields (nested
+ * objects as "a.b", lists as JSON text). */
+int sqlt_audit_csv(rec_env *env, uint64_t run, const char *signing_key,
+		   const char *path, core_err *err);
+
+/* landscape.dump_to_jsonl: appends run's lines to the journal cfg names
+ * (ELSPETH's {"timestamp", "statement", "parameters", "executemany"}
+ * lines; journal.c says how they are derived). */
+int sqlt_journal(rec_env *env, uint64_t run, const core_journal_cfg *cfg,
+		 core_err *err);
+
 #endif /* ELSPETH_SQLTRAIL_H */

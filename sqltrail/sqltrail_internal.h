@@ -35,4 +35,18 @@ int sqlt__drop_indexes(sqlite3 *db, core_err *err);
 /* The database's error as err (CORE_EIO), prefixed with what failed. */
 int sqlt__db_error(sqlite3 *db, core_err *err, const char *what);
 
+/* audit_records.c: run rid's records, read from db (an SQL trail holding
+ * it), passed to fn one by one in ELSPETH's exporter order. */
+int sqlt__audit_records(sqlite3 *db, const char *rid, sqlt_record_fn fn,
+			void *ctx, core_err *err);
+
+/* audit_export.c: writes run into a temporary SQL trail (payloads: with
+ * elspeth_payloads), calls fn on it (opened read-only; rid: the run's id
+ * there), removes it. */
+typedef int (*sqlt_db_fn)(void *ctx, sqlite3 *db, const char *rid, core_err *err);
+int sqlt__with_run_db(rec_env *env, uint64_t run, bool payloads,
+		      sqlt_db_fn fn, void *ctx, core_err *err);
+/* v as Python's json.dumps writes it by default (", ", ": ", ASCII). */
+void sqlt__py_json(core_buf *b, const json_t *v);
+
 #endif /* ELSPETH_SQLTRAIL_INTERNAL_H */
