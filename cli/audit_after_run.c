@@ -84,18 +84,22 @@ int cli_after_run(rec_env *rec, const core_settings *s, uint64_t run,
 		fprintf(stderr, "warning: the landscape journal was not written: %s\n", err.msg);
 		rc = 0;
 	}
-	if (!rc && completed && s->audit_export.enabled &&
-	    !(rc = rec_flush(rec, &err)))
-		rc = export_trail(rec, s, run, &err);
+	if (!rc && completed && s->audit_export.enabled) {
+		uint64_t t0 = core_now_mono_ns();
+
+		if (json)
+			cli_phase_json("phase_started", "export", "exporting",
+				       s->audit_export.sink, 0, NULL);
+		if (!(rc = rec_flush(rec, &err)))
+			rc = export_trail(rec, s, run, &err);
+		if (json)
+			cli_phase_json(rc ? "phase_error" : "phase_completed", "export",
+				       NULL, s->audit_export.sink,
+				       (double)(core_now_mono_ns() - t0) / 1e9,
+				       rc ? err.msg : NULL);
+	}
 	if (!rc)
 		return CLI_OK;
-	if (json) {
-		json_t *e = json_pack("{s:s,s:I,s:s}", "event", "export_failed",
-				      "run_id", (json_int_t)run, "error", err.msg);
-
-		cli_print_json_line(e);
-		json_decref(e);
-	}
 	core_err_prefix(&err, "run %llu is recorded, but its audit export failed",
 			(unsigned long long)run);
 	cli_error(&err);

@@ -118,6 +118,11 @@ int cli_open_landscape(const char *settings, const char *database,
 void cli_print_json(const json_t *doc);
 /* One compact JSON document and a newline (JSON-lines events). */
 void cli_print_json_line(const json_t *doc);
+/* ELSPETH's phase events for -f json: phase_started (phase, action,
+ * target), phase_completed (phase, duration_seconds) on stdout,
+ * phase_error (phase, error, target) on stderr; event names which. */
+void cli_phase_json(const char *event, const char *phase, const char *action,
+		    const char *target, double seconds, const char *error);
 /* Renders an explain document for people; with several terminal tokens
  * and no sink, says to pick one (CLI_USAGE). */
 int cli_explain_text(FILE *f, const json_t *doc, const char *sink);

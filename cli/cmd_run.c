@@ -355,32 +355,6 @@ static void summary_json(const dag_graph *g, const eng_summary *sum,
 	json_decref(e);
 }
 
-/* ELSPETH's phase events: phase_started (phase, action, target),
- * phase_completed (phase, duration_seconds), phase_error (on stderr). */
-static void phase_json(const char *event, const char *phase, const char *action,
-		       const char *target, double seconds, const char *error)
-{
-	json_t *e = json_pack("{s:s,s:s}", "event", event, "phase", phase);
-
-	if (action)
-		json_object_set_new(e, "action", json_string(action));
-	if (!strcmp(event, "phase_completed"))
-		json_object_set_new(e, "duration_seconds", json_real(seconds));
-	if (error)
-		json_object_set_new(e, "error", json_string(error));
-	if (strcmp(event, "phase_completed"))
-		json_object_set_new(e, "target", target ? json_string(target) : json_null());
-	if (error) {
-		char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
-
-		fprintf(stderr, "%s\n", line ? line : "{\"event\":\"phase_error\"}");
-		free(line);
-	} else {
-		cli_print_json_line(e);
-	}
-	json_decref(e);
-}
-
 static double seconds_since(uint64_t t0)
 {
 	return (double)(core_now_mono_ns() - t0) / 1e9;
@@ -504,7 +478,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 	if (json) {
 		o.progress = progress_json;
 		o.progress_ms = 1000;
-		phase_json("phase_started", "database", "connecting", NULL, 0, NULL);
+		cli_phase_json("phase_started", "database", "connecting", NULL, 0, NULL);
 	} else if (isatty(STDERR_FILENO)) {
 		o.progress = progress_text;
 		o.progress_ms = 200;
@@ -513,7 +487,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 	    open_audit(g->settings, a->database, &o.rec, path, sizeof(path), sql,
 		       sizeof(sql), &err)) {
 		if (json)
-			phase_json("phase_error", "database", NULL, a->database,
+			cli_phase_json("phase_error", "database", NULL, a->database,
 				   0, err.msg);
 		cli_error(&err);
 		return CLI_ERROR;
@@ -523,8 +497,8 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		return CLI_ERROR;
 	}
 	if (json) {
-		phase_json("phase_completed", "database", NULL, NULL, seconds_since(t0), NULL);
-		phase_json("phase_started", "process", "processing", NULL, 0, NULL);
+		cli_phase_json("phase_completed", "database", NULL, NULL, seconds_since(t0), NULL);
+		cli_phase_json("phase_started", "process", "processing", NULL, 0, NULL);
 		t0 = core_now_mono_ns();
 	}
 	if (a->verbose && !json) {
@@ -546,7 +520,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		rec_close(o.rec, NULL);
 	if (rc) {
 		if (json) {
-			phase_json("phase_error", "process", NULL, a->path, 0, err.msg);
+			cli_phase_json("phase_error", "process", NULL, a->path, 0, err.msg);
 			summary_json(g, &sum, err.msg, CLI_ERROR);
 		}
 		cli_error(&err);
@@ -561,7 +535,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 		return CLI_ERROR;
 	}
 	if (json) {
-		phase_json("phase_completed", "process", NULL, NULL, seconds_since(t0), NULL);
+		cli_phase_json("phase_completed", "process", NULL, NULL, seconds_since(t0), NULL);
 		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, a) :
 		     sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
 		rc = rc == CLI_OK ? sql_rc : rc;

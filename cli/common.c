@@ -144,3 +144,29 @@ int cli_parse_count(const char *s, unsigned long long max, unsigned long long *o
 	*out = v;
 	return 0;
 }
+
+/* ELSPETH's phase events: phase_started (phase, action, target),
+ * phase_completed (phase, duration_seconds), phase_error (on stderr). */
+void cli_phase_json(const char *event, const char *phase, const char *action,
+		       const char *target, double seconds, const char *error)
+{
+	json_t *e = json_pack("{s:s,s:s}", "event", event, "phase", phase);
+
+	if (action)
+		json_object_set_new(e, "action", json_string(action));
+	if (!strcmp(event, "phase_completed"))
+		json_object_set_new(e, "duration_seconds", json_real(seconds));
+	if (error)
+		json_object_set_new(e, "error", json_string(error));
+	if (strcmp(event, "phase_completed"))
+		json_object_set_new(e, "target", target ? json_string(target) : json_null());
+	if (error) {
+		char *line = json_dumps(e, JSON_COMPACT | JSON_PRESERVE_ORDER);
+
+		fprintf(stderr, "%s\n", line ? line : "{\"event\":\"phase_error\"}");
+		free(line);
+	} else {
+		cli_print_json_line(e);
+	}
+	json_decref(e);
+}

@@ -74,7 +74,7 @@ import json, sys
 for line in sys.stdin:
     e = json.loads(line)
     if e["event"] == "run_completed":
-        for k in ("run_id", "wall_seconds", "pipeline_seconds", "fifo_wait_max_ms"):
+        for k in ("run_id", "wall_seconds", "pipeline_seconds", "fifo_wait_max_ms", "duration_seconds"):
             e.pop(k)
         print(json.dumps(e, sort_keys=True))'; }
 "$ELSPETH" run -s $QS --execute --format json --sequential | completed > long.json
