@@ -85,9 +85,11 @@ else
   "$(dirname "$ELSPETH")/elspeth-mock-llm" --port 8199 --port-file mock.port > mock.log 2>&1 &
   MOCK=$!
   for _ in $(seq 100); do [ -s mock.port ] && break; sleep 0.05; done
-  expect "rate_limited_llm: run against the mock" 0 "Run completed" -- \
-    "$ELSPETH" run -s examples/rate_limited_llm/settings.yaml --execute
-  same_file rate_limited_llm results.json
+  for ex in rate_limited_llm chaosllm_sentiment; do
+    expect "$ex: run against the mock" 0 "Run completed" -- \
+      "$ELSPETH" run -s examples/$ex/settings.yaml --execute
+    same_file $ex results.json
+  done
   kill "$MOCK"; wait "$MOCK" 2>/dev/null
 fi
 finish
