@@ -1,6 +1,6 @@
 /*
  * json_py.c — values as Python prints them, for the files ELSPETH users
- * compare byte for byte (docs/architecture.md §7, "Sink bytes").
+ * compare byte for byte (docs/architecture.md §3a, ADR 0006).
  *
  * core_json_append_py is json.dumps(v, indent=n) with Python's defaults:
  * ensure_ascii (every character outside ' '..'~' escaped as \uXXXX, with
