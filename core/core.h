@@ -528,6 +528,9 @@ int core_json_append_py(core_buf *b, const json_t *v, int indent, int depth);
  * as repr(), a dict or list as its repr() ({'a': [1, 'x']}). What
  * csv.DictWriter writes for a value. */
 int core_py_str(core_buf *b, const json_t *v);
+/* Python's type(v).__name__: "dict", "list", "str", "int", "float",
+ * "bool" or "NoneType". */
+const char *core_py_type(const json_t *v);
 /* "an object", "an array", "a string", "an integer", "a real number",
  * "a boolean" or "null": what v is, for error messages. */
 const char *core_json_kind(const json_t *v);

@@ -238,3 +238,18 @@ int core_py_str(core_buf *b, const json_t *v)
 	}
 	return core_buf_puts(b, "None");
 }
+
+const char *core_py_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT: return "dict";
+	case JSON_ARRAY: return "list";
+	case JSON_STRING: return "str";
+	case JSON_INTEGER: return "int";
+	case JSON_REAL: return "float";
+	case JSON_TRUE:
+	case JSON_FALSE: return "bool";
+	case JSON_NULL: break;
+	}
+	return "NoneType";
+}

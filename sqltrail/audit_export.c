@@ -61,19 +61,6 @@ static int sign_record(void *ctx, json_t *rec, core_err *err)
 	return s->fn(s->ctx, rec, err);
 }
 
-/* datetime.now(UTC).isoformat(): 2026-01-02T03:04:05.123456+00:00 */
-static void now_iso(char out[64])
-{
-	struct timespec ts;
-	struct tm tm;
-	char day[32];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, 64, "%s.%06ld+00:00", day, ts.tv_nsec / 1000);
-}
-
 static int manifest(signer *s, const char *rid, core_err *err)
 {
 	unsigned char d[32];
@@ -83,7 +70,7 @@ static int manifest(signer *s, const char *rid, core_err *err)
 
 	core_sha256(s->chain.data ? s->chain.data : "", s->chain.len, d);
 	core_hex(d, sizeof(d), final);
-	now_iso(at);
+	sqlt__now_iso(at);
 	m = json_pack("{s:s,s:s,s:I,s:s,s:s,s:s,s:s}", "record_type", "manifest",
 		      "run_id", rid, "record_count", (json_int_t)s->count,
 		      "final_hash", final, "hash_algorithm", "sha256",

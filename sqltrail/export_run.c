@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sqltrail/export_internal.h"
 
@@ -303,4 +304,16 @@ int sqlt__export_run_records(xp *x)
 	    (rc = write_checkpoint(x)))
 		return rc;
 	return write_operations(x);
+}
+
+void sqlt__now_iso(char out[64])
+{
+	struct timespec ts;
+	struct tm tm;
+	char day[32];
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(out, 64, "%s.%06ld+00:00", day, ts.tv_nsec / 1000);
 }

@@ -194,19 +194,6 @@ static json_t *column(sqlite3_stmt *st, int i)
 	}
 }
 
-/* datetime.now(UTC).isoformat() */
-static void stamp(char out[64])
-{
-	struct timespec ts;
-	struct tm tm;
-	char day[32];
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(out, 64, "%s.%06ld+00:00", day, ts.tv_nsec / 1000);
-}
-
 /* dump_to_jsonl_include_payloads: a calls insert carries its bodies
  * (request_ref, request_payload, response_ref, response_payload), read
  * from the trail (elspeth_payloads of the temporary SQL trail). */
@@ -247,7 +234,7 @@ static int emit(jw *w, int j, const char *key)
 		json_t *line = json_object(), *params = json_array();
 		char ts[64];
 
-		stamp(ts);
+		sqlt__now_iso(ts);
 		for (int i = 0; i < sqlite3_column_count(st); i++)
 			json_array_append_new(params, column(st, i));
 		json_object_set_new(line, "timestamp", json_string(ts));

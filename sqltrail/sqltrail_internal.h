@@ -49,4 +49,8 @@ int sqlt__with_run_db(rec_env *env, uint64_t run, bool payloads,
 /* v as Python's json.dumps writes it by default (", ", ": ", ASCII). */
 void sqlt__py_json(core_buf *b, const json_t *v);
 
+/* Python's datetime.now(UTC).isoformat() into out:
+ * 2026-01-02T03:04:05.123456+00:00 (export_run.c). */
+void sqlt__now_iso(char out[64]);
+
 #endif /* ELSPETH_SQLTRAIL_INTERNAL_H */

@@ -86,23 +86,6 @@ static void strip_fences(const char **b, const char **e)
 	}
 }
 
-/* --------------------------------------------------- typed answers */
-
-static const char *py_type(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_STRING: return "str";
-	case JSON_INTEGER: return "int";
-	case JSON_REAL: return "float";
-	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	case JSON_ARRAY: return "list";
-	case JSON_OBJECT: return "dict";
-	case JSON_NULL: return "NoneType";
-	}
-	return "object";
-}
-
 /* ELSPETH's validate_field_value: NULL if v fits f, else why (into buf). */
 static const char *misfit(const llm_field *f, const json_t *v, char *buf, size_t n)
 {
@@ -112,7 +95,7 @@ static const char *misfit(const llm_field *f, const json_t *v, char *buf, size_t
 	case LLM_T_STRING:
 		if (json_is_string(v))
 			return NULL;
-		snprintf(buf, n, "expected string, got %s", py_type(v));
+		snprintf(buf, n, "expected string, got %s", core_py_type(v));
 		return buf;
 	case LLM_T_INTEGER:
 		if (json_is_boolean(v))
@@ -120,23 +103,23 @@ static const char *misfit(const llm_field *f, const json_t *v, char *buf, size_t
 		if (json_is_integer(v) ||
 		    (json_is_real(v) && floor(json_real_value(v)) == json_real_value(v)))
 			return NULL;
-		snprintf(buf, n, "expected integer, got %s", py_type(v));
+		snprintf(buf, n, "expected integer, got %s", core_py_type(v));
 		return buf;
 	case LLM_T_NUMBER:
 		if (json_is_boolean(v))
 			return "expected number, got boolean";
 		if (json_is_number(v))
 			return NULL;
-		snprintf(buf, n, "expected number, got %s", py_type(v));
+		snprintf(buf, n, "expected number, got %s", core_py_type(v));
 		return buf;
 	case LLM_T_BOOLEAN:
 		if (json_is_boolean(v))
 			return NULL;
-		snprintf(buf, n, "expected boolean, got %s", py_type(v));
+		snprintf(buf, n, "expected boolean, got %s", core_py_type(v));
 		return buf;
 	case LLM_T_ENUM:
 		if (!json_is_string(v)) {
-			snprintf(buf, n, "expected string (enum), got %s", py_type(v));
+			snprintf(buf, n, "expected string (enum), got %s", core_py_type(v));
 			return buf;
 		}
 		for (size_t i = 0; i < f->nvalues; i++)
@@ -170,7 +153,7 @@ static int apply_fields(const llm__query *q, size_t qi, const char *b,
 	if (!json_is_object(ans))
 		rc = core_err_set(err, CORE_EDATA, "query '%s' (index %zu): the "
 				  "answer is %s, not a JSON object (invalid_json_type)",
-				  q->name, qi, py_type(ans));
+				  q->name, qi, core_py_type(ans));
 	for (size_t i = 0; !rc && i < q->nfields; i++) {
 		const llm_field *f = &q->fields[i];
 		json_t *v = json_object_get(ans, f->suffix);

@@ -422,13 +422,13 @@ static int contains(tpl__rx *rx, const tpl__ex *e, const json_t *needle,
 	if (json_is_string(hay))
 		return core_err_set(rx->err, CORE_EDATA, "template: 'in <string>' "
 				    "requires a string as left operand, not '%s' "
-				    "(in `%s`)", tpl__py_type(needle), e->text);
+				    "(in `%s`)", core_py_type(needle), e->text);
 	if (json_is_object(hay))
 		return core_err_set(rx->err, CORE_EDATA, "template: unhashable "
-				    "type: '%s' (in `%s`)", tpl__py_type(needle),
+				    "type: '%s' (in `%s`)", core_py_type(needle),
 				    e->text);
 	return core_err_set(rx->err, CORE_EDATA, "template: argument of type "
-			    "'%s' is not iterable (in `%s`)", tpl__py_type(hay),
+			    "'%s' is not iterable (in `%s`)", core_py_type(hay),
 			    e->text);
 }
 
@@ -455,8 +455,8 @@ static int compare(tpl__rx *rx, const tpl__ex *e, const json_t *a,
 	if ((r = tpl__py_order(a, b)) == 2)
 		return core_err_set(rx->err, CORE_EDATA, "template: '%s' not "
 				    "supported between instances of '%s' and '%s' "
-				    "(in `%s`)", cmp_names[e->op], tpl__py_type(a),
-				    tpl__py_type(b), e->text);
+				    "(in `%s`)", cmp_names[e->op], core_py_type(a),
+				    core_py_type(b), e->text);
 	*res = e->op == TPL__CMP_LT ? r < 0 : e->op == TPL__CMP_LE ? r <= 0 :
 	       e->op == TPL__CMP_GT ? r > 0 : r >= 0;
 	return 0;

@@ -254,10 +254,6 @@ bool tpl__truthy(const json_t *v);
  * lists): 2 when Python has no order for them (a TypeError). */
 bool tpl__py_eq(const json_t *a, const json_t *b);
 int tpl__py_order(const json_t *a, const json_t *b);
-/* Python's type name of a JSON value: str, int, float, bool, NoneType,
- * list, dict. */
-const char *tpl__py_type(const json_t *v);
-
 /* ------------------------- evaluation (eval.c, filters.c, render.c) */
 
 /* One loop being rendered. */

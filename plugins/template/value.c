@@ -56,21 +56,6 @@ bool tpl__truthy(const json_t *v)
 	return false;
 }
 
-const char *tpl__py_type(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "dict";
-	case JSON_ARRAY: return "list";
-	case JSON_STRING: return "str";
-	case JSON_INTEGER: return "int";
-	case JSON_REAL: return "float";
-	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	case JSON_NULL: break;
-	}
-	return "NoneType";
-}
-
 /* bool is an int in Python: True == 1, False < 0.5. */
 static bool is_num(const json_t *v)
 {

@@ -210,22 +210,6 @@ static int kw_open(const core_node *options, void **state, core_err *err)
 
 /* ------------------------------------------------------------- process */
 
-/* Python's type(value).__name__ for a JSON value. */
-static const char *py_type(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "dict";
-	case JSON_ARRAY: return "list";
-	case JSON_STRING: return "str";
-	case JSON_INTEGER: return "int";
-	case JSON_REAL: return "float";
-	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	case JSON_NULL: return "NoneType";
-	}
-	return "object";
-}
-
 /* Fails the row with ELSPETH's reason, as its audit trail records it
  * (compact, keys sorted); the reason goes in the node state's context
  * too, whole even when the message had to be cut. */
@@ -300,7 +284,7 @@ static int scan_field(const kw *k, const json_t *row, const char *field,
 		if (k->all)
 			return 0;
 		return fail(json_pack("{s:s,s:s,s:s}", "reason", "non_string_field",
-				      "field", field, "actual_type", py_type(v)), ctx, err);
+				      "field", field, "actual_type", core_py_type(v)), ctx, err);
 	}
 	return scan(k, field, v, ctx, err);
 }
