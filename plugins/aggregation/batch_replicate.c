@@ -18,7 +18,9 @@
  *    holding a base-10 integer ("3", as CSV sources give). A missing, null
  *    or "" value uses default_copies. 0 emits nothing for that member.
  *  - A negative, non-integer (a real, even 2.0; a boolean; other text)
- *    copies value, or one above REPLICATE_MAX_COPIES, fails the batch:
+ *    copies value, or one above max_copies (ELSPETH's option: 1 to
+ *    10000, default 10000, at least default_copies), fails the batch
+ *    (ELSPETH drops that member and carries on; ADR 0018):
  *    CORE_EDATA naming the member's 0-based index and the field. Every
  *    member is checked before any row is built.
  *  - Passthrough mode must give exactly one row per member, and the plugin
@@ -39,13 +41,15 @@
 
 #include "plugins/plugins_internal.h"
 
-/* Copies of one member at most: a guard against a runaway batch. */
+/* max_copies at most, and its default (ELSPETH's): a guard against a
+ * runaway batch. */
 #define REPLICATE_MAX_COPIES 10000
 
 struct replicate {
 	plg_schema *schema;
 	char *copies_field;
 	long long default_copies;
+	long long max_copies;   /* copies of one member at most */
 	bool copy_index;
 	bool batch_info;
 };
@@ -64,12 +68,13 @@ static int parse_options(struct replicate *r, const core_node *opts,
 			 core_err *err)
 {
 	static const char *const keys[] = { "copies_field", "default_copies",
-		"include_copy_index", "attach_batch_info", PLG_COMMON_KEYS,
-		NULL };
+		"max_copies", "include_copy_index", "attach_batch_info",
+		PLG_COMMON_KEYS, NULL };
 	const char *copies = "copies";
 	int rc;
 
 	r->default_copies = 1;
+	r->max_copies = REPLICATE_MAX_COPIES;
 	r->copy_index = true;
 	r->batch_info = false;
 	rc = core_map_check_keys(opts, keys, err);
@@ -79,8 +84,15 @@ static int parse_options(struct replicate *r, const core_node *opts,
 		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, "copies_field"),
 				 "expected a field name, got an empty string");
 	if (!rc)
+		rc = core_opt_int(opts, "max_copies", 1, REPLICATE_MAX_COPIES,
+				  &r->max_copies, err);
+	if (!rc)
 		rc = core_opt_int(opts, "default_copies", 0, REPLICATE_MAX_COPIES,
 				  &r->default_copies, err);
+	if (!rc && r->default_copies > r->max_copies)
+		rc = core_err_at(err, CORE_ECONFIG, core_map_get(opts, "default_copies"),
+				 "default_copies (%lld) exceeds max_copies (%lld)",
+				 r->default_copies, r->max_copies);
 	if (!rc)
 		rc = core_opt_bool(opts, "include_copy_index", &r->copy_index, err);
 	if (!rc)
@@ -146,8 +158,8 @@ static int bad_copies(const struct replicate *r, size_t i, const char *why,
 {
 	return core_err_set(err, CORE_EDATA,
 			    "batch member %zu: field '%s' %s (copies must be an "
-			    "integer from 0 to %d)", i, r->copies_field, why,
-			    REPLICATE_MAX_COPIES);
+			    "integer from 0 to max_copies, %lld)", i, r->copies_field,
+			    why, r->max_copies);
 }
 
 static const char *not_integer(const json_t *v)
@@ -172,11 +184,11 @@ static int copies_of(const struct replicate *r, const json_t *m, size_t i,
 		*k = json_integer_value(v);
 	else if (!json_is_string(v) || parse_count(v, k))
 		return bad_copies(r, i, not_integer(v), err);
-	if (*k < 0 || *k > REPLICATE_MAX_COPIES) {
+	if (*k < 0 || *k > r->max_copies) {
 		char why[64];
 
 		snprintf(why, sizeof(why), "is %s (%lld)",
-			 *k < 0 ? "negative" : "above the limit", *k);
+			 *k < 0 ? "negative" : "above max_copies", *k);
 		return bad_copies(r, i, why, err);
 	}
 	return 0;

@@ -801,12 +801,30 @@ Test(batch_replicate, bad_copies_fail_naming_member_and_field)
 	agg_expect_err(o, st, "[{\"qty\":\"-3\"}]", false, "batch member 0",
 		       "is negative (-3)");
 	agg_expect_err(o, st, "[{\"qty\":10001}]", false, "batch member 0",
-		       "above the limit (10001)");
+		       "above max_copies (10001)");
 	agg_expect_err(o, st, "[{\"qty\":\"99999999999999999999999\"}]", false,
-		       "batch member 0", "above the limit");
+		       "batch member 0", "above max_copies");
 	agg_expect_err(o, st, "[{\"qty\":[1]}]", false, "batch member 0",
 		       "'qty' is not an integer");
 	plg__batch_replicate.close(st);
+}
+
+Test(batch_replicate, max_copies_bounds_each_member)
+{
+	const plg_aggregation_ops *o = &plg__batch_replicate;
+	void *st = open_agg(o, "copies_field: qty\nmax_copies: 3");
+	core_err err = { 0 };
+
+	agg_expect(o, st, "[{\"qty\":3}]", false,
+		   "[{\"qty\":3,\"copy_index\":0},{\"qty\":3,\"copy_index\":1},"
+		   "{\"qty\":3,\"copy_index\":2}]");
+	agg_expect_err(o, st, "[{\"qty\":1},{\"qty\":4}]", false, "batch member 1",
+		       "above max_copies (4)");
+	plg__batch_replicate.close(st);
+	cr_assert_eq(agg_open_err(o, "max_copies: 2\ndefault_copies: 3", &err), CORE_ECONFIG);
+	has(&err, "default_copies (3) exceeds max_copies (2)");
+	cr_assert_eq(agg_open_err(o, "max_copies: 0", &err), CORE_ECONFIG);
+	has(&err, "max_copies: expected an integer from 1 to 10000");
 }
 
 Test(batch_replicate, passthrough_ignores_copies)
