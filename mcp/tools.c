@@ -227,28 +227,12 @@ json_t *mcp_tools_list(void)
 
 /* ---------------------------------------------------------- arguments */
 
-/* Python's name for the type of a JSON value, as ELSPETH's messages say. */
-static const char *py_type(const json_t *v)
-{
-	switch (json_typeof(v)) {
-	case JSON_OBJECT: return "dict";
-	case JSON_ARRAY: return "list";
-	case JSON_STRING: return "str";
-	case JSON_INTEGER: return "int";
-	case JSON_REAL: return "float";
-	case JSON_TRUE:
-	case JSON_FALSE: return "bool";
-	case JSON_NULL: return "NoneType";
-	}
-	return "unknown";
-}
-
 static int bad_arg(core_err *err, const char *tool_name, const char *arg,
 		   const char *want, const json_t *v)
 {
 	return core_err_set(err, CORE_EDATA,
 			    "Invalid arguments: '%s': '%s' must be %s, got %s",
-			    tool_name, arg, want, py_type(v));
+			    tool_name, arg, want, core_py_type(v));
 }
 
 /* A JSON number as an integer: integral reals count (JSON does not tell
@@ -338,7 +322,7 @@ int mcp_call(mcp_server *s, const char *name, const json_t *args,
 	if (args && !json_is_object(args))
 		return core_err_set(err, CORE_EDATA,
 				    "Invalid arguments: '%s': the arguments must be "
-				    "an object, got %s", name, py_type(args));
+				    "an object, got %s", name, core_py_type(args));
 	if ((rc = validate(t, args, &a, err)))
 		return rc;
 	rc = t->fn(s, a, &res, err);

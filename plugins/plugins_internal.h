@@ -67,6 +67,9 @@ typedef struct plg_schema {
 /* Parses the `schema` node (NULL: observed). */
 int plg__schema_parse(const core_node *n, plg_schema **out, core_err *err);
 void plg__schema_free(plg_schema *s);
+/* Checks the `schema` of a plugin's options, for a plugin that does not
+ * keep it; when required, a missing one is an error at opts. */
+int plg__schema_check(const core_node *opts, bool required, core_err *err);
 /* Validates row in place; when `coerce` (text sources like CSV), string
  * values are converted to the declared type ("42" -> 42). Errors are
  * CORE_EDATA naming the field and what was expected; on error the row is

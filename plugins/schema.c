@@ -216,6 +216,20 @@ static int parse_required(plg_schema *s, const core_node *n, core_err *err)
 	return rc;
 }
 
+int plg__schema_check(const core_node *opts, bool required, core_err *err)
+{
+	const core_node *n = core_map_get(opts, "schema");
+	plg_schema *schema = NULL;
+	int rc;
+
+	if (!n && required)
+		return core_err_at(err, CORE_ECONFIG, opts, "missing required key 'schema' "
+				   "(e.g. schema: {mode: observed})");
+	rc = plg__schema_parse(n, &schema, err);
+	plg__schema_free(schema);
+	return rc;
+}
+
 int plg__schema_parse(const core_node *n, plg_schema **out, core_err *err)
 {
 	static const char *const keys[] = {"mode", "fields", "required_fields",

@@ -162,6 +162,8 @@ typedef struct http_stats {
 /* A copy of the state of c's upstream, taken under the executor's lock
  * (held only for the copy): any thread, while c is open. */
 void http_get_stats(http_client *c, http_stats *out);
+/* The same, as a plugin reports its capacity (plg_ops.capacity). */
+void http_get_capacity(http_client *c, plg_capacity *out);
 /* The upstream's learnt state for a checkpoint (a new JSON object), and
  * putting it back (a resume starts where the crashed run stood; applied
  * only while nothing was sent, clamped to this configuration). */

@@ -380,6 +380,17 @@ void http_get_stats(http_client *c, http_stats *out)
 	pthread_mutex_unlock(&http__x->lock);
 }
 
+void http_get_capacity(http_client *c, plg_capacity *out)
+{
+	http_stats st;
+
+	http_get_stats(c, &st);
+	*out = (plg_capacity){ .upstream = st.upstream, .rate = st.rate,
+		.window = st.window, .ceiling = st.pool_size, .in_flight = st.active,
+		.requests = st.requests, .refusals = st.capacity_errors,
+		.held_by = st.held_by };
+}
+
 json_t *http_save(http_client *c)
 {
 	json_t *s;

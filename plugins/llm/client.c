@@ -211,16 +211,13 @@ int llm_client_open(llm_client *c, const core_node *o, core_err *err)
 {
 	static const char *const providers[] = { "openrouter", "azure", "openai", NULL };
 	const core_node *pn = core_map_get(o, "provider");
-	plg_schema *schema = NULL;
 	const char *key = NULL;
 	int provider = P_OPENROUTER, rc;
 
 	memset(c, 0, sizeof(*c));
 	/* ELSPETH's schema block: checked like every plugin's (it declares
 	 * the rows; the LLM transforms do not enforce it). */
-	rc = plg__schema_parse(core_map_get(o, "schema"), &schema, err);
-	plg__schema_free(schema);
-	if (rc)
+	if ((rc = plg__schema_check(o, false, err)))
 		return rc;
 	if ((pn && (rc = core_node_enum(pn, providers, &provider, err))) ||
 	    (rc = endpoint(c, o, provider, err)) ||
@@ -356,13 +353,7 @@ json_t *llm_client_context(const llm_client *c, const http_req *reqs, size_t n)
 
 bool llm_client_capacity(const llm_client *c, plg_capacity *out)
 {
-	http_stats st;
-
-	http_get_stats(c->http, &st);
-	*out = (plg_capacity){ .upstream = st.upstream, .rate = st.rate,
-		.window = st.window, .ceiling = st.pool_size, .in_flight = st.active,
-		.requests = st.requests, .refusals = st.capacity_errors,
-		.held_by = st.held_by };
+	http_get_capacity(c->http, out);
 	return true;
 }
 

@@ -166,17 +166,10 @@ static int parse(kw *k, const core_node *o, core_err *err)
 	static const char *const keys[] = { "fields", "blocked_patterns",
 		"required_input_fields", PLG_COMMON_KEYS, NULL };
 	const core_node *n;
-	plg_schema *schema = NULL;
 	int rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)))
-		return rc;
-	if (!(n = core_map_get(o, "schema")))
-		return core_err_at(err, CORE_ECONFIG, o, "missing required key 'schema' "
-				   "(e.g. schema: {mode: observed})");
-	rc = plg__schema_parse(n, &schema, err);
-	plg__schema_free(schema);
-	if (rc)
+	if ((rc = core_map_check_keys(o, keys, err)) ||
+	    (rc = plg__schema_check(o, true, err)))
 		return rc;
 	if (!(n = core_map_get(o, "fields")))
 		return core_err_at(err, CORE_ECONFIG, o, "missing required key 'fields' "

@@ -246,18 +246,11 @@ static int parse(ws *w, const core_node *o, core_err *err)
 	static const char *const formats[] = { "markdown", "text", "raw", NULL };
 	static const char *const modes[] = { "content", "full", NULL };
 	const core_node *n;
-	plg_schema *schema = NULL;
 	long long timeout = 30, pool = 8;
 	int fmt = WS_FORMAT_MARKDOWN, mode = 0, rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)))
-		return rc;
-	if (!(n = core_map_get(o, "schema")))
-		return core_err_at(err, CORE_ECONFIG, o, "missing required key 'schema' "
-				   "(e.g. schema: {mode: observed})");
-	rc = plg__schema_parse(n, &schema, err);
-	plg__schema_free(schema);
-	if (rc || (rc = parse_fields(w, o, err)) ||
+	if ((rc = core_map_check_keys(o, keys, err)) ||
+	    (rc = plg__schema_check(o, true, err)) || (rc = parse_fields(w, o, err)) ||
 	    ((n = core_map_get(o, "format")) && (rc = core_node_enum(n, formats, &fmt, err))) ||
 	    ((n = core_map_get(o, "fingerprint_mode")) && (rc = core_node_enum(n, modes, &mode, err))) ||
 	    (rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
@@ -416,13 +409,8 @@ out:
 static bool ws_capacity(void *state, plg_capacity *out)
 {
 	const ws *w = state;
-	http_stats st;
 
-	http_get_stats(w->fetch.http, &st);
-	*out = (plg_capacity){ .upstream = st.upstream, .rate = st.rate, .window = st.window,
-			       .ceiling = st.pool_size, .in_flight = st.active,
-			       .requests = st.requests, .refusals = st.capacity_errors,
-			       .held_by = st.held_by };
+	http_get_capacity(w->fetch.http, out);
 	return true;
 }
 
