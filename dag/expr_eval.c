@@ -261,29 +261,46 @@ static int eval_logic(dag__ctx *c, uint32_t n, dag__val *out)
 	return 0;
 }
 
-static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
+/* The items of a list, tuple, set or dict node, evaluated in order, and
+ * their weight (2 for the container, 2 + each item's); one over the arena
+ * limit is an allocation error. */
+static int eval_items(dag__ctx *c, uint32_t n, dag__val **items, size_t *weight)
 {
-	size_t count = node(c, n)->count, i = 0, weight = 2;
-	dag__val *items = NULL;
+	size_t count = node(c, n)->count, i = 0;
 	uint32_t k;
 	int rc;
 
-	if (count && !(items = dag__arena_alloc(&c->arena, count * sizeof(*items))))
+	*items = NULL;
+	*weight = 2;
+	if (count && !(*items = dag__arena_alloc(&c->arena, count * sizeof(**items))))
 		return dag__alloc_error(c);
 	for (k = node(c, n)->a; k != DAG__NONE && i < count; k = node(c, k)->next) {
-		if ((rc = dag__eval_node(c, k, &items[i])))
+		if ((rc = dag__eval_node(c, k, &(*items)[i])))
 			return rc;
-		weight += 2 + dag__weight(&items[i++]);
-		if (weight > DAG__ARENA_LIMIT)
-			break;	/* the charge below fails */
+		*weight += 2 + dag__weight(&(*items)[i++]);
+		if (*weight > DAG__ARENA_LIMIT) {
+			c->arena.over = true;
+			return dag__alloc_error(c);
+		}
 	}
+	return 0;
+}
+
+static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
+{
+	dag__val *items;
+	size_t weight;
+	int rc;
+
+	if ((rc = eval_items(c, n, &items, &weight)))
+		return rc;
 	if (dag__arena_charge(&c->arena, weight))
 		return dag__alloc_error(c);
 	memset(out, 0, sizeof(*out));
 	out->kind = DAG__V_ARR;
 	out->tuple = node(c, n)->kind == DAG__N_TUPLE;
 	out->u.l.items = items;
-	out->u.l.n = count;
+	out->u.l.n = node(c, n)->count;
 	out->u.l.weight = weight;
 	return 0;
 }
@@ -293,23 +310,13 @@ static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
  * evaluated). */
 static int eval_coll(dag__ctx *c, uint32_t n, dag__val *out)
 {
-	size_t count = node(c, n)->count, i = 0, weight = 2;
+	size_t count = node(c, n)->count, weight;
 	bool map = node(c, n)->kind == DAG__N_DICT;
-	dag__val *items = NULL;
-	uint32_t k;
+	dag__val *items;
 	int rc;
 
-	if (count && !(items = dag__arena_alloc(&c->arena, count * sizeof(*items))))
-		return dag__alloc_error(c);
-	for (k = node(c, n)->a; k != DAG__NONE && i < count; k = node(c, k)->next) {
-		if ((rc = dag__eval_node(c, k, &items[i])))
-			return rc;
-		weight += 2 + dag__weight(&items[i++]);
-		if (weight > DAG__ARENA_LIMIT) {
-			c->arena.over = true;
-			return dag__alloc_error(c);
-		}
-	}
+	if ((rc = eval_items(c, n, &items, &weight)))
+		return rc;
 	return dag__make_coll(c, n, map ? DAG__V_MAP : DAG__V_SET, items,
 			      map ? count / 2 : count, out);
 }
