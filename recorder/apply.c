@@ -163,6 +163,9 @@ static int puts_commit(rec_env *env, const rec__batch *b, size_t *pos,
 	 * the put commits. An fsync failure is an I/O error (EIO), sticky. */
 	if (!rc && fds.n && fds_sync(&fds))
 		rc = EIO;
+	/* So are the payload files its records may name (ADR 0028). */
+	if (!rc && rec__payload_files_sync(env))
+		rc = EIO;
 	if (rc)
 		mdb_txn_abort(txn);
 	else
@@ -226,9 +229,12 @@ static int sync_run(rec_env *env, rec__sync *s, core_err *err)
 		if (crc)
 			return rec__lmdb_err(err, crc, env, "beginning a transaction");
 		frc = s->fn(s->ctx, env, txn);
-		if (frc)
+		/* Payload files its records may name are durable first. */
+		crc = frc ? 0 : rec__payload_files_sync(env);
+		if (frc || crc)
 			mdb_txn_abort(txn);
-		crc = frc ? 0 : mdb_txn_commit(txn);
+		else
+			crc = mdb_txn_commit(txn);
 		rec__txn_done(env);
 		if (frc != MDB_MAP_FULL && crc != MDB_MAP_FULL)
 			break;

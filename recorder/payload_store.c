@@ -8,7 +8,16 @@
  * told where; a payload `elspeth purge` deleted is marked in REC_META
  * ("purged:" + the run + its 32-byte hash), so explain and verify can tell "purged,
  * hash kept" from "missing".
+ *
+ * Durability without an fsync per payload on the engine's threads: a
+ * worker writes the file under a temporary name and renames it into place,
+ * then marks the environment's payloads dirty; the writer thread, before
+ * it commits a transaction (which may name those hashes), makes them
+ * durable with one syncfs() of their filesystem (rec__payload_files_sync).
+ * A crash before that commit leaves files no record names; a file a crash
+ * cut short has the wrong size and is written again when next needed.
  */
+#define _GNU_SOURCE /* syncfs */
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -124,15 +133,18 @@ int rec__payload_file_put(rec_env *env, const char *hex, const void *data,
 	int fd, rc = 0;
 
 	rec_payload_file_path(env->payload_dir, hex, path, sizeof(path));
-	if (!stat(path, &st))
+	if (!stat(path, &st) && (size_t)st.st_size == len)
 		return 0; /* content-addressed: stored once */
-	if ((size_t)snprintf(sub, sizeof(sub), "%s/%.2s", env->payload_dir, hex) >= sizeof(sub))
+	if ((size_t)snprintf(sub, sizeof(sub), "%s/%.2s", env->payload_dir, hex) >= sizeof(sub) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
 		return CORE_EIO;
-	if (mkdir(sub, 0777) && errno != EEXIST)
-		return CORE_EIO;
-	if ((size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
-		return CORE_EIO;
-	if ((fd = mkstemp(tmp)) < 0)
+	/* The two-letter folder is made when the first file needs it. */
+	if ((fd = mkstemp(tmp)) < 0 && errno == ENOENT &&
+	    (!mkdir(sub, 0777) || errno == EEXIST)) {
+		memcpy(tmp + strlen(tmp) - 6, "XXXXXX", 6);
+		fd = mkstemp(tmp);
+	}
+	if (fd < 0)
 		return CORE_EIO;
 	for (size_t off = 0; off < len && !rc;) {
 		ssize_t w = write(fd, (const char *)data + off, len - off);
@@ -142,8 +154,6 @@ int rec__payload_file_put(rec_env *env, const char *hex, const void *data,
 		else if (w > 0)
 			off += (size_t)w;
 	}
-	if (!rc && fsync(fd))
-		rc = CORE_EIO;
 	close(fd);
 	if (!rc && rename(tmp, path))
 		rc = CORE_EIO;
@@ -151,12 +161,23 @@ int rec__payload_file_put(rec_env *env, const char *hex, const void *data,
 		unlink(tmp);
 		return rc;
 	}
-	/* The rename is durable before any record naming the hash is. */
-	if ((fd = open(sub, O_RDONLY | O_DIRECTORY)) >= 0) {
-		if (fsync(fd))
-			rc = CORE_EIO;
+	atomic_store(&env->payloads_dirty, true); /* after the rename */
+	return 0;
+}
+
+int rec__payload_files_sync(rec_env *env)
+{
+	int fd, rc = 0;
+
+	if (!env->payload_dir || !atomic_exchange(&env->payloads_dirty, false))
+		return 0;
+	fd = open(env->payload_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || syncfs(fd))
+		rc = EIO;
+	if (fd >= 0)
 		close(fd);
-	}
+	if (rc)
+		atomic_store(&env->payloads_dirty, true);
 	return rc;
 }
 

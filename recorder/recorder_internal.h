@@ -37,6 +37,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -158,14 +159,21 @@ struct rec_env {
 	rec__packer *packer;         /* writer only */
 	rec__stories *stories;       /* story.c: open row stories */
 	char *payload_dir;           /* payload_store.c: files instead of stories */
+	atomic_bool payloads_dirty;  /* payload files written since the
+				      * writer's last rec__payload_files_sync */
 };
 
 /* payload_store.c (ADR 0028): a payload as a content-addressed file
- * (DIR/ab/abcd...; written, fsync'd and renamed into place before the
- * call returns); reading one back from any of the environment's payload
- * directories (the bytes live until rec_read_end). */
+ * (DIR/ab/abcd...; written and renamed into place, made durable by the
+ * writer's next rec__payload_files_sync, before the commit that may name
+ * it); reading one back from any of the environment's payload directories
+ * (the bytes live until rec_read_end). */
 int rec__payload_file_put(rec_env *env, const char *hex, const void *data,
 			  size_t len);
+/* Writer thread, before a commit: the payload files written so far are
+ * durable (one syncfs of their filesystem when any was written). 0 or
+ * EIO. */
+int rec__payload_files_sync(rec_env *env);
 int rec__payload_file_get(rec_txn *t, const char *hex, const void **data,
 			  size_t *len);
 /* read.c: keeps buf (malloc'd) until rec_read_end. */

@@ -107,3 +107,28 @@ Test(recorder_payload_store, unusable_base_path_is_an_error, .timeout = TIMEOUT)
 	rec_close(env, NULL);
 	tdir_remove(&d);
 }
+
+/* A file a crash cut short (its size is not the payload's) is written
+ * again the next time the payload is stored, not taken as stored. */
+Test(recorder_payload_store, a_cut_short_file_is_written_again, .timeout = TIMEOUT)
+{
+	tdir d;
+	char dir[256], path[512], hex[CORE_SHA256_HEX_LEN + 1], real[4096];
+	rec_env *env;
+	core_err err = { 0 };
+	struct stat st;
+
+	tdir_make(&d);
+	snprintf(dir, sizeof(dir), "%s/payloads", d.root);
+	cr_assert_eq(rec_open(d.path, 0, &env, &err), 0, "%s", err.msg);
+	cr_assert_eq(rec_payload_store_open(env, dir, &err), 0, "%s", err.msg);
+	store_one(env, hex);
+	cr_assert_not_null(realpath(dir, real));
+	rec_payload_file_path(real, hex, path, sizeof(path));
+	cr_assert_eq(truncate(path, 3), 0);
+	cr_assert_eq(rec_story_payload(env, 1, 2, data, strlen(data), hex), 0);
+	cr_assert_eq(stat(path, &st), 0);
+	cr_assert_eq((size_t)st.st_size, strlen(data));
+	cr_assert_eq(rec_close(env, &err), 0, "%s", err.msg);
+	tdir_remove(&d);
+}
