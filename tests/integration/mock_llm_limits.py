@@ -114,8 +114,10 @@ async def fixed_window(c, port):
             [r.status for r in rs] == [200] * 3 + [429] and rem == ["2", "1", "0", "0"]
             and rs[0].headers.get("x-ratelimit-limit-requests") == "3", [(r.status, r.headers) for r in rs])
     reset = rs[-1].headers.get("x-ratelimit-reset-requests", "")
-    m = re.fullmatch(r"(\d+)(?:\.(\d{1,3}))?s", reset)
-    secs = float(m.group(1) + "." + (m.group(2) or "0")) if m else None
+    # OpenAI's durations: 59.9s, 1m0s (a window just begun), 1h2m3.5s, 250ms
+    m = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+(?:\.\d{1,3})?)s)?", reset)
+    secs = (int(m.group(1) or 0) * 3600 + int(m.group(2) or 0) * 60
+            + float(m.group(3) or 0)) if m and reset else None
     c.check(f"x-ratelimit-reset-requests in OpenAI's format, ~60 s ({reset})",
             near(secs, t_reset + 60 - time.monotonic(), 0.5), reset)
     c.check("Retry-After (seconds) is the time to the window's end, rounded up",
