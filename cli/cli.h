@@ -38,6 +38,7 @@ typedef struct cli_run_args {
 	bool execute;         /* -x */
 	bool json;            /* -f/--format json (console or text: false) */
 	long max_in_flight;   /* --sequential: 1; 0: from the settings */
+	unsigned max_waiting_mib; /* --max-waiting-mib; 0: from the settings */
 	const char *resume;   /* resume: the run (id or latest) */
 	bool dry_run;         /* run -n: validate only, even with -x */
 	bool verbose;         /* run -v: the pipeline before, metrics after */

@@ -17,7 +17,7 @@
 static const char run_usage[] =
 	"usage: elspeth run -s SETTINGS [-x | -n] [-v] [-f console|json]\n"
 	"                   [--sequential | --max-rows-in-flight N]\n"
-	"                   [--manifest FILE [--shard K]]\n"
+	"                   [--max-waiting-mib M] [--manifest FILE [--shard K]]\n"
 	"\n"
 	"Without --execute: validates the pipeline and says how to run it; nothing\n"
 	"is read or written. With --execute: runs every source row through the\n"
@@ -36,6 +36,9 @@ static const char run_usage[] =
 	"      --sequential           one row at a time (same as --max-rows-in-flight 1)\n"
 	"      --max-rows-in-flight N rows processed at once (1..4096; default from\n"
 	"                             concurrency.pipelining, else 1)\n"
+	"      --max-waiting-mib M    rows done but waiting for an earlier one may hold\n"
+	"                             M MiB (1..1048576; default max_waiting_mib, 64);\n"
+	"                             not with max_completed_waiting in the settings\n"
 	"      --manifest FILE        run one shard of the plan FILE (elspeth shard\n"
 	"                             plan): afresh, or finishing it after a crash, or\n"
 	"                             nothing when it completed (docs/scale-out.md)\n"
@@ -122,11 +125,13 @@ static void progress_text(void *ctx, const eng_progress *p)
 		snprintf(eta, sizeof(eta), " | ETA %.0fs",
 			 p->elapsed_s * (double)(p->source_total - p->source_done) /
 			 (double)p->source_done);
-	fprintf(stderr, "\r\033[Krows pulled %llu released %llu | in flight %llu waiting %llu | "
-		"%.0f rows/s | failed %llu quarantined %llu | %.1fs%s",
+	fprintf(stderr, "\r\033[Krows pulled %llu released %llu | in flight %llu waiting %llu "
+		"(%.1f MiB)%s%s | %.0f rows/s | failed %llu quarantined %llu | %.1fs%s",
 		(unsigned long long)p->pulled, (unsigned long long)p->released,
-		(unsigned long long)p->in_flight, (unsigned long long)p->waiting, rate,
-		(unsigned long long)p->failed, (unsigned long long)p->quarantined,
+		(unsigned long long)p->in_flight, (unsigned long long)p->waiting,
+		(double)p->waiting_bytes / 1048576.0,
+		p->held_by && *p->held_by ? " held by " : "", p->held_by ? p->held_by : "",
+		rate, (unsigned long long)p->failed, (unsigned long long)p->quarantined,
 		p->elapsed_s, eta);
 	if (p->final)
 		fputc('\n', stderr);
@@ -151,6 +156,10 @@ static void progress_json(void *ctx, const eng_progress *p)
 		"source_bytes_total", (json_int_t)p->source_total);
 
 	(void)ctx;
+	if (e) {
+		json_object_set_new(e, "waiting_bytes", json_integer((json_int_t)p->waiting_bytes));
+		json_object_set_new(e, "held_by", json_string(p->held_by ? p->held_by : ""));
+	}
 	cli_print_json_line(e);
 	json_decref(e);
 }
@@ -177,6 +186,7 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 		{ "format", required_argument, NULL, 'f' },
 		{ "sequential", no_argument, NULL, 'S' },
 		{ "max-rows-in-flight", required_argument, NULL, 'N' },
+		{ "max-waiting-mib", required_argument, NULL, 'W' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "shard", required_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
@@ -189,6 +199,7 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 		{ "format", required_argument, NULL, 'f' },
 		{ "sequential", no_argument, NULL, 'S' },
 		{ "max-rows-in-flight", required_argument, NULL, 'N' },
+		{ "max-waiting-mib", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -226,6 +237,12 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			if (prc > 0)
 				return cli_usage_error(cmd, "--max-rows-in-flight is at most 4096, got %s", optarg);
 			a->max_in_flight = (long)n;
+			break;
+		case 'W':
+			if (cli_parse_count(optarg, 1048576, &n))
+				return cli_usage_error(cmd, "--max-waiting-mib needs an integer "
+						       "1..1048576, got '%s'", optarg);
+			a->max_waiting_mib = (unsigned)n;
 			break;
 		case 'f':
 			if (parse_format(cmd, optarg, &a->json))
@@ -414,6 +431,10 @@ static void print_metrics(const eng_summary *sum)
 	       (unsigned long long)sum->pulled, sum->pipeline_seconds, sum->in_flight,
 	       (unsigned long long)sum->peak_in_flight, sum->max_waiting,
 	       (unsigned long long)sum->peak_waiting);
+	if (sum->waiting_budget)
+		printf("  waiting budget %.0f MiB (peak held %.1f MiB)\n",
+		       (double)sum->waiting_budget / 1048576.0,
+		       (double)sum->peak_waiting_bytes / 1048576.0);
 	printf("  FIFO wait %.1f ms mean, %.1f ms max; source blocked %.2f s, "
 	       "release blocked %.2f s\n", sum->fifo_wait_mean_ms, sum->fifo_wait_max_ms,
 	       sum->source_blocked_s, sum->release_blocked_s);
@@ -465,7 +486,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 {
 	eng_opts o = { .stop = &stop_flag, .settings_path = a->path,
 		       .max_rows_in_flight = (unsigned)a->max_in_flight,
-		       .shard = a->eshard };
+		       .max_waiting_mib = a->max_waiting_mib, .shard = a->eshard };
 	const char *resume = a->resume;
 	bool json = a->json;
 
@@ -642,7 +663,8 @@ static int dependencies(const core_settings *s, const cli_run_args *a, bool run,
 			rc = dependencies(ds, a, run, stack, depth + 1);
 		if (rc == CLI_OK && run) {
 			cli_run_args da = { .path = d->path, .execute = true,
-					    .json = a->json, .max_in_flight = a->max_in_flight };
+					    .json = a->json, .max_in_flight = a->max_in_flight,
+					    .max_waiting_mib = a->max_waiting_mib };
 
 			if (!a->json)
 				printf("Running dependency '%s': %s\n", d->name, d->path);
@@ -738,6 +760,7 @@ static const char resume_usage[] =
 	"  -f, --format console|json  as for run\n"
 	"      --sequential           one row at a time\n"
 	"      --max-rows-in-flight N rows processed at once (may differ from the run's)\n"
+	"      --max-waiting-mib M    the waiting budget in MiB, as for run\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error (also: nothing to resume; halted again, e.g. the\n"

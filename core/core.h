@@ -485,7 +485,10 @@ typedef struct core_settings {
 	bool pipelining;
 	long long max_rows_in_flight;
 	long long max_completed_waiting;
-	bool max_completed_waiting_set; /* given in the file (else 2N) */
+	bool max_completed_waiting_set; /* given in the file: a count bound
+					 * (else the byte budget below) */
+	long long max_waiting_mib;     /* completed, unreleased rows: MiB
+					 * they may hold (default 64) */
 	bool checkpoint_enabled;       /* default: on when audit is on */
 	int checkpoint_frequency;      /* CORE_CKPT_* */
 	long long checkpoint_interval; /* rows between checkpoints (every_n) */
@@ -531,6 +534,10 @@ int core_py_str(core_buf *b, const json_t *v);
 /* Python's type(v).__name__: "dict", "list", "str", "int", "float",
  * "bool" or "NoneType". */
 const char *core_py_type(const json_t *v);
+/* What v holds on the heap, estimated (jansson's structs, keys, string
+ * bytes and allocator overhead): the engine's waiting budget counts rows
+ * with it. 0 for NULL. Linear in v's size; no allocation. */
+size_t core_json_heap_bytes(const json_t *v);
 /* "an object", "an array", "a string", "an integer", "a real number",
  * "a boolean" or "null": what v is, for error messages. */
 const char *core_json_kind(const json_t *v);

@@ -222,7 +222,8 @@ static const key_spec concurrency_keys[] = { { "pipelining", K_MAP, false }, { N
 static const key_spec pipelining_keys[] = {
 	{ "enabled", K_BOOL, false },
 	{ "max_rows_in_flight", K_INT, false, 1, 4096 },
-	{ "max_completed_waiting", K_INT, false, 1, 1048576 }, { NULL }
+	{ "max_completed_waiting", K_INT, false, 1, 1048576 },
+	{ "max_waiting_mib", K_INT, false, 1, 1048576 }, { NULL }
 };
 static const char *const frequencies[] = { "every_row", "every_n", "aggregation_only", NULL };
 static const key_spec checkpoint_keys[] = {
@@ -260,7 +261,9 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 		    (rc = core_opt_int(p, "max_rows_in_flight", 1, 4096,
 				       &s->max_rows_in_flight, err)) ||
 		    (rc = core_opt_int(p, "max_completed_waiting", 1, 1048576,
-				       &s->max_completed_waiting, err)))
+				       &s->max_completed_waiting, err)) ||
+		    (rc = core_opt_int(p, "max_waiting_mib", 1, 1048576,
+				       &s->max_waiting_mib, err)))
 			return rc;
 		s->max_completed_waiting_set = core_map_get(p, "max_completed_waiting") != NULL;
 		if (!s->max_completed_waiting_set)
@@ -372,6 +375,7 @@ static core_settings *settings_new(void)
 	s->pipelining = false;
 	s->max_rows_in_flight = 16;
 	s->max_completed_waiting = 32;
+	s->max_waiting_mib = 64;
 	s->audit = true;
 	s->checkpoint_enabled = true;
 	s->checkpoint_frequency = CORE_CKPT_EVERY_ROW;

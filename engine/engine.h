@@ -52,6 +52,11 @@ const char *eng_outcome_name(eng_outcome o);
 typedef struct eng_progress {
 	uint64_t pulled, released;  /* rows */
 	uint64_t in_flight, waiting;
+	uint64_t waiting_bytes;     /* what the waiting rows hold (estimate) */
+	/* What keeps the next row from starting: "rows_in_flight" (N),
+	 * "waiting_rows" (max_completed_waiting), "waiting_bytes" (the
+	 * waiting budget), or "" (nothing: the rows' own work). Static. */
+	const char *held_by;
 	uint64_t failed, quarantined;
 	double elapsed_s;
 	uint64_t source_done, source_total; /* bytes read / size, 0 if unknown */
@@ -73,6 +78,9 @@ typedef struct eng_opts {
 	atomic_int *stop;            /* set (from a signal handler too: it is
 				      * lock-free) to stop pulling; may be NULL */
 	unsigned max_rows_in_flight; /* 1 = sequential; 0 = from settings */
+	/* The waiting budget in MiB (--max-waiting-mib); 0: from settings.
+	 * Ignored when the settings give max_completed_waiting (a count). */
+	unsigned max_waiting_mib;
 	rec_env *rec;                /* the Landscape; NULL: audit off */
 	const char *settings_path;   /* recorded with the run */
 	/* Called on the calling thread about every progress_ms (and once at
@@ -110,7 +118,9 @@ typedef struct eng_summary {
 	uint64_t batches;      /* aggregation batches flushed */
 	/* pipeline metrics */
 	unsigned in_flight;    /* the max_rows_in_flight used */
-	unsigned max_waiting;  /* the max_completed_waiting used */
+	unsigned max_waiting;  /* the waiting rows' count bound used */
+	uint64_t waiting_budget;     /* the byte budget used, 0: none */
+	uint64_t peak_waiting_bytes; /* the most the waiting rows held */
 	uint64_t pulled;       /* rows pulled from the source */
 	/* from the first row pulled to the last released: the pipeline's
 	 * own time, without start-up (LMDB, threads) and shutdown */

@@ -230,6 +230,8 @@ typedef struct eng_sampler {
 typedef struct eng_sample_at {
 	uint64_t pulled, released; /* highest seqs */
 	uint64_t in_flight, waiting;
+	uint64_t waiting_bytes;
+	const char *held_by;       /* static: eng__pl_hold_name() */
 	uint64_t outcomes[ENG_OUTCOME_LAST];
 	bool final;
 } eng_sample_at;
@@ -389,9 +391,11 @@ int eng__aggs_put_back(eng_ctx *c, uint64_t seq, eng_token *t, uint64_t age_ns,
 
 /* pipeline.c */
 /* Runs the source through the graph with at most in_flight rows being
- * processed and at most cap rows unreleased (max_completed_waiting;
- * raised to in_flight if smaller). in_flight 1 is sequential mode. */
+ * processed, at most cap rows unreleased (raised to in_flight if
+ * smaller) and, when budget > 0, no new row started while the rows done
+ * and waiting for their turn hold budget bytes or more (ADR 0029).
+ * in_flight 1 is sequential mode. */
 int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
-		  eng_summary *sum, core_err *err);
+		  size_t budget, eng_summary *sum, core_err *err);
 
 #endif

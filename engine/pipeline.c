@@ -84,6 +84,8 @@ static bool progress_due(pline *p, bool final, eng_progress *pr)
 	p->last_progress = now;
 	*pr = (eng_progress){ .pulled = p->pulled, .released = p->released,
 		.in_flight = p->processing, .waiting = p->waiting,
+		.waiting_bytes = p->wait_bytes,
+		.held_by = p->source_done ? "" : eng__pl_hold_name(pl_held_by(p)),
 		.failed = p->failed, .quarantined = p->quarantined,
 		.elapsed_s = (double)(now - p->c->t0_mono) / 1e9, .final = final,
 		.source_done = p->src_done, .source_total = p->src_total };
@@ -111,7 +113,9 @@ static bool report(pline *p, bool final)
 static void sample_at(pline *p, bool final, eng_sample_at *at)
 {
 	*at = (eng_sample_at){ .pulled = p->pulled, .released = p->released,
-		.in_flight = p->processing, .waiting = p->waiting, .final = final };
+		.in_flight = p->processing, .waiting = p->waiting, .final = final,
+		.waiting_bytes = p->wait_bytes,
+		.held_by = p->source_done ? "" : eng__pl_hold_name(pl_held_by(p)) };
 	memcpy(at->outcomes, p->outcomes, sizeof(at->outcomes));
 }
 
@@ -201,6 +205,29 @@ static void blocking(void *arg, bool begin)
 	pthread_mutex_unlock(&p->lock);
 }
 
+/* What a DONE row holds while it waits: its slot, its input and the
+ * outputs its tokens carry to the sinks (the waiting budget). */
+static size_t slot_bytes(const slot *s)
+{
+	size_t n = sizeof(*s) + core_json_heap_bytes(s->row.data) +
+		   s->res.cap * sizeof(*s->res.tokens);
+
+	for (size_t i = 0; i < s->res.ntokens; i++)
+		n += core_json_heap_bytes(s->res.tokens[i].data);
+	return n;
+}
+
+/* Runs row s on this thread (unlocked) and keeps its error, if any. */
+static void run_row(pline *p, slot *s)
+{
+	core_err e;
+
+	s->rc = eng__row_run(p->c, &s->row, &s->res, &e);
+	if (s->rc && (s->err = malloc(sizeof(*s->err))))
+		*s->err = e;
+	s->bytes = slot_bytes(s);
+}
+
 /* Walks row seq (unlocked) and marks it DONE. The lock is held on entry
  * and exit. */
 static void process(pline *p, uint64_t seq)
@@ -208,10 +235,13 @@ static void process(pline *p, uint64_t seq)
 	slot *s = slot_of(p, seq);
 
 	pthread_mutex_unlock(&p->lock);
-	s->rc = eng__row_run(p->c, &s->row, &s->res, &s->err);
+	run_row(p, s);
 	pthread_mutex_lock(&p->lock);
 	s->state = SLOT_DONE;
 	s->done_ns = core_now_mono_ns();
+	p->wait_bytes += s->bytes;
+	if (p->wait_bytes > p->peak_wait_bytes)
+		p->peak_wait_bytes = p->wait_bytes;
 	p->processing--;
 	if (seq > p->released + 1) {
 		s->waited = true;
@@ -370,8 +400,57 @@ static int supervise(pline *p, core_err *err)
 	return rc;
 }
 
+slot *eng__pl_slot_new(pline *p)
+{
+	slot *s = p->free_slots;
+
+	if (s) {
+		p->free_slots = s->next_free;
+		p->nfree--;
+	} else if (!(s = malloc(sizeof(*s)))) {
+		return NULL;
+	}
+	memset(s, 0, sizeof(*s));
+	return s;
+}
+
+/* Up to N + AHEAD free slots are kept: as many as a steady run reuses;
+ * the rest of a burst of waiting rows goes back to the allocator. */
+void eng__pl_slot_put(pline *p, slot *s)
+{
+	eng__result_release(&s->res);
+	eng__row_release(&s->row);
+	free(s->err);
+	s->err = NULL;
+	s->state = SLOT_EMPTY;
+	if (p->nfree >= p->n + AHEAD) {
+		free(s);
+		return;
+	}
+	s->next_free = p->free_slots;
+	p->free_slots = s;
+	p->nfree++;
+}
+
+const char *eng__pl_hold_name(pl_hold h)
+{
+	switch (h) {
+	case PL_HOLD_NONE:
+		return "";
+	case PL_HOLD_IN_FLIGHT:
+		return "rows_in_flight";
+	case PL_HOLD_WAITING_ROWS:
+		return "waiting_rows";
+	case PL_HOLD_WAITING_BYTES:
+		return "waiting_bytes";
+	case PL_HOLD_LAST:
+		break;
+	}
+	return "";
+}
+
 static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
-		     eng_summary *sum)
+		     size_t budget, eng_summary *sum)
 {
 	pthread_condattr_t ca;
 
@@ -381,6 +460,7 @@ static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 	p->sum = sum;
 	p->n = n;
 	p->cap = cap;
+	p->budget = budget;
 	p->ring = calloc(cap, sizeof(*p->ring));
 	p->handq = calloc(cap, sizeof(*p->handq));
 	p->ckrows = calloc(cap, sizeof(*p->ckrows));
@@ -415,8 +495,10 @@ static int pipe_init(pline *p, eng_ctx *c, void *src, unsigned n, unsigned cap,
 static void abandon(pline *p, bool failed)
 {
 	for (unsigned i = 0; i < p->cap; i++) {
-		slot *s = &p->ring[i];
+		slot *s = p->ring[i];
 
+		if (!s)
+			continue;
 		if (s->state == SLOT_DONE && failed) {
 			for (size_t t = 0; t < s->res.ntokens; t++) {
 				eng_token *tok = &s->res.tokens[t];
@@ -428,8 +510,8 @@ static void abandon(pline *p, bool failed)
 				eng__audit_outcome(p->c->audit, s->row.seq, tok);
 			}
 		}
-		eng__result_release(&s->res);
-		eng__row_release(&s->row);
+		p->ring[i] = NULL;
+		eng__pl_slot_put(p, s);
 	}
 	/* Read ahead, never pulled: a resume reads them again. */
 	while (p->ahead_head < p->ahead_tail)
@@ -438,6 +520,12 @@ static void abandon(pline *p, bool failed)
 
 static void pipe_destroy(pline *p)
 {
+	while (p->free_slots) {
+		slot *s = p->free_slots;
+
+		p->free_slots = s->next_free;
+		free(s);
+	}
 	pthread_cond_destroy(&p->work_cv);
 	pthread_cond_destroy(&p->main_cv);
 	pthread_mutex_destroy(&p->lock);
@@ -451,6 +539,8 @@ static void metrics(pline *p, eng_summary *sum)
 {
 	sum->in_flight = p->n;
 	sum->max_waiting = p->cap;
+	sum->waiting_budget = p->budget;
+	sum->peak_waiting_bytes = p->peak_wait_bytes;
 	sum->pulled = p->pulled;
 	if (p->last_release_ns > p->first_pull_ns)
 		sum->pipeline_seconds = (double)(p->last_release_ns - p->first_pull_ns) / 1e9;
@@ -470,14 +560,18 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 	pline p;
 	int rc = 0;
 
-	if (pipe_init(&p, c, src, 1, 1, sum))
+	if (pipe_init(&p, c, src, 1, 1, 0, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (!(p.ring[0] = eng__pl_slot_new(&p))) {
+		pipe_destroy(&p);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
 	rc = eng__rq_first_checkpoint(&p, err);
 	pthread_mutex_lock(&p.lock);
 	sample_if_due(&p); /* the first: where the attempt starts */
 	pthread_mutex_unlock(&p.lock);
 	while (!rc) {
-		slot *s = &p.ring[0];
+		slot *s = p.ring[0];
 		int prc;
 
 		if (c->stop && *c->stop)
@@ -499,7 +593,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 			p.first_pull_ns = core_now_mono_ns();
 		p.peak_in_flight = 1;
 		eng__pl_source_progress(&p);
-		s->rc = eng__row_run(c, &s->row, &s->res, &s->err);
+		run_row(&p, s);
 		s->done_ns = core_now_mono_ns();
 		s->state = SLOT_DONE;
 		if (s->rc == CORE_ESTOPPED) { /* left for the resume */
@@ -535,7 +629,7 @@ static int sequential(eng_ctx *c, void *src, eng_summary *sum, core_err *err)
 }
 
 int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
-		  eng_summary *sum, core_err *err)
+		  size_t budget, eng_summary *sum, core_err *err)
 {
 	pthread_t *workers;
 	pthread_attr_t attr;
@@ -548,7 +642,7 @@ int eng__pipeline(eng_ctx *c, void *src, unsigned in_flight, unsigned cap,
 		return sequential(c, src, sum, err);
 	if (cap < in_flight)
 		cap = in_flight;
-	if (pipe_init(&p, c, src, in_flight, cap, sum))
+	if (pipe_init(&p, c, src, in_flight, cap, budget, sum))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	p.target = ncpu > 2 ? (unsigned)ncpu : 2;

@@ -34,15 +34,30 @@
 
 enum slot_state { SLOT_EMPTY, SLOT_RUNNING, SLOT_DONE };
 
+/* One pulled row, from its pull to its release. Slots are allocated
+ * when a row is pulled and come back to a free list at its release, so
+ * the memory rows take follows the rows actually held (the waiting
+ * budget), not the ring's size. */
 typedef struct slot {
 	enum slot_state state;
 	eng_row row;
 	eng_result res;
 	int rc;
-	core_err err;
+	core_err *err;     /* when rc != 0 (owned; NULL if out of memory) */
 	uint64_t done_ns;
+	size_t bytes;      /* what it holds once DONE (wait_bytes) */
 	bool waited;       /* done before its predecessors were released */
+	struct slot *next_free;
 } slot;
+
+/* What keeps the next row from starting (pline_held_by). */
+typedef enum pl_hold {
+	PL_HOLD_NONE = 0,
+	PL_HOLD_IN_FLIGHT,     /* N rows are being processed */
+	PL_HOLD_WAITING_ROWS,  /* max_completed_waiting rows unreleased */
+	PL_HOLD_WAITING_BYTES, /* the waiting rows fill the byte budget */
+	PL_HOLD_LAST
+} pl_hold;
 
 typedef struct pline {
 	eng_ctx *c;
@@ -50,10 +65,14 @@ typedef struct pline {
 	eng_summary *sum;         /* written by the release role only */
 	unsigned n;               /* max rows being processed (threads) */
 	unsigned cap;             /* max rows unreleased (ring size) */
+	size_t budget;            /* bytes the DONE rows may hold, 0: none */
+	size_t wait_bytes, peak_wait_bytes; /* what the DONE rows hold */
+	slot *free_slots;         /* released slots kept for reuse */
+	unsigned nfree;
 	pthread_mutex_t lock;
 	pthread_cond_t work_cv;   /* idle workers */
 	pthread_cond_t main_cv;   /* the calling thread */
-	slot *ring;
+	slot **ring;              /* cap entries; seq % cap; NULL: free */
 	uint64_t pulled;          /* highest seq pulled (taken from `ahead`) */
 	eng_row *ahead;           /* rows read ahead of the pull (ring) */
 	uint64_t ahead_head, ahead_tail; /* [head, tail): ready to take */
@@ -93,9 +112,10 @@ typedef struct pline {
 	eng_ckpt_row *ckrows;     /* scratch, cap entries */
 } pline;
 
+/* The slot of a row pulled and not yet released (never NULL then). */
 static inline slot *slot_of(pline *p, uint64_t seq)
 {
-	return &p->ring[seq % p->cap];
+	return p->ring[seq % p->cap];
 }
 
 static inline bool stopping(const pline *p)
@@ -103,10 +123,24 @@ static inline bool stopping(const pline *p)
 	return p->shutdown || p->rc || (p->c->stop && *p->c->stop);
 }
 
-/* Backpressure: is there room for one more row? (lock held) */
+/* Backpressure: what keeps one more row from starting (lock held).
+ * The waiting bounds are checked first: when they hold, freeing a
+ * worker would not help. */
+static inline pl_hold pl_held_by(const pline *p)
+{
+	if (p->pulled - p->released >= p->cap)
+		return PL_HOLD_WAITING_ROWS;
+	if (p->budget && p->wait_bytes >= p->budget)
+		return PL_HOLD_WAITING_BYTES;
+	if (p->processing >= p->n)
+		return PL_HOLD_IN_FLIGHT;
+	return PL_HOLD_NONE;
+}
+
+/* Is there room for one more row? (lock held) */
 static inline bool room(const pline *p)
 {
-	return p->processing < p->n && p->pulled - p->released < p->cap;
+	return pl_held_by(p) == PL_HOLD_NONE;
 }
 
 static inline unsigned running(pline *p)
@@ -221,6 +255,16 @@ static inline void eng__pl_abandon(pline *p)
 	if (p->c->stop)
 		atomic_store(p->c->stop, 1);
 }
+
+/* A cleared slot for a row being pulled (the free list, else malloc);
+ * NULL when out of memory. Lock held. */
+slot *eng__pl_slot_new(pline *p);
+/* Gives back a released row's slot (its row and result released). Lock
+ * held. */
+void eng__pl_slot_put(pline *p, slot *s);
+/* "rows_in_flight", "waiting_rows", "waiting_bytes" or "" (samples,
+ * progress). */
+const char *eng__pl_hold_name(pl_hold h);
 
 /* ------------------------------------------------------ source_puller.c */
 

@@ -17,7 +17,11 @@ int eng__rq_emit_one(pline *p, slot *s, core_err *err)
 	int rc;
 
 	if (s->rc) {
-		*err = s->err;
+		if (s->err)
+			*err = *s->err;
+		else
+			core_err_set(err, s->rc, "row %llu failed (no memory was left "
+				     "for its message)", (unsigned long long)s->row.seq);
 		return s->rc;
 	}
 	p->wait_sum_ns += wait;
@@ -117,7 +121,9 @@ void eng__rq_drain(pline *p)
 		pthread_mutex_unlock(&p->lock);
 		rc = eng__rq_emit_one(p, s, &err);
 		pthread_mutex_lock(&p->lock);
-		s->state = SLOT_EMPTY;
+		p->wait_bytes -= s->bytes;
+		p->ring[(p->released + 1) % p->cap] = NULL;
+		eng__pl_slot_put(p, s);
 		p->released++;
 		p->last_release_ns = core_now_mono_ns();
 		eng__pl_copy_totals(p);

@@ -60,15 +60,28 @@ static unsigned rows_in_flight(const dag_graph *g, const eng_opts *o)
 	return s->pipelining ? (unsigned)s->max_rows_in_flight : 1;
 }
 
-/* max_completed_waiting: from the file when given (and large enough for
- * the rows in flight), else twice the rows in flight. */
-static unsigned rows_unreleased(const dag_graph *g, unsigned in_flight)
+/* The waiting bounds (ADR 0029): max_completed_waiting from the file
+ * when given (a count, raised to the rows in flight); else a byte budget
+ * (--max-waiting-mib, else max_waiting_mib, 64 MiB by default) with a
+ * count of WAITING_ROWS_MAX as a backstop for rows of almost nothing. */
+#define WAITING_ROWS_MAX 65536u
+
+static unsigned rows_unreleased(const dag_graph *g, unsigned in_flight,
+				size_t *budget, const eng_opts *o)
 {
 	const core_settings *s = g->settings;
+	unsigned long long mib;
 
-	if (s->max_completed_waiting_set && s->max_completed_waiting >= in_flight)
-		return (unsigned)s->max_completed_waiting;
-	return 2 * in_flight;
+	*budget = 0;
+	if (s->max_completed_waiting_set)
+		return s->max_completed_waiting >= in_flight ?
+		       (unsigned)s->max_completed_waiting : in_flight;
+	if (in_flight == 1)
+		return 1;
+	mib = o && o->max_waiting_mib ? o->max_waiting_mib :
+	      (unsigned long long)s->max_waiting_mib;
+	*budget = (size_t)(mib << 20);
+	return in_flight > WAITING_ROWS_MAX ? in_flight : WAITING_ROWS_MAX;
 }
 
 static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
@@ -93,9 +106,12 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		rc = eng__aggs_init(c, err);
 	if (!rc && c->resume)
 		rc = eng__resume_restore(c, sum, err);
-	if (!rc)
-		rc = eng__pipeline(c, src, in_flight,
-				   rows_unreleased(g, in_flight), sum, err);
+	if (!rc) {
+		size_t budget;
+		unsigned cap = rows_unreleased(g, in_flight, &budget, c->opts);
+
+		rc = eng__pipeline(c, src, in_flight, cap, budget, sum, err);
+	}
 	eng__aggs_free(c);
 	g->nodes[0].sops->close(src);
 	/* Queued checkpoints name the sinks' descriptors: they are committed
@@ -150,6 +166,10 @@ static char *metrics_json(const eng_summary *s)
 		"source_blocked_seconds", s->source_blocked_s,
 		"release_blocked_seconds", s->release_blocked_s,
 		"batches", (json_int_t)s->batches, "diverted", (json_int_t)s->diverted);
+	if (j) {
+		json_object_set_new(j, "waiting_budget_bytes", json_integer((json_int_t)s->waiting_budget));
+		json_object_set_new(j, "peak_waiting_bytes", json_integer((json_int_t)s->peak_waiting_bytes));
+	}
 	if (j && s->checkpoints)
 		json_object_set_new(j, "checkpoints", json_integer((json_int_t)s->checkpoints));
 	/* A halted run's exit code (its message is the run's error). */

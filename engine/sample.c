@@ -135,6 +135,8 @@ void eng__sample(eng_ctx *c, const eng_sample_at *at)
 	r.released = at->released;
 	r.in_flight = at->in_flight;
 	r.waiting = at->waiting;
+	r.waiting_bytes = at->waiting_bytes;
+	r.held_by = (char *)(at->held_by ? at->held_by : "");
 	r.n_outcomes = counts(at->outcomes, ENG_OUTCOME_LAST, outcome_name, oc, ocp);
 	r.outcomes = ocp;
 	r.calls = atomic_load_explicit(&c->calls, memory_order_relaxed);

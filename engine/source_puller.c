@@ -95,14 +95,28 @@ void eng__pl_read_ahead(pline *p, unsigned max)
 	check_source_done(p);
 }
 
-/* Takes the next row read ahead into its ring slot: the row is pulled.
- * Lock held; ahead_n() > 0 and room(). Returns its seq. */
+/* Takes the next row read ahead into a slot of the ring: the row is
+ * pulled. Lock held; ahead_n() > 0 and room(). Returns its seq, or 0
+ * when no slot could be allocated (the run fails). */
 static uint64_t take(pline *p)
 {
-	eng_row *r = &p->ahead[p->ahead_head++ % AHEAD];
-	uint64_t seq = r->seq;
+	slot *s = eng__pl_slot_new(p);
+	eng_row *r;
+	uint64_t seq;
 
-	*slot_of(p, seq) = (slot){ .state = SLOT_RUNNING, .row = *r };
+	if (!s) {
+		core_err e;
+
+		core_err_set(&e, CORE_ENOMEM, "out of memory for row %llu",
+			     (unsigned long long)(p->pulled + 1));
+		eng__pl_fail(p, e.code, &e);
+		return 0;
+	}
+	r = &p->ahead[p->ahead_head++ % AHEAD];
+	seq = r->seq;
+	s->state = SLOT_RUNNING;
+	s->row = *r;
+	p->ring[seq % p->cap] = s;
 	memset(r, 0, sizeof(*r));
 	p->pulled = seq;
 	if (!p->first_pull_ns)
@@ -130,6 +144,8 @@ uint64_t eng__pl_pull_rows(pline *p, unsigned keep)
 	for (unsigned i = 0; i < k && ahead_n(p) && room(p) && !stopping(p); i++) {
 		uint64_t seq = take(p);
 
+		if (!seq)
+			break;
 		if (i < keep) {
 			kept = seq;
 		} else {

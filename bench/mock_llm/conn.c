@@ -31,6 +31,7 @@ struct mock_conn {
 	enum conn_state state;
 	int close_after;     /* close once `out` is written */
 	int holds_slot;
+	uint64_t slot_since; /* when the slot was taken (the loop's ms) */
 	int sent_continue;   /* "100 Continue" sent for the current request */
 	mock_buf in;
 	mock_buf out;
@@ -48,13 +49,26 @@ struct mock_conn {
 static void on_io(mock_io *io, uint32_t events);
 static void on_timer(mock_timer *t);
 
+/* The request's slot is free: its answer went out, it stalled its time,
+ * or its client gave up on it. The time it held the slot is what it
+ * cost the server (mean_latency_ms), however it ended: a client that
+ * abandons a slow request early is not charged the time it did not use. */
+static void free_slot(mock_conn *c)
+{
+	mock_server *s = c->srv;
+
+	mock_policy_note_service(s->policy, mock_loop_now(s->loop) - c->slot_since);
+	mock_policy_done(s->policy);
+	c->holds_slot = 0;
+}
+
 void mock__conn_close(mock_conn *c)
 {
 	mock_server *s = c->srv;
 
 	mock_timer_stop(s->loop, &c->timer);
 	if (c->holds_slot)
-		mock_policy_done(s->policy);
+		free_slot(c);
 	if (c->prev)
 		c->prev->next = c->next;
 	else
@@ -147,6 +161,7 @@ static int conn_apply(mock_conn *c, mock_reply *r)
 	mock_server *s = c->srv;
 
 	c->holds_slot = r->holds_slot;
+	c->slot_since = mock_loop_now(s->loop);
 	c->close_after = r->close;
 	switch (r->kind) {
 	case MOCK_REPLY_NOW:
@@ -230,10 +245,8 @@ static void on_timer(mock_timer *t)
 {
 	mock_conn *c = CONN_OF(t, timer);
 
-	if (c->holds_slot) {
-		mock_policy_done(c->srv->policy);
-		c->holds_slot = 0;
-	}
+	if (c->holds_slot)
+		free_slot(c);
 	if (c->state == C_STALL) {
 		mock__conn_close(c);
 		return;

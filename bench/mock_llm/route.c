@@ -179,11 +179,8 @@ static void serve(mock_server *s, const mock_chat *chat, const char *model,
 		r->kind = fate == MOCK_FAULT_DROP ? MOCK_REPLY_DROP :
 						    MOCK_REPLY_STALL;
 		r->delay_ms = (uint64_t)s->cfg.stall_ms;
-		mock_policy_note_service(s->policy, fate == MOCK_FAULT_DROP ?
-					 0 : r->delay_ms);
 		return;
 	}
-	mock_policy_note_service(s->policy, r->delay_ms);
 	mock_policy_count_status(s->policy, status);
 	if (fate == MOCK_FAULT_500) {
 		mock__error(r, 500, "server_error", "internal_error", extra,

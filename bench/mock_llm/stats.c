@@ -79,6 +79,10 @@ json_t *mock_policy_stats(mock_policy *p, const mock_cfg *cfg,
 	json_object_set_new(st, "ok", json_integer(p->ok));
 	json_object_set_new(st, "refused", rf);
 	json_object_set_new(st, "connections", json_integer(p->connections));
+	/* Seconds of slots held by admitted requests that have left them
+	 * (answered, stalled out, or abandoned by their client): the
+	 * server's own account of the capacity used. */
+	json_object_set_new(st, "slot_seconds", json_real(p->lat_sum / 1000.0));
 	mock_acct_stats(&p->acct, st, p->arrivals ? p->cost_sum /
 			(double)p->arrivals : 0, p->lat_n ? p->lat_sum /
 			(double)p->lat_n : mock__latency_mean(cfg), p->ok);

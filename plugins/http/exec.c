@@ -15,7 +15,21 @@
  *            recorded (unlocked), told to its gate, and the job is queued
  *            again for a retry or made final;
  *   the wait lasts until a socket is ready, the earliest time a gate gave,
- *   a delayed job's or libcurl's time (at most 1 s), or a wake-up.
+ *   a delayed job's or a hedge's time, libcurl's (at most 1 s), or a
+ *   wake-up.
+ *
+ * Tail control (ADR 0029): each upstream keeps its recent answer times
+ * (tail.c). An attempt gets a tail deadline, tail_factor x their p99,
+ * when that comes before timeout_seconds; cut there, it is recorded as a
+ * timeout and sent again at once, first in line, with the whole timeout
+ * (a cut is no failure of the server's, so it is not counted against
+ * retry.max_attempts, and a request is cut at most once). With hedging,
+ * an attempt still unanswered after the p99 gets a copy (a job of its
+ * own, `hedge`, sent before new requests and through the same gate);
+ * the first good answer of the two is the request's, the other copy is
+ * cancelled; each is recorded as a call. A copy that fails while its
+ * twin runs only ends; the last one standing decides as a lone attempt
+ * would.
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <errno.h>
@@ -77,6 +91,16 @@ static job *pop_ready(upstream *u)
 	if (j && !(u->ready = j->next))
 		u->ready_tail = NULL;
 	return j;
+}
+
+/* First in line: a request cut at its tail deadline goes again at once. */
+static void push_front(upstream *u, job *j, uint64_t now)
+{
+	j->queued_mono = now;
+	j->next = u->ready;
+	u->ready = j;
+	if (!u->ready_tail)
+		u->ready_tail = j;
 }
 
 static void push_delayed(upstream *u, job *j)
@@ -224,11 +248,64 @@ static void web_options(CURL *e, const http_req *r)
 	}
 }
 
+/* ---------------------------------------------------------------- hedges */
+
+static void unlink_hedge(upstream *u, job *h)
+{
+	for (job **p = &u->hedges; *p; p = &(*p)->next)
+		if (*p == h) {
+			*p = h->next;
+			return;
+		}
+}
+
+/* A copy of attempt j, sent at its p99 if j has no answer by then and
+ * before its tail deadline (x->lock held; no memory: no copy). */
+static void plan_hedge(upstream *u, job *j, uint64_t now)
+{
+	double after = http__tail_hedge_after(&u->tail);
+	job *h, **p;
+
+	if (after <= 0 || (j->tail_s > 0 && after >= j->tail_s) || !(h = calloc(1, sizeof(*h))))
+		return;
+	h->req = j->req;
+	h->b = j->b;
+	h->primary = j;
+	h->tail_cut = true; /* a copy runs to the whole timeout */
+	h->due_mono = now + (uint64_t)(after * 1e9);
+	j->hedge = h;
+	for (p = &u->hedges; *p && (*p)->due_mono <= h->due_mono; p = &(*p)->next)
+		;
+	h->next = *p;
+	*p = h;
+}
+
+/* Drops j's copy if it was never sent (x->lock held). */
+static void drop_pending_hedge(upstream *u, job *j)
+{
+	job *h = j->hedge;
+
+	if (!h || h->easy)
+		return;
+	unlink_hedge(u, h);
+	j->hedge = NULL;
+	free(h);
+}
+
+static void free_hedge(job *h)
+{
+	core_buf_release(&h->body);
+	core_buf_release(&h->hdrs);
+	free(h);
+}
+
 /* Starts one attempt (x->lock held). Returns false if curl refused. */
 static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 {
 	const http_req *r = j->req;
-	long timeout_ms = (long)(j->b->client->cfg.timeout_s * 1000.0);
+	const http_cfg *cfg = &j->b->client->cfg;
+	long timeout_ms = (long)(cfg->timeout_s * 1000.0);
+	long connect_ms = timeout_ms < 10000 ? timeout_ms : 10000L;
 	CURL *e = take_easy(x);
 
 	if (!e)
@@ -244,6 +321,10 @@ static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 	j->submitted_wall = core_now_wall_ns();
 	j->started_mono = now;
 	j->submit_order = ++j->b->submitted;
+	j->tail_s = j->tail_cut || web(j) ? 0 :
+		    http__tail_deadline(&u->tail, cfg->tail_factor, cfg->timeout_s);
+	if (j->tail_s > 0)
+		timeout_ms = (long)(j->tail_s * 1000.0);
 	core_buf_reset(&j->hdrs);
 	curl_easy_setopt(e, CURLOPT_URL, r->url);
 	if (web(j))
@@ -260,7 +341,7 @@ static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, j);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, j);
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, timeout_ms);
-	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, timeout_ms < 10000 ? timeout_ms : 10000L);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, connect_ms < timeout_ms ? connect_ms : timeout_ms);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	tls_options(e, r->url);
 	if (curl_multi_add_handle(x->multi, e) != CURLM_OK) {
@@ -272,6 +353,8 @@ static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 	u->requests++;
 	if (u->active > u->peak_active)
 		u->peak_active = u->active;
+	if (cfg->hedge && !web(j) && !j->primary && !j->hedge)
+		plan_hedge(u, j, now);
 	return true;
 }
 
@@ -529,16 +612,55 @@ static void hand_back(job *j, CURL *e)
 	snprintf(r->primary_ip, sizeof(r->primary_ip), "%s", ip);
 }
 
-/* A transfer finished: classify, record and halt (unlocked), decide. */
-static void done(http_exec *x, job *j, CURLcode rc)
+/* Why a running copy is cancelled: its twin answered, or the run stops
+ * (executor thread, no lock: the copy is recorded). Its slot is given
+ * back by settle_cancelled(). */
+static CURL *cancel_copy(http_exec *x, job *o, bool answered)
 {
+	CURL *e = o->easy;
+
+	curl_multi_remove_handle(x->multi, e);
+	o->easy = NULL;
+	record(o, PLG_CLASS_TIMEOUT, 0, answered ?
+	       "cancelled: its hedged twin answered first" :
+	       "cancelled: the run stops");
+	o->req->attempts++;
+	return e;
+}
+
+/* Takes a hedged copy's last attempt as the request's own: its answer,
+ * hints and status become the primary's (x->lock held). */
+static void adopt(job *j, job *h)
+{
+	core_buf t = j->body;
+
+	j->body = h->body;
+	h->body = t;
+	j->hints = h->hints;
+	j->hedge = NULL;
+	free_hedge(h);
+}
+
+static void tail_cut_msg(const upstream *u, const job *t, char *msg, size_t n)
+{
+	snprintf(msg, n, "no answer within the tail deadline of %.2f s (%g x the p99 "
+		 "of the upstream's recent answers, %.3f s): sent again with the whole "
+		 "timeout", t->tail_s, t->b->client->cfg.tail_factor, u->tail.p99);
+}
+
+/* A transfer finished: classify, record and halt (unlocked), decide. t
+ * is the attempt's job: the request's own (j), or its hedged copy. */
+static void done(http_exec *x, job *t, CURLcode rc)
+{
+	job *j = t->primary ? t->primary : t, *other;
 	upstream *u = j->b->client->up;
-	CURL *e = j->easy;
+	CURL *e = t->easy, *oe = NULL;
 	long status = 0, sent = 0;
 	double tokens = 0;
 	char msg[256] = "", stop[480];
 	plg_error_class c;
 	uint64_t now, retry_at;
+	bool cut;
 	int code;
 
 	curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
@@ -546,25 +668,65 @@ static void done(http_exec *x, job *j, CURLcode rc)
 	 * reused connection has no connect time, so that cannot tell). */
 	curl_easy_getinfo(e, CURLINFO_REQUEST_SIZE, &sent);
 	curl_multi_remove_handle(x->multi, e);
-	j->easy = NULL;
-	if (web(j))
-		hand_back(j, e);
-	c = classify(j, rc, status, sent > 0 || status > 0, &tokens, msg, sizeof(msg));
+	t->easy = NULL;
+	if (web(t))
+		hand_back(t, e);
+	c = classify(t, rc, status, sent > 0 || status > 0, &tokens, msg, sizeof(msg));
 	now = core_now_mono_ns();
-	code = run_stop(j, u, status, c, stop, sizeof(stop));
+	cut = rc == CURLE_OPERATION_TIMEDOUT && t->tail_s > 0;
+	if (cut) {
+		c = PLG_CLASS_TIMEOUT;
+		tail_cut_msg(u, t, msg, sizeof(msg));
+	}
+	code = cut ? 0 : run_stop(t, u, status, c, stop, sizeof(stop));
 	if (code == 1)
 		c = PLG_CLASS_CLIENT; /* the account, not capacity */
-	else if (!code)
+	else if (!code && !cut)
 		c = final_class(u, j, c, now);
-	record(j, c, status, msg);
+	record(t, c, status, msg);
+	other = t == j ? (j->hedge && j->hedge->easy ? j->hedge : NULL) : (j->easy ? j : NULL);
+	if (other && (c == PLG_CLASS_OK || code))
+		oe = cancel_copy(x, other, c == PLG_CLASS_OK);
 	if (code && j->b->ctx && j->b->ctx->halt)
 		j->b->ctx->halt(j->b->ctx, code, stop);
 	pthread_mutex_lock(&x->lock);
 	u->active--;
 	give_easy(x, e);
-	retry_at = http__gate_done(&u->gate, j->started_mono, j->k, now,
-				   code == 1 ? HTTP_CAP_OTHER : outcome(j, c), &j->hints, tokens);
-	if (code) {
+	retry_at = http__gate_done(&u->gate, t->started_mono, t->k, now,
+				   code == 1 || cut ? HTTP_CAP_OTHER : outcome(t, c), &t->hints, tokens);
+	if (!cut && status > 0 && c != PLG_CLASS_CAPACITY && c != PLG_CLASS_GAVE_UP)
+		http__tail_add(&u->tail, (double)(now - t->started_mono) / 1e9);
+	if (oe) {
+		u->active--;
+		give_easy(x, oe);
+		http__gate_done(&u->gate, other->started_mono, other->k, now, HTTP_CAP_OTHER, NULL, 0);
+	} else if (other) {
+		/* This copy failed while its twin runs: the twin carries the
+		 * request on, and decides when it ends. */
+		j->req->attempts++;
+		if (t != j) {
+			j->hedge = NULL;
+			free_hedge(t);
+		}
+		pthread_mutex_unlock(&x->lock);
+		return;
+	}
+	if (t != j) {
+		if (c == PLG_CLASS_OK)
+			u->hedges_won++;
+		adopt(j, t);
+	} else if (oe) {
+		j->hedge = NULL;
+		free_hedge(other);
+	} else {
+		drop_pending_hedge(u, j);
+	}
+	if (cut) {
+		u->tail_cuts++;
+		j->tail_cut = true;
+		j->req->attempts++;
+		push_front(u, j, now);
+	} else if (code) {
 		if (!u->halted)
 			u->halted = strdup(stop);
 		j->req->attempts++;
@@ -585,6 +747,30 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 	job *j;
 
 	promote(u, now);
+	/* Hedged copies first: they are for the oldest requests. */
+	while ((j = u->hedges) && j->due_mono <= now) {
+		uint64_t t;
+
+		if (u->halted || stopping(j)) {
+			u->hedges = j->next;
+			j->primary->hedge = NULL;
+			free(j);
+			continue;
+		}
+		if ((t = http__gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
+			j->why = held;
+			return t == HTTP_CAP_WAIT_DONE ? 0 : t;
+		}
+		u->hedges = j->next;
+		j->queued_mono = j->due_mono;
+		if (!start(x, u, j, now)) {
+			http__gate_done(&u->gate, now, j->k, now, HTTP_CAP_OTHER, NULL, 0);
+			j->primary->hedge = NULL;
+			free(j);
+			continue;
+		}
+		u->hedges_sent++;
+	}
 	while ((j = u->ready)) {
 		uint64_t t;
 
@@ -626,6 +812,10 @@ static int dispatch(http_exec *x)
 
 		if (u->delayed && (!t || u->delayed->due_mono < t))
 			t = u->delayed->due_mono;
+		/* A due copy still here waits for a slot: an event. */
+		if (u->hedges && u->hedges->due_mono > now &&
+		    (!t || u->hedges->due_mono < t))
+			t = u->hedges->due_mono;
 		if (t && (!next || t < next))
 			next = t;
 	}

@@ -49,6 +49,13 @@ struct job {
 	const char *why;               /* what held it back, or NULL */
 	unsigned submit_order;
 	unsigned transient_attempts;   /* attempts counted against retry */
+	/* Tail control (ADR 0029). */
+	double tail_s;                 /* this attempt's tail deadline, 0: none */
+	bool tail_cut;                 /* cut once: later attempts get the
+					* whole timeout */
+	/* Hedging: a primary's copy (malloc'd; pending in upstream.hedges
+	 * until due, then running), or a copy's primary. */
+	job *hedge, *primary;
 };
 
 /* Clients that send to the same place with the same key and mode. */
@@ -61,6 +68,9 @@ typedef struct upstream {
 	job *ready, *ready_tail;       /* FIFO, retries at the front */
 	job *delayed;                  /* by due_mono */
 	unsigned active, peak_active;
+	http_tail tail;                /* recent answer times */
+	job *hedges;                   /* hedged copies not yet sent, by due */
+	unsigned long long hedges_sent, hedges_won, tail_cuts;
 	unsigned long long requests, capacity_errors;
 	uint64_t refusing_since;       /* mono ns of the first capacity error
 					* since the last success, 0: none

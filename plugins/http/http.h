@@ -76,6 +76,14 @@ typedef struct http_cfg {
 	double max_capacity_retry_s;  /* capacity retries give up after this */
 	double max_retry_after_s;     /* a longer hint halts the run (exit 3) */
 	double max_rps, max_tps;      /* budgets (rate_limit), 0: none */
+	/* Tail control (docs/adr/0029): an attempt with no answer after
+	 * tail_factor x the p99 of the upstream's recent answers (at least
+	 * 1 s, only if sooner than timeout_s) is cut and sent again at once
+	 * with the whole timeout; 0: off. hedge: a copy of an attempt still
+	 * unanswered after the p99 is sent, the first good answer is used
+	 * and the other copy cancelled (both are recorded). */
+	double tail_factor;
+	bool hedge;
 	bool web;                     /* a web client (above) */
 	/* The upstream's name in messages and stats and, with the mode,
 	 * its identity, instead of the URL's scheme://host:port: a client
@@ -157,6 +165,8 @@ typedef struct http_stats {
 	const char *held_by;          /* what held dispatch back last, or NULL */
 	unsigned long long requests, capacity_errors;
 	const char *upstream;         /* scheme://host:port; valid while c is open */
+	double p50_s, p99_s;          /* recent answer times, 0: too few */
+	unsigned long long tail_cuts, hedges_sent, hedges_won;
 } http_stats;
 
 /* A copy of the state of c's upstream, taken under the executor's lock

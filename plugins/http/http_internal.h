@@ -303,4 +303,37 @@ void http__gate_stats(const http_gate *g, http_stats *st);
 json_t *http__gate_save(const http_gate *g);
 void http__gate_restore(http_gate *g, const json_t *saved, uint64_t now);
 
+/* ------------------------------------------------------------------ tail */
+
+/*
+ * An upstream's recent answer times (tail.c; docs/adr/0029): the last
+ * HTTP_TAIL_N round trips of attempts the server answered (refusals and
+ * attempts cut short left out), and their median and 99th percentile,
+ * recomputed every HTTP_TAIL_EVERY answers. From them: the tail deadline
+ * of an attempt (a request far past what the upstream's answers take is
+ * stuck, not slow) and when a hedged copy goes. Pure logic; the caller
+ * serialises calls.
+ */
+#define HTTP_TAIL_N 512       /* answers remembered */
+#define HTTP_TAIL_EVERY 16    /* answers between two recomputations */
+#define HTTP_TAIL_MIN 64      /* answers before any deadline or hedge */
+#define HTTP_TAIL_FLOOR_S 1.0 /* no tail deadline is shorter */
+
+typedef struct http_tail {
+	float rtt[HTTP_TAIL_N];   /* seconds, a ring */
+	unsigned n, head;         /* held, next written */
+	unsigned since;           /* added since the last recomputation */
+	double p50, p99;          /* seconds; 0 until HTTP_TAIL_MIN answers */
+} http_tail;
+
+void http__tail_add(http_tail *t, double seconds);
+/* The tail deadline of an attempt: factor x p99, at least
+ * HTTP_TAIL_FLOOR_S; 0 (none: the configured timeout holds) while too
+ * few answers are known, when factor <= 0, or when it would not come
+ * before timeout_s. */
+double http__tail_deadline(const http_tail *t, double factor, double timeout_s);
+/* When a hedged copy of an attempt goes, in seconds after it was sent:
+ * the p99; 0 (no hedge) while too few answers are known. */
+double http__tail_hedge_after(const http_tail *t);
+
 #endif /* ELSPETH_HTTP_INTERNAL_H */

@@ -375,7 +375,9 @@ void http_get_stats(http_client *c, http_stats *out)
 	pthread_mutex_lock(&http__x->lock);
 	*out = (http_stats){ .active = u->active, .peak_active = u->peak_active,
 			     .requests = u->requests, .capacity_errors = u->capacity_errors,
-			     .upstream = u->name };
+			     .upstream = u->name, .p50_s = u->tail.p50, .p99_s = u->tail.p99,
+			     .tail_cuts = u->tail_cuts, .hedges_sent = u->hedges_sent,
+			     .hedges_won = u->hedges_won };
 	http__gate_stats(&u->gate, out);
 	pthread_mutex_unlock(&http__x->lock);
 }

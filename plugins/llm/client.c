@@ -130,7 +130,7 @@ static int throttle(llm_client *c, const core_node *o, int provider, core_err *e
 	*x = (http_cfg){ .timeout_s = 60, .min_dispatch_delay_ms = 0,
 		       .max_dispatch_delay_ms = 5000, .backoff_multiplier = 2.0,
 		       .recovery_step_ms = 50, .max_capacity_retry_s = 3600,
-		       .max_retry_after_s = 600 };
+		       .max_retry_after_s = 600, .tail_factor = 3 };
 	if ((m && (rc = core_node_enum(m, modes, &mode, err))) ||
 	    (rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
 	    (rc = core_opt_double(o, "timeout_seconds", 0.001, 86400, &x->timeout_s, err)) ||
@@ -139,7 +139,9 @@ static int throttle(llm_client *c, const core_node *o, int provider, core_err *e
 	    (rc = core_opt_double(o, "backoff_multiplier", 1, 100, &x->backoff_multiplier, err)) ||
 	    (rc = core_opt_double(o, "recovery_step_ms", 0, 3600000, &x->recovery_step_ms, err)) ||
 	    (rc = core_opt_double(o, "max_capacity_retry_seconds", 0, 31536000, &x->max_capacity_retry_s, err)) ||
-	    (rc = core_opt_double(o, "max_retry_after_seconds", 0, 31536000, &x->max_retry_after_s, err)))
+	    (rc = core_opt_double(o, "max_retry_after_seconds", 0, 31536000, &x->max_retry_after_s, err)) ||
+	    (rc = core_opt_double(o, "tail_timeout_factor", 0, 1000, &x->tail_factor, err)) ||
+	    (rc = core_opt_bool(o, "hedge", &x->hedge, err)))
 		return rc;
 	if (x->max_dispatch_delay_ms < x->min_dispatch_delay_ms)
 		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "max_dispatch_delay_ms"),

@@ -191,6 +191,11 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *                         gives up after this
  *   max_retry_after_seconds (600): a provider asking to wait longer stops
  *                         the run (exit 3, resumable)
+ *   tail_timeout_factor (3): an attempt unanswered after this x the p99 of
+ *                         the upstream's recent answers (at least 1 s) is
+ *                         cut and sent again with the whole timeout; 0: off
+ *   hedge (false)         a copy of an attempt unanswered after the p99 is
+ *                         sent; the first good answer wins (both recorded)
  *   budgets               the settings' rate_limit entry for the service
  *                         (openrouter, azure_openai, openai)
  *   schema                accepted (ELSPETH's block)
@@ -203,7 +208,7 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
 	"max_tokens", "required_input_fields", "timeout_seconds", "pool_size", \
 	"min_dispatch_delay_ms", "max_dispatch_delay_ms", "backoff_multiplier", \
 	"recovery_step_ms", "max_capacity_retry_seconds", "capacity_control", \
-	"max_retry_after_seconds", "schema"
+	"max_retry_after_seconds", "tail_timeout_factor", "hedge", "schema"
 
 /* ELSPETH 0.4.1's default api_version for provider azure
  * (plugins/transforms/llm/providers/azure.py, AzureOpenAIConfig). */

@@ -324,6 +324,20 @@ async def faults(port):
     r = await chat(port, "f")
     dt = time.monotonic() - t0
     check("stall-rate 1, stall-ms 300: closed unanswered after ~300 ms", r.closed and not r.body and 0.25 < dt < 3, (r, dt))
+    # a client that gives up on a stalled request frees its slot, and the
+    # server accounts only the time the slot was held (not --stall-ms)
+    s0 = (await stats(port))["slot_seconds"]
+    await config(port, stall_ms=3000)
+    try:
+        await chat(port, "f", timeout=0.3)
+        gave_up = False
+    except asyncio.TimeoutError:
+        gave_up = True
+    await asyncio.sleep(0.1)
+    s = await stats(port)
+    held = s["slot_seconds"] - s0
+    check("a stalled request abandoned after 0.3 s: ~0.3 s of slot accounted, slot freed",
+          gave_up and 0.25 < held < 1.0 and s["current_concurrency"] == 0, (held, s))
     await config(port, stall_rate=0, drop_rate=1)
     t0 = time.monotonic()
     r = await chat(port, "f")
@@ -335,9 +349,9 @@ async def faults(port):
           c["finish_reason"] == "length" and c["message"]["content"] == "one two three", c)
     await config(port, length_rate=0, answer="label")
     s = await stats(port)
-    check("stats: one of each fault", s["faults"] == {"drop": 1, "stall": 1, "error_500": 1, "malformed": 1,
+    check("stats: one of each fault", s["faults"] == {"drop": 1, "stall": 2, "error_500": 1, "malformed": 1,
                                                      "truncated": 1, "length": 1}, s["faults"])
-    check("stats: faulted requests are admitted", s["admitted"] == 6 and s["requests"] == 6, s)
+    check("stats: faulted requests are admitted", s["admitted"] == 7 and s["requests"] == 7, s)
     check("stats: requests = answered + stalls + drops",
           s["requests"] == sum(s["by_status"].values()) + s["faults"]["stall"] + s["faults"]["drop"], s)
     # a retried identical request can meet another fate; the sequence of

@@ -265,7 +265,12 @@ Test(release, settings_decide_rows_in_flight)
 
 	cr_assert_eq(eng_run(g, &o, &sum, &err), 0, "%s", err.msg);
 	cr_assert_eq(sum.in_flight, 3);
-	cr_assert_eq(sum.max_waiting, 6, "max_completed_waiting defaults to 2N");
+	cr_assert_eq(sum.waiting_budget, 64u << 20, "the waiting budget defaults to 64 MiB");
+	cr_assert_geq(sum.max_waiting, 3);
+	eng_summary_release(&sum);
+	o.max_waiting_mib = 2; /* --max-waiting-mib */
+	cr_assert_eq(eng_run(g, &o, &sum, &err), 0, "%s", err.msg);
+	cr_assert_eq(sum.waiting_budget, 2u << 20);
 	eng_summary_release(&sum);
 	o.max_rows_in_flight = 1; /* --sequential wins over the file */
 	cr_assert_eq(eng_run(g, &o, &sum, &err), 0, "%s", err.msg);
@@ -273,6 +278,83 @@ Test(release, settings_decide_rows_in_flight)
 	eng_summary_release(&sum);
 	dag_free(g);
 	core_settings_free(s);
+}
+
+Test(release, max_completed_waiting_keeps_its_meaning)
+{
+	static const char *yaml =
+		"landscape: {enabled: false}\n"
+		"concurrency: {pipelining: {max_rows_in_flight: 3, max_completed_waiting: 7}}\n"
+		"source: {plugin: csv, on_success: out, options: {rows: 5, on_validation_failure: discard}}\n"
+		"sinks:\n"
+		"  out: {plugin: csv, options: {name: out}}\n";
+	eng_opts o = { .stop = &tstop, .max_waiting_mib = 5 };
+	core_settings *s;
+	dag_graph *g = eng_graph(yaml, &s);
+	eng_summary sum;
+	core_err err = { 0 };
+
+	cr_assert_eq(eng_run(g, &o, &sum, &err), 0, "%s", err.msg);
+	cr_assert_eq(sum.max_waiting, 7, "a count in the file is the bound");
+	cr_assert_eq(sum.waiting_budget, 0, "and no byte budget applies");
+	eng_summary_release(&sum);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+/* A slow row at the head of the line: the rows behind it finish and
+ * wait. With a byte budget, what they hold stays within it (plus the
+ * last row admitted under it), whatever their count; the rows still
+ * reach the sink in order. */
+static void run_head_of_line(const char *sink, const char *waiting, eng_summary *sum)
+{
+	char yaml[1024];
+	eng_opts o = { .stop = &tstop };
+	core_settings *s;
+	dag_graph *g;
+	core_err err = { 0 };
+	json_t *rows;
+
+	snprintf(yaml, sizeof(yaml),
+		 "landscape: {enabled: false}\n"
+		 "concurrency: {pipelining: {max_rows_in_flight: 8%s}}\n"
+		 "source: {plugin: csv, on_success: t_in, options: {rows: 200, on_validation_failure: discard}}\n"
+		 "transforms:\n"
+		 "  - {name: t, plugin: passthrough, input: t_in, on_success: out,\n"
+		 "     options: {slow_at: 1, slow_us: 300000, pad: 16000}}\n"
+		 "sinks:\n"
+		 "  out: {plugin: csv, options: {name: %s}}\n", waiting, sink);
+	g = eng_graph(yaml, &s);
+	cr_assert_eq(eng_run(g, &o, sum, &err), 0, "%s", err.msg);
+	rows = tsink_rows(sink);
+	cr_assert_eq(json_array_size(rows), 200);
+	for (size_t i = 0; i < 200; i++)
+		cr_assert_eq(row_i(json_array_get(rows, i)), (long long)i + 1, "in order");
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(release, waiting_budget_bounds_bytes_not_rows, .timeout = 30)
+{
+	eng_summary sum;
+
+	run_head_of_line("b1", ", max_waiting_mib: 1", &sum);
+	cr_assert_eq(sum.waiting_budget, 1u << 20);
+	/* 16 KB rows: about 60 fit in 1 MiB; the rows in flight when it
+	 * fills (at most N) may finish on top of it. */
+	cr_assert_gt(sum.peak_waiting, 16, "more than 2N rows may wait");
+	cr_assert_lt(sum.peak_waiting, 100, "but no more than the budget holds");
+	cr_assert_leq(sum.peak_waiting_bytes, (1u << 20) + 8 * 20000u,
+		      "peak %llu bytes", (unsigned long long)sum.peak_waiting_bytes);
+	eng_summary_release(&sum);
+
+	run_head_of_line("b64", "", &sum); /* 64 MiB: the slow row holds nothing back */
+	cr_assert_gt(sum.peak_waiting, 150, "peak %llu", (unsigned long long)sum.peak_waiting);
+	eng_summary_release(&sum);
+
+	run_head_of_line("c16", ", max_completed_waiting: 16", &sum); /* a count */
+	cr_assert_leq(sum.peak_waiting, 16);
+	eng_summary_release(&sum);
 }
 
 /* ------------------------------------------------ one row's walk */

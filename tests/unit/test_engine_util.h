@@ -15,7 +15,10 @@
  *                          `value` (when given) and the keys of map `set`;
  *                          delay_us (a fixed sleep); sleep_us (a random
  *                          sleep of 0..sleep_us µs, said to the engine
- *                          through plg_blocking); fail_mod (rows with
+ *                          through plg_blocking); slow_at, slow_us (row
+ *                          slow_at sleeps slow_us, said to the engine:
+ *                          the head of the line); pad (a field "pad" of
+ *                          that many bytes in the output); fail_mod (rows with
  *                          i % m == 0 fail, not retryable); stop_at (row i
  *                          sets the test's stop flag and fails retryably,
  *                          once per test); halt_at (row i calls
@@ -198,6 +201,7 @@ typedef struct ttx {
 	json_t *set;       /* keys to set, or NULL */
 	long long sleep_us, delay_us, fail_mod, stop_at, expand;
 	long long halt_at, halt_code, halt_threads, cut_at;
+	long long slow_at, slow_us, pad;
 	bool halt_all, halt_fails;
 	const char *throttle_reason;
 } ttx;
@@ -220,6 +224,9 @@ static inline int ttx_open(const core_node *o, void **state, core_err *err)
 	t->halt_code = opt_ll(o, "halt_code", 1);
 	t->halt_threads = opt_ll(o, "halt_threads", 0);
 	t->cut_at = opt_ll(o, "cut_at", 0);
+	t->slow_at = opt_ll(o, "slow_at", 0);
+	t->slow_us = opt_ll(o, "slow_us", 0);
+	t->pad = opt_ll(o, "pad", 0);
 	cr_assert_leq(t->halt_threads, 8);
 	cr_assert_eq(core_opt_bool(o, "halt_all", &t->halt_all, err), 0);
 	cr_assert_eq(core_opt_bool(o, "halt_fails", &t->halt_fails, err), 0);
@@ -326,6 +333,13 @@ static inline int ttx_fault(ttx *t, const json_t *row, plg_ctx *ctx, core_err *e
 
 		nanosleep(&ts, NULL);
 	}
+	if (t->slow_at && i == t->slow_at) {
+		struct timespec ts = { t->slow_us / 1000000, t->slow_us % 1000000 * 1000 };
+
+		plg_blocking(ctx, true);
+		nanosleep(&ts, NULL);
+		plg_blocking(ctx, false);
+	}
 	if (t->stop_at && i == t->stop_at && !atomic_exchange(&ttx_stopped, true)) {
 		atomic_store(&tstop, 1);
 		core_err_set(err, CORE_EDATA, "row %lld: a transient failure (test)", i);
@@ -362,6 +376,15 @@ static inline int ttx_process(void *state, const json_t *row, json_t **out,
 		json_object_set_new(*out, t->key, json_string(t->value ? t->value : ""));
 	if (t->set)
 		json_object_update(*out, t->set);
+	if (t->pad) {
+		char *pad = malloc((size_t)t->pad + 1);
+
+		cr_assert_not_null(pad);
+		memset(pad, 'x', (size_t)t->pad);
+		pad[t->pad] = 0;
+		json_object_set_new(*out, "pad", json_string(pad));
+		free(pad);
+	}
 	return 0;
 }
 
