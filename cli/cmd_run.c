@@ -81,6 +81,26 @@ static const char *run_status(const eng_summary *sum, const char *error)
 	return sum->interrupted ? "interrupted" : "completed";
 }
 
+/* The server's capacity used, where the server announced its slots,
+ * and what the tail control did (ADR 0029). */
+static void print_upstream(const eng_summary *sum)
+{
+	const eng_upstream_use *u = &sum->upstream;
+
+	if (!*u->name)
+		return;
+	if (u->slots && u->span_s > 0)
+		printf("  server capacity used: %.3f (%s announced %u slots; "
+		       "%.1f slot-seconds busy over %.2f s)\n",
+		       u->busy_s / ((double)u->slots * u->span_s), u->name, u->slots,
+		       u->busy_s, u->span_s);
+	if (u->p99_s > 0)
+		printf("  answers: p50 %.3f s, p99 %.3f s; %llu cut at the tail deadline, "
+		       "%llu hedged (%llu won)\n", u->p50_s, u->p99_s,
+		       (unsigned long long)u->tail_cuts, (unsigned long long)u->hedges_sent,
+		       (unsigned long long)u->hedges_won);
+}
+
 static void print_summary(const dag_graph *g, const eng_summary *sum)
 {
 	double rate = sum->wall_seconds > 0 ? (double)sum->rows / sum->wall_seconds : 0;
@@ -109,6 +129,7 @@ static void print_summary(const dag_graph *g, const eng_summary *sum)
 				       eng_call_classes[i]);
 		printf(")\n");
 	}
+	print_upstream(sum);
 }
 
 /* -------------------------------------------------------------- progress */
@@ -361,6 +382,9 @@ static void summary_json(const dag_graph *g, const eng_summary *sum,
 		"max_rows_in_flight", (json_int_t)sum->in_flight,
 		"peak_in_flight", (json_int_t)sum->peak_in_flight,
 		"fifo_wait_max_ms", sum->fifo_wait_max_ms);
+	if (e && sum->upstream.slots && sum->upstream.span_s > 0)
+		json_object_set_new(e, "server_capacity_used", json_real(sum->upstream.busy_s /
+			((double)sum->upstream.slots * sum->upstream.span_s)));
 	if (error)
 		json_object_set_new(e, "error", json_string(error));
 	/* A transform stopped the run (plg_ctx.halt): why, and the exit

@@ -104,6 +104,15 @@ typedef struct eng_opts {
  * agree). */
 #define ENG_CALL_CLASSES 8
 
+/* An outside service as a run used it (eng_summary.upstream). */
+typedef struct eng_upstream_use {
+	char name[128];            /* scheme://host:port; "" when none */
+	unsigned slots;            /* announced by the server; 0: not */
+	double busy_s, span_s;     /* slot time used, first send to last answer */
+	double p50_s, p99_s;       /* recent answer times */
+	uint64_t tail_cuts, hedges_sent, hedges_won;
+} eng_upstream_use;
+
 typedef struct eng_summary {
 	uint64_t run_id;       /* 0 when audit is off */
 	uint64_t rows;         /* source records pulled */
@@ -151,6 +160,11 @@ typedef struct eng_summary {
 	uint64_t rows_rerun;     /* resume: in-flight rows run again */
 	uint64_t tokens_superseded;
 	uint64_t replayed_now;   /* resume: answers this resume replayed */
+	/* The outside service the run kept busiest (an LLM transform's
+	 * upstream, as it stood at the end; "" when none): the server's
+	 * capacity used is busy_s / (slots x span_s) where it announced its
+	 * slots (slots > 0), and the tail control's work. */
+	eng_upstream_use upstream;
 } eng_summary;
 
 /* The error classes of calls counted in eng_summary.calls_by_class. */

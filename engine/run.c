@@ -84,6 +84,30 @@ static unsigned rows_unreleased(const dag_graph *g, unsigned in_flight,
 	return in_flight > WAITING_ROWS_MAX ? in_flight : WAITING_ROWS_MAX;
 }
 
+/* The upstream the run kept busiest, for the summary (transforms still
+ * open). */
+static void busiest_upstream(const dag_graph *g, eng_summary *sum)
+{
+	for (size_t i = 0; i < g->nnodes; i++) {
+		const dag_node *n = &g->nodes[i];
+		plg_capacity cap;
+
+		if (n->kind != DAG_TRANSFORM || !n->tstate || !n->tops->capacity ||
+		    !n->tops->capacity(n->tstate, &cap) || cap.busy_s <= sum->upstream.busy_s)
+			continue;
+		snprintf(sum->upstream.name, sizeof(sum->upstream.name), "%s",
+			 cap.upstream ? cap.upstream : "");
+		sum->upstream.slots = cap.slots;
+		sum->upstream.busy_s = cap.busy_s;
+		sum->upstream.span_s = cap.span_s;
+		sum->upstream.p50_s = cap.p50_s;
+		sum->upstream.p99_s = cap.p99_s;
+		sum->upstream.tail_cuts = cap.tail_cuts;
+		sum->upstream.hedges_sent = cap.hedges_sent;
+		sum->upstream.hedges_won = cap.hedges_won;
+	}
+}
+
 static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		     core_err *err)
 {
@@ -111,6 +135,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		unsigned cap = rows_unreleased(g, in_flight, &budget, c->opts);
 
 		rc = eng__pipeline(c, src, in_flight, cap, budget, sum, err);
+		busiest_upstream(g, sum);
 	}
 	eng__aggs_free(c);
 	g->nodes[0].sops->close(src);

@@ -208,6 +208,12 @@ typedef struct plg_capacity {
 	uint64_t requests;         /* attempts sent so far, by this process */
 	uint64_t refusals;         /* capacity errors (429 ...) so far */
 	const char *held_by;       /* what held a dispatch back last, or NULL */
+	/* The server's capacity used: slot time busy_s over span_s of the
+	 * `slots` it announced (0: none announced). */
+	double busy_s, span_s;
+	unsigned slots;
+	double p50_s, p99_s;       /* recent answer times (0: too few) */
+	uint64_t tail_cuts, hedges_sent, hedges_won;
 } plg_capacity;
 
 typedef struct plg_transform_ops {

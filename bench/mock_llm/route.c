@@ -228,6 +228,10 @@ static void admit_chat(mock_server *s, const mock_chat *chat,
 	}
 	model = json_string_value(json_object_get(chat->root, "model"));
 	mock_ratelimit_headers(&extra, &s->cfg, &v.req, &v.tok);
+	/* The cap announced as some gateways do, so a client can say what
+	 * share of the server it used (not with a schedule: it moves). */
+	if (s->cfg.max_concurrent > 0 && !s->cfg.ncphases)
+		mock_buf_addf(&extra, "x-concurrency-limit: %ld\r\n", s->cfg.max_concurrent);
 	serve(s, chat, *deployment ? deployment : model ? model : "mock-model",
 	      extra.data, r);
 	mock_buf_release(&extra);

@@ -612,6 +612,20 @@ static void hand_back(job *j, CURL *e)
 	snprintf(r->primary_ip, sizeof(r->primary_ip), "%s", ip);
 }
 
+/* What an attempt used of the server: its time in a slot, unless it was
+ * refused (x->lock held). */
+static void account(upstream *u, const job *t, plg_error_class c, uint64_t now)
+{
+	if (!u->first_send || t->started_mono < u->first_send)
+		u->first_send = t->started_mono;
+	if (now > u->last_done)
+		u->last_done = now;
+	if (t->hints.limit_concurrency >= 1)
+		u->slots = (unsigned)t->hints.limit_concurrency;
+	if (c != PLG_CLASS_CAPACITY && c != PLG_CLASS_GAVE_UP)
+		u->busy_ns += now - t->started_mono;
+}
+
 /* Why a running copy is cancelled: its twin answered, or the run stops
  * (executor thread, no lock: the copy is recorded). Its slot is given
  * back by settle_cancelled(). */
@@ -696,6 +710,9 @@ static void done(http_exec *x, job *t, CURLcode rc)
 				   code == 1 || cut ? HTTP_CAP_OTHER : outcome(t, c), &t->hints, tokens);
 	if (!cut && status > 0 && c != PLG_CLASS_CAPACITY && c != PLG_CLASS_GAVE_UP)
 		http__tail_add(&u->tail, (double)(now - t->started_mono) / 1e9);
+	account(u, t, c, now);
+	if (oe)
+		account(u, other, PLG_CLASS_TIMEOUT, now);
 	if (oe) {
 		u->active--;
 		give_easy(x, oe);

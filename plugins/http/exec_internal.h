@@ -71,6 +71,11 @@ typedef struct upstream {
 	http_tail tail;                /* recent answer times */
 	job *hedges;                   /* hedged copies not yet sent, by due */
 	unsigned long long hedges_sent, hedges_won, tail_cuts;
+	/* The server's capacity used (executor thread; read under x->lock):
+	 * the time attempts held a slot there (all but refusals), from the
+	 * first send to the last answer, and the slots it announced. */
+	uint64_t busy_ns, first_send, last_done;
+	unsigned slots;
 	unsigned long long requests, capacity_errors;
 	uint64_t refusing_since;       /* mono ns of the first capacity error
 					* since the last success, 0: none

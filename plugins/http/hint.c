@@ -43,7 +43,8 @@ void http__hints_init(http_hints *h)
 {
 	*h = (http_hints){ .retry_after_s = -1, .limit_requests = -1,
 		.remaining_requests = -1, .reset_requests_s = -1,
-		.limit_tokens = -1, .remaining_tokens = -1, .reset_tokens_s = -1 };
+		.limit_tokens = -1, .remaining_tokens = -1, .reset_tokens_s = -1,
+		.limit_concurrency = -1 };
 }
 
 /* ------------------------------------------------------------- numbers */
@@ -380,6 +381,9 @@ void http__hints_header(http_hints *h, const char *line, size_t len, time_t now)
 		else if (http__parse_time(v, vlen, &t))
 			set_retry(h, t > now ? (double)(t - now) : 0,
 				  HTTP_HINT_RETRY_AFTER_DATE);
+	} else if (IS("x-concurrency-limit")) {
+		if (plain_number(v, vlen, &x) && x >= 1)
+			h->limit_concurrency = x;
 	} else {
 		for (size_t i = 0; i < sizeof(rl_headers) / sizeof(*rl_headers); i++)
 			if (IS(rl_headers[i].name))

@@ -166,6 +166,11 @@ typedef struct http_stats {
 	unsigned long long requests, capacity_errors;
 	const char *upstream;         /* scheme://host:port; valid while c is open */
 	double p50_s, p99_s;          /* recent answer times, 0: too few */
+	/* The server's capacity used: busy_s of slot time over span_s (the
+	 * first send to the last answer) of `slots` the server announced
+	 * (x-concurrency-limit; 0: not announced). */
+	double busy_s, span_s;
+	unsigned slots;
 	unsigned long long tail_cuts, hedges_sent, hedges_won;
 } http_stats;
 

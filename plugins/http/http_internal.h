@@ -42,6 +42,7 @@ typedef struct http_hints {
 	http_hint_src retry_src;
 	double limit_requests, remaining_requests, reset_requests_s;
 	double limit_tokens, remaining_tokens, reset_tokens_s;
+	double limit_concurrency;     /* x-concurrency-limit: slots announced */
 } http_hints;
 
 void http__hints_init(http_hints *h);

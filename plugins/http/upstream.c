@@ -377,7 +377,10 @@ void http_get_stats(http_client *c, http_stats *out)
 			     .requests = u->requests, .capacity_errors = u->capacity_errors,
 			     .upstream = u->name, .p50_s = u->tail.p50, .p99_s = u->tail.p99,
 			     .tail_cuts = u->tail_cuts, .hedges_sent = u->hedges_sent,
-			     .hedges_won = u->hedges_won };
+			     .hedges_won = u->hedges_won, .busy_s = (double)u->busy_ns / 1e9,
+			     .span_s = u->last_done > u->first_send ?
+				       (double)(u->last_done - u->first_send) / 1e9 : 0,
+			     .slots = u->slots };
 	http__gate_stats(&u->gate, out);
 	pthread_mutex_unlock(&http__x->lock);
 }
@@ -390,7 +393,10 @@ void http_get_capacity(http_client *c, plg_capacity *out)
 	*out = (plg_capacity){ .upstream = st.upstream, .rate = st.rate,
 		.window = st.window, .ceiling = st.pool_size, .in_flight = st.active,
 		.requests = st.requests, .refusals = st.capacity_errors,
-		.held_by = st.held_by };
+		.held_by = st.held_by, .busy_s = st.busy_s, .span_s = st.span_s,
+		.slots = st.slots, .p50_s = st.p50_s, .p99_s = st.p99_s,
+		.tail_cuts = st.tail_cuts, .hedges_sent = st.hedges_sent,
+		.hedges_won = st.hedges_won };
 }
 
 json_t *http_save(http_client *c)
