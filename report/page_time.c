@@ -57,6 +57,44 @@ static double rate(const rpt_data *d, size_t i, uint64_t before, uint64_t now)
 	return (double)(now - before) / dt;
 }
 
+
+/* What held the next row back, as the samples saw it (rows in flight,
+ * the waiting budget or count, or nothing: the rows' own work), and what
+ * the waiting rows held at most (ADR 0029). */
+static int held_note(core_buf *b, const rpt_data *d)
+{
+	static const char *const names[] = { "rows_in_flight", "waiting_bytes",
+					     "waiting_rows" };
+	static const char *const say[] = { "rows in flight (N)", "the waiting budget",
+					   "max_completed_waiting" };
+	size_t cnt[3] = { 0 }, total = 0;
+	uint64_t peak = 0;
+	int rc;
+
+	for (size_t i = 0; i < d->nsamples; i++) {
+		const Elspeth__SampleRecord *s = d->samples[i];
+
+		if (s->waiting_bytes > peak)
+			peak = s->waiting_bytes;
+		if (s->final)
+			continue;
+		total++;
+		for (size_t k = 0; s->held_by && k < 3; k++)
+			cnt[k] += !strcmp(s->held_by, names[k]);
+	}
+	if (!total)
+		return 0;
+	rc = core_buf_printf(b, "<p class=\"note\">What kept the next row from starting, "
+			     "share of the samples:");
+	for (size_t k = 0; !rc && k < 3; k++)
+		rc = core_buf_printf(b, " %s %.0f %%%s", say[k],
+				     100.0 * (double)cnt[k] / (double)total, k < 2 ? "," : ";");
+	if (!rc)
+		rc = core_buf_printf(b, " the rest of the time nothing did. The waiting rows "
+				     "held %.1f MiB at most.</p>\n", (double)peak / 1048576.0);
+	return rc;
+}
+
 static int section_open(core_buf *b, const char *id, const char *title, const char *lead)
 {
 	int rc = core_buf_printf(b, "<section id=\"%s\"><h2>%s</h2>\n", id, title);
@@ -114,6 +152,8 @@ int rpt__page_rows_over_time(core_buf *b, const rpt_data *d)
 
 		rc = rpt__chart(b, &c);
 	}
+	if (!rc)
+		rc = held_note(b, d);
 	if (!rc)
 		rc = core_buf_printf(b, "<p class=\"note\">%zu samples.</p></section>\n", n);
 	free(x);
