@@ -50,7 +50,7 @@ typedef struct slot {
 	struct slot *next_free;
 } slot;
 
-/* What keeps the next row from starting (pline_held_by). */
+/* What keeps the next row from starting (pl_held_by). */
 typedef enum pl_hold {
 	PL_HOLD_NONE = 0,
 	PL_HOLD_IN_FLIGHT,     /* N rows are being processed */

@@ -280,6 +280,13 @@ static void plan_hedge(upstream *u, job *j, uint64_t now)
 	*p = h;
 }
 
+static void free_hedge(job *h)
+{
+	core_buf_release(&h->body);
+	core_buf_release(&h->hdrs);
+	free(h);
+}
+
 /* Drops j's copy if it was never sent (x->lock held). */
 static void drop_pending_hedge(upstream *u, job *j)
 {
@@ -289,15 +296,9 @@ static void drop_pending_hedge(upstream *u, job *j)
 		return;
 	unlink_hedge(u, h);
 	j->hedge = NULL;
-	free(h);
+	free_hedge(h);
 }
 
-static void free_hedge(job *h)
-{
-	core_buf_release(&h->body);
-	core_buf_release(&h->hdrs);
-	free(h);
-}
 
 /* Starts one attempt (x->lock held). Returns false if curl refused. */
 static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
@@ -771,7 +772,7 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 		if (u->halted || stopping(j)) {
 			u->hedges = j->next;
 			j->primary->hedge = NULL;
-			free(j);
+			free_hedge(j);
 			continue;
 		}
 		if ((t = http__gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
@@ -783,7 +784,7 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 		if (!start(x, u, j, now)) {
 			http__gate_done(&u->gate, now, j->k, now, HTTP_CAP_OTHER, NULL, 0);
 			j->primary->hedge = NULL;
-			free(j);
+			free_hedge(j);
 			continue;
 		}
 		u->hedges_sent++;
@@ -931,6 +932,10 @@ static void turn(http_exec *x, int ms)
 		if (m->msg != CURLMSG_DONE)
 			continue;
 		curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, (char **)&j);
+		/* A copy cancelled by its twin's answer in this same turn
+		 * is done already (its handle reset and given back). */
+		if (!j || j->easy != m->easy_handle)
+			continue;
 		done(x, j, m->data.result);
 	}
 }
