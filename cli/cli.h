@@ -83,13 +83,6 @@ typedef struct cli_report_args {
 int cli_run_shard(dag_graph *g, cli_run_args *a);
 /* Runs (or with a->resume resumes) and reports as `run` does. */
 int cli_execute(dag_graph *g, const cli_run_args *a);
-/* After a run or resume stopped (audit_after_run.c, ADR 0028): the
- * landscape journal, and for a completed run landscape.export. Says what
- * failed (json: an event too); CLI_OK or CLI_ERROR. */
-int cli_after_run(rec_env *rec, const core_settings *s, uint64_t run,
-		  bool completed, bool json);
-/* Before it (audit_after_run.c): payload_store.backend filesystem. */
-int cli_before_run(rec_env *rec, const core_settings *s);
 
 /* Parse argv (argv[0] is the command, cmd its name) into *a, which the
  * caller initialises with the defaults; strings point into argv. The

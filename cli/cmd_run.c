@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 #include "shard/shard.h"
 #include "sqltrail/sqltrail.h"
 
@@ -309,29 +310,6 @@ static int landscape_path(const core_settings *s, const char *database, char *pa
 	return cli_landscape_of(database, path, cap, sql, scap, err);
 }
 
-/* Opens the Landscape (when audit is on) for writing. */
-static int open_audit(const core_settings *s, const char *database, rec_env **rec,
-		      char *path, size_t cap, char *sql, size_t scap, core_err *err)
-{
-	*rec = NULL;
-	sql[0] = '\0';
-	if (!s->audit)
-		return 0;
-	if (landscape_path(s, database, path, cap, sql, scap, err))
-		return err->code;
-	/* The SQL trail is written at the end: a path it cannot be is
-	 * refused before the run, not after. */
-	if (sql[0]) {
-		struct stat st;
-
-		if (!stat(sql, &st) && !S_ISREG(st.st_mode))
-			return core_err_set(err, CORE_ECONFIG,
-				"landscape.url: %s exists and is not a file, so it cannot "
-				"hold the SQL trail", sql);
-	}
-	return rec_open(path, 0, rec, err);
-}
-
 /* The Landscape, read-only (a resume's checks and dry run: opening it
  * for writing would create it). */
 static int open_readonly(const core_settings *s, const char *database, rec_env **rec,
@@ -347,15 +325,6 @@ static int open_readonly(const core_settings *s, const char *database, rec_env *
 	if ((rc = landscape_path(s, database, path, sizeof(path), sql, sizeof(sql), err)))
 		return rc;
 	return rec_open(path, REC_READONLY, rec, err);
-}
-
-/* A resume writes only into an existing Landscape. */
-static int landscape_exists(const core_settings *s, const char *database, core_err *err)
-{
-	rec_env *ro;
-	int rc = open_readonly(s, database, &ro, err);
-
-	return rc ? rc : rec_close(ro, err);
 }
 
 /* ELSPETH's run_completed event (its status says whether the run failed),
@@ -394,11 +363,6 @@ static void summary_json(const dag_graph *g, const eng_summary *sum,
 			"exit_code", sum->halt_code, "message", sum->halt_msg));
 	cli_print_json_line(e);
 	json_decref(e);
-}
-
-static double seconds_since(uint64_t t0)
-{
-	return (double)(core_now_mono_ns() - t0) / 1e9;
 }
 
 /* A run that stopped before its end (SIGINT/SIGTERM, or a halt): why, on
@@ -474,154 +438,177 @@ static void print_metrics(const eng_summary *sum)
 	       (unsigned long long)sum->checkpoints);
 }
 
-/* landscape.url sqlite:///FILE: brings FILE up to date with the run,
- * however it ended (the LMDB trail beside it holds it whole; ADR 0019).
- * A failure is said (and, with -f json, is an event) but does not hide
- * how the run ended: the caller still reports it, and exits 1 only where
- * it would have exited 0. */
-static int update_sql_trail(rec_env *rec, const char *sql, uint64_t run,
-			    const cli_run_args *a)
+/* What the CLI shows of a job's events: ELSPETH's phase and progress
+ * events with -f json, the live line on a terminal otherwise; warnings
+ * on stderr. */
+typedef struct watch {
+	bool json, tty;
+} watch;
+
+static void observe(void *ctx, const run_event *ev)
 {
-	core_err err = { 0 };
-	int rc = rec_flush(rec, &err);
+	const watch *w = ctx;
+	static const char *const names[] = { "phase_started", "phase_completed",
+					     "phase_error" };
+	json_t *e;
 
-	if (!rc)
-		rc = sqlt_export(rec, run, sql, NULL, &err);
-	if (!rc)
-		return CLI_OK;
-	if (a->json) {
-		json_t *e = json_pack("{s:s,s:I,s:s,s:s}", "event", "sql_trail_failed",
-				      "run_id", (json_int_t)run, "file", sql,
-				      "error", err.msg);
-
+	switch (ev->kind) {
+	case RUN_EV_PHASE_STARTED:
+	case RUN_EV_PHASE_COMPLETED:
+	case RUN_EV_PHASE_ERROR:
+		if (w->json)
+			cli_phase_json(names[ev->kind], ev->phase, ev->action, ev->target,
+				       ev->seconds, ev->error);
+		break;
+	case RUN_EV_PROGRESS:
+		if (w->json)
+			progress_json(NULL, ev->progress);
+		else if (w->tty)
+			progress_text(NULL, ev->progress);
+		break;
+	case RUN_EV_SQL_TRAIL_FAILED:
+		if (!w->json)
+			break;
+		e = json_pack("{s:s,s:I,s:s,s:s}", "event", "sql_trail_failed",
+			      "run_id", (json_int_t)ev->run_id, "file", ev->target,
+			      "error", ev->error);
 		cli_print_json_line(e);
 		json_decref(e);
+		break;
+	case RUN_EV_WARNING:
+		fprintf(stderr, "warning: %s\n", ev->error);
+		break;
+	case RUN_EV_LAST:
+		break;
 	}
-	cli_error(&err);
-	fprintf(stderr, "The run is recorded in the Landscape, but the SQL trail %s "
-		"does not show it yet. To bring it up to date:\n"
-		"  elspeth export %s %s --run %llu --sqlite %s\n",
-		sql, a->database ? "-d" : "-s", a->database ? a->database : a->path,
-		(unsigned long long)run, sql);
+}
+
+/* What failed after the run (the SQL trail of a sqlite:/// url, the
+ * journal, the export), and how to mend the SQL trail. The run itself
+ * is recorded whole: the caller still reports how it ended, and exits 1
+ * only where it would have exited 0. */
+static int report_after(const run_result *r, const cli_run_args *a)
+{
+	if (r->sql_failed) {
+		cli_error(&r->sql_err);
+		fprintf(stderr, "The run is recorded in the Landscape, but the SQL trail %s "
+			"does not show it yet. To bring it up to date:\n"
+			"  elspeth export %s %s --run %llu --sqlite %s\n",
+			r->sql, a->database ? "-d" : "-s", a->database ? a->database : a->path,
+			(unsigned long long)r->sum.run_id, r->sql);
+	}
+	if (r->after_failed)
+		cli_error(&r->after_err);
+	return r->sql_failed || r->after_failed ? CLI_ERROR : CLI_OK;
+}
+
+/* The summary's last line: where the run is recorded, and how to
+ * explain a row. */
+static void print_where(const run_result *r, const cli_run_args *a)
+{
+	const eng_summary *sum = &r->sum;
+
+	if (!r->audit)
+		return;
+	if (a->eshard)
+		printf("  audit: shard %u's run %llu in %s (rows %llu..%llu); once every shard\n"
+		       "  has run: elspeth merge -s %s --manifest %s\n", a->eshard->index,
+		       (unsigned long long)sum->run_id, r->landscape,
+		       (unsigned long long)a->eshard->first_seq,
+		       (unsigned long long)a->eshard->last_seq, a->path, a->manifest);
+	else if (a->database)
+		printf("  audit: run %llu in %s — explain a row with:\n"
+		       "    elspeth explain -d %s --run %llu --row 1\n",
+		       (unsigned long long)sum->run_id, r->landscape, a->database,
+		       (unsigned long long)sum->run_id);
+	else if (r->sql[0])
+		printf("  audit: run %llu in %s (the SQL trail; its Landscape: %s) — "
+		       "explain a row with:\n"
+		       "    elspeth explain -s %s --run %llu --row 1\n",
+		       (unsigned long long)sum->run_id, r->sql, r->landscape, a->path,
+		       (unsigned long long)sum->run_id);
+	else
+		printf("  audit: run %llu in %s — explain a row with:\n"
+		       "    elspeth explain -s %s --run %llu --row 1\n",
+		       (unsigned long long)sum->run_id, r->landscape, a->path,
+		       (unsigned long long)sum->run_id);
+}
+
+/* A run that failed: why, and what its outputs are. */
+static int report_failure(const dag_graph *g, const run_result *r, const cli_run_args *a)
+{
+	const eng_summary *sum = &r->sum;
+
+	if (a->json && r->engine_ran)
+		summary_json(g, sum, r->err.msg, CLI_ERROR);
+	cli_error(&r->err);
+	/* The halt may be what made the row fail (no checkpoints: nothing
+	 * left it for a resume). */
+	if (sum->halt_code)
+		fprintf(stderr, "The run had been halted: %s\n", sum->halt_msg);
+	if (sum->run_id)
+		fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
+			(unsigned long long)sum->run_id, (unsigned long long)sum->rows);
 	return CLI_ERROR;
+}
+
+/* How a run that did not fail ended, as the CLI reports it. */
+static int report_end(const dag_graph *g, const run_result *r, const cli_run_args *a,
+		      int after_rc)
+{
+	const eng_summary *sum = &r->sum;
+	int rc;
+
+	if (a->json) {
+		rc = sum->halt_code ? report_stop(sum, r->audit, a) :
+		     sum->interrupted ? CLI_INTERRUPTED : CLI_OK;
+		rc = rc == CLI_OK ? after_rc : rc;
+		/* A halt with exit code 1 failed the run: status failed, with
+		 * the halt's message as its error. */
+		summary_json(g, sum, sum->halt_code == CLI_ERROR ? sum->halt_msg : NULL, rc);
+		return rc;
+	}
+	print_summary(g, sum);
+	if (a->verbose)
+		print_metrics(sum);
+	if (a->resume)
+		print_resumed(sum);
+	print_where(r, a);
+	rc = CLI_OK;
+	if (sum->interrupted || sum->halt_code)
+		rc = report_stop(sum, r->audit, a);
+	return rc == CLI_OK ? after_rc : rc;
 }
 
 int cli_execute(dag_graph *g, const cli_run_args *a)
 {
-	eng_opts o = { .stop = &stop_flag, .settings_path = a->path,
-		       .max_rows_in_flight = (unsigned)a->max_in_flight,
-		       .max_waiting_mib = a->max_waiting_mib, .shard = a->eshard };
-	const char *resume = a->resume;
-	bool json = a->json;
-
-	eng_summary sum;
+	watch w = { .json = a->json, .tty = isatty(STDERR_FILENO) };
+	run_cfg cfg = { .graph = g, .settings_path = a->path, .database = a->database,
+			.resume = a->resume,
+			.max_rows_in_flight = (unsigned)a->max_in_flight,
+			.max_waiting_mib = a->max_waiting_mib, .shard = a->eshard,
+			.stop = &stop_flag, .observe = observe, .observe_ctx = &w,
+			.progress_ms = a->json ? 1000 : w.tty ? 200 : 0 };
+	const run_result *r;
+	run_job *job;
 	core_err err = { 0 };
-	char path[4096], sql[4096];
-	int rc, sql_rc = CLI_OK;
-	uint64_t t0 = core_now_mono_ns();
+	int rc, after_rc;
 
-	if (json) {
-		o.progress = progress_json;
-		o.progress_ms = 1000;
-		cli_phase_json("phase_started", "database", "connecting", NULL, 0, NULL);
-	} else if (isatty(STDERR_FILENO)) {
-		o.progress = progress_text;
-		o.progress_ms = 200;
-	}
-	if ((resume && landscape_exists(g->settings, a->database, &err)) ||
-	    open_audit(g->settings, a->database, &o.rec, path, sizeof(path), sql,
-		       sizeof(sql), &err)) {
-		if (json)
-			cli_phase_json("phase_error", "database", NULL, a->database,
-				   0, err.msg);
-		cli_error(&err);
-		return CLI_ERROR;
-	}
-	if (cli_before_run(o.rec, g->settings)) {
-		rec_close(o.rec, NULL);
-		return CLI_ERROR;
-	}
-	if (json) {
-		cli_phase_json("phase_completed", "database", NULL, NULL, seconds_since(t0), NULL);
-		cli_phase_json("phase_started", "process", "processing", NULL, 0, NULL);
-		t0 = core_now_mono_ns();
-	}
-	if (a->verbose && !json) {
+	if (a->verbose && !a->json) {
 		cli_print_pipeline(stdout, g);
 		puts("Starting pipeline execution...");
 		fflush(stdout);
 	}
 	install_signals();
-	rc = resume ? eng_resume(g, &o, resume, true, NULL, &sum, &err)
-		    : eng_run(g, &o, &sum, &err);
-	if (o.rec && sql[0] && sum.run_id)
-		sql_rc = update_sql_trail(o.rec, sql, sum.run_id, a);
-	if (cli_after_run(o.rec, g->settings, sum.run_id,
-			  !rc && !sum.interrupted && !sum.halt_code, json))
-		sql_rc = CLI_ERROR;
-	if (!rc && o.rec && rec_close(o.rec, &err))
-		rc = err.code;
-	else if (rc)
-		rec_close(o.rec, NULL);
-	if (rc) {
-		if (json) {
-			cli_phase_json("phase_error", "process", NULL, a->path, 0, err.msg);
-			summary_json(g, &sum, err.msg, CLI_ERROR);
-		}
+	if (run_start(&cfg, &job, &err)) {
 		cli_error(&err);
-		/* The halt may be what made the row fail (no checkpoints:
-		 * nothing left it for a resume). */
-		if (sum.halt_code)
-			fprintf(stderr, "The run had been halted: %s\n", sum.halt_msg);
-		if (sum.run_id)
-			fprintf(stderr, "Run %llu failed after %llu rows; outputs written so far are incomplete.\n",
-				(unsigned long long)sum.run_id, (unsigned long long)sum.rows);
-		eng_summary_release(&sum);
 		return CLI_ERROR;
 	}
-	if (json) {
-		cli_phase_json("phase_completed", "process", NULL, NULL, seconds_since(t0), NULL);
-		rc = sum.halt_code ? report_stop(&sum, o.rec != NULL, a) :
-		     sum.interrupted ? CLI_INTERRUPTED : CLI_OK;
-		rc = rc == CLI_OK ? sql_rc : rc;
-		/* A halt with exit code 1 failed the run: status failed, with
-		 * the halt's message as its error. */
-		summary_json(g, &sum, sum.halt_code == CLI_ERROR ? sum.halt_msg : NULL, rc);
-		eng_summary_release(&sum);
-		return rc;
-	}
-	print_summary(g, &sum);
-	if (a->verbose)
-		print_metrics(&sum);
-	if (resume)
-		print_resumed(&sum);
-	if (o.rec && a->eshard)
-		printf("  audit: shard %u's run %llu in %s (rows %llu..%llu); once every shard\n"
-		       "  has run: elspeth merge -s %s --manifest %s\n", a->eshard->index,
-		       (unsigned long long)sum.run_id, path,
-		       (unsigned long long)a->eshard->first_seq,
-		       (unsigned long long)a->eshard->last_seq, a->path, a->manifest);
-	else if (o.rec && a->database)
-		printf("  audit: run %llu in %s — explain a row with:\n"
-		       "    elspeth explain -d %s --run %llu --row 1\n",
-		       (unsigned long long)sum.run_id, path, a->database,
-		       (unsigned long long)sum.run_id);
-	else if (o.rec && sql[0])
-		printf("  audit: run %llu in %s (the SQL trail; its Landscape: %s) — "
-		       "explain a row with:\n"
-		       "    elspeth explain -s %s --run %llu --row 1\n",
-		       (unsigned long long)sum.run_id, sql, path, a->path,
-		       (unsigned long long)sum.run_id);
-	else if (o.rec)
-		printf("  audit: run %llu in %s — explain a row with:\n"
-		       "    elspeth explain -s %s --run %llu --row 1\n",
-		       (unsigned long long)sum.run_id, path, a->path,
-		       (unsigned long long)sum.run_id);
-	rc = CLI_OK;
-	if (sum.interrupted || sum.halt_code)
-		rc = report_stop(&sum, o.rec != NULL, a);
-	eng_summary_release(&sum);
-	return rc == CLI_OK ? sql_rc : rc;
+	r = run_wait(job);
+	after_rc = r->sum.run_id ? report_after(r, a) : CLI_OK;
+	rc = r->rc ? report_failure(g, r, a) : report_end(g, r, a, after_rc);
+	run_free(job);
+	return rc;
 }
 
 /* run --manifest without -s: the settings the plan was made from. */

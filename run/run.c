@@ -1,0 +1,191 @@
+/*
+ * run.c — a job: its thread, the Landscape it writes, the engine between
+ * the steps of after.c, and the observer's events (run.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "run/run_internal.h"
+
+void run__emit(run_job *j, const run_event *ev)
+{
+	if (j->cfg.observe)
+		j->cfg.observe(j->cfg.observe_ctx, ev);
+}
+
+static void on_progress(void *ctx, const eng_progress *p)
+{
+	run__emit(ctx, &(run_event){ .kind = RUN_EV_PROGRESS, .progress = p });
+}
+
+static bool exists_beside(const char *database)
+{
+	char p[4096];
+	struct stat st;
+
+	return (size_t)snprintf(p, sizeof(p), "%s.lmdb", database) < sizeof(p) &&
+	       !stat(p, &st) && S_ISDIR(st.st_mode);
+}
+
+/* The LMDB directory and SQL file of a `database` the caller names: a
+ * file is a SQL trail with its Landscape beside it (PATH.lmdb), as it is
+ * when the file does not exist yet but its Landscape does. */
+static int database_paths(const char *database, run_result *r, core_err *err)
+{
+	struct stat st;
+
+	if ((!stat(database, &st) && S_ISREG(st.st_mode)) ||
+	    (stat(database, &st) && errno == ENOENT && exists_beside(database))) {
+		if ((size_t)snprintf(r->sql, sizeof(r->sql), "%s", database) >= sizeof(r->sql) ||
+		    (size_t)snprintf(r->landscape, sizeof(r->landscape), "%s.lmdb", database) >=
+			    sizeof(r->landscape))
+			return core_err_set(err, CORE_ECONFIG, "--database path too long");
+		return 0;
+	}
+	if ((size_t)snprintf(r->landscape, sizeof(r->landscape), "%s", database) >=
+	    sizeof(r->landscape))
+		return core_err_set(err, CORE_ECONFIG, "--database path too long");
+	return 0;
+}
+
+/* Opens the Landscape for writing (a resume's must exist: opening it for
+ * writing would create it). */
+static int open_landscape(run_job *j, core_err *err)
+{
+	const core_settings *s = j->cfg.graph->settings;
+	run_result *r = &j->res;
+	rec_env *ro;
+	struct stat st;
+	int rc;
+
+	if (!s->audit)
+		return j->cfg.resume ? core_err_set(err, CORE_ECONFIG,
+			"resume needs the Landscape, which landscape.enabled: false turns off") : 0;
+	r->audit = true;
+	rc = j->cfg.database ? database_paths(j->cfg.database, r, err) :
+	     core_landscape_paths(s->landscape_url, r->landscape, sizeof(r->landscape),
+				  r->sql, sizeof(r->sql), err);
+	if (rc)
+		return rc;
+	/* The SQL trail is written at the end: a path it cannot be is
+	 * refused before the run, not after. */
+	if (r->sql[0] && !stat(r->sql, &st) && !S_ISREG(st.st_mode))
+		return core_err_set(err, CORE_ECONFIG,
+			"landscape.url: %s exists and is not a file, so it cannot "
+			"hold the SQL trail", r->sql);
+	if (j->cfg.resume) {
+		if ((rc = rec_open(r->landscape, REC_READONLY, &ro, err)) ||
+		    (rc = rec_close(ro, err)))
+			return rc;
+	}
+	return rec_open(r->landscape, 0, &j->rec, err);
+}
+
+static void phase(run_job *j, run_event_kind k, const char *name, const char *action,
+		  const char *target, uint64_t t0, const char *error)
+{
+	run__emit(j, &(run_event){ .kind = k, .phase = name, .action = action,
+				   .target = target, .error = error,
+				   .seconds = (double)(core_now_mono_ns() - t0) / 1e9 });
+}
+
+/* The engine, between the payload store and the steps after it. */
+static int process(run_job *j, core_err *err)
+{
+	const run_cfg *c = &j->cfg;
+	eng_opts o = { .stop = c->stop, .settings_path = c->settings_path,
+		       .max_rows_in_flight = c->max_rows_in_flight,
+		       .max_waiting_mib = c->max_waiting_mib, .shard = c->shard,
+		       .rec = j->rec };
+	run_result *r = &j->res;
+	int rc;
+
+	if (c->progress_ms) {
+		o.progress = on_progress;
+		o.progress_ctx = j;
+		o.progress_ms = c->progress_ms;
+	}
+	r->engine_ran = true;
+	rc = c->resume ? eng_resume(c->graph, &o, c->resume, true, NULL, &r->sum, err)
+		       : eng_run(c->graph, &o, &r->sum, err);
+	run__after(j, !rc && !r->sum.interrupted && !r->sum.halt_code);
+	return rc;
+}
+
+static void *job_main(void *arg)
+{
+	run_job *j = arg;
+	run_result *r = &j->res;
+	uint64_t t0 = core_now_mono_ns();
+	int rc;
+
+	phase(j, RUN_EV_PHASE_STARTED, "database", "connecting", NULL, t0, NULL);
+	if ((rc = open_landscape(j, &r->err)) || (rc = run__before(j, &r->err))) {
+		phase(j, RUN_EV_PHASE_ERROR, "database", NULL, j->cfg.database, t0, r->err.msg);
+		r->rc = rc;
+		rec_close(j->rec, NULL);
+		j->rec = NULL;
+		return NULL;
+	}
+	phase(j, RUN_EV_PHASE_COMPLETED, "database", NULL, NULL, t0, NULL);
+	t0 = core_now_mono_ns();
+	phase(j, RUN_EV_PHASE_STARTED, "process", "processing", NULL, t0, NULL);
+	rc = process(j, &r->err);
+	if (!rc && j->rec && rec_close(j->rec, &r->err))
+		rc = r->err.code;
+	else if (rc)
+		rec_close(j->rec, NULL);
+	j->rec = NULL;
+	r->rc = rc;
+	phase(j, rc ? RUN_EV_PHASE_ERROR : RUN_EV_PHASE_COMPLETED, "process", NULL,
+	      j->cfg.settings_path, t0, rc ? r->err.msg : NULL);
+	return NULL;
+}
+
+int run_start(const run_cfg *cfg, run_job **out, core_err *err)
+{
+	run_job *j = calloc(1, sizeof(*j));
+	int rc;
+
+	*out = NULL;
+	if (!j)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	j->cfg = *cfg;
+	if (!j->cfg.stop)
+		j->cfg.stop = &j->own_stop;
+	if ((rc = pthread_create(&j->thread, NULL, job_main, j))) {
+		free(j);
+		return core_err_set(err, CORE_EIO, "cannot start the run's thread: %s",
+				    strerror(rc));
+	}
+	j->started = true;
+	*out = j;
+	return 0;
+}
+
+void run_cancel(run_job *j)
+{
+	if (j)
+		atomic_store(j->cfg.stop, 1);
+}
+
+const run_result *run_wait(run_job *j)
+{
+	if (j->started && !j->joined) {
+		pthread_join(j->thread, NULL);
+		j->joined = true;
+	}
+	return &j->res;
+}
+
+void run_free(run_job *j)
+{
+	if (!j)
+		return;
+	run_wait(j);
+	eng_summary_release(&j->res.sum);
+	free(j);
+}

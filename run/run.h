@@ -1,0 +1,121 @@
+/*
+ * run.h — the run library: a run (or a resume) of a built pipeline with
+ * everything around the engine that a run needs, on a thread of its own,
+ * observed while it goes, cancellable, and summarised at the end
+ * (docs/architecture.md §4b; ADR 0030). The CLI is one user of it; a
+ * server, a test or a language binding are others.
+ *
+ * What a job does, in order, on its thread:
+ *   1. opens the Landscape (landscape.url parsed once, at load; or the
+ *      `database` the caller names) for writing — a resume only into one
+ *      that exists — and checks that the SQL trail's file can be one;
+ *   2. opens the payload store (payload_store);
+ *   3. runs the engine (eng_run, or eng_resume of cfg.resume);
+ *   4. brings the SQL trail up to date (a sqlite:/// landscape url);
+ *   5. writes the landscape journal (dump_to_jsonl) and, after a run that
+ *      completed, landscape.export;
+ *   6. closes the Landscape.
+ * Each step is reported to the observer as ELSPETH's phase events
+ * (database, process, export), progress as the engine reports it.
+ *
+ * Not yet here (ADR 0030, later steps): loading and validating settings
+ * (the caller builds the graph with dag/), depends_on and shards (the
+ * CLI runs them through this library), and per-run plugin state — the
+ * run key, rate limits, capacity share and part directory are still the
+ * process's (plugins.h), so one job at a time per process.
+ *
+ * Thread rules: run_start returns once the job's thread is started; the
+ * observer is called on that thread, in event order, with no lock held
+ * (a slow observer delays the run's later events, not its rows).
+ * run_cancel may be called from any thread at any time before run_free
+ * (it is what SIGINT does: rows in flight finish, a final checkpoint is
+ * written, the run can be resumed). run_wait joins the thread.
+ */
+#ifndef ELSPETH_RUN_H
+#define ELSPETH_RUN_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/core.h"
+#include "dag/dag.h"
+#include "engine/engine.h"
+
+typedef struct run_job run_job;
+
+typedef enum run_event_kind {
+	RUN_EV_PHASE_STARTED,    /* phase, action, target */
+	RUN_EV_PHASE_COMPLETED,  /* phase, seconds */
+	RUN_EV_PHASE_ERROR,      /* phase, target, error */
+	RUN_EV_PROGRESS,         /* progress */
+	RUN_EV_SQL_TRAIL_FAILED, /* target (the SQL file), error, run_id */
+	RUN_EV_WARNING,          /* error: what went wrong that the run survives */
+	RUN_EV_LAST
+} run_event_kind;
+
+/* One event. Strings and progress are valid during the callback only. */
+typedef struct run_event {
+	run_event_kind kind;
+	const char *phase;       /* "database", "process", "export" */
+	const char *action;      /* "connecting", "processing", "exporting" */
+	const char *target;      /* what the phase works on; may be NULL */
+	const char *error;
+	double seconds;          /* PHASE_COMPLETED: the phase's duration */
+	uint64_t run_id;
+	const eng_progress *progress;
+} run_event;
+
+typedef struct run_cfg {
+	dag_graph *graph;         /* built and validated; borrowed until run_free */
+	const char *settings_path;/* recorded with the run; may be NULL */
+	const char *database;     /* a Landscape landscape.url does not name
+				   * (an LMDB directory, or a SQL trail file
+				   * with its Landscape beside it), or NULL */
+	const char *resume;       /* a run id or "latest" to finish; NULL: a
+				   * new run */
+	unsigned max_rows_in_flight; /* 0: from the settings; 1: sequential */
+	unsigned max_waiting_mib;    /* 0: from the settings */
+	const eng_shard *shard;   /* a shard's rows only, or NULL */
+	/* A stop flag the caller also sets (a signal handler: lock-free),
+	 * or NULL: the job's own. run_cancel sets whichever it is. */
+	atomic_int *stop;
+	void (*observe)(void *ctx, const run_event *ev); /* may be NULL */
+	void *observe_ctx;
+	unsigned progress_ms;     /* progress events about this often; 0: none */
+} run_cfg;
+
+/* How a job ended (run_wait). */
+typedef struct run_result {
+	int rc;                   /* 0, or the run's failure (err) */
+	core_err err;
+	bool engine_ran;          /* the engine was started (else the job
+				   * failed before: the Landscape) */
+	eng_summary sum;          /* the engine's; valid when rc is 0 or the
+				   * run started (sum.run_id); released by
+				   * run_free */
+	/* The run is recorded, but bringing the SQL trail (sql) up to date
+	 * failed (sql_err), or the journal (with fail_on_error) or
+	 * landscape.export did (after_err). The run's own result is
+	 * unchanged. */
+	bool sql_failed, after_failed;
+	core_err sql_err, after_err;
+	bool audit;               /* the run was recorded (landscape on) */
+	char landscape[4096];     /* the LMDB directory, "" with audit off */
+	char sql[4096];           /* the SQL trail's file, "" when none */
+} run_result;
+
+/* Starts a job for cfg (copied; cfg->graph borrowed). Errors before the
+ * thread starts: CORE_ENOMEM, CORE_EIO (no thread); a Landscape that
+ * cannot be opened is the job's failure, seen at run_wait. */
+int run_start(const run_cfg *cfg, run_job **out, core_err *err);
+/* Stops pulling rows, as SIGINT does. Any thread; idempotent. */
+void run_cancel(run_job *j);
+/* Waits for the job to end and returns its result (valid until
+ * run_free). Once per job. */
+const run_result *run_wait(run_job *j);
+/* Frees the job (waiting for it first if run_wait was not called).
+ * NULL allowed. */
+void run_free(run_job *j);
+
+#endif /* ELSPETH_RUN_H */

@@ -1,0 +1,35 @@
+/*
+ * run_internal.h — what the run library's files share: the job, and the
+ * steps around the engine (after.c).
+ *
+ * A job is written by its own thread only, from run_start until the
+ * thread ends; run_wait reads it after pthread_join. The stop flag is
+ * the one field other threads touch (atomically).
+ */
+#ifndef ELSPETH_RUN_INTERNAL_H
+#define ELSPETH_RUN_INTERNAL_H
+
+#include <pthread.h>
+
+#include "recorder/recorder.h"
+#include "run/run.h"
+
+struct run_job {
+	run_cfg cfg;
+	atomic_int own_stop;      /* cfg.stop when the caller gives none */
+	pthread_t thread;
+	bool started, joined;
+	rec_env *rec;             /* the Landscape while the job runs */
+	run_result res;
+};
+
+/* Tells the observer (the job's thread). */
+void run__emit(run_job *j, const run_event *ev);
+
+/* After.c: payload_store, before the engine. 0 or an error. */
+int run__before(run_job *j, core_err *err);
+/* After the engine stopped: the SQL trail, the journal, the export. Sets
+ * res.sql_failed / sql_err and res.after_failed / after_err. */
+void run__after(run_job *j, bool completed);
+
+#endif /* ELSPETH_RUN_INTERNAL_H */

@@ -1,0 +1,168 @@
+/* The run library (run/run.h): a job on its own thread with the real
+ * plugins and Landscape, its events in order, cancel, and a failure
+ * before the engine. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "run/run.h"
+
+static char dir[256];
+
+static void setup(void)
+{
+	snprintf(dir, sizeof(dir), "/tmp/test_run.XXXXXX");
+	cr_assert_not_null(mkdtemp(dir));
+}
+
+static void teardown(void)
+{
+	char cmd[300];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	cr_assert_eq(system(cmd), 0);
+}
+
+/* A CSV of n rows, and a pipeline through `delay` (ms per row) into a
+ * CSV, its Landscape in dir. */
+static dag_graph *pipeline(int n, int ms, core_settings **s)
+{
+	char path[300], yaml[2048];
+	core_err err = { 0 };
+	dag_graph *g = NULL;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/in.csv", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("id,text\n", f);
+	for (int i = 1; i <= n; i++)
+		fprintf(f, "%d,row %d\n", i, i);
+	fclose(f);
+	snprintf(yaml, sizeof(yaml),
+		 "source: {plugin: csv, on_success: d_in, options: {path: %s/in.csv,"
+		 " schema: {mode: observed}, on_validation_failure: discard}}\n"
+		 "transforms:\n"
+		 "  - {name: d, plugin: delay, input: d_in, on_success: out,"
+		 " options: {distribution: fixed, ms: %d}}\n"
+		 "sinks:\n"
+		 "  out: {plugin: csv, options: {path: %s/out.csv}}\n"
+		 "landscape: {url: \"lmdb://%s/state\"}\n"
+		 "concurrency: {pipelining: {max_rows_in_flight: 8}}\n", dir, ms, dir, dir);
+	cr_assert_eq(core_settings_parse("t.yaml", yaml, s, &err), 0, "%s", err.msg);
+	cr_assert_eq(dag_build(*s, &g, &err), 0, "%s", err.msg);
+	return g;
+}
+
+/* The events a job sent, as letters: S started, C completed, E error,
+ * P progress (once, however many), W warning; phases by initial. */
+typedef struct seen {
+	char trail[64];
+	size_t n;
+	int progress;
+} seen;
+
+static void observe(void *ctx, const run_event *ev)
+{
+	seen *s = ctx;
+	char c = 0;
+
+	switch (ev->kind) {
+	case RUN_EV_PHASE_STARTED:
+		c = 'S';
+		break;
+	case RUN_EV_PHASE_COMPLETED:
+		c = 'C';
+		break;
+	case RUN_EV_PHASE_ERROR:
+		c = 'E';
+		break;
+	case RUN_EV_PROGRESS:
+		if (s->progress++ == 0)
+			c = 'P';
+		break;
+	default:
+		c = 'W';
+		break;
+	}
+	if (c && s->n + 2 < sizeof(s->trail)) {
+		s->trail[s->n++] = c;
+		if (ev->phase)
+			s->trail[s->n++] = ev->phase[0];
+		s->trail[s->n] = 0;
+	}
+}
+
+Test(run, a_job_runs_on_its_thread_and_reports_its_phases, .init = setup, .fini = teardown,
+     .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g = pipeline(200, 1, &s);
+	seen obs = { 0 };
+	run_cfg cfg = { .graph = g, .settings_path = "t.yaml", .observe = observe,
+			.observe_ctx = &obs, .progress_ms = 10 };
+	core_err err = { 0 };
+	const run_result *r;
+	run_job *j;
+
+	cr_assert_eq(run_start(&cfg, &j, &err), 0, "%s", err.msg);
+	r = run_wait(j);
+	cr_assert_eq(r->rc, 0, "%s", r->err.msg);
+	cr_assert_eq(r->sum.rows, 200);
+	cr_assert(r->audit && r->sum.run_id == 1);
+	cr_assert_not_null(strstr(r->landscape, "/state"), "%s", r->landscape);
+	cr_assert(!r->sql_failed && !r->after_failed);
+	cr_assert_str_eq(obs.trail, "SdCdSpPCp", "events: %s", obs.trail);
+	run_free(j);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(run, cancel_stops_it_as_sigint_does, .init = setup, .fini = teardown, .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g = pipeline(2000, 20, &s); /* 5 s at 8 in flight */
+	run_job *j = NULL;
+	seen obs = { 0 };
+	run_cfg cfg = { .graph = g, .observe = observe, .observe_ctx = &obs,
+			.progress_ms = 50 };
+	core_err err = { 0 };
+	const run_result *r;
+
+	cr_assert_eq(run_start(&cfg, &j, &err), 0, "%s", err.msg);
+	usleep(300000); /* from another thread, mid-run */
+	run_cancel(j);
+	r = run_wait(j);
+	cr_assert_eq(r->rc, 0, "%s", r->err.msg);
+	cr_assert(r->sum.interrupted, "cancelled: interrupted");
+	cr_assert_lt(r->sum.rows, 2000, "stopped early (%llu rows)",
+		     (unsigned long long)r->sum.rows);
+	cr_assert_gt(r->sum.checkpoints, 0, "a final checkpoint: resumable");
+	run_free(j);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(run, a_resume_without_a_landscape_fails_before_the_engine, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g = pipeline(5, 0, &s);
+	seen obs = { 0 };
+	run_cfg cfg = { .graph = g, .resume = "latest", .observe = observe,
+			.observe_ctx = &obs };
+	core_err err = { 0 };
+	const run_result *r;
+	run_job *j;
+
+	cr_assert_eq(run_start(&cfg, &j, &err), 0, "%s", err.msg);
+	r = run_wait(j);
+	cr_assert_neq(r->rc, 0);
+	cr_assert(!r->engine_ran);
+	cr_assert_str_eq(obs.trail, "SdEd", "events: %s", obs.trail);
+	cr_assert_eq(access(r->landscape, F_OK), -1, "no Landscape was created");
+	run_free(j);
+	dag_free(g);
+	core_settings_free(s);
+}
