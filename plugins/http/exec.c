@@ -299,7 +299,6 @@ static void drop_pending_hedge(upstream *u, job *j)
 	free_hedge(h);
 }
 
-
 /* Starts one attempt (x->lock held). Returns false if curl refused. */
 static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 {
@@ -627,9 +626,9 @@ static void account(upstream *u, const job *t, plg_error_class c, uint64_t now)
 		u->busy_ns += now - t->started_mono;
 }
 
-/* Why a running copy is cancelled: its twin answered, or the run stops
- * (executor thread, no lock: the copy is recorded). Its slot is given
- * back by settle_cancelled(). */
+/* Cancels a running copy: its twin answered, or the run stops (executor
+ * thread, no lock: the copy is recorded). Returns its handle; the caller
+ * gives back its slot under the lock. */
 static CURL *cancel_copy(http_exec *x, job *o, bool answered)
 {
 	CURL *e = o->easy;
@@ -712,9 +711,8 @@ static void done(http_exec *x, job *t, CURLcode rc)
 	if (!cut && status > 0 && c != PLG_CLASS_CAPACITY && c != PLG_CLASS_GAVE_UP)
 		http__tail_add(&u->tail, (double)(now - t->started_mono) / 1e9);
 	account(u, t, c, now);
-	if (oe)
-		account(u, other, PLG_CLASS_TIMEOUT, now);
 	if (oe) {
+		account(u, other, PLG_CLASS_TIMEOUT, now);
 		u->active--;
 		give_easy(x, oe);
 		http__gate_done(&u->gate, other->started_mono, other->k, now, HTTP_CAP_OTHER, NULL, 0);
