@@ -24,6 +24,12 @@
  * trip of the ceiling when nothing limits. Those first answers teach the
  * headers and the latency only: where no budget was announced, the
  * first burst is judged as if it had been the first.
+ *
+ * After a drop the pace remembers two levels: the peak (what the
+ * upstream carried before it fell) and the trough (the base that held
+ * before a jump back passed). The next drop lands on the trough at once;
+ * at the trough, a jump to the peak about once a second is a one-request
+ * probe (refused, it costs that request and leaves the peak alone).
  */
 #include <math.h>
 #include <string.h>
@@ -52,6 +58,7 @@
 #define JUMP_MIN_S 1.0       /* within these bounds */
 #define JUMP_MAX_S 30.0
 #define JUMP_PATIENCE_S 20.0 /* then longer, with the square of the time */
+#define JUMP_PAUSE 1.0       /* intervals after a jump refused at once */
 #define JUMP_DECAY 0.95      /* a failed jump lowers the peak this much */
 #define HELD_S 2.0           /* a base held this long becomes the peak */
 #define MIN_RATE 0.01        /* one request per 100 s */
@@ -426,9 +433,14 @@ static void on_hints(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 
 /* The base changes: the peak remembers it only once it has worked for
  * HELD_S (a rate that was never held proves nothing). */
+static bool held(const http_cap *c, uint64_t now)
+{
+	return c->base_since && (double)(now - c->base_since) >= HELD_S * SEC;
+}
+
 static void set_base(http_cap *c, double base, uint64_t now)
 {
-	if (c->base_since && (double)(now - c->base_since) >= HELD_S * SEC)
+	if (held(c, now))
 		c->peak = fmax(c->peak, c->base);
 	c->rate = c->base = fmax(base, MIN_RATE);
 	c->base_since = now;
@@ -467,6 +479,10 @@ static void probe_passed(http_cap *c, uint64_t now)
 	double tokens, sent = sent_after(c, c->probe_start, &tokens) /
 			      ((double)(now - c->probe_start) / SEC);
 
+	/* a jump leaves a base that had held: the level of the trough,
+	 * where the next drop of this upstream probably lands */
+	if (c->jumping && held(c, now))
+		c->low = c->base;
 	c->prev_base = c->base;
 	c->promoted_at = now;
 	set_base(c, fmax(c->base, fmin(c->rate, sent * (1 + GAIN0))), now);
@@ -474,11 +490,31 @@ static void probe_passed(http_cap *c, uint64_t now)
 	if (c->jumping) { /* toward the peak: on until there, then gently */
 		c->jumping = false;
 		c->next_jump = now;
-		c->gain = GAIN0;
+		c->gain = fmax(c->gain, GAIN0); /* the peak may be below the limit */
 	} else
 		c->gain = fmin(c->gain * 2, GAIN_MAX);
 	c->probe_every = PROBE_EVERY_S;
 	c->next_probe = now; /* it worked: go on while it does */
+}
+
+/* A success of the second that set the pace at the first refusal: that
+ * pace counted its sends still unanswered as admitted, but a burst's
+ * refusals come back at once and its successes only after the service
+ * time, and the second that could be measured then may have held the
+ * start window alone. The successes of the burst itself, as they come,
+ * are a floor for the pace (as long as nothing else has set it). */
+static void first_pace_ok(http_cap *c, uint64_t sent)
+{
+	uint64_t to = c->first_paced;
+	double r;
+
+	if (!to || sent > to || c->base_since != to)
+		return;
+	r = oks_between(c, ago(to, MEASURE_S), to) / MEASURE_S * CUT_MARGIN;
+	if (r > c->base) {
+		c->base = r;
+		c->rate = fmax(c->rate, r);
+	}
 }
 
 /* On a success: move the pace along, if the pace is what holds sends. */
@@ -517,18 +553,26 @@ static void pause_intervals(http_cap *c, uint64_t now, double n, bool hinted)
 /* A probe was refused: back to the base. What it sent beyond the base,
  * and the refused request, sit in the upstream's window (one second, for
  * the estimate), which is full: pause until they would have left it, two
- * intervals at least. */
+ * intervals at least. A jump refused at its first send (no more sent
+ * than the base would have) is the low phase's one-request probe: it
+ * leaves the peak alone and pauses JUMP_PAUSE intervals only (our own
+ * one-second window counts the refused send, as the upstream does). */
 static void probe_failed(http_cap *c, uint64_t now, bool hinted)
 {
-	double excess = fmax(seen_rate(c, now) - c->base, 0) + 1;
+	double excess = fmax(seen_rate(c, now) - c->base, 0) + 1, tok;
+	double sent = sent_after(c, c->probe_start ? c->probe_start - 1 : 0, &tok);
+	double base_would = c->base * (double)(now - c->probe_start) / SEC;
 
 	c->rate = c->base;
 	c->probing = false;
 	c->probe_end = 0; /* its refusals are answered: a next one is news */
 	if (c->jumping) {
-		/* the peak may be too high now, if not gone: a little less */
+		/* refused at its first send, it says the limit is still where
+		 * the base is, nothing about the peak; refused later, the limit
+		 * is between them: the peak a little lower */
 		c->jumping = false;
-		c->peak = fmax(c->base, c->peak * JUMP_DECAY);
+		if (sent > base_would + 2)
+			c->peak = fmax(c->base, c->peak * JUMP_DECAY);
 	} else {
 		/* the limit is between base and the probe: half as far next */
 		c->gain = fmax(c->gain / 2, GAIN_MIN);
@@ -536,17 +580,29 @@ static void probe_failed(http_cap *c, uint64_t now, bool hinted)
 		c->next_probe = now + (uint64_t)(c->probe_every * SEC);
 	}
 	schedule_jump(c, now);
-	pause_intervals(c, now, fmax(excess, 2), hinted);
+	excess = fmax(excess, 2);
+	if (c->jumped_last && sent <= base_would + 2)
+		excess = JUMP_PAUSE; /* one send over: it sits in the window alone */
+	pause_intervals(c, now, excess, hinted);
 }
 
 /* A refusal while cruising: the limit fell. The base is cut by BETA, and
  * to what was admitted in the last second if that is less (never below
- * BETA_FLOOR: the last second may have held a pause of ours). */
+ * BETA_FLOOR: the last second may have held a pause of ours), and to the
+ * trough the last drop found if that is less still. What the last
+ * second carried becomes the peak. */
 static void drop(http_cap *c, uint64_t now, bool hinted)
 {
-	double admitted = admitted_rate(c, now) * CUT_MARGIN;
+	double seen = admitted_rate(c, now), admitted = seen * CUT_MARGIN;
+	double cut = fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted));
 
-	set_base(c, fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted)), now);
+	/* what the upstream carried until it fell is the rate to jump back
+	 * to, even if the base had not held HELD_S (it was still climbing) */
+	c->peak = fmax(c->peak, seen);
+	if (c->low > 0 && c->low < cut)
+		cut = c->low; /* where the last drop landed: a limit that falls
+			       * to where it was before needs no second cut */
+	set_base(c, cut, now);
 	c->gain = GAIN0;
 	c->probe_every = PROBE_EVERY_S;
 	c->next_probe = now + (uint64_t)(c->probe_every * SEC);
@@ -564,9 +620,10 @@ static bool within(uint64_t now, uint64_t t, double s)
 /*
  * A refusal at the pace (sent after the last reaction):
  *  - not paced yet: pace at what the last second admitted;
- *  - everything sent since the last reaction refused, or less than
- *    SETTLE_S since the last drop: the upstream's window is still full
- *    of what was sent before; pause longer (2^n intervals), nothing else;
+ *  - everything sent since the last reaction refused (unless that was a
+ *    nudge: then the limit fell), or less than SETTLE_S since the last
+ *    drop: the upstream's window is still full of what was sent before;
+ *    pause longer (2^n intervals), nothing else;
  *  - during a probe, or soon after: the probe failed;
  *  - soon after a probe became the base: that base was a little too
  *    much, back to the one before;
@@ -579,10 +636,11 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 	if (!isfinite(c->rate)) {
 		/* not paced yet: what was admitted in the last second */
 		set_base(c, fmax(admitted_rate(c, now), 1 / MEASURE_S) * CUT_MARGIN, now);
-		c->drop_at = now;
+		c->drop_at = c->first_paced = now;
 		pause_intervals(c, now, 1, hinted);
 	} else if ((c->ever_ok && !c->oks_since_react &&
-		    c->refused_since_react >= c->sent_since_react) ||
+		    c->refused_since_react >= c->sent_since_react &&
+		    c->react_at != c->nudge_at) ||
 		   within(now, c->drop_at, SETTLE_S)) {
 		pause_intervals(c, now, exp2(++c->streak), hinted);
 		return;
@@ -662,12 +720,19 @@ static void cut_window(http_cap *c, double w, uint64_t now)
  * success sent since the last reaction and above what the pace alone
  * keeps in flight, is a vote for a concurrency cap; any other, for a rate
  * limit (which refuses whatever the concurrency). The tally, bounded,
- * decides: one refusal of a burst does not make a rate limit a cap. */
+ * decides: one refusal of a burst does not make a rate limit a cap. The
+ * refusals that follow the first one before any success are the same
+ * burst: they may vote "rate", not "cap" again (three cap votes there
+ * made the later refusals of a rate limit cut the window instead of the
+ * pace, and let probes pass through a fall). */
 static bool vote_concurrency(http_cap *c, unsigned k)
 {
 	double paced = isfinite(c->rate) ? c->rate * c->srtt_s + 2 : 0;
 	bool full = k >= window_slots(c); /* sent into the last slot */
 	int v = k > 1 && (full || (k > paced && (!c->ever_ok || k > c->ok_kmax))) ? 1 : -1;
+
+	if (v > 0 && c->react_at && !c->ever_ok)
+		return c->conc_score > 0; /* the first burst's: it has voted */
 
 	c->conc_score += v;
 	if (c->conc_score > SCORE_MAX)
@@ -694,6 +759,7 @@ static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 		c->oks_since_react++;
 		c->first_probe = false; /* the probe came back: there is room */
 	}
+	first_pace_ok(c, sent);
 	pace_step(c, now);
 	grow_window(c, now);
 }

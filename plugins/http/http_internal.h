@@ -160,12 +160,14 @@ typedef struct http_cap {
 	double base;                  /* cruise: the last rate that worked */
 	double prev_base;             /* before the last probe became the base */
 	double peak;                  /* the rate that worked before the last drop */
+	double low;                   /* the base that held before the last jump passed */
 	double gain;                  /* the next probe: base * (1 + gain) */
 	double probe_every;           /* seconds of cruise between probes */
 	bool probing, jumping;        /* rate is above base, on trial */
 	bool jumped_last;
 	uint64_t probe_start, probe_end, next_probe, next_jump, promoted_at, drop_at, nudge_at;
 	uint64_t base_since;           /* the base was set */
+	uint64_t first_paced;         /* the first refusal set the pace */
 	uint64_t next_send, next_tok; /* pacing grids (requests, tokens) */
 	bool pace_bound;              /* a send waited for the pace lately */
 	/* concurrency */

@@ -638,3 +638,45 @@ Test(http_capacity, a_probe_that_fails_otherwise_does_not_stall)
 	t = held(&c, sent + 201 * MS, &why);
 	cr_assert_neq(t, HTTP_CAP_WAIT_DONE, "nothing in flight: another probe may go");
 }
+
+/* The flaky schedule (20 <-> 5 a second, refused requests counted): the
+ * rate the upstream carried before it fell is remembered; at 5 it is
+ * tried about once a second, one request at a time, and a jump refused
+ * at its first send costs that one refusal and leaves the peak where it
+ * was; the rise is found within a couple of seconds and taken at once
+ * (no ramp from 5); the next fall lands where the last one did. */
+Test(http_capacity, a_flaky_limit_is_followed, .timeout = 60)
+{
+	static server s = { .limit = 20 };
+	http_cap c;
+	uint64_t now = 0;
+	unsigned long long r0;
+	unsigned got;
+	double peak;
+
+	init(&c, 64, 0);
+	drive(&c, &s, &now, 10, NULL, NULL);
+	s.limit = 5;
+	drive(&c, &s, &now, 2, NULL, NULL);
+	cr_assert_lt(c.base, 6, "down to the new limit within 2 s: %g", c.base);
+	r0 = c.refusals;
+	peak = c.peak;
+	cr_assert_geq(peak, 17, "the rate that worked is remembered: %g", peak);
+	got = drive(&c, &s, &now, 8, NULL, NULL);
+	cr_assert_geq(c.refusals - r0, 4, "the rise is looked for: %llu refusals in 8 s",
+		      c.refusals - r0);
+	cr_assert_leq(c.refusals - r0, 12, "one probe a second at most: %llu refusals in 8 s",
+		      c.refusals - r0);
+	cr_assert_geq(got, 24, "8 s at 5/s, probes paid: %u admitted", got);
+	cr_assert_geq(c.peak, peak * 0.99, "probes refused at once keep the peak: %g", c.peak);
+	s.limit = 20;
+	got = drive(&c, &s, &now, 3, NULL, NULL);
+	cr_assert_geq(got, 40, "back to the peak within a few seconds: %u in 3 s", got);
+	cr_assert_geq(c.base, 17, "%g", c.base);
+	drive(&c, &s, &now, 7, NULL, NULL);
+	s.limit = 5;
+	r0 = c.refusals;
+	got = drive(&c, &s, &now, 2, NULL, NULL);
+	cr_assert_lt(c.base, 6, "the second fall lands at once: %g", c.base);
+	cr_assert_leq(c.refusals - r0, 8, "%llu refusals", c.refusals - r0);
+}
