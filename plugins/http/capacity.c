@@ -71,6 +71,8 @@
 #define LAT_ALPHA (1.0 / 64) /* the slow round trip's smoothing */
 #define LAT_WARMUP 128       /* answers before the latency is trusted */
 #define LAT_HIGH 2.0         /* srtt this many times its low: queueing */
+#define LAT_CLIP 3.0         /* one answer moves the slow round trip at
+			      * most as one this many times it would */
 #define LAT_GROW 1.5         /* the window grows only below this */
 #define LAT_BETA 0.9         /* the window on queueing */
 #define LAT_FORGET_S 60.0    /* the low forgets at e per this */
@@ -695,8 +697,13 @@ static void watch_latency(http_cap *c, uint64_t now, double rtt)
 	if (c->min_rtt_s <= 0 || rtt < c->min_rtt_s)
 		c->min_rtt_s = rtt;
 	c->lat_at = now;
-	c->slow_rtt_s = c->slow_rtt_s > 0 ? c->slow_rtt_s + (rtt - c->slow_rtt_s) * LAT_ALPHA
-					  : rtt;
+	/* A heavy tail's few long answers are no trend: each counts at most
+	 * LAT_CLIP times the slow round trip, so they cannot shrink the
+	 * window of an upstream that does not queue (ADR 0029); a real
+	 * rise moves every answer and gets through. */
+	c->slow_rtt_s = c->slow_rtt_s > 0 ?
+		c->slow_rtt_s + (fmin(rtt, LAT_CLIP * c->slow_rtt_s) - c->slow_rtt_s) * LAT_ALPHA :
+		rtt;
 	if (++c->lat_n < LAT_WARMUP)
 		return;
 	c->base_rtt_s = c->base_rtt_s > 0 ?

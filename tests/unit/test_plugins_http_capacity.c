@@ -559,6 +559,27 @@ Test(http_capacity, rising_latency_at_the_same_concurrency_shrinks_the_window)
 	cr_assert_geq(c.window, 1);
 }
 
+Test(http_capacity, a_few_slow_answers_do_not_shrink_the_window)
+{
+	http_cap c;
+	uint64_t t = 0;
+	unsigned ks[8];
+
+	init(&c, 8, 0);
+	for (int round = 0; round < 120; round++) {
+		unsigned n = (unsigned)c.window;
+
+		for (unsigned i = 0; i < n; i++)
+			ks[i] = go(&c, t);
+		t += 100 * MS;
+		/* from round 40 on, one answer in eight takes 3 s (sent
+		 * in an earlier round: only its answer is late) */
+		for (unsigned i = 0; i < n; i++)
+			ok(&c, round >= 40 && i == 0 ? t - 3 * S : t - 100 * MS, ks[i], t);
+	}
+	cr_assert_eq(c.window, 8, "a heavy tail is not queueing: window %g", c.window);
+}
+
 Test(http_capacity, the_state_survives_a_save_and_restore)
 {
 	http_cap c, d;
