@@ -101,3 +101,19 @@ sinks:
   low: {plugin: csv, options: {path: "$2/low.csv"}}
 YAML
 }
+
+# llm_bench_bins [BUILD_DIR]: a Release build of elspeth and the mock
+# (default build-release), copied into $OUT/bin so that a rebuild
+# meanwhile (other work in the tree) cannot change the binaries halfway
+# through a benchmark; sets BIN, MOCK and REV (the commit, "+local
+# changes" when the tree differs from it).
+llm_bench_bins() {
+  local b=${1:-build-release}
+  cmake -S . -B "$b" -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
+  cmake --build "$b" -j"$(nproc)" --target elspeth elspeth-mock-llm >/dev/null
+  cp "$b/elspeth" "$b/elspeth-mock-llm" "$OUT/bin/"
+  BIN=$OUT/bin/elspeth
+  MOCK=$OUT/bin/elspeth-mock-llm
+  REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
+}

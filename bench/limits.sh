@@ -52,13 +52,7 @@ source bench/lib.sh
 for c in jq:jq curl:curl; do
   ensure_pkg "${c%%:*}" "${c#*:}" || { echo "bench/limits.sh needs ${c%%:*}" >&2; exit 1; }
 done
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target elspeth elspeth-mock-llm >/dev/null
-cp build-release/elspeth build-release/elspeth-mock-llm "$OUT/bin/"
-BIN=$OUT/bin/elspeth
-MOCK=$OUT/bin/elspeth-mock-llm
-REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
+llm_bench_bins
 
 trap stop_mock EXIT
 

@@ -95,15 +95,7 @@ for c in jq:jq curl:curl /usr/bin/time:time; do
   ensure_pkg "${c%%:*}" "${c#*:}" || { echo "bench/llm.sh needs ${c%%:*}" >&2; exit 1; }
 done
 
-cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
-cmake --build build-release -j"$(nproc)" --target elspeth elspeth-mock-llm >/dev/null
-# Every run uses these copies: a rebuild of build-release meanwhile (other
-# work in the tree) cannot change the binaries halfway through.
-cp build-release/elspeth build-release/elspeth-mock-llm "$OUT/bin/"
-BIN=$OUT/bin/elspeth
-MOCK=$OUT/bin/elspeth-mock-llm
-REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
+llm_bench_bins
 
 # ------------------------------------------------------------ helpers
 proc_ticks() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }

@@ -48,14 +48,7 @@ source bench/lib.sh
 for c in jq:jq curl:curl /usr/bin/time:time; do
   ensure_pkg "${c%%:*}" "${c#*:}" || { echo "bench/tail.sh needs ${c%%:*}" >&2; exit 1; }
 done
-BUILD=${BUILD:-build-release}
-cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
-cmake --build "$BUILD" -j"$(nproc)" --target elspeth elspeth-mock-llm >/dev/null
-cp "$BUILD/elspeth" "$BUILD/elspeth-mock-llm" "$OUT/bin/"
-BIN=$OUT/bin/elspeth
-MOCK=$OUT/bin/elspeth-mock-llm
-REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
+llm_bench_bins "${BUILD:-build-release}"
 trap stop_mock EXIT
 
 # settings TAG N MODE: the demo's settings with this run's knobs.
