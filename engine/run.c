@@ -93,7 +93,8 @@ static void busiest_upstream(const dag_graph *g, eng_summary *sum)
 		plg_capacity cap;
 
 		if (n->kind != DAG_TRANSFORM || !n->tstate || !n->tops->capacity ||
-		    !n->tops->capacity(n->tstate, &cap) || cap.busy_s <= sum->upstream.busy_s)
+		    !n->tops->capacity(n->tstate, &cap) ||
+		    (*sum->upstream.name && cap.busy_s <= sum->upstream.busy_s))
 			continue;
 		snprintf(sum->upstream.name, sizeof(sum->upstream.name), "%s",
 			 cap.upstream ? cap.upstream : "");

@@ -178,12 +178,17 @@ Test(samples, pipelined_run_is_sampled)
 	check_samples(4);
 }
 
+/* Without the Landscape nothing is sampled: a transform's capacity is
+ * asked for once, at the end, for the run's summary (its upstream's
+ * share of the server used), not about every sample_ms. */
 Test(samples, none_without_the_landscape)
 {
-	run_sampled(slow, NULL, 4, 1);
-	cr_assert_eq(atomic_load(&tcap_calls), 0, "no capacity asked for");
+	eng_summary sum = run_sampled(slow, NULL, 4, 1);
+
+	cr_assert_eq(atomic_load(&tcap_calls), 1, "asked once, for the summary");
+	cr_assert_str_eq(sum.upstream.name, "http://mock:1");
 	run_sampled(slow, NULL, 1, 1);
-	cr_assert_eq(atomic_load(&tcap_calls), 0, "no capacity asked for");
+	cr_assert_eq(atomic_load(&tcap_calls), 2, "asked once, for the summary");
 }
 
 Test(samples, sink_rows_do_not_depend_on_sampling)
