@@ -144,7 +144,9 @@ static int top(tpl__cc *c, tpl__node_kind kind, const char *word, size_t at,
 
 static int stmt_if(tpl__cc *c, size_t at)
 {
-	tpl__node *n;
+	/* NULL: tpl__add_node leaves it unset on its error path, which
+	 * -O3 cannot see is never read (-Wmaybe-uninitialized). */
+	tpl__node *n = NULL;
 	tpl__ex *cond;
 	int rc;
 
@@ -287,7 +289,7 @@ static int stmt_for(tpl__cc *c, size_t at)
 	char *names[TPL__MAX_TARGETS];
 	size_t n = 0;
 	tpl__ex *iter = NULL;
-	tpl__node *node;
+	tpl__node *node = NULL; /* as in stmt_if */
 	int rc;
 
 	if ((rc = for_targets(c, names, &n)) ||
