@@ -6,36 +6,14 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 
 #define DEFAULT_URL "lmdb://./state/audit.lmdb"
-
-static bool beside_exists(const char *database)
-{
-	char p[4096];
-	struct stat st;
-
-	return (size_t)snprintf(p, sizeof(p), "%s.lmdb", database) < sizeof(p) &&
-	       !stat(p, &st) && S_ISDIR(st.st_mode);
-}
 
 int cli_landscape_of(const char *database, char *lmdb, size_t cap, char *sql,
 		     size_t scap, core_err *err)
 {
-	struct stat st;
-
-	sql[0] = '\0';
-	/* The SQL file, or its Landscape beside it when the file is not
-	 * there yet (a run killed before its first export). */
-	if ((!stat(database, &st) && S_ISREG(st.st_mode)) ||
-	    (stat(database, &st) && errno == ENOENT && beside_exists(database))) {
-		if ((size_t)snprintf(sql, scap, "%s", database) >= scap ||
-		    (size_t)snprintf(lmdb, cap, "%s.lmdb", database) >= cap)
-			return core_err_set(err, CORE_ECONFIG, "--database path too long");
-		return 0;
-	}
-	if ((size_t)snprintf(lmdb, cap, "%s", database) >= cap)
-		return core_err_set(err, CORE_ECONFIG, "--database path too long");
-	return 0;
+	return run_database_paths(database, lmdb, cap, sql, scap, err);
 }
 
 /* -s SETTINGS (its landscape.url), --database PATH, or the default. */

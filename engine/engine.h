@@ -17,7 +17,8 @@
  * through plg_ctx.halt, from any thread while its process() runs: the
  * engine then sets *stop as SIGINT would (an internal flag when
  * o->stop is NULL) and reports the halt in eng_summary. One run per
- * dag_graph at a time.
+ * process at a time: the plugins keep a run's key, rate limits, capacity
+ * share and part directory in process statics (plugins.h).
  */
 #ifndef ELSPETH_ENGINE_H
 #define ELSPETH_ENGINE_H

@@ -30,23 +30,22 @@ static bool exists_beside(const char *database)
 	       !stat(p, &st) && S_ISDIR(st.st_mode);
 }
 
-/* The LMDB directory and SQL file of a `database` the caller names: a
- * file is a SQL trail with its Landscape beside it (PATH.lmdb), as it is
- * when the file does not exist yet but its Landscape does. */
-static int database_paths(const char *database, run_result *r, core_err *err)
+int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
+		       size_t scap, core_err *err)
 {
 	struct stat st;
 
+	sql[0] = '\0';
+	/* The SQL file, or its Landscape beside it when the file is not
+	 * there yet (a run killed before its first export). */
 	if ((!stat(database, &st) && S_ISREG(st.st_mode)) ||
 	    (stat(database, &st) && errno == ENOENT && exists_beside(database))) {
-		if ((size_t)snprintf(r->sql, sizeof(r->sql), "%s", database) >= sizeof(r->sql) ||
-		    (size_t)snprintf(r->landscape, sizeof(r->landscape), "%s.lmdb", database) >=
-			    sizeof(r->landscape))
+		if ((size_t)snprintf(sql, scap, "%s", database) >= scap ||
+		    (size_t)snprintf(lmdb, cap, "%s.lmdb", database) >= cap)
 			return core_err_set(err, CORE_ECONFIG, "--database path too long");
 		return 0;
 	}
-	if ((size_t)snprintf(r->landscape, sizeof(r->landscape), "%s", database) >=
-	    sizeof(r->landscape))
+	if ((size_t)snprintf(lmdb, cap, "%s", database) >= cap)
 		return core_err_set(err, CORE_ECONFIG, "--database path too long");
 	return 0;
 }
@@ -65,7 +64,9 @@ static int open_landscape(run_job *j, core_err *err)
 		return j->cfg.resume ? core_err_set(err, CORE_ECONFIG,
 			"resume needs the Landscape, which landscape.enabled: false turns off") : 0;
 	r->audit = true;
-	rc = j->cfg.database ? database_paths(j->cfg.database, r, err) :
+	rc = j->cfg.database ? run_database_paths(j->cfg.database, r->landscape,
+						  sizeof(r->landscape), r->sql,
+						  sizeof(r->sql), err) :
 	     core_landscape_paths(s->landscape_url, r->landscape, sizeof(r->landscape),
 				  r->sql, sizeof(r->sql), err);
 	if (rc)

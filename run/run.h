@@ -105,6 +105,13 @@ typedef struct run_result {
 	char sql[4096];           /* the SQL trail's file, "" when none */
 } run_result;
 
+/* The LMDB directory of a Landscape the caller names (--database PATH):
+ * PATH itself, or, when PATH is a file (the SQL trail of a sqlite:///
+ * url) or a file not there yet whose PATH.lmdb is, PATH.lmdb beside it,
+ * with sql receiving PATH ("" otherwise). CORE_ECONFIG: too long. */
+int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
+		       size_t scap, core_err *err);
+
 /* Starts a job for cfg (copied; cfg->graph borrowed). Errors before the
  * thread starts: CORE_ENOMEM, CORE_EIO (no thread); a Landscape that
  * cannot be opened is the job's failure, seen at run_wait. */
