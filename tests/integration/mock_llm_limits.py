@@ -400,7 +400,9 @@ async def capacity(c, port, port2, port3):
     s = workers
     c.check(f"4 workers on 4 slots of 200 ms: goodput ~1 ({s['capacity']:.1f}, {s['goodput']:.3f})",
             s["capacity_by"]["concurrency"] and 0.9 <= s["goodput"] <= 1.05
-            and abs(s["mean_latency_ms"] - 200) <= 5 and s["capacity_by"]["rate"] is None, s)
+            # a slot is charged until its answer is written: never less
+            # than the 200 ms asked, a little more on a loaded machine
+            and 199 <= s["mean_latency_ms"] <= 260 and s["capacity_by"]["rate"] is None, s)
     s = ham
     c.check(f"hammering with refused-weight 1: goodput low ({s['goodput']:.3f})",
             s["goodput"] < 0.7 and s["goodput"] < paced_rate["goodput"], s)
