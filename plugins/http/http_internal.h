@@ -146,7 +146,9 @@ typedef struct http_cap {
 	unsigned sent_since_react, oks_since_react, refused_since_react;
 	unsigned ok_kmax;             /* largest k of a success sent since react_at */
 	unsigned streak;              /* refusals in a row with nothing admitted */
-	bool first_probe;             /* after the first refusal ever: one request */
+	bool first_probe;             /* after the first refusal ever: one request, */
+	unsigned probe_credit;        /* and one more for each answer that
+				       * freed a slot and told nothing */
 	/* what the upstream said */
 	uint64_t pause_until;         /* no dispatch before (hint or backoff) */
 	http_cap_reason pause_why;
