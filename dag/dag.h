@@ -2,8 +2,10 @@
  * dag.h — the public contract of elspeth's dag module: the expression
  * language of gate conditions, and the graph built from the settings.
  *
- * Thread rules: a compiled expression and a built graph are immutable and
- * may be used by many threads at once.
+ * Thread rules: a compiled expression is immutable and may be used by many
+ * threads at once. A built graph is written once more, by dag_open() (the
+ * plugin instances' states), from one thread before the run starts; after
+ * that it is read-only and shared by the run's threads.
  */
 #ifndef ELSPETH_DAG_H
 #define ELSPETH_DAG_H

@@ -347,8 +347,10 @@ void rec_replay_free(rec_replay *r); /* NULL allowed */
  *
  * payload_store.backend: filesystem. After rec_payload_store_open, a
  * row's payloads (rec_story_payload) are written to content-addressed
- * files under dir (DIR/ab/abcd..., ELSPETH's layout: created, fsync'd and
- * renamed into place before the call returns) and its story keeps only
+ * files under dir (DIR/ab/abcd..., ELSPETH's layout: written under a
+ * temporary name and renamed into place before the call returns; made
+ * durable by one syncfs() of their filesystem before the transaction
+ * that names them commits, not one fsync each) and its story keeps only
  * the hashes its records name. dir (made absolute) is listed in REC_META
  * so that every reader of the Landscape finds the files: rec_get_payload
  * falls back to them. Call before the run starts, from one thread.

@@ -4,7 +4,8 @@
  * our own for what ELSPETH does not record (docs/audit.md "The SQL
  * trail"). Used by `elspeth export --sqlite`, by runs whose
  * landscape.url is sqlite:///... (brought up to date after every run and
- * resume) and by the readers of SQL (mcp, report).
+ * resume, run/after.c), by `elspeth manifest` and by `elspeth mcp`'s
+ * query over an LMDB trail. `elspeth report` reads the Landscape itself.
  *
  * Ids are text: run "1", the rest prefixed by kind and run ("tok-1-42"),
  * times ISO 8601 UTC as ELSPETH's SQLite stores them, hashes hex.
