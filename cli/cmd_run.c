@@ -254,16 +254,17 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			a->max_in_flight = 1;
 			break;
 		case 'N':
-			if ((prc = cli_parse_count(optarg, 4096, &n)) < 0)
+			if ((prc = cli_parse_count(optarg, ENG_MAX_IN_FLIGHT, &n)) < 0)
 				return cli_usage_error(cmd, "--max-rows-in-flight needs a positive integer, got '%s'", optarg);
 			if (prc > 0)
-				return cli_usage_error(cmd, "--max-rows-in-flight is at most 4096, got %s", optarg);
+				return cli_usage_error(cmd, "--max-rows-in-flight is at most %u, got %s",
+						       ENG_MAX_IN_FLIGHT, optarg);
 			a->max_in_flight = (long)n;
 			break;
 		case 'W':
-			if (cli_parse_count(optarg, 1048576, &n))
+			if (cli_parse_count(optarg, ENG_MAX_WAITING_MIB, &n))
 				return cli_usage_error(cmd, "--max-waiting-mib needs an integer "
-						       "1..1048576, got '%s'", optarg);
+						       "1..%u, got '%s'", ENG_MAX_WAITING_MIB, optarg);
 			a->max_waiting_mib = (unsigned)n;
 			break;
 		case 'f':

@@ -75,12 +75,20 @@ typedef struct eng_shard {
 	const char *manifest_hash;   /* sha256 hex of the manifest's plan */
 } eng_shard;
 
+/* The largest rows in flight and waiting budget a run takes (a thread
+ * per row in flight; the budget in MiB). eng_run and eng_resume refuse
+ * more with CORE_ECONFIG, whoever the caller is. */
+#define ENG_MAX_IN_FLIGHT 4096u
+#define ENG_MAX_WAITING_MIB 1048576u
+
 typedef struct eng_opts {
 	atomic_int *stop;            /* set (from a signal handler too: it is
 				      * lock-free) to stop pulling; may be NULL */
-	unsigned max_rows_in_flight; /* 1 = sequential; 0 = from settings */
-	/* The waiting budget in MiB (--max-waiting-mib); 0: from settings.
-	 * Ignored when the settings give max_completed_waiting (a count). */
+	/* 1 = sequential; 0 = from settings; at most ENG_MAX_IN_FLIGHT */
+	unsigned max_rows_in_flight;
+	/* The waiting budget in MiB (--max-waiting-mib); 0: from settings;
+	 * at most ENG_MAX_WAITING_MIB. Ignored when the settings give
+	 * max_completed_waiting (a count). */
 	unsigned max_waiting_mib;
 	rec_env *rec;                /* the Landscape; NULL: audit off */
 	const char *settings_path;   /* recorded with the run */
@@ -98,6 +106,10 @@ typedef struct eng_opts {
 	 * the run record says which shard it is. NULL: the whole source. */
 	const eng_shard *shard;
 } eng_opts;
+
+/* 0 if o (NULL allowed) is within the bounds above, else CORE_ECONFIG
+ * naming the option; eng_run and eng_resume call it first. */
+int eng_opts_check(const eng_opts *o, core_err *err);
 
 /* The failure classes of plugins.h (PLG_ERROR_CLASS_MAP), in its order,
  * then "other". A literal, not PLG_CLASS_LAST: checkpoints keep the counts

@@ -298,6 +298,9 @@ void eng__sample(eng_ctx *c, const eng_sample_at *at);
 /* run.c: everything of a run after its audit record is started. */
 int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
+/* The rows in flight a run uses: o's, else the settings' (1 when the
+ * settings do not pipeline). */
+unsigned eng__rows_in_flight(const dag_graph *g, const eng_opts *o);
 /* plg_set_run_key for run run_id started at started_ns (wall clock,
  * as its run record keeps it): the same for the run and its resumes.
  * run_id 0: not recorded (NULL). */

@@ -689,7 +689,7 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, o->shard, r->run,
 				    next, err)))
 		return rc;
-	put_resume_record(r, "running", NULL, o->max_rows_in_flight);
+	put_resume_record(r, "running", NULL, eng__rows_in_flight(c->g, o));
 	rec_story_attempt(r->rec, r->attempt); /* its fragments' keys */
 	c->replay = &r->replay;
 	c->pre = &r->pre;
@@ -713,6 +713,8 @@ int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 	memset(sum, 0, sizeof(*sum));
 	if (plan)
 		*plan = NULL;
+	if ((rc = eng_opts_check(o, err)))
+		return rc;
 	if (!r.rec)
 		return core_err_set(err, CORE_ECONFIG,
 			"resume needs the Landscape, which landscape.enabled: false turns off");

@@ -51,7 +51,7 @@ static int close_sinks(dag_graph *g, int rc, core_err *err)
 	return rc ? rc : crc;
 }
 
-static unsigned rows_in_flight(const dag_graph *g, const eng_opts *o)
+unsigned eng__rows_in_flight(const dag_graph *g, const eng_opts *o)
 {
 	const core_settings *s = g->settings;
 
@@ -293,7 +293,7 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	if (!rc)
 		rc = eng__sampler_init(c, &smp, ckpt.attempt, err);
 	if (!rc)
-		rc = run_graph(c, rows_in_flight(c->g, o), sum, err);
+		rc = run_graph(c, eng__rows_in_flight(c->g, o), sum, err);
 	eng__sampler_release(c);
 	eng__set_run_key(0, 0);
 	sum->calls = c->calls;
@@ -325,6 +325,19 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	return rc;
 }
 
+int eng_opts_check(const eng_opts *o, core_err *err)
+{
+	if (o && o->max_rows_in_flight > ENG_MAX_IN_FLIGHT)
+		return core_err_set(err, CORE_ECONFIG,
+			"max_rows_in_flight is at most %u, got %u", ENG_MAX_IN_FLIGHT,
+			o->max_rows_in_flight);
+	if (o && o->max_waiting_mib > ENG_MAX_WAITING_MIB)
+		return core_err_set(err, CORE_ECONFIG,
+			"max_waiting_mib is at most %u, got %u", ENG_MAX_WAITING_MIB,
+			o->max_waiting_mib);
+	return 0;
+}
+
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 {
 	eng_audit audit;
@@ -333,6 +346,8 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 	int rc;
 
 	memset(sum, 0, sizeof(*sum));
+	if ((rc = eng_opts_check(o, err)))
+		return rc;
 	if (o && o->shard && (rc = eng__shard_setup(&c, o->shard, err)))
 		return rc;
 	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));

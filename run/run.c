@@ -151,9 +151,16 @@ int run_start(const run_cfg *cfg, run_job **out, core_err *err)
 	run_job *j = calloc(1, sizeof(*j));
 	int rc;
 
+	eng_opts bounds = { .max_rows_in_flight = cfg->max_rows_in_flight,
+			    .max_waiting_mib = cfg->max_waiting_mib };
+
 	*out = NULL;
 	if (!j)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((rc = eng_opts_check(&bounds, err))) {
+		free(j);
+		return rc;
+	}
 	j->cfg = *cfg;
 	if (!j->cfg.stop)
 		j->cfg.stop = &j->own_stop;

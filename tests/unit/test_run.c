@@ -144,6 +144,28 @@ Test(run, cancel_stops_it_as_sigint_does, .init = setup, .fini = teardown, .time
 	core_settings_free(s);
 }
 
+Test(run, out_of_range_options_are_refused_before_a_thread_starts, .init = setup,
+     .fini = teardown)
+{
+	core_settings *s;
+	dag_graph *g = pipeline(5, 0, &s);
+	run_cfg cfg = { .graph = g, .max_rows_in_flight = ENG_MAX_IN_FLIGHT + 1 };
+	eng_opts o = { .max_waiting_mib = ENG_MAX_WAITING_MIB + 1 };
+	eng_summary sum;
+	core_err err = { 0 };
+	run_job *j = (run_job *)&cfg;
+
+	cr_assert_eq(run_start(&cfg, &j, &err), CORE_ECONFIG);
+	cr_assert_null(j);
+	cr_assert_not_null(strstr(err.msg, "max_rows_in_flight is at most 4096"), "%s", err.msg);
+	/* the engine itself, for callers of eng_run */
+	cr_assert_eq(eng_run(g, &o, &sum, &err), CORE_ECONFIG);
+	cr_assert_not_null(strstr(err.msg, "max_waiting_mib"), "%s", err.msg);
+	free(sum.per_sink);
+	dag_free(g);
+	core_settings_free(s);
+}
+
 Test(run, a_resume_without_a_landscape_fails_before_the_engine, .init = setup,
      .fini = teardown, .timeout = 30)
 {
