@@ -149,10 +149,9 @@ static void *job_main(void *arg)
 int run_start(const run_cfg *cfg, run_job **out, core_err *err)
 {
 	run_job *j = calloc(1, sizeof(*j));
-	int rc;
-
 	eng_opts bounds = { .max_rows_in_flight = cfg->max_rows_in_flight,
 			    .max_waiting_mib = cfg->max_waiting_mib };
+	int rc;
 
 	*out = NULL;
 	if (!j)

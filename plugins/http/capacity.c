@@ -348,9 +348,10 @@ uint64_t http__cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k
 		c->window_bound = true;
 		return hold(why, HTTP_CAP_WINDOW, HTTP_CAP_WAIT_DONE);
 	}
-	/* one probe at a time; with nothing in flight (a probe that ended
-	 * in neither a success nor a refusal: a 5xx, a network error) the
-	 * next one goes, or nothing would ever free room */
+	/* one probe at a time, plus a send for each slot the burst's answers
+	 * freed and one for each probe that ended in neither a success nor a
+	 * refusal (a 5xx, a network error); with nothing in flight the next
+	 * one goes, or nothing would ever free room */
 	if (c->first_probe && c->sent_since_react > c->probe_credit && c->inflight)
 		return hold(why, HTTP_CAP_BACKOFF, HTTP_CAP_WAIT_DONE);
 	if (isfinite(rate)) {

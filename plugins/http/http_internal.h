@@ -147,8 +147,9 @@ typedef struct http_cap {
 	unsigned ok_kmax;             /* largest k of a success sent since react_at */
 	unsigned streak;              /* refusals in a row with nothing admitted */
 	bool first_probe;             /* after the first refusal ever: one request, */
-	unsigned probe_credit;        /* and one more for each answer that
-				       * freed a slot and told nothing */
+	unsigned probe_credit;        /* and one more for each answer of the
+				       * burst (a slot freed) and each 5xx of
+				       * a probe (it told nothing) */
 	/* what the upstream said */
 	uint64_t pause_until;         /* no dispatch before (hint or backoff) */
 	http_cap_reason pause_why;
