@@ -27,11 +27,18 @@ static range always_blocked[] = {
 	{ "255.255.255.255/32" }, { "224.0.0.0/4" }, { "ff00::/8" },
 };
 
-/* Refused unless an allowed network holds the address. */
+/* Refused unless an allowed network holds the address: ELSPETH's list,
+ * then the IPv6 forms it misses that reach the host itself or an IPv4
+ * address a kernel or a gateway translates (ADR 0031): the unspecified
+ * address (a connect to [::] reaches ::1), IPv4-compatible addresses
+ * (deprecated; Linux routes ::127.0.0.1 to the loopback) and NAT64's
+ * local-use prefix. The well-known NAT64 prefix, 6to4 and Teredo are
+ * judged by the IPv4 addresses they embed (embedded_v4). */
 static range blocked[] = {
 	{ "0.0.0.0/8" }, { "127.0.0.0/8" }, { "10.0.0.0/8" }, { "172.16.0.0/12" },
 	{ "192.168.0.0/16" }, { "169.254.0.0/16" }, { "100.64.0.0/10" },
 	{ "::1/128" }, { "fc00::/7" }, { "fe80::/10" }, { "::ffff:0:0/96" },
+	{ "::/128" }, { "::/96" }, { "64:ff9b:1::/48" },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -158,14 +165,70 @@ static void parse_tables(void)
 		(void)ws__net_parse(blocked[i].text, &blocked[i].net);
 }
 
+/* The IPv4 addresses an IPv6 address carries to a translator: the last
+ * 32 bits of IPv4-mapped, IPv4-compatible and NAT64 (64:ff9b::/96)
+ * addresses; bits 16-47 of 6to4 (2002::/16); Teredo's (2001::/32)
+ * server (bits 32-63) and client (the last 32 bits, inverted). Returns
+ * how many (0-2) it wrote to v4. */
+static size_t embedded_v4(const ws_addr *a, ws_addr v4[2])
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	static const uint8_t compat[12] = { 0 };
+	static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+	const uint8_t *b = a->b;
+	size_t n = 0;
+
+	if (a->family != AF_INET6)
+		return 0;
+	memset(v4, 0, 2 * sizeof(*v4));
+	v4[0].family = v4[1].family = AF_INET;
+	if (!memcmp(b, mapped, 12) || !memcmp(b, compat, 12) || !memcmp(b, nat64, 12)) {
+		memcpy(v4[n++].b, b + 12, 4);
+	} else if (b[0] == 0x20 && b[1] == 0x02) {
+		memcpy(v4[n++].b, b + 2, 4);
+	} else if (b[0] == 0x20 && b[1] == 0x01 && b[2] == 0 && b[3] == 0) {
+		memcpy(v4[n++].b, b + 4, 4);
+		for (int i = 0; i < 4; i++)
+			v4[n].b[i] = (uint8_t)~b[12 + i];
+		n++;
+	}
+	return n;
+}
+
+static bool allowed_one(const ws_addr *a, const ws_net *allowed, size_t n,
+			char *msg, size_t msgsz);
+
 /* The IPv4-mapped form of the metadata range is written in hex in the
- * table: ::ffff:a9fe:0 is ::ffff:169.254.0.0. */
+ * table: ::ffff:a9fe:0 is ::ffff:169.254.0.0. An IPv6 address that
+ * embeds IPv4 addresses (embedded_v4) must pass for itself and for each
+ * of them: a 6to4 or NAT64 form of 127.0.0.1 is refused as 127.0.0.1
+ * would be, unless the allowlist admits 127.0.0.1. */
 bool ws__addr_allowed(const ws_addr *a, const ws_net *allowed, size_t n,
 		      char *msg, size_t msgsz)
 {
-	char ip[INET6_ADDRSTRLEN];
+	ws_addr v4[2];
+	size_t nv4;
+	char ip[INET6_ADDRSTRLEN], sub[256];
 
 	pthread_once(&tables_once, parse_tables);
+	if (!allowed_one(a, allowed, n, msg, msgsz))
+		return false;
+	nv4 = embedded_v4(a, v4);
+	for (size_t i = 0; i < nv4; i++) {
+		if (allowed_one(&v4[i], allowed, n, sub, sizeof(sub)))
+			continue;
+		ws__addr_format(a, ip, sizeof(ip));
+		snprintf(msg, msgsz, "%s (embedded in %s)", sub, ip);
+		return false;
+	}
+	return true;
+}
+
+static bool allowed_one(const ws_addr *a, const ws_net *allowed, size_t n,
+			char *msg, size_t msgsz)
+{
+	char ip[INET6_ADDRSTRLEN];
+
 	ws__addr_format(a, ip, sizeof(ip));
 	for (size_t i = 0; i < COUNT(always_blocked); i++)
 		if (ws__net_contains(&always_blocked[i].net, a)) {

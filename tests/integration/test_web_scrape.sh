@@ -139,6 +139,9 @@ to_other_lo,$U/redirect/to?u=http://127.0.0.2:$P2/pages/simple.html
 to_metadata,$U/redirect/to?u=http://169.254.169.254/latest/meta-data/
 to_ftp,$U/redirect/to?u=ftp://127.0.0.1/file
 private,http://10.1.2.3/x
+v6_unspecified,http://[::]:$P1/pages/simple.html
+v6_6to4,http://[2002:7f00:2::]:$P1/pages/simple.html
+to_v6_nat64,$U/redirect/to?u=http://[64:ff9b::7f00:2]:$P1/pages/simple.html
 scheme,ftp://127.0.0.1/file
 loop,$U/redirect/loop
 nolocation,$U/redirect/nolocation
@@ -154,9 +157,9 @@ TIMEOUT=3 pipeline b.yaml b.csv markdown '["127.0.0.1/32"]'
 : > one.log; : > two.log
 run b --max-rows-in-flight 8
 [ "$RC" = 0 ] && pass "errors: the run exits 0" || { fail "errors: exit $RC"; sed 's/^/    /' b.log | head; }
-res=$("$PY" - "$U" "$P2" <<'PY'
+res=$("$PY" - "$U" "$P2" "$P1" <<'PY'
 import json, sys
-U, P2 = sys.argv[1:3]
+U, P2, P1 = sys.argv[1:4]
 out = {r["id"]: r for r in map(json.loads, open("b/out.jsonl"))}
 err = {r["id"]: r["_error"] for r in map(json.loads, open("b/failures.jsonl"))}
 want_ok = {"chain": f"{U}/pages/simple.html", "relative": f"{U}/pages/simple.html",
@@ -167,6 +170,9 @@ want_err = {
   "to_metadata": f"api_error: SSRFBlockedError: SSRF blocked during redirect: {U}/redirect/to?u=http://169.254.169.254/latest/meta-data/: Always-blocked IP range: 169.254.169.254 in 169.254.0.0/16",
   "to_ftp": f"api_error: SSRFBlockedError: SSRF blocked during redirect: {U}/redirect/to?u=ftp://127.0.0.1/file: Forbidden scheme: ftp",
   "private": "validation_failed: SSRFBlockedError: Blocked IP range: 10.1.2.3 in 10.0.0.0/8",
+  "v6_unspecified": "validation_failed: SSRFBlockedError: Blocked IP range: :: in ::/128",
+  "v6_6to4": "validation_failed: SSRFBlockedError: Blocked IP range: 127.0.0.2 in 127.0.0.0/8 (embedded in 2002:7f00:2::)",
+  "to_v6_nat64": f"api_error: SSRFBlockedError: SSRF blocked during redirect: {U}/redirect/to?u=http://[64:ff9b::7f00:2]:{P1}/pages/simple.html: Blocked IP range: 127.0.0.2 in 127.0.0.0/8 (embedded in 64:ff9b::7f00:2)",
   "scheme": "validation_failed: SSRFBlockedError: Forbidden scheme: ftp",
   "loop": f"api_error: InvalidURLError: Too many redirects: {U}/redirect/loop: Exceeded 10 redirects",
   "nolocation": f"api_error: InvalidURLError: Unresolved redirect HTTP 302: {U}/redirect/nolocation (missing or empty Location header)",
@@ -186,7 +192,7 @@ if out.get("gone", {}).get("fetch_status") != 410:
 for k, v in want_err.items():
     if not err.get(k, "").startswith(v):
         bad.append(f"{k}: {err.get(k)!r}")
-if len(out) + len(err) != 17 or set(out) & set(err):
+if len(out) + len(err) != 20 or set(out) & set(err):
     bad.append(f"{len(out)} out + {len(err)} failed")
 print("; ".join(bad) or "ok")
 PY

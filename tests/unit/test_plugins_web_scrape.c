@@ -131,6 +131,50 @@ Test(web_scrape_net, an_allowlist_admits_its_networks_and_nothing_always_blocked
 	refused("ff02::1", all, 2, "Always-blocked IP range: ff02::1 in ff00::/8");
 }
 
+/* Every IPv6 form that reaches the host itself or an IPv4 address a
+ * kernel or translator forwards to (ADR 0031): refused with what it
+ * reaches; the same forms of a public IPv4 pass; an allowlist must admit
+ * the IPv4 address a form embeds. */
+Test(web_scrape_net, ipv6_forms_of_internal_addresses_are_refused)
+{
+	static const struct { const char *ip, *want; } forms[] = {
+		{ "::", "Blocked IP range: :: in ::/128" },
+		{ "::127.0.0.1", "Blocked IP range: ::127.0.0.1 in ::/96" },
+		{ "::10.0.0.1", "Blocked IP range: ::10.0.0.1 in ::/96" },
+		{ "::8.8.8.8", "Blocked IP range: ::8.8.8.8 in ::/96" },
+		{ "64:ff9b::7f00:1", "Blocked IP range: 127.0.0.1 in 127.0.0.0/8"
+				     " (embedded in 64:ff9b::7f00:1)" },
+		{ "64:ff9b::192.168.0.1", "Blocked IP range: 192.168.0.1 in 192.168.0.0/16"
+					  " (embedded in 64:ff9b::c0a8:1)" },
+		{ "64:ff9b:1::7f00:1", "Blocked IP range: 64:ff9b:1::7f00:1 in 64:ff9b:1::/48" },
+		{ "2002:7f00:1::", "Blocked IP range: 127.0.0.1 in 127.0.0.0/8"
+				   " (embedded in 2002:7f00:1::)" },
+		{ "2002:a00:1:5::1", "Blocked IP range: 10.0.0.1 in 10.0.0.0/8"
+				     " (embedded in 2002:a00:1:5::1)" },
+		{ "2002:a9fe:a9fe::", "Always-blocked IP range: 169.254.169.254 in 169.254.0.0/16"
+				      " (embedded in 2002:a9fe:a9fe::)" },
+		/* Teredo: server 127.0.0.1, client 8.8.8.8 (inverted) */
+		{ "2001:0:7f00:1::f7f7:f7f7", "Blocked IP range: 127.0.0.1 in 127.0.0.0/8"
+					      " (embedded in 2001:0:7f00:1::f7f7:f7f7)" },
+		/* Teredo: server 8.8.8.8, client 127.0.0.1 */
+		{ "2001:0:808:808::80ff:fffe", "Blocked IP range: 127.0.0.1 in 127.0.0.0/8"
+					       " (embedded in 2001:0:808:808::80ff:fffe)" },
+	};
+	ws_net lo[] = { net("127.0.0.1/32") };
+
+	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
+		refused(forms[i].ip, NULL, 0, forms[i].want);
+	allowed("64:ff9b::808:808", NULL, 0);
+	allowed("2002:808:808::1", NULL, 0);
+	allowed("2001:0:808:808::f7f7:f7f7", NULL, 0);
+	allowed("2001:db8::1", NULL, 0);
+	/* the allowlist names what the connection reaches */
+	allowed("2002:7f00:1::", lo, 1);
+	allowed("64:ff9b::7f00:1", lo, 1);
+	refused("2002:7f00:2::", lo, 1, "Blocked IP range: 127.0.0.2 in 127.0.0.0/8"
+					" (embedded in 2002:7f00:2::)");
+}
+
 /* ----------------------------------------------------------------- text */
 
 static char *decoded(const char *body, size_t len, const char *ct)
