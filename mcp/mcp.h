@@ -26,6 +26,8 @@
  * announced, not silently dropped). */
 #define MCP_QUERY_TIMEOUT_MS 5000
 #define MCP_QUERY_MAX_ROWS 1000
+/* and at most this many bytes of rows as compact JSON */
+#define MCP_QUERY_MAX_BYTES (8u << 20)
 /* A value SQLite may build (a string or blob) and a message we read are
  * at most this long: a query such as hex(zeroblob(1e9)) is refused, not
  * turned into gigabytes of JSON. */

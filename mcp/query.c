@@ -18,6 +18,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "mcp/mcp_internal.h"
 
@@ -41,6 +42,14 @@ static bool pragma_reads(const char *name)
 	return false;
 }
 
+/* Functions that hand out or take addresses, or load code: a query has
+ * no use for them and they are the known ways from SQL into the server's
+ * memory (fts3_tokenizer) or its file system (load_extension). */
+static bool pointer_function(const char *name)
+{
+	return !strcasecmp(name, "fts3_tokenizer") || !strcasecmp(name, "load_extension");
+}
+
 static int authorize(void *ud, int action, const char *a1, const char *a2,
 		     const char *db, const char *trigger)
 {
@@ -62,6 +71,11 @@ static int authorize(void *ud, int action, const char *a1, const char *a2,
 		if (!a2 || pragma_reads(a1))
 			return SQLITE_OK;
 		snprintf(g->what, sizeof(g->what), "PRAGMA %s with a value", a1);
+		return SQLITE_DENY;
+	case SQLITE_FUNCTION:
+		if (!a2 || !pointer_function(a2))
+			return SQLITE_OK;
+		snprintf(g->what, sizeof(g->what), "the function %s", a2);
 		return SQLITE_DENY;
 	}
 	return SQLITE_OK;
@@ -171,22 +185,14 @@ static int bind(sqlite3_stmt *st, const json_t *params, core_err *err)
 	return 0;
 }
 
-/* The bytes of a result row's values (what its JSON will be near). */
-static size_t row_bytes(sqlite3_stmt *st)
-{
-	size_t n = 0;
-
-	for (int i = 0; i < sqlite3_column_count(st); i++)
-		n += (size_t)sqlite3_column_bytes(st, i) + 8;
-	return n;
-}
-
-/* Steps st into rows: at most max, and at most MCP_VALUE_MAX bytes of
- * values in all; *more when there were more. */
+/* Steps st into rows: at most max, and at most MCP_QUERY_MAX_BYTES of
+ * them as compact JSON (a blob is hex: twice its bytes); *more when there
+ * were more. A first row over the byte limit alone is an error. */
 static int step_all(mcp_server *s, sqlite3_stmt *st, unsigned max, json_t *rows,
 		    bool *more, core_err *err)
 {
-	size_t bytes = 0;
+	size_t bytes = 0, b;
+	json_t *row;
 	int rc;
 
 	*more = false;
@@ -207,13 +213,31 @@ static int step_all(mcp_server *s, sqlite3_stmt *st, unsigned max, json_t *rows,
 			rc = core_err_set(err, CORE_EDATA, "SQL error: %s", sqlite3_errmsg(s->db));
 			break;
 		}
-		bytes += row_bytes(st);
-		if (json_array_size(rows) == max || (bytes > MCP_VALUE_MAX && json_array_size(rows))) {
+		if (json_array_size(rows) == max) {
 			*more = true;
 			rc = 0;
 			break;
 		}
-		if ((rc = mcp__append(rows, mcp__row_object(st), err)))
+		if (!(row = mcp__row_object(st))) {
+			rc = mcp__oom(err);
+			break;
+		}
+		b = json_dumpb(row, NULL, 0, JSON_COMPACT) + 1;
+		if (bytes + b > MCP_QUERY_MAX_BYTES) {
+			json_decref(row);
+			if (!json_array_size(rows)) {
+				rc = core_err_set(err, CORE_EDATA, "The first row alone is %zu "
+						  "bytes of JSON, over the query tool's %u MiB: "
+						  "select fewer or shorter columns (substr, length)",
+						  b, MCP_QUERY_MAX_BYTES >> 20);
+				break;
+			}
+			*more = true;
+			rc = 0;
+			break;
+		}
+		bytes += b;
+		if ((rc = mcp__append(rows, row, err)))
 			break;
 	}
 	s->deadline_ns = 0;
@@ -243,9 +267,9 @@ int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 	sqlite3_finalize(st);
 	if (!rc && more) {
 		snprintf(note, sizeof(note), "Only the first %zu rows are shown (at most "
-			 "%u rows, %u MiB): the query returns more. Narrow it (WHERE, "
-			 "LIMIT ... OFFSET ...) or aggregate.", json_array_size(r->value),
-			 s->o.query_max_rows, MCP_VALUE_MAX >> 20);
+			 "%u rows, %u MiB of JSON): the query returns more. Narrow it "
+			 "(WHERE, LIMIT ... OFFSET ...) or aggregate.", json_array_size(r->value),
+			 s->o.query_max_rows, MCP_QUERY_MAX_BYTES >> 20);
 		if (!(r->note = strdup(note)))
 			rc = mcp__oom(err);
 	}

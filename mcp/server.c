@@ -59,6 +59,11 @@ int mcp__open_sqlite(mcp_server *s, const char *file, const char *shown,
 	sqlite3_limit(s->db, SQLITE_LIMIT_ATTACHED, 0);
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL);
 	sqlite3_db_config(s->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL);
+	/* Debian's SQLite lets fts3_tokenizer(name, ptr) register any
+	 * address as a tokenizer; off (the query tool also refuses the
+	 * function, whose one-argument form returns a library address). */
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_FTS3_TOKENIZER, 0, NULL);
+	sqlite3_db_config(s->db, SQLITE_DBCONFIG_ENABLE_LOAD_EXTENSION, 0, NULL);
 	sqlite3_busy_timeout(s->db, 5000); /* a run may be writing it */
 	sqlite3_limit(s->db, SQLITE_LIMIT_LENGTH, (int)MCP_VALUE_MAX);
 	sqlite3_progress_handler(s->db, 1000, progress, s);

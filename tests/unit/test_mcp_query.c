@@ -288,3 +288,55 @@ Test(mcp_query, rows_past_the_cap_are_announced_not_dropped_silently)
 	json_decref(v);
 	mcp_free(s);
 }
+
+/* 1,000 rows of 1 MB blobs (2 MB of hex each) must not come back as
+ * gigabytes of JSON: the answer stops at MCP_QUERY_MAX_BYTES of it and
+ * says so; one row over the limit alone is an error, not a huge answer. */
+Test(mcp_query, answers_stay_under_the_byte_limit)
+{
+	mcp_server *s = tmu_open(NULL);
+	json_t *a = json_pack("{s:s}", "sql", "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL "
+			      "SELECT x + 1 FROM c LIMIT 1000) SELECT x, randomblob(1000000) "
+			      "AS b FROM c");
+	mcp_result r = { 0 };
+	core_err err = { 0 };
+	size_t bytes;
+
+	cr_assert_eq(mcp_call(s, "query", a, &r, &err), 0, "%s", err.msg);
+	bytes = json_dumpb(r.value, NULL, 0, JSON_COMPACT);
+	cr_expect_leq(bytes, MCP_QUERY_MAX_BYTES, "%zu bytes", bytes);
+	cr_expect_geq(json_array_size(r.value), 3, "%zu rows", json_array_size(r.value));
+	cr_assert_not_null(r.note);
+	cr_expect(strstr(r.note, "MiB of JSON"), "%s", r.note);
+	mcp_result_release(&r);
+	json_decref(a);
+	a = json_pack("{s:s}", "sql", "SELECT randomblob(5000000) AS b");
+	cr_expect_neq(mcp_call(s, "query", a, &r, &err), 0);
+	cr_expect(strstr(err.msg, "The first row alone is"), "%s", err.msg);
+	json_decref(a);
+	mcp_free(s);
+}
+
+/* fts3_tokenizer('simple') returns the address of a library structure
+ * and its two-argument form registers any address as code to call:
+ * refused, as is load_extension. */
+Test(mcp_query, functions_that_pass_addresses_are_refused)
+{
+	static const char *const sql[] = {
+		"SELECT fts3_tokenizer('simple')",
+		"SELECT hex(FTS3_TOKENIZER('simple'))",
+		"SELECT fts3_tokenizer('evil', x'4141414141414141')",
+		"SELECT load_extension('/tmp/x.so')",
+	};
+	mcp_server *s = tmu_open(NULL);
+
+	for (size_t i = 0; i < sizeof(sql) / sizeof(sql[0]); i++) {
+		core_err err = { 0 };
+		json_t *v = query(s, sql[i], NULL, &err);
+
+		cr_expect_null(v, "%s answered", sql[i]);
+		cr_expect(strstr(err.msg, "Refused: the function"), "%s: %s", sql[i], err.msg);
+		json_decref(v);
+	}
+	mcp_free(s);
+}
