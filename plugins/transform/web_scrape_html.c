@@ -293,6 +293,8 @@ int ws__extract(const char *html, size_t len, ws_format f,
 		w.written[i] = has_tag(html, len, frame[i]);
 	if (f == WS_FORMAT_MARKDOWN && !(w.md = ws__md_new()))
 		w.rc = CORE_ENOMEM;
+	else if (w.md) /* linear in the page (ADR 0031) */
+		ws__md_limit(w.md, len > (1u << 20) / 16 ? 16 * len : 1u << 20);
 	if (doc && !w.rc)
 		walk_doc(&w, doc);
 	if (f == WS_FORMAT_MARKDOWN && !w.rc) {
@@ -301,10 +303,14 @@ int ws__extract(const char *html, size_t len, ws_format f,
 			w.rc = ws__md_finish(w.md, out);
 	} else if (!w.rc && core_buf_append(out, w.text.data ? w.text.data : "", w.text.len))
 		w.rc = CORE_ENOMEM;
+	if (w.rc == CORE_EDATA && w.md && ws__md_why(w.md))
+		core_err_set(err, w.rc, "%s", ws__md_why(w.md));
+	else if (w.rc)
+		core_err_set(err, w.rc, "out of memory");
 	ws__md_free(w.md);
 	core_buf_release(&w.run);
 	core_buf_release(&w.text);
 	if (doc)
 		xmlFreeDoc(doc);
-	return w.rc ? core_err_set(err, w.rc, "out of memory") : 0;
+	return w.rc;
 }

@@ -116,6 +116,13 @@ typedef struct ws_md ws_md;
  * (web_scrape_md.c). */
 ws_md *ws__md_new(void);
 void ws__md_free(ws_md *m);
+/* Lists nest at most WS_MD_MAX_LISTS deep, and the markdown is at most
+ * max_out bytes (0: no limit): past either, the calls below return
+ * CORE_EDATA and ws__md_why says which. */
+#define WS_MD_MAX_LISTS 64
+#define WS_MD_MAX_LISTS_S "64"
+void ws__md_limit(ws_md *m, size_t max_out);
+const char *ws__md_why(const ws_md *m);
 int ws__md_start(ws_md *m, const char *tag, const ws_attr *attrs, size_t n);
 int ws__md_end(ws_md *m, const char *tag);
 int ws__md_data(ws_md *m, const char *s, size_t len, bool special);

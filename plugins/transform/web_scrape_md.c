@@ -68,7 +68,10 @@ struct ws_md {
 	char current_tag[64];
 	bool split_next_td, table_start;
 	long td_count;
-	int err;                  /* the first CORE_ENOMEM */
+	int err;                  /* the first error: CORE_ENOMEM, or
+				   * CORE_EDATA past a limit (why) */
+	const char *why;
+	size_t max_out;           /* ws__md_limit; 0: none */
 };
 
 /* -------------------------------------------------------------- strings */
@@ -197,6 +200,8 @@ static void fail(ws_md *m, int rc)
 	if (rc && !m->err)
 		m->err = rc;
 }
+
+static int checked(ws_md *m);
 
 /* outtextf: one chunk of output. */
 static void out(ws_md *m, const char *s, size_t n)
@@ -430,7 +435,7 @@ out:
 int ws__md_data(ws_md *m, const char *s, size_t len, bool special)
 {
 	data(m, s, len, special);
-	return m->err;
+	return checked(m);
 }
 
 /* ---------------------------------------------------------------- tags */
@@ -646,6 +651,15 @@ static void lists(ws_md *m, const char *tag, const ws_attr *a, size_t n, bool st
 {
 	if (!m->nlist && !m->last_was_list)
 		p(m);
+	if (start && m->nlist >= WS_MD_MAX_LISTS) {
+		/* each item is indented by its depth: 8,000 nested lists in
+		 * 64 KB of HTML would be 64 MB of markdown */
+		m->why = "the page nests lists more than " WS_MD_MAX_LISTS_S " deep, "
+			 "and its markdown would grow with the square of the depth "
+			 "(format: text has no such limit)";
+		fail(m, CORE_EDATA);
+		return;
+	}
 	if (start) {
 		if (m->nlist == m->caplist) {
 			size_t cap = m->caplist ? m->caplist * 2 : 8;
@@ -857,23 +871,45 @@ void ws__md_free(ws_md *m)
 	free(m);
 }
 
+void ws__md_limit(ws_md *m, size_t max_out)
+{
+	m->max_out = max_out;
+}
+
+const char *ws__md_why(const ws_md *m)
+{
+	return m->why;
+}
+
+/* The error so far, or the output's limit passed (checked after each
+ * event: one event adds at most a line's indentation and its data). */
+static int checked(ws_md *m)
+{
+	if (!m->err && m->max_out && m->out.len > m->max_out) {
+		m->why = "the page's markdown is larger than its limit (16 times "
+			 "the page, at least 1 MiB)";
+		fail(m, CORE_EDATA);
+	}
+	return m->err;
+}
+
 int ws__md_start(ws_md *m, const char *t, const ws_attr *attrs, size_t n)
 {
 	tag(m, t, attrs, n, true);
-	return m->err;
+	return checked(m);
 }
 
 int ws__md_end(ws_md *m, const char *t)
 {
 	tag(m, t, NULL, 0, false);
-	return m->err;
+	return checked(m);
 }
 
 int ws__md_finish(ws_md *m, core_buf *dst)
 {
 	pbr(m);
 	o_n(m, "", 0, false, FORCE_END);
-	if (m->err)
+	if (checked(m))
 		return m->err;
 	return core_buf_append(dst, m->out.data ? m->out.data : "", m->out.len);
 }
