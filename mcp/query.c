@@ -11,14 +11,24 @@
  *      table_info, are allowed);
  *   4. exactly one statement: SQLite parses what follows the first, and
  *      anything but spaces, comments and semicolons is refused;
- *   5. a time limit (a progress handler) and a row cap, announced when
- *      it cuts the answer short.
+ *   5. a time limit (a progress handler) and caps on rows and bytes,
+ *      announced when they cut the answer short;
+ *   6. the statement runs in a child process (run_isolated): SQLite
+ *      checks its progress handler between steps, not inside one call
+ *      (printf('%.*c', 1000000000, 'x') runs ~6 s whatever the limits),
+ *      so the parent kills a child that overruns the limit, and a crash
+ *      inside the library ends the child, not the server.
  * ELSPETH's query tool instead strips comments and refuses keywords, and
  * has neither limit.
  */
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "mcp/mcp_internal.h"
 
@@ -244,7 +254,8 @@ static int step_all(mcp_server *s, sqlite3_stmt *st, unsigned max, json_t *rows,
 	return rc;
 }
 
-int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
+/* The statement, here. */
+static int query_here(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 {
 	const json_t *params = json_object_get(a, "params");
 	sqlite3_stmt *st;
@@ -274,4 +285,160 @@ int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 			rc = mcp__oom(err);
 	}
 	return rc;
+}
+
+/* ------------------------------------------------------------ isolated */
+
+/* What a child sends back may be this long: the rows' cap, and room for
+ * the note and the envelope. */
+#define CHILD_OUT_MAX ((size_t)MCP_QUERY_MAX_BYTES + (1u << 20))
+/* The child's own progress handler stops an ordinary long statement at
+ * the limit and says so; the parent waits this much longer before it
+ * kills the child (a statement stuck inside one call). */
+#define KILL_GRACE_MS 500
+
+static void write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(fd, p, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return;
+		p += w;
+		n -= (size_t)w;
+	}
+}
+
+/* In the child: the statement, its answer as one JSON object on fd
+ * ({"value", "note"} or {"code", "error"}), then _exit (no atexit
+ * handler, no stdio buffer of the server's flushed twice). The
+ * connection is the parent's, idle (no statement open, no lock held)
+ * and read-only; the parent does not touch it until the child is gone. */
+static void child(mcp_server *s, const json_t *a, int fd)
+{
+	mcp_result r = { 0 };
+	core_err err = { 0 };
+	int rc = query_here(s, a, &r, &err);
+	json_t *o = rc ? json_pack("{s:i,s:s}", "code", rc, "error", err.msg)
+		       : json_pack("{s:O,s:s?}", "value", r.value, "note", r.note);
+	char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+
+	if (txt)
+		write_all(fd, txt, strlen(txt));
+	_exit(txt ? 0 : 1);
+}
+
+/* Reads the child's answer until EOF, the deadline (*late) or the cap. */
+static int read_child(int fd, uint64_t deadline, core_buf *b, bool *late)
+{
+	char chunk[65536];
+
+	*late = false;
+	for (;;) {
+		uint64_t now = core_now_mono_ns();
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+		int pr;
+
+		if (now >= deadline) {
+			*late = true;
+			return 0;
+		}
+		pr = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
+		if (pr < 0 && errno == EINTR)
+			continue;
+		if (pr == 0)
+			continue; /* the deadline, checked above */
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return 0;
+		if (b->len + (size_t)n > CHILD_OUT_MAX)
+			return CORE_EDATA;
+		if (core_buf_append(b, chunk, (size_t)n))
+			return CORE_ENOMEM;
+	}
+}
+
+/* The child's answer into *r, or its error into err. */
+static int take_answer(const core_buf *b, mcp_result *r, core_err *err)
+{
+	json_error_t je;
+	json_t *o = json_loadb(b->data ? b->data : "", b->len, 0, &je);
+	const json_t *code = json_object_get(o, "code");
+	int rc = 0;
+
+	if (!json_is_object(o))
+		rc = core_err_set(err, CORE_EIO, "the query's process sent no answer");
+	else if (json_is_integer(code))
+		rc = core_err_set(err, (int)json_integer_value(code), "%s",
+				  json_string_value(json_object_get(o, "error")) ?
+				  json_string_value(json_object_get(o, "error")) : "");
+	else {
+		const char *note = json_string_value(json_object_get(o, "note"));
+
+		r->value = json_incref(json_object_get(o, "value"));
+		if (note && !(r->note = strdup(note)))
+			rc = mcp__oom(err);
+	}
+	json_decref(o);
+	return rc;
+}
+
+static int run_isolated(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
+{
+	uint64_t deadline;
+	core_buf b = { 0 };
+	bool late = false;
+	int fd[2], st = 0, rc;
+	pid_t pid;
+
+	if (pipe(fd))
+		return core_err_set(err, CORE_EIO, "cannot start the query: pipe: %s",
+				    strerror(errno));
+	if ((pid = fork()) < 0) {
+		rc = errno;
+		close(fd[0]);
+		close(fd[1]);
+		return core_err_set(err, CORE_EIO, "cannot start the query: fork: %s",
+				    strerror(rc));
+	}
+	if (!pid) {
+		close(fd[0]);
+		child(s, a, fd[1]);
+	}
+	close(fd[1]);
+	deadline = core_now_mono_ns() +
+		   (uint64_t)(s->o.query_timeout_ms + KILL_GRACE_MS) * 1000000u;
+	rc = read_child(fd[0], deadline, &b, &late);
+	if (late || rc)
+		kill(pid, SIGKILL);
+	close(fd[0]);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	if (late)
+		rc = core_err_set(err, CORE_EIO, "The query was stopped after %u ms, the "
+				  "query tool's time limit (inside one call of a function): "
+				  "narrow it down or ask for less", s->o.query_timeout_ms);
+	else if (rc == CORE_EDATA)
+		rc = core_err_set(err, CORE_EDATA, "The query's answer is over the query "
+				  "tool's %u MiB", MCP_QUERY_MAX_BYTES >> 20);
+	else if (rc)
+		rc = mcp__oom(err);
+	else if (WIFSIGNALED(st))
+		rc = core_err_set(err, CORE_EIO, "The query ended the SQLite library's "
+				  "process (signal %d); the server goes on, nothing was read",
+				  WTERMSIG(st));
+	else
+		rc = take_answer(&b, r, err);
+	core_buf_release(&b);
+	return rc;
+}
+
+int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
+{
+	return run_isolated(s, a, r, err);
 }

@@ -340,3 +340,26 @@ Test(mcp_query, functions_that_pass_addresses_are_refused)
 	}
 	mcp_free(s);
 }
+
+/* One call that runs long inside SQLite, where no progress handler is
+ * called: the statement's process is killed at the limit (and a little
+ * grace) and the server goes on. */
+Test(mcp_query, the_time_limit_holds_inside_one_long_call, .timeout = 20)
+{
+	mcp_opts o = { .query_timeout_ms = 200 };
+	core_err err = { 0 };
+	mcp_server *s = tmu_open(&o);
+	uint64_t t0 = core_now_mono_ns();
+	json_t *v = query(s, "SELECT length(printf('%.*c', 1000000000, 'x'))", NULL, &err);
+	double secs = (double)(core_now_mono_ns() - t0) / 1e9;
+
+	cr_expect_null(v);
+	cr_expect_eq(err.code, CORE_EIO);
+	cr_expect(strstr(err.msg, "stopped after 200 ms"), "%s", err.msg);
+	cr_expect_lt(secs, 2.0, "stopped after %.2f s", secs);
+	v = query(s, "SELECT 1 AS one", NULL, &err);
+	cr_expect_not_null(v, "%s", err.msg);
+	cr_expect_eq(json_integer_value(json_object_get(json_array_get(v, 0), "one")), 1);
+	json_decref(v);
+	mcp_free(s);
+}
