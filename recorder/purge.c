@@ -88,7 +88,7 @@ static int one_run(void *ctx, const void *key, size_t klen, const void *val, siz
 	Elspeth__RunRecord *r = elspeth__run_record__unpack(NULL, vlen, val);
 	uint64_t run = rec_key_get_u64(key, 0);
 	bool expired;
-	int rc;
+	int rc = 0;
 
 	(void)klen;
 	if (!r)

@@ -237,7 +237,7 @@ static int json_frame(const core_node *options, const char *file,
 		out->head = 2;
 	} else if (size < 2 * k + 1 || pread(fd, head, k, 0) != (ssize_t)k ||
 		   pread(fd, tail, k, (off_t)(size - k)) != (ssize_t)k ||
-		   memcmp(head, "[\n", k) || memcmp(tail, "\n]" + 2 - k, k)) {
+		   memcmp(head, "[\n", k) || memcmp(tail, &"\n]"[2 - k], k)) {
 		rc = core_err_set(err, CORE_EDATA,
 				  "'%s' is not a JSON array this sink wrote", file);
 	} else {
