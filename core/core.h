@@ -220,6 +220,13 @@ int core_node_str_list(const core_node *n, const char ***out, size_t *len,
  * Returns a new reference, or NULL on allocation failure. */
 json_t *core_node_to_json(const core_node *n);
 
+/* The error for a required key missing from map: "missing required key
+ * 'shown'" with " (what)" when what is not NULL, at map's position; or,
+ * when map holds a key spelt near `key` (a typo such as
+ * on_validaton_failure), at that key's position, naming it. CORE_ECONFIG. */
+int core_err_missing(core_err *err, const core_node *map, const char *key,
+		     const char *shown, const char *what);
+
 /* Optional-key helpers on a MAP: when key is absent (or null for _str)
  * *out is left untouched and 0 is returned; when `required` and absent, an
  * error naming the map's path and key. */

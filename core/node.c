@@ -289,6 +289,24 @@ json_t *core_node_to_json(const core_node *n)
 	return v;
 }
 
+int core_err_missing(core_err *err, const core_node *map, const char *key,
+		     const char *shown, const char *what)
+{
+	const char *cand[2] = { key, NULL };
+	const core_node *typo = NULL;
+
+	for (size_t i = 0; map && map->kind == CORE_NODE_MAP && i < map->len && !typo; i++)
+		if (strcmp(map->keys[i]->value, key) && near_match(map->keys[i]->value, cand))
+			typo = map->keys[i];
+	if (typo)
+		return core_err_at(err, CORE_ECONFIG, typo, "missing required key '%s'%s%s%s: "
+				   "'%s' is not a key here (did you mean '%s'?)", shown,
+				   what ? " (" : "", what ? what : "", what ? ")" : "",
+				   typo->value, key);
+	return core_err_at(err, CORE_ECONFIG, map, "missing required key '%s'%s%s%s", shown,
+			   what ? " (" : "", what ? what : "", what ? ")" : "");
+}
+
 int core_opt_str(const core_node *map, const char *key, bool required,
 		 const char **out, core_err *err)
 {
@@ -296,8 +314,7 @@ int core_opt_str(const core_node *map, const char *key, bool required,
 
 	if (!n || core_node_is_null(n)) {
 		if (required)
-			return core_err_at(err, CORE_ECONFIG, map,
-					   "missing required key '%s'", key);
+			return core_err_missing(err, map, key, key, NULL);
 		return 0;
 	}
 	return core_node_str(n, out, err);

@@ -27,8 +27,7 @@ int core__check_section(const core_node *map, const key_spec *specs,
 
 		if (!v || (core_node_is_null(v) && !k->required)) {
 			if (k->required)
-				return core_err_at(err, CORE_ECONFIG, map,
-						   "missing required key '%s'", k->key);
+				return core_err_missing(err, map, k->key, k->key, NULL);
 			continue;
 		}
 		switch (k->type) {

@@ -56,9 +56,10 @@ static int load_source(core_settings *s, const core_node *n, core_err *err)
 			       &s->source.on_validation_failure, err)))
 		return rc;
 	if (!s->source.on_validation_failure)
-		return core_err_at(err, CORE_ECONFIG, n,
-			"missing required key 'options.on_validation_failure' "
-			"(a sink name for rows that fail validation, or 'discard')");
+		return core_err_missing(err, core_map_get(n, "options") ?
+					core_map_get(n, "options") : n,
+					"on_validation_failure", "options.on_validation_failure",
+					"a sink name for rows that fail validation, or 'discard'");
 	return 0;
 }
 

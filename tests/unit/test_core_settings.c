@@ -208,6 +208,21 @@ Test(settings, missing_sections)
 		     CORE_ECONFIG, "on_validation_failure");
 }
 
+/* A required key spelt wrong is named where it stands, with the key it
+ * was meant to be (not only "missing"). */
+Test(settings, a_misspelt_required_key_is_named)
+{
+	expect_error("source:\n  plugin: csv\n  on_success: out\n"
+		     "  options: {on_validaton_failure: discard}\nsinks: {out: {plugin: csv}}\n",
+		     CORE_ECONFIG, "4:13: source.options.on_validaton_failure: missing required "
+		     "key 'options.on_validation_failure' (a sink name for rows that fail "
+		     "validation, or 'discard'): 'on_validaton_failure' is not a key here (did "
+		     "you mean 'on_validation_failure'?)");
+	expect_error("source:\n  plugin: csv\n  on_sucess: out\n"
+		     "  options: {on_validation_failure: discard}\nsinks: {out: {plugin: csv}}\n",
+		     CORE_ECONFIG, "'on_sucess'");
+}
+
 Test(settings, aliases_are_rejected)
 {
 	expect_error("a: &x 1\nb: *x\n", CORE_ECONFIG, "aliases");
