@@ -2,9 +2,9 @@
 # Runs each libFuzzer harness (settings loader, CSV reader, expression
 # parser, prompt templates, LLM responses, web_scrape's HTML to markdown
 # and text, keyword_filter's Python regex translation, the MCP server's
-# JSON-RPC) for SECONDS seconds (default 60). Long runs are by hand, not
-# CI. Run from anywhere: it works in the repository (fuzz_mcp_rpc reads
-# tests/fixtures/mcp/trail.sql).
+# JSON-RPC, shard manifests) for SECONDS seconds (default 60). Long runs
+# are by hand, not CI. Run from anywhere: it works in the repository
+# (fuzz_mcp_rpc reads tests/fixtures/mcp/trail.sql).
 #   ./scripts/fuzz.sh 300
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,7 +12,7 @@ SECS=${1:-60}
 CC=clang cmake -S . -B build-fuzz -DELSPETH_FUZZ=ON -DELSPETH_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
 status=0
-for h in ${HARNESSES:-settings csv expr template llm_response html pyre mcp_rpc}; do
+for h in ${HARNESSES:-settings csv expr template llm_response html pyre mcp_rpc manifest}; do
   corpus=tests/fuzz/corpus/$h
   work=build-fuzz/corpus-$h
   mkdir -p "$work"
