@@ -182,6 +182,8 @@ static size_t embedded_v4(const ws_addr *a, ws_addr v4[2])
 		return 0;
 	memset(v4, 0, 2 * sizeof(*v4));
 	v4[0].family = v4[1].family = AF_INET;
+	if (!memcmp(b, compat, 12) && !b[12] && !b[13] && !b[14] && b[15] <= 1)
+		return 0; /* :: and ::1 are themselves, not IPv4-compatible */
 	if (!memcmp(b, mapped, 12) || !memcmp(b, compat, 12) || !memcmp(b, nat64, 12)) {
 		memcpy(v4[n++].b, b + 12, 4);
 	} else if (b[0] == 0x20 && b[1] == 0x02) {

@@ -160,7 +160,7 @@ Test(web_scrape_net, ipv6_forms_of_internal_addresses_are_refused)
 		{ "2001:0:808:808::80ff:fffe", "Blocked IP range: 127.0.0.1 in 127.0.0.0/8"
 					       " (embedded in 2001:0:808:808::80ff:fffe)" },
 	};
-	ws_net lo[] = { net("127.0.0.1/32") };
+	ws_net lo[] = { net("127.0.0.1/32") }, v6lo[] = { net("::1/128") };
 
 	for (size_t i = 0; i < sizeof(forms) / sizeof(forms[0]); i++)
 		refused(forms[i].ip, NULL, 0, forms[i].want);
@@ -170,6 +170,7 @@ Test(web_scrape_net, ipv6_forms_of_internal_addresses_are_refused)
 	allowed("2001:db8::1", NULL, 0);
 	/* the allowlist names what the connection reaches */
 	allowed("2002:7f00:1::", lo, 1);
+	allowed("::1", v6lo, 1); /* ::1 is itself, not 0.0.0.1 */
 	allowed("64:ff9b::7f00:1", lo, 1);
 	refused("2002:7f00:2::", lo, 1, "Blocked IP range: 127.0.0.2 in 127.0.0.0/8"
 					" (embedded in 2002:7f00:2::)");
