@@ -9,7 +9,10 @@
  * to a temporary SQLite file that nobody else can see and that is gone
  * when the process ends, however it ends.
  *
- * Thread rules: an mcp_server belongs to one thread at a time.
+ * Thread rules: an mcp_server belongs to one thread at a time. The query
+ * tool forks a child process for each statement and reaps it before it
+ * returns (docs/mcp.md "Isolation"); a caller must not reap children it
+ * did not start (no SIGCHLD set to SIG_IGN, no waitpid(-1)).
  */
 #ifndef ELSPETH_MCP_H
 #define ELSPETH_MCP_H

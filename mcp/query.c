@@ -369,14 +369,13 @@ static int take_answer(const core_buf *b, mcp_result *r, core_err *err)
 	json_error_t je;
 	json_t *o = json_loadb(b->data ? b->data : "", b->len, 0, &je);
 	const json_t *code = json_object_get(o, "code");
+	const char *msg = json_string_value(json_object_get(o, "error"));
 	int rc = 0;
 
 	if (!json_is_object(o))
 		rc = core_err_set(err, CORE_EIO, "the query's process sent no answer");
 	else if (json_is_integer(code))
-		rc = core_err_set(err, (int)json_integer_value(code), "%s",
-				  json_string_value(json_object_get(o, "error")) ?
-				  json_string_value(json_object_get(o, "error")) : "");
+		rc = core_err_set(err, (int)json_integer_value(code), "%s", msg ? msg : "");
 	else {
 		const char *note = json_string_value(json_object_get(o, "note"));
 

@@ -293,8 +293,8 @@ int ws__extract(const char *html, size_t len, ws_format f,
 		w.written[i] = has_tag(html, len, frame[i]);
 	if (f == WS_FORMAT_MARKDOWN && !(w.md = ws__md_new()))
 		w.rc = CORE_ENOMEM;
-	else if (w.md) /* linear in the page (ADR 0021, amendment) */
-		ws__md_limit(w.md, len > (1u << 20) / 16 ? 16 * len : 1u << 20);
+	else if (w.md)
+		ws__md_limit(w.md, ws__md_max_out(len));
 	if (doc && !w.rc)
 		walk_doc(&w, doc);
 	if (f == WS_FORMAT_MARKDOWN && !w.rc) {

@@ -120,8 +120,13 @@ void ws__md_free(ws_md *m);
  * max_out bytes (0: no limit): past either, the calls below return
  * CORE_EDATA and ws__md_why says which. */
 #define WS_MD_MAX_LISTS 64
-#define WS_MD_MAX_LISTS_S "64"
 void ws__md_limit(ws_md *m, size_t max_out);
+/* The markdown a page of page_len bytes may become: 16 times the page,
+ * at least 1 MiB (linear in the page; ADR 0021, amendment). */
+static inline size_t ws__md_max_out(size_t page_len)
+{
+	return page_len > (1u << 20) / 16 ? 16 * page_len : 1u << 20;
+}
 const char *ws__md_why(const ws_md *m);
 int ws__md_start(ws_md *m, const char *tag, const ws_attr *attrs, size_t n);
 int ws__md_end(ws_md *m, const char *tag);

@@ -19,6 +19,9 @@
 
 #include "plugins/transform/web_scrape_internal.h"
 
+#define MD_STR_(x) #x
+#define MD_STR(x) MD_STR_(x) /* a macro's value as a string literal */
+
 typedef struct md_list {
 	bool ol;
 	long long num;
@@ -654,7 +657,7 @@ static void lists(ws_md *m, const char *tag, const ws_attr *a, size_t n, bool st
 	if (start && m->nlist >= WS_MD_MAX_LISTS) {
 		/* each item is indented by its depth: 8,000 nested lists in
 		 * 64 KB of HTML would be 64 MB of markdown */
-		m->why = "the page nests lists more than " WS_MD_MAX_LISTS_S " deep, "
+		m->why = "the page nests lists more than " MD_STR(WS_MD_MAX_LISTS) " deep, "
 			 "and its markdown would grow with the square of the depth "
 			 "(format: text has no such limit)";
 		fail(m, CORE_EDATA);

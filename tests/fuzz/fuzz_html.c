@@ -34,7 +34,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		abort();
 	if (!rc && !core_utf8_valid(out.data ? out.data : "", out.len))
 		abort();
-	limit = page.len > (1u << 20) / 16 ? 16 * page.len : 1u << 20;
+	limit = ws__md_max_out(page.len);
 	if (f == WS_FORMAT_MARKDOWN && out.len > limit + 4096)
 		abort();
 	core_buf_release(&page);
