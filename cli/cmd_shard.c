@@ -255,9 +255,9 @@ int cli_run_shard(dag_graph *g, cli_run_args *a)
 		return CLI_OK;
 	}
 	if ((rc = shd_check_source(m, k, &err)) ||
-	    (rc = plg_set_part_dir(parts, &err)))
+	    (rc = plg_env_set_part_dir(&g->env, parts, &err)))
 		goto fail;
-	plg_set_capacity_share(shd_capacity_share(m));
+	plg_env_set_capacity_share(&g->env, shd_capacity_share(m));
 	shd_engine_shard(m, k, &sh);
 	snprintf(rerun, sizeof(rerun), "elspeth run -s %s --manifest %s --shard %u --execute",
 		 a->path, m->path, k);
@@ -284,7 +284,6 @@ int cli_run_shard(dag_graph *g, cli_run_args *a)
 			printf("Shard %u: finishing its run %s from its checkpoint\n", k, runid);
 	}
 	rc = cli_execute(g, a);
-	plg_set_part_dir(NULL, &err);
 	shd_free(m);
 	return rc;
 fail:

@@ -137,6 +137,12 @@ typedef struct dag_graph {
 	dag_node *nodes;            /* nodes[0] is the source */
 	size_t nedges;
 	dag_edge *edges;
+	/* What the run of this graph gives its plugins (plugins.h: plg_env):
+	 * the settings' rate_limit from dag_build on; the engine sets the
+	 * run key, the run library a shard's part directory and capacity
+	 * share, before dag_open. One run per graph at a time (the plugin
+	 * instances above are that run's); several graphs, several runs. */
+	plg_env env;
 } dag_graph;
 
 /* Builds and validates the graph. Errors name the settings position. */
@@ -149,6 +155,9 @@ int dag_open(dag_graph *g, bool sinks, core_err *err);
  * sink close error. Safe to call twice. */
 int dag_close(dag_graph *g, core_err *err);
 void dag_free(dag_graph *g); /* closes if open; NULL allowed */
+/* The file (or table) sink node n writes in g's run, as its target()
+ * names it, or NULL. */
+const char *dag_sink_target(const dag_graph *g, const dag_node *n);
 /* The route of gate node n for key, or NULL. */
 const dag_route *dag_gate_route(const dag_node *n, const char *key);
 

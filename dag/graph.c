@@ -376,6 +376,7 @@ int dag_build(const core_settings *s, dag_graph **out, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	c.g = g;
 	g->settings = s;
+	plg_env_init(&g->env, &s->rate_limit);
 	g->nnodes = 1 + s->ntransforms + s->ngates + s->ncoalesce +
 		    s->naggregations + s->nsinks;
 	g->nodes = calloc(g->nnodes, sizeof(*g->nodes));

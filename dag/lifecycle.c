@@ -7,18 +7,17 @@ int dag_open(dag_graph *g, bool sinks, core_err *err)
 {
 	int rc;
 
-	plg_set_rate_limits(g->settings ? &g->settings->rate_limit : NULL);
 	for (size_t i = 0; i < g->nnodes; i++) {
 		dag_node *n = &g->nodes[i];
 
 		if (n->kind == DAG_TRANSFORM && !n->tstate)
-			rc = n->tops->open(n->options, &n->tstate, err);
+			rc = n->tops->open(&g->env, n->options, &n->tstate, err);
 		else if (n->kind == DAG_SINK && sinks && !n->kstate)
-			rc = n->kops->open(n->options, &n->kstate, err);
+			rc = n->kops->open(&g->env, n->options, &n->kstate, err);
 		else if (n->kind == DAG_SINK && !sinks)
 			rc = n->kops->check(n->options, err);
 		else if (n->kind == DAG_AGGREGATION && !n->astate)
-			rc = n->aops->open(n->options, &n->astate, err);
+			rc = n->aops->open(&g->env, n->options, &n->astate, err);
 		else
 			continue;
 		if (rc) {
@@ -60,6 +59,11 @@ int dag_close(dag_graph *g, core_err *err)
 	return first;
 }
 
+const char *dag_sink_target(const dag_graph *g, const dag_node *n)
+{
+	return n->kops->target ? n->kops->target(&g->env, n->options) : NULL;
+}
+
 void dag_free(dag_graph *g)
 {
 	if (!g)
@@ -73,5 +77,6 @@ void dag_free(dag_graph *g)
 	}
 	free(g->nodes);
 	free(g->edges);
+	plg_env_release(&g->env);
 	free(g);
 }

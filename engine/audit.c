@@ -260,11 +260,6 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	return rc;
 }
 
-static const char *sink_path(const dag_node *n)
-{
-	return n->kops->target ? n->kops->target(n->options) : NULL;
-}
-
 int eng__topology_hash(dag_graph *g, eng_hash out, core_err *err)
 {
 	eng_audit a = { .g = g };
@@ -316,26 +311,28 @@ static int record_sink_files(eng_audit *a, core_err *err)
 {
 	for (size_t i = 0; i < a->g->nnodes; i++) {
 		const dag_node *n = &a->g->nodes[i];
+		const char *path = n->kind == DAG_SINK ?
+				   dag_sink_target(a->g, n) : NULL;
 		Elspeth__SinkFileRecord r = ELSPETH__SINK_FILE_RECORD__INIT;
 		struct stat st;
 		eng_hash h;
 		rec_key k;
 		int rc;
 
-		if (n->kind != DAG_SINK || !sink_path(n))
+		if (!path)
 			continue;
 		/* Devices and pipes (/dev/full, /dev/stdout) have no content
 		 * to hash. */
-		if (stat(sink_path(n), &st) || !S_ISREG(st.st_mode))
+		if (stat(path, &st) || !S_ISREG(st.st_mode))
 			continue;
-		rc = core_sha256_file(sink_path(n), UINT64_MAX, &r.size, h, err);
+		rc = core_sha256_file(path, UINT64_MAX, &r.size, h, err);
 		if (rc)
 			return rc;
 		r.run_id = run_key_id(a, &k);
 		rec_key_u32(&k, (uint32_t)i);
 		r.sink_node = (uint32_t)i;
 		r.sink = (char *)n->name;
-		r.path = (char *)sink_path(n);
+		r.path = (char *)path;
 		r.content_hash = h;
 		rec_put_msg(a->rec, REC_SINK_FILES, &k, &r.base);
 	}
@@ -667,7 +664,7 @@ void eng__audit_artifact(eng_audit *a, uint64_t seq, const eng_token *t,
 	r.token_id = t->token_id;
 	r.sink_node = (uint32_t)t->node;
 	r.sink = (char *)sink->name;
-	r.path = STR(sink_path(sink));
+	r.path = STR(dag_sink_target(a->g, sink));
 	r.offset = info->offset;
 	r.length = info->len;
 	r.content_hash = h;

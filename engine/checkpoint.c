@@ -208,7 +208,7 @@ static void add_sinks(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck,
 		elspeth__checkpoint_sink__init(m);
 		m->node_id = (uint32_t)i;
 		m->name = (char *)n->name;
-		m->path = (char *)(n->kops->target ? n->kops->target(n->options) : NULL);
+		m->path = (char *)dag_sink_target(g, n);
 		m->start = pos.base;
 		m->position = pos.pos;
 		m->prefix_hash = hash;

@@ -301,10 +301,10 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* The rows in flight a run uses: o's, else the settings' (1 when the
  * settings do not pipeline). */
 unsigned eng__rows_in_flight(const dag_graph *g, const eng_opts *o);
-/* plg_set_run_key for run run_id started at started_ns (wall clock,
- * as its run record keeps it): the same for the run and its resumes.
- * run_id 0: not recorded (NULL). */
-void eng__set_run_key(uint64_t run_id, uint64_t started_ns);
+/* g's plg_env.run_key for run run_id started at started_ns (wall
+ * clock, as its run record keeps it): the same for the run and its
+ * resumes. run_id 0: not recorded (""). */
+void eng__set_run_key(dag_graph *g, uint64_t run_id, uint64_t started_ns);
 /* plg_ctx.halt for the run of c: thread-safe, the first call wins;
  * stops the run as SIGINT does (sets *c->stop). */
 void eng__halt(eng_ctx *c, int exit_code, const char *msg);

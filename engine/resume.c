@@ -393,7 +393,7 @@ int eng__resume_open(eng_ctx *c, void *src, core_err *err)
 				    .rows = s->rows, .fd = -1 };
 
 		snprintf(at.hash, sizeof(at.hash), "%s", s->prefix_hash);
-		if ((rc = n->kops->resume(n->options, &at, &n->kstate, err)))
+		if ((rc = n->kops->resume(&g->env, n->options, &at, &n->kstate, err)))
 			core_err_prefix(err, "resume: sink '%s'", n->name);
 	}
 	return rc;
@@ -534,7 +534,7 @@ static int start_checkpoint(dag_graph *g, const Elspeth__RunRecord *run,
 		elspeth__checkpoint_sink__init(m);
 		m->node_id = (uint32_t)i;
 		m->name = (char *)n->name;
-		m->path = (char *)(n->kops->target ? n->kops->target(n->options) : NULL);
+		m->path = (char *)dag_sink_target(g, n);
 		m->prefix_hash = empty;
 		ptrs[ck.n_sinks++] = m;
 	}
@@ -556,8 +556,8 @@ out:
 
 /* Checks that sink n's output holds what checkpoint entry s says it had
  * written (the sink's verify), naming the sink in the error. */
-static int check_sink(const dag_node *n, const Elspeth__CheckpointSink *s,
-		      core_err *err)
+static int check_sink(const dag_graph *g, const dag_node *n,
+		      const Elspeth__CheckpointSink *s, core_err *err)
 {
 	plg_sink_pos at = { .base = s->start, .pos = s->position, .fd = -1 };
 	int rc;
@@ -565,7 +565,7 @@ static int check_sink(const dag_node *n, const Elspeth__CheckpointSink *s,
 	if (!n->kops->verify)
 		return 0;
 	snprintf(at.hash, sizeof(at.hash), "%s", s->prefix_hash ? s->prefix_hash : "");
-	if ((rc = n->kops->verify(n->options, &at, err)))
+	if ((rc = n->kops->verify(&g->env, n->options, &at, err)))
 		core_err_prefix(err, "sink '%s'", n->name);
 	return rc;
 }
@@ -600,7 +600,7 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"resume with the settings it ran with", (unsigned long long)run,
 			r->run->config_hash, g->settings->config_hash);
 	/* The sinks verify (and later resume) what this run wrote. */
-	eng__set_run_key(r->run->run_id, r->run->started_at_ns);
+	eng__set_run_key(g, r->run->run_id, r->run->started_at_ns);
 	rc = rec_ckpt_load(rec, run, &r->ck, err);
 	/* Checkpoints on, none written: killed while starting. */
 	if (rc == REC_NOTFOUND && g->settings->checkpoint_enabled)
@@ -614,7 +614,7 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 		if (!n || n->kind != DAG_SINK || strcmp(n->name, s->name))
 			return core_err_set(err, CORE_EDATA,
 				"the checkpoint names sink '%s', which the pipeline lacks", s->name);
-		if ((rc = check_sink(n, s, err)))
+		if ((rc = check_sink(g, n, s, err)))
 			return rc;
 	}
 	return 0;
@@ -661,9 +661,9 @@ static json_t *plan_json(const rstate *r)
 
 /* --------------------------------------------------------------- entry */
 
-static void resume_free(rstate *r)
+static void resume_free(dag_graph *g, rstate *r)
 {
-	eng__set_run_key(0, 0);
+	eng__set_run_key(g, 0, 0);
 	if (r->lock_fd >= 0)
 		close(r->lock_fd);
 	pre_free(&r->pre);
@@ -733,6 +733,6 @@ int eng_resume(dag_graph *g, const eng_opts *o, const char *run_spec,
 		rc = eng__shard_setup(&c, o->shard, err);
 	if (!rc && execute && !(rc = start(&c, &r, &audit, o, err)))
 		rc = eng__run_ctx(&c, sum, err);
-	resume_free(&r);
+	resume_free(g, &r);
 	return rc;
 }

@@ -117,7 +117,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	int rc;
 
 	/* The source first: a missing input must not leave empty outputs. */
-	if ((rc = g->nodes[0].sops->open(g->nodes[0].options, &src, err)))
+	if ((rc = g->nodes[0].sops->open(&g->env, g->nodes[0].options, &src, err)))
 		return rc;
 	/* A resume reopens the sinks at their checkpointed positions and
 	 * moves the source on before the rest opens as usual. */
@@ -259,17 +259,17 @@ static const char *run_status(int rc, const eng_summary *sum)
 	return sum->interrupted ? "interrupted" : "completed";
 }
 
-void eng__set_run_key(uint64_t run_id, uint64_t started_ns)
+void eng__set_run_key(dag_graph *g, uint64_t run_id, uint64_t started_ns)
 {
 	char key[64];
 
 	if (!run_id) {
-		plg_set_run_key(NULL);
+		plg_env_set_run_key(&g->env, NULL);
 		return;
 	}
 	snprintf(key, sizeof(key), "run-%llu-%llu", (unsigned long long)run_id,
 		 (unsigned long long)started_ns);
-	plg_set_run_key(key);
+	plg_env_set_run_key(&g->env, key);
 }
 
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
@@ -288,14 +288,15 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		c->stop = &c->own_stop;
 	sum->run_id = c->audit->run_id;
 	sum->attempt = ckpt.attempt;
-	eng__set_run_key(c->audit->rec ? c->audit->run_id : 0, c->audit->started_ns);
+	eng__set_run_key(c->g, c->audit->rec ? c->audit->run_id : 0,
+			 c->audit->started_ns);
 	rc = ckpt_setup(c, &ckpt, err);
 	if (!rc)
 		rc = eng__sampler_init(c, &smp, ckpt.attempt, err);
 	if (!rc)
 		rc = run_graph(c, eng__rows_in_flight(c->g, o), sum, err);
 	eng__sampler_release(c);
-	eng__set_run_key(0, 0);
+	eng__set_run_key(c->g, 0, 0);
 	sum->calls = c->calls;
 	sum->calls_ok = c->calls_ok;
 	sum->calls_replayed = c->calls_replayed;

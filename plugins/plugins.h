@@ -23,6 +23,65 @@
 
 #include "core/core.h"
 
+/* ------------------------------------------------------------ environment */
+
+/* What one run gives the plugins it opens (ADR 0032): every entry point
+ * that opens an instance, or names or checks the file a sink writes
+ * (open, resume, target, verify), is handed its run's environment, so that several runs in one process keep
+ * apart. A graph owns one (dag_graph.env): dag_build initialises it,
+ * dag_free releases it, and the engine and the run library fill it in
+ * before the plugins open. Plugins read it; only its owner writes it.
+ * `env` may be NULL where a plugin is opened outside a run (a test, the
+ * export sink of landscape.export): then nothing is shared, no run key,
+ * no rate_limit, all of the capacity, no part files. */
+
+typedef struct plg_parts plg_parts; /* a sharded run's part-file map */
+
+typedef struct plg_env {
+	/* The run the sinks write for, the same string for a run and every
+	 * resume of it ("run-ID-STARTED_NS"): a sink that must find what it
+	 * wrote after the last checkpoint in a store it does not own (the
+	 * database sink's commit ledger) keys it by this. "": the run is not
+	 * recorded (no Landscape; nothing can resume it). */
+	char run_key[64];
+	/* The settings' rate_limit section, for the transforms that call a
+	 * rate-limited service (read when they open), or NULL. */
+	const core_rate_limit_cfg *rate_limits;
+	/* A shard's share of every rate-limited service (docs/scale-out.md):
+	 * the LLM transforms take this fraction of their pool_size (at least
+	 * 1), of rate_limit's budgets and of the pace min_dispatch_delay_ms
+	 * allows, so the shards running at once stay within the settings.
+	 * In (0, 1]; 1: all of it. */
+	double capacity_share;
+	/* Sharded runs: while set, every file sink of the run writes its rows
+	 * to a part file instead of the file its options name (target() and
+	 * verify() say so too). NULL: off. plg_env_set_part_dir sets it. */
+	plg_parts *parts;
+} plg_env;
+
+/* An environment with nothing in it but rate_limits (may be NULL). */
+void plg_env_init(plg_env *env, const core_rate_limit_cfg *rate_limits);
+/* Frees what the environment holds (its part map). NULL allowed. */
+void plg_env_release(plg_env *env);
+/* key, or NULL for a run that is not recorded. */
+void plg_env_set_run_key(plg_env *env, const char *key);
+/* The run key, or NULL (env NULL, or not recorded). */
+const char *plg_env_run_key(const plg_env *env);
+/* Clamped into (0, 1]; anything else is 1. */
+void plg_env_set_capacity_share(plg_env *env, double share);
+/* 1 when env is NULL. */
+double plg_env_capacity_share(const plg_env *env);
+/* NULL when env is NULL. */
+const core_rate_limit_cfg *plg_env_rate_limits(const plg_env *env);
+/* Part files in dir (NULL: none), for the file DIR/HHHHHHHHHHHH-NAME of
+ * each path: its SHA-256 prefix and base name. Set before the sinks open;
+ * the strings plg_part_path handed out before are freed. */
+int plg_env_set_part_dir(plg_env *env, const char *dir, core_err *err);
+/* The file a sink writes for `path`: its part file when the run is
+ * sharded, else path. Thread-safe; valid until the part directory
+ * changes or the environment is released. NULL when out of memory. */
+const char *plg_part_path(const plg_env *env, const char *path);
+
 /* ---------------------------------------------------------------- sources */
 
 /* One record from a source. `row` is a new reference the caller owns. When
@@ -52,7 +111,8 @@ typedef struct plg_source_ops {
 	const char *description;
 	/* Opens the source. `options` is the source's options MAP (it may hold
 	 * `on_validation_failure`, which the engine reads; plugins allow it). */
-	int (*open)(const core_node *options, void **state, core_err *err);
+	int (*open)(const plg_env *env, const core_node *options,
+		    void **state, core_err *err);
 	/* 1: a record in *out; 0: end of data; <0: a fatal error (err set),
 	 * e.g. unreadable file or invalid UTF-8 that makes the rest unreadable. */
 	int (*next)(void *state, plg_source_row *out, core_err *err);
@@ -222,7 +282,8 @@ typedef struct plg_transform_ops {
 	/* An expanding transform (json_explode) turns one row into zero or
 	 * more: process() then returns a JSON array of rows in *out. */
 	bool expands;
-	int (*open)(const core_node *options, void **state, core_err *err);
+	int (*open)(const plg_env *env, const core_node *options,
+		    void **state, core_err *err);
 	/* Processes one row. On success returns 0 and *out is a new reference
 	 * (the output row, or an array of rows when `expands`; the input is
 	 * never modified). On a row error
@@ -281,7 +342,8 @@ typedef struct plg_sink_ops {
 	const char *description;
 	/* Opens (creating missing parent directories) and checks the target is
 	 * writable, so a bad path fails before any row is read. */
-	int (*open)(const core_node *options, void **state, core_err *err);
+	int (*open)(const plg_env *env, const core_node *options,
+		    void **state, core_err *err);
 	/* Checks the options as open would, touching no file (validate). */
 	int (*check)(const core_node *options, core_err *err);
 	/* Writes one row; *info receives the byte range written in the output
@@ -300,18 +362,18 @@ typedef struct plg_sink_ops {
 	 * continues as if it had just written them. The engine has checked
 	 * the file against `at` (size, hash) before. */
 	void (*position)(void *state, plg_sink_pos *out);
-	int (*resume)(const core_node *options, const plg_sink_pos *at,
-		      void **state, core_err *err);
+	int (*resume)(const plg_env *env, const core_node *options,
+		      const plg_sink_pos *at, void **state, core_err *err);
 	/* Optional: the file the sink writes, as its options name it (the
 	 * audit trail records it), or NULL. Valid while options are. */
-	const char *(*target)(const core_node *options);
+	const char *(*target)(const plg_env *env, const core_node *options);
 	/* Optional (with position and resume): checks, reading only, that the
 	 * output still holds what position() reported as `at` (at least
 	 * at->pos bytes; bytes [at->base, at->pos) hash to at->hash), before
 	 * a resume cuts it back. CORE_EDATA saying what differs (the file was
 	 * edited, truncated or replaced since the run stopped). */
-	int (*verify)(const core_node *options, const plg_sink_pos *at,
-		      core_err *err);
+	int (*verify)(const plg_env *env, const core_node *options,
+		      const plg_sink_pos *at, core_err *err);
 	/* Optional: where the rows of `file`, a finished file this sink
 	 * wrote with these options, start and end (plg_sink_frame); a
 	 * sink without it cannot be sharded. CORE_EDATA when the file is
@@ -329,35 +391,14 @@ typedef struct plg_sink_ops {
 	int (*commit)(void *state, core_err *err);
 } plg_sink_ops;
 
-/* Sharded runs (docs/scale-out.md): while a directory is set, every file
- * sink of the process writes its rows to a part file in it instead of
- * the file its options name (target() and verify() say so too): the
- * file DIR/HHHHHHHHHHHH-NAME, for the path's SHA-256 prefix and base
- * name. NULL: off. Set before any sink opens, by one thread. */
-int plg_set_part_dir(const char *dir, core_err *err);
-/* The file a sink writes for `path`: its part file while a part
- * directory is set, else path. Thread-safe; valid until the directory
- * changes. NULL when out of memory. */
-const char *plg_part_path(const char *path);
-
-/* The run the sinks write for, the same string for a run and every
- * resume of it (the engine sets it before it opens or verifies the
- * sinks, from the run's id and start time, and clears it after): a sink
- * that must find what it wrote after the last checkpoint in a store it
- * does not own (the database sink's commit ledger) keys it by this.
- * NULL: the run is not recorded (no Landscape; nothing can resume it).
- * Process-wide, one run at a time; set by the thread that runs it. */
-void plg_set_run_key(const char *key);
-/* The key set, or NULL; valid until the next plg_set_run_key. */
-const char *plg_run_key(void);
-
 /* ----------------------------------------------------------- aggregations */
 
 /* An aggregation plugin computes the outputs of one batch of rows. */
 typedef struct plg_aggregation_ops {
 	const char *name;
 	const char *description;
-	int (*open)(const core_node *options, void **state, core_err *err);
+	int (*open)(const plg_env *env, const core_node *options,
+		    void **state, core_err *err);
 	/* members: the batch's rows in seq order (n >= 1). On success *out is
 	 * a new JSON array of output rows (transform mode: the batch's
 	 * result; passthrough mode: exactly n rows, member i enriched). A
@@ -381,22 +422,6 @@ typedef struct plg_aggregation_ops {
 typedef enum plg_kind {
 	PLG_SOURCE, PLG_TRANSFORM, PLG_SINK, PLG_AGGREGATION
 } plg_kind;
-
-/* The settings' rate_limit section, for the transforms that call a
- * rate-limited service (the LLM transforms read it when they open):
- * dag_open sets it before it opens a pipeline's plugins. NULL: none.
- * Process-wide; pipelines are opened one at a time. */
-void plg_set_rate_limits(const core_rate_limit_cfg *r);
-const core_rate_limit_cfg *plg_rate_limits(void);
-
-/* A shard's share of every rate-limited service (docs/scale-out.md):
- * the LLM transforms opened after it is set take this fraction of
- * their pool_size (at least 1), of rate_limit's budgets and of the
- * pace min_dispatch_delay_ms allows, so that the shards running at
- * once together stay within the settings. 1 (the default): all of it.
- * Process-wide, set before the pipeline opens. */
-void plg_set_capacity_share(double share);
-double plg_capacity_share(void);
 
 const plg_source_ops *plg_find_source(const char *name);
 const plg_transform_ops *plg_find_transform(const char *name);

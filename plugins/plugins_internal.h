@@ -121,27 +121,29 @@ typedef struct plg__outfile {
 	core_sha256_stream *sha; /* of the bytes [base, pos) */
 } plg__outfile;
 
-/* Creates missing parent directories and opens path: truncated, or when
+/* Creates missing parent directories and opens path (its part file when
+ * env's run is sharded: plg_part_path): truncated, or when
  * `append` positioned at its end (pos = its size), after adding a "\n" if
  * its last line lacks one. CORE_EIO naming the path and the OS reason. On
  * error f is left closed. */
-int plg__outfile_open(plg__outfile *f, const char *path, bool append,
-		      core_err *err);
+int plg__outfile_open(plg__outfile *f, const plg_env *env, const char *path,
+		      bool append, core_err *err);
 int plg__outfile_write(plg__outfile *f, const void *p, size_t n,
 		       core_err *err);
 /* Reopens the file of an earlier run at->pos bytes long (cut off after
  * it), positioned at its end; the running hash restarts from the bytes
  * [at->base, at->pos) read back. */
-int plg__outfile_resume(plg__outfile *f, const char *path,
-			const plg_sink_pos *at, core_err *err);
+int plg__outfile_resume(plg__outfile *f, const plg_env *env,
+			const char *path, const plg_sink_pos *at,
+			core_err *err);
 /* base, pos, the hash of what this run wrote, and the descriptor. */
 void plg__outfile_position(const plg__outfile *f, plg_sink_pos *out);
 int plg__outfile_flush(plg__outfile *f, core_err *err); /* fflush + fsync */
 /* plg_sink_ops.target and .verify for the sinks that write the file their
  * `path` option names. */
-const char *plg__outfile_target(const core_node *options);
-int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
-			core_err *err);
+const char *plg__outfile_target(const plg_env *env, const core_node *options);
+int plg__outfile_verify(const plg_env *env, const core_node *options,
+			const plg_sink_pos *at, core_err *err);
 /* Flushes, fsyncs and closes; f is zeroed. A closed f is a no-op. */
 int plg__outfile_close(plg__outfile *f, core_err *err);
 

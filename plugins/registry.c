@@ -38,40 +38,35 @@ static const plg_aggregation_ops *const aggregations[] = {
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
 
-static const core_rate_limit_cfg *rate_limits;
-
-void plg_set_rate_limits(const core_rate_limit_cfg *r)
+void plg_env_init(plg_env *env, const core_rate_limit_cfg *rate_limits)
 {
-	rate_limits = r;
+	*env = (plg_env){ .rate_limits = rate_limits, .capacity_share = 1.0 };
 }
 
-const core_rate_limit_cfg *plg_rate_limits(void)
+void plg_env_set_run_key(plg_env *env, const char *key)
 {
-	return rate_limits;
+	snprintf(env->run_key, sizeof(env->run_key), "%s", key ? key : "");
 }
 
-static char run_key[96];
-
-void plg_set_run_key(const char *key)
+const char *plg_env_run_key(const plg_env *env)
 {
-	snprintf(run_key, sizeof(run_key), "%s", key ? key : "");
+	return env && env->run_key[0] ? env->run_key : NULL;
 }
 
-const char *plg_run_key(void)
+void plg_env_set_capacity_share(plg_env *env, double share)
 {
-	return run_key[0] ? run_key : NULL;
+	env->capacity_share = share > 0 && share < 1 ? share : 1.0;
 }
 
-static double capacity_share = 1.0;
-
-void plg_set_capacity_share(double share)
+double plg_env_capacity_share(const plg_env *env)
 {
-	capacity_share = share > 0 && share < 1 ? share : 1.0;
+	return env && env->capacity_share > 0 && env->capacity_share < 1 ?
+		env->capacity_share : 1.0;
 }
 
-double plg_capacity_share(void)
+const core_rate_limit_cfg *plg_env_rate_limits(const plg_env *env)
 {
-	return capacity_share;
+	return env ? env->rate_limits : NULL;
 }
 
 const plg_source_ops *plg_find_source(const char *name)

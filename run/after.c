@@ -52,7 +52,7 @@ static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
 		return core_err_set(err, CORE_ECONFIG, "Export sink '%s': unknown plugin '%s'",
 				    x->sink, x->target.plugin);
 	if (!x->json) {
-		const char *path = o.ops->target ? o.ops->target(x->target.options) : NULL;
+		const char *path = o.ops->target ? o.ops->target(NULL, x->target.options) : NULL;
 
 		if (!path)
 			return core_err_set(err, CORE_ECONFIG,
@@ -60,7 +60,7 @@ static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
 				"but sink '%s' has no path configured", x->sink);
 		return sqlt_audit_csv(rec, run, key, path, err);
 	}
-	if ((rc = o.ops->open(x->target.options, &o.state, err)))
+	if ((rc = o.ops->open(NULL, x->target.options, &o.state, err)))
 		return rc;
 	rc = sqlt_audit_records(rec, run, key, write_record, &o, err);
 	if (!rc)

@@ -20,9 +20,12 @@
  *
  * Not yet here (ADR 0030, later steps): loading and validating settings
  * (the caller builds the graph with dag/), depends_on and shards (the
- * CLI runs them through this library), and per-run plugin state — the
- * run key, rate limits, capacity share and part directory are still the
- * process's (plugins.h), so one job at a time per process.
+ * CLI runs them through this library; a shard's part directory and
+ * capacity share go on the graph's plg_env before run_start).
+ *
+ * Several jobs may run at once in one process, each on its own graph:
+ * what the plugins know of their run is the graph's (dag_graph.env,
+ * ADR 0032); the HTTP executor is shared by them.
  *
  * Thread rules: run_start returns once the job's thread is started; the
  * observer is called on that thread, in event order, with no lock held

@@ -341,7 +341,8 @@ static int merge_sink(const shd_manifest *m, shd__run *runs, const dag_node *n,
 		      size_t node, json_t *sinks, core_err *err)
 {
 	part *parts = calloc(m->nshards, sizeof(*parts));
-	const char *path = n->kops->target(n->options);
+	/* The file the options name (no environment: no part file). */
+	const char *path = n->kops->target(NULL, n->options);
 	size_t tl = strlen(path) + 10;
 	char *tmp = malloc(tl);
 	out o = { .fd = -1, .sha = core_sha256_stream_new() };

@@ -76,7 +76,7 @@ static int shardable(const dag_graph *g, uint32_t shards, core_err *err)
 		if (n->kind != DAG_SINK)
 			continue;
 		if (!n->kops->frame || !n->kops->position || !n->kops->resume ||
-		    !n->kops->target || !n->kops->target(n->options))
+		    !n->kops->target || !n->kops->target(NULL, n->options))
 			return core_err_set(err, CORE_ECONFIG,
 				"sink '%s' (plugin %s) cannot be merged from shards",
 				n->name, n->plugin);
@@ -118,7 +118,7 @@ static int number_rows(const dag_node *src, scan *s, core_err *err)
 	s->stride = 1;
 	if (!(s->marks = malloc(MAX_MARKS * sizeof(*s->marks))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = ops->open(src->options, &state, err)))
+	if ((rc = ops->open(NULL, src->options, &state, err)))
 		return core_err_prefix(err, "shard plan: source");
 	for (;;) {
 		plg_source_row r;

@@ -111,11 +111,13 @@ static int parse_options(struct replicate *r, const core_node *opts,
 
 static void br_close(void *state);
 
-static int br_open(const core_node *options, void **state, core_err *err)
+static int br_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	struct replicate *r = calloc(1, sizeof(*r));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!r)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(r, options, err);

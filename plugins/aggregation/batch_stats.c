@@ -131,11 +131,13 @@ static int parse_options(struct batch_stats *s, const core_node *opts,
 
 static void bs_close(void *state);
 
-static int bs_open(const core_node *options, void **state, core_err *err)
+static int bs_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	struct batch_stats *s = calloc(1, sizeof(*s));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, err);

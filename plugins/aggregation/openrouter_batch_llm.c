@@ -60,7 +60,8 @@ static char *suffixed(const char *field, const char *suffix)
 	return core_buf_steal(&s);
 }
 
-static int bl_parse(batch_llm *b, const core_node *o, core_err *err)
+static int bl_parse(batch_llm *b, const plg_env *env, const core_node *o,
+		    core_err *err)
 {
 	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
 					    "response_field", NULL };
@@ -84,20 +85,21 @@ static int bl_parse(batch_llm *b, const core_node *o, core_err *err)
 	b->error_field = suffixed(field, "_error");
 	if (!b->field || !b->usage_field || !b->model_field || !b->error_field)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = llm_client_open(&b->client, o, err)))
+	if ((rc = llm_client_open(&b->client, env, o, err)))
 		return rc;
 	b->client.has_temperature = true; /* ELSPETH sends its 0.0 default */
 	return 0;
 }
 
-static int bl_open(const core_node *options, void **state, core_err *err)
+static int bl_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	batch_llm *b = calloc(1, sizeof(*b));
 	int rc;
 
 	if (!b)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = bl_parse(b, options, err))) {
+	if ((rc = bl_parse(b, env, options, err))) {
 		bl_close(b);
 		return rc;
 	}

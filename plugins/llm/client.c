@@ -91,10 +91,10 @@ static int headers(llm_client *c, const core_node *o, int provider,
 
 /* The settings' rate_limit entry of the provider's service (ELSPETH's
  * names: azure_openai for Azure, openrouter for the others; ours: openai). */
-static void budgets(http_cfg *x, int provider)
+static void budgets(http_cfg *x, const plg_env *env, int provider)
 {
 	static const char *const services[] = { "openrouter", "azure_openai", "openai" };
-	const core_rate_limit_cfg *r = plg_rate_limits();
+	const core_rate_limit_cfg *r = plg_env_rate_limits(env);
 	const core_rate_service *sv;
 	core_rate_service dflt;
 
@@ -104,10 +104,10 @@ static void budgets(http_cfg *x, int provider)
 	x->max_tps = sv->tokens_per_minute / 60;
 }
 
-/* A shard takes its share of the service (plg_capacity_share). */
-static void share_capacity(http_cfg *x, unsigned pool)
+/* A shard takes its share of the service (plg_env.capacity_share). */
+static void share_capacity(http_cfg *x, const plg_env *env, unsigned pool)
 {
-	double share = plg_capacity_share();
+	double share = plg_env_capacity_share(env);
 	double p = ceil((double)pool * share);
 
 	x->pool_size = p < 1 ? 1 : (unsigned)p;
@@ -119,7 +119,8 @@ static void share_capacity(http_cfg *x, unsigned pool)
 		x->max_dispatch_delay_ms = x->min_dispatch_delay_ms;
 }
 
-static int throttle(llm_client *c, const core_node *o, int provider, core_err *err)
+static int throttle(llm_client *c, const plg_env *env, const core_node *o,
+		    int provider, core_err *err)
 {
 	static const char *const modes[] = { "adaptive", "aimd", NULL };
 	const core_node *m = core_map_get(o, "capacity_control");
@@ -147,8 +148,8 @@ static int throttle(llm_client *c, const core_node *o, int provider, core_err *e
 		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "max_dispatch_delay_ms"),
 				   "max_dispatch_delay_ms is less than min_dispatch_delay_ms");
 	x->mode = (http_mode)mode;
-	budgets(x, provider);
-	share_capacity(x, (unsigned)pool);
+	budgets(x, env, provider);
+	share_capacity(x, env, (unsigned)pool);
 	return 0;
 }
 
@@ -209,7 +210,8 @@ static int request_opts(llm_client *c, const core_node *o, core_err *err)
 	return rc;
 }
 
-int llm_client_open(llm_client *c, const core_node *o, core_err *err)
+int llm_client_open(llm_client *c, const plg_env *env, const core_node *o,
+		    core_err *err)
 {
 	static const char *const providers[] = { "openrouter", "azure", "openai", NULL };
 	const core_node *pn = core_map_get(o, "provider");
@@ -224,7 +226,7 @@ int llm_client_open(llm_client *c, const core_node *o, core_err *err)
 	if ((pn && (rc = core_node_enum(pn, providers, &provider, err))) ||
 	    (rc = endpoint(c, o, provider, err)) ||
 	    (rc = headers(c, o, provider, err)) ||
-	    (rc = throttle(c, o, provider, err)) ||
+	    (rc = throttle(c, env, o, provider, err)) ||
 	    (rc = request_opts(c, o, err)) ||
 	    (rc = core_opt_str(o, "api_key", false, &key, err)) ||
 	    (rc = http_open(&c->cfg, c->url, key, &c->http, err)))

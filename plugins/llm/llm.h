@@ -228,9 +228,11 @@ typedef struct llm_client {
 	http_client *http;
 } llm_client;
 
-/* Parses the shared options of map o and starts the executor. On error
- * the client is released. */
-int llm_client_open(llm_client *c, const core_node *o, core_err *err);
+/* Parses the shared options of map o and starts the executor, with the
+ * run's rate_limit and capacity share (env; may be NULL). On error the
+ * client is released. */
+int llm_client_open(llm_client *c, const plg_env *env, const core_node *o,
+		    core_err *err);
 void llm_client_release(llm_client *c); /* zeroed or opened */
 
 /* CORE_EDATA naming the first required input field the row lacks. */

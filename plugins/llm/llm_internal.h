@@ -73,7 +73,8 @@ typedef struct llm__queries {
 	bool sequential;           /* pool_size 1 or absent: one at a time */
 } llm__queries;
 
-int llm__queries_open(const core_node *o, llm__queries **out, core_err *err);
+int llm__queries_open(const plg_env *env, const core_node *o,
+		      llm__queries **out, core_err *err);
 int llm__queries_process(llm__queries *q, const json_t *row, json_t **out,
 			 plg_ctx *ctx, core_err *err);
 llm_client *llm__queries_client(llm__queries *q);

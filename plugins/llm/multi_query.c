@@ -177,7 +177,8 @@ static int parse_query(query *q, const core_node *n, const core_node *o,
 	return tpl ? 0 : default_template(q, err);
 }
 
-static int multi_parse(multi *m, const core_node *o, core_err *err)
+static int multi_parse(multi *m, const plg_env *env, const core_node *o,
+		       core_err *err)
 {
 	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
 					    "queries", NULL };
@@ -205,17 +206,18 @@ static int multi_parse(multi *m, const core_node *o, core_err *err)
 	}
 	if ((rc = llm__lookup(o, &m->lookup, err)))
 		return rc;
-	return llm_client_open(&m->client, o, err);
+	return llm_client_open(&m->client, env, o, err);
 }
 
-static int multi_open(const core_node *options, void **state, core_err *err)
+static int multi_open(const plg_env *env, const core_node *options,
+		      void **state, core_err *err)
 {
 	multi *m = calloc(1, sizeof(*m));
 	int rc;
 
 	if (!m)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = multi_parse(m, options, err))) {
+	if ((rc = multi_parse(m, env, options, err))) {
 		multi_close(m);
 		return rc;
 	}

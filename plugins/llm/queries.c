@@ -272,7 +272,8 @@ static int parse_queries(llm__queries *m, const core_node *qn,
 	return 0;
 }
 
-static int queries_parse(llm__queries *m, const core_node *o, core_err *err)
+static int queries_parse(llm__queries *m, const plg_env *env, const core_node *o,
+			 core_err *err)
 {
 	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
 					    "response_field", "queries", NULL };
@@ -291,21 +292,22 @@ static int queries_parse(llm__queries *m, const core_node *o, core_err *err)
 	    (rc = parse_queries(m, core_map_get(o, "queries"), rfield, err)))
 		return rc;
 	m->sequential = pool <= 1;
-	if ((rc = llm_client_open(&m->client, o, err)))
+	if ((rc = llm_client_open(&m->client, env, o, err)))
 		return rc;
 	/* ELSPETH always sends a temperature (its default 0.0). */
 	m->client.has_temperature = true;
 	return 0;
 }
 
-int llm__queries_open(const core_node *o, llm__queries **out, core_err *err)
+int llm__queries_open(const plg_env *env, const core_node *o,
+		      llm__queries **out, core_err *err)
 {
 	llm__queries *m = calloc(1, sizeof(*m));
 	int rc;
 
 	if (!m)
 		return nomem(err);
-	if ((rc = queries_parse(m, o, err))) {
+	if ((rc = queries_parse(m, env, o, err))) {
 		llm__queries_free(m);
 		return rc;
 	}

@@ -56,7 +56,8 @@ static char *suffixed(const char *field, const char *suffix)
 	return core_buf_steal(&b);
 }
 
-static int llm_parse(llm *l, const core_node *o, core_err *err)
+static int llm_parse(llm *l, const plg_env *env, const core_node *o,
+		     core_err *err)
 {
 	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
 					    "response_field", NULL };
@@ -76,10 +77,11 @@ static int llm_parse(llm *l, const core_node *o, core_err *err)
 	l->model_field = suffixed(field, "_model");
 	if (!l->field || !l->usage_field || !l->model_field)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	return llm_client_open(&l->client, o, err);
+	return llm_client_open(&l->client, env, o, err);
 }
 
-static int llm_open(const core_node *options, void **state, core_err *err)
+static int llm_open(const plg_env *env, const core_node *options,
+		    void **state, core_err *err)
 {
 	llm *l = calloc(1, sizeof(*l));
 	int rc;
@@ -87,8 +89,8 @@ static int llm_open(const core_node *options, void **state, core_err *err)
 	if (!l)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = core_map_get(options, "queries") ?
-	     llm__queries_open(options, &l->queries, err) :
-	     llm_parse(l, options, err);
+	     llm__queries_open(env, options, &l->queries, err) :
+	     llm_parse(l, env, options, err);
 	if (rc) {
 		llm_close(l);
 		return rc;

@@ -352,11 +352,11 @@ static int csv_close(void *state, core_err *err);
 /* Opens the file afresh (at == NULL) or at a checkpointed position: an
  * existing header (append mode, or a resumed file that has one) is read
  * back and a schema's must match it. */
-static int csv_start(const core_node *options, const plg_sink_pos *at,
-		     void **state, core_err *err)
+static int csv_start(const plg_env *env, const core_node *options,
+		     const plg_sink_pos *at, void **state, core_err *err)
 {
 	struct csv_sink *s = calloc(1, sizeof(*s));
-	const char *path = NULL;
+	const char *path = NULL, *file;
 	bool append = false;
 	int rc;
 
@@ -364,13 +364,14 @@ static int csv_start(const core_node *options, const plg_sink_pos *at,
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
 	if (!rc && at)
-		rc = plg__outfile_resume(&s->out, path, at, err);
+		rc = plg__outfile_resume(&s->out, env, path, at, err);
 	/* The file it writes: a shard's part file (plg_part_path). */
 	if (!rc && (at ? at->pos > 0 : append))
-		rc = plg_part_path(path) ? read_existing_header(s, plg_part_path(path), err) :
+		rc = (file = plg_part_path(env, path)) ?
+		     read_existing_header(s, file, err) :
 		     core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (!rc && !at)
-		rc = plg__outfile_open(&s->out, path, append, err);
+		rc = plg__outfile_open(&s->out, env, path, append, err);
 	if (!rc && s->out.pos == 0 && s->header_done) {
 		header_clear(s); /* the file was emptied meanwhile */
 		s->header_done = false;
@@ -385,15 +386,16 @@ static int csv_start(const core_node *options, const plg_sink_pos *at,
 	return 0;
 }
 
-static int csv_open(const core_node *options, void **state, core_err *err)
+static int csv_open(const plg_env *env, const core_node *options,
+		    void **state, core_err *err)
 {
-	return csv_start(options, NULL, state, err);
+	return csv_start(env, options, NULL, state, err);
 }
 
-static int csv_resume(const core_node *options, const plg_sink_pos *at,
-		      void **state, core_err *err)
+static int csv_resume(const plg_env *env, const core_node *options,
+		      const plg_sink_pos *at, void **state, core_err *err)
 {
-	return csv_start(options, at, state, err);
+	return csv_start(env, options, at, state, err);
 }
 
 static void csv_position(void *state, plg_sink_pos *out)

@@ -7,7 +7,7 @@
  * checkpoint (plg_sink_ops.commit), each commit with a ledger entry in
  * the same transaction (database_ledger.c). The sink's position is the
  * number of rows its writer — this sink of this run, keyed by the run's
- * key (plg_run_key) and the sink's options path — has committed, and its
+ * key (plg_env.run_key) and the sink's options path — has committed, and its
  * hash the chain hash of those rows. A resume deletes the rows of every
  * commit after the checkpoint's position, found through the ledger, and
  * goes on from there; verify checks, reading only, that the ledger still
@@ -95,9 +95,9 @@ static void sink_free(dbs_sink *s)
 
 /* This sink of this run, in the ledger: "RUN_KEY/sinks.NAME.options";
  * a run that is not recorded (nothing can resume it) gets a random key. */
-static int writer_key(dbs_sink *s, core_err *err)
+static int writer_key(dbs_sink *s, const plg_env *env, core_err *err)
 {
-	const char *run = plg_run_key(), *path = s->options->path;
+	const char *run = plg_env_run_key(env), *path = s->options->path;
 	char once[40] = "once-";
 	uint8_t r[16];
 	core_buf b = { 0 };
@@ -276,8 +276,8 @@ out:
 
 /* ----------------------------------------------------------------- ops */
 
-static int start(const core_node *options, const plg_sink_pos *at,
-		 void **state, core_err *err)
+static int start(const plg_env *env, const core_node *options,
+		 const plg_sink_pos *at, void **state, core_err *err)
 {
 	dbs_sink *s = calloc(1, sizeof(*s));
 	uint8_t d[CORE_SHA256_LEN];
@@ -288,7 +288,8 @@ static int start(const core_node *options, const plg_sink_pos *at,
 	core_sha256("", 0, d);
 	core_hex(d, sizeof(d), s->chain);
 	memcpy(s->chain_txn, s->chain, sizeof(s->chain));
-	if ((rc = parse_options(s, options, err)) || (rc = writer_key(s, err)) ||
+	if ((rc = parse_options(s, options, err)) ||
+	    (rc = writer_key(s, env, err)) ||
 	    (rc = dbs__db_attach(s, err)) ||
 	    (rc = dbs__ledger_create(s->be, s->db->conn, err)) ||
 	    (rc = at ? resume_at(s, at, err) : last_seq(s, err)) ||
@@ -300,15 +301,16 @@ static int start(const core_node *options, const plg_sink_pos *at,
 	return 0;
 }
 
-static int db_open(const core_node *options, void **state, core_err *err)
+static int db_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
-	return start(options, NULL, state, err);
+	return start(env, options, NULL, state, err);
 }
 
-static int db_resume(const core_node *options, const plg_sink_pos *at,
-		     void **state, core_err *err)
+static int db_resume(const plg_env *env, const core_node *options,
+		     const plg_sink_pos *at, void **state, core_err *err)
 {
-	return start(options, at, state, err);
+	return start(env, options, at, state, err);
 }
 
 static int db_check(const core_node *options, core_err *err)
@@ -380,8 +382,8 @@ static void db_position(void *state, plg_sink_pos *out)
 	out->fd = -1;
 }
 
-static int db_verify(const core_node *options, const plg_sink_pos *at,
-		     core_err *err)
+static int db_verify(const plg_env *env, const core_node *options,
+		     const plg_sink_pos *at, core_err *err)
 {
 	dbs_sink *s = calloc(1, sizeof(*s));
 	dbs_entries l = { 0 };
@@ -394,7 +396,7 @@ static int db_verify(const core_node *options, const plg_sink_pos *at,
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if ((rc = parse_options(s, options, err)) || !at->pos ||
-	    (rc = writer_key(s, err)) ||
+	    (rc = writer_key(s, env, err)) ||
 	    (rc = s->be->connect(&s->url, true, &c, err)) ||
 	    (rc = dbs__ledger_load(s->be, c, s->writer, true, &l, err)) ||
 	    (rc = check_entries(s, &l, at, err)) ||

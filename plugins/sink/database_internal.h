@@ -53,7 +53,7 @@ void dbs__url_release(dbs_url *u);
 char *dbs__url_sanitize(const char *url);
 /* "db://TABLE@SANITIZED_URL" (ELSPETH's artifact uri) for the options
  * of a database sink, or NULL; kept for the process (thread-safe). */
-const char *dbs__target(const core_node *options);
+const char *dbs__target(const plg_env *env, const core_node *options);
 
 /* ------------------------------------------------------------- backends */
 

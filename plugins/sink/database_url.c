@@ -109,7 +109,8 @@ int dbs__url_parse(const core_node *n, dbs_url *u, core_err *err)
 
 /* ------------------------------------------------------------- targets
  * plg_sink_ops.target hands out a string that must stay valid while the
- * options do: each distinct one is kept once for the process. */
+ * options do: each distinct one is kept once for the process (a cache of
+ * names shared by every run, not any run's state). */
 
 static pthread_mutex_t target_lock = PTHREAD_MUTEX_INITIALIZER;
 static char **targets;
@@ -134,13 +135,14 @@ static const char *keep(char *s)
 	return kept;
 }
 
-const char *dbs__target(const core_node *options)
+const char *dbs__target(const plg_env *env, const core_node *options)
 {
 	const core_node *url = core_map_get(options, "url");
 	const core_node *table = core_map_get(options, "table");
 	char *clean, *s;
 	size_t n;
 
+	(void)env; /* a database table is no part file */
 	if (!url || url->kind != CORE_NODE_SCALAR || !table ||
 	    table->kind != CORE_NODE_SCALAR)
 		return NULL;

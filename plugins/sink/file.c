@@ -24,40 +24,60 @@
 #include "plugins/plugins_internal.h"
 
 /* ----------------------------------------------------------- part files
- * Sharded runs (plugins.h: plg_set_part_dir): each target path maps to
- * one part file, computed once and kept, so the strings handed out stay
- * valid while the directory is set. */
+ * Sharded runs (plugins.h: plg_env_set_part_dir): each target path maps
+ * to one part file, computed once and kept, so the strings handed out
+ * stay valid while the directory is set. One map per run environment. */
 
 typedef struct part_map {
 	char *from, *to;
 } part_map;
 
-static pthread_mutex_t part_lock = PTHREAD_MUTEX_INITIALIZER;
-static char *part_dir;
-static part_map *parts;
-static size_t nparts;
+struct plg_parts {
+	pthread_mutex_t lock;
+	char *dir;
+	part_map *map;
+	size_t n;
+};
 
-int plg_set_part_dir(const char *dir, core_err *err)
+static void parts_free(plg_parts *p)
 {
-	char *copy = dir ? strdup(dir) : NULL;
-
-	if (dir && !copy)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	pthread_mutex_lock(&part_lock);
-	for (size_t i = 0; i < nparts; i++) {
-		free(parts[i].from);
-		free(parts[i].to);
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++) {
+		free(p->map[i].from);
+		free(p->map[i].to);
 	}
-	free(parts);
-	parts = NULL;
-	nparts = 0;
-	free(part_dir);
-	part_dir = copy;
-	pthread_mutex_unlock(&part_lock);
+	free(p->map);
+	free(p->dir);
+	pthread_mutex_destroy(&p->lock);
+	free(p);
+}
+
+void plg_env_release(plg_env *env)
+{
+	if (!env)
+		return;
+	parts_free(env->parts);
+	env->parts = NULL;
+}
+
+int plg_env_set_part_dir(plg_env *env, const char *dir, core_err *err)
+{
+	plg_parts *p = NULL;
+
+	if (dir) {
+		if (!(p = calloc(1, sizeof(*p))) || !(p->dir = strdup(dir))) {
+			free(p);
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		}
+		pthread_mutex_init(&p->lock, NULL);
+	}
+	parts_free(env->parts);
+	env->parts = p;
 	return 0;
 }
 
-static char *part_of(const char *path)
+static char *part_of(const char *dir, const char *path)
 {
 	const char *base = strrchr(path, '/');
 	uint8_t h[CORE_SHA256_LEN];
@@ -68,46 +88,44 @@ static char *part_of(const char *path)
 	core_sha256(path, strlen(path), h);
 	core_hex(h, sizeof(h), hex);
 	base = base ? base + 1 : path;
-	n = strlen(part_dir) + strlen(base) + 15;
+	n = strlen(dir) + strlen(base) + 15;
 	if ((out = malloc(n)))
-		snprintf(out, n, "%s/%.12s-%s", part_dir, hex, base);
+		snprintf(out, n, "%s/%.12s-%s", dir, hex, base);
 	return out;
 }
 
-const char *plg_part_path(const char *path)
+const char *plg_part_path(const plg_env *env, const char *path)
 {
+	plg_parts *p = env ? env->parts : NULL;
 	const char *to = NULL;
 	part_map *grown;
 
-	if (!path)
-		return NULL;
-	pthread_mutex_lock(&part_lock);
-	if (!part_dir) {
-		pthread_mutex_unlock(&part_lock);
+	if (!path || !p)
 		return path;
-	}
-	for (size_t i = 0; i < nparts && !to; i++)
-		if (!strcmp(parts[i].from, path))
-			to = parts[i].to;
-	if (!to && (grown = realloc(parts, (nparts + 1) * sizeof(*parts)))) {
-		parts = grown;
-		parts[nparts].from = strdup(path);
-		parts[nparts].to = part_of(path);
-		if (parts[nparts].from && parts[nparts].to) {
-			to = parts[nparts++].to;
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n && !to; i++)
+		if (!strcmp(p->map[i].from, path))
+			to = p->map[i].to;
+	if (!to && (grown = realloc(p->map, (p->n + 1) * sizeof(*p->map)))) {
+		p->map = grown;
+		p->map[p->n].from = strdup(path);
+		p->map[p->n].to = part_of(p->dir, path);
+		if (p->map[p->n].from && p->map[p->n].to) {
+			to = p->map[p->n++].to;
 		} else {
-			free(parts[nparts].from);
-			free(parts[nparts].to);
+			free(p->map[p->n].from);
+			free(p->map[p->n].to);
 		}
 	}
-	pthread_mutex_unlock(&part_lock);
+	pthread_mutex_unlock(&p->lock);
 	return to;
 }
 
 /* The file to open for path: its part file in a sharded run. */
-static const char *file_for(const char *path, core_err *err)
+static const char *file_for(const plg_env *env, const char *path,
+			    core_err *err)
 {
-	const char *p = plg_part_path(path);
+	const char *p = plg_part_path(env, path);
 
 	if (!p)
 		core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -147,15 +165,15 @@ static bool lacks_lf(int fd, uint64_t size)
 	return size && pread(fd, &c, 1, (off_t)size - 1) == 1 && c != '\n';
 }
 
-int plg__outfile_open(plg__outfile *f, const char *path, bool append,
-		      core_err *err)
+int plg__outfile_open(plg__outfile *f, const plg_env *env, const char *path,
+		      bool append, core_err *err)
 {
 	bool add_lf;
 	int fd, rc;
 
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
-	if (!(path = file_for(path, err)))
+	if (!(path = file_for(env, path, err)))
 		return err->code;
 	rc = core_mkdir_parents(path, err);
 	if (rc)
@@ -228,14 +246,15 @@ static int rehash(plg__outfile *f, uint64_t from, uint64_t to, core_err *err)
 	return 0;
 }
 
-int plg__outfile_resume(plg__outfile *f, const char *path,
-			const plg_sink_pos *at, core_err *err)
+int plg__outfile_resume(plg__outfile *f, const plg_env *env,
+			const char *path, const plg_sink_pos *at,
+			core_err *err)
 {
 	struct stat st;
 	int rc;
 
 	memset(f, 0, sizeof(*f));
-	if (!(path = file_for(path, err)))
+	if (!(path = file_for(env, path, err)))
 		return err->code;
 	if (!at->pos && (rc = core_mkdir_parents(path, err)))
 		return core_err_prefix(err, "'%s'", path);
@@ -306,15 +325,15 @@ int plg__outfile_close(plg__outfile *f, core_err *err)
 	return rc;
 }
 
-const char *plg__outfile_target(const core_node *options)
+const char *plg__outfile_target(const plg_env *env, const core_node *options)
 {
-	return plg_part_path(plg__opt_path(options));
+	return plg_part_path(env, plg__opt_path(options));
 }
 
-int plg__outfile_verify(const core_node *options, const plg_sink_pos *at,
-			core_err *err)
+int plg__outfile_verify(const plg_env *env, const core_node *options,
+			const plg_sink_pos *at, core_err *err)
 {
-	const char *path = plg__outfile_target(options);
+	const char *path = plg__outfile_target(env, options);
 	char hex[CORE_SHA256_HEX_LEN + 1];
 	struct stat st;
 	uint64_t got;

@@ -131,8 +131,8 @@ static int json_close(void *state, core_err *err);
 /* Opens the file afresh (at == NULL) or at a checkpointed position (a
  * JSON array continues after its last row: a closing bracket written by
  * a run that closed is cut off). */
-static int json_start(const core_node *options, const plg_sink_pos *at,
-		      void **state, core_err *err)
+static int json_start(const plg_env *env, const core_node *options,
+		      const plg_sink_pos *at, void **state, core_err *err)
 {
 	struct json_sink *s = calloc(1, sizeof(*s));
 	const char *path = NULL;
@@ -143,8 +143,8 @@ static int json_start(const core_node *options, const plg_sink_pos *at,
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
 	if (!rc)
-		rc = at ? plg__outfile_resume(&s->out, path, at, err)
-			: plg__outfile_open(&s->out, path, append, err);
+		rc = at ? plg__outfile_resume(&s->out, env, path, at, err)
+			: plg__outfile_open(&s->out, env, path, append, err);
 	if (rc) {
 		json_close(s, NULL);
 		return rc;
@@ -154,15 +154,16 @@ static int json_start(const core_node *options, const plg_sink_pos *at,
 	return 0;
 }
 
-static int json_open(const core_node *options, void **state, core_err *err)
+static int json_open(const plg_env *env, const core_node *options,
+		     void **state, core_err *err)
 {
-	return json_start(options, NULL, state, err);
+	return json_start(env, options, NULL, state, err);
 }
 
-static int json_resume(const core_node *options, const plg_sink_pos *at,
-		       void **state, core_err *err)
+static int json_resume(const plg_env *env, const core_node *options,
+		       const plg_sink_pos *at, void **state, core_err *err)
 {
-	return json_start(options, at, state, err);
+	return json_start(env, options, at, state, err);
 }
 
 static void json_position(void *state, plg_sink_pos *out)

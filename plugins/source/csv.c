@@ -304,7 +304,8 @@ static int open_file(csv_src *s, const core_node *opts, char delim,
 	return 0;
 }
 
-static int csv_open(const core_node *options, void **state, core_err *err)
+static int csv_open(const plg_env *env, const core_node *options,
+		    void **state, core_err *err)
 {
 	static const char *const keys[] = {
 		"path", "delimiter", "skip_rows", "columns", "field_mapping",
@@ -315,6 +316,7 @@ static int csv_open(const core_node *options, void **state, core_err *err)
 	char delim;
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!(s = calloc(1, sizeof(*s))))
 		return nomem(err);
 	if ((rc = core_map_check_keys(options, keys, err)) ||

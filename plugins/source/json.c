@@ -137,7 +137,8 @@ static int load_json(json_src *s, const core_node *opts, core_err *err)
 	return rc;
 }
 
-static int json_open(const core_node *options, void **state, core_err *err)
+static int json_open(const plg_env *env, const core_node *options,
+		     void **state, core_err *err)
 {
 	static const char *const keys[] = {
 		"path", "format", "data_key", "encoding",
@@ -147,6 +148,7 @@ static int json_open(const core_node *options, void **state, core_err *err)
 	bool jsonl = false;
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!(s = calloc(1, sizeof(*s))))
 		return nomem(err);
 	if ((rc = core_map_check_keys(options, keys, err)) ||

@@ -190,12 +190,14 @@ static void delay_close(void *state)
 	free(d);
 }
 
-static int delay_open(const core_node *options, void **state, core_err *err)
+static int delay_open(const plg_env *env, const core_node *options,
+		      void **state, core_err *err)
 {
 	delay *d = calloc(1, sizeof(*d));
 	plg_schema *schema = NULL;
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!d)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	pthread_mutex_init(&d->lock, NULL);

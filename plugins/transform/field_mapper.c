@@ -75,13 +75,15 @@ static int parse_mapping(struct field_mapper *f, const core_node *map,
 
 static void fm_close(void *state);
 
-static int fm_open(const core_node *options, void **state, core_err *err)
+static int fm_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	static const char *const keys[] = { "mapping", "select_only", "strict",
 		PLG_COMMON_KEYS, NULL };
 	struct field_mapper *f = calloc(1, sizeof(*f));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!f)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = core_map_check_keys(options, keys, err);

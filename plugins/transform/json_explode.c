@@ -78,11 +78,13 @@ static int parse_options(struct explode *x, const core_node *opts,
 
 static void ex_close(void *state);
 
-static int ex_open(const core_node *options, void **state, core_err *err)
+static int ex_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	struct explode *x = calloc(1, sizeof(*x));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!x)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(x, options, err);

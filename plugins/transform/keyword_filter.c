@@ -186,11 +186,13 @@ static int parse(kw *k, const core_node *o, core_err *err)
 	return rc;
 }
 
-static int kw_open(const core_node *options, void **state, core_err *err)
+static int kw_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	kw *k = calloc(1, sizeof(*k));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!k)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if ((rc = parse(k, options, err))) {

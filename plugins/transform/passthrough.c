@@ -13,13 +13,15 @@ struct passthrough {
 	bool validate;
 };
 
-static int pt_open(const core_node *options, void **state, core_err *err)
+static int pt_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	static const char *const keys[] = { "validate_input", PLG_COMMON_KEYS,
 		NULL };
 	struct passthrough *p = calloc(1, sizeof(*p));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!p)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = core_map_check_keys(options, keys, err);

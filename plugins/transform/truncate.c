@@ -86,11 +86,13 @@ static int parse_options(struct truncate *t, const core_node *opts,
 
 static void tr_close(void *state);
 
-static int tr_open(const core_node *options, void **state, core_err *err)
+static int tr_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	struct truncate *t = calloc(1, sizeof(*t));
 	int rc;
 
+	(void)env; /* needs nothing of the run's */
 	if (!t)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(t, options, err);

@@ -222,12 +222,13 @@ static int parse_fields(ws *w, const core_node *o, core_err *err)
 /* The executor's settings: a ceiling (pool_size) and a pace (the
  * settings' rate_limit for the service web_scrape, as ELSPETH's limiter)
  * and nothing learnt (ADR-free: see docs/settings.md, web_scrape). */
-static void executor_cfg(ws *w, long long pool, long long timeout)
+static void executor_cfg(ws *w, const plg_env *env, long long pool,
+			 long long timeout)
 {
-	const core_rate_limit_cfg *r = plg_rate_limits();
+	const core_rate_limit_cfg *r = plg_env_rate_limits(env);
 	const core_rate_service *sv;
 	core_rate_service dflt;
-	double share = plg_capacity_share(), p = ceil((double)pool * share);
+	double share = plg_env_capacity_share(env), p = ceil((double)pool * share);
 	double gap = 0;
 
 	if (r && (sv = core_rate_limit_find(r, "web_scrape", &dflt)) && sv->requests_per_minute > 0)
@@ -238,7 +239,7 @@ static void executor_cfg(ws *w, long long pool, long long timeout)
 			     .max_retry_after_s = 31536000, .web = true, .name = UPSTREAM };
 }
 
-static int parse(ws *w, const core_node *o, core_err *err)
+static int parse(ws *w, const plg_env *env, const core_node *o, core_err *err)
 {
 	static const char *const keys[] = { "url_field", "content_field", "fingerprint_field",
 		"format", "fingerprint_mode", "strip_elements", "http", "required_input_fields",
@@ -269,12 +270,13 @@ static int parse(ws *w, const core_node *o, core_err *err)
 		rc = dup_list(n, &w->required, &w->nrequired, err);
 	if (rc)
 		return rc;
-	executor_cfg(w, pool, timeout);
+	executor_cfg(w, env, pool, timeout);
 	w->fetch.allowed = w->allowed;
 	return http_open(&w->cfg, NULL, NULL, &w->fetch.http, err);
 }
 
-static int ws_open(const core_node *options, void **state, core_err *err)
+static int ws_open(const plg_env *env, const core_node *options,
+		   void **state, core_err *err)
 {
 	ws *w = calloc(1, sizeof(*w));
 	int rc;
@@ -282,7 +284,7 @@ static int ws_open(const core_node *options, void **state, core_err *err)
 	if (!w)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	ws__html_init();
-	if ((rc = parse(w, options, err))) {
+	if ((rc = parse(w, env, options, err))) {
 		ws_close(w);
 		return rc;
 	}

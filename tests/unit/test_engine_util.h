@@ -117,10 +117,12 @@ typedef struct tsrc {
 	long long n, next, invalid_every, fail_at;
 } tsrc;
 
-static inline int tsrc_open(const core_node *o, void **state, core_err *err)
+static inline int tsrc_open(const plg_env *env, const core_node *o,
+			       void **state, core_err *err)
 {
 	tsrc *s = calloc(1, sizeof(*s));
 
+	(void)env;
 	(void)err;
 	cr_assert_not_null(s);
 	s->n = opt_ll(o, "rows", 10);
@@ -206,10 +208,12 @@ typedef struct ttx {
 	const char *throttle_reason;
 } ttx;
 
-static inline int ttx_open(const core_node *o, void **state, core_err *err)
+static inline int ttx_open(const plg_env *env, const core_node *o,
+			       void **state, core_err *err)
 {
 	ttx *t = calloc(1, sizeof(*t));
 
+	(void)env;
 	cr_assert_not_null(t);
 	cr_assert_eq(core_opt_str(o, "key", false, &t->key, err), 0);
 	cr_assert_eq(core_opt_str(o, "value", false, &t->value, err), 0);
@@ -472,11 +476,13 @@ static inline uint64_t tsink_bytes(const json_t *rows, size_t n,
 	return len;
 }
 
-static inline int tsink_open(const core_node *o, void **state, core_err *err)
+static inline int tsink_open(const plg_env *env, const core_node *o,
+			       void **state, core_err *err)
 {
 	tsink *k = calloc(1, sizeof(*k));
 	const char *name = "out";
 
+	(void)env;
 	cr_assert_not_null(k);
 	cr_assert_eq(core_opt_str(o, "name", false, &name, err), 0);
 	k->rows = tsink_rows(name);
@@ -531,11 +537,12 @@ static inline void tsink_position(void *state, plg_sink_pos *out)
 }
 
 /* Back to the first at->rows rows (what the checkpoint counted). */
-static inline int tsink_resume(const core_node *o, const plg_sink_pos *at,
-			       void **state, core_err *err)
+static inline int tsink_resume(const plg_env *env, const core_node *o,
+			       const plg_sink_pos *at, void **state,
+			       core_err *err)
 {
 	tsink *k;
-	int rc = tsink_open(o, state, err);
+	int rc = tsink_open(env, o, state, err);
 
 	if (rc)
 		return rc;
@@ -545,13 +552,14 @@ static inline int tsink_resume(const core_node *o, const plg_sink_pos *at,
 	return 0;
 }
 
-static inline int tsink_verify(const core_node *o, const plg_sink_pos *at,
-			       core_err *err)
+static inline int tsink_verify(const plg_env *env, const core_node *o,
+			       const plg_sink_pos *at, core_err *err)
 {
 	const char *name = "out";
 	json_t *rows;
 	char hash[CORE_SHA256_HEX_LEN + 1];
 
+	(void)env;
 	core_opt_str(o, "name", false, &name, err);
 	rows = tsink_rows(name);
 	for (size_t n = 0; n <= json_array_size(rows); n++)
@@ -578,10 +586,12 @@ typedef struct tagg {
 	bool fail, shortfall;
 } tagg;
 
-static inline int tagg_open(const core_node *o, void **state, core_err *err)
+static inline int tagg_open(const plg_env *env, const core_node *o,
+			       void **state, core_err *err)
 {
 	tagg *a = calloc(1, sizeof(*a));
 
+	(void)env;
 	cr_assert_not_null(a);
 	cr_assert_eq(core_opt_bool(o, "fail", &a->fail, err), 0);
 	cr_assert_eq(core_opt_bool(o, "short", &a->shortfall, err), 0);

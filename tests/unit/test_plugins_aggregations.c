@@ -72,7 +72,7 @@ static void *open_ex(const char *yaml)
 	core_err err = { 0 };
 	void *st = NULL;
 
-	cr_assert_eq(plg__json_explode.open(opts(yaml), &st, &err), 0, "%s",
+	cr_assert_eq(plg__json_explode.open(NULL, opts(yaml), &st, &err), 0, "%s",
 		     err.msg);
 	return st;
 }
@@ -80,7 +80,7 @@ static void *open_ex(const char *yaml)
 static int ex_open_err(const char *yaml, core_err *err)
 {
 	void *st = NULL;
-	int rc = plg__json_explode.open(opts(yaml), &st, err);
+	int rc = plg__json_explode.open(NULL, opts(yaml), &st, err);
 
 	cr_assert_null(st);
 	return rc;
@@ -130,7 +130,7 @@ static void *open_agg(const plg_aggregation_ops *ops, const char *yaml)
 	core_err err = { 0 };
 	void *st = NULL;
 
-	cr_assert_eq(ops->open(opts(yaml), &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops->open(NULL, opts(yaml), &st, &err), 0, "%s", err.msg);
 	return st;
 }
 
@@ -138,7 +138,7 @@ static int agg_open_err(const plg_aggregation_ops *ops, const char *yaml,
 			core_err *err)
 {
 	void *st = NULL;
-	int rc = ops->open(opts(yaml), &st, err);
+	int rc = ops->open(NULL, opts(yaml), &st, err);
 
 	cr_assert_null(st);
 	cr_assert_neq(rc, 0);

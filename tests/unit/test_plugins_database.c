@@ -15,6 +15,7 @@
 
 static char dir[64];
 static core_doc *docs[8];
+static plg_env env; /* the run the sink writes for */
 static size_t ndocs;
 
 static int rm_one(const char *p, const struct stat *st, int flag,
@@ -28,12 +29,13 @@ static void setup(void)
 {
 	strcpy(dir, "/tmp/elspeth-dbsink-XXXXXX");
 	cr_assert_not_null(mkdtemp(dir));
-	plg_set_run_key("run-7-123");
+	plg_env_init(&env, NULL);
+	plg_env_set_run_key(&env, "run-7-123");
 }
 
 static void teardown(void)
 {
-	plg_set_run_key(NULL);
+	plg_env_release(&env);
 	while (ndocs)
 		core_doc_free(docs[--ndocs]);
 	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
@@ -87,7 +89,7 @@ static void *open_ok(const core_node *o)
 	core_err err = { 0 };
 	void *st = NULL;
 
-	cr_assert_eq(ops()->open(o, &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops()->open(&env, o, &st, &err), 0, "%s", err.msg);
 	return st;
 }
 
@@ -295,8 +297,8 @@ Test(dbsink, target_is_elspeths_uri_without_password)
 {
 	const core_node *o = sink_opts("s", "      url: postgresql://u:pw@h/db\n      table: deals\n" FIXED);
 
-	cr_assert_str_eq(ops()->target(o), "db://deals@postgresql://u@h/db");
-	cr_assert_eq(ops()->target(o), ops()->target(o)); /* kept */
+	cr_assert_str_eq(ops()->target(&env, o), "db://deals@postgresql://u@h/db");
+	cr_assert_eq(ops()->target(&env, o), ops()->target(&env, o)); /* kept */
 }
 
 /* ---------------------------------------------------------------- table */
@@ -377,7 +379,7 @@ Test(dbsink, append_checks_the_existing_table)
 
 	write_ok(st, "{\"id\": 1, \"other\": \"x\"}");
 	close_ok(st);
-	cr_assert_eq(ops()->open(sink_opts("s", URL "      table: t\n" FIXED), &st, &err), CORE_ECONFIG);
+	cr_assert_eq(ops()->open(&env, sink_opts("s", URL "      table: t\n" FIXED), &st, &err), CORE_ECONFIG);
 	cr_assert_not_null(strstr(err.msg, "test.yaml:5:14: sinks.s.options.table: table 't' in "), "%s", err.msg);
 	cr_assert_not_null(strstr(err.msg, "(missing: name, score; extra: other)"), "%s", err.msg);
 }
@@ -387,7 +389,7 @@ Test(dbsink, two_sinks_one_table_refused)
 	core_err err = { 0 };
 	void *a = open_ok(sink_opts("a", URL "      table: t\n" FIXED)), *b = NULL;
 
-	cr_assert_eq(ops()->open(sink_opts("b", URL "      table: t\n" FIXED), &b, &err), CORE_ECONFIG);
+	cr_assert_eq(ops()->open(&env, sink_opts("b", URL "      table: t\n" FIXED), &b, &err), CORE_ECONFIG);
 	cr_assert_not_null(strstr(err.msg, "is written by another database sink too (sinks.a.options)"),
 			   "%s", err.msg);
 	close_ok(a);
@@ -402,7 +404,7 @@ Test(dbsink, without_rowid_refused)
 	mkdir(strcat(strcpy((char[96]){ 0 }, dir), "/out"), 0777);
 	r = query("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score FLOAT) WITHOUT ROWID");
 	free(r);
-	cr_assert_eq(ops()->open(sink_opts("s", URL "      table: t\n" FIXED), &st, &err), CORE_EDATA);
+	cr_assert_eq(ops()->open(&env, sink_opts("s", URL "      table: t\n" FIXED), &st, &err), CORE_EDATA);
 	cr_assert_not_null(strstr(err.msg, "has no rowid"), "%s", err.msg);
 }
 
@@ -450,9 +452,9 @@ Test(dbsink, resume_deletes_the_commits_after_the_checkpoint)
 	cr_assert_eq(ops()->commit(st, &err), 0);
 	close_ok(st);
 	expect_query("SELECT count(*) FROM t", "4\n");
-	cr_assert_eq(ops()->verify(o, &at, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops()->verify(&env, o, &at, &err), 0, "%s", err.msg);
 
-	cr_assert_eq(ops()->resume(o, &at, &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops()->resume(&env, o, &at, &st, &err), 0, "%s", err.msg);
 	expect_query("SELECT id FROM t ORDER BY id", "1\n2\n"); /* not replaced again */
 	write_ok(st, "{\"id\": 3, \"name\": \"c\"}");
 	cr_assert_eq(ops()->commit(st, &err), 0);
@@ -481,7 +483,7 @@ Test(dbsink, resume_from_the_start_replaces_once)
 	write_ok(st, "{\"id\": 1, \"name\": \"a\"}");
 	cr_assert_eq(ops()->commit(st, &err), 0); /* dropped, created, 1 row */
 	close_ok(st);
-	cr_assert_eq(ops()->resume(o, &start, &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops()->resume(&env, o, &start, &st, &err), 0, "%s", err.msg);
 	expect_query("SELECT count(*) FROM t", "0\n");
 	write_ok(st, "{\"id\": 1, \"name\": \"a\"}");
 	close_ok(st);
@@ -499,18 +501,18 @@ Test(dbsink, verify_refuses_what_no_longer_matches)
 	cr_assert_eq(ops()->commit(st, &err), 0);
 	ops()->position(st, &at);
 	close_ok(st);
-	cr_assert_eq(ops()->verify(o, &at, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops()->verify(&env, o, &at, &err), 0, "%s", err.msg);
 	bad = at;
 	bad.hash[0] = bad.hash[0] == 'a' ? 'b' : 'a';
-	cr_assert_eq(ops()->verify(o, &bad, &err), CORE_EDATA);
+	cr_assert_eq(ops()->verify(&env, o, &bad, &err), CORE_EDATA);
 	cr_assert_not_null(strstr(err.msg, "differ from those the checkpoint counts"), "%s", err.msg);
 	bad = at;
 	bad.pos = 5;
-	cr_assert_eq(ops()->verify(o, &bad, &err), CORE_EDATA);
+	cr_assert_eq(ops()->verify(&env, o, &bad, &err), CORE_EDATA);
 	cr_assert_not_null(strstr(err.msg, "the checkpoint counts 5 rows"), "%s", err.msg);
 	/* another run (another run key) has no record of its own */
-	plg_set_run_key("run-8-1");
-	cr_assert_eq(ops()->verify(o, &at, &err), CORE_EDATA);
+	plg_env_set_run_key(&env, "run-8-1");
+	cr_assert_eq(ops()->verify(&env, o, &at, &err), CORE_EDATA);
 	cr_assert_not_null(strstr(err.msg, "was replaced or restored"), "%s", err.msg);
 }
 
@@ -541,7 +543,7 @@ Test(dbsink, no_run_key_gets_a_random_writer)
 {
 	void *st;
 
-	plg_set_run_key(NULL);
+	plg_env_set_run_key(&env, NULL);
 	st = open_ok(sink_opts("s", URL "      table: t\n" FIXED));
 	write_ok(st, "{\"id\": 1, \"name\": \"a\"}");
 	close_ok(st);

@@ -67,7 +67,7 @@ static void run_case(const json_t *c, outcome *o)
 	memset(o, 0, sizeof(*o));
 	cr_assert_eq(core_doc_parse("case.yaml", yaml, strlen(yaml), &doc, &err), 0,
 		     "%s: %s", yaml, err.msg);
-	o->open_rc = plg__keyword_filter.open(core_doc_root(doc), &st, &err);
+	o->open_rc = plg__keyword_filter.open(NULL, core_doc_root(doc), &st, &err);
 	if (!o->open_rc) {
 		plg_ctx ctx = { .seq = 1 };
 		json_t *out = NULL, *row = json_object_get(c, "row");
@@ -153,7 +153,7 @@ Test(keyword_filter, elspeth_cases)
 static int open_err(const char *yaml, core_err *err)
 {
 	void *st = NULL;
-	int rc = plg__keyword_filter.open(opts(yaml), &st, err);
+	int rc = plg__keyword_filter.open(NULL, opts(yaml), &st, err);
 
 	cr_assert_null(st);
 	return rc;
@@ -205,7 +205,7 @@ Test(keyword_filter, success_reason_and_not_retryable)
 	json_t *row = js("{\"notes\": \"all clear\"}"), *bad = js("{\"notes\": \"a SECRET\"}");
 	json_t *out = NULL;
 
-	cr_assert_eq(plg__keyword_filter.open(opts("fields: notes\nblocked_patterns: ['(?i)secret']\n"
+	cr_assert_eq(plg__keyword_filter.open(NULL, opts("fields: notes\nblocked_patterns: ['(?i)secret']\n"
 						   "schema: {mode: observed}\n"), &st, &err), 0, "%s", err.msg);
 	cr_assert_eq(plg__keyword_filter.process(st, row, &out, &ctx, &err), 0);
 	cr_assert_eq(out, row, "the row passes as it is");
@@ -234,7 +234,7 @@ Test(keyword_filter, required_input_fields)
 	void *st = NULL;
 	json_t *row = js("{\"other\": \"x\"}"), *out = NULL;
 
-	cr_assert_eq(plg__keyword_filter.open(opts("fields: [notes]\nblocked_patterns: [x]\n"
+	cr_assert_eq(plg__keyword_filter.open(NULL, opts("fields: [notes]\nblocked_patterns: [x]\n"
 						   "required_input_fields: [notes]\n"
 						   "schema: {mode: observed}\n"), &st, &err), 0, "%s", err.msg);
 	cr_assert_eq(plg__keyword_filter.process(st, row, &out, NULL, &err), CORE_EDATA);

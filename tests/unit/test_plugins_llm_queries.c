@@ -30,7 +30,7 @@ static int open_llm(const char *yaml, core_err *err)
 	int rc;
 
 	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &doc, err), 0, "%s", err->msg);
-	rc = ops->open(core_doc_root(doc), &st, err);
+	rc = ops->open(NULL, core_doc_root(doc), &st, err);
 	if (!rc)
 		ops->close(st);
 	return rc;
@@ -45,7 +45,7 @@ static int open_batch(const char *yaml, core_err *err)
 	cr_assert_not_null(ops);
 	cr_assert_not_null(ops->flush_calls);
 	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &doc, err), 0, "%s", err->msg);
-	rc = ops->open(core_doc_root(doc), &st, err);
+	rc = ops->open(NULL, core_doc_root(doc), &st, err);
 	if (!rc)
 		ops->close(st);
 	return rc;

@@ -730,7 +730,7 @@ static int azure_url(const char *yaml, char **url, core_err *err)
 
 	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &doc, err), 0,
 		     "%s", err->msg);
-	rc = llm_client_open(&c, core_doc_root(doc), err);
+	rc = llm_client_open(&c, NULL, core_doc_root(doc), err);
 	*url = !rc && c.url ? strdup(c.url) : NULL;
 	llm_client_release(&c);
 	core_doc_free(doc);

@@ -98,14 +98,14 @@ static void *open_sink(const plg_sink_ops *ops, const char *yaml)
 	core_err err = { 0 };
 	void *st = NULL;
 
-	cr_assert_eq(ops->open(opts(yaml), &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops->open(NULL, opts(yaml), &st, &err), 0, "%s", err.msg);
 	return st;
 }
 
 static int open_err(const plg_sink_ops *ops, const char *yaml, core_err *err)
 {
 	void *st = NULL;
-	int rc = ops->open(opts(yaml), &st, err);
+	int rc = ops->open(NULL, opts(yaml), &st, err);
 
 	cr_assert_null(st);
 	return rc;

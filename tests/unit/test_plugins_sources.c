@@ -73,7 +73,7 @@ static int open_src(const plg_source_ops *ops, const char *path,
 	snprintf(text, sizeof(text), "path: %s\n%s", path, extra);
 	memset(err, 0, sizeof(*err));
 	*state = NULL;
-	return ops->open(parse_yaml(text), state, err);
+	return ops->open(NULL, parse_yaml(text), state, err);
 }
 
 static void *must_open(const plg_source_ops *ops, const char *path,

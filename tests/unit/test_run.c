@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "run/run.h"
@@ -26,15 +27,17 @@ static void teardown(void)
 }
 
 /* A CSV of n rows, and a pipeline through `delay` (ms per row) into a
- * CSV, its Landscape in dir. */
-static dag_graph *pipeline(int n, int ms, core_settings **s)
+ * CSV, its Landscape in dir/sub (sub "": dir itself). */
+static dag_graph *pipeline_in(const char *sub, int n, int ms, core_settings **s)
 {
-	char path[300], yaml[2048];
+	char path[400], at[300], yaml[2048];
 	core_err err = { 0 };
 	dag_graph *g = NULL;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/in.csv", dir);
+	snprintf(at, sizeof(at), "%s%s%s", dir, *sub ? "/" : "", sub);
+	mkdir(at, 0700);
+	snprintf(path, sizeof(path), "%s/in.csv", at);
 	cr_assert_not_null(f = fopen(path, "w"));
 	fputs("id,text\n", f);
 	for (int i = 1; i <= n; i++)
@@ -49,10 +52,29 @@ static dag_graph *pipeline(int n, int ms, core_settings **s)
 		 "sinks:\n"
 		 "  out: {plugin: csv, options: {path: %s/out.csv}}\n"
 		 "landscape: {url: \"lmdb://%s/state\"}\n"
-		 "concurrency: {pipelining: {max_rows_in_flight: 8}}\n", dir, ms, dir, dir);
+		 "concurrency: {pipelining: {max_rows_in_flight: 8}}\n", at, ms, at, at);
 	cr_assert_eq(core_settings_parse("t.yaml", yaml, s, &err), 0, "%s", err.msg);
 	cr_assert_eq(dag_build(*s, &g, &err), 0, "%s", err.msg);
 	return g;
+}
+
+static dag_graph *pipeline(int n, int ms, core_settings **s)
+{
+	return pipeline_in("", n, ms, s);
+}
+
+/* Lines in a file; -1 when it is not there. */
+static int lines_of(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int n = 0, c;
+
+	if (!f)
+		return -1;
+	while ((c = fgetc(f)) != EOF)
+		n += c == '\n';
+	fclose(f);
+	return n;
 }
 
 /* The events a job sent, as letters: S started, C completed, E error,
@@ -187,4 +209,52 @@ Test(run, a_resume_without_a_landscape_fails_before_the_engine, .init = setup,
 	run_free(j);
 	dag_free(g);
 	core_settings_free(s);
+}
+
+/* Two runs at once in one process, one of them a shard writing part
+ * files: each graph's plugins see their own run (plg_env), so neither
+ * writes where the other's settings say (ADR 0032). */
+Test(run, two_runs_at_once_keep_their_plugin_state_apart, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	core_settings *sa, *sb;
+	dag_graph *ga = pipeline_in("a", 400, 5, &sa); /* ~0.25 s each */
+	dag_graph *gb = pipeline_in("b", 400, 5, &sb);
+	run_cfg ca = { .graph = ga }, cb = { .graph = gb };
+	char parts[300], path[400];
+	const char *part;
+	core_err err = { 0 };
+	run_job *ja, *jb;
+	const run_result *ra, *rb;
+
+	snprintf(parts, sizeof(parts), "%s/a/parts", dir);
+	cr_assert_eq(mkdir(parts, 0700), 0);
+	cr_assert_eq(plg_env_set_part_dir(&ga->env, parts, &err), 0);
+	plg_env_set_capacity_share(&ga->env, 0.5);
+	cr_assert_eq(run_start(&ca, &ja, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_start(&cb, &jb, &err), 0, "%s", err.msg);
+	ra = run_wait(ja);
+	rb = run_wait(jb);
+	cr_assert_eq(ra->rc, 0, "%s", ra->err.msg);
+	cr_assert_eq(rb->rc, 0, "%s", rb->err.msg);
+	cr_assert_eq(ra->sum.rows, 400);
+	cr_assert_eq(rb->sum.rows, 400);
+	/* a: its part file, not the file its options name */
+	snprintf(path, sizeof(path), "%s/a/out.csv", dir);
+	part = plg_part_path(&ga->env, path);
+	cr_assert_not_null(strstr(part, "/a/parts/"), "%s", part);
+	cr_assert_eq(lines_of(part), 401, "%s", part);
+	cr_assert_eq(lines_of(path), -1, "a wrote no %s", path);
+	/* b: the file its options name; no part file of its own */
+	snprintf(path, sizeof(path), "%s/b/out.csv", dir);
+	cr_assert_str_eq(plg_part_path(&gb->env, path), path);
+	cr_assert_eq(lines_of(path), 401, "%s", path);
+	cr_assert_eq(plg_env_capacity_share(&gb->env), 1.0);
+	cr_assert_null(plg_env_run_key(&ga->env), "cleared when the run ended");
+	run_free(ja);
+	run_free(jb);
+	dag_free(ga);
+	dag_free(gb);
+	core_settings_free(sa);
+	core_settings_free(sb);
 }

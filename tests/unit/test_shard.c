@@ -258,7 +258,7 @@ static void check_boundaries(tpipe *p, const shd_manifest *m, const char *id_key
 	int rc;
 
 	cr_assert_not_null(all);
-	cr_assert_eq(ops->open(src->options, &st, &err), 0, "%s", err.msg);
+	cr_assert_eq(ops->open(NULL, src->options, &st, &err), 0, "%s", err.msg);
 	while ((rc = ops->next(st, &sr, &err)) == 1) {
 		cr_assert_lt(n, m->rows, "the source gives more rows than the plan counted");
 		rec_take(&all[n++], &sr);
@@ -297,7 +297,7 @@ static void check_boundaries(tpipe *p, const shd_manifest *m, const char *id_key
 		cr_assert_eq(es.first_seq, r->first_row);
 		cr_assert_eq(es.last_seq, r->last_row);
 		cr_assert_str_eq(es.manifest_hash, m->plan_hash);
-		cr_assert_eq(ops->open(src->options, &st, &err), 0, "%s", err.msg);
+		cr_assert_eq(ops->open(NULL, src->options, &st, &err), 0, "%s", err.msg);
 		cr_assert_eq(ops->seek(st, &es.start, &err), 0, "shard %u: seek: %s", k, err.msg);
 		for (uint64_t seq = r->first_row; seq <= r->last_row; seq++) {
 			rec got;
@@ -568,7 +568,7 @@ Test(shard, csv_line_numbers_are_global)
 		for (uint64_t i = 1; i < r->first_row; i++)
 			line += (i % 3 == 1) + (i % 2 ? 3 : 1);
 		line += r->first_row % 3 == 1;
-		cr_assert_eq(src->sops->open(src->options, &st, &err), 0);
+		cr_assert_eq(src->sops->open(NULL, src->options, &st, &err), 0);
 		cr_assert_eq(src->sops->seek(st, &r->start, &err), 0);
 		cr_assert_eq(src->sops->next(st, &sr, &err), 1);
 		snprintf(want, sizeof(want), "line %llu", (unsigned long long)line);
@@ -609,7 +609,7 @@ Test(shard, many_rows_stride)
 			void *st;
 
 			cr_assert_gt(r->last_row + 1, r->first_row, "shard %u is empty", k);
-			cr_assert_eq(src->sops->open(src->options, &st, &err), 0);
+			cr_assert_eq(src->sops->open(NULL, src->options, &st, &err), 0);
 			cr_assert_eq(src->sops->seek(st, &r->start, &err), 0);
 			cr_assert_eq(src->sops->next(st, &sr, &err), 1);
 			cr_assert_eq(json_integer_value(json_object_get(sr.row, "id")),
