@@ -444,7 +444,10 @@ static void print_metrics(const eng_summary *sum)
  * on stderr. */
 typedef struct watch {
 	bool json, tty;
+	const cli_run_args *a; /* the pipeline's; a dependency's are derived */
 } watch;
+
+static void report_dependency(const watch *w, const run_event *ev);
 
 static void observe(void *ctx, const run_event *ev)
 {
@@ -478,6 +481,20 @@ static void observe(void *ctx, const run_event *ev)
 		break;
 	case RUN_EV_WARNING:
 		fprintf(stderr, "warning: %s\n", ev->error);
+		break;
+	case RUN_EV_DEPENDENCY_STARTED:
+		if (w->json) {
+			e = json_pack("{s:s,s:s,s:s}", "event", "dependency_started",
+				      "name", ev->target, "settings", ev->path);
+			cli_print_json_line(e);
+			json_decref(e);
+		} else {
+			printf("Running dependency '%s': %s\n", ev->target, ev->path);
+			fflush(stdout);
+		}
+		break;
+	case RUN_EV_DEPENDENCY_ENDED:
+		report_dependency(w, ev);
 		break;
 	case RUN_EV_LAST:
 		break;
@@ -581,9 +598,25 @@ static int report_end(const dag_graph *g, const run_result *r, const cli_run_arg
 	return rc == CLI_OK ? after_rc : rc;
 }
 
+/* A dependency's run, reported as a run of its own (ADR 0027). */
+static void report_dependency(const watch *w, const run_event *ev)
+{
+	const run_result *r = ev->result;
+	cli_run_args da = { .path = ev->path, .execute = true, .json = w->a->json,
+			    .max_in_flight = w->a->max_in_flight,
+			    .max_waiting_mib = w->a->max_waiting_mib };
+	int after_rc = r->sum.run_id ? report_after(r, &da) : CLI_OK;
+
+	if (r->rc)
+		report_failure(ev->graph, r, &da);
+	else
+		report_end(ev->graph, r, &da, after_rc);
+	fflush(stdout);
+}
+
 int cli_execute(dag_graph *g, const cli_run_args *a)
 {
-	watch w = { .json = a->json, .tty = isatty(STDERR_FILENO) };
+	watch w = { .json = a->json, .tty = isatty(STDERR_FILENO), .a = a };
 	run_cfg cfg = { .graph = g, .settings_path = a->path, .database = a->database,
 			.resume = a->resume,
 			.max_rows_in_flight = (unsigned)a->max_in_flight,
@@ -629,88 +662,6 @@ static int manifest_settings(cli_run_args *a)
 	return 0;
 }
 
-/* ------------------------------------------------------- depends_on */
-
-#define DEPENDS_MAX_DEPTH 3 /* ELSPETH's limit */
-
-/* The pipelines s depends on, in order and each after its own (ADR 0027,
- * as ELSPETH's `run`): with run false, only loaded and checked for a cycle
- * or a chain deeper than DEPENDS_MAX_DEPTH; with run true, executed, and
- * one that does not complete stops everything. stack holds the real paths
- * of the pipelines being resolved, depth of them. */
-static int dependencies(const core_settings *s, const cli_run_args *a, bool run,
-			char **stack, int depth)
-{
-	int rc = CLI_OK;
-
-	for (size_t i = 0; rc == CLI_OK && i < s->ndepends_on; i++) {
-		const core_depends_cfg *d = &s->depends_on[i];
-		char *real = realpath(d->path, NULL);
-		core_settings *ds = NULL;
-		dag_graph *dg = NULL;
-
-		if (!real) {
-			fprintf(stderr, "error: depends_on '%s': cannot open %s: %s\n",
-				d->name, d->path, strerror(errno));
-			return CLI_ERROR;
-		}
-		for (int k = 0; k < depth; k++)
-			if (!strcmp(stack[k], real)) {
-				fprintf(stderr, "error: depends_on '%s': circular dependency:",
-					d->name);
-				for (int j = k; j < depth; j++)
-					fprintf(stderr, " %s ->", stack[j]);
-				fprintf(stderr, " %s\n", real);
-				rc = CLI_ERROR;
-			}
-		if (rc == CLI_OK && depth >= DEPENDS_MAX_DEPTH) {
-			fprintf(stderr, "error: depends_on '%s': more than %d levels of "
-				"dependencies (%s)\n", d->name, DEPENDS_MAX_DEPTH, real);
-			rc = CLI_ERROR;
-		}
-		if (rc == CLI_OK && (rc = cli_load(d->path, &ds, &dg)))
-			fprintf(stderr, "(in depends_on '%s' of %s)\n", d->name, s->path);
-		stack[depth] = real;
-		if (rc == CLI_OK)
-			rc = dependencies(ds, a, run, stack, depth + 1);
-		if (rc == CLI_OK && run) {
-			cli_run_args da = { .path = d->path, .execute = true,
-					    .json = a->json, .max_in_flight = a->max_in_flight,
-					    .max_waiting_mib = a->max_waiting_mib };
-
-			if (!a->json)
-				printf("Running dependency '%s': %s\n", d->name, d->path);
-			if ((rc = cli_execute(dg, &da)) != CLI_OK)
-				fprintf(stderr, "error: dependency '%s' (%s) did not complete "
-					"(exit %d); %s was not run\n", d->name, d->path, rc,
-					stack[0]);
-		}
-		dag_free(dg);
-		core_settings_free(ds);
-		free(real);
-	}
-	return rc;
-}
-
-/* Checks every dependency first (a cycle runs nothing), then runs them. */
-static int run_dependencies(const core_settings *s, const cli_run_args *a)
-{
-	char *stack[DEPENDS_MAX_DEPTH + 1];
-	int rc;
-
-	if (!s->ndepends_on)
-		return CLI_OK;
-	if (!(stack[0] = realpath(s->path, NULL))) {
-		fprintf(stderr, "error: %s: %s\n", s->path, strerror(errno));
-		return CLI_ERROR;
-	}
-	rc = dependencies(s, a, false, stack, 1);
-	if (rc == CLI_OK)
-		rc = dependencies(s, a, true, stack, 1);
-	free(stack[0]);
-	return rc;
-}
-
 int cli_run(int argc, char **argv)
 {
 	cli_run_args a = { 0 };
@@ -728,6 +679,8 @@ int cli_run(int argc, char **argv)
 	/* -n wins over -x, as in ELSPETH (its dry-run check comes first). */
 	if (!a.execute || a.dry_run) {
 		rc = dag_open(g, false, &err);
+		if (!rc)
+			rc = run_check_dependencies(s, &err);
 		if (rc) {
 			cli_error(&err);
 			rc = CLI_ERROR;
@@ -743,7 +696,7 @@ int cli_run(int argc, char **argv)
 				printf("Validation passed; nothing was run. To run it:\n"
 				       "  elspeth run -s %s --execute\n", a.path);
 		}
-	} else if (!(rc = run_dependencies(s, &a))) {
+	} else {
 		rc = a.manifest ? cli_run_shard(g, &a) : cli_execute(g, &a);
 	}
 	dag_free(g);

@@ -3,13 +3,15 @@
 #include <stdio.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 
 static const char validate_usage[] =
 	"usage: elspeth validate -s SETTINGS\n"
 	"\n"
 	"Loads the settings, builds the graph and checks it without running it:\n"
 	"keys and types, plugins and their options, gate conditions, connections,\n"
-	"cycles, reachability. Nothing is read from the source or written.\n"
+	"cycles, reachability, and the pipelines of depends_on (loaded, no cycle,\n"
+	"at most 3 deep). Nothing is read from the source or written.\n"
 	"\n"
 	"  -s, --settings FILE   the pipeline settings (YAML)\n"
 	"  -h, --help            this help\n";
@@ -42,6 +44,8 @@ int cli_validate(int argc, char **argv)
 	if ((rc = cli_load(path, &s, &g)))
 		return rc;
 	rc = dag_open(g, false, &err);
+	if (!rc)
+		rc = run_check_dependencies(s, &err);
 	if (rc) {
 		cli_error(&err);
 		rc = CLI_ERROR;

@@ -116,9 +116,8 @@ static int process(run_job *j, core_err *err)
 	return rc;
 }
 
-static void *job_main(void *arg)
+void run__body(run_job *j)
 {
-	run_job *j = arg;
 	run_result *r = &j->res;
 	uint64_t t0 = core_now_mono_ns();
 	int rc;
@@ -129,7 +128,7 @@ static void *job_main(void *arg)
 		r->rc = rc;
 		rec_close(j->rec, NULL);
 		j->rec = NULL;
-		return NULL;
+		return;
 	}
 	phase(j, RUN_EV_PHASE_COMPLETED, "database", NULL, NULL, t0, NULL);
 	t0 = core_now_mono_ns();
@@ -143,6 +142,15 @@ static void *job_main(void *arg)
 	r->rc = rc;
 	phase(j, rc ? RUN_EV_PHASE_ERROR : RUN_EV_PHASE_COMPLETED, "process", NULL,
 	      j->cfg.settings_path, t0, rc ? r->err.msg : NULL);
+}
+
+static void *job_main(void *arg)
+{
+	run_job *j = arg;
+
+	if ((j->res.rc = run__dependencies(j, &j->res.err)))
+		return NULL;
+	run__body(j);
 	return NULL;
 }
 

@@ -6,6 +6,13 @@
  * server, a test or a language binding are others.
  *
  * What a job does, in order, on its thread:
+ *   0. for a new run that is not a shard (a shard warns), runs the
+ *      pipelines of the settings' depends_on (ADR 0027): all loaded and
+ *      checked first (a cycle, a chain deeper than 3 or a file that does
+ *      not load runs nothing), then each a whole run of its own through
+ *      the steps below, after its own dependencies, between
+ *      DEPENDENCY_STARTED and DEPENDENCY_ENDED events; one that does not
+ *      complete fails the job;
  *   1. opens the Landscape (landscape.url parsed once, at load; or the
  *      `database` the caller names) for writing — a resume only into one
  *      that exists — and checks that the SQL trail's file can be one;
@@ -19,8 +26,8 @@
  * (database, process, export), progress as the engine reports it.
  *
  * Not yet here (ADR 0030, later steps): loading and validating settings
- * (the caller builds the graph with dag/), depends_on and shards (the
- * CLI runs them through this library; a shard's part directory and
+ * (the caller builds the graph with dag/) and the shard runner (the CLI
+ * runs shards through this library; a shard's part directory and
  * capacity share go on the graph's plg_env before run_start).
  *
  * Several jobs may run at once in one process, each on its own graph:
@@ -54,6 +61,9 @@ typedef enum run_event_kind {
 	RUN_EV_PROGRESS,         /* progress */
 	RUN_EV_SQL_TRAIL_FAILED, /* target (the SQL file), error, run_id */
 	RUN_EV_WARNING,          /* error: what went wrong that the run survives */
+	RUN_EV_DEPENDENCY_STARTED, /* target (its name), path, graph */
+	RUN_EV_DEPENDENCY_ENDED,   /* target, path, graph, result: how it
+				    * ended (rc; sum.interrupted, halt_code) */
 	RUN_EV_LAST
 } run_event_kind;
 
@@ -67,6 +77,9 @@ typedef struct run_event {
 	double seconds;          /* PHASE_COMPLETED: the phase's duration */
 	uint64_t run_id;
 	const eng_progress *progress;
+	const char *path;         /* a dependency's settings file */
+	const dag_graph *graph;   /* a dependency's pipeline */
+	const struct run_result *result; /* DEPENDENCY_ENDED */
 } run_event;
 
 typedef struct run_cfg {
@@ -89,7 +102,8 @@ typedef struct run_cfg {
 } run_cfg;
 
 /* How a job ended (run_wait). */
-typedef struct run_result {
+typedef struct run_result run_result;
+struct run_result {
 	int rc;                   /* 0, or the run's failure (err) */
 	core_err err;
 	bool engine_ran;          /* the engine was started (else the job
@@ -106,7 +120,7 @@ typedef struct run_result {
 	bool audit;               /* the run was recorded (landscape on) */
 	char landscape[4096];     /* the LMDB directory, "" with audit off */
 	char sql[4096];           /* the SQL trail's file, "" when none */
-} run_result;
+};
 
 /* The LMDB directory of a Landscape the caller names (--database PATH):
  * PATH itself, or, when PATH is a file (the SQL trail of a sqlite:///
@@ -114,6 +128,11 @@ typedef struct run_result {
  * with sql receiving PATH ("" otherwise). CORE_ECONFIG: too long. */
 int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
 		       size_t scap, core_err *err);
+
+/* Loads the pipelines of s's depends_on, recursively, and checks them as
+ * a job does before it runs any (step 0 above), running nothing.
+ * CORE_ECONFIG naming the entry (file:line:col) and the cycle. */
+int run_check_dependencies(const core_settings *s, core_err *err);
 
 /* Starts a job for cfg (copied; cfg->graph borrowed). Errors before the
  * thread starts: CORE_ENOMEM, CORE_EIO (no thread); a Landscape that

@@ -23,6 +23,16 @@ struct run_job {
 	run_result res;
 };
 
+/* ELSPETH's limit on a chain of depends_on. */
+#define RUN_DEPENDS_MAX_DEPTH 3
+
+/* Everything a job does for its own pipeline, from opening the Landscape
+ * to closing it, on the calling thread; the result in j->res. */
+void run__body(run_job *j);
+/* depends.c: runs the dependencies of a new, unsharded run (none for a
+ * resume or a shard), each through run__body. 0, or why the job stops. */
+int run__dependencies(run_job *j, core_err *err);
+
 /* Tells the observer (the job's thread). */
 void run__emit(run_job *j, const run_event *ev);
 

@@ -104,6 +104,12 @@ static void observe(void *ctx, const run_event *ev)
 		if (s->progress++ == 0)
 			c = 'P';
 		break;
+	case RUN_EV_DEPENDENCY_STARTED:
+		c = 'D';
+		break;
+	case RUN_EV_DEPENDENCY_ENDED:
+		c = ev->result->rc ? 'X' : 'F';
+		break;
 	default:
 		c = 'W';
 		break;
@@ -257,4 +263,152 @@ Test(run, two_runs_at_once_keep_their_plugin_state_apart, .init = setup,
 	dag_free(gb);
 	core_settings_free(sa);
 	core_settings_free(sb);
+}
+
+/* ------------------------------------------------------- depends_on */
+
+/* dir/NAME.yaml: a CSV from IN to OUT (paths in dir), with `extra`
+ * settings in front (depends_on), its Landscape in dir/NAME.state. */
+static void write_pipeline(const char *name, const char *in, const char *out,
+			   const char *extra)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fprintf(f, "%s"
+		"source: {plugin: csv, on_success: out, options: {path: %s/%s,"
+		" schema: {mode: observed}, on_validation_failure: discard}}\n"
+		"sinks:\n  out: {plugin: csv, options: {path: %s/%s}}\n"
+		"landscape: {url: \"lmdb://%s/%s.state\"}\n",
+		extra, dir, in, dir, out, dir, name);
+	fclose(f);
+}
+
+/* Loads dir/NAME.yaml and runs it to the end through the library. */
+static const run_result *run_file(const char *name, seen *obs, run_job **j,
+				  core_settings **s, dag_graph **g)
+{
+	char path[300];
+	core_err err = { 0 };
+	run_cfg cfg = { .observe = observe, .observe_ctx = obs };
+
+	snprintf(path, sizeof(path), "%s/%s.yaml", dir, name);
+	cr_assert_eq(core_settings_load(path, s, &err), 0, "%s", err.msg);
+	cr_assert_eq(dag_build(*s, g, &err), 0, "%s", err.msg);
+	cfg.graph = *g;
+	cr_assert_eq(run_start(&cfg, j, &err), 0, "%s", err.msg);
+	return run_wait(*j);
+}
+
+static void input(int n)
+{
+	char path[300];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/in.csv", dir);
+	cr_assert_not_null(f = fopen(path, "w"));
+	fputs("id\n", f);
+	for (int i = 1; i <= n; i++)
+		fprintf(f, "%d\n", i);
+	fclose(f);
+}
+
+Test(run, depends_on_runs_each_dependency_first_as_a_run_of_its_own, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g;
+	seen obs = { 0 };
+	run_job *j;
+	const run_result *r;
+	char path[300];
+
+	input(7);
+	write_pipeline("index", "in.csv", "mid.csv", "");
+	write_pipeline("query", "mid.csv", "out.csv",
+		       "depends_on: [{name: index, settings: index.yaml}]\n");
+	r = run_file("query", &obs, &j, &s, &g);
+	cr_assert_eq(r->rc, 0, "%s", r->err.msg);
+	/* the dependency's phases between its two events, then the run's */
+	cr_assert_str_eq(obs.trail, "DSdCdSpCpFSdCdSpCp", "events: %s", obs.trail);
+	cr_assert_eq(r->sum.rows, 7, "read what the dependency wrote");
+	snprintf(path, sizeof(path), "%s/index.state", dir);
+	cr_assert_eq(access(path, F_OK), 0, "the dependency has its own trail");
+	run_free(j);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(run, a_dependency_that_fails_stops_the_run_before_its_first_row, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g;
+	seen obs = { 0 };
+	run_job *j;
+	const run_result *r;
+	char path[300];
+
+	write_pipeline("index", "missing.csv", "mid.csv", "");
+	write_pipeline("query", "in.csv", "out.csv",
+		       "depends_on: [{name: index, settings: index.yaml}]\n");
+	input(3);
+	r = run_file("query", &obs, &j, &s, &g);
+	cr_assert_neq(r->rc, 0);
+	cr_assert(!r->engine_ran, "the pipeline itself never started");
+	cr_assert_not_null(strstr(r->err.msg, "dependency 'index'"), "%s", r->err.msg);
+	cr_assert_not_null(strstr(r->err.msg, "did not complete"), "%s", r->err.msg);
+	cr_assert_not_null(strstr(r->err.msg, "was not run"), "%s", r->err.msg);
+	cr_assert_str_eq(obs.trail, "DSdCdSpEpX", "events: %s", obs.trail);
+	snprintf(path, sizeof(path), "%s/out.csv", dir);
+	cr_assert_eq(access(path, F_OK), -1, "no output of the pipeline");
+	run_free(j);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(run, a_dependency_cycle_or_chain_too_deep_runs_nothing, .init = setup,
+     .fini = teardown, .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g;
+	seen obs = { 0 };
+	run_job *j;
+	const run_result *r;
+	core_err err = { 0 };
+	char path[300];
+
+	input(3);
+	write_pipeline("a", "in.csv", "a.csv", "depends_on: [{name: b, settings: b.yaml}]\n");
+	write_pipeline("b", "in.csv", "b.csv", "depends_on: [{name: a, settings: a.yaml}]\n");
+	r = run_file("a", &obs, &j, &s, &g);
+	cr_assert_eq(r->rc, CORE_ECONFIG, "%s", r->err.msg);
+	cr_assert_not_null(strstr(r->err.msg, "circular dependency"), "%s", r->err.msg);
+	cr_assert_not_null(strstr(r->err.msg, "b.yaml:1:"), "names the entry: %s", r->err.msg);
+	cr_assert_str_eq(obs.trail, "", "nothing ran: %s", obs.trail);
+	snprintf(path, sizeof(path), "%s/b.csv", dir);
+	cr_assert_eq(access(path, F_OK), -1, "b never ran");
+	cr_assert_eq(run_check_dependencies(s, &err), CORE_ECONFIG);
+	cr_assert_not_null(strstr(err.msg, "circular dependency"), "%s", err.msg);
+	run_free(j);
+	dag_free(g);
+	core_settings_free(s);
+	/* a chain of more than 3 pipelines (ELSPETH's depth) is refused */
+	write_pipeline("c4", "in.csv", "c4.csv", "");
+	write_pipeline("c3", "in.csv", "c3.csv", "depends_on: [{name: c4, settings: c4.yaml}]\n");
+	write_pipeline("c2", "in.csv", "c2.csv", "depends_on: [{name: c3, settings: c3.yaml}]\n");
+	write_pipeline("c1", "in.csv", "c1.csv", "depends_on: [{name: c2, settings: c2.yaml}]\n");
+	write_pipeline("q", "in.csv", "q.csv", "depends_on: [{name: c1, settings: c1.yaml}]\n");
+	snprintf(path, sizeof(path), "%s/q.yaml", dir);
+	cr_assert_eq(core_settings_load(path, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_check_dependencies(s, &err), CORE_ECONFIG);
+	cr_assert_not_null(strstr(err.msg, "more than 3 levels"), "%s", err.msg);
+	core_settings_free(s);
+	/* c2 -> c3 -> c4: three pipelines, allowed */
+	snprintf(path, sizeof(path), "%s/c2.yaml", dir);
+	cr_assert_eq(core_settings_load(path, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_check_dependencies(s, &err), 0, "%s", err.msg);
+	core_settings_free(s);
 }
