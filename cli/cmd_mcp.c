@@ -40,23 +40,25 @@ static int trail_path(const char *settings, const char *database, char *path,
 {
 	core_settings *s = NULL;
 	core_err err = { 0 };
-	const char *url = DEFAULT_URL;
-	char sql[4096];
+	char lmdb[4096], sql[4096];
 	int rc = 0;
 
 	if (database && !strstr(database, "://")) {
-		if (snprintf(path, cap, "%s", database) >= (int)cap)
+		if ((size_t)snprintf(lmdb, sizeof(lmdb), "%s", database) >= sizeof(lmdb))
 			rc = core_err_set(&err, CORE_ECONFIG, "--database path too long");
+		sql[0] = '\0';
+	} else if (!database && settings) {
+		/* the settings' landscape.url, parsed at load */
+		if (!(rc = core_settings_load(settings, &s, &err))) {
+			memcpy(lmdb, s->landscape_lmdb, sizeof(lmdb));
+			memcpy(sql, s->landscape_sql, sizeof(sql));
+		}
 	} else {
-		if (database)
-			url = database;
-		else if (settings && !(rc = core_settings_load(settings, &s, &err)))
-			url = s->landscape_url;
-		if (!rc)
-			rc = core_landscape_paths(url, path, cap, sql, sizeof(sql), &err);
-		if (!rc && sql[0] && snprintf(path, cap, "%s", sql) >= (int)cap)
-			rc = core_err_set(&err, CORE_ECONFIG, "the trail's path is too long");
+		rc = core_landscape_paths(database ? database : DEFAULT_URL, lmdb,
+					  sizeof(lmdb), sql, sizeof(sql), &err);
 	}
+	if (!rc && (size_t)snprintf(path, cap, "%s", sql[0] ? sql : lmdb) >= cap)
+		rc = core_err_set(&err, CORE_ECONFIG, "the trail's path is too long");
 	core_settings_free(s);
 	if (rc)
 		cli_error(&err);

@@ -101,8 +101,7 @@ static int resolve(purge_args *a, core_settings **s, char *lmdb, char *dir,
 		if (cli_landscape_of(a->database, lmdb, 4096, sql, sizeof(sql), err))
 			return err->code;
 	} else if (*s) {
-		if (rec_path_from_url((*s)->landscape_url, lmdb, 4096, err))
-			return err->code;
+		snprintf(lmdb, 4096, "%s", (*s)->landscape_lmdb);
 		printf("Using database from %s: %s\n", a->settings, (*s)->landscape_url);
 	} else {
 		return core_err_set(err, CORE_ECONFIG,

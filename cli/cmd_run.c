@@ -306,9 +306,12 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 static int landscape_path(const core_settings *s, const char *database, char *path,
 			  size_t cap, char *sql, size_t scap, core_err *err)
 {
-	if (!database)
-		return core_landscape_paths(s->landscape_url, path, cap, sql, scap, err);
-	return cli_landscape_of(database, path, cap, sql, scap, err);
+	if (database)
+		return cli_landscape_of(database, path, cap, sql, scap, err);
+	if ((size_t)snprintf(path, cap, "%s", s->landscape_lmdb) >= cap ||
+	    (size_t)snprintf(sql, scap, "%s", s->landscape_sql) >= scap)
+		return core_err_set(err, CORE_ECONFIG, "the Landscape's path is too long");
+	return 0;
 }
 
 /* The Landscape, read-only (a resume's checks and dry run: opening it

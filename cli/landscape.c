@@ -28,7 +28,7 @@ int cli_open_landscape(const char *settings, const char *database,
 	if (settings) {
 		rc = core_settings_load(settings, &s, &err);
 		if (!rc)
-			rc = rec_path_from_url(s->landscape_url, path, sizeof(path), &err);
+			snprintf(path, sizeof(path), "%s", s->landscape_lmdb);
 		core_settings_free(s);
 	} else if (database) {
 		rc = cli_landscape_of(database, path, sizeof(path), sql, sizeof(sql), &err);

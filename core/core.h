@@ -486,7 +486,14 @@ typedef struct core_settings {
 	core_sink_cfg *sinks;
 	core_retry_cfg retry;
 	core_rate_limit_cfg rate_limit;
-	const char *landscape_url;     /* default lmdb://./state/audit.lmdb */
+	const char *landscape_url;     /* as written; default
+					* lmdb://./state/audit.lmdb */
+	/* What landscape_url names, parsed once at load
+	 * (core_landscape_paths): the LMDB environment's directory, and the
+	 * SQL trail's file of a sqlite:/// url ("" otherwise). Read these;
+	 * the url is not parsed again. */
+	char landscape_lmdb[4096];
+	char landscape_sql[4096];
 	bool audit;                    /* landscape.enabled (default true) */
 	char *settings_json;           /* canonical, secrets fingerprinted */
 	bool pipelining;

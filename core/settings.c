@@ -383,6 +383,7 @@ static core_settings *settings_new(void)
 	s->checkpoint_interval = 1;
 	s->checkpoint_aggregation_boundaries = true;
 	s->landscape_url = "lmdb://./state/audit.lmdb";
+	snprintf(s->landscape_lmdb, sizeof(s->landscape_lmdb), "./state/audit.lmdb");
 	return s;
 }
 

@@ -86,13 +86,9 @@ static int load_export(core_settings *s, const core_node *n, core_err *err)
 static int derive_journal_path(core_settings *s, const core_node *n, core_err *err)
 {
 	core_journal_cfg *j = &s->journal;
-	char lmdb[4096], sql[4096];
-	const char *slash, *dot;
+	const char *sql = s->landscape_sql, *slash, *dot;
 	size_t stem;
 
-	if (core_landscape_paths(s->landscape_url, lmdb, sizeof(lmdb), sql,
-				 sizeof(sql), err))
-		return core_err_at(err, CORE_ECONFIG, n, "%s", err->msg);
 	if (!sql[0])
 		return core_err_at(err, CORE_ECONFIG, n,
 			"dump_to_jsonl requires dump_to_jsonl_path for non-SQLite databases "
@@ -137,11 +133,10 @@ static int load_landscape(core_settings *s, const core_node *n, core_err *err)
 			"exported to SQLite (landscape.url: sqlite:///PATH; docs/audit.md)",
 			backend);
 	if (core__str_of(n, "url")) {
-		char a[4096], b[4096];
-
 		s->landscape_url = core__str_of(n, "url");
-		if (core_landscape_paths(s->landscape_url, a, sizeof(a), b,
-					 sizeof(b), err))
+		if (core_landscape_paths(s->landscape_url, s->landscape_lmdb,
+					 sizeof(s->landscape_lmdb), s->landscape_sql,
+					 sizeof(s->landscape_sql), err))
 			return core_err_at(err, CORE_ECONFIG,
 				core_map_get(n, "url"), "%s", err->msg);
 	}

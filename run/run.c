@@ -64,13 +64,14 @@ static int open_landscape(run_job *j, core_err *err)
 		return j->cfg.resume ? core_err_set(err, CORE_ECONFIG,
 			"resume needs the Landscape, which landscape.enabled: false turns off") : 0;
 	r->audit = true;
-	rc = j->cfg.database ? run_database_paths(j->cfg.database, r->landscape,
-						  sizeof(r->landscape), r->sql,
-						  sizeof(r->sql), err) :
-	     core_landscape_paths(s->landscape_url, r->landscape, sizeof(r->landscape),
-				  r->sql, sizeof(r->sql), err);
-	if (rc)
+	if (j->cfg.database &&
+	    (rc = run_database_paths(j->cfg.database, r->landscape,
+				     sizeof(r->landscape), r->sql, sizeof(r->sql), err)))
 		return rc;
+	if (!j->cfg.database) {
+		memcpy(r->landscape, s->landscape_lmdb, sizeof(r->landscape));
+		memcpy(r->sql, s->landscape_sql, sizeof(r->sql));
+	}
 	/* The SQL trail is written at the end: a path it cannot be is
 	 * refused before the run, not after. */
 	if (r->sql[0] && !stat(r->sql, &st) && !S_ISREG(st.st_mode))

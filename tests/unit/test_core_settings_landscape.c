@@ -149,3 +149,26 @@ Test(settings_landscape, payload_store)
 	refused("payload_store: {retention_days: 0}\n", "retention_days");
 	refused("payload_store: {where: x}\n", "where");
 }
+
+/* landscape.url is parsed once, at load: what it names is in the
+ * settings, and nobody parses the url again. */
+Test(settings_landscape, the_url_is_parsed_once_at_load)
+{
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load("", &s, &err), 0, "%s", err.msg);
+	cr_assert_str_eq(s->landscape_lmdb, "./state/audit.lmdb");
+	cr_assert_str_eq(s->landscape_sql, "");
+	core_settings_free(s);
+	cr_assert_eq(load("landscape:\n  url: sqlite:///runs/audit.db\n", &s, &err), 0,
+		     "%s", err.msg);
+	cr_assert_str_eq(s->landscape_lmdb, "runs/audit.db.lmdb");
+	cr_assert_str_eq(s->landscape_sql, "runs/audit.db");
+	core_settings_free(s);
+	cr_assert_eq(load("landscape:\n  url: lmdb:///var/lib/e/trail\n", &s, &err), 0,
+		     "%s", err.msg);
+	cr_assert_str_eq(s->landscape_lmdb, "/var/lib/e/trail");
+	cr_assert_str_eq(s->landscape_sql, "");
+	core_settings_free(s);
+}
