@@ -73,15 +73,6 @@ static void install_signals(void)
 	signal(SIGXFSZ, SIG_IGN);
 }
 
-/* The run's status as the engine records it (engine.h): a halt with
- * exit code 1 is a failed run. */
-static const char *run_status(const eng_summary *sum, const char *error)
-{
-	if (error || sum->halt_code == CLI_ERROR)
-		return "failed";
-	return sum->interrupted ? "interrupted" : "completed";
-}
-
 /* The server's capacity used, where the server announced its slots,
  * and what the tail control did (ADR 0029). */
 static void print_upstream(const eng_summary *sum)
@@ -106,7 +97,7 @@ static void print_summary(const dag_graph *g, const eng_summary *sum)
 {
 	double rate = sum->wall_seconds > 0 ? (double)sum->rows / sum->wall_seconds : 0;
 
-	printf("Run %s: %llu rows in %.2f s (%.0f rows/s)\n", run_status(sum, NULL),
+	printf("Run %s: %llu rows in %.2f s (%.0f rows/s)\n", eng_run_status(0, sum),
 	       (unsigned long long)sum->rows, sum->wall_seconds, rate);
 	printf("  succeeded %llu, failed %llu, quarantined %llu",
 	       (unsigned long long)sum->succeeded, (unsigned long long)sum->failed,
@@ -345,7 +336,7 @@ static void summary_json(const dag_graph *g, const eng_summary *sum,
 					    json_integer((json_int_t)sum->per_sink[i]));
 	e = json_pack("{s:s,s:I,s:s,s:I,s:I,s:I,s:I,s:f,s:i,s:I,s:I,s:o,s:f,s:f,s:I,s:I,s:f}",
 		"event", "run_completed", "run_id", (json_int_t)sum->run_id,
-		"status", run_status(sum, error),
+		"status", eng_run_status(error != NULL, sum),
 		"total_rows", (json_int_t)sum->rows, "succeeded", (json_int_t)sum->succeeded,
 		"failed", (json_int_t)sum->failed, "quarantined", (json_int_t)sum->quarantined,
 		"duration_seconds", sum->wall_seconds, "exit_code", exit_code,

@@ -194,6 +194,10 @@ extern const char *const eng_call_classes[ENG_CALL_CLASSES];
  * free with eng_summary_release(). */
 int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err);
 void eng_summary_release(eng_summary *sum);
+/* The status a run that returned rc with sum is recorded with:
+ * "failed" (an error, or a halt with exit code 1), "interrupted" (also
+ * a halt with exit code 3) or "completed". */
+const char *eng_run_status(int rc, const eng_summary *sum);
 
 /* The topology hash a run of g records (its nodes with their options,
  * and its edges), as 64 hex digits and a NUL. */

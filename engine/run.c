@@ -252,7 +252,7 @@ bool eng__halted(eng_ctx *c)
 
 /* The run's status as recorded (docs/audit.md): a halt asking for exit
  * code 1 is a failed run, though a resumable one. */
-static const char *run_status(int rc, const eng_summary *sum)
+const char *eng_run_status(int rc, const eng_summary *sum)
 {
 	if (rc || sum->halt_code == 1)
 		return "failed";
@@ -310,7 +310,7 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		sum->halt_code = c->halt_code;
 		snprintf(sum->halt_msg, sizeof(sum->halt_msg), "%s", c->halt_msg);
 	}
-	status = run_status(rc, sum);
+	status = eng_run_status(rc, sum);
 	metrics = metrics_json(sum);
 	frc = eng__audit_finish(c->audit, sum, status,
 				rc ? err->msg : sum->halt_code ? sum->halt_msg : NULL,
