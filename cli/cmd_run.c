@@ -490,6 +490,7 @@ static void observe(void *ctx, const run_event *ev)
 	case RUN_EV_DEPENDENCY_ENDED:
 		report_dependency(w, ev);
 		break;
+	case RUN_EV_SAMPLE: /* the Landscape keeps them (elspeth report) */
 	case RUN_EV_LAST:
 		break;
 	}

@@ -81,6 +81,8 @@ typedef struct eng_shard {
 #define ENG_MAX_IN_FLIGHT 4096u
 #define ENG_MAX_WAITING_MIB 1048576u
 
+typedef struct eng_sample eng_sample; /* below */
+
 typedef struct eng_opts {
 	atomic_int *stop;            /* set (from a signal handler too: it is
 				      * lock-free) to stop pulling; may be NULL */
@@ -98,10 +100,14 @@ typedef struct eng_opts {
 	void (*progress)(void *ctx, const eng_progress *p);
 	void *progress_ctx;
 	unsigned progress_ms;
-	/* With rec: the run's metrics are sampled into the Landscape (table
-	 * samples, docs/report.md) about every sample_ms (0: 1000) and at
-	 * the end, by the calling thread. */
+	/* The run's metrics are sampled about every sample_ms (0: 1000) and
+	 * at the end of each attempt, by the calling thread, when there is a
+	 * Landscape (rec: into its table samples, docs/report.md) or a
+	 * callback: `sample` is called with each, with no engine lock held
+	 * (a slow one delays later samples and progress, not the rows). */
 	unsigned sample_ms;
+	void (*sample)(void *ctx, const eng_sample *s);
+	void *sample_ctx;
 	/* A shard's run: only its rows, numbered as in the whole run, and
 	 * the run record says which shard it is. NULL: the whole source. */
 	const eng_shard *shard;
@@ -116,6 +122,33 @@ int eng_opts_check(const eng_opts *o, core_err *err);
  * by index, so a new class changes their layout (walk.c asserts the two
  * agree). */
 #define ENG_CALL_CLASSES 8
+
+/* One transform's capacity control in a sample. */
+typedef struct eng_sample_upstream {
+	uint32_t node;             /* its node's index in the graph */
+	const char *name;          /* its node's name */
+	plg_capacity cap;
+} eng_sample_upstream;
+
+/* A metric sample: where the pipeline stands, the token outcomes and
+ * outside calls so far, and each LLM transform's capacity control — what
+ * the Landscape's samples table keeps (docs/report.md). Pointers are
+ * valid during the callback only. */
+struct eng_sample {
+	uint32_t attempt;          /* 0: the run; n: its n-th resume */
+	uint32_t index;            /* of this attempt's samples, from 0 */
+	uint64_t at_ns;            /* wall clock */
+	uint64_t elapsed_ns;       /* since the attempt started */
+	bool final;                /* the attempt's last */
+	uint64_t pulled, released; /* highest seqs */
+	uint64_t in_flight, waiting, waiting_bytes;
+	const char *held_by;       /* as eng_progress.held_by */
+	uint64_t outcomes[ENG_OUTCOME_LAST]; /* tokens, by eng_outcome */
+	uint64_t calls, calls_ok, calls_replayed;
+	uint64_t calls_by_class[ENG_CALL_CLASSES]; /* eng_call_classes[] */
+	size_t nupstreams;
+	const eng_sample_upstream *upstreams;
+};
 
 /* An outside service as a run used it (eng_summary.upstream). */
 typedef struct eng_upstream_use {

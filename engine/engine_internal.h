@@ -222,8 +222,9 @@ typedef struct eng_sampler {
 	uint64_t next_mono;        /* the next one is due (0: at once) */
 	uint32_t attempt, index;
 	size_t nups;               /* entries of ups used by a sample */
-	Elspeth__SampleUpstream *ups;   /* scratch: one per node */
-	Elspeth__SampleUpstream **upp;
+	eng_sample_upstream *ups;  /* scratch: one per node */
+	Elspeth__SampleUpstream *rups;  /* their records */
+	Elspeth__SampleUpstream **rupp;
 } eng_sampler;
 
 /* Where the pipeline stands, for a sample. */

@@ -3,7 +3,8 @@
  * second and at the end of each attempt, the pipeline's counters (rows
  * pulled, released, in flight, waiting for in-order release), the token
  * outcomes and outside calls so far, and each LLM transform's capacity
- * control, as one SampleRecord in the Landscape (REC_SAMPLES).
+ * control (an eng_sample), as one SampleRecord in the Landscape
+ * (REC_SAMPLES) and to the caller's eng_opts.sample.
  *
  * DESIGN: only the calling thread samples (pipeline.c: supervise, the
  * sequential loop, the end of the run), so the sampler needs no lock.
@@ -16,6 +17,7 @@
  * the run at its next audit write, or no memory to pack it) is dropped.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "engine/engine_internal.h"
 
@@ -28,15 +30,17 @@ int eng__sampler_init(eng_ctx *c, eng_sampler *s, uint32_t attempt,
 	size_t n = c->g->nnodes;
 
 	c->sampler = NULL;
-	if (!c->audit->rec)
+	if (!c->audit->rec && !(o && o->sample))
 		return 0;
 	*s = (eng_sampler){ .attempt = attempt,
 		.every_ns = (uint64_t)(o && o->sample_ms ? o->sample_ms : SAMPLE_MS_DEFAULT) * 1000000u };
 	s->ups = calloc(n, sizeof(*s->ups));
-	s->upp = calloc(n, sizeof(*s->upp));
-	if (!s->ups || !s->upp) {
+	s->rups = calloc(n, sizeof(*s->rups));
+	s->rupp = calloc(n, sizeof(*s->rupp));
+	if (!s->ups || !s->rups || !s->rupp) {
 		free(s->ups);
-		free(s->upp);
+		free(s->rups);
+		free(s->rupp);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	c->sampler = s;
@@ -48,7 +52,8 @@ void eng__sampler_release(eng_ctx *c)
 	if (!c->sampler)
 		return;
 	free(c->sampler->ups);
-	free(c->sampler->upp);
+	free(c->sampler->rups);
+	free(c->sampler->rupp);
 	c->sampler = NULL;
 }
 
@@ -92,62 +97,99 @@ static void upstreams(eng_ctx *c, eng_sampler *s)
 	s->nups = 0;
 	for (size_t i = 0; i < c->g->nnodes; i++) {
 		const dag_node *n = &c->g->nodes[i];
-		Elspeth__SampleUpstream *u = &s->ups[s->nups];
-		plg_capacity cap;
+		eng_sample_upstream *u = &s->ups[s->nups];
 
 		if (n->kind != DAG_TRANSFORM || !n->tops->capacity || !n->tstate ||
-		    !n->tops->capacity(n->tstate, &cap))
+		    !n->tops->capacity(n->tstate, &u->cap))
 			continue;
-		elspeth__sample_upstream__init(u);
-		u->node_id = (uint32_t)i;
-		u->upstream = (char *)(cap.upstream ? cap.upstream : "");
-		u->rate = cap.rate;
-		u->window = cap.window;
-		u->ceiling = cap.ceiling;
-		u->in_flight = cap.in_flight;
-		u->requests = cap.requests;
-		u->refusals = cap.refusals;
-		u->held_by = (char *)(cap.held_by ? cap.held_by : "");
-		s->upp[s->nups++] = u;
+		u->node = (uint32_t)i;
+		u->name = n->name;
+		s->nups++;
 	}
+}
+
+/* The sample as the Landscape keeps it (a SampleRecord). */
+static void record(eng_ctx *c, eng_sampler *s, const eng_sample *x)
+{
+	Elspeth__SampleRecord r = ELSPETH__SAMPLE_RECORD__INIT;
+	Elspeth__SampleCount oc[ENG_OUTCOME_LAST], cc[ENG_CALL_CLASSES];
+	Elspeth__SampleCount *ocp[ENG_OUTCOME_LAST], *ccp[ENG_CALL_CLASSES];
+
+	for (size_t i = 0; i < x->nupstreams; i++) {
+		const plg_capacity *cap = &x->upstreams[i].cap;
+		Elspeth__SampleUpstream *u = &s->rups[i];
+
+		elspeth__sample_upstream__init(u);
+		u->node_id = x->upstreams[i].node;
+		u->upstream = (char *)(cap->upstream ? cap->upstream : "");
+		u->rate = cap->rate;
+		u->window = cap->window;
+		u->ceiling = cap->ceiling;
+		u->in_flight = cap->in_flight;
+		u->requests = cap->requests;
+		u->refusals = cap->refusals;
+		u->held_by = (char *)(cap->held_by ? cap->held_by : "");
+		s->rupp[i] = u;
+	}
+	r.run_id = c->audit->run_id;
+	r.attempt = x->attempt;
+	r.index = x->index;
+	r.at_ns = x->at_ns;
+	r.elapsed_ns = x->elapsed_ns;
+	r.final = x->final;
+	r.pulled = x->pulled;
+	r.released = x->released;
+	r.in_flight = x->in_flight;
+	r.waiting = x->waiting;
+	r.waiting_bytes = x->waiting_bytes;
+	r.held_by = (char *)(x->held_by ? x->held_by : "");
+	r.n_outcomes = counts(x->outcomes, ENG_OUTCOME_LAST, outcome_name, oc, ocp);
+	r.outcomes = ocp;
+	r.calls = x->calls;
+	r.calls_ok = x->calls_ok;
+	r.calls_replayed = x->calls_replayed;
+	r.n_call_classes = counts(x->calls_by_class, ENG_CALL_CLASSES, class_name, cc, ccp);
+	r.call_classes = ccp;
+	r.n_upstreams = x->nupstreams;
+	r.upstreams = s->rupp;
+	/* A put error is sticky in the recorder: the run's next audit write
+	 * (an outcome, a checkpoint, the final flush) reports it. */
+	(void)rec_sample_put(c->audit->rec, &r);
 }
 
 void eng__sample(eng_ctx *c, const eng_sample_at *at)
 {
 	eng_sampler *s = c->sampler;
-	Elspeth__SampleRecord r = ELSPETH__SAMPLE_RECORD__INIT;
-	Elspeth__SampleCount oc[ENG_OUTCOME_LAST], cc[ENG_CALL_CLASSES];
-	Elspeth__SampleCount *ocp[ENG_OUTCOME_LAST], *ccp[ENG_CALL_CLASSES];
-	uint64_t classes[ENG_CALL_CLASSES], now = core_now_mono_ns();
+	const eng_opts *o = c->opts;
+	uint64_t now = core_now_mono_ns();
+	eng_sample x = { 0 };
 
 	if (!s)
 		return;
-	for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
-		classes[i] = atomic_load_explicit(&c->calls_by_class[i], memory_order_relaxed);
 	upstreams(c, s);
-	r.run_id = c->audit->run_id;
-	r.attempt = s->attempt;
-	r.index = s->index++;
-	r.at_ns = core_now_wall_ns();
-	r.elapsed_ns = now - c->t0_mono;
-	r.final = at->final;
-	r.pulled = at->pulled;
-	r.released = at->released;
-	r.in_flight = at->in_flight;
-	r.waiting = at->waiting;
-	r.waiting_bytes = at->waiting_bytes;
-	r.held_by = (char *)(at->held_by ? at->held_by : "");
-	r.n_outcomes = counts(at->outcomes, ENG_OUTCOME_LAST, outcome_name, oc, ocp);
-	r.outcomes = ocp;
-	r.calls = atomic_load_explicit(&c->calls, memory_order_relaxed);
-	r.calls_ok = atomic_load_explicit(&c->calls_ok, memory_order_relaxed);
-	r.calls_replayed = atomic_load_explicit(&c->calls_replayed, memory_order_relaxed);
-	r.n_call_classes = counts(classes, ENG_CALL_CLASSES, class_name, cc, ccp);
-	r.call_classes = ccp;
-	r.n_upstreams = s->nups;
-	r.upstreams = s->upp;
-	/* A put error is sticky in the recorder: the run's next audit write
-	 * (an outcome, a checkpoint, the final flush) reports it. */
-	(void)rec_sample_put(c->audit->rec, &r);
+	x.attempt = s->attempt;
+	x.index = s->index++;
+	x.at_ns = core_now_wall_ns();
+	x.elapsed_ns = now - c->t0_mono;
+	x.final = at->final;
+	x.pulled = at->pulled;
+	x.released = at->released;
+	x.in_flight = at->in_flight;
+	x.waiting = at->waiting;
+	x.waiting_bytes = at->waiting_bytes;
+	x.held_by = at->held_by ? at->held_by : "";
+	memcpy(x.outcomes, at->outcomes, sizeof(x.outcomes));
+	x.calls = atomic_load_explicit(&c->calls, memory_order_relaxed);
+	x.calls_ok = atomic_load_explicit(&c->calls_ok, memory_order_relaxed);
+	x.calls_replayed = atomic_load_explicit(&c->calls_replayed, memory_order_relaxed);
+	for (size_t i = 0; i < ENG_CALL_CLASSES; i++)
+		x.calls_by_class[i] = atomic_load_explicit(&c->calls_by_class[i],
+							   memory_order_relaxed);
+	x.nupstreams = s->nups;
+	x.upstreams = s->ups;
+	if (c->audit->rec)
+		record(c, s, &x);
+	if (o && o->sample)
+		o->sample(o->sample_ctx, &x);
 	s->next_mono = now + s->every_ns;
 }

@@ -21,6 +21,11 @@ static void on_progress(void *ctx, const eng_progress *p)
 	run__emit(ctx, &(run_event){ .kind = RUN_EV_PROGRESS, .progress = p });
 }
 
+static void on_sample(void *ctx, const eng_sample *s)
+{
+	run__emit(ctx, &(run_event){ .kind = RUN_EV_SAMPLE, .sample = s });
+}
+
 static bool exists_beside(const char *database)
 {
 	char p[4096];
@@ -109,6 +114,10 @@ static int process(run_job *j, core_err *err)
 		o.progress = on_progress;
 		o.progress_ctx = j;
 		o.progress_ms = c->progress_ms;
+	}
+	if (c->observe) {
+		o.sample = on_sample;
+		o.sample_ctx = j;
 	}
 	r->engine_ran = true;
 	rc = c->resume ? eng_resume(c->graph, &o, c->resume, true, NULL, &r->sum, err)

@@ -61,6 +61,8 @@ typedef enum run_event_kind {
 	RUN_EV_PROGRESS,         /* progress */
 	RUN_EV_SQL_TRAIL_FAILED, /* target (the SQL file), error, run_id */
 	RUN_EV_WARNING,          /* error: what went wrong that the run survives */
+	RUN_EV_SAMPLE,           /* sample: the engine's metric sample, about
+				  * once a second and at the end */
 	RUN_EV_DEPENDENCY_STARTED, /* target (its name), path, graph */
 	RUN_EV_DEPENDENCY_ENDED,   /* target, path, graph, result: how it
 				    * ended (rc; sum.interrupted, halt_code) */
@@ -77,6 +79,7 @@ typedef struct run_event {
 	double seconds;          /* PHASE_COMPLETED: the phase's duration */
 	uint64_t run_id;
 	const eng_progress *progress;
+	const eng_sample *sample;
 	const char *path;         /* a dependency's settings file */
 	const dag_graph *graph;   /* a dependency's pipeline */
 	const struct run_result *result; /* DEPENDENCY_ENDED */

@@ -83,6 +83,8 @@ typedef struct seen {
 	char trail[64];
 	size_t n;
 	int progress;
+	int samples, finals;
+	uint64_t last_released, last_succeeded;
 } seen;
 
 static void observe(void *ctx, const run_event *ev)
@@ -103,6 +105,12 @@ static void observe(void *ctx, const run_event *ev)
 	case RUN_EV_PROGRESS:
 		if (s->progress++ == 0)
 			c = 'P';
+		break;
+	case RUN_EV_SAMPLE:
+		s->samples++;
+		s->finals += ev->sample->final;
+		s->last_released = ev->sample->released;
+		s->last_succeeded = ev->sample->outcomes[ENG_COMPLETED];
 		break;
 	case RUN_EV_DEPENDENCY_STARTED:
 		c = 'D';
@@ -142,6 +150,11 @@ Test(run, a_job_runs_on_its_thread_and_reports_its_phases, .init = setup, .fini 
 	cr_assert_not_null(strstr(r->landscape, "/state"), "%s", r->landscape);
 	cr_assert(!r->sql_failed && !r->after_failed);
 	cr_assert_str_eq(obs.trail, "SdCdSpPCp", "events: %s", obs.trail);
+	/* the engine's metric samples reach the observer, the last one final */
+	cr_assert_geq(obs.samples, 1);
+	cr_assert_eq(obs.finals, 1);
+	cr_assert_eq(obs.last_released, 200);
+	cr_assert_eq(obs.last_succeeded, 200);
 	run_free(j);
 	dag_free(g);
 	core_settings_free(s);
@@ -410,5 +423,36 @@ Test(run, a_dependency_cycle_or_chain_too_deep_runs_nothing, .init = setup,
 	snprintf(path, sizeof(path), "%s/c2.yaml", dir);
 	cr_assert_eq(core_settings_load(path, &s, &err), 0, "%s", err.msg);
 	cr_assert_eq(run_check_dependencies(s, &err), 0, "%s", err.msg);
+	core_settings_free(s);
+}
+
+static void count_sample(void *ctx, const eng_sample *s)
+{
+	seen *obs = ctx;
+
+	obs->samples++;
+	obs->finals += s->final;
+	obs->last_released = s->released;
+}
+
+/* A caller of the engine gets its metric samples without a Landscape
+ * too (telemetry of a run with landscape.enabled: false). */
+Test(run, samples_reach_the_caller_without_a_landscape, .init = setup, .fini = teardown,
+     .timeout = 30)
+{
+	core_settings *s;
+	dag_graph *g = pipeline(50, 2, &s); /* ~0.1 s at 8 in flight */
+	seen obs = { 0 };
+	eng_opts o = { .sample = count_sample, .sample_ctx = &obs, .sample_ms = 20 };
+	eng_summary sum;
+	core_err err = { 0 };
+
+	cr_assert_eq(eng_run(g, &o, &sum, &err), 0, "%s", err.msg);
+	cr_assert_eq(sum.rows, 50);
+	cr_assert_geq(obs.samples, 2, "%d samples", obs.samples);
+	cr_assert_eq(obs.finals, 1);
+	cr_assert_eq(obs.last_released, 50);
+	eng_summary_release(&sum);
+	dag_free(g);
 	core_settings_free(s);
 }
