@@ -45,6 +45,7 @@ typedef struct cli_run_args {
 	const char *database; /* resume -d: the Landscape, not landscape.url's */
 	const char *manifest; /* run --manifest: run one shard of its plan */
 	long shard;           /* run --shard K; -1: from the environment */
+	const char *metrics_listen; /* --metrics-listen ADDR (run.h) */
 	/* Set by cli_run_shard for execute(): the shard the engine runs and
 	 * the command that finishes it when it stops. */
 	const eng_shard *eshard;

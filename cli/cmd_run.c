@@ -19,6 +19,7 @@ static const char run_usage[] =
 	"usage: elspeth run -s SETTINGS [-x | -n] [-v] [-f console|json]\n"
 	"                   [--sequential | --max-rows-in-flight N]\n"
 	"                   [--max-waiting-mib M] [--manifest FILE [--shard K]]\n"
+	"                   [--metrics-listen [HOST:]PORT]\n"
 	"\n"
 	"Without --execute: validates the pipeline and says how to run it; nothing\n"
 	"is read or written. With --execute: runs every source row through the\n"
@@ -45,6 +46,10 @@ static const char run_usage[] =
 	"                             nothing when it completed (docs/scale-out.md)\n"
 	"      --shard K              which shard (0..N-1); default SLURM_ARRAY_TASK_ID\n"
 	"                             or JOB_COMPLETION_INDEX\n"
+	"      --metrics-listen ADDR  serve the run's metrics for Prometheus at\n"
+	"                             http://ADDR/metrics while it runs: HOST:PORT,\n"
+	"                             [IPv6]:PORT, or PORT on 127.0.0.1\n"
+	"                             (docs/observability.md)\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error (also: a transform stopped the run, e.g. an\n"
@@ -202,6 +207,7 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 		{ "max-waiting-mib", required_argument, NULL, 'W' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "shard", required_argument, NULL, 'K' },
+		{ "metrics-listen", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -213,6 +219,7 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 		{ "sequential", no_argument, NULL, 'S' },
 		{ "max-rows-in-flight", required_argument, NULL, 'N' },
 		{ "max-waiting-mib", required_argument, NULL, 'W' },
+		{ "metrics-listen", required_argument, NULL, 'L' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -264,6 +271,9 @@ int cli_parse_run_args(const char *cmd, const char *usage, int argc, char **argv
 			break;
 		case 'M':
 			a->manifest = optarg;
+			break;
+		case 'L':
+			a->metrics_listen = optarg;
 			break;
 		case 'K':
 			if (!strcmp(optarg, "0"))
@@ -617,6 +627,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 			.max_rows_in_flight = (unsigned)a->max_in_flight,
 			.max_waiting_mib = a->max_waiting_mib, .shard = a->eshard,
 			.stop = &stop_flag, .observe = observe, .observe_ctx = &w,
+			.metrics_listen = a->metrics_listen,
 			.progress_ms = a->json ? 1000 : w.tty ? 200 : 0 };
 	const run_result *r;
 	run_job *job;
@@ -704,6 +715,7 @@ int cli_run(int argc, char **argv)
 static const char resume_usage[] =
 	"usage: elspeth resume RUN_ID -s SETTINGS [-d PATH] [-x] [-f console|json]\n"
 	"                      [--sequential | --max-rows-in-flight N]\n"
+	"                      [--max-waiting-mib M] [--metrics-listen ADDR]\n"
 	"\n"
 	"Finishes a run that stopped (crash, kill, Ctrl-C, failure) from its latest\n"
 	"checkpoint: the sinks end as an uninterrupted run would have written them\n"
@@ -721,6 +733,7 @@ static const char resume_usage[] =
 	"      --sequential           one row at a time\n"
 	"      --max-rows-in-flight N rows processed at once (may differ from the run's)\n"
 	"      --max-waiting-mib M    the waiting budget in MiB, as for run\n"
+	"      --metrics-listen ADDR  serve its metrics for Prometheus, as for run\n"
 	"  -h, --help                 this help\n"
 	"\n"
 	"Exit codes: 0 success, 1 error (also: nothing to resume; halted again, e.g. the\n"

@@ -135,6 +135,7 @@ typedef struct eng_sample_upstream {
  * the Landscape's samples table keeps (docs/report.md). Pointers are
  * valid during the callback only. */
 struct eng_sample {
+	uint64_t run_id;           /* 0: the run is not recorded */
 	uint32_t attempt;          /* 0: the run; n: its n-th resume */
 	uint32_t index;            /* of this attempt's samples, from 0 */
 	uint64_t at_ns;            /* wall clock */

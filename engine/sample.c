@@ -131,7 +131,7 @@ static void record(eng_ctx *c, eng_sampler *s, const eng_sample *x)
 		u->held_by = (char *)(cap->held_by ? cap->held_by : "");
 		s->rupp[i] = u;
 	}
-	r.run_id = c->audit->run_id;
+	r.run_id = x->run_id;
 	r.attempt = x->attempt;
 	r.index = x->index;
 	r.at_ns = x->at_ns;
@@ -167,6 +167,7 @@ void eng__sample(eng_ctx *c, const eng_sample_at *at)
 	if (!s)
 		return;
 	upstreams(c, s);
+	x.run_id = c->audit->run_id;
 	x.attempt = s->attempt;
 	x.index = s->index++;
 	x.at_ns = core_now_wall_ns();

@@ -23,7 +23,10 @@ static void on_progress(void *ctx, const eng_progress *p)
 
 static void on_sample(void *ctx, const eng_sample *s)
 {
-	run__emit(ctx, &(run_event){ .kind = RUN_EV_SAMPLE, .sample = s });
+	run_job *j = ctx;
+
+	run__metrics_update(j->metrics, s);
+	run__emit(j, &(run_event){ .kind = RUN_EV_SAMPLE, .sample = s });
 }
 
 static bool exists_beside(const char *database)
@@ -115,7 +118,7 @@ static int process(run_job *j, core_err *err)
 		o.progress_ctx = j;
 		o.progress_ms = c->progress_ms;
 	}
-	if (c->observe) {
+	if (c->observe || j->metrics) {
 		o.sample = on_sample;
 		o.sample_ctx = j;
 	}
@@ -181,7 +184,14 @@ int run_start(const run_cfg *cfg, run_job **out, core_err *err)
 	j->cfg = *cfg;
 	if (!j->cfg.stop)
 		j->cfg.stop = &j->own_stop;
+	if (cfg->metrics_listen &&
+	    (rc = run__metrics_start(cfg->metrics_listen, cfg->settings_path,
+				     &j->metrics, err))) {
+		free(j);
+		return rc;
+	}
 	if ((rc = pthread_create(&j->thread, NULL, job_main, j))) {
+		run__metrics_stop(j->metrics);
 		free(j);
 		return core_err_set(err, CORE_EIO, "cannot start the run's thread: %s",
 				    strerror(rc));
@@ -189,6 +199,11 @@ int run_start(const run_cfg *cfg, run_job **out, core_err *err)
 	j->started = true;
 	*out = j;
 	return 0;
+}
+
+unsigned run_metrics_port(const run_job *j)
+{
+	return j ? run__metrics_port(j->metrics) : 0;
 }
 
 void run_cancel(run_job *j)
@@ -211,6 +226,7 @@ void run_free(run_job *j)
 	if (!j)
 		return;
 	run_wait(j);
+	run__metrics_stop(j->metrics);
 	eng_summary_release(&j->res.sum);
 	free(j);
 }

@@ -102,6 +102,11 @@ typedef struct run_cfg {
 	void (*observe)(void *ctx, const run_event *ev); /* may be NULL */
 	void *observe_ctx;
 	unsigned progress_ms;     /* progress events about this often; 0: none */
+	/* Serve the run's metrics for Prometheus at this address while the
+	 * job lives (GET /metrics, the text format; ADR 0033):
+	 * "HOST:PORT", "[IPv6]:PORT", or "PORT" on 127.0.0.1; port 0 picks
+	 * one (run_metrics_port). NULL: none. */
+	const char *metrics_listen;
 } run_cfg;
 
 /* How a job ended (run_wait). */
@@ -138,9 +143,13 @@ int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
 int run_check_dependencies(const core_settings *s, core_err *err);
 
 /* Starts a job for cfg (copied; cfg->graph borrowed). Errors before the
- * thread starts: CORE_ENOMEM, CORE_EIO (no thread); a Landscape that
- * cannot be opened is the job's failure, seen at run_wait. */
+ * thread starts: CORE_ENOMEM, CORE_EIO (no thread, or the metrics
+ * address cannot be listened on), CORE_ECONFIG (options out of range, a
+ * bad metrics address); a Landscape that cannot be opened is the job's
+ * failure, seen at run_wait. */
 int run_start(const run_cfg *cfg, run_job **out, core_err *err);
+/* The port the metrics endpoint listens on (0: none). */
+unsigned run_metrics_port(const run_job *j);
 /* Stops pulling rows, as SIGINT does. Any thread; idempotent. */
 void run_cancel(run_job *j);
 /* Waits for the job to end and returns its result (valid until

@@ -14,8 +14,11 @@
 #include "recorder/recorder.h"
 #include "run/run.h"
 
+typedef struct run_metrics run_metrics;
+
 struct run_job {
 	run_cfg cfg;
+	run_metrics *metrics;     /* the Prometheus endpoint, or NULL */
 	atomic_int own_stop;      /* cfg.stop when the caller gives none */
 	pthread_t thread;
 	bool started, joined;
@@ -32,6 +35,18 @@ void run__body(run_job *j);
 /* depends.c: runs the dependencies of a new, unsharded run (none for a
  * resume or a shard), each through run__body. 0, or why the job stops. */
 int run__dependencies(run_job *j, core_err *err);
+
+/* metrics.c: the Prometheus endpoint at spec (HOST:PORT, [V6]:PORT or
+ * PORT on loopback), listening when this returns (CORE_ECONFIG: a bad
+ * address; CORE_EIO: cannot listen, e.g. the port is in use). */
+int run__metrics_start(const char *spec, const char *settings, run_metrics **out,
+		       core_err *err);
+/* The sample, rendered, is what the next scrape gets (the job's thread). */
+void run__metrics_update(run_metrics *m, const eng_sample *s);
+unsigned run__metrics_port(const run_metrics *m);
+void run__metrics_stop(run_metrics *m); /* NULL allowed */
+/* The text exposition of sample s (appended to out); 0 or CORE_ENOMEM. */
+int run__metrics_render(core_buf *out, const char *settings, const eng_sample *s);
 
 /* Tells the observer (the job's thread). */
 void run__emit(run_job *j, const run_event *ev);

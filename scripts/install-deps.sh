@@ -14,6 +14,7 @@ PKGS=(
   libxml2-dev
   libpcre2-dev
   libpq-dev postgresql
+  libmicrohttpd-dev prometheus
   chromium
   slurmctld slurmd slurm-client munge
 )
