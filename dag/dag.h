@@ -148,8 +148,8 @@ typedef struct dag_graph {
 /* Builds and validates the graph. Errors name the settings position. */
 int dag_build(const core_settings *s, dag_graph **out, core_err *err);
 /* Opens transforms and, when `sinks`, sinks. Without `sinks` the sinks'
- * options are only checked (validate): nothing is written. Undone by
- * dag_close(). */
+ * and the source's options are only checked (validate): nothing is read
+ * or written. Undone by dag_close(). */
 int dag_open(dag_graph *g, bool sinks, core_err *err);
 /* Closes sinks (finishing their files) and transforms. Returns the first
  * sink close error. Safe to call twice. */

@@ -10,7 +10,9 @@ int dag_open(dag_graph *g, bool sinks, core_err *err)
 	for (size_t i = 0; i < g->nnodes; i++) {
 		dag_node *n = &g->nodes[i];
 
-		if (n->kind == DAG_TRANSFORM && !n->tstate)
+		if (n->kind == DAG_SOURCE && !sinks && n->sops->check)
+			rc = n->sops->check(n->options, err);
+		else if (n->kind == DAG_TRANSFORM && !n->tstate)
 			rc = n->tops->open(&g->env, n->options, &n->tstate, err);
 		else if (n->kind == DAG_SINK && sinks && !n->kstate)
 			rc = n->kops->open(&g->env, n->options, &n->kstate, err);

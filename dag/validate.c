@@ -51,6 +51,20 @@ static int check_one_name(dag__build *c, const dag_node *n)
 	return 0;
 }
 
+/* ELSPETH's words for a name used twice. */
+#define DUP_NAME "Node name '%s' is used by both %s and %s. All node names " \
+	"must be unique across transforms, gates, aggregations, coalesce " \
+	"nodes, and sinks."
+
+static int dup_name(dag__build *c, const dag_node *a, const dag_node *b)
+{
+	if (b->options && b->options->line)
+		return core_err_at(c->err, CORE_ECONFIG, b->options, DUP_NAME,
+				   b->name, kind_word(a->kind), kind_word(b->kind));
+	return core_err_set(c->err, CORE_ECONFIG, "%s: " DUP_NAME, c->s->path,
+			    b->name, kind_word(a->kind), kind_word(b->kind));
+}
+
 int dag__check_names(dag__build *c)
 {
 	const dag_graph *g = c->g;
@@ -59,13 +73,11 @@ int dag__check_names(dag__build *c)
 	for (size_t i = 1; i < g->nnodes; i++) {
 		if ((rc = check_one_name(c, &g->nodes[i])))
 			return rc;
+		/* ELSPETH's rule and words (its core/config.py): one name space
+		 * for transforms, gates, aggregations, coalesces and sinks. */
 		for (size_t j = 1; j < i; j++)
-			if (g->nodes[j].kind != DAG_SINK && g->nodes[i].kind != DAG_SINK &&
-			    !strcmp(g->nodes[i].name, g->nodes[j].name))
-				return core_err_set(c->err, CORE_ECONFIG,
-					"%s: node name '%s' is used twice (%s and %s)",
-					c->s->path, g->nodes[i].name,
-					kind_word(g->nodes[j].kind), kind_word(g->nodes[i].kind));
+			if (!strcmp(g->nodes[i].name, g->nodes[j].name))
+				return dup_name(c, &g->nodes[j], &g->nodes[i]);
 	}
 	return 0;
 }

@@ -117,6 +117,9 @@ typedef struct plg_source_ops {
 	 * e.g. unreadable file or invalid UTF-8 that makes the rest unreadable. */
 	int (*next)(void *state, plg_source_row *out, core_err *err);
 	void (*close)(void *state); /* NULL state allowed */
+	/* Optional: checks the options as open would, touching no file
+	 * (validate). */
+	int (*check)(const core_node *options, core_err *err);
 	/* Optional (may be NULL): how far the source has read, for an ETA —
 	 * *done and *total in the same unit (bytes for files). The engine
 	 * calls it with its pipeline lock held (engine/pipeline_internal.h),

@@ -304,14 +304,50 @@ static int open_file(csv_src *s, const core_node *opts, char delim,
 	return 0;
 }
 
-static int csv_open(const plg_env *env, const core_node *options,
-		    void **state, core_err *err)
+/* The options as open reads them before it touches the file. */
+static int csv_options(csv_src *s, const core_node *options, char *delim,
+		       core_err *err)
 {
 	static const char *const keys[] = {
 		"path", "delimiter", "skip_rows", "columns", "field_mapping",
 		"encoding", "on_validation_failure", PLG_COMMON_KEYS, NULL};
-	const core_node *cols = core_map_get(options, "columns");
 	const char *path = NULL;
+	long long skip;
+	int rc;
+
+	if ((rc = core_map_check_keys(options, keys, err)) ||
+	    (rc = core_opt_str(options, "path", true, &path, err)) ||
+	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
+	    (rc = parse_delim(options, delim, err)) ||
+	    (rc = core_opt_int(options, "skip_rows", 0, LONG_MAX, &skip, err)) ||
+	    (rc = plg__schema_parse(core_map_get(options, "schema"),
+				    &s->schema, err)))
+		return rc;
+	return (s->path = strdup(path)) ? 0 : nomem(err);
+}
+
+/* validate: the options, and the columns when the options list them. */
+static int csv_check(const core_node *options, core_err *err)
+{
+	const core_node *cols = core_map_get(options, "columns");
+	csv_src *s = calloc(1, sizeof(*s));
+	char delim;
+	int rc;
+
+	if (!s)
+		return nomem(err);
+	rc = csv_options(s, options, &delim, err);
+	if (!rc && cols && !core_node_is_null(cols) &&
+	    !(rc = cols_from_list(s, cols, err)))
+		rc = apply_mapping(s, core_map_get(options, "field_mapping"), err);
+	csv_close(s);
+	return rc;
+}
+
+static int csv_open(const plg_env *env, const core_node *options,
+		    void **state, core_err *err)
+{
+	const core_node *cols = core_map_get(options, "columns");
 	csv_src *s;
 	char delim;
 	int rc;
@@ -319,17 +355,8 @@ static int csv_open(const plg_env *env, const core_node *options,
 	(void)env; /* needs nothing of the run's */
 	if (!(s = calloc(1, sizeof(*s))))
 		return nomem(err);
-	if ((rc = core_map_check_keys(options, keys, err)) ||
-	    (rc = core_opt_str(options, "path", true, &path, err)) ||
-	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
-	    (rc = parse_delim(options, &delim, err)) ||
-	    (rc = plg__schema_parse(core_map_get(options, "schema"),
-				    &s->schema, err)))
+	if ((rc = csv_options(s, options, &delim, err)))
 		goto out_close;
-	if (!(s->path = strdup(path))) {
-		rc = nomem(err);
-		goto out_close;
-	}
 	if ((rc = open_file(s, options, delim, err)))
 		goto out_close;
 	if (cols && !core_node_is_null(cols))
@@ -458,6 +485,7 @@ const plg_source_ops plg__csv_source = {
 	.name = "csv",
 	.description = "rows from a CSV file (RFC 4180, UTF-8)",
 	.open = csv_open,
+	.check = csv_check,
 	.next = csv_next,
 	.close = csv_close,
 	.progress = csv_progress,

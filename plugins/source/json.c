@@ -137,13 +137,47 @@ static int load_json(json_src *s, const core_node *opts, core_err *err)
 	return rc;
 }
 
-static int json_open(const plg_env *env, const core_node *options,
-		     void **state, core_err *err)
+/* The options as open reads them before it touches the file. */
+static int json_options(json_src *s, const core_node *options, bool *jsonl,
+			core_err *err)
 {
 	static const char *const keys[] = {
 		"path", "format", "data_key", "encoding",
 		"on_validation_failure", PLG_COMMON_KEYS, NULL};
 	const char *path = NULL;
+	int rc;
+
+	if ((rc = core_map_check_keys(options, keys, err)) ||
+	    (rc = core_opt_str(options, "path", true, &path, err)) ||
+	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
+	    (rc = parse_format(options, path, jsonl, err)) ||
+	    (rc = plg__schema_parse(core_map_get(options, "schema"),
+				    &s->schema, err)))
+		return rc;
+	if (*jsonl && core_map_get(options, "data_key"))
+		return core_err_at(err, CORE_ECONFIG,
+				   core_map_get(options, "data_key"),
+				   "data_key applies to format: json only");
+	return (s->path = strdup(path)) ? 0 : nomem(err);
+}
+
+/* validate: the options alone. */
+static int json_check(const core_node *options, core_err *err)
+{
+	json_src *s = calloc(1, sizeof(*s));
+	bool jsonl = false;
+	int rc;
+
+	if (!s)
+		return nomem(err);
+	rc = json_options(s, options, &jsonl, err);
+	json_close(s);
+	return rc;
+}
+
+static int json_open(const plg_env *env, const core_node *options,
+		     void **state, core_err *err)
+{
 	json_src *s;
 	bool jsonl = false;
 	int rc;
@@ -151,26 +185,11 @@ static int json_open(const plg_env *env, const core_node *options,
 	(void)env; /* needs nothing of the run's */
 	if (!(s = calloc(1, sizeof(*s))))
 		return nomem(err);
-	if ((rc = core_map_check_keys(options, keys, err)) ||
-	    (rc = core_opt_str(options, "path", true, &path, err)) ||
-	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
-	    (rc = parse_format(options, path, &jsonl, err)) ||
-	    (rc = plg__schema_parse(core_map_get(options, "schema"),
-				    &s->schema, err)))
+	if ((rc = json_options(s, options, &jsonl, err)))
 		goto out_close;
-	if (jsonl && core_map_get(options, "data_key")) {
-		rc = core_err_at(err, CORE_ECONFIG,
-				 core_map_get(options, "data_key"),
-				 "data_key applies to format: json only");
-		goto out_close;
-	}
-	if (!(s->path = strdup(path))) {
-		rc = nomem(err);
-		goto out_close;
-	}
-	if (!(s->fp = fopen(path, "rb"))) {
+	if (!(s->fp = fopen(s->path, "rb"))) {
 		rc = core_err_at(err, CORE_EIO, core_map_get(options, "path"),
-				 "cannot open '%s': %s", path, strerror(errno));
+				 "cannot open '%s': %s", s->path, strerror(errno));
 		goto out_close;
 	}
 	if (!jsonl && (rc = load_json(s, options, err)))
@@ -370,6 +389,7 @@ const plg_source_ops plg__json_source = {
 	.name = "json",
 	.description = "rows from a JSON array of objects or a JSON Lines file",
 	.open = json_open,
+	.check = json_check,
 	.next = json_next,
 	.close = json_close,
 	.position = json_position,

@@ -44,6 +44,16 @@ unset ELSPETH_TEST_UNSET
 pipeline 'path: ${ELSPETH_TEST_UNSET}'
 expect "missing env var is named" 1 "environment variable 'ELSPETH_TEST_UNSET' is not set" -- "$ELSPETH" validate -s p.yaml
 
+# validate checks the source's options as run does, touching no file
+pipeline "path: data/ok.csv
+    delimter: ';'"
+expect "validate: a misspelt source option" 1 "source.options.delimter: unknown key 'delimter' (did you mean 'delimiter'?)" -- "$ELSPETH" validate -s p.yaml
+pipeline "path: data/ok.csv
+    schema: {fields: 5}"
+expect "validate: a source schema that is none" 1 "source.options.schema" -- "$ELSPETH" validate -s p.yaml
+# one name space for nodes, sinks included (ELSPETH's rule and words)
+pipeline "path: data/ok.csv" "transforms: [{name: out, plugin: passthrough, input: x_in, on_success: out}]"
+expect "validate: a transform named as a sink" 1 "Node name 'out' is used by both transform and sink. All node names must be unique" -- "$ELSPETH" validate -s p.yaml
 expect "missing settings file" 1 "cannot open settings file nope.yaml" -- "$ELSPETH" validate -s nope.yaml
 expect "usage error exits 2" 2 "expected -s SETTINGS" -- "$ELSPETH" run
 expect "unknown command exits 2" 2 "unknown command" -- "$ELSPETH" frobnicate

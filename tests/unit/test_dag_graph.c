@@ -132,7 +132,13 @@ Test(graph, duplicate_names_and_inputs)
 	expect_graph_error("transforms:\n"
 			   "  - {name: a, plugin: passthrough, input: a_in, on_success: b_in}\n"
 			   "  - {name: a, plugin: passthrough, input: b_in, on_success: out}\n",
-			   CORE_ECONFIG, "node name 'a' is used twice");
+			   CORE_ECONFIG, "Node name 'a' is used by both transform and transform. "
+			   "All node names must be unique across transforms, gates, "
+			   "aggregations, coalesce nodes, and sinks.");
+	/* ELSPETH's one name space takes sinks in too */
+	expect_graph_error("transforms:\n"
+			   "  - {name: out, plugin: passthrough, input: a_in, on_success: out}\n",
+			   CORE_ECONFIG, "Node name 'out' is used by both transform and sink.");
 	expect_graph_error("transforms:\n"
 			   "  - {name: a, plugin: passthrough, input: a_in, on_success: out}\n"
 			   "  - {name: b, plugin: passthrough, input: a_in, on_success: out}\n",
