@@ -106,8 +106,12 @@ int cli_parse_report_args(int argc, char **argv, cli_report_args *a);
  * it, with sql receiving PATH ("" otherwise). */
 int cli_landscape_of(const char *database, char *lmdb, size_t cap, char *sql,
 		     size_t scap, core_err *err);
-/* Opens the audit trail named by -s SETTINGS (its landscape.url), else
- * --database PATH, else ./state/audit.lmdb; prints the error. */
+/* The LMDB directory of the audit trail named by -s SETTINGS (its
+ * landscape.url), else --database PATH, else ./state/audit.lmdb; prints
+ * the error. */
+int cli_landscape_path(const char *settings, const char *database, char *path,
+		       size_t cap);
+/* Opens that trail; prints the error. */
 int cli_open_landscape(const char *settings, const char *database,
 		       int flags, rec_env **env);
 void cli_print_json(const json_t *doc);

@@ -1,9 +1,11 @@
 /* cmd_read.c — the read commands: `runs`, `explain`, `verify`. */
 #include <getopt.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 
@@ -257,6 +259,94 @@ static void print_resume_counts(const json_t *checked)
 		       resumes, sup, rep);
 }
 
+/* verify reads the trail in a child process (core_isolate): a damaged
+ * page that crashes liblmdb ends the child, and the damage is reported
+ * as a violation, not as a crash of verify. */
+typedef struct verify_job {
+	const cli_read_args *a;
+	char path[4096];
+} verify_job;
+
+/* The child: {"run", "report"} or {"run", "code", "error"} on fd. */
+static void verify_child(void *ctx, int fd)
+{
+	verify_job *j = ctx;
+	core_err err = { 0 };
+	json_t *rep = NULL, *o;
+	uint64_t run = 0;
+	rec_env *env;
+	char *txt;
+	int rc = rec_open(j->path, REC_READONLY, &env, &err);
+
+	if (!rc) {
+		rc = rec_resolve_run(env, j->a->run, &run, &err);
+		if (!rc)
+			rc = rec_verify(env, run, &rep, &err);
+		rec_close(env, NULL);
+	}
+	o = rc ? json_pack("{s:I,s:i,s:s}", "run", (json_int_t)run, "code", rc,
+			   "error", err.msg)
+	       : json_pack("{s:I,s:o}", "run", (json_int_t)run, "report", rep);
+	if ((txt = o ? json_dumps(o, JSON_COMPACT) : NULL))
+		core_write_all(fd, txt, strlen(txt));
+	_exit(txt ? 0 : 1);
+}
+
+/* Runs verify_child; CORE_EDATA with err saying what could not be read
+ * (a crash of the reader, stored bytes that are not what was written:
+ * rec_err_damaged), else the child's own error, else 0 with *rep. */
+static int verify_isolated(verify_job *j, uint64_t *run, json_t **rep, core_err *err)
+{
+	core_buf b = { 0 };
+	core_isolated how;
+	json_t *o = NULL;
+	int rc = core_isolate(verify_child, j, 0, (size_t)1 << 30, &b, &how, err);
+
+	*run = 0;
+	if (!rc && how.signal)
+		rc = core_err_set(err, CORE_EDATA, "reading the trail stopped the reader "
+				  "(signal %d, %s): a page of %s is damaged", how.signal,
+				  strsignal(how.signal), j->path);
+	else if (!rc && !(o = json_loadb(b.data ? b.data : "", b.len, 0, NULL)))
+		rc = core_err_set(err, CORE_EIO, "verify's reader ended without an "
+				  "answer (exit %d)", how.status);
+	if (o) {
+		*run = (uint64_t)json_integer_value(json_object_get(o, "run"));
+		if ((*rep = json_incref(json_object_get(o, "report")))) {
+			rc = 0;
+		} else {
+			rc = (int)json_integer_value(json_object_get(o, "code"));
+			core_err_set(err, rc ? rc : CORE_EIO, "%s",
+				     json_string_value(json_object_get(o, "error")) ?
+				     json_string_value(json_object_get(o, "error")) : "?");
+			rc = rec_err_damaged(err->code) ? CORE_EDATA : err->code;
+		}
+	}
+	json_decref(o);
+	core_buf_release(&b);
+	return rc;
+}
+
+/* A trail verify could not read whole: an audit failure (exit 4). */
+static int report_damage(const cli_read_args *a, uint64_t run, const core_err *err)
+{
+	if (a->json) {
+		json_t *o = json_pack("{s:I,s:s,s:I,s:[s]}", "run_id", (json_int_t)run,
+				      "status", "unreadable", "violation_count", (json_int_t)1,
+				      "violations", err->msg);
+
+		cli_print_json(o);
+		json_decref(o);
+	} else {
+		if (run)
+			printf("run %llu: the audit trail cannot be read whole\n",
+			       (unsigned long long)run);
+		printf("VIOLATION: the trail is damaged: %s\n", err->msg);
+		puts("verify: FAILED");
+	}
+	return CLI_AUDIT;
+}
+
 int cli_verify(int argc, char **argv)
 {
 	static const char usage[] =
@@ -270,7 +360,7 @@ int cli_verify(int argc, char **argv)
 		"with the same request.\n"
 		"Exit 0 when all hold, 4 with the list of violations.\n\n";
 	cli_read_args a = { .run = "latest" };
-	rec_env *env;
+	verify_job job = { .a = &a };
 	json_t *rep = NULL, *v;
 	core_err err = { 0 };
 	uint64_t run;
@@ -281,12 +371,10 @@ int cli_verify(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if (a.manifest)
 		return cli_verify_manifest(&a);
-	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
+	if ((rc = cli_landscape_path(a.settings, a.database, job.path, sizeof(job.path))))
 		return rc;
-	rc = rec_resolve_run(env, a.run, &run, &err);
-	if (!rc)
-		rc = rec_verify(env, run, &rep, &err);
-	rec_close(env, NULL);
+	if ((rc = verify_isolated(&job, &run, &rep, &err)) == CORE_EDATA)
+		return report_damage(&a, run, &err);
 	if (rc) {
 		cli_error(&err);
 		return CLI_ERROR;

@@ -17,27 +17,41 @@ int cli_landscape_of(const char *database, char *lmdb, size_t cap, char *sql,
 }
 
 /* -s SETTINGS (its landscape.url), --database PATH, or the default. */
-int cli_open_landscape(const char *settings, const char *database,
-		       int flags, rec_env **env)
+int cli_landscape_path(const char *settings, const char *database, char *path,
+		       size_t cap)
 {
-	char path[4096], sql[4096];
+	char sql[4096];
 	core_settings *s = NULL;
 	core_err err = { 0 };
 	int rc = 0;
 
 	if (settings) {
 		rc = core_settings_load(settings, &s, &err);
-		if (!rc)
-			snprintf(path, sizeof(path), "%s", s->landscape_lmdb);
+		if (!rc && (size_t)snprintf(path, cap, "%s", s->landscape_lmdb) >= cap)
+			rc = core_err_set(&err, CORE_ECONFIG, "the Landscape's path is too long");
 		core_settings_free(s);
 	} else if (database) {
-		rc = cli_landscape_of(database, path, sizeof(path), sql, sizeof(sql), &err);
+		rc = cli_landscape_of(database, path, cap, sql, sizeof(sql), &err);
 	} else {
-		rc = rec_path_from_url(DEFAULT_URL, path, sizeof(path), &err);
+		rc = rec_path_from_url(DEFAULT_URL, path, cap, &err);
 	}
-	if (!rc)
-		rc = rec_open(path, flags, env, &err);
 	if (rc) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	return CLI_OK;
+}
+
+int cli_open_landscape(const char *settings, const char *database,
+		       int flags, rec_env **env)
+{
+	char path[4096];
+	core_err err = { 0 };
+	int rc = cli_landscape_path(settings, database, path, sizeof(path));
+
+	if (rc)
+		return rc;
+	if (rec_open(path, flags, env, &err)) {
 		cli_error(&err);
 		return CLI_ERROR;
 	}

@@ -572,6 +572,29 @@ int core_format_double_py(double d, char *buf, size_t cap);
 
 /* Monotonic and wall clock in nanoseconds. */
 uint64_t core_now_mono_ns(void);
+
+/* --------------------------------------------------------------- isolate
+ *
+ * Work that may crash or hang (a damaged file under a library that trusts
+ * it, a statement stuck inside one library call) in a child process:
+ * core_isolate forks; the child runs fn(ctx, fd), writes its answer to
+ * fd and returns (the child then _exits: no atexit handler, no stdio of
+ * the parent's flushed twice); the parent reads the answer into out, at
+ * most max bytes, for at most timeout_ms (0: no limit), then kills a
+ * child that overran either and reaps it. What the child may use: state
+ * made before the fork, read-only; no thread of the parent's exists in
+ * it. 0 (how says how the child ended), or CORE_EIO (no pipe or fork),
+ * CORE_ENOMEM. */
+typedef struct core_isolated {
+	bool late;        /* killed at the time limit */
+	bool too_big;     /* killed: its answer went over max */
+	int signal;       /* it died of this signal by itself (0: exited) */
+	int status;       /* its exit status */
+} core_isolated;
+int core_isolate(void (*fn)(void *ctx, int fd), void *ctx, unsigned timeout_ms,
+		 size_t max, core_buf *out, core_isolated *how, core_err *err);
+/* write(2) until all n bytes are written or it fails. */
+void core_write_all(int fd, const void *p, size_t n);
 uint64_t core_now_wall_ns(void);
 
 #endif /* ELSPETH_CORE_H */

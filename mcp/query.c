@@ -297,70 +297,29 @@ static int query_here(mcp_server *s, const json_t *a, mcp_result *r, core_err *e
  * kills the child (a statement stuck inside one call). */
 #define KILL_GRACE_MS 500
 
-static void write_all(int fd, const char *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(fd, p, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return;
-		p += w;
-		n -= (size_t)w;
-	}
-}
-
 /* In the child: the statement, its answer as one JSON object on fd
  * ({"value", "note"} or {"code", "error"}), then _exit (no atexit
  * handler, no stdio buffer of the server's flushed twice). The
  * connection is the parent's, idle (no statement open, no lock held)
  * and read-only; the parent does not touch it until the child is gone. */
-static void child(mcp_server *s, const json_t *a, int fd)
+typedef struct query_job {
+	mcp_server *s;
+	const json_t *a;
+} query_job;
+
+static void child(void *ctx, int fd)
 {
+	query_job *q = ctx;
 	mcp_result r = { 0 };
 	core_err err = { 0 };
-	int rc = query_here(s, a, &r, &err);
+	int rc = query_here(q->s, q->a, &r, &err);
 	json_t *o = rc ? json_pack("{s:i,s:s}", "code", rc, "error", err.msg)
 		       : json_pack("{s:O,s:s?}", "value", r.value, "note", r.note);
 	char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
 
 	if (txt)
-		write_all(fd, txt, strlen(txt));
+		core_write_all(fd, txt, strlen(txt));
 	_exit(txt ? 0 : 1);
-}
-
-/* Reads the child's answer until EOF, the deadline (*late) or the cap. */
-static int read_child(int fd, uint64_t deadline, core_buf *b, bool *late)
-{
-	char chunk[65536];
-
-	*late = false;
-	for (;;) {
-		uint64_t now = core_now_mono_ns();
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		ssize_t n;
-		int pr;
-
-		if (now >= deadline) {
-			*late = true;
-			return 0;
-		}
-		pr = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
-		if (pr < 0 && errno == EINTR)
-			continue;
-		if (pr == 0)
-			continue; /* the deadline, checked above */
-		n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return 0;
-		if (b->len + (size_t)n > CHILD_OUT_MAX)
-			return CORE_EDATA;
-		if (core_buf_append(b, chunk, (size_t)n))
-			return CORE_ENOMEM;
-	}
 }
 
 /* The child's answer into *r, or its error into err. */
@@ -389,48 +348,28 @@ static int take_answer(const core_buf *b, mcp_result *r, core_err *err)
 
 static int run_isolated(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 {
-	uint64_t deadline;
+	query_job q = { .s = s, .a = a };
 	core_buf b = { 0 };
-	bool late = false;
-	int fd[2], st = 0, rc;
-	pid_t pid;
+	core_isolated how;
+	int rc;
 
-	if (pipe(fd))
-		return core_err_set(err, CORE_EIO, "cannot start the query: pipe: %s",
-				    strerror(errno));
-	if ((pid = fork()) < 0) {
-		rc = errno;
-		close(fd[0]);
-		close(fd[1]);
-		return core_err_set(err, CORE_EIO, "cannot start the query: fork: %s",
-				    strerror(rc));
-	}
-	if (!pid) {
-		close(fd[0]);
-		child(s, a, fd[1]);
-	}
-	close(fd[1]);
-	deadline = core_now_mono_ns() +
-		   (uint64_t)(s->o.query_timeout_ms + KILL_GRACE_MS) * 1000000u;
-	rc = read_child(fd[0], deadline, &b, &late);
-	if (late || rc)
-		kill(pid, SIGKILL);
-	close(fd[0]);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-	if (late)
+	rc = core_isolate(child, &q, s->o.query_timeout_ms + KILL_GRACE_MS,
+			  CHILD_OUT_MAX, &b, &how, err);
+	if (rc == CORE_EIO)
+		core_err_prefix(err, "cannot start the query");
+	else if (rc)
+		rc = mcp__oom(err);
+	else if (how.late)
 		rc = core_err_set(err, CORE_EIO, "The query was stopped after %u ms, the "
 				  "query tool's time limit (inside one call of a function): "
 				  "narrow it down or ask for less", s->o.query_timeout_ms);
-	else if (rc == CORE_EDATA)
+	else if (how.too_big)
 		rc = core_err_set(err, CORE_EDATA, "The query's answer is over the query "
 				  "tool's %u MiB", MCP_QUERY_MAX_BYTES >> 20);
-	else if (rc)
-		rc = mcp__oom(err);
-	else if (WIFSIGNALED(st))
+	else if (how.signal)
 		rc = core_err_set(err, CORE_EIO, "The query ended the SQLite library's "
 				  "process (signal %d); the server goes on, nothing was read",
-				  WTERMSIG(st));
+				  how.signal);
 	else
 		rc = take_answer(&b, r, err);
 	core_buf_release(&b);

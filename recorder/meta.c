@@ -50,6 +50,13 @@ int rec__lmdb_err(core_err *err, int rc, const rec_env *env, const char *what)
 			    env->path, what);
 }
 
+bool rec_err_damaged(int code)
+{
+	return code == CORE_EDATA || code == MDB_CORRUPTED || code == MDB_PAGE_NOTFOUND ||
+	       code == MDB_BAD_VALSIZE || code == MDB_INVALID || code == MDB_VERSION_MISMATCH ||
+	       code == MDB_BAD_DBI || code == MDB_INCOMPATIBLE;
+}
+
 static int not_ours(rec_env *env, core_err *err)
 {
 	return core_err_set(err, CORE_ECONFIG,

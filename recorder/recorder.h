@@ -100,6 +100,10 @@ enum {
  */
 #define REC_NOTFOUND CORE_ENOTFOUND /* rec_get ...: no such key */
 #define REC_SCAN_STOP CORE_BREAK    /* a rec_scan_fn ends the scan early */
+/* Whether code says the stored bytes are damaged: a record that does not
+ * decode (CORE_EDATA) or an LMDB structure that is not one (corrupted,
+ * a page not found, a bad size or version). */
+bool rec_err_damaged(int code);
 
 /* Opens (creating it, and its parent directories, unless REC_READONLY)
  * the environment in directory `path`. An environment that is not an

@@ -147,4 +147,29 @@ rc=$?
 expect "verify -d -r passes on the resumed run" 0 "verify: OK" -- "$ELSPETH" verify -d moved.lmdb -r 1
 [ ! -e elsewhere.lmdb ] && pass "resume -d did not create landscape.url's Landscape" || fail "resume -d created elsewhere.lmdb"
 
+# A damaged trail: verify reads it in a child process, so damage is a
+# violation (exit 4) naming the run, never a crash of verify nor exit 1.
+python3 - moved.lmdb "$ELSPETH" <<'PY' && pass "verify: 60 flipped bits in data.mdb give exit 0 or 4, and damage is reported as such" || fail "verify on damaged trails"
+import os, random, shutil, subprocess, sys
+src, elspeth = sys.argv[1], sys.argv[2]
+random.seed(11)
+codes, damaged = {}, 0
+for i in range(60):
+    shutil.rmtree("flip.lmdb", ignore_errors=True)
+    shutil.copytree(src, "flip.lmdb")
+    f = "flip.lmdb/data.mdb"
+    b = bytearray(open(f, "rb").read())
+    pos = random.randrange(len(b))
+    b[pos] ^= 1 << random.randrange(8)
+    open(f, "wb").write(b)
+    p = subprocess.run([elspeth, "verify", "-d", "flip.lmdb", "-r", "1"], capture_output=True, text=True)
+    codes[p.returncode] = codes.get(p.returncode, 0) + 1
+    if p.returncode not in (0, 4):
+        print(f"byte {pos}: exit {p.returncode}: {p.stdout[-300:]} {p.stderr[-300:]}")
+        sys.exit(1)
+    damaged += "VIOLATION: the trail is damaged: run 1" in p.stdout
+print(f"# exits {codes}; {damaged} reported as damage")
+sys.exit(0 if damaged else 1)
+PY
+
 finish
