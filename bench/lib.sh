@@ -95,7 +95,7 @@ source:
 transforms:
   - {name: mapper, plugin: field_mapper, input: map_in, on_success: gate_in, options: {mapping: {name: user, score: points}}}
 gates:
-  - {name: high, input: gate_in, condition: "row['points'] >= 50", routes: {'true': high, 'false': low}}
+  - {name: by_points, input: gate_in, condition: "row['points'] >= 50", routes: {'true': high, 'false': low}}
 sinks:
   high: {plugin: csv, options: {path: "$2/high.csv"}}
   low: {plugin: csv, options: {path: "$2/low.csv"}}
