@@ -497,6 +497,9 @@ typedef struct core_settings {
 	bool audit;                    /* landscape.enabled (default true) */
 	char *settings_json;           /* canonical, secrets fingerprinted */
 	bool pipelining;
+	long long max_workers;         /* concurrency.max_workers (ELSPETH's):
+					* each LLM transform's requests in
+					* flight at most; 0: not given */
 	long long max_rows_in_flight;
 	long long max_completed_waiting;
 	bool max_completed_waiting_set; /* given in the file: a count bound

@@ -219,7 +219,10 @@ static int load_sinks(core_settings *s, const core_node *map, core_err *err)
 	return 0;
 }
 
-static const key_spec concurrency_keys[] = { { "pipelining", K_MAP, false }, { NULL } };
+static const key_spec concurrency_keys[] = {
+	{ "pipelining", K_MAP, false },
+	{ "max_workers", K_INT, false, 1, 1048576 }, { NULL }
+};
 static const key_spec pipelining_keys[] = {
 	{ "enabled", K_BOOL, false },
 	{ "max_rows_in_flight", K_INT, false, 1, 4096 },
@@ -251,6 +254,8 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 		const core_node *p;
 
 		if ((rc = core__check_section(n, concurrency_keys, err)))
+			return rc;
+		if ((rc = core_opt_int(n, "max_workers", 1, 1048576, &s->max_workers, err)))
 			return rc;
 		p = core_map_get(n, "pipelining");
 		if (p && (rc = core__check_section(p, pipelining_keys, err)))

@@ -377,6 +377,7 @@ int dag_build(const core_settings *s, dag_graph **out, core_err *err)
 	c.g = g;
 	g->settings = s;
 	plg_env_init(&g->env, &s->rate_limit);
+	g->env.max_workers = (unsigned)s->max_workers;
 	g->nnodes = 1 + s->ntransforms + s->ngates + s->ncoalesce +
 		    s->naggregations + s->nsinks;
 	g->nodes = calloc(g->nnodes, sizeof(*g->nodes));

@@ -53,6 +53,10 @@ typedef struct plg_env {
 	 * allows, so the shards running at once stay within the settings.
 	 * In (0, 1]; 1: all of it. */
 	double capacity_share;
+	/* ELSPETH's concurrency.max_workers: an LLM transform's requests in
+	 * flight at most (its pool_size is capped to it, before the share).
+	 * 0: no cap. */
+	unsigned max_workers;
 	/* Sharded runs: while set, every file sink of the run writes its rows
 	 * to a part file instead of the file its options name (target() and
 	 * verify() say so too). NULL: off. plg_env_set_part_dir sets it. */

@@ -104,11 +104,16 @@ static void budgets(http_cfg *x, const plg_env *env, int provider)
 	x->max_tps = sv->tokens_per_minute / 60;
 }
 
-/* A shard takes its share of the service (plg_env.capacity_share). */
+/* ELSPETH's concurrency.max_workers caps pool_size; a shard takes its
+ * share of the service (plg_env.capacity_share). */
 static void share_capacity(http_cfg *x, const plg_env *env, unsigned pool)
 {
 	double share = plg_env_capacity_share(env);
-	double p = ceil((double)pool * share);
+	double p;
+
+	if (env && env->max_workers && pool > env->max_workers)
+		pool = env->max_workers; /* ELSPETH's min(pool_size, max_workers) */
+	p = ceil((double)pool * share);
 
 	x->pool_size = p < 1 ? 1 : (unsigned)p;
 	x->max_rps *= share;

@@ -122,6 +122,27 @@ Test(settings, pipelining_and_checkpoint_bounds_checked)
 	expect_error(text, CORE_ECONFIG, "checkpoints are stored in the Landscape");
 }
 
+/* ELSPETH's concurrency.max_workers (its ConcurrencySettings: an int
+ * > 0) is accepted and kept; 0 is refused at its line. */
+Test(settings, concurrency_max_workers)
+{
+	char text[2048];
+	core_settings *s;
+	core_err err;
+
+	snprintf(text, sizeof(text), "%sconcurrency: {max_workers: 16}\n", base);
+	cr_assert_eq(load(text, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->max_workers, 16);
+	cr_assert(!s->pipelining, "max_workers alone does not pipeline rows");
+	core_settings_free(s);
+	snprintf(text, sizeof(text), "%s", base);
+	cr_assert_eq(load(text, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->max_workers, 0, "not given: no cap");
+	core_settings_free(s);
+	snprintf(text, sizeof(text), "%sconcurrency: {max_workers: 0}\n", base);
+	expect_error(text, CORE_ECONFIG, "concurrency.max_workers");
+}
+
 Test(settings, checkpoint_defaults)
 {
 	char text[2048];

@@ -776,3 +776,39 @@ Test(llm_client, azure_still_needs_deployment_and_endpoint)
 	cr_expect(strstr(err.msg, "'api_version' is for provider azure"), "%s",
 		  err.msg);
 }
+
+/* pool_size as the run's environment leaves it: ELSPETH's
+ * concurrency.max_workers caps it, then a shard takes its share. */
+static unsigned pool_in(const plg_env *env, const char *yaml)
+{
+	core_doc *doc = NULL;
+	core_err err = { 0 };
+	llm_client c = { 0 };
+	unsigned pool;
+
+	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &doc, &err), 0,
+		     "%s", err.msg);
+	cr_assert_eq(llm_client_open(&c, env, core_doc_root(doc), &err), 0, "%s", err.msg);
+	pool = c.cfg.pool_size;
+	llm_client_release(&c);
+	core_doc_free(doc);
+	return pool;
+}
+
+Test(llm_client, max_workers_caps_the_pool_and_a_shard_takes_its_share)
+{
+	static const char yaml[] = "model: m\nbase_url: http://127.0.0.1:9/v1\n"
+				   "api_key: k\npool_size: 32\n";
+	plg_env env;
+
+	plg_env_init(&env, NULL);
+	cr_assert_eq(pool_in(&env, yaml), 32);
+	env.max_workers = 4; /* ELSPETH's default when its block is given */
+	cr_assert_eq(pool_in(&env, yaml), 4);
+	env.max_workers = 64;
+	cr_assert_eq(pool_in(&env, yaml), 32, "a cap above pool_size changes nothing");
+	env.max_workers = 5;
+	plg_env_set_capacity_share(&env, 0.5);
+	cr_assert_eq(pool_in(&env, yaml), 3, "ceil(5 x 0.5)");
+	plg_env_release(&env);
+}
