@@ -12,7 +12,7 @@
 # happen) and writes a pipeline into a temporary directory:
 #
 #   CSV (R rows: id, customer, region, amount, text)
-#    -> gate route: id % 5 == 0 -> aggregation stats (batch_stats, count 7,
+#    -> gate route: id % 5 == 0 -> aggregation totals (batch_stats, count 7,
 #                                   group_by region) -> stats.csv
 #                   otherwise   -> fork: classify -> llm (openrouter, retries)
 #                                        meta     -> field_mapper
@@ -165,7 +165,7 @@ coalesce:
     on_success: joined
 
 aggregations:
-  - name: stats
+  - name: totals
     plugin: batch_stats
     input: stats_in
     on_success: stats

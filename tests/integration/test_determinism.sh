@@ -81,7 +81,7 @@ gates:
 coalesce:
   - {name: join, branches: {a: a_done, b: b_done}, policy: require_all, merge: union, on_success: stats_in}
 aggregations:
-  - {name: stats, plugin: batch_stats, input: stats_in, on_success: stats, trigger: {count: 7},
+  - {name: totals, plugin: batch_stats, input: stats_in, on_success: stats, trigger: {count: 7},
      output_mode: passthrough, options: {value_field: value, group_by: group}}
 retry: {max_attempts: 3, initial_delay_seconds: 0.001, max_delay_seconds: 0.01}
 sinks:

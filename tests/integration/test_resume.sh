@@ -137,7 +137,7 @@ gates:
 coalesce:
   - {name: join, branches: {summary: summary_done, meta: meta_done}, policy: require_all, merge: nested, on_success: joined}
 aggregations:
-  - name: stats
+  - name: totals
     plugin: batch_stats
     input: stats_in
     on_success: stats
@@ -236,7 +236,7 @@ ck = p["checkpoint"]
 ok = (p["status"] == "running" and p["next_attempt"] == 1 and ck["released_through_seq"] > 0
       and ck["released_through_seq"] <= ck["source_continues_after_seq"] <= 300
       and {s["name"] for s in p["sinks"]} == {"joined", "stats", "errors"}
-      and [a["name"] for a in p["aggregations"]] == ["stats"])
+      and [a["name"] for a in p["aggregations"]] == ["totals"])
 print("ok" if ok else "bad", ck["released_through_seq"], ck["in_flight"], ck["completed_waiting"])
 PY
 )
