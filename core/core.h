@@ -472,7 +472,9 @@ typedef struct core_payload_store_cfg {
 
 typedef struct core_settings {
 	core_doc *doc;                 /* owned */
-	const char *path;
+	const char *path;              /* the file (or name) given, copied:
+					* valid as long as the settings */
+	char *path_copy;               /* owned: what path points to */
 	core_source_cfg source;
 	size_t ntransforms;
 	core_transform_cfg *transforms;

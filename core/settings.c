@@ -408,9 +408,11 @@ int core_settings_load(const char *path, core_settings **out, core_err *err)
 	int rc;
 
 	*out = NULL;
-	if (!s)
+	if (!s || !(s->path_copy = strdup(path))) {
+		core_settings_free(s);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	s->path = path;
+	}
+	s->path = path = s->path_copy;
 	rc = core__settings_prepass_file(path, err);
 	if (!rc)
 		rc = core_doc_load(path, &s->doc, err);
@@ -426,9 +428,11 @@ int core_settings_parse(const char *name, const char *text,
 	int rc;
 
 	*out = NULL;
-	if (!s)
+	if (!s || !(s->path_copy = strdup(name))) {
+		core_settings_free(s);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	s->path = name;
+	}
+	s->path = name = s->path_copy;
 	rc = core__settings_prepass(name, text, strlen(text), err);
 	if (!rc)
 		rc = core_doc_parse(name, text, strlen(text), &s->doc, err);
@@ -458,5 +462,6 @@ void core_settings_free(core_settings *s)
 	free(s->sinks);
 	free(s->settings_json);
 	core_doc_free(s->doc);
+	free(s->path_copy);
 	free(s);
 }
