@@ -23,6 +23,8 @@ echo "== 2/3 build (ASan+UBSan) and all tests"
 cmake -S . -B build-asan -DELSPETH_WERROR=ON -DELSPETH_ASAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$JOBS" >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+# Leaks inside Criterion's own runner are not ours (tests/lsan.supp).
+export LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp"
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 # Sanitized binaries are 2–10x slower: smaller stress and property runs.
 export STRESS_ROWS=20000 CASES=8 SHARD_ROWS=1500
