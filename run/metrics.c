@@ -149,7 +149,7 @@ static void render(prom *b, const char *settings, const eng_sample *s)
 	head(b, "elspeth_run_info", "gauge",
 	     "The run being served: its id (0: not recorded), attempt and settings.");
 	put(b, "elspeth_run_info{run_id=\"%llu\",attempt=\"%u\",settings=\"",
-			(unsigned long long)s->run_id, s->attempt);
+	    (unsigned long long)s->run_id, s->attempt);
 	label(b, settings);
 	put(b, "\"} 1\n");
 	one(b, "elspeth_run_elapsed_seconds", "gauge",
@@ -183,10 +183,10 @@ static void render(prom *b, const char *settings, const eng_sample *s)
 	head(b, "elspeth_calls_total", "counter",
 	     "Outside calls (every attempt) by result: ok, or the failure's class.");
 	put(b, "elspeth_calls_total{result=\"ok\"} %llu\n",
-			(unsigned long long)s->calls_ok);
+	    (unsigned long long)s->calls_ok);
 	for (int i = 0; i < ENG_CALL_CLASSES; i++)
 		put(b, "elspeth_calls_total{result=\"%s\"} %llu\n",
-				eng_call_classes[i], (unsigned long long)s->calls_by_class[i]);
+		    eng_call_classes[i], (unsigned long long)s->calls_by_class[i]);
 	one(b, "elspeth_calls_replayed_total", "counter",
 	    "Recorded answers a resume reused instead of calling again.",
 	    (double)s->calls_replayed);
