@@ -344,7 +344,7 @@ source:
     schema: {mode: fixed, fields: ["id: int", "region: str", "amount: float", "text: str"]}
     on_validation_failure: quarantine
 transforms:
-  - {name: work, plugin: delay, input: work_in, on_success: route_in, options: {distribution: uniform, min_ms: 1, max_ms: 3, seed: 7}}
+  - {name: work, plugin: delay, input: work_in, on_success: route_in, options: {distribution: uniform, min_ms: "\${SLOW_MIN:-1}", max_ms: "\${SLOW_MAX:-3}", seed: 7}}
 gates:
   - {name: route, input: route_in, condition: "row['amount'] > 250", routes: {'true': big, 'false': small}}
 sinks:
@@ -450,8 +450,11 @@ sb() {
 
   # SIGINT: shard 1 stops (exit 3) naming the command that finishes it;
   # the merge refuses it as interrupted; `runs` says so; run again, merged.
+  # Slower rows here (15-25 ms, 8 in flight: about 1 s a shard), so that
+  # the signal lands mid-run however fast the machine polls.
   d=$WORK/b/int; rm -rf "$d" "$OUT"
-  plan sigint slow.yaml 3 "$d" && run_shards sigint slow.yaml "$d" 0 2 || { unset OUT; return; }
+  export SLOW_MIN=15 SLOW_MAX=25
+  plan sigint slow.yaml 3 "$d" && run_shards sigint slow.yaml "$d" 0 2 || { unset OUT SLOW_MIN SLOW_MAX; return; }
   read -r first last < <(shard_ranges "$d/m.json" | sed -n 2p)
   want=$((20 + RANDOM % 200))
   for try in 1 2 3; do
@@ -484,7 +487,7 @@ sb() {
   [ $RC = 0 ] && grep -q "finishing its run 1 from its checkpoint" "$d/rerun.log" && merge sigint "$d" && same_out slowref "$OUT" &&
     pass "SIGINT: shard 1 run again finishes from its checkpoint; merged: identical to the unsharded run" ||
     { fail "SIGINT: run again / merge (exit $RC)"; show "$d/rerun.log"; }
-  unset OUT
+  unset OUT SLOW_MIN SLOW_MAX
 }
 
 # ------------------------------------------------------------ c. refusals
@@ -497,7 +500,7 @@ sc() {
   slow_ref
   local d=$WORK/c/a o=$WORK/c/a/out before after p
   # Fast: the same pipeline without its delay.
-  sed 's/min_ms: 1, max_ms: 3/min_ms: 0, max_ms: 0/' slow.yaml > fast.yaml
+  sed 's/min_ms: "${SLOW_MIN:-1}", max_ms: "${SLOW_MAX:-3}"/min_ms: 0, max_ms: 0/' slow.yaml > fast.yaml
   OUT=$WORK/c/fastref el c-ref.log run -s fast.yaml --execute
   export OUT=$o
   plan refusals fast.yaml 3 "$d" || return
