@@ -62,21 +62,32 @@ int core_buf_puts(core_buf *b, const char *s)
 	return core_buf_append(b, s, strlen(s));
 }
 
+int core_buf_vprintf(core_buf *b, const char *fmt, va_list ap)
+{
+	va_list again;
+	int n;
+
+	va_copy(again, ap);
+	n = vsnprintf(NULL, 0, fmt, ap);
+	if (n < 0 || core_buf_reserve(b, (size_t)n)) {
+		va_end(again);
+		return CORE_ENOMEM;
+	}
+	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, again);
+	va_end(again);
+	b->len += (size_t)n;
+	return 0;
+}
+
 int core_buf_printf(core_buf *b, const char *fmt, ...)
 {
 	va_list ap;
-	int n;
+	int rc;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
+	rc = core_buf_vprintf(b, fmt, ap);
 	va_end(ap);
-	if (n < 0 || core_buf_reserve(b, (size_t)n))
-		return CORE_ENOMEM;
-	va_start(ap, fmt);
-	vsnprintf(b->data + b->len, (size_t)n + 1, fmt, ap);
-	va_end(ap);
-	b->len += (size_t)n;
-	return 0;
+	return rc;
 }
 
 char *core_buf_steal(core_buf *b)

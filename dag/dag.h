@@ -59,8 +59,9 @@ int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
  * "discard" where allowed. dag_build() checks everything it can before the
  * first row: plugins exist, expressions compile, connections resolve,
  * names are unique and not reserved, no cycles, every node reachable from
- * the source, fork branches lead to their coalesce or to sinks, and every
- * coalesce can receive each of its branches.
+ * the source, fork branches lead to their coalesce or to sinks, every
+ * coalesce can receive each of its branches, and every edge's schema
+ * contract holds (the fields a node needs are those its producer gives).
  */
 #include "plugins/plugins.h"
 
@@ -122,6 +123,9 @@ typedef struct dag_node {
 				     * _error fields (ADR 0003) */
 	/* SOURCE */
 	const plg_source_ops *sops;
+	/* What it takes and promises (schema contracts); NULL for a gate,
+	 * which passes on what it is given. */
+	plg_contract *contract;
 } dag_node;
 
 typedef struct dag_edge {
@@ -158,6 +162,9 @@ void dag_free(dag_graph *g); /* closes if open; NULL allowed */
 /* The file (or table) sink node n writes in g's run, as its target()
  * names it, or NULL. */
 const char *dag_sink_target(const dag_graph *g, const dag_node *n);
+/* What leaves node v (a gate: what enters it), for validate --verbose;
+ * NULL: nothing known. */
+const plg_contract *dag_producer_contract(const dag_graph *g, int v);
 /* The route of gate node n for key, or NULL. */
 const dag_route *dag_gate_route(const dag_node *n, const char *key);
 

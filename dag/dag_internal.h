@@ -22,4 +22,7 @@ int dag__check_cycles(dag__build *c);
 int dag__check_reachable(dag__build *c);
 int dag__check_coalesce(dag__build *c);
 
+/* contract.c */
+int dag__check_contracts(dag__build *c);
+
 #endif

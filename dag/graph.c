@@ -388,7 +388,7 @@ int dag_build(const core_settings *s, dag_graph **out, core_err *err)
 	if ((rc = add_nodes(&c)) || (rc = dag__check_names(&c)) ||
 	    (rc = dag__check_inputs(&c)) || (rc = wire(&c)) ||
 	    (rc = dag__check_cycles(&c)) || (rc = dag__check_reachable(&c)) ||
-	    (rc = dag__check_coalesce(&c)))
+	    (rc = dag__check_coalesce(&c)) || (rc = dag__check_contracts(&c)))
 		goto out_fail;
 	*out = g;
 	return 0;

@@ -76,6 +76,7 @@ void dag_free(dag_graph *g)
 		dag_expr_free(g->nodes[i].trigger);
 		free(g->nodes[i].routes);
 		free(g->nodes[i].fork_dest);
+		plg_contract_free(g->nodes[i].contract);
 	}
 	free(g->nodes);
 	free(g->edges);

@@ -283,6 +283,32 @@ typedef struct plg_capacity {
 	uint64_t tail_cuts, hedges_sent, hedges_won;
 } plg_capacity;
 
+/* What a transform's output rows carry beyond its declared `schema`
+ * (ELSPETH's schema contracts, docs/architecture.md §7 "Schema
+ * contracts"), filled by its `outputs` op from its options alone. */
+typedef enum plg_shape {
+	PLG_SHAPE_SAME,     /* the rows keep its schema (passthrough) */
+	PLG_SHAPE_OBSERVED, /* any shape (field_mapper): later type checks
+			     * cannot see its fields */
+	PLG_SHAPE_ADDED     /* its schema plus `fields` as optional fields
+			     * of any type (llm; observed stays observed) */
+} plg_shape;
+
+typedef struct plg_outputs {
+	plg_shape shape;
+	/* ELSPETH's names of its input and output schema classes, which
+	 * its messages print ("PassThroughInput"); NULL: "<Plugin>Input". */
+	const char *in_class, *out_class;
+	/* Fields every output row has (malloc'd; plg_outputs_add). */
+	size_t nfields;
+	char **fields;
+} plg_outputs;
+
+/* Adds a field name made from fmt to o->fields (once). */
+int plg_outputs_add(plg_outputs *o, core_err *err, const char *fmt, ...)
+	CORE_PRINTF(3, 4);
+void plg_outputs_release(plg_outputs *o);
+
 typedef struct plg_transform_ops {
 	const char *name;
 	const char *description;
@@ -310,6 +336,9 @@ typedef struct plg_transform_ops {
 	 * lock held: it must be cheap (it may take a lock held only
 	 * briefly) and must not block. */
 	bool (*capacity)(void *state, plg_capacity *out);
+	/* Optional: what the output rows carry (schema contracts, below);
+	 * NULL: the rows keep the shape its `schema` declares. */
+	int (*outputs)(const core_node *options, plg_outputs *out, core_err *err);
 } plg_transform_ops;
 
 /* ------------------------------------------------------------------ sinks */
@@ -422,6 +451,8 @@ typedef struct plg_aggregation_ops {
 	int (*flush_calls)(void *state, json_t *const *members, size_t n,
 			   bool passthrough, plg_ctx *const *ctx, json_t **out,
 			   core_err *err);
+	/* Optional: as plg_transform_ops.outputs, for the rows a batch gives. */
+	int (*outputs)(const core_node *options, plg_outputs *out, core_err *err);
 } plg_aggregation_ops;
 
 /* --------------------------------------------------------------- registry */
@@ -438,5 +469,46 @@ const plg_aggregation_ops *plg_find_aggregation(const char *name);
  * and for "did you mean" messages; false past the end. */
 bool plg_describe(plg_kind kind, size_t i, const char **name,
 		  const char **description);
+
+/* ------------------------------------------------------- schema contracts
+ *
+ * What a node promises the nodes after it and asks of the nodes before
+ * it, judged edge by edge before the first row as ELSPETH judges them
+ * (docs/architecture.md §7 "Schema contracts", ADR 0034):
+ *   - the fields a consumer requires (`required_input_fields`, else its
+ *     schema's `required_fields`) must be among those its producer
+ *     guarantees (its schema's required fields and `guaranteed_fields`,
+ *     plus the fields its plugin adds);
+ *   - where both sides declare fields (neither is observed), each field
+ *     the consumer requires must be produced, with a compatible type
+ *     (the same, or any; int is not float), and a fixed consumer takes no
+ *     field it does not declare.
+ */
+typedef struct plg_contract plg_contract;
+
+/* The contract of plugin `name` of `kind` with `options` (its `schema`
+ * and `required_input_fields`, and what its outputs op says). */
+int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
+		    plg_contract **out, core_err *err);
+/* A coalesce's (its `merge`): "union" guarantees what every branch
+ * guarantees, "nested" a field per branch, "select" what the selected
+ * branch does; after union or nested, no type is known. `branches` are
+ * the contracts of its branches' producers, in its declared order (any
+ * may be NULL: unknown). `who` names it in messages ("coalesce:x"). */
+int plg_contract_coalesce(const char *who, const char *merge,
+			  const char *const *names, const plg_contract *const *branches,
+			  size_t n, size_t selected, plg_contract **out, core_err *err);
+void plg_contract_free(plg_contract *c); /* NULL allowed */
+
+/* Whether rows may go from producer p (NULL: nothing known) to consumer
+ * c along the edge `from` -> `to` labelled `label`. 0, or CORE_ECONFIG
+ * in err at the consumer's schema (or its required_input_fields) naming
+ * the edge, both schemas and the fields. */
+int plg_contract_edge(const plg_contract *p, const plg_contract *c,
+		      const char *from, const char *to, const char *label,
+		      core_err *err);
+/* One line of what flows out of c (validate --verbose): its mode, fields
+ * and guarantees. Appended to b. */
+int plg_contract_describe(const plg_contract *c, bool output, core_buf *b);
 
 #endif /* ELSPETH_PLUGINS_H */

@@ -37,6 +37,8 @@ extern const plg_sink_ops plg__database_sink;
  *     mode: observed | fixed | flexible
  *     fields: ["id: int", "score: float?", "name: str", "x: any"]
  *     required_fields: [id]            # optional
+ *     guaranteed_fields: [id]          # optional
+ *     audit_fields: [id]               # optional
  *
  * observed: anything goes, no checks. fixed: exactly the declared fields
  * (extra fields are errors). flexible: declared fields checked, extra
@@ -58,10 +60,19 @@ typedef struct plg_field {
 
 typedef struct plg_schema {
 	plg_schema_mode mode;
+	const core_node *node;   /* the `schema` block; NULL when absent */
 	size_t nfields;
 	plg_field *fields;
+	/* Names, owned by the schema. required_fields: checked on every row;
+	 * guaranteed_fields: promised to the nodes downstream (ELSPETH's
+	 * contracts); audit_fields: accepted, recorded, promise nothing. In
+	 * fixed and flexible mode each names a declared field. */
 	size_t nrequired;
-	const char **required; /* names, owned by the schema */
+	const char **required;
+	size_t nguaranteed;
+	const char **guaranteed;
+	size_t naudit;
+	const char **audit;
 } plg_schema;
 
 /* Parses the `schema` node (NULL: observed). */
@@ -86,6 +97,9 @@ bool plg__is_decimal(const char *p, const char *e, bool *integral);
 
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
+/* ... and every transform and aggregation: `required_input_fields`, the
+ * fields it needs from upstream (checked before the run, contract.c). */
+#define PLG_TRANSFORM_KEYS PLG_COMMON_KEYS, "required_input_fields"
 
 /* ---- options several plugins share (plugins/options.c) ---- */
 

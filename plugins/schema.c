@@ -27,6 +27,13 @@ static const char *const type_names[] = {"str", "int", "float", "bool",
 
 /* ---------------------------------------------------------------- parsing */
 
+static void free_names(const char **v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((char *)v[i]);
+	free(v);
+}
+
 void plg__schema_free(plg_schema *s)
 {
 	size_t i;
@@ -36,9 +43,9 @@ void plg__schema_free(plg_schema *s)
 	for (i = 0; i < s->nfields; i++)
 		free((char *)s->fields[i].name);
 	free(s->fields);
-	for (i = 0; i < s->nrequired; i++)
-		free((char *)s->required[i]);
-	free(s->required);
+	free_names(s->required, s->nrequired);
+	free_names(s->guaranteed, s->nguaranteed);
+	free_names(s->audit, s->naudit);
 	free(s);
 }
 
@@ -163,7 +170,7 @@ static int parse_fields(plg_schema *s, const core_node *map, core_err *err)
 	int rc;
 
 	if (s->mode == PLG_SCHEMA_OBSERVED) {
-		if (f && !core_node_is_null(f))
+		if (f && !core_node_is_null(f) && !(f->kind == CORE_NODE_SEQ && !f->len))
 			return core_err_at(err, CORE_ECONFIG, f,
 					   "fields are not used with mode: "
 					   "observed; use mode: fixed or "
@@ -191,8 +198,42 @@ static int parse_fields(plg_schema *s, const core_node *map, core_err *err)
 	return 0;
 }
 
-static int parse_required(plg_schema *s, const core_node *n, core_err *err)
+static bool declared(const plg_schema *s, const char *name)
 {
+	for (size_t i = 0; i < s->nfields; i++)
+		if (!strcmp(s->fields[i].name, name))
+			return true;
+	return false;
+}
+
+/* ELSPETH's refusal of a name list naming undeclared fields (its
+ * contracts/schema.py), with the same words. */
+static int undeclared(const plg_schema *s, const core_node *n, const char *key,
+		      const char **names, size_t len, core_err *err)
+{
+	core_buf miss = { 0 }, decl = { 0 };
+	int rc;
+
+	for (size_t i = 0; i < len; i++)
+		if (!declared(s, names[i]))
+			core_buf_printf(&miss, "%s%s", miss.len ? ", " : "", names[i]);
+	if (!miss.len)
+		return 0;
+	for (size_t i = 0; i < s->nfields; i++)
+		core_buf_printf(&decl, "%s%s", i ? ", " : "", s->fields[i].name);
+	rc = core_err_at(err, CORE_ECONFIG, n, "'%s' contains fields not declared in "
+			 "schema: %s. Declared fields are: %s.", key,
+			 miss.data ? miss.data : "", decl.data ? decl.data : "");
+	core_buf_release(&miss);
+	core_buf_release(&decl);
+	return rc;
+}
+
+/* required_fields, guaranteed_fields or audit_fields (absent: none). */
+static int parse_names(plg_schema *s, const core_node *map, const char *key,
+		       const char ***out, size_t *nout, core_err *err)
+{
+	const core_node *n = core_map_get(map, key);
 	const char **names = NULL;
 	size_t len = 0, i;
 	int rc;
@@ -201,16 +242,14 @@ static int parse_required(plg_schema *s, const core_node *n, core_err *err)
 		return 0;
 	if ((rc = core_node_str_list(n, &names, &len, err)))
 		return rc;
-	rc = 0;
-	s->required = calloc(len ? len : 1, sizeof(*s->required));
-	if (!s->required)
+	rc = s->mode == PLG_SCHEMA_OBSERVED ? 0 : undeclared(s, n, key, names, len, err);
+	if (!rc && !(*out = calloc(len ? len : 1, sizeof(**out))))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (i = 0; !rc && i < len; i++) {
-		s->required[i] = strdup(names[i]);
-		if (!s->required[i])
+		if (!((*out)[i] = strdup(names[i])))
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		else
-			s->nrequired++;
+			(*nout)++;
 	}
 	free(names);
 	return rc;
@@ -233,7 +272,7 @@ int plg__schema_check(const core_node *opts, bool required, core_err *err)
 int plg__schema_parse(const core_node *n, plg_schema **out, core_err *err)
 {
 	static const char *const keys[] = {"mode", "fields", "required_fields",
-					   NULL};
+					   "guaranteed_fields", "audit_fields", NULL};
 	const core_node *m;
 	plg_schema *s;
 	int rc, mode;
@@ -256,8 +295,11 @@ int plg__schema_parse(const core_node *n, plg_schema **out, core_err *err)
 	if ((rc = core_node_enum(m, mode_names, &mode, err)))
 		goto out_free;
 	s->mode = (plg_schema_mode)mode;
+	s->node = n;
 	if ((rc = parse_fields(s, n, err)) ||
-	    (rc = parse_required(s, core_map_get(n, "required_fields"), err)))
+	    (rc = parse_names(s, n, "required_fields", &s->required, &s->nrequired, err)) ||
+	    (rc = parse_names(s, n, "guaranteed_fields", &s->guaranteed, &s->nguaranteed, err)) ||
+	    (rc = parse_names(s, n, "audit_fields", &s->audit, &s->naudit, err)))
 		goto out_free;
 out_ok:
 	*out = s;
@@ -496,16 +538,6 @@ static int check_field(const plg_field *fd, const json_t *v, bool coerce,
 	if (coerce && json_is_string(v))
 		return coerce_text(fd, v, out, err);
 	return check_type(fd, v, err);
-}
-
-static bool declared(const plg_schema *s, const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < s->nfields; i++)
-		if (!strcmp(s->fields[i].name, key))
-			return true;
-	return false;
 }
 
 static int check_extra(const plg_schema *s, json_t *row, core_err *err)

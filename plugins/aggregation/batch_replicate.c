@@ -69,7 +69,7 @@ static int parse_options(struct replicate *r, const core_node *opts,
 {
 	static const char *const keys[] = { "copies_field", "default_copies",
 		"max_copies", "include_copy_index", "attach_batch_info",
-		PLG_COMMON_KEYS, NULL };
+		PLG_TRANSFORM_KEYS, NULL };
 	const char *copies = "copies";
 	int rc;
 
@@ -273,10 +273,24 @@ static void br_close(void *state)
 	free(r);
 }
 
+/* Its rows may have any shape; copy_index is there when
+ * include_copy_index (its default). */
+static int br_outputs(const core_node *options, plg_outputs *out, core_err *err)
+{
+	bool index = true;
+	int rc;
+
+	out->shape = PLG_SHAPE_OBSERVED;
+	if ((rc = core_opt_bool(options, "include_copy_index", &index, err)))
+		return rc;
+	return index ? plg_outputs_add(out, err, "copy_index") : 0;
+}
+
 const plg_aggregation_ops plg__batch_replicate = {
 	.name = "batch_replicate",
 	.description = "One output row per batch member (or copies_field copies), with its batch size and position",
 	.open = br_open,
 	.flush = br_flush,
 	.close = br_close,
+	.outputs = br_outputs,
 };

@@ -105,7 +105,7 @@ static int parse_options(struct batch_stats *s, const core_node *opts,
 			 core_err *err)
 {
 	static const char *const keys[] = { "value_field", "group_by",
-		"compute_mean", PLG_COMMON_KEYS, NULL };
+		"compute_mean", PLG_TRANSFORM_KEYS, NULL };
 	const char *value = NULL, *group = NULL;
 	int rc;
 
@@ -481,10 +481,27 @@ static void bs_close(void *state)
 	free(s);
 }
 
+/* A batch's row may have any shape; count, sum, batch_size and (with
+ * compute_mean) mean are always there, as ELSPETH declares them. */
+static int bs_outputs(const core_node *options, plg_outputs *out, core_err *err)
+{
+	bool mean = true;
+	int rc;
+
+	out->shape = PLG_SHAPE_OBSERVED;
+	if ((rc = core_opt_bool(options, "compute_mean", &mean, err)) ||
+	    (rc = plg_outputs_add(out, err, "count")) ||
+	    (rc = plg_outputs_add(out, err, "sum")) ||
+	    (rc = plg_outputs_add(out, err, "batch_size")))
+		return rc;
+	return mean ? plg_outputs_add(out, err, "mean") : 0;
+}
+
 const plg_aggregation_ops plg__batch_stats = {
 	.name = "batch_stats",
 	.description = "Count, sum, batch size and mean of a numeric field over a batch, optionally per group",
 	.open = bs_open,
 	.flush = bs_flush,
 	.close = bs_close,
+	.outputs = bs_outputs,
 };

@@ -292,4 +292,5 @@ const plg_aggregation_ops plg__openrouter_batch_llm = {
 	.flush = bl_flush_plain,
 	.flush_calls = bl_flush,
 	.close = bl_close,
+	.outputs = llm__outputs,
 };

@@ -79,5 +79,10 @@ int llm__queries_process(llm__queries *q, const json_t *row, json_t **out,
 			 plg_ctx *ctx, core_err *err);
 llm_client *llm__queries_client(llm__queries *q);
 void llm__queries_free(llm__queries *q); /* NULL allowed */
+/* What an LLM transform's rows gain (plugins.h, plg_outputs): its
+ * schema plus response_field, _usage and _model, or with `queries` each
+ * query's {name}_{response_field} (and _usage, _model) and
+ * {name}_{suffix} of its output_fields, as optional fields of any type. */
+int llm__outputs(const core_node *o, plg_outputs *out, core_err *err);
 
 #endif /* ELSPETH_LLM_INTERNAL_H */

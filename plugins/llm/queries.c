@@ -314,3 +314,33 @@ int llm__queries_open(const plg_env *env, const core_node *o,
 	*out = m;
 	return 0;
 }
+
+int llm__outputs(const core_node *o, plg_outputs *out, core_err *err)
+{
+	const core_node *qn = core_map_get(o, "queries");
+	const char *rfield = "llm_response";
+	llm__queries *m;
+	int rc;
+
+	out->shape = PLG_SHAPE_ADDED;
+	if ((rc = plg__opt_field(o, "response_field", false, &rfield, err)))
+		return rc;
+	if (!qn || core_node_is_null(qn))
+		return plg_outputs_add(out, err, "%s", rfield) ||
+		       plg_outputs_add(out, err, "%s_usage", rfield) ||
+		       plg_outputs_add(out, err, "%s_model", rfield) ? CORE_ENOMEM : 0;
+	if (!(m = calloc(1, sizeof(*m))))
+		return nomem(err);
+	rc = parse_queries(m, qn, rfield, err);
+	for (size_t i = 0; !rc && i < m->nq; i++) {
+		const llm__query *q = &m->q[i];
+
+		rc = plg_outputs_add(out, err, "%s", q->col_content) ||
+		     plg_outputs_add(out, err, "%s", q->col_usage) ||
+		     plg_outputs_add(out, err, "%s", q->col_model) ? CORE_ENOMEM : 0;
+		for (size_t j = 0; !rc && j < q->nfields; j++)
+			rc = plg_outputs_add(out, err, "%s_%s", q->name, q->fields[j].suffix);
+	}
+	llm__queries_free(m); /* its client was never opened: nothing to stop */
+	return rc;
+}

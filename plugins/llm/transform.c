@@ -199,4 +199,5 @@ const plg_transform_ops plg__llm = {
 	.save = llm_save,
 	.restore = llm_restore,
 	.capacity = llm_capacity,
+	.outputs = llm__outputs,
 };

@@ -150,7 +150,7 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 
 static const char *const delay_keys[] = {
 	"distribution", "ms", "min_ms", "max_ms", "median_ms", "sigma", "seed",
-	"error_rate", "error_mode", PLG_COMMON_KEYS, NULL
+	"error_rate", "error_mode", PLG_TRANSFORM_KEYS, NULL
 };
 static const char *const modes[] = { "first_attempt", "always", NULL };
 static const char *const dists[] = { "fixed", "uniform", "lognormal", NULL };

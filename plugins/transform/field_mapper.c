@@ -79,7 +79,7 @@ static int fm_open(const plg_env *env, const core_node *options,
 		   void **state, core_err *err)
 {
 	static const char *const keys[] = { "mapping", "select_only", "strict",
-		PLG_COMMON_KEYS, NULL };
+		PLG_TRANSFORM_KEYS, NULL };
 	struct field_mapper *f = calloc(1, sizeof(*f));
 	int rc;
 
@@ -215,10 +215,31 @@ static void fm_close(void *state)
 	free(f);
 }
 
+/* Its rows may have any shape; they gain each new name that is not also
+ * an old one (ELSPETH's declared output fields). */
+static int fm_outputs(const core_node *options, plg_outputs *out, core_err *err)
+{
+	const core_node *map = core_map_get(options, "mapping");
+	int rc = 0;
+
+	out->shape = PLG_SHAPE_OBSERVED;
+	if (!map || map->kind != CORE_NODE_MAP)
+		return 0;
+	for (size_t i = 0; !rc && i < map->len; i++) {
+		const char *dst = map->items[i]->kind == CORE_NODE_SCALAR ?
+				  map->items[i]->value : NULL;
+
+		if (dst && dst[0] && !core_map_get(map, dst))
+			rc = plg_outputs_add(out, err, "%s", dst);
+	}
+	return rc;
+}
+
 const plg_transform_ops plg__field_mapper = {
 	.name = "field_mapper",
 	.description = "Rename fields (dotted names read nested objects), optionally keeping only the mapped ones",
 	.open = fm_open,
 	.process = fm_process,
 	.close = fm_close,
+	.outputs = fm_outputs,
 };

@@ -46,7 +46,7 @@ static int parse_options(struct explode *x, const core_node *opts,
 			 core_err *err)
 {
 	static const char *const keys[] = { "array_field", "output_field",
-		"include_index", PLG_COMMON_KEYS, NULL };
+		"include_index", PLG_TRANSFORM_KEYS, NULL };
 	const char *array = NULL, *output = NULL;
 	int rc;
 
@@ -222,6 +222,22 @@ static void ex_close(void *state)
 	free(x);
 }
 
+/* Its rows may have any shape; each has output_field (and item_index). */
+static int ex_outputs(const core_node *options, plg_outputs *out, core_err *err)
+{
+	const char *array = NULL, *output = NULL;
+	bool index = true;
+	int rc;
+
+	out->shape = PLG_SHAPE_OBSERVED;
+	if ((rc = plg__opt_field(options, "array_field", true, &array, err)) ||
+	    (rc = plg__opt_field(options, "output_field", false, &output, err)) ||
+	    (rc = core_opt_bool(options, "include_index", &index, err)) ||
+	    (rc = plg_outputs_add(out, err, "%s", output ? output : array)))
+		return rc;
+	return index ? plg_outputs_add(out, err, INDEX_FIELD) : 0;
+}
+
 const plg_transform_ops plg__json_explode = {
 	.name = "json_explode",
 	.description = "One row per element of a JSON array field (a string holding a JSON array is parsed)",
@@ -229,4 +245,5 @@ const plg_transform_ops plg__json_explode = {
 	.open = ex_open,
 	.process = ex_process,
 	.close = ex_close,
+	.outputs = ex_outputs,
 };

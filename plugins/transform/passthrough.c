@@ -16,7 +16,7 @@ struct passthrough {
 static int pt_open(const plg_env *env, const core_node *options,
 		   void **state, core_err *err)
 {
-	static const char *const keys[] = { "validate_input", PLG_COMMON_KEYS,
+	static const char *const keys[] = { "validate_input", PLG_TRANSFORM_KEYS,
 		NULL };
 	struct passthrough *p = calloc(1, sizeof(*p));
 	int rc;

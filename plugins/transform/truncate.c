@@ -60,7 +60,7 @@ static int parse_options(struct truncate *t, const core_node *opts,
 			 core_err *err)
 {
 	static const char *const keys[] = { "fields", "suffix", "strict",
-		PLG_COMMON_KEYS, NULL };
+		PLG_TRANSFORM_KEYS, NULL };
 	const char *suffix = "";
 	int rc;
 

@@ -416,6 +416,26 @@ static bool ws_capacity(void *state, plg_capacity *out)
 	return true;
 }
 
+/* Its rows keep their schema and gain the page's fields. */
+static int ws_outputs(const core_node *options, plg_outputs *out, core_err *err)
+{
+	static const char *const fixed[] = { "fetch_status", "fetch_url_final",
+					     "fetch_url_final_ip" };
+	const char *content = NULL, *fp = NULL;
+	int rc;
+
+	out->shape = PLG_SHAPE_SAME;
+	if ((rc = plg__opt_field(options, "content_field", true, &content, err)) ||
+	    (rc = plg__opt_field(options, "fingerprint_field", true, &fp, err)) ||
+	    (rc = plg_outputs_add(out, err, "%s", content)) ||
+	    (rc = plg_outputs_add(out, err, "%s", fp)))
+		return rc;
+	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
+		if ((rc = plg_outputs_add(out, err, "%s", fixed[i])))
+			return rc;
+	return 0;
+}
+
 const plg_transform_ops plg__web_scrape = {
 	.name = "web_scrape",
 	.description = "Fetches each row's URL (SSRF-checked, every hop pinned and recorded) "
@@ -424,4 +444,5 @@ const plg_transform_ops plg__web_scrape = {
 	.process = ws_process,
 	.close = ws_close,
 	.capacity = ws_capacity,
+	.outputs = ws_outputs,
 };
