@@ -1,6 +1,7 @@
 /* cmd_validate.c — `elspeth validate -s SETTINGS`. */
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "cli/cli.h"
 #include "run/run.h"
@@ -11,28 +12,59 @@ static const char validate_usage[] =
 	"Loads the settings, builds the graph and checks it without running it:\n"
 	"keys and types, plugins and their options, gate conditions, connections,\n"
 	"cycles, reachability, and the pipelines of depends_on (loaded, no cycle,\n"
-	"at most 3 deep). Nothing is read from the source or written.\n"
+	"at most 3 deep), and the schema contract of every edge (the fields a node\n"
+	"needs are fields its producer guarantees, with compatible types). Nothing\n"
+	"is read from the source or written.\n"
 	"\n"
 	"  -s, --settings FILE   the pipeline settings (YAML)\n"
+	"  -v, --verbose         also print every edge and what flows along it\n"
 	"  -h, --help            this help\n";
+
+/* Every edge that carries rows onward, with what its producer's rows
+ * look like and guarantee (the schema contracts of docs/architecture.md
+ * §7); error and quarantine edges carry rows as they failed. */
+static void print_edges(FILE *f, const dag_graph *g)
+{
+	core_buf b = { 0 };
+
+	fputs("Edges (what flows along each):\n", f);
+	for (size_t e = 0; e < g->nedges; e++) {
+		const dag_edge *ed = &g->edges[e];
+		const char *l = ed->label;
+
+		core_buf_reset(&b);
+		if (!strcmp(l, "on_error") || !strcmp(l, "on_validation_failure") ||
+		    !strcmp(l, "on_write_failure"))
+			core_buf_puts(&b, "the rows that failed, as they were");
+		else
+			plg_contract_describe(dag_producer_contract(g, ed->from), true, &b);
+		fprintf(f, "  edge '%s' -> '%s' (%s): %s\n", g->nodes[ed->from].name,
+			g->nodes[ed->to].name, l, b.data ? b.data : "");
+	}
+	core_buf_release(&b);
+}
 
 int cli_validate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
 		{ "settings", required_argument, NULL, 's' },
+		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *path = NULL;
+	bool verbose = false;
 	core_settings *s;
 	dag_graph *g;
 	core_err err = { 0 };
 	int c, rc;
 
 	opterr = 0;
-	while ((c = getopt_long(argc, argv, ":s:h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":s:vh", longopts, NULL)) != -1) {
 		if (c == 's')
 			path = optarg;
+		else if (c == 'v')
+			verbose = true;
 		else if (c == 'h') {
 			fputs(validate_usage, stdout);
 			return CLI_OK;
@@ -51,6 +83,8 @@ int cli_validate(int argc, char **argv)
 		rc = CLI_ERROR;
 	} else {
 		cli_print_pipeline(stdout, g);
+		if (verbose)
+			print_edges(stdout, g);
 		printf("Settings valid: %s\n", path);
 	}
 	dag_free(g);

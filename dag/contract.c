@@ -9,6 +9,7 @@
  * divert (on_error, on_validation_failure, on_write_failure) are not
  * checked: an error or quarantine sink takes rows as they failed.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "dag/dag_internal.h"
@@ -121,13 +122,16 @@ int dag__check_contracts(dag__build *c)
 	for (size_t e = 0; e < g->nedges; e++) {
 		const dag_edge *ed = &g->edges[e];
 		const dag_node *to = &g->nodes[ed->to];
+		const dag_node *from = &g->nodes[ed->from];
 		const plg_contract *p;
+		char by[300];
 
 		if (diverts(ed) || to->kind == DAG_COALESCE || to->kind == DAG_GATE)
 			continue;
+		snprintf(by, sizeof(by), "config_gate:%s", from->name);
 		if ((rc = producer(c, ed->from, &p)) ||
-		    (rc = plg_contract_edge(p, to->contract, g->nodes[ed->from].name,
-					    to->name, ed->label, c->err)))
+		    (rc = plg_contract_edge(p, to->contract, from->name, to->name, ed->label,
+					    from->kind == DAG_GATE ? by : NULL, c->err)))
 			return rc;
 	}
 	/* a coalesce no edge was checked through still gets its contract */

@@ -249,7 +249,15 @@ static int plugin_outputs(plg_kind kind, const char *name, const core_node *opti
 		fn = plg_find_transform(name)->outputs;
 	else if (kind == PLG_AGGREGATION && plg_find_aggregation(name))
 		fn = plg_find_aggregation(name)->outputs;
-	return fn ? fn(options, o, err) : 0;
+	core_err local = { 0 };
+	int rc;
+
+	/* A bad option is the plugin's own check's to report, with its
+	 * context (open or check, later); the contract then knows less. */
+	if (!fn || !(rc = fn(options, o, &local)) || rc != CORE_ENOMEM)
+		return 0;
+	*err = local;
+	return rc;
 }
 
 int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
@@ -439,7 +447,7 @@ static void name_list(core_buf *b, const char *const *v, size_t n)
 
 static int contract_violation(const plg_contract *p, const plg_contract *c,
 			      const char *from, const char *to, const char *label,
-			      core_err *err)
+			      const char *by, core_err *err)
 {
 	const char **missing = NULL;
 	size_t nmissing = 0;
@@ -454,7 +462,7 @@ static int contract_violation(const plg_contract *p, const plg_contract *c,
 	core_buf_printf(&b, "Schema contract violation: edge '%s' \u2192 '%s' (%s): "
 			"consumer (%s) requires fields ", from, to, label, c->who);
 	name_list(&b, c->required, c->nrequired);
-	core_buf_printf(&b, "; producer (%s) guarantees ", p ? p->who : "?");
+	core_buf_printf(&b, "; producer (%s) guarantees ", by ? by : p ? p->who : "?");
 	if (p && p->nguaranteed)
 		name_list(&b, p->guaranteed, p->nguaranteed);
 	else
@@ -471,14 +479,14 @@ static int contract_violation(const plg_contract *p, const plg_contract *c,
 
 int plg_contract_edge(const plg_contract *p, const plg_contract *c,
 		      const char *from, const char *to, const char *label,
-		      core_err *err)
+		      const char *by, core_err *err)
 {
 	core_buf b = { 0 };
 	int rc;
 
 	if (!c)
 		return 0;
-	if (c->nrequired && (rc = contract_violation(p, c, from, to, label, err)))
+	if (c->nrequired && (rc = contract_violation(p, c, from, to, label, by, err)))
 		return rc;
 	if (!p || !p->output || !c->input || p->output->mode == PLG_SCHEMA_OBSERVED ||
 	    c->input->mode == PLG_SCHEMA_OBSERVED)

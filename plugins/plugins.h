@@ -501,12 +501,14 @@ int plg_contract_coalesce(const char *who, const char *merge,
 void plg_contract_free(plg_contract *c); /* NULL allowed */
 
 /* Whether rows may go from producer p (NULL: nothing known) to consumer
- * c along the edge `from` -> `to` labelled `label`. 0, or CORE_ECONFIG
- * in err at the consumer's schema (or its required_input_fields) naming
- * the edge, both schemas and the fields. */
+ * c along the edge `from` -> `to` labelled `label`; `by` names the node
+ * the edge leaves when it passes p's rows on (a gate: "config_gate:x"),
+ * NULL when it is p's. 0, or CORE_ECONFIG in err at the consumer's schema
+ * (or its required_input_fields) naming the edge, both schemas and the
+ * fields. */
 int plg_contract_edge(const plg_contract *p, const plg_contract *c,
 		      const char *from, const char *to, const char *label,
-		      core_err *err);
+		      const char *by, core_err *err);
 /* One line of what flows out of c (validate --verbose): its mode, fields
  * and guarantees. Appended to b. */
 int plg_contract_describe(const plg_contract *c, bool output, core_buf *b);

@@ -413,6 +413,9 @@ e=$(explain_py tplmiss 5 'st["status"] == "failed" and c == [] and "text" in st[
 is "template field missing: explain row 5 shows the error and no call" [ "$e" = True ]
 pipeline reqmiss.yaml missing.jsonl llm "$(base_opts | sed 's/row.text/row.id/')
 required_input_fields: [id, extra]"
+# The source promises both fields (the contract check, as ELSPETH does,
+# refuses the pipeline otherwise); 10 rows break the promise at run time.
+sed -i 's/on_validation_failure: discard}/on_validation_failure: discard, schema: {mode: observed, guaranteed_fields: [id, extra]}}/' reqmiss.yaml
 mock_set '{}'
 run reqmiss reqmiss.yaml --max-rows-in-flight 16
 is "required_input_fields: exit 0, 10 rows to on_error, 30 out" \
