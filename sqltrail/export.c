@@ -24,8 +24,8 @@ static const char *const insert_sql[ST__COUNT] = {
 		"VALUES (?,?,?,?,?,?,?,?)",
 	[ST_NODES] = "INSERT INTO nodes (node_id, run_id, plugin_name, node_type, "
 		"plugin_version, determinism, config_hash, config_json, "
-		"sequence_in_pipeline, registered_at, schema_mode) "
-		"VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+		"sequence_in_pipeline, registered_at, schema_mode, schema_fields_json) "
+		"VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
 	[ST_EDGES] = "INSERT INTO edges (edge_id, run_id, from_node_id, to_node_id, "
 		"label, default_mode, created_at) VALUES (?,?,?,?,?,?,?)",
 	[ST_ROWS] = "INSERT INTO rows (row_id, run_id, source_node_id, row_index, "
@@ -315,13 +315,61 @@ static void node_ident(xnode *n, const char *config_hash)
 	snprintf(n->id, sizeof(n->id), "%s_%s_%.12s", kind, name, config_hash);
 }
 
+/* ELSPETH's schema_fields_json: the declared fields of a node's schema
+ * as [{"name", "required", "type"}] in canonical JSON, or NULL (observed,
+ * no schema). Field specs are "name: type" with a trailing "?" when
+ * optional, or the {name: type} map YAML makes of an unquoted one. */
+static char *schema_fields(const json_t *config)
+{
+	const json_t *fields = json_object_get(json_object_get(config, "schema"), "fields");
+	json_t *out = json_array();
+	char *text = NULL;
+	core_err err = { 0 };
+	bool optional;
+	size_t i;
+	json_t *f;
+
+	json_array_foreach(fields, i, f) {
+		char name[256], type[64];
+		const char *spec = json_string_value(f), *colon;
+		size_t tn;
+
+		if (!spec && json_is_object(f) && json_object_size(f) == 1) {
+			void *it = json_object_iter((json_t *)f);
+
+			snprintf(name, sizeof(name), "%s", json_object_iter_key(it));
+			snprintf(type, sizeof(type), "%s",
+				 json_string_value(json_object_iter_value(it)) ?
+				 json_string_value(json_object_iter_value(it)) : "");
+		} else if (spec && (colon = strrchr(spec, ':'))) {
+			snprintf(name, sizeof(name), "%.*s", (int)(colon - spec), spec);
+			snprintf(type, sizeof(type), "%s", colon + 1 + strspn(colon + 1, " "));
+		} else {
+			continue;
+		}
+		tn = strlen(type);
+		while (tn && type[tn - 1] == ' ')
+			type[--tn] = 0;
+		optional = tn && type[tn - 1] == '?';
+		if (optional)
+			type[--tn] = 0;
+		json_array_append_new(out, json_pack("{s:s,s:b,s:s}", "name", name,
+			"required", !optional, "type", type));
+	}
+	if (out && json_array_size(out) && core_canon(out, &text, NULL, &err))
+		text = NULL;
+	json_decref(out);
+	return text;
+}
+
 static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__NodeRecord *r = msg;
 	sqlite3_stmt *s = x->st[ST_NODES];
 	xnode *n, *grown;
 	const char *mode = NULL;
-	char plugin[300];
+	char plugin[300], *fields;
+	int rc;
 
 	(void)key, (void)klen;
 	if (r->node_id >= NODES_MAX)
@@ -365,7 +413,11 @@ static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 	sqlite3_bind_int64(s, 9, r->node_id);
 	sqlt__bind_time(s, 10, x->rr->started_at_ns);
 	sqlt__bind_text(s, 11, mode);
-	return sqlt__step(x, ST_NODES);
+	fields = schema_fields(n->config);
+	sqlt__bind_text(s, 12, fields);
+	rc = sqlt__step(x, ST_NODES);
+	free(fields);
+	return rc;
 }
 
 static int one_edge(xp *x, const void *key, size_t klen, const void *msg)

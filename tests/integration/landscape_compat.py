@@ -32,10 +32,10 @@ def norm_export(records, ours):
         fields = list(r)
         vals = {}
         for k, v in r.items():
-            if k in ("settings", "config", "schema_fields") or VOLATILE.search(k):
+            if k in ("settings", "config") or VOLATILE.search(k):
                 continue
-            if k == "schema_mode" and r.get("node_type") == "gate":
-                continue  # ELSPETH gives a gate its input's mode; we record none
+            if k in ("schema_mode", "schema_fields") and r.get("node_type") == "gate":
+                continue  # ELSPETH gives a gate its input's schema; we record none
             if k in ("context_after_json", "success_reason_json", "sequence_in_pipeline",
                      "plugin_version", "step_in_pipeline"):
                 continue

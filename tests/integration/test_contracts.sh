@@ -14,6 +14,7 @@
 #     starts with file:line:col;
 #   - `run` refuses the same pipelines before anything is written;
 #   - `validate --verbose` prints every edge with what flows along it;
+#   - the SQL trail records each node's declared fields (schema_fields_json);
 #   - the examples of examples/ still validate.
 source "$(dirname "$0")/lib.sh"
 FIX=$SRC/tests/fixtures/elspeth_validate
@@ -85,6 +86,15 @@ check "validate --verbose: an accepted pipeline lists its 4 edges with their sch
    grep -qF "edge '"'by_score' -> 'high' (true): fixed {id: int, name: str, score: int}; guarantees ['id', 'name', 'score']"'" v21ok.txt'
 [ "$rc" = 0 ] || sed 's/^/    /' v21ok.txt
 check "validate --verbose: a refused pipeline still names its error" 'grep -q "Schema contract violation" v30.txt'
+
+# the SQL trail records each node's declared fields, as ELSPETH does
+rm -rf output state
+"$ELSPETH" run -s 01-fixed-same-fields.yaml --execute > run01.txt 2>&1 &&
+  "$ELSPETH" export --run latest --sqlite t.db > /dev/null 2>&1
+got=$(sqlite3 t.db "SELECT schema_fields_json FROM nodes WHERE node_type = 'source'" 2>&1)
+check "export: the source's schema_fields_json" \
+  '[ "$got" = '"'"'[{"name":"id","required":true,"type":"int"},{"name":"name","required":true,"type":"str"},{"name":"score","required":true,"type":"int"}]'"'"' ]'
+[ "$got" = '[{"name":"id","required":true,"type":"int"},{"name":"name","required":true,"type":"str"},{"name":"score","required":true,"type":"int"}]' ] || echo "    got: $got"
 
 # our examples and the schema-bearing pipelines of the other tests validate
 for f in "$SRC"/examples/*/*.yaml; do
