@@ -1,17 +1,12 @@
 /* cmd_shard.c — sharded runs (docs/scale-out.md): `elspeth shard plan`,
  * `elspeth run --manifest M [--shard K]` and `elspeth merge`. */
-#include <dirent.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 #include "shard/shard.h"
 
 /* ---------------------------------------------------------------- plan */
@@ -150,146 +145,47 @@ static int shard_index(const cli_run_args *a, const shd_manifest *m, uint32_t *k
 	return 0;
 }
 
-/* Removes a shard's Landscape that a run left before its first
- * checkpoint (LMDB's files and the run locks beside them: regular files
- * only, nothing below) and the directory itself. */
-static int clear_dir(const char *dir, core_err *err)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	char p[4096];
-	int rc = 0;
-
-	if (!d)
-		return errno == ENOENT ? 0 : core_err_set(err, CORE_EIO,
-			"cannot read %s: %s", dir, strerror(errno));
-	while (!rc && (e = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (snprintf(p, sizeof(p), "%s/%s", dir, e->d_name) >= (int)sizeof(p))
-			rc = core_err_set(err, CORE_ECONFIG, "%s: path too long", dir);
-		else if (!lstat(p, &st) && S_ISREG(st.st_mode) && unlink(p))
-			rc = core_err_set(err, CORE_EIO, "cannot remove %s: %s", p,
-					  strerror(errno));
-	}
-	closedir(d);
-	if (!rc && rmdir(dir) && errno != ENOENT)
-		rc = core_err_set(err, CORE_EIO, "cannot remove %s: %s", dir,
-				  strerror(errno));
-	return rc;
-}
-
-/* Holds shard k's lock file for the life of the process: a second copy
- * of the same shard (a scheduler's retry while the first still runs) is
- * refused, not run twice. */
-static int lock_shard(const shd_manifest *m, uint32_t k, core_err *err)
-{
-	char path[4096];
-	int fd, rc;
-
-	if ((rc = shd_path(m, k, "lock", path, sizeof(path), err)))
-		return rc;
-	if ((fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666)) < 0)
-		return core_err_set(err, CORE_EIO, "cannot open %s: %s", path, strerror(errno));
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
-		close(fd);
-		return core_err_set(err, CORE_EIO,
-			"shard %u is being run by another process (it holds %s); "
-			"nothing was done", k, path);
-	}
-	return 0; /* fd stays open: the lock ends with the process */
-}
-
-/* What the shard's Landscape says: nothing yet (0), unfinished (1, with
- * *run), completed (2), or a run of another plan (-1, err set). */
-static int shard_state(const shd_manifest *m, uint32_t k, uint64_t *run, core_err *err)
-{
-	json_t *last = NULL;
-	const char *status;
-	int state;
-
-	if (shd_shard_run(m, k, NULL, &last, err))
-		return -1;
-	if (!last)
-		return 0;
-	status = json_string_value(json_object_get(last, "status"));
-	*run = (uint64_t)json_integer_value(json_object_get(last, "run_id"));
-	state = status && !strcmp(status, "completed") ? 2 : 1;
-	json_decref(last);
-	return state;
-}
-
 int cli_run_shard(dag_graph *g, cli_run_args *a)
 {
-	char land[4096], parts[4096], rerun[8192], runid[32];
+	char rerun[8192];
+	const run_shard_info *in;
 	shd_manifest *m = NULL;
+	run_shard *sh = NULL;
 	core_err err = { 0 };
-	eng_shard sh;
-	uint64_t run = 0;
 	uint32_t k = 0;
-	int rc, state;
+	int rc;
 
-	if ((rc = shd_load(a->manifest, &m, &err)))
-		goto fail;
-	if ((rc = shard_index(a, m, &k))) {
-		shd_free(m);
+	if ((rc = shd_load(a->manifest, &m, &err))) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	rc = shard_index(a, m, &k);
+	shd_free(m);
+	if (rc)
 		return rc;
+	if (run_shard_open(g, a->manifest, k, &sh, &err)) {
+		cli_error(&err);
+		return CLI_ERROR;
 	}
-	if ((rc = shd_check_settings(m, g, &err)) ||
-	    (rc = shd_path(m, k, "landscape", land, sizeof(land), &err)) ||
-	    (rc = shd_path(m, k, "parts", parts, sizeof(parts), &err)) ||
-	    (rc = core_mkdir_p(parts, &err)) || (rc = lock_shard(m, k, &err)))
-		goto fail;
-	if ((state = shard_state(m, k, &run, &err)) < 0) {
-		rc = CORE_EDATA;
-		goto fail;
-	}
-	if (state == 2) {
+	in = run_shard_get(sh);
+	if (in->state == RUN_SHARD_COMPLETED) {
 		printf("Shard %u of %s already completed (run %llu, rows %llu..%llu): "
-		       "nothing to do.\n", k, m->path, (unsigned long long)run,
-		       (unsigned long long)m->ranges[k].first_row,
-		       (unsigned long long)m->ranges[k].last_row);
-		shd_free(m);
+		       "nothing to do.\n", k, in->manifest, (unsigned long long)in->run_id,
+		       (unsigned long long)in->first_row, (unsigned long long)in->last_row);
+		run_shard_close(sh);
 		return CLI_OK;
 	}
-	if ((rc = shd_check_source(m, k, &err)) ||
-	    (rc = plg_env_set_part_dir(&g->env, parts, &err)))
-		goto fail;
-	plg_env_set_capacity_share(&g->env, shd_capacity_share(m));
-	shd_engine_shard(m, k, &sh);
 	snprintf(rerun, sizeof(rerun), "elspeth run -s %s --manifest %s --shard %u --execute",
-		 a->path, m->path, k);
-	snprintf(runid, sizeof(runid), "%llu", (unsigned long long)run);
-	a->eshard = &sh;
+		 a->path, in->manifest, k);
+	a->eshard = in->shard;
 	a->rerun = rerun;
-	a->database = land;
-	a->resume = state == 1 ? runid : NULL;
-	if (state == 1) {
-		/* A run stopped before its first checkpoint left nothing a
-		 * resume can use: it starts again. */
-		rec_env *rec;
-		Elspeth__Checkpoint *ck = NULL;
-
-		if (!rec_open(land, REC_READONLY, &rec, &err)) {
-			if (rec_ckpt_load(rec, run, &ck, &err) == REC_NOTFOUND)
-				a->resume = NULL;
-			rec_ckpt_free(ck);
-			rec_close(rec, NULL);
-		}
-		if (!a->resume && (rc = clear_dir(land, &err)))
-			goto fail;
-		if (a->resume && !a->json)
-			printf("Shard %u: finishing its run %s from its checkpoint\n", k, runid);
-	}
+	a->database = in->landscape;
+	a->resume = in->resume;
+	if (a->resume && !a->json)
+		printf("Shard %u: finishing its run %s from its checkpoint\n", k, a->resume);
 	rc = cli_execute(g, a);
-	shd_free(m);
+	run_shard_close(sh);
 	return rc;
-fail:
-	cli_error(&err);
-	shd_free(m);
-	return CLI_ERROR;
 }
 
 /* --------------------------------------------------------------- merge */

@@ -25,10 +25,12 @@
  * Each step is reported to the observer as ELSPETH's phase events
  * (database, process, export), progress as the engine reports it.
  *
- * Not yet here (ADR 0030, later steps): loading and validating settings
- * (the caller builds the graph with dag/) and the shard runner (the CLI
- * runs shards through this library; a shard's part directory and
- * capacity share go on the graph's plg_env before run_start).
+ * A shard of a plan (docs/scale-out.md) is opened with run_shard_open,
+ * which says what its run is and sets what the graph's plugins need
+ * (part directory, capacity share); its info fills run_cfg.
+ *
+ * Not yet here (ADR 0030, a later step): loading and validating settings
+ * (the caller builds the graph with core_settings_load and dag_build).
  *
  * Several jobs may run at once in one process, each on its own graph:
  * what the plugins know of their run is the graph's (dag_graph.env,
@@ -141,6 +143,46 @@ int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
  * a job does before it runs any (step 0 above), running nothing.
  * CORE_ECONFIG naming the entry (file:line:col) and the cycle. */
 int run_check_dependencies(const core_settings *s, core_err *err);
+
+/* ---------------------------------------------------------------- shards */
+
+typedef struct run_shard run_shard;
+
+typedef enum run_shard_state {
+	RUN_SHARD_NEW,        /* never run: a new run */
+	RUN_SHARD_UNFINISHED, /* its run stopped: finished from its checkpoint
+			       * (resume), or, stopped before its first one,
+			       * run again from its start (its Landscape
+			       * cleared) */
+	RUN_SHARD_COMPLETED   /* nothing to do */
+} run_shard_state;
+
+typedef struct run_shard_info {
+	uint32_t index, nshards;
+	const char *manifest;     /* the plan's file, as loaded */
+	uint64_t first_row, last_row; /* its rows, numbered as in the whole run */
+	run_shard_state state;
+	uint64_t run_id;          /* its run (UNFINISHED, COMPLETED) */
+	/* For run_cfg: */
+	const char *landscape;    /* .database: the shard's own Landscape */
+	const char *resume;       /* .resume: the run to finish, or NULL */
+	const eng_shard *shard;   /* .shard: its rows (NULL when COMPLETED) */
+} run_shard_info;
+
+/* Opens shard k of the plan in the file `manifest` for graph g: checks the
+ * plan was made from g's settings and k is one of its shards, makes its
+ * part directory, takes its lock (held until run_shard_close: a second
+ * copy of the shard is refused, CORE_EIO), and reads its Landscape. Unless
+ * it completed, checks the source still holds the bytes the plan read for
+ * it and gives g's plugins its part directory and capacity share
+ * (dag_graph.env). The info is valid until run_shard_close, which the
+ * caller calls after the job (run_free). CORE_ECONFIG: k out of range or
+ * settings of another plan; CORE_EDATA: the source or the shard's
+ * Landscape changed. */
+int run_shard_open(dag_graph *g, const char *manifest, uint32_t k, run_shard **out,
+		   core_err *err);
+const run_shard_info *run_shard_get(const run_shard *s);
+void run_shard_close(run_shard *s); /* NULL allowed */
 
 /* Starts a job for cfg (copied; cfg->graph borrowed). Errors before the
  * thread starts: CORE_ENOMEM, CORE_EIO (no thread, or the metrics

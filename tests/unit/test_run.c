@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "run/run.h"
+#include "shard/shard.h"
 
 static char dir[256];
 
@@ -454,5 +455,70 @@ Test(run, samples_reach_the_caller_without_a_landscape, .init = setup, .fini = t
 	cr_assert_eq(obs.last_released, 50);
 	eng_summary_release(&sum);
 	dag_free(g);
+	core_settings_free(s);
+}
+
+/* ------------------------------------------------------------ shards */
+
+/* A plan of 2 shards of dir/p.yaml (40 rows) in dir/m.json. */
+static void plan2(core_settings **s, dag_graph **g)
+{
+	char path[300], out[300];
+	core_err err = { 0 };
+	shd_plan_opts o = { .shards = 2 };
+
+	input(40);
+	write_pipeline("p", "in.csv", "out.csv", "");
+	snprintf(path, sizeof(path), "%s/p.yaml", dir);
+	snprintf(out, sizeof(out), "%s/m.json", dir);
+	o.output = out;
+	cr_assert_eq(core_settings_load(path, s, &err), 0, "%s", err.msg);
+	cr_assert_eq(dag_build(*s, g, &err), 0, "%s", err.msg);
+	cr_assert_eq(shd_plan(*g, path, &o, NULL, &err), 0, "%s", err.msg);
+}
+
+Test(run, a_shard_opened_runs_its_rows_once_and_then_has_nothing_to_do, .init = setup,
+     .fini = teardown, .timeout = 60)
+{
+	char m[300];
+	core_settings *s;
+	dag_graph *g, *g2;
+	run_shard *sh, *again;
+	const run_shard_info *in;
+	core_err err = { 0 };
+	run_job *j;
+	const run_result *r;
+
+	plan2(&s, &g);
+	snprintf(m, sizeof(m), "%s/m.json", dir);
+	cr_assert_eq(run_shard_open(g, m, 2, &sh, &err), CORE_ECONFIG, "shard 2 of 2");
+	cr_assert_not_null(strstr(err.msg, "has shards 0..1"), "%s", err.msg);
+	cr_assert_eq(run_shard_open(g, m, 1, &sh, &err), 0, "%s", err.msg);
+	in = run_shard_get(sh);
+	cr_assert_eq(in->state, RUN_SHARD_NEW);
+	cr_assert_eq(in->first_row, 21);
+	cr_assert_eq(in->last_row, 40);
+	cr_assert_null(in->resume);
+	cr_assert_not_null(in->shard);
+	cr_assert_eq(plg_env_capacity_share(&g->env), 0.5, "both shards run at once");
+	/* a second copy of the same shard is refused while this one is open */
+	cr_assert_eq(dag_build(s, &g2, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_shard_open(g2, m, 1, &again, &err), CORE_EIO);
+	cr_assert_not_null(strstr(err.msg, "being run by another process"), "%s", err.msg);
+	/* run it: its rows only, into its own Landscape and part files */
+	run_cfg cfg = { .graph = g, .database = in->landscape, .shard = in->shard };
+	cr_assert_eq(run_start(&cfg, &j, &err), 0, "%s", err.msg);
+	r = run_wait(j);
+	cr_assert_eq(r->rc, 0, "%s", r->err.msg);
+	cr_assert_eq(r->sum.rows, 20);
+	run_free(j);
+	run_shard_close(sh);
+	/* opened again: completed, nothing to do */
+	cr_assert_eq(run_shard_open(g2, m, 1, &again, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_shard_get(again)->state, RUN_SHARD_COMPLETED);
+	cr_assert_eq(run_shard_get(again)->run_id, 1);
+	run_shard_close(again);
+	dag_free(g);
+	dag_free(g2);
 	core_settings_free(s);
 }
