@@ -684,10 +684,7 @@ int cli_run(int argc, char **argv)
 		return rc;
 	/* -n wins over -x, as in ELSPETH (its dry-run check comes first). */
 	if (!a.execute || a.dry_run) {
-		rc = dag_open(g, false, &err);
-		if (!rc)
-			rc = run_check_dependencies(s, &err);
-		if (rc) {
+		if ((rc = run_validate(s, g, &err))) {
 			cli_error(&err);
 			rc = CLI_ERROR;
 		} else {

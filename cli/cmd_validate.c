@@ -75,10 +75,7 @@ int cli_validate(int argc, char **argv)
 		return cli_usage_error("validate", "expected -s SETTINGS");
 	if ((rc = cli_load(path, &s, &g)))
 		return rc;
-	rc = dag_open(g, false, &err);
-	if (!rc)
-		rc = run_check_dependencies(s, &err);
-	if (rc) {
+	if ((rc = run_validate(s, g, &err))) {
 		cli_error(&err);
 		rc = CLI_ERROR;
 	} else {

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 
 void cli_error(const core_err *err)
 {
@@ -30,12 +31,8 @@ int cli_load(const char *path, core_settings **s, dag_graph **g)
 {
 	core_err err = { 0 };
 
-	*s = NULL;
-	*g = NULL;
-	if (core_settings_load(path, s, &err) || dag_build(*s, g, &err)) {
+	if (run_load(path, s, g, &err)) {
 		cli_error(&err);
-		core_settings_free(*s);
-		*s = NULL;
 		return CLI_ERROR;
 	}
 	return CLI_OK;

@@ -29,8 +29,9 @@
  * which says what its run is and sets what the graph's plugins need
  * (part directory, capacity share); its info fills run_cfg.
  *
- * Not yet here (ADR 0030, a later step): loading and validating settings
- * (the caller builds the graph with core_settings_load and dag_build).
+ * A pipeline comes from run_load (a settings file) or run_load_text (a
+ * settings text, e.g. posted to a server), checked by run_validate as
+ * `elspeth validate` checks it, before run_start.
  *
  * Several jobs may run at once in one process, each on its own graph:
  * what the plugins know of their run is the graph's (dag_graph.env,
@@ -138,6 +139,22 @@ struct run_result {
  * with sql receiving PATH ("" otherwise). CORE_ECONFIG: too long. */
 int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
 		       size_t scap, core_err *err);
+
+/* ------------------------------------------------------------- pipelines */
+
+/* Loads the settings file at path (run_load) or the settings text yaml,
+ * named `name` in messages (run_load_text), and builds the pipeline
+ * (dag_build): keys and types, plugins, gate conditions, connections,
+ * cycles, reachability and every edge's schema contract. On success *s
+ * and *g are the caller's (dag_free first, then core_settings_free).
+ * CORE_ECONFIG naming file:line:col and the key; CORE_EIO: unreadable. */
+int run_load(const char *path, core_settings **s, dag_graph **g, core_err *err);
+int run_load_text(const char *name, const char *yaml, core_settings **s, dag_graph **g,
+		  core_err *err);
+/* What only the plugins can tell: each one's options, checked as a run
+ * opens them (nothing read, written or connected to; no plugin left
+ * open), then the depends_on pipelines (run_check_dependencies). */
+int run_validate(const core_settings *s, dag_graph *g, core_err *err);
 
 /* Loads the pipelines of s's depends_on, recursively, and checks them as
  * a job does before it runs any (step 0 above), running nothing.

@@ -522,3 +522,43 @@ Test(run, a_shard_opened_runs_its_rows_once_and_then_has_nothing_to_do, .init = 
 	dag_free(g2);
 	core_settings_free(s);
 }
+
+/* ------------------------------------------------------------ loading */
+
+Test(run, a_settings_text_is_loaded_and_validated_as_validate_does, .init = setup,
+     .fini = teardown)
+{
+	static const char *const ok =
+		"source: {plugin: csv, on_success: out, options: {path: in.csv,"
+		" schema: {mode: fixed, fields: [\"id: int\"]}, on_validation_failure: discard}}\n"
+		"sinks:\n  out: {plugin: csv, options: {path: out.csv,"
+		" schema: {mode: fixed, fields: [\"id: int\"]}}}\n";
+	core_settings *s;
+	dag_graph *g;
+	core_err err = { 0 };
+	char *bad;
+
+	cr_assert_eq(run_load_text("posted.yaml", ok, &s, &g, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_validate(s, g, &err), 0, "%s", err.msg);
+	cr_assert_eq(access("out.csv", F_OK), -1, "validating writes nothing");
+	dag_free(g);
+	core_settings_free(s);
+	/* a sink wanting a field nobody gives: refused at load, with where */
+	cr_assert_not_null(bad = strdup(ok));
+	memcpy(strstr(strstr(bad, "sinks:"), "id: int"), "xx: int", 7);
+	cr_assert_eq(run_load_text("posted.yaml", bad, &s, &g, &err), CORE_ECONFIG);
+	cr_assert_null(s);
+	cr_assert_null(g);
+	cr_assert_not_null(strstr(err.msg, "posted.yaml:3:"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "Missing fields: xx"), "%s", err.msg);
+	free(bad);
+	/* a misspelt option: refused by run_validate, as run would */
+	cr_assert_not_null(bad = strdup(ok));
+	memcpy(strstr(bad, "path: out.csv"), "pth:  out.csv", 13);
+	cr_assert_eq(run_load_text("posted.yaml", bad, &s, &g, &err), 0, "%s", err.msg);
+	cr_assert_eq(run_validate(s, g, &err), CORE_ECONFIG);
+	cr_assert_not_null(strstr(err.msg, "did you mean 'path'"), "%s", err.msg);
+	dag_free(g);
+	core_settings_free(s);
+	free(bad);
+}
