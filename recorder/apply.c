@@ -83,7 +83,7 @@ static int op_put(rec_env *env, MDB_txn *txn, const rec__batch *b,
 	if (!tl->known)
 		tail_load(txn, dbi, tl);
 	if (after_tail(tl, &k)) {
-		rc = mdb_put(txn, dbi, &k, &v, flags | MDB_APPEND);
+		rc = rec__put(txn, dbi, op->table, &k, &v, flags | MDB_APPEND);
 		if (rc != MDB_KEYEXIST) {
 			if (!rc)
 				tail_set(tl, &k);
@@ -91,7 +91,7 @@ static int op_put(rec_env *env, MDB_txn *txn, const rec__batch *b,
 		}
 		tail_load(txn, dbi, tl); /* another process wrote it */
 	}
-	rc = mdb_put(txn, dbi, &k, &v, flags);
+	rc = rec__put(txn, dbi, op->table, &k, &v, flags);
 	if (!rc && after_tail(tl, &k))
 		tail_set(tl, &k);
 	return rc == MDB_KEYEXIST && flags ? 0 : rc;

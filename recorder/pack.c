@@ -152,7 +152,7 @@ static int run_enter(rec_env *env, MDB_txn *txn, uint64_t run)
 	rc = mdb_get(txn, env->dbi[REC_DICTS], &mk, &v);
 	if (rc == MDB_NOTFOUND)
 		return 0;
-	if (rc)
+	if (rc || (rc = rec__unseal(REC_DICTS, &mk, &v)))
 		return rc;
 	p->cdict = ZSTD_createCDict(v.mv_data, v.mv_size, LEVEL);
 	if (!p->cdict)
@@ -216,7 +216,7 @@ int rec__pack(rec_env *env, MDB_txn *txn, const uint8_t *key,
 		rec_key k = dict_key(run);
 		MDB_val mk = { k.len, k.b }, dv = { p->dict_len, p->dict };
 
-		if ((rc = mdb_put(txn, env->dbi[REC_DICTS], &mk, &dv, 0)))
+		if ((rc = rec__put(txn, env->dbi[REC_DICTS], REC_DICTS, &mk, &dv, 0)))
 			return rc;
 	}
 	bound = ZSTD_compressBound(vlen);

@@ -131,7 +131,7 @@ int rec__get_raw(rec_txn *t, rec_table tab, const rec_key *k,
 	rc = mdb_get(t->txn, t->env->dbi[tab], &key, &v);
 	if (rc == MDB_NOTFOUND)
 		return REC_NOTFOUND;
-	if (!rc)
+	if (!rc && !(rc = rec__unseal(tab, &key, &v)))
 		val_out(&v, val, vlen);
 	return rc;
 }
@@ -193,9 +193,13 @@ int rec_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	key.mv_data = (void *)prefix->b;
 	rc = mdb_cursor_get(c, &key, &v, prefix->len ? MDB_SET_RANGE : MDB_FIRST);
 	while (!rc && has_prefix(&key, prefix)) {
-		const void *p = v.mv_data;
-		size_t n = v.mv_size;
+		const void *p;
+		size_t n;
 
+		if ((rc = rec__unseal(tab, &key, &v)))
+			goto out_close;
+		p = v.mv_data;
+		n = v.mv_size;
 		if (packed && (rc = rec__unpack(t, &t->scan_u, key.mv_data, p, n, &p, &n)))
 			goto out_close;
 		rc = fn(ctx, key.mv_data, key.mv_size, p, n);
@@ -253,6 +257,8 @@ int rec_last(rec_txn *t, rec_table tab, const rec_key *prefix,
 	}
 	if (!rc && !has_prefix(&k, prefix))
 		rc = MDB_NOTFOUND;
+	if (!rc)
+		rc = rec__unseal(tab, &k, &v);
 	mdb_cursor_close(c);
 	if (rc == MDB_NOTFOUND)
 		return REC_NOTFOUND;

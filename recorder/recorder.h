@@ -85,6 +85,10 @@ typedef enum rec_table {
 
 /* The table's LMDB name ("runs", "tokens_by_row", ...). */
 const char *rec_table_name(rec_table t);
+/* Where the last value this thread read and found damaged (CORE_EDATA:
+ * its seal does not match, docs/audit.md "Damage and tampering") was:
+ * "table node_states, key (1, 42)"; "" before any. */
+const char *rec_damage_where(void);
 
 typedef struct rec_env rec_env;
 

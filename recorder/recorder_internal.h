@@ -46,8 +46,8 @@
 
 #include "recorder/recorder.h"
 
-#define REC_FORMAT "elspeth-landscape-2"
-#define REC_FORMAT_VERSION 2
+#define REC_FORMAT "elspeth-landscape-3"
+#define REC_FORMAT_VERSION 3
 #define REC_MAPSIZE_DEFAULT ((size_t)64 << 20)
 #define REC_MAPSIZE_ENV "ELSPETH_LMDB_MAPSIZE"
 #define REC_MAXREADERS 126
@@ -269,5 +269,15 @@ rec_env *rec__txn_env(rec_txn *t);
 void rec__stats_get(rec_env *env, rec__stats *out);
 /* Tests: a smaller queue bound, to make producers wait. */
 void rec__queue_max_set(rec_env *env, size_t bytes);
+
+/* seal.c: every value but REC_META's ends with a 4-byte CRC-32C of its
+ * table's name, key and bytes. rec__put writes a value with its seal
+ * (mdb_put's flags; MDB_RESERVE is added); rec__unseal checks one read
+ * back and takes the seal off v (CORE_EDATA: damaged). */
+#define REC__SEAL_LEN 4
+bool rec__sealed_table(rec_table t);
+int rec__put(MDB_txn *txn, MDB_dbi dbi, rec_table t, MDB_val *k, const MDB_val *v,
+	     unsigned flags);
+int rec__unseal(rec_table t, const MDB_val *k, MDB_val *v);
 
 #endif /* ELSPETH_RECORDER_INTERNAL_H */

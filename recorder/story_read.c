@@ -456,11 +456,14 @@ static int fragment_decode(rec__view *v, uint64_t run, uint64_t seq,
 static int view_add_fragment(rec_txn *t, rec__view *v, const MDB_val *k,
 			     const MDB_val *val)
 {
+	MDB_val sealed = *val;
 	const void *raw;
 	size_t n;
 	int rc;
 
-	rc = rec__unpack(t, &v->u, k->mv_data, val->mv_data, val->mv_size, &raw, &n);
+	rc = rec__unseal(REC_TRAIL, k, &sealed);
+	if (!rc)
+		rc = rec__unpack(t, &v->u, k->mv_data, sealed.mv_data, sealed.mv_size, &raw, &n);
 	if (!rc)
 		rc = fragment_decode(v, v->run, v->seq, raw, n);
 	return rc;

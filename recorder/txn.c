@@ -13,5 +13,5 @@ int rec_txn_put(rec_env *env, void *mdb_txn, rec_table t, const rec_key *k,
 		return CORE_EINTERNAL;
 	key.mv_size = k->len;
 	key.mv_data = (void *)k->b;
-	return mdb_put(mdb_txn, env->dbi[t], &key, &v, 0);
+	return rec__put(mdb_txn, env->dbi[t], t, &key, &v, 0);
 }

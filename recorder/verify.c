@@ -710,6 +710,30 @@ static int scan_run(verify *v, const rec_key *run)
 	return rc;
 }
 
+static int any_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	(void)ctx, (void)key, (void)kl, (void)val, (void)vl;
+	return 0;
+}
+
+/* Reads every stored value of the run (and the shared payloads) once, so
+ * that each one's seal is checked, also those no invariant above looks
+ * at (a completed run's checkpoint, its dictionary, ...). 0 or the read
+ * error (CORE_EDATA: damaged). */
+static int sweep_seals(verify *v, const rec_key *run)
+{
+	static const rec_table tables[] = {
+		REC_NODES, REC_EDGES, REC_CALLS, REC_BATCHES, REC_BATCH_MEMBERS,
+		REC_SINK_FILES, REC_CHECKPOINTS, REC_RESUMES, REC_SUPERSEDED,
+		REC_SAMPLES, REC_TRAIL, REC_DICTS,
+	};
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < sizeof(tables) / sizeof(tables[0]); i++)
+		rc = rec_scan(v->t, tables[i], run, any_one, NULL);
+	return rc ? rc : rec_scan(v->t, REC_PAYLOADS, NULL, any_one, NULL);
+}
+
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 {
 	verify v = { .run = run };
@@ -742,9 +766,19 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	if (!(rc = rec_scan(v.t, REC_SUPERSEDED, &k, superseded_one, &v)) &&
 	    !(rc = rec_scan(v.t, REC_RESUMES, &k, resume_one, &v)))
 		load_waiting(&v, r);
-	if (rc || (rc = scan_run(&v, &k)))
+	if (rc || (rc = scan_run(&v, &k)) || (rc = sweep_seals(&v, &k)))
 		core_err_set(err, rc, "run %llu: cannot read the audit trail to "
-			     "verify it: %s", (unsigned long long)run, core_strerror(rc));
+			     "verify it: %s%s%s%s", (unsigned long long)run, core_strerror(rc),
+			     rc == CORE_EDATA && rec_damage_where()[0] ? " (" : "",
+			     rc == CORE_EDATA ? rec_damage_where() : "",
+			     rc == CORE_EDATA && rec_damage_where()[0] ? ")" : "");
+	/* A completed run recorded every row it counted: fewer readable
+	 * means records were lost (damage that hides keys reads as a shorter
+	 * table, not as an error). */
+	else if (!strcmp(r->status, "completed") && v.rows < r->rows)
+		violation(&v, "the trail is damaged: run %llu: %llu of its %llu rows are "
+			  "readable", (unsigned long long)run, (unsigned long long)v.rows,
+			  (unsigned long long)r->rows);
 	close_files(&v);
 	if (v.last_sample)
 		elspeth__sample_record__free_unpacked(v.last_sample, NULL);

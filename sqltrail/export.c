@@ -284,8 +284,11 @@ int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 	rec_key_u64(&k, x->run);
 	rc = rec_scan(x->t, t, &k, scan_one, &c);
 	if (rc && rc != REC_SCAN_STOP && !x->err->msg[0])
-		core_err_set(x->err, rc, "reading %s of run %s: %s",
-			     rec_table_name(t), x->rid, core_strerror(rc));
+		core_err_set(x->err, rc, "reading %s of run %s: %s%s%s%s",
+			     rec_table_name(t), x->rid, core_strerror(rc),
+			     rc == CORE_EDATA ? ": the trail is damaged (" : "",
+			     rc == CORE_EDATA ? rec_damage_where() : "",
+			     rc == CORE_EDATA ? ")" : "");
 	return rc == REC_SCAN_STOP ? 0 : rc;
 }
 
@@ -596,7 +599,7 @@ static void run_reset(xp *x)
 	x->edges = NULL, x->nedges = 0;
 	x->toks = NULL, x->ntoks = 0;
 	x->branches = NULL, x->nbranches = 0;
-	x->last_row_at = 0;
+	x->last_row_at = 0, x->rows_read = 0;
 	x->source = 0;
 }
 
@@ -653,6 +656,16 @@ static int export_run(xp *x, uint64_t run)
 	    (rc = write_run(x, resumes)) || (rc = write_edges(x)) ||
 	    (rc = sqlt__export_tokens(x)) || (rc = sqlt__export_records(x)))
 		goto fail;
+	/* A completed run recorded every row it counted; fewer readable is
+	 * damage that hid records, not a shorter run: nothing of it is
+	 * written (verify reports the same). */
+	if (!strcmp(x->rr->status, "completed") && x->rows_read < x->rr->rows) {
+		rc = core_err_set(x->err, CORE_EDATA, "the trail is damaged: run %s: %llu of "
+				  "its %llu rows are readable; nothing of it was written",
+				  x->rid, (unsigned long long)x->rows_read,
+				  (unsigned long long)x->rr->rows);
+		goto fail;
+	}
 	if (sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = sqlt__db_error(x->db, x->err, "committing");
 		goto fail;

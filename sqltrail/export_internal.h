@@ -81,6 +81,7 @@ typedef struct xp {
 	char **branches;        /* interned branch names; [0] unused */
 	size_t nbranches;
 	uint64_t last_row_at;   /* the newest row's created_at */
+	uint64_t rows_read;     /* rows read from the trail */
 	bool *batch_superseded; /* by batch id */
 	uint64_t *state_at;     /* by state id: its end (or start) */
 	uint64_t nstates;

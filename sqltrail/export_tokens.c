@@ -360,6 +360,7 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if (r->created_at_ns > x->last_row_at)
 		x->last_row_at = r->created_at_ns;
+	x->rows_read++;
 	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));

@@ -147,11 +147,22 @@ rc=$?
 expect "verify -d -r passes on the resumed run" 0 "verify: OK" -- "$ELSPETH" verify -d moved.lmdb -r 1
 [ ! -e elsewhere.lmdb ] && pass "resume -d did not create landscape.url's Landscape" || fail "resume -d created elsewhere.lmdb"
 
-# A damaged trail: verify reads it in a child process, so damage is a
-# violation (exit 4) naming the run, never a crash of verify nor exit 1.
-python3 - moved.lmdb "$ELSPETH" <<'PY' && pass "verify: 60 flipped bits in data.mdb give exit 0 or 4, and damage is reported as such" || fail "verify on damaged trails"
-import os, random, shutil, subprocess, sys
+# A damaged trail (Landscape format 3: every value sealed, ADR 0035):
+# one bit flipped anywhere in data.mdb, 60 times. verify reads in a child
+# process, so damage is a violation (exit 4), never a crash nor exit 1;
+# export reads in one too and refuses (exit 1, nothing of the run
+# written). A flip verify passes must change nothing the trail says: the
+# export is then the same as the intact trail's.
+"$ELSPETH" export -d moved.lmdb -r 1 --sqlite intact.db 2> /dev/null
+python3 - moved.lmdb "$ELSPETH" <<'PY' && pass "damage: 60 flipped bits: each one verify passes changes nothing exported; each other is a violation (exit 4) and export refuses it (exit 1); no crash" || fail "damaged trails"
+import os, random, shutil, sqlite3, subprocess, sys
 src, elspeth = sys.argv[1], sys.argv[2]
+T = ("runs", "nodes", "edges", "rows", "tokens", "node_states", "token_outcomes",
+     "artifacts", "routing_events", "validation_errors", "transform_errors", "calls")
+def dump(db):
+    c = sqlite3.connect(db)
+    return {t: sorted(map(repr, c.execute(f"select * from {t}").fetchall())) for t in T}
+intact = dump("intact.db")
 random.seed(11)
 codes, damaged = {}, 0
 for i in range(60):
@@ -163,12 +174,22 @@ for i in range(60):
     b[pos] ^= 1 << random.randrange(8)
     open(f, "wb").write(b)
     p = subprocess.run([elspeth, "verify", "-d", "flip.lmdb", "-r", "1"], capture_output=True, text=True)
-    codes[p.returncode] = codes.get(p.returncode, 0) + 1
-    if p.returncode not in (0, 4):
-        print(f"byte {pos}: exit {p.returncode}: {p.stdout[-300:]} {p.stderr[-300:]}")
+    if os.path.exists("flip.db"):
+        os.remove("flip.db")
+    x = subprocess.run([elspeth, "export", "-d", "flip.lmdb", "-r", "1", "--sqlite", "flip.db"],
+                       capture_output=True, text=True)
+    key = (p.returncode, x.returncode)
+    codes[key] = codes.get(key, 0) + 1
+    if key == (0, 0):
+        if dump("flip.db") != intact:
+            print(f"byte {pos}: verify OK but the export differs from the intact trail's")
+            sys.exit(1)
+    elif key != (4, 1):
+        print(f"byte {pos}: verify exit {p.returncode}, export exit {x.returncode}: "
+              f"{p.stdout[-300:]} {x.stderr[-300:]}")
         sys.exit(1)
     damaged += "VIOLATION: the trail is damaged: run 1" in p.stdout
-print(f"# exits {codes}; {damaged} reported as damage")
+print(f"# (verify, export) exits {codes}; {damaged} reported as damage")
 sys.exit(0 if damaged else 1)
 PY
 

@@ -593,7 +593,7 @@ static void assert_refused(const tdir *d, const char *const *want)
 	}
 }
 
-Test(recorder, current_format_marker_is_2, .timeout = TIMEOUT)
+Test(recorder, current_format_marker_is_3, .timeout = TIMEOUT)
 {
 	const void *v;
 	size_t n;
@@ -610,8 +610,8 @@ Test(recorder, current_format_marker_is_2, .timeout = TIMEOUT)
 	memcpy(k.b, "format", 6);
 	k.len = 6;
 	cr_assert_eq(rec_get(t, REC_META, &k, &v, &n), 0);
-	cr_assert_eq(n, strlen("elspeth-landscape-2"));
-	cr_assert_eq(memcmp(v, "elspeth-landscape-2", n), 0, "%.*s", (int)n,
+	cr_assert_eq(n, strlen("elspeth-landscape-3"));
+	cr_assert_eq(memcmp(v, "elspeth-landscape-3", n), 0, "%.*s", (int)n,
 		     (const char *)v);
 	rec_read_end(t);
 	env_close(env);
@@ -621,7 +621,7 @@ Test(recorder, current_format_marker_is_2, .timeout = TIMEOUT)
 Test(recorder, newer_format_is_refused, .timeout = TIMEOUT)
 {
 	static const char *const want[] = { "format '9'", "newer", NULL };
-	static const char *const want3[] = { "format '3'", "newer", NULL };
+	static const char *const want4[] = { "format '4'", "newer", NULL };
 	tdir d;
 
 	tdir_make(&d);
@@ -630,22 +630,29 @@ Test(recorder, newer_format_is_refused, .timeout = TIMEOUT)
 	tdir_remove(&d);
 	/* The next format (this one plus 1) is newer too. */
 	tdir_make(&d);
-	trail_with_marker(&d, "elspeth-landscape-3");
-	assert_refused(&d, want3);
+	trail_with_marker(&d, "elspeth-landscape-4");
+	assert_refused(&d, want4);
 	tdir_remove(&d);
 }
 
-/* A trail of format 1 (per-row tables, before the row stories) is not
- * read as if it were empty: it is refused, saying why and what to do. */
+/* Trails of format 1 (per-row tables, before the row stories) and 2
+ * (values without seals) are not read as if they were empty or damaged:
+ * they are refused, saying why and what to do. */
 Test(recorder, older_format_is_refused, .timeout = TIMEOUT)
 {
-	static const char *const want[] = { "format 1", "older elspeth",
-					    "reads format 2 only", NULL };
+	static const char *const want1[] = { "format 1", "older elspeth",
+					     "reads format 3 only", NULL };
+	static const char *const want2[] = { "format 2", "older elspeth",
+					     "reads format 3 only", NULL };
 	tdir d;
 
 	tdir_make(&d);
 	trail_with_marker(&d, "elspeth-landscape-1");
-	assert_refused(&d, want);
+	assert_refused(&d, want1);
+	tdir_remove(&d);
+	tdir_make(&d);
+	trail_with_marker(&d, "elspeth-landscape-2");
+	assert_refused(&d, want2);
 	tdir_remove(&d);
 }
 
@@ -781,5 +788,69 @@ Test(recorder, write_error_is_sticky, .timeout = TIMEOUT)
 	cr_assert(WIFEXITED(status), "child died: status %d", status);
 	cr_assert_eq(WEXITSTATUS(status), 0, "check %d failed",
 		     WEXITSTATUS(status));
+	tdir_remove(&d);
+}
+
+/* Every stored value carries a seal: one flipped bit in a value, read
+ * back by rec_get or rec_scan, is damage (CORE_EDATA), not data. */
+static int count_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	(void)key, (void)kl, (void)val, (void)vl;
+	(*(int *)ctx)++;
+	return 0;
+}
+
+Test(recorder, a_flipped_bit_in_a_value_is_damage, .timeout = TIMEOUT)
+{
+	static const char value[] = "a value with a unique marker QZXJ-7741";
+	char path[300];
+	rec_key k = key1(7);
+	const void *v;
+	size_t n;
+	int count = 0;
+	rec_env *env;
+	rec_txn *t;
+	FILE *f;
+	char *buf, *at;
+	long len;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	cr_assert_eq(rec_put(env, REC_BATCHES, &k, value, sizeof(value)), 0);
+	env_close(env);
+	/* intact: read back as written, without its seal */
+	env = env_open(d.path, REC_READONLY);
+	t = txn_begin(env);
+	cr_assert_eq(rec_get(t, REC_BATCHES, &k, &v, &n), 0);
+	cr_assert_eq(n, sizeof(value));
+	cr_assert_eq(memcmp(v, value, n), 0);
+	rec_read_end(t);
+	env_close(env);
+	/* one bit of the value flipped in the file */
+	snprintf(path, sizeof(path), "%s/data.mdb", d.path);
+	cr_assert_not_null(f = fopen(path, "r+b"));
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	rewind(f);
+	cr_assert_not_null(buf = malloc((size_t)len));
+	cr_assert_eq(fread(buf, 1, (size_t)len, f), (size_t)len);
+	at = NULL;
+	for (long i = 0; !at && i + 4 <= len; i++)
+		if (!memcmp(buf + i, "QZXJ", 4))
+			at = buf + i;
+	cr_assert_not_null(at);
+	fseek(f, at - buf, SEEK_SET);
+	fputc(at[0] ^ 0x04, f);
+	fclose(f);
+	free(buf);
+	env = env_open(d.path, REC_READONLY);
+	t = txn_begin(env);
+	cr_assert_eq(rec_get(t, REC_BATCHES, &k, &v, &n), CORE_EDATA);
+	cr_assert_eq(rec_scan(t, REC_BATCHES, NULL, count_one, &count), CORE_EDATA);
+	cr_assert_eq(count, 0, "the damaged value reached no caller");
+	cr_assert(rec_err_damaged(CORE_EDATA));
+	rec_read_end(t);
+	env_close(env);
 	tdir_remove(&d);
 }
