@@ -87,6 +87,49 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 
 /* ------------------------------------------------------------------ runs */
 
+/* A run recorded as running that no process holds (its run lock is
+ * free) ended without recording its end: killed, crashed, or stopped by
+ * a full disk that left no room to record it. Such a run gets "live":
+ * false and, when it has a checkpoint, "resume_after_row" (the rows it
+ * released: what a resume keeps) and "rows" from it; the text views say
+ * "stopped". A run whose lock cannot be read is left as it is. */
+static void mark_stopped(rec_env *env, json_t *runs)
+{
+	size_t i;
+	json_t *r;
+
+	json_array_foreach(runs, i, r) {
+		const char *st = json_string_value(json_object_get(r, "status"));
+		uint64_t id = (uint64_t)json_integer_value(json_object_get(r, "run_id"));
+		Elspeth__Checkpoint *ck = NULL;
+		core_err e = { 0 };
+		int fd = -1;
+
+		if (!st || strcmp(st, "running") || rec_run_lock(env, id, &fd, &e))
+			continue; /* a live run holds its lock: CORE_EDATA */
+		if (fd >= 0)
+			close(fd);
+		json_object_set_new(r, "live", json_false());
+		if (rec_ckpt_load(env, id, &ck, &e) == 0 && ck) {
+			json_object_set_new(r, "resume_after_row",
+					    json_integer((json_int_t)ck->released_through_seq));
+			if (!json_integer_value(json_object_get(r, "rows")))
+				json_object_set_new(r, "rows",
+					json_integer((json_int_t)ck->released_through_seq));
+		}
+		rec_ckpt_free(ck);
+	}
+}
+
+/* The status the text views show: "stopped" for a run no process runs. */
+static const char *shown_status(const json_t *r)
+{
+	const json_t *live = json_object_get(r, "live");
+
+	return live && json_is_false(live) ? "stopped" :
+	       json_string_value(json_object_get(r, "status"));
+}
+
 static void print_run_line(const json_t *r)
 {
 	const json_t *d = json_object_get(r, "duration_seconds");
@@ -97,8 +140,7 @@ static void print_run_line(const json_t *r)
 		snprintf(dur, sizeof(dur), "%.2fs", json_real_value(d));
 	printf("%6lld  %-24s %9s  %-11s %9lld %9lld %7lld %11lld\n",
 	       (long long)json_integer_value(json_object_get(r, "run_id")),
-	       start ? start : "-", dur,
-	       json_string_value(json_object_get(r, "status")),
+	       start ? start : "-", dur, shown_status(r),
 	       (long long)json_integer_value(json_object_get(r, "rows")),
 	       (long long)json_integer_value(json_object_get(r, "succeeded")),
 	       (long long)json_integer_value(json_object_get(r, "failed")),
@@ -151,6 +193,20 @@ static void print_run_detail(const json_t *r, bool json)
 		printf("metrics.%-12s %s\n", k, b.data ? b.data : "");
 		core_buf_release(&b);
 	}
+	if (json_is_false(json_object_get(r, "live"))) {
+		const json_t *after = json_object_get(r, "resume_after_row");
+		const char *sp;
+
+		printf("stopped: no process runs it; it ended without recording its "
+		       "end (killed, crashed, or a full disk)");
+		if (after)
+			printf("; a resume continues after row %lld",
+			       (long long)json_integer_value(after));
+		sp = json_string_value(json_object_get(r, "settings_path"));
+		printf("\n  resume it with: elspeth resume %lld -s %s --execute\n",
+		       (long long)json_integer_value(json_object_get(r, "run_id")),
+		       sp && *sp ? sp : "SETTINGS");
+	}
 }
 
 int cli_runs(int argc, char **argv)
@@ -175,6 +231,8 @@ int cli_runs(int argc, char **argv)
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
 	rc = rec_list_runs(env, &runs, &err);
+	if (!rc)
+		mark_stopped(env, runs);
 	if (!rc && a.run)
 		rc = pick_run(env, runs, a.run, &err);
 	if (rc) {

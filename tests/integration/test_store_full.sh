@@ -39,6 +39,16 @@ s = r["stopped"]
 assert r["violation_count"] == 0, r["violations"]
 assert s["checkpoint"] and s["resume_after_row"] >= 0 and s["rows_to_run_again"] > 0, s
 PY
+expect "runs: the run no process runs is 'stopped', not 'running'" 0 "  stopped  " \
+  -- "$ELSPETH" runs --database small/audit.lmdb
+expect "runs --run: it says why and how to resume it" 0 "resume it with: elspeth resume 1 -s p-full.yaml --execute" \
+  -- "$ELSPETH" runs --database small/audit.lmdb --run 1
+"$ELSPETH" runs --database small/audit.lmdb --json > runs.json 2>&1
+python3 - runs.json <<'PY' && pass "runs --json: live false, resume_after_row, status kept 'running' (ELSPETH's)" || fail "runs --json: $(head -c 400 runs.json)"
+import json, sys
+r = json.load(open(sys.argv[1]))[0]
+assert r["status"] == "running" and r["live"] is False and "resume_after_row" in r, r
+PY
 mount -o remount,size=64m "$WORK/small" || fail "remount"
 expect "resume after freeing space" 0 "completed" -- "$ELSPETH" resume latest -s p-full.yaml --execute
 cmp -s ref/out.csv full/out.csv && pass "the resumed file equals the uninterrupted run's" \
