@@ -614,9 +614,20 @@ static json_t *row_json(explain *x, uint64_t seq)
 	return j;
 }
 
+/* A read the explanation needs failed: damage names where. */
+static int damaged(const explain *x, int rc, core_err *err)
+{
+	if (rc == CORE_EDATA)
+		return core_err_set(err, rc, "the trail is damaged: run %llu: %s cannot be read",
+				    (unsigned long long)x->run, rec_damage_where());
+	return core_err_set(err, rc, "run %llu: reading the trail: %s",
+			    (unsigned long long)x->run, core_strerror(rc));
+}
+
 static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 {
 	rec_key rk = key1(x->run);
+	int rc;
 	Elspeth__RunRecord *run = get_msg(x->t, REC_RUNS, &rk, &elspeth__run_record__descriptor);
 	json_t *row, *resumes, *doc;
 
@@ -625,15 +636,25 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 				    (unsigned long long)x->run);
 	row = row_json(x, seq);
 	if (!row) {
+		rec_key k = key1(x->run);
+
 		free_msg(run);
+		rec_key_u64(&k, seq);
+		if ((rc = rec_get(x->t, REC_ROWS, &k, NULL, NULL)) && rec_err_damaged(rc))
+			return damaged(x, rc, err);
 		return core_err_set(err, CORE_EDATA,
 			"run %llu has no row %llu (rows are numbered from 1 in source order)",
 			(unsigned long long)x->run, (unsigned long long)seq);
 	}
-	rec_scan(x->t, REC_NODES, &rk, load_nodes, x);
-	rec_scan(x->t, REC_EDGES, &rk, load_edges, x);
 	resumes = json_array();
-	rec_scan(x->t, REC_RESUMES, &rk, resume_one, resumes);
+	if ((rc = rec_scan(x->t, REC_NODES, &rk, load_nodes, x)) ||
+	    (rc = rec_scan(x->t, REC_EDGES, &rk, load_edges, x)) ||
+	    (rc = rec_scan(x->t, REC_RESUMES, &rk, resume_one, resumes))) {
+		free_msg(run);
+		json_decref(row);
+		json_decref(resumes);
+		return damaged(x, rc, err);
+	}
 	if (row_tokens(x, seq, x->tokens)) {
 		free_msg(run);
 		json_decref(row);

@@ -344,8 +344,10 @@ static int scan(rpt_load *l, rec_table t, rec_scan_fn fn, void *ctx)
 	rec_key_u64(&k, l->d->run);
 	rc = rec_scan(l->txn, t, &k, fn, ctx);
 	if (rc && rc != CORE_ENOMEM)
-		core_err_set(l->err, rc, "run %llu: cannot read table %s of the audit trail: %s",
-			     (unsigned long long)l->d->run, rec_table_name(t), core_strerror(rc));
+		core_err_set(l->err, rc, "run %llu: cannot read table %s of the audit trail: %s%s%s",
+			     (unsigned long long)l->d->run, rec_table_name(t), core_strerror(rc),
+			     rc == CORE_EDATA ? ": the trail is damaged at " : "",
+			     rc == CORE_EDATA ? rec_damage_where() : "");
 	else if (rc)
 		core_err_set(l->err, rc, "out of memory");
 	return rc;

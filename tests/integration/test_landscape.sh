@@ -151,11 +151,12 @@ expect "verify -d -r passes on the resumed run" 0 "verify: OK" -- "$ELSPETH" ver
 # one bit flipped anywhere in data.mdb, 60 times. verify reads in a child
 # process, so damage is a violation (exit 4), never a crash nor exit 1;
 # export reads in one too and refuses (exit 1, nothing of the run
-# written). A flip verify passes must change nothing the trail says: the
-# export is then the same as the intact trail's.
+# written); explain of a damaged row says the trail is damaged (not "no
+# such row"). A flip verify passes must change nothing the trail says:
+# the export is then the same as the intact trail's.
 "$ELSPETH" export -d moved.lmdb -r 1 --sqlite intact.db 2> /dev/null
 python3 - moved.lmdb "$ELSPETH" <<'PY' && pass "damage: 60 flipped bits: each one verify passes changes nothing exported; each other is a violation (exit 4) and export refuses it (exit 1); no crash" || fail "damaged trails"
-import os, random, shutil, sqlite3, subprocess, sys
+import os, random, re, shutil, sqlite3, subprocess, sys
 src, elspeth = sys.argv[1], sys.argv[2]
 T = ("runs", "nodes", "edges", "rows", "tokens", "node_states", "token_outcomes",
      "artifacts", "routing_events", "validation_errors", "transform_errors", "calls")
@@ -164,7 +165,7 @@ def dump(db):
     return {t: sorted(map(repr, c.execute(f"select * from {t}").fetchall())) for t in T}
 intact = dump("intact.db")
 random.seed(11)
-codes, damaged = {}, 0
+codes, damaged, explained = {}, 0, 0
 for i in range(60):
     shutil.rmtree("flip.lmdb", ignore_errors=True)
     shutil.copytree(src, "flip.lmdb")
@@ -189,7 +190,16 @@ for i in range(60):
               f"{p.stdout[-300:]} {x.stderr[-300:]}")
         sys.exit(1)
     damaged += "VIOLATION: the trail is damaged: run 1" in p.stdout
-print(f"# (verify, export) exits {codes}; {damaged} reported as damage")
+    # explain of a row whose story is damaged says so, not "no row"
+    m = re.search(r"table trail, key \(1, (\d+),", p.stdout)
+    if m and 1 <= int(m.group(1)) <= 300:
+        e = subprocess.run([elspeth, "explain", "-d", "flip.lmdb", "-r", "1", "--row", m.group(1)],
+                           capture_output=True, text=True)
+        explained += 1
+        if e.returncode != 1 or "the trail is damaged" not in e.stderr:
+            print(f"byte {pos}: explain --row {m.group(1)}: exit {e.returncode}: {e.stderr[-300:]}")
+            sys.exit(1)
+print(f"# (verify, export) exits {codes}; {damaged} reported as damage; {explained} damaged rows explained as damaged")
 sys.exit(0 if damaged else 1)
 PY
 
