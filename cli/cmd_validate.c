@@ -33,8 +33,7 @@ static void print_edges(FILE *f, const dag_graph *g)
 		const char *l = ed->label;
 
 		core_buf_reset(&b);
-		if (!strcmp(l, "on_error") || !strcmp(l, "on_validation_failure") ||
-		    !strcmp(l, "on_write_failure"))
+		if (ed->divert)
 			core_buf_puts(&b, "the rows that failed, as they were");
 		else
 			plg_contract_describe(dag_producer_contract(g, ed->from), true, &b);

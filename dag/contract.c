@@ -10,14 +10,14 @@
  * checked: an error or quarantine sink takes rows as they failed.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "dag/dag_internal.h"
 
 static bool diverts(const dag_edge *e)
 {
-	return !strcmp(e->label, "on_error") || !strcmp(e->label, "on_validation_failure") ||
-	       !strcmp(e->label, "on_write_failure");
+	return e->divert;
 }
 
 /* The node whose rows reach v on port (-1: any), or -1. */
@@ -36,24 +36,29 @@ static int coalesce_contract(dag__build *c, dag_node *n)
 {
 	static const char *const merges[] = { "union", "nested", "select" };
 	const core_coalesce_cfg *cc = n->coalesce;
-	const plg_contract *branch[64];
-	size_t nb = cc->nbranches < 64 ? cc->nbranches : 64, sel = nb;
+	size_t nb = cc->nbranches, sel = nb;
+	const plg_contract **branch = calloc(nb ? nb : 1, sizeof(*branch));
 	char who[300];
 	int rc;
 
+	if (!branch)
+		return core_err_set(c->err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < nb; i++) {
 		int up = upstream(c->g, n->id, (int)i);
 
-		branch[i] = NULL;
-		if (up >= 0 && (rc = producer(c, up, &branch[i])))
+		if (up >= 0 && (rc = producer(c, up, &branch[i]))) {
+			free(branch);
 			return rc;
+		}
 		if (cc->merge == CORE_MERGE_SELECT && cc->select_branch &&
 		    !strcmp(cc->branches[i], cc->select_branch))
 			sel = i;
 	}
 	snprintf(who, sizeof(who), "coalesce:%s", n->name);
-	return plg_contract_coalesce(who, merges[cc->merge], cc->branches, branch, nb,
-				     sel, &n->contract, c->err);
+	rc = plg_contract_coalesce(who, merges[cc->merge], cc->branches, branch, nb,
+				   sel, &n->contract, c->err);
+	free(branch);
+	return rc;
 }
 
 /* What leaves node v: its own contract, a gate's input's, a coalesce's

@@ -133,6 +133,8 @@ typedef struct dag_edge {
 	int port;                   /* coalesce branch, or -1 */
 	const char *label;          /* on_success, on_error, route key,
 				     * fork branch ... */
+	bool divert;                /* on_error, on_validation_failure,
+				     * on_write_failure: rows that failed */
 } dag_edge;
 
 typedef struct dag_graph {

@@ -15,6 +15,17 @@ static const core_node *at_key(const core_node *cfg, const char *key)
 	return v ? v : cfg;
 }
 
+/* An edge that carries rows which failed (error, quarantine, failed
+ * write): not judged by the schema contracts. */
+static int add_divert(dag__build *c, int from, int to, const char *label)
+{
+	int rc = dag__add_edge(c, from, (dag_dest){ to, -1 }, label);
+
+	if (!rc && to >= 0)
+		c->g->edges[c->g->nedges - 1].divert = true;
+	return rc;
+}
+
 int dag__add_edge(dag__build *c, int from, dag_dest to, const char *label)
 {
 	dag_graph *g = c->g;
@@ -30,7 +41,7 @@ int dag__add_edge(dag__build *c, int from, dag_dest to, const char *label)
 		g->edges = e;
 		c->edge_cap = cap;
 	}
-	g->edges[g->nedges++] = (dag_edge){ from, to.node, to.port, label };
+	g->edges[g->nedges++] = (dag_edge){ from, to.node, to.port, label, false };
 	return 0;
 }
 
@@ -260,7 +271,7 @@ static int wire_next(dag__build *c, dag_node *n, const core_node *cfg,
 		return 0;
 	if ((rc = resolve_sink(c, at_key(cfg, "on_error"), on_error, &n->on_error)))
 		return rc;
-	return dag__add_edge(c, n->id, (dag_dest){ n->on_error, -1 }, "on_error");
+	return add_divert(c, n->id, n->on_error, "on_error");
 }
 
 static int wire_fork(dag__build *c, dag_node *n, const core_gate_cfg *gc)
@@ -327,7 +338,7 @@ static int wire_sink(dag__build *c, dag_node *n, const core_sink_cfg *sc)
 	if (n->on_error == n->id)
 		return core_err_at(c->err, CORE_ECONFIG, at_key(sc->node, "on_write_failure"),
 				   "a sink cannot divert its failed writes to itself");
-	return dag__add_edge(c, n->id, (dag_dest){ n->on_error, -1 }, "on_write_failure");
+	return add_divert(c, n->id, n->on_error, "on_write_failure");
 }
 
 static int wire(dag__build *c)
@@ -340,8 +351,7 @@ static int wire(dag__build *c)
 	if ((rc = wire_next(c, src, s->source.node, s->source.on_success, NULL)) ||
 	    (rc = resolve_sink(c, at_key(s->source.options, "on_validation_failure"),
 			       s->source.on_validation_failure, &src->on_error)) ||
-	    (rc = dag__add_edge(c, 0, (dag_dest){ src->on_error, -1 },
-				"on_validation_failure")))
+	    (rc = add_divert(c, 0, src->on_error, "on_validation_failure")))
 		return rc;
 	for (size_t i = 0; i < s->ntransforms; i++, k++)
 		if ((rc = wire_next(c, &c->g->nodes[k + 1], s->transforms[i].node,

@@ -27,6 +27,9 @@ struct plg_contract {
 	size_t nrequired;
 	const char **required;     /* borrowed from the options or schema */
 	const core_node *required_at;
+	bool unknown;              /* its outputs op refused its options: what
+				    * leaves it is not judged (its own check
+				    * reports the options) */
 };
 
 /* ------------------------------------------------------------ outputs */
@@ -241,7 +244,7 @@ static int requirements(plg_contract *c, const core_node *options, core_err *err
 }
 
 static int plugin_outputs(plg_kind kind, const char *name, const core_node *options,
-			  plg_outputs *o, core_err *err)
+			  plg_outputs *o, bool *unknown, core_err *err)
 {
 	int (*fn)(const core_node *, plg_outputs *, core_err *) = NULL;
 
@@ -254,8 +257,12 @@ static int plugin_outputs(plg_kind kind, const char *name, const core_node *opti
 
 	/* A bad option is the plugin's own check's to report, with its
 	 * context (open or check, later); the contract then knows less. */
-	if (!fn || !(rc = fn(options, o, &local)) || rc != CORE_ENOMEM)
+	if (!fn || !(rc = fn(options, o, &local)))
 		return 0;
+	if (rc != CORE_ENOMEM) {
+		*unknown = true;
+		return 0;
+	}
 	*err = local;
 	return rc;
 }
@@ -278,7 +285,7 @@ int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
 		c->output = c->own_output = schema; /* owned from here on */
 	else
 		c->input = schema;
-	if ((rc = plugin_outputs(kind, name, options, &c->added, err)) ||
+	if ((rc = plugin_outputs(kind, name, options, &c->added, &c->unknown, err)) ||
 	    (kind != PLG_SOURCE && (rc = requirements(c, options, err))))
 		goto fail;
 	if (set_classes(c, name, &c->added))
@@ -484,7 +491,7 @@ int plg_contract_edge(const plg_contract *p, const plg_contract *c,
 	core_buf b = { 0 };
 	int rc;
 
-	if (!c)
+	if (!c || (p && p->unknown))
 		return 0;
 	if (c->nrequired && (rc = contract_violation(p, c, from, to, label, by, err)))
 		return rc;

@@ -747,12 +747,17 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		return rc;
 	rec_key_init(&k);
 	rec_key_u64(&k, run);
-	if (rec_get(v.t, REC_RUNS, &k, &val, &len) == 0)
+	if ((rc = rec_get(v.t, REC_RUNS, &k, &val, &len)) == 0)
 		r = elspeth__run_record__unpack(NULL, len, val);
 	if (!r) {
 		rec_read_end(v.t);
-		return core_err_set(err, CORE_EDATA, "run %llu is not in the audit trail",
-				    (unsigned long long)run);
+		if (rc && rc != REC_NOTFOUND)
+			return core_err_set(err, rc, "run %llu: its record cannot be read: %s%s%s",
+					    (unsigned long long)run, core_strerror(rc),
+					    rc == CORE_EDATA ? ": the trail is damaged at " : "",
+					    rc == CORE_EDATA ? rec_damage_where() : "");
+		return core_err_set(err, CORE_EDATA, rc ? "run %llu is not in the audit trail" :
+				    "run %llu: its record cannot be decoded", (unsigned long long)run);
 	}
 	v.violations = json_array();
 	v.files = json_object();

@@ -85,9 +85,10 @@ static int read_state(run_shard *s, uint32_t k, core_err *err)
 {
 	json_t *last = NULL;
 	const char *status;
+	int rc = shd_shard_run(s->m, k, NULL, &last, err);
 
-	if (shd_shard_run(s->m, k, NULL, &last, err))
-		return CORE_EDATA;
+	if (rc)
+		return rc;
 	if (!last) {
 		s->info.state = RUN_SHARD_NEW;
 		return 0;
@@ -105,11 +106,14 @@ static int read_state(run_shard *s, uint32_t k, core_err *err)
 static int resume_or_restart(run_shard *s, core_err *err)
 {
 	Elspeth__Checkpoint *ck = NULL;
+	core_err local = { 0 };
 	rec_env *rec;
 	bool usable = true;
 
-	if (!rec_open(s->landscape, REC_READONLY, &rec, err)) {
-		if (rec_ckpt_load(rec, s->info.run_id, &ck, err) == REC_NOTFOUND)
+	/* a Landscape or checkpoint that cannot be read is the resume's to
+	 * report (it names what), not a reason to start again */
+	if (!rec_open(s->landscape, REC_READONLY, &rec, &local)) {
+		if (rec_ckpt_load(rec, s->info.run_id, &ck, &local) == REC_NOTFOUND)
 			usable = false;
 		rec_ckpt_free(ck);
 		rec_close(rec, NULL);

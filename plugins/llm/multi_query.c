@@ -331,6 +331,31 @@ static bool multi_capacity(void *state, plg_capacity *out)
 	return llm_client_capacity(&((multi *)state)->client, out);
 }
 
+/* Its rows keep their schema and gain {name}_{suffix} for each output
+ * field of each query (optional fields of any type: plugins.h). Read
+ * leniently: a malformed query is open's to report. */
+static int mq_outputs(const core_node *options, plg_outputs *out, core_err *err)
+{
+	const core_node *qs = core_map_get(options, "queries");
+	int rc = 0;
+
+	out->shape = PLG_SHAPE_ADDED;
+	for (size_t i = 0; !rc && qs && qs->kind == CORE_NODE_SEQ && i < qs->len; i++) {
+		const core_node *name = core_map_get(qs->items[i], "name");
+		const core_node *fs = core_map_get(qs->items[i], "output_fields");
+
+		if (!name || name->kind != CORE_NODE_SCALAR || !fs || fs->kind != CORE_NODE_SEQ)
+			continue;
+		for (size_t j = 0; !rc && j < fs->len; j++) {
+			const core_node *suf = core_map_get(fs->items[j], "suffix");
+
+			if (suf && suf->kind == CORE_NODE_SCALAR)
+				rc = plg_outputs_add(out, err, "%s_%s", name->value, suf->value);
+		}
+	}
+	return rc;
+}
+
 const plg_transform_ops plg__llm_multi_query = {
 	.name = "llm_multi_query",
 	.description = "Several typed LLM queries per row, sent concurrently; answers validated into {query}_{suffix} columns",
@@ -340,4 +365,5 @@ const plg_transform_ops plg__llm_multi_query = {
 	.save = multi_save,
 	.restore = multi_restore,
 	.capacity = multi_capacity,
+	.outputs = mq_outputs,
 };

@@ -87,6 +87,39 @@ check "validate --verbose: an accepted pipeline lists its 4 edges with their sch
 [ "$rc" = 0 ] || sed 's/^/    /' v21ok.txt
 check "validate --verbose: a refused pipeline still names its error" 'grep -q "Schema contract violation" v30.txt'
 
+# llm_multi_query adds {query}_{suffix}: a fixed sink may take it
+cat > mq.yaml <<'EOF2'
+source: {plugin: csv, on_success: t_in, options: {path: input.csv, schema: {mode: fixed, fields: ["id: int", "name: str", "score: int"]}, on_validation_failure: discard}}
+transforms:
+  - name: t
+    plugin: llm_multi_query
+    input: t_in
+    on_success: out
+    options:
+      provider: openrouter
+      api_key: sk-test
+      model: m
+      schema: {mode: fixed, fields: ["id: int", "name: str", "score: int"]}
+      queries:
+        - {name: cs1, input_fields: [name], output_fields: [{suffix: rank, type: integer}]}
+sinks:
+  out: {plugin: csv, options: {path: output/o.csv, schema: {mode: fixed, fields: ["id: int", "name: str", "score: int", "cs1_rank: any?"]}}}
+EOF2
+"$ELSPETH" validate -s mq.yaml > mq.txt 2>&1
+check "llm_multi_query: its {query}_{suffix} fields reach a fixed sink that declares them" '[ $? = 0 ] || grep -q "Settings valid" mq.txt'
+grep -q "Settings valid" mq.txt || sed 's/^/    /' mq.txt
+# a gate route whose key reads like a divert label is still judged
+cat > div.yaml <<'EOF2'
+source: {plugin: csv, on_success: g_in, options: {path: input.csv, schema: {mode: fixed, fields: ["id: int", "name: str"]}, on_validation_failure: discard}}
+gates:
+  - {name: g, input: g_in, condition: "row['id']", routes: {'on_error': errs, '1': out}}
+sinks:
+  out: {plugin: csv, options: {path: output/o.csv, schema: {mode: fixed, fields: ["id: int", "name: str"]}}}
+  errs: {plugin: csv, options: {path: output/e.csv, schema: {mode: fixed, fields: ["nope: str"]}}}
+EOF2
+"$ELSPETH" validate -s div.yaml > div.txt 2>&1
+check "a gate route named 'on_error' is an ordinary edge: judged" 'grep -q "Edge from '"'g' to 'errs' (on_error) invalid"'" div.txt'
+
 # the SQL trail records each node's declared fields, as ELSPETH does
 rm -rf output state
 "$ELSPETH" run -s 01-fixed-same-fields.yaml --execute > run01.txt 2>&1 &&
