@@ -69,6 +69,7 @@ int rec_read_begin(rec_env *env, rec_txn **out, core_err *err)
 	int rc;
 
 	*out = NULL;
+	rec__damage_clear(); /* a message names damage this read found */
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

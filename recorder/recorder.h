@@ -87,7 +87,8 @@ typedef enum rec_table {
 const char *rec_table_name(rec_table t);
 /* Where the last value this thread read and found damaged (CORE_EDATA:
  * its seal does not match, docs/audit.md "Damage and tampering") was:
- * "table node_states, key (1, 42)"; "" before any. */
+ * "table node_states, key (1, 42)" (its 8-byte words); "" when this
+ * thread's current read (since rec_read_begin) found none. */
 const char *rec_damage_where(void);
 
 typedef struct rec_env rec_env;

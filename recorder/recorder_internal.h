@@ -279,5 +279,7 @@ bool rec__sealed_table(rec_table t);
 int rec__put(MDB_txn *txn, MDB_dbi dbi, rec_table t, MDB_val *k, const MDB_val *v,
 	     unsigned flags);
 int rec__unseal(rec_table t, const MDB_val *k, MDB_val *v);
+/* Forgets where this thread last found damage (a new read begins). */
+void rec__damage_clear(void);
 
 #endif /* ELSPETH_RECORDER_INTERNAL_H */

@@ -77,6 +77,11 @@ const char *rec_damage_where(void)
 	return where;
 }
 
+void rec__damage_clear(void)
+{
+	where[0] = '\0';
+}
+
 bool rec__sealed_table(rec_table t)
 {
 	return t != REC_META;
