@@ -205,7 +205,7 @@ for _ in $(seq 3000); do [ -f kill/out.jsonl ] && [ "$(wc -l < kill/out.jsonl)" 
 kill -0 $pid 2>/dev/null && pass "killed mid-run ($(wc -l < kill/out.jsonl) lines written)" || fail "the run ended before the SIGKILL"
 kill -9 $pid; wait $pid 2>/dev/null
 [ ! -e runs/audit.db ] && [ -d runs/audit.db.lmdb ] && pass "after SIGKILL: the Landscape, no SQL file yet" || fail "after SIGKILL: $(ls runs)"
-expect "-d FILE finds the killed run's Landscape beside the file" 0 "running" -- "$ELSPETH" runs -d runs/audit.db
+expect "-d FILE finds the killed run's Landscape beside the file (stopped: no process runs it)" 0 "stopped" -- "$ELSPETH" runs -d runs/audit.db
 expect "resume after SIGKILL" 0 "resumed run 1" -- "$ELSPETH" resume latest -s kill.yaml -x
 cmp -s ref/out.jsonl kill/out.jsonl && cmp -s ref/fives.csv kill/fives.csv && pass "the resumed sinks equal the uninterrupted run's" || fail "resumed sinks differ"
 outc() { q "$1" "SELECT outcome || ':' || count(*) FROM token_outcomes GROUP BY outcome ORDER BY outcome" | tr '\n' ' '; }
