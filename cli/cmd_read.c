@@ -385,6 +385,21 @@ static int verify_isolated(verify_job *j, uint64_t *run, json_t **rep, core_err 
 	return rc;
 }
 
+/* verify's line on the run's chain (recorder/chain.c). */
+static void print_chain(const json_t *c)
+{
+	const char *head = json_string_value(json_object_get(c, "head"));
+
+	if (!head) {
+		printf("chain: %s\n", json_string_value(json_object_get(c, "status")));
+		return;
+	}
+	printf("chain: %s, %lld records, head %.16s…, signature %s\n",
+	       json_string_value(json_object_get(c, "status")),
+	       (long long)json_integer_value(json_object_get(c, "records")), head,
+	       json_string_value(json_object_get(c, "signature")));
+}
+
 /* A trail verify could not read whole: an audit failure (exit 4). */
 static int report_damage(const cli_read_args *a, uint64_t run, const core_err *err)
 {
@@ -455,6 +470,7 @@ int cli_verify(int argc, char **argv)
 		       (long long)json_integer_value(json_object_get(c, "batches")),
 		       (long long)json_integer_value(json_object_get(c, "calls")));
 		print_resume_counts(c);
+		print_chain(json_object_get(rep, "chain"));
 		if ((v = json_object_get(rep, "stopped")))
 			printf("%s\n", json_string_value(json_object_get(v, "message")));
 		json_array_foreach(json_object_get(rep, "violations"), i, v)

@@ -288,6 +288,13 @@ void core_sha256_stream_add(core_sha256_stream *s, const void *p, size_t n);
 void core_sha256_stream_hex(const core_sha256_stream *s,
 			    char out[CORE_SHA256_HEX_LEN + 1]);
 void core_sha256_stream_free(core_sha256_stream *s); /* NULL allowed */
+/* The key runs and signed exports are signed with: $ELSPETH_SIGNING_KEY,
+ * or NULL when it is unset or empty. */
+const char *core_signing_key(void);
+/* HMAC-SHA256 of data keyed by key's bytes, as 64 hex chars + NUL.
+ * 0 or CORE_EINTERNAL. */
+int core_hmac_sha256_hex(const char *key, const void *data, size_t len,
+			 char out[CORE_SHA256_HEX_LEN + 1]);
 /* SHA-256 over the canonical JSON of v, as 64 hex chars + NUL. */
 int core_hash_json(const json_t *v, char out[CORE_SHA256_HEX_LEN + 1],
 		   core_err *err);

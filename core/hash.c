@@ -13,6 +13,7 @@
 #include <stdlib.h>
 
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 
 #include "core/core.h"
 
@@ -199,4 +200,24 @@ void core_sha256_stream_free(core_sha256_stream *s)
 		return;
 	EVP_MD_CTX_free(s->ctx);
 	free(s);
+}
+
+const char *core_signing_key(void)
+{
+	const char *k = getenv("ELSPETH_SIGNING_KEY");
+
+	return k && *k ? k : NULL;
+}
+
+int core_hmac_sha256_hex(const char *key, const void *data, size_t len,
+			 char out[CORE_SHA256_HEX_LEN + 1])
+{
+	unsigned char mac[CORE_SHA256_LEN];
+	unsigned int maclen = 0;
+
+	if (!HMAC(EVP_sha256(), key, (int)strlen(key), data, len, mac, &maclen) ||
+	    maclen != sizeof(mac))
+		return CORE_EINTERNAL;
+	core_hex(mac, sizeof(mac), out);
+	return 0;
 }

@@ -10,9 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include <openssl/evp.h>
-#include <openssl/hmac.h>
-
 #include "core/core.h"
 
 static const char *const exact_names[] = {
@@ -42,18 +39,14 @@ bool core_is_secret_name(const char *name)
 int core_fingerprint(const char *value, char *out, size_t cap)
 {
 	const char *key = getenv("ELSPETH_FINGERPRINT_KEY");
-	unsigned char mac[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	char hex[2 * EVP_MAX_MD_SIZE + 1];
+	char hex[CORE_SHA256_HEX_LEN + 1];
 
 	if (!key || !key[0]) {
 		snprintf(out, cap, "%s", CORE_REDACTED);
 		return 0;
 	}
-	if (!HMAC(EVP_sha256(), key, (int)strlen(key),
-		  (const unsigned char *)value, strlen(value), mac, &len))
+	if (core_hmac_sha256_hex(key, value, strlen(value), hex))
 		return CORE_EINTERNAL;
-	core_hex(mac, len, hex);
 	snprintf(out, cap, "hmac-sha256:%s", hex);
 	return 0;
 }

@@ -364,6 +364,10 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 	r.metrics_json = STR(metrics_json);
 	run_key_id(a, &k);
 	rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
+	/* Chained while the run's lock is held: nothing of it is written
+	 * after this. */
+	if (!rc)
+		rc = rec_run_chain(a->rec, a->run_id, core_signing_key(), err);
 	if (!rc)
 		rc = rec_flush(a->rec, err);
 	if (a->lock_fd >= 0) {

@@ -487,7 +487,6 @@ void eng__resume_finish(eng_ctx *c, eng_summary *sum, const char *status)
 {
 	sum->replayed_now = sum->calls_replayed - c->resume->replayed_before;
 	put_resume_record(c->resume, status, sum, sum->in_flight);
-	rec_flush(c->resume->rec, NULL);
 }
 
 /* ------------------------------------------------------------ planning */

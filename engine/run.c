@@ -312,11 +312,13 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	}
 	status = eng_run_status(rc, sum);
 	metrics = metrics_json(sum);
+	/* The resume's record first: the run record, chained, is the last
+	 * write (rec_run_chain). */
+	if (c->resume)
+		eng__resume_finish(c, sum, status);
 	frc = eng__audit_finish(c->audit, sum, status,
 				rc ? err->msg : sum->halt_code ? sum->halt_msg : NULL,
 				metrics, &ferr);
-	if (c->resume)
-		eng__resume_finish(c, sum, status);
 	free(metrics);
 	if (!rc && frc) {
 		*err = ferr;

@@ -11,18 +11,6 @@
 
 typedef void *(*unpack_fn)(ProtobufCAllocator *, size_t, const uint8_t *);
 
-/* Reads and unpacks one record; NULL when absent or undecodable. */
-static void *get_msg(rec_txn *t, rec_table tab, const rec_key *k,
-		     const ProtobufCMessageDescriptor *d)
-{
-	const void *v;
-	size_t n;
-
-	if (rec_get(t, tab, k, &v, &n))
-		return NULL;
-	return protobuf_c_message_unpack(d, NULL, n, v);
-}
-
 static void free_msg(void *m)
 {
 	if (m)
@@ -61,6 +49,45 @@ static json_t *time_json(uint64_t ns)
 	return json_string(buf);
 }
 
+/* ------------------------------------------------ explain: its reads */
+
+typedef struct explain {
+	rec_txn *t;
+	uint64_t run;
+	json_t *nodes;   /* array by node id: {name, kind, plugin} */
+	json_t *edges;   /* array by edge id: {from, to, label} */
+	json_t *tokens;  /* output */
+	int rc;          /* the first read that failed (not absence): the
+			  * explanation is refused, never shown short */
+} explain;
+
+/* A read the explanation needs failed: remembered, the first one wins. */
+static void x_fail(explain *x, int rc)
+{
+	if (rc && !x->rc)
+		x->rc = rc;
+}
+
+/* Reads and unpacks one record; NULL when absent, or when it cannot be
+ * read or decoded (x_fail). */
+static void *x_get(explain *x, rec_table tab, const rec_key *k,
+		   const ProtobufCMessageDescriptor *d)
+{
+	const void *v;
+	size_t n;
+	void *m;
+	int rc = rec_get(x->t, tab, k, &v, &n);
+
+	if (rc) {
+		if (rc != REC_NOTFOUND)
+			x_fail(x, rc);
+		return NULL;
+	}
+	if (!(m = protobuf_c_message_unpack(d, NULL, n, v)))
+		x_fail(x, CORE_EDATA);
+	return m;
+}
+
 /* Bytes as payload JSON: {"hash": h, "data": ...} or {"hash",
  * "undecodable": true}. */
 static json_t *bytes_json(const char *hash, const void *data, size_t len,
@@ -75,17 +102,21 @@ static json_t *bytes_json(const char *hash, const void *data, size_t len,
 }
 
 /* A payload as JSON: bytes_json, or {"hash", "missing": true}. */
-static json_t *payload_json(rec_txn *t, uint64_t run, const char *hash, bool is_json)
+static json_t *payload_json(explain *x, const char *hash, bool is_json)
 {
 	const void *data;
 	size_t len;
+	int rc;
 
 	if (!hash || !hash[0])
 		return json_null();
-	if (rec_get_payload(t, hash, &data, &len))
-		return rec_payload_purged(t, run, hash) ?
+	if ((rc = rec_get_payload(x->t, hash, &data, &len))) {
+		if (rc != REC_NOTFOUND)
+			x_fail(x, rc);
+		return rec_payload_purged(x->t, x->run, hash) ?
 		       json_pack("{s:s,s:b}", "hash", hash, "purged", 1) :
 		       json_pack("{s:s,s:b}", "hash", hash, "missing", 1);
+	}
 	return bytes_json(hash, data, len, is_json);
 }
 
@@ -217,14 +248,6 @@ int rec_list_runs(rec_env *env, json_t **out, core_err *err)
 
 /* --------------------------------------------------------------- explain */
 
-typedef struct explain {
-	rec_txn *t;
-	uint64_t run;
-	json_t *nodes;   /* array by node id: {name, kind, plugin} */
-	json_t *edges;   /* array by edge id: {from, to, label} */
-	json_t *tokens;  /* output */
-} explain;
-
 /* A scan's context: the explain and the array being filled. */
 typedef struct scan_ctx {
 	explain *x;
@@ -239,7 +262,7 @@ static int load_nodes(void *ctx, const void *k, size_t kl, const void *v, size_t
 	(void)k;
 	(void)kl;
 	if (!n)
-		return 0;
+		return CORE_EDATA;
 	json_array_append_new(x->nodes, json_pack("{s:s,s:s,s:s}", "name", n->name,
 				"kind", n->kind, "plugin", n->plugin));
 	elspeth__node_record__free_unpacked(n, NULL);
@@ -254,7 +277,7 @@ static int load_edges(void *ctx, const void *k, size_t kl, const void *v, size_t
 	(void)k;
 	(void)kl;
 	if (!e)
-		return 0;
+		return CORE_EDATA;
 	json_array_append_new(x->edges, json_pack("{s:i,s:i,s:s}", "from",
 				(int)e->from_node, "to", (int)e->to_node, "label", e->label));
 	elspeth__edge_record__free_unpacked(e, NULL);
@@ -276,7 +299,7 @@ static void scan_by(explain *x, rec_table tab, uint64_t id, rec_scan_fn fn,
 	rec_key k = key2(x->run, id);
 	scan_ctx c = { x, arr };
 
-	rec_scan(x->t, tab, &k, fn, &c);
+	x_fail(x, rec_scan(x->t, tab, &k, fn, &c));
 }
 
 static int routing_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
@@ -289,7 +312,7 @@ static int routing_one(void *ctx, const void *k, size_t kl, const void *v, size_
 	(void)k;
 	(void)kl;
 	if (!r)
-		return 0;
+		return CORE_EDATA;
 	e = json_array_get(c->x->edges, r->edge_id);
 	to = e ? (int)json_integer_value(json_object_get(e, "to")) : -1;
 	json_array_append_new(c->arr, json_pack("{s:i,s:s,s:s,s:s,s:s}",
@@ -310,7 +333,7 @@ static int call_one(void *ctx, const void *k, size_t kl, const void *v, size_t v
 	(void)k;
 	(void)kl;
 	if (!r)
-		return 0;
+		return CORE_EDATA;
 	j = json_pack(
 		"{s:i,s:s,s:s,s:s,s:i,s:s,s:s,s:f,s:s,s:s,s:f,s:i,s:i,s:o,s:o,s:o}",
 		"call_index", (int)r->call_index, "call_type", r->call_type,
@@ -343,8 +366,9 @@ static int member_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 
 	(void)k;
 	(void)kl;
-	if (m)
-		json_array_append_new(c->arr, json_integer((json_int_t)m->token_id));
+	if (!m)
+		return CORE_EDATA;
+	json_array_append_new(c->arr, json_integer((json_int_t)m->token_id));
 	free_msg(m);
 	return 0;
 }
@@ -353,7 +377,7 @@ static int member_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 static json_t *batch_json(explain *x, uint64_t batch)
 {
 	rec_key k = key2(x->run, batch);
-	Elspeth__BatchRecord *b = get_msg(x->t, REC_BATCHES, &k,
+	Elspeth__BatchRecord *b = x_get(x, REC_BATCHES, &k,
 		&elspeth__batch_record__descriptor);
 	json_t *members = json_array(), *j;
 
@@ -391,7 +415,7 @@ static json_t *state_json(explain *x, const Elspeth__NodeStateRecord *s)
 				batch_json(x, (uint64_t)json_integer_value(b)));
 	}
 	if (!strcmp(kind, "transform") && s->output_hash[0])
-		json_object_set_new(j, "output", payload_json(x->t, x->run, s->output_hash, true));
+		json_object_set_new(j, "output", payload_json(x, s->output_hash, true));
 	if (!strcmp(kind, "gate")) {
 		json_t *r = json_array();
 
@@ -410,7 +434,7 @@ static int state_one(void *ctx, const void *k, size_t kl, const void *v, size_t 
 	scan_ctx *c = ctx;
 	uint64_t id = rec_key_get_u64(k, 16);
 	rec_key sk = key2(c->x->run, id);
-	Elspeth__NodeStateRecord *s = get_msg(c->x->t, REC_NODE_STATES, &sk,
+	Elspeth__NodeStateRecord *s = x_get(c->x, REC_NODE_STATES, &sk,
 		&elspeth__node_state_record__descriptor);
 
 	(void)kl;
@@ -428,7 +452,7 @@ static int state_one(void *ctx, const void *k, size_t kl, const void *v, size_t 
 static json_t *outcome_json(explain *x, uint64_t token)
 {
 	rec_key k = key2(x->run, token);
-	Elspeth__TokenOutcomeRecord *o = get_msg(x->t, REC_TOKEN_OUTCOMES, &k,
+	Elspeth__TokenOutcomeRecord *o = x_get(x, REC_TOKEN_OUTCOMES, &k,
 		&elspeth__token_outcome_record__descriptor);
 	json_t *j;
 
@@ -437,7 +461,7 @@ static json_t *outcome_json(explain *x, uint64_t token)
 	j = json_pack("{s:s,s:s,s:o}", "outcome", o->outcome, "sink", o->sink,
 		      "recorded_at", time_json(o->recorded_at_ns));
 	if (o->error_hash[0])
-		json_object_set_new(j, "error", payload_json(x->t, x->run, o->error_hash, false));
+		json_object_set_new(j, "error", payload_json(x, o->error_hash, false));
 	free_msg(o);
 	return j;
 }
@@ -445,7 +469,7 @@ static json_t *outcome_json(explain *x, uint64_t token)
 static json_t *artifact_json(explain *x, uint64_t token)
 {
 	rec_key k = key2(x->run, token);
-	Elspeth__ArtifactRecord *a = get_msg(x->t, REC_ARTIFACTS, &k,
+	Elspeth__ArtifactRecord *a = x_get(x, REC_ARTIFACTS, &k,
 		&elspeth__artifact_record__descriptor);
 	json_t *j;
 
@@ -467,7 +491,7 @@ static int parent_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 	(void)k;
 	(void)kl;
 	if (!p)
-		return 0;
+		return CORE_EDATA;
 	json_array_append_new(c->arr, json_pack("{s:I,s:i}", "token_id",
 		(json_int_t)p->parent_token_id, "ordinal", (int)p->ordinal));
 	free_msg(p);
@@ -477,7 +501,7 @@ static int parent_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 static json_t *token_json(explain *x, uint64_t token)
 {
 	rec_key k = key2(x->run, token);
-	Elspeth__SupersededRecord *s = get_msg(x->t, REC_SUPERSEDED, &k,
+	Elspeth__SupersededRecord *s = x_get(x, REC_SUPERSEDED, &k,
 		&elspeth__superseded_record__descriptor);
 	json_t *parents = json_array(), *states = json_array(), *j;
 
@@ -537,25 +561,28 @@ static int superseded_one(void *ctx, const void *k, size_t kl, const void *v, si
 	int rc = 0;
 
 	(void)kl;
-	if (s && s->row_id == l->row)
+	if (!s)
+		return CORE_EDATA;
+	if (s->row_id == l->row)
 		rc = id_push(l, rec_key_get_u64(k, 8));
 	free_msg(s);
 	return rc;
 }
 
 /* Every token of row seq, the ones a resume abandoned included (also one
- * whose tokens_by_row entry the crash cut off), in token order. 0 or
- * CORE_ENOMEM; like every explain read, an unreadable table shows less. */
+ * whose tokens_by_row entry the crash cut off), in token order. 0 or the
+ * read error. */
 static int row_tokens(explain *x, uint64_t seq, json_t *out)
 {
 	id_list l = { .row = seq };
 	rec_key k = key2(x->run, seq);
 	size_t i;
+	int rc;
 
-	if (rec_scan(x->t, REC_TOKENS_BY_ROW, &k, row_token_one, &l) == CORE_ENOMEM)
+	if ((rc = rec_scan(x->t, REC_TOKENS_BY_ROW, &k, row_token_one, &l)))
 		goto out_free;
 	k = key1(x->run);
-	if (rec_scan(x->t, REC_SUPERSEDED, &k, superseded_one, &l) == CORE_ENOMEM)
+	if ((rc = rec_scan(x->t, REC_SUPERSEDED, &k, superseded_one, &l)))
 		goto out_free;
 	if (l.n)
 		qsort(l.v, l.n, sizeof(*l.v), id_cmp);
@@ -566,7 +593,7 @@ static int row_tokens(explain *x, uint64_t seq, json_t *out)
 	return 0;
 out_free:
 	free(l.v);
-	return CORE_ENOMEM;
+	return rc;
 }
 
 static int resume_one(void *ctx, const void *k, size_t kl, const void *v, size_t vl)
@@ -576,7 +603,7 @@ static int resume_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 	(void)k;
 	(void)kl;
 	if (!r)
-		return 0;
+		return CORE_EDATA;
 	json_array_append_new(ctx, json_pack(
 		"{s:i,s:o,s:o,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:i}",
 		"attempt", (int)r->attempt, "started_at", time_json(r->started_at_ns),
@@ -595,7 +622,7 @@ static int resume_one(void *ctx, const void *k, size_t kl, const void *v, size_t
 static json_t *row_json(explain *x, uint64_t seq)
 {
 	rec_key k = key2(x->run, seq);
-	Elspeth__RowRecord *r = get_msg(x->t, REC_ROWS, &k, &elspeth__row_record__descriptor);
+	Elspeth__RowRecord *r = x_get(x, REC_ROWS, &k, &elspeth__row_record__descriptor);
 	Elspeth__ValidationErrorRecord *v;
 	json_t *j;
 
@@ -604,9 +631,9 @@ static json_t *row_json(explain *x, uint64_t seq)
 	j = json_pack("{s:I,s:s,s:s,s:o,s:o}", "seq", (json_int_t)r->seq,
 		      "source_hash", r->source_hash, "where", r->where,
 		      "created_at", time_json(r->created_at_ns),
-		      "source", payload_json(x->t, x->run, r->payload_ref, true));
+		      "source", payload_json(x, r->payload_ref, true));
 	free_msg(r);
-	v = get_msg(x->t, REC_VALIDATION_ERRORS, &k,
+	v = x_get(x, REC_VALIDATION_ERRORS, &k,
 		    &elspeth__validation_error_record__descriptor);
 	if (v)
 		json_object_set_new(j, "validation_error", json_string(v->error));
@@ -618,8 +645,12 @@ static json_t *row_json(explain *x, uint64_t seq)
 static int damaged(const explain *x, int rc, core_err *err)
 {
 	if (rc == CORE_EDATA)
-		return core_err_set(err, rc, "the trail is damaged: run %llu: %s cannot be read",
-				    (unsigned long long)x->run, rec_damage_where());
+		return core_err_set(err, rc, "the trail is damaged: run %llu: %s%s",
+				    (unsigned long long)x->run, rec_damage_where()[0] ?
+				    rec_damage_where() : "a record it holds cannot be decoded",
+				    rec_damage_where()[0] ? " cannot be read" : "");
+	if (rc == CORE_ENOMEM)
+		return core_err_set(err, rc, "out of memory");
 	return core_err_set(err, rc, "run %llu: reading the trail: %s",
 			    (unsigned long long)x->run, core_strerror(rc));
 }
@@ -628,11 +659,12 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 {
 	rec_key rk = key1(x->run);
 	int rc;
-	Elspeth__RunRecord *run = get_msg(x->t, REC_RUNS, &rk, &elspeth__run_record__descriptor);
+	Elspeth__RunRecord *run = x_get(x, REC_RUNS, &rk, &elspeth__run_record__descriptor);
 	json_t *row, *resumes, *doc;
 
 	if (!run)
-		return core_err_set(err, CORE_EDATA, "run %llu is not in the audit trail",
+		return x->rc ? damaged(x, x->rc, err) :
+		       core_err_set(err, CORE_EDATA, "run %llu is not in the audit trail",
 				    (unsigned long long)x->run);
 	row = row_json(x, seq);
 	if (!row) {
@@ -640,8 +672,10 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 
 		free_msg(run);
 		rec_key_u64(&k, seq);
-		if ((rc = rec_get(x->t, REC_ROWS, &k, NULL, NULL)) && rec_err_damaged(rc))
+		if ((rc = rec_get(x->t, REC_ROWS, &k, NULL, NULL)) && rc != REC_NOTFOUND)
 			return damaged(x, rc, err);
+		if (x->rc)
+			return damaged(x, x->rc, err);
 		return core_err_set(err, CORE_EDATA,
 			"run %llu has no row %llu (rows are numbered from 1 in source order)",
 			(unsigned long long)x->run, (unsigned long long)seq);
@@ -649,17 +683,12 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 	resumes = json_array();
 	if ((rc = rec_scan(x->t, REC_NODES, &rk, load_nodes, x)) ||
 	    (rc = rec_scan(x->t, REC_EDGES, &rk, load_edges, x)) ||
-	    (rc = rec_scan(x->t, REC_RESUMES, &rk, resume_one, resumes))) {
+	    (rc = rec_scan(x->t, REC_RESUMES, &rk, resume_one, resumes)) ||
+	    (rc = row_tokens(x, seq, x->tokens)) || (rc = x->rc)) {
 		free_msg(run);
 		json_decref(row);
 		json_decref(resumes);
 		return damaged(x, rc, err);
-	}
-	if (row_tokens(x, seq, x->tokens)) {
-		free_msg(run);
-		json_decref(row);
-		json_decref(resumes);
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	doc = json_pack("{s:s,s:o,s:o,s:o,s:O}", "schema", "elspeth-explain-1",
 			"run", run_json(run), "resumes", resumes, "row", row,
@@ -683,11 +712,13 @@ int rec_explain(rec_env *env, uint64_t run, uint64_t seq, uint64_t token,
 	x.tokens = json_array();
 	if (token) {
 		rec_key k = key2(run, token);
-		Elspeth__TokenRecord *t = get_msg(x.t, REC_TOKENS, &k,
+		Elspeth__TokenRecord *t = x_get(&x, REC_TOKENS, &k,
 			&elspeth__token_record__descriptor);
 
 		if (t)
 			seq = t->row_id;
+		else if (x.rc)
+			rc = damaged(&x, x.rc, err);
 		else
 			rc = core_err_set(err, CORE_EDATA, "run %llu has no token %llu",
 					  (unsigned long long)run, (unsigned long long)token);

@@ -228,6 +228,16 @@ int rec_write_sync(rec_env *env, rec_sync_fn fn, void *ctx, core_err *err);
 int rec_txn_put(rec_env *env, void *mdb_txn, rec_table t, const rec_key *k,
 		const void *val, size_t vlen);
 
+/* The last write of a run or a resume that ends, whatever its status:
+ * after every put queued before it is committed, in one write
+ * transaction, the run record gets the head of the run's chain (the
+ * SHA-256 over it and every record of the run, recorder/chain.c), the
+ * number of records chained, and with a key (non-NULL, non-empty) the
+ * head's HMAC-SHA256. Nothing of the run may be written after it (verify
+ * would find the chain broken). Same CORE_EINTERNAL cases as rec_flush;
+ * it does not fsync (rec_flush after it does). */
+int rec_run_chain(rec_env *env, uint64_t run, const char *key, core_err *err);
+
 /* Allocates the next run id (1, 2, 3 ... per environment, atomically
  * across processes) and stores rec as its first RunRecord (run_id set). */
 int rec_new_run(rec_env *env, Elspeth__RunRecord *rec, core_err *err);

@@ -281,5 +281,12 @@ int rec__put(MDB_txn *txn, MDB_dbi dbi, rec_table t, MDB_val *k, const MDB_val *
 int rec__unseal(rec_table t, const MDB_val *k, MDB_val *v);
 /* Forgets where this thread last found damage (a new read begins). */
 void rec__damage_clear(void);
+/* Says again where damage found earlier was (a read that relies on it). */
+void rec__damage_set(const char *where);
+
+/* chain.c: the head of run r's chain as txn holds it (hex) and the
+ * number of records it covers; 0 or the read error. */
+int rec__chain_head(rec_env *env, MDB_txn *txn, const Elspeth__RunRecord *r,
+		    char head[CORE_SHA256_HEX_LEN + 1], uint64_t *records);
 
 #endif /* ELSPETH_RECORDER_INTERNAL_H */

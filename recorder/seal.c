@@ -82,6 +82,11 @@ void rec__damage_clear(void)
 	where[0] = '\0';
 }
 
+void rec__damage_set(const char *w)
+{
+	snprintf(where, sizeof(where), "%s", w);
+}
+
 bool rec__sealed_table(rec_table t)
 {
 	return t != REC_META;

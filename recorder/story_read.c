@@ -57,6 +57,8 @@ typedef struct rec__views {
 	uint64_t index_run;        /* the run the id index is of, 0: none */
 	id_seq *tokens, *states;
 	size_t ntokens, nstates, tcap, scap;
+	bool index_damaged;        /* the index skipped a damaged fragment: */
+	char index_where[200];     /* ... where it was (rec_damage_where) */
 } rec__views;
 
 
@@ -618,9 +620,9 @@ typedef int (*row_fn)(void *ctx, rec__view *v);
 
 /* Calls fn with a view of every row of run that has a story, in order.
  * A fragment that cannot be decoded ends it with CORE_EDATA, unless
- * `tolerant` (the id index: one damaged row must not hide the others'
- * tokens), which skips it. */
-static int rows_each(rec_txn *t, uint64_t run, bool tolerant, row_fn fn,
+ * `skipped` is given (the id index: one damaged row must not hide the
+ * others' tokens): it is then skipped and *skipped set. */
+static int rows_each(rec_txn *t, uint64_t run, bool *skipped, row_fn fn,
 		     void *ctx)
 {
 	rec__view v = { 0 };
@@ -643,8 +645,10 @@ static int rows_each(rec_txn *t, uint64_t run, bool tolerant, row_fn fn,
 			v.valid = true;
 		}
 		rc = view_add_fragment(t, &v, &k, &val);
-		if (rc == CORE_EDATA && tolerant)
+		if (rc == CORE_EDATA && skipped) {
+			*skipped = true;
 			rc = 0;
+		}
 		if (rc)
 			break;
 		rc = mdb_cursor_get(c, &k, &val, MDB_NEXT);
@@ -690,9 +694,12 @@ static int index_build(rec_txn *t, rec__views *vs, uint64_t run)
 	vs->tokens = vs->states = NULL;
 	vs->ntokens = vs->nstates = vs->tcap = vs->scap = 0;
 	vs->index_run = 0;
-	rc = rows_each(t, run, true, index_row, vs);
+	vs->index_damaged = false;
+	rc = rows_each(t, run, &vs->index_damaged, index_row, vs);
 	if (rc)
 		return rc;
+	if (vs->index_damaged)
+		snprintf(vs->index_where, sizeof(vs->index_where), "%s", rec_damage_where());
 	if (vs->ntokens)
 		qsort(vs->tokens, vs->ntokens, sizeof(id_seq), id_cmp);
 	if (vs->nstates)
@@ -780,8 +787,14 @@ static int view_for(rec_txn *t, rec_table tab, const rec_key *prefix,
 	if ((rc = index_build(t, vs, run)))
 		return rc;
 	if (!(keyed_by_state(tab) ? index_find(vs->states, vs->nstates, id, &seq) :
-				    index_find(vs->tokens, vs->ntokens, id, &seq)))
+				    index_find(vs->tokens, vs->ntokens, id, &seq))) {
+		/* not in the index: absent, unless a damaged row could hold it */
+		if (vs->index_damaged) {
+			rec__damage_set(vs->index_where);
+			return CORE_EDATA;
+		}
 		return 0;
+	}
 	if ((rc = view_load(t, &vs->point, run, seq)))
 		return rc;
 	*out = &vs->point;
@@ -845,7 +858,7 @@ int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	if (prefix->len < 16) {
 		scan_all s = { t, tab, prefix, fn, ctx };
 
-		return rows_each(t, rec_key_get_u64(prefix->b, 0), false, scan_row, &s);
+		return rows_each(t, rec_key_get_u64(prefix->b, 0), NULL, scan_row, &s);
 	}
 	if ((rc = view_for(t, tab, prefix, &v)) || !v)
 		return rc;

@@ -25,7 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recorder/recorder.h"
+#include "recorder/recorder_internal.h"
 
 #define MAX_LISTED 200
 
@@ -734,8 +734,58 @@ static int sweep_seals(verify *v, const rec_key *run)
 	return rc ? rc : rec_scan(v->t, REC_PAYLOADS, NULL, any_one, NULL);
 }
 
+/* The run's chain (chain.c) recomputed and compared with the head its
+ * run record holds; the head's signature checked when ELSPETH_SIGNING_KEY
+ * is set. *out: the report's "chain" object. 0 or the read error. */
+static int check_chain(verify *v, const Elspeth__RunRecord *r, json_t **out)
+{
+	const char *key = core_signing_key(), *sig = "unsigned", *state = "intact";
+	char head[CORE_SHA256_HEX_LEN + 1], mac[CORE_SHA256_HEX_LEN + 1];
+	unsigned long long id = (unsigned long long)r->run_id;
+	uint64_t n = 0;
+	int rc;
+
+	if (!r->chain_head[0]) {
+		/* A run that never ended has no head yet (a killed run is
+		 * "running" until it is resumed). One that ended has one. */
+		if (strcmp(r->status, "running"))
+			violation(v, "the trail was changed: run %llu ended (%s) but its run "
+				  "record holds no head of its chain", id, r->status);
+		*out = json_pack("{s:s}", "status", strcmp(r->status, "running") ?
+				 "missing" : "not yet (the run has not ended)");
+		return 0;
+	}
+	if ((rc = rec__chain_head(rec__txn_env(v->t), rec__txn_mdb(v->t), r, head, &n)))
+		return rc;
+	if (strcmp(head, r->chain_head) || n != r->chain_records) {
+		state = "broken";
+		violation(v, "the trail was changed: run %llu's records no longer match the "
+			  "head of their chain (%llu records now, %llu when the run ended): "
+			  "a record was changed, removed or added", id,
+			  (unsigned long long)n, (unsigned long long)r->chain_records);
+	}
+	if (r->chain_hmac[0] && !key) {
+		sig = "not checked (ELSPETH_SIGNING_KEY is not set)";
+	} else if (r->chain_hmac[0]) {
+		if ((rc = core_hmac_sha256_hex(key, r->chain_head, strlen(r->chain_head), mac)))
+			return rc;
+		sig = strcmp(mac, r->chain_hmac) ? "invalid" : "valid";
+		if (strcmp(mac, r->chain_hmac))
+			violation(v, "the trail was changed: the signature of run %llu's chain "
+				  "does not match ELSPETH_SIGNING_KEY (its head was rewritten, "
+				  "or it was signed with another key)", id);
+	} else if (key) {
+		violation(v, "run %llu's chain is not signed, and ELSPETH_SIGNING_KEY is "
+			  "set: its head could have been rewritten by anyone", id);
+	}
+	*out = json_pack("{s:s,s:s,s:I,s:s}", "status", state, "head", r->chain_head,
+			 "records", (json_int_t)r->chain_records, "signature", sig);
+	return 0;
+}
+
 int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 {
+	json_t *chain = NULL;
 	verify v = { .run = run };
 	Elspeth__RunRecord *r = NULL;
 	const void *val;
@@ -771,7 +821,8 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	if (!(rc = rec_scan(v.t, REC_SUPERSEDED, &k, superseded_one, &v)) &&
 	    !(rc = rec_scan(v.t, REC_RESUMES, &k, resume_one, &v)))
 		load_waiting(&v, r);
-	if (rc || (rc = scan_run(&v, &k)) || (rc = sweep_seals(&v, &k)))
+	if (rc || (rc = scan_run(&v, &k)) || (rc = sweep_seals(&v, &k)) ||
+	    (rc = check_chain(&v, r, &chain)))
 		core_err_set(err, rc, "run %llu: cannot read the audit trail to "
 			     "verify it: %s%s%s%s", (unsigned long long)run, core_strerror(rc),
 			     rc == CORE_EDATA && rec_damage_where()[0] ? " (" : "",
@@ -801,6 +852,10 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 	if (*report && v.purged)
 		json_object_set_new(json_object_get(*report, "checked"), "payloads_purged",
 				    json_integer((json_int_t)v.purged));
+	if (*report)
+		json_object_set_new(*report, "chain", chain);
+	else
+		json_decref(chain);
 	if (*report && strcmp(r->status, "completed"))
 		json_object_set_new(*report, "stopped", stopped_json(&v, r));
 	if (rc)

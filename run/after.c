@@ -44,7 +44,7 @@ static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
 	sink_out o = { 0 };
 	int rc, rc2;
 
-	if (x->sign && !(key = getenv("ELSPETH_SIGNING_KEY")))
+	if (x->sign && !(key = core_signing_key()))
 		return core_err_set(err, CORE_ECONFIG,
 			"ELSPETH_SIGNING_KEY environment variable required for signed export "
 			"(landscape.export.sign: true)");

@@ -6,7 +6,6 @@
  * and values `elspeth export --sqlite` gives.
  */
 #include <errno.h>
-#include <openssl/hmac.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,22 +26,15 @@ typedef struct signer {
 /* hex HMAC-SHA256 of rec's canonical JSON (rec without "signature"). */
 static int sign_one(const char *key, const json_t *rec, char hex[65], core_err *err)
 {
-	unsigned char mac[32];
-	unsigned int maclen = 0;
 	char *canon = NULL;
 	size_t len = 0;
 	int rc = core_canon(rec, &canon, &len, err);
 
 	if (rc)
 		return rc;
-	if (!HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)canon,
-		  len, mac, &maclen)) {
-		free(canon);
-		return core_err_set(err, CORE_EINTERNAL, "HMAC-SHA256 failed");
-	}
+	rc = core_hmac_sha256_hex(key, canon, len, hex);
 	free(canon);
-	core_hex(mac, sizeof(mac), hex);
-	return 0;
+	return rc ? core_err_set(err, rc, "HMAC-SHA256 failed") : 0;
 }
 
 static int sign_record(void *ctx, json_t *rec, core_err *err)

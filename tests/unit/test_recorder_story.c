@@ -524,6 +524,7 @@ Test(story, a_rows_payloads_are_its_own)
 	cr_assert_eq(rec_txn_row(t, 1, 3), 0, "a row without a story");
 	cr_assert_eq(rec_get_payload(t, h2, &v, &n), REC_NOTFOUND);
 	rec_read_end(t);
+	cr_assert_eq(rec_run_chain(env, 1, NULL, &err), 0, "%s", err.msg);
 	cr_assert_eq(rec_verify(env, 1, &rep, &err), 0, "%s", err.msg);
 	cr_assert_eq(json_integer_value(json_object_get(rep, "violation_count")), 1,
 		     "row 2's source payload: %s",
