@@ -112,7 +112,7 @@ int core_buf_append(core_buf *b, const void *p, size_t n);
 int core_buf_putc(core_buf *b, char c);
 int core_buf_puts(core_buf *b, const char *s);
 int core_buf_printf(core_buf *b, const char *fmt, ...) CORE_PRINTF(2, 3);
-int core_buf_vprintf(core_buf *b, const char *fmt, va_list ap);
+int core_buf_vprintf(core_buf *b, const char *fmt, va_list ap) CORE_PRINTF(2, 0);
 /* Hands the data to the caller (free()); the buffer is left empty. */
 char *core_buf_steal(core_buf *b);
 

@@ -34,6 +34,8 @@
 #include "recorder/recorder_internal.h"
 #include "recorder/story.h"
 
+/* The most a packed value may unpack to (a row's story fragment). */
+#define UNPACK_MAX ((uint64_t)1 << 30)
 #define PACK_RAW 0
 #define PACK_ZSTD 1
 #define PACK_DICT 2
@@ -309,6 +311,7 @@ int rec__unpack(rec_txn *t, rec__unpacker **up, const void *key,
 	story_in in = { p, p + vlen, 0 };
 	rec__unpacker *u = *up;
 	uint64_t len, id = 0;
+	unsigned long long fsize;
 	int codec;
 	size_t n;
 	int rc;
@@ -324,8 +327,14 @@ int rec__unpack(rec_txn *t, rec__unpacker **up, const void *key,
 	if (codec == PACK_DICT)
 		id = story_get_uv(&in);
 	len = story_get_uv(&in);
+	/* Not a zstd frame, a frame whose declared size disagrees (the
+	 * writer declares none), or a length past UNPACK_MAX: damage, and
+	 * nothing is allocated for it. */
+	fsize = ZSTD_getFrameContentSize(in.p, (size_t)(in.end - in.p));
 	if (in.bad || (codec != PACK_ZSTD && codec != PACK_DICT) ||
-	    (codec == PACK_DICT && id != DICT_ID) || len > ((uint64_t)1 << 32))
+	    (codec == PACK_DICT && id != DICT_ID) || len > UNPACK_MAX ||
+	    fsize == ZSTD_CONTENTSIZE_ERROR ||
+	    (fsize != ZSTD_CONTENTSIZE_UNKNOWN && fsize != len))
 		return CORE_EDATA;
 	if (!u) {
 		if (!(u = calloc(1, sizeof(*u))) || !(u->dctx = ZSTD_createDCtx())) {

@@ -2,8 +2,9 @@
 # Runs each libFuzzer harness (settings loader, CSV reader, expression
 # parser, prompt templates, LLM responses, web_scrape's HTML to markdown
 # and text, keyword_filter's Python regex translation, the MCP server's
-# JSON-RPC, shard manifests) for SECONDS seconds (default 60). Long runs
-# are by hand, not CI. Run from anywhere: it works in the repository
+# JSON-RPC, shard manifests, the JSON source, row stories read back from
+# LMDB) for SECONDS seconds (default 60). scripts/test.sh runs each for a
+# few seconds; long runs (issue 33 asks for 4 minutes each) are by hand. Run from anywhere: it works in the repository
 # (fuzz_mcp_rpc reads tests/fixtures/mcp/trail.sql).
 #   ./scripts/fuzz.sh 300
 set -euo pipefail
@@ -12,7 +13,7 @@ SECS=${1:-60}
 CC=clang cmake -S . -B build-fuzz -DELSPETH_FUZZ=ON -DELSPETH_TESTS=OFF >/dev/null
 cmake --build build-fuzz -j"$(nproc)" >/dev/null
 status=0
-for h in ${HARNESSES:-settings csv expr template llm_response html pyre mcp_rpc manifest}; do
+for h in ${HARNESSES:-settings csv expr template llm_response html pyre mcp_rpc manifest json_source story}; do
   corpus=tests/fuzz/corpus/$h
   work=build-fuzz/corpus-$h
   mkdir -p "$work"

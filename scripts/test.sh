@@ -5,7 +5,10 @@
 #      sanitizer report (Criterion does not fail a test on a leak report);
 #   3. builds with TSan and runs the threaded stress programs and the
 #      integration tests (the pipelined engine with up to 256 rows in
-#      flight) — Criterion itself cannot start under TSan.
+#      flight) — Criterion itself cannot start under TSan;
+#   4. builds the libFuzzer harnesses (clang) and runs each for a few
+#      seconds from its committed corpus (scripts/fuzz.sh; long runs are
+#      by hand).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=$(nproc)
@@ -14,12 +17,12 @@ mkdir -p "$LOGS"
 
 ./scripts/install-deps.sh
 
-echo "== 1/3 build (-Werror) and all tests"
+echo "== 1/4 build (-Werror) and all tests"
 cmake -S . -B build -DELSPETH_WERROR=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build -j"$JOBS" >/dev/null
 ctest --test-dir build --output-on-failure -j"$JOBS"
 
-echo "== 2/3 build (ASan+UBSan) and all tests"
+echo "== 2/4 build (ASan+UBSan) and all tests"
 cmake -S . -B build-asan -DELSPETH_WERROR=ON -DELSPETH_ASAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-asan -j"$JOBS" >/dev/null
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
@@ -37,7 +40,7 @@ if grep -E "ERROR: (Leak|Address)Sanitizer|: runtime error: " "$LOGS/asan.log"; 
 fi
 grep -E "tests passed|tests failed" "$LOGS/asan.log" | tail -1
 
-echo "== 3/3 build (TSan): the threaded stress programs and the integration tests"
+echo "== 3/4 build (TSan): the threaded stress programs and the integration tests"
 cmake -S . -B build-tsan -DELSPETH_WERROR=ON -DELSPETH_TSAN=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 cmake --build build-tsan -j"$JOBS" >/dev/null
 export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
@@ -48,3 +51,6 @@ export TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1
 # one thread). All three run in stages 1 and 2.
 ctest --test-dir build-tsan -L "stress|integration" -E "test_shard$|test_slurm$|test_mock_llm$" \
   --output-on-failure -j"$JOBS"
+
+echo "== 4/4 short fuzz runs (each harness, ${FUZZ_SECS:-6} s)"
+./scripts/fuzz.sh "${FUZZ_SECS:-6}"

@@ -17,7 +17,6 @@
 #include <sys/types.h>
 
 #include "plugins/plugins_internal.h"
-#include "plugins/plugins_internal.h"
 
 typedef struct json_src {
 	char *path;
