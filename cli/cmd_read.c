@@ -256,6 +256,22 @@ int cli_runs(int argc, char **argv)
 
 /* --------------------------------------------------------------- explain */
 
+/* explain, in the trail reader's child (cli_trail_read): the story as
+ * JSON. */
+static int explain_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
+{
+	const cli_read_args *a = ctx;
+	json_t *doc = NULL;
+	int rc = rec_resolve_run(env, a->run, run, err);
+
+	if (!rc)
+		rc = rec_explain(env, *run, a->row, a->token, &doc, err);
+	if (!rc && core_json_append(out, doc, -1, 0))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	json_decref(doc);
+	return rc;
+}
+
 int cli_explain(int argc, char **argv)
 {
 	static const char usage[] =
@@ -275,9 +291,10 @@ int cli_explain(int argc, char **argv)
 		"      --no-tui          text (what explain prints without --json; for\n"
 		"                        ELSPETH's users, whose explain has a TUI)\n";
 	cli_read_args a = { .run = "latest" };
-	rec_env *env;
 	json_t *doc = NULL;
 	core_err err = { 0 };
+	core_buf b = { 0 };
+	char path[4096];
 	uint64_t run;
 	int rc;
 
@@ -287,11 +304,13 @@ int cli_explain(int argc, char **argv)
 		return cli_usage_error("explain", "give exactly one of --row SEQ or --token ID");
 	if (a.manifest)
 		return cli_explain_manifest(&a);
-	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
+	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
-	rc = rec_resolve_run(env, a.run, &run, &err);
-	if (!rc)
-		rc = rec_explain(env, run, a.row, a.token, &doc, &err);
+	rc = cli_trail_read(path, "explain's reader", explain_fn, &a, (size_t)1 << 30,
+			    &run, &b, &err);
+	if (!rc && !(doc = json_loadb(b.data ? b.data : "", b.len, 0, NULL)))
+		rc = core_err_set(&err, CORE_EIO, "explain's reader gave no story");
+	core_buf_release(&b);
 	if (rc)
 		cli_error(&err);
 	else if (a.json)
@@ -299,7 +318,6 @@ int cli_explain(int argc, char **argv)
 	else
 		rc = cli_explain_text(stdout, doc, a.sink);
 	json_decref(doc);
-	rec_close(env, NULL);
 	return rc == CLI_USAGE ? rc : rc ? CLI_ERROR : CLI_OK;
 }
 
@@ -317,71 +335,19 @@ static void print_resume_counts(const json_t *checked)
 		       resumes, sup, rep);
 }
 
-/* verify reads the trail in a child process (core_isolate): a damaged
- * page that crashes liblmdb ends the child, and the damage is reported
- * as a violation, not as a crash of verify. */
-typedef struct verify_job {
-	const cli_read_args *a;
-	char path[4096];
-} verify_job;
-
-/* The child: {"run", "report"} or {"run", "code", "error"} on fd. */
-static void verify_child(void *ctx, int fd)
+/* verify, in the trail reader's child (cli_trail_read): its report as
+ * JSON. */
+static int verify_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
 {
-	verify_job *j = ctx;
-	core_err err = { 0 };
-	json_t *rep = NULL, *o;
-	uint64_t run = 0;
-	rec_env *env;
-	char *txt;
-	int rc = rec_open(j->path, REC_READONLY, &env, &err);
+	const cli_read_args *a = ctx;
+	json_t *rep = NULL;
+	int rc = rec_resolve_run(env, a->run, run, err);
 
-	if (!rc) {
-		rc = rec_resolve_run(env, j->a->run, &run, &err);
-		if (!rc)
-			rc = rec_verify(env, run, &rep, &err);
-		rec_close(env, NULL);
-	}
-	o = rc ? json_pack("{s:I,s:i,s:s}", "run", (json_int_t)run, "code", rc,
-			   "error", err.msg)
-	       : json_pack("{s:I,s:o}", "run", (json_int_t)run, "report", rep);
-	if ((txt = o ? json_dumps(o, JSON_COMPACT) : NULL))
-		core_write_all(fd, txt, strlen(txt));
-	_exit(txt ? 0 : 1);
-}
-
-/* Runs verify_child; CORE_EDATA with err saying what could not be read
- * (a crash of the reader, stored bytes that are not what was written:
- * rec_err_damaged), else the child's own error, else 0 with *rep. */
-static int verify_isolated(verify_job *j, uint64_t *run, json_t **rep, core_err *err)
-{
-	core_buf b = { 0 };
-	core_isolated how;
-	json_t *o = NULL;
-	int rc = core_isolate(verify_child, j, 0, (size_t)1 << 30, &b, &how, err);
-
-	*run = 0;
-	if (!rc && how.signal)
-		rc = core_err_set(err, CORE_EDATA, "reading the trail stopped the reader "
-				  "(signal %d, %s): a page of %s is damaged", how.signal,
-				  strsignal(how.signal), j->path);
-	else if (!rc && !(o = json_loadb(b.data ? b.data : "", b.len, 0, NULL)))
-		rc = core_err_set(err, CORE_EIO, "verify's reader ended without an "
-				  "answer (exit %d)", how.status);
-	if (o) {
-		*run = (uint64_t)json_integer_value(json_object_get(o, "run"));
-		if ((*rep = json_incref(json_object_get(o, "report")))) {
-			rc = 0;
-		} else {
-			rc = (int)json_integer_value(json_object_get(o, "code"));
-			core_err_set(err, rc ? rc : CORE_EIO, "%s",
-				     json_string_value(json_object_get(o, "error")) ?
-				     json_string_value(json_object_get(o, "error")) : "?");
-			rc = rec_err_damaged(err->code) ? CORE_EDATA : err->code;
-		}
-	}
-	json_decref(o);
-	core_buf_release(&b);
+	if (!rc)
+		rc = rec_verify(env, *run, &rep, err);
+	if (!rc && core_json_append(out, rep, -1, 0))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	json_decref(rep);
 	return rc;
 }
 
@@ -400,13 +366,21 @@ static void print_chain(const json_t *c)
 	       json_string_value(json_object_get(c, "signature")));
 }
 
+/* err's message without the "the trail is damaged: " verify puts first. */
+static const char *damage_msg(const core_err *err)
+{
+	static const char pre[] = "the trail is damaged: ";
+
+	return strncmp(err->msg, pre, sizeof(pre) - 1) ? err->msg : err->msg + sizeof(pre) - 1;
+}
+
 /* A trail verify could not read whole: an audit failure (exit 4). */
 static int report_damage(const cli_read_args *a, uint64_t run, const core_err *err)
 {
 	if (a->json) {
 		json_t *o = json_pack("{s:I,s:s,s:I,s:[s]}", "run_id", (json_int_t)run,
 				      "status", "unreadable", "violation_count", (json_int_t)1,
-				      "violations", err->msg);
+				      "violations", damage_msg(err));
 
 		cli_print_json(o);
 		json_decref(o);
@@ -414,7 +388,7 @@ static int report_damage(const cli_read_args *a, uint64_t run, const core_err *e
 		if (run)
 			printf("run %llu: the audit trail cannot be read whole\n",
 			       (unsigned long long)run);
-		printf("VIOLATION: the trail is damaged: %s\n", err->msg);
+		printf("VIOLATION: the trail is damaged: %s\n", damage_msg(err));
 		puts("verify: FAILED");
 	}
 	return CLI_AUDIT;
@@ -433,9 +407,10 @@ int cli_verify(int argc, char **argv)
 		"with the same request.\n"
 		"Exit 0 when all hold, 4 with the list of violations.\n\n";
 	cli_read_args a = { .run = "latest" };
-	verify_job job = { .a = &a };
 	json_t *rep = NULL, *v;
 	core_err err = { 0 };
+	core_buf b = { 0 };
+	char path[4096];
 	uint64_t run;
 	size_t i, n;
 	int rc;
@@ -444,9 +419,14 @@ int cli_verify(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if (a.manifest)
 		return cli_verify_manifest(&a);
-	if ((rc = cli_landscape_path(a.settings, a.database, job.path, sizeof(job.path))))
+	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
-	if ((rc = verify_isolated(&job, &run, &rep, &err)) == CORE_EDATA)
+	rc = cli_trail_read(path, "verify's reader", verify_fn, &a, (size_t)1 << 30,
+			    &run, &b, &err);
+	if (!rc && !(rep = json_loadb(b.data ? b.data : "", b.len, 0, NULL)))
+		rc = core_err_set(&err, CORE_EIO, "verify's reader gave no report");
+	core_buf_release(&b);
+	if (rc == CORE_EDATA)
 		return report_damage(&a, run, &err);
 	if (rc) {
 		cli_error(&err);

@@ -98,25 +98,40 @@ static int write_file(const char *path, const core_buf *page, core_err *err)
 	return rc;
 }
 
+/* The page is made in the trail reader's child (cli_trail_read). */
+typedef struct report_job {
+	const char *run;
+	const rpt_opts *o;
+} report_job;
+
+static int report_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
+{
+	const report_job *j = ctx;
+	int rc = rec_resolve_run(env, j->run, run, err);
+
+	return rc ? rc : rpt_write(env, *run, j->o, out, err);
+}
+
 int cli_report(int argc, char **argv)
 {
 	cli_report_args a = { .run = "latest", .output = "report.html" };
 	rpt_opts o = { 0 };
 	core_buf page = { 0 };
 	core_err err = { 0 };
-	rec_env *env;
+	report_job job;
+	char path[4096];
 	uint64_t run;
 	int rc;
 
 	if ((rc = cli_parse_report_args(argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
-	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
+	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
 	o.max_rows = (size_t)a.rows;
-	rc = rec_resolve_run(env, a.run, &run, &err);
-	if (!rc)
-		rc = rpt_write(env, run, &o, &page, &err);
-	rec_close(env, NULL);
+	job.run = a.run;
+	job.o = &o;
+	rc = cli_trail_read(path, "the report's reader", report_fn, &job, (size_t)1 << 30,
+			    &run, &page, &err);
 	if (!rc && !strcmp(a.output, "-")) {
 		if (fwrite(page.data, 1, page.len, stdout) != page.len || fflush(stdout))
 			rc = core_err_set(&err, CORE_EIO, "cannot write the report to stdout");

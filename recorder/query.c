@@ -669,6 +669,7 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 	row = row_json(x, seq);
 	if (!row) {
 		rec_key k = key1(x->run);
+		uint64_t counted = run->rows;
 
 		free_msg(run);
 		rec_key_u64(&k, seq);
@@ -676,6 +677,13 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 			return damaged(x, rc, err);
 		if (x->rc)
 			return damaged(x, x->rc, err);
+		/* a row the run counted cannot be missing: its keys are damaged
+		 * (LMDB finds no key where a damaged page hides it) */
+		if (seq && seq <= counted)
+			return core_err_set(err, CORE_EDATA, "the trail is damaged: run %llu "
+					    "counted %llu rows, but row %llu cannot be found",
+					    (unsigned long long)x->run, (unsigned long long)counted,
+					    (unsigned long long)seq);
 		return core_err_set(err, CORE_EDATA,
 			"run %llu has no row %llu (rows are numbered from 1 in source order)",
 			(unsigned long long)x->run, (unsigned long long)seq);
