@@ -114,16 +114,6 @@ int cli_landscape_path(const char *settings, const char *database, char *path,
 /* Opens that trail; prints the error. */
 int cli_open_landscape(const char *settings, const char *database,
 		       int flags, rec_env **env);
-/* Reads the trail at path (opened read-only) in a child process
- * (cli/trail_read.c): fn runs there and leaves its answer in out and the
- * run it read in *run. 0 with out appended (at most max bytes); CORE_EDATA
- * when the trail is damaged (the child died of a signal — err names who
- * and path — or fn's error is damage: rec_err_damaged); else fn's own
- * error (err holds its message). */
-typedef int (*cli_trail_fn)(rec_env *env, void *ctx, uint64_t *run, core_buf *out,
-			    core_err *err);
-int cli_trail_read(const char *path, const char *who, cli_trail_fn fn, void *ctx,
-		   size_t max, uint64_t *run, core_buf *out, core_err *err);
 void cli_print_json(const json_t *doc);
 /* One compact JSON document and a newline (JSON-lines events). */
 void cli_print_json_line(const json_t *doc);

@@ -8,7 +8,7 @@
 #include "sqltrail/sqltrail.h"
 
 /* The export reads the trail in the trail reader's child
- * (cli_trail_read): a damaged page that crashes liblmdb ends the child,
+ * (rec_read_isolated): a damaged page that crashes liblmdb ends the child,
  * whose SQLite transaction then never commits. */
 typedef struct export_job {
 	const char *run;       /* ID, latest or all */
@@ -57,7 +57,7 @@ int cli_export(int argc, char **argv)
 	job.sqlite = a.sqlite;
 	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
-	if ((rc = cli_trail_read(path, "the exporter", export_fn, &job, 1 << 20, &run, NULL, &err))) {
+	if ((rc = rec_read_isolated(path, "the exporter", export_fn, &job, 1 << 20, &run, NULL, &err))) {
 		cli_error(&err);
 		if (rc == CORE_EDATA)
 			fprintf(stderr, "export: nothing of the run it was reading was written "

@@ -256,7 +256,7 @@ int cli_runs(int argc, char **argv)
 
 /* --------------------------------------------------------------- explain */
 
-/* explain, in the trail reader's child (cli_trail_read): the story as
+/* explain, in the trail reader's child (rec_read_isolated): the story as
  * JSON. */
 static int explain_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
 {
@@ -306,7 +306,7 @@ int cli_explain(int argc, char **argv)
 		return cli_explain_manifest(&a);
 	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
-	rc = cli_trail_read(path, "explain's reader", explain_fn, &a, (size_t)1 << 30,
+	rc = rec_read_isolated(path, "explain's reader", explain_fn, &a, (size_t)1 << 30,
 			    &run, &b, &err);
 	if (!rc && !(doc = json_loadb(b.data ? b.data : "", b.len, 0, NULL)))
 		rc = core_err_set(&err, CORE_EIO, "explain's reader gave no story");
@@ -335,7 +335,7 @@ static void print_resume_counts(const json_t *checked)
 		       resumes, sup, rep);
 }
 
-/* verify, in the trail reader's child (cli_trail_read): its report as
+/* verify, in the trail reader's child (rec_read_isolated): its report as
  * JSON. */
 static int verify_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
 {
@@ -421,7 +421,7 @@ int cli_verify(int argc, char **argv)
 		return cli_verify_manifest(&a);
 	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
-	rc = cli_trail_read(path, "verify's reader", verify_fn, &a, (size_t)1 << 30,
+	rc = rec_read_isolated(path, "verify's reader", verify_fn, &a, (size_t)1 << 30,
 			    &run, &b, &err);
 	if (!rc && !(rep = json_loadb(b.data ? b.data : "", b.len, 0, NULL)))
 		rc = core_err_set(&err, CORE_EIO, "verify's reader gave no report");

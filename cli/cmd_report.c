@@ -98,7 +98,7 @@ static int write_file(const char *path, const core_buf *page, core_err *err)
 	return rc;
 }
 
-/* The page is made in the trail reader's child (cli_trail_read). */
+/* The page is made in the trail reader's child (rec_read_isolated). */
 typedef struct report_job {
 	const char *run;
 	const rpt_opts *o;
@@ -130,7 +130,7 @@ int cli_report(int argc, char **argv)
 	o.max_rows = (size_t)a.rows;
 	job.run = a.run;
 	job.o = &o;
-	rc = cli_trail_read(path, "the report's reader", report_fn, &job, (size_t)1 << 30,
+	rc = rec_read_isolated(path, "the report's reader", report_fn, &job, (size_t)1 << 30,
 			    &run, &page, &err);
 	if (!rc && !strcmp(a.output, "-")) {
 		if (fwrite(page.data, 1, page.len, stdout) != page.len || fflush(stdout))

@@ -1,11 +1,13 @@
 /*
  * lmdb.c — serving an LMDB Landscape: the tools read SQL, so the trail is
- * first exported (sqlt_export: every run, with its payloads) to a SQLite
- * file in a private directory (mkdtemp, mode 0700) under $TMPDIR. The
- * export writes it with a rollback journal (a read-only connection needs
- * no -wal or -shm beside it); it is opened read-only and then removed with its directory at once: the open connection keeps
- * reading it, nobody else can, and nothing is left behind when the process
- * ends, however it ends.
+ * first exported (sqlt_export: every run, with its payloads), in a child
+ * process (rec_read_isolated: a damaged trail is refused, never a crash
+ * of the server), to a SQLite file in a private directory (mkdtemp, mode
+ * 0700) under $TMPDIR. The export writes it with a rollback journal (a
+ * read-only connection needs no -wal or -shm beside it); it is opened
+ * read-only and then removed with its directory at once: the open
+ * connection keeps reading it, nobody else can, and nothing is left
+ * behind when the process ends, however it ends.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,18 +19,24 @@
 #include "recorder/recorder.h"
 #include "sqltrail/sqltrail.h"
 
-static int export(const char *dir, const char *file, core_err *err)
+/* In the trail reader's child (rec_read_isolated): a damaged page that
+ * faults liblmdb ends the child, not the server. */
+static int export_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
 {
 	sqlt_opts o = { .payloads = true };
-	rec_env *env;
-	int rc = rec_open(dir, REC_READONLY, &env, err);
+
+	(void)run, (void)out;
+	return sqlt_export(env, 0, ctx, &o, err);
+}
+
+static int export(const char *dir, const char *file, core_err *err)
+{
+	uint64_t run;
+	int rc = rec_read_isolated(dir, "the exporter", export_fn, (void *)file, 1 << 20,
+				   &run, NULL, err);
 
 	if (rc)
-		return rc;
-	rc = sqlt_export(env, 0, file, &o, err);
-	if (rc)
 		core_err_prefix(err, "exporting %s to SQL", dir);
-	rec_close(env, NULL);
 	return rc;
 }
 

@@ -228,6 +228,19 @@ int rec_write_sync(rec_env *env, rec_sync_fn fn, void *ctx, core_err *err);
 int rec_txn_put(rec_env *env, void *mdb_txn, rec_table t, const rec_key *k,
 		const void *val, size_t vlen);
 
+/* Reads the trail at path (opened read-only) in a child process
+ * (recorder/isolated.c, core_isolate): fn runs there with the environment
+ * and leaves its answer in out and the run it read in *run. 0 with out
+ * appended (at most max bytes; out may be NULL when fn answers nothing);
+ * CORE_EDATA when the trail is damaged (the child died of a signal — err
+ * names who read and the path — or fn's error is damage, rec_err_damaged);
+ * else fn's own error, its message in err. For a process whose other
+ * threads hold no lock the child needs (it forks). */
+typedef int (*rec_read_fn)(rec_env *env, void *ctx, uint64_t *run, core_buf *out,
+			   core_err *err);
+int rec_read_isolated(const char *path, const char *who, rec_read_fn fn, void *ctx,
+		      size_t max, uint64_t *run, core_buf *out, core_err *err);
+
 /* The last write of a run or a resume that ends, whatever its status:
  * after every put queued before it is committed, in one write
  * transaction, the run record gets the head of the run's chain (the

@@ -1,7 +1,7 @@
-/* trail_read.c — the commands that read a whole answer out of the trail
- * (verify, export, explain, report) read it in a child process
- * (core_isolate): a damaged page that makes liblmdb fault ends the child,
- * and the command reports the damage with the trail's path instead of
+/* isolated.c — a whole answer read out of the trail in a child process
+ * (core_isolate), as verify, export, explain, report and the MCP server's
+ * export do: a damaged page that makes liblmdb fault ends the child, and
+ * the caller reports the damage with the trail's path instead of
  * crashing; a damaged value (a seal that does not match, rec_err_damaged)
  * is reported the same way, as CORE_EDATA.
  *
@@ -14,11 +14,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "cli/cli.h"
+#include "recorder/recorder.h"
 
 typedef struct trail_job {
 	const char *path;
-	cli_trail_fn fn;
+	rec_read_fn fn;
 	void *ctx;
 } trail_job;
 
@@ -50,7 +50,7 @@ static void trail_child(void *ctx, int fd)
 	_exit(0);
 }
 
-int cli_trail_read(const char *path, const char *who, cli_trail_fn fn, void *ctx,
+int rec_read_isolated(const char *path, const char *who, rec_read_fn fn, void *ctx,
 		   size_t max, uint64_t *run, core_buf *out, core_err *err)
 {
 	trail_job j = { path, fn, ctx };
