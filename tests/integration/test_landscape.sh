@@ -196,6 +196,14 @@ for i in range(60):
               f"{p.stdout[-300:]} {x.stderr[-300:]}")
         sys.exit(1)
     damaged += "VIOLATION: the trail is damaged: run 1" in p.stdout
+    # report reads less than verify: it draws the page or refuses with the
+    # damage named, never dies of it
+    r = subprocess.run([elspeth, "report", "-d", "flip.lmdb", "-r", "1", "-o", "flip.html"],
+                       capture_output=True, text=True)
+    if r.returncode not in (0, 1) or (r.returncode == 1 and "damaged" not in r.stderr) or \
+       (key == (0, 0) and r.returncode):
+        print(f"byte {pos}: report exit {r.returncode}: {r.stderr[-300:]}")
+        sys.exit(1)
     # explain of a row whose story is damaged says so, not "no row"
     m = re.search(r"table trail, key \(1, (\d+),", p.stdout)
     if m and 1 <= int(m.group(1)) <= 300:
