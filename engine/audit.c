@@ -365,9 +365,12 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 	run_key_id(a, &k);
 	rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
 	/* Chained while the run's lock is held: nothing of it is written
-	 * after this. */
+	 * after this (also when the sink files could not be hashed: the run
+	 * record says what the run was). */
 	if (!rc)
 		rc = rec_run_chain(a->rec, a->run_id, core_signing_key(), err);
+	else
+		rec_run_chain(a->rec, a->run_id, core_signing_key(), NULL);
 	if (!rc)
 		rc = rec_flush(a->rec, err);
 	if (a->lock_fd >= 0) {

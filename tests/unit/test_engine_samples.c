@@ -311,8 +311,10 @@ Test(samples, verify_checks_samples)
 	cr_assert_eq(rec_verify(rec, sum.run_id, &rep, &err), 0, "%s", err.msg);
 	v = json_object_get(rep, "violations");
 	text = jtext(v);
-	cr_assert_eq(json_integer_value(json_object_get(rep, "violation_count")), 3,
+	/* the three samples, and the run's chain they were added after */
+	cr_assert_eq(json_integer_value(json_object_get(rep, "violation_count")), 4,
 		     "violations: %s", text);
+	cr_assert(strstr(text, "no longer match the head of their chain"), "%s", text);
 	cr_assert(strstr(text, "rows released went down from 40 to 10"), "%s", text);
 	cr_assert(strstr(text, "attempt 3, which was never recorded"), "%s", text);
 	cr_assert(strstr(text, "sample 0/9 is stored under another key"), "%s", text);
