@@ -19,7 +19,7 @@ QUIET_MAX=${QUIET_MAX:-0.3} QUIET_WAIT=${QUIET_WAIT:-30}
 cmake -S . -B build-release -DCMAKE_BUILD_TYPE=Release -DELSPETH_TESTS=OFF >/dev/null
 cmake --build build-release -j"$(nproc)" --target elspeth >/dev/null
 BIN=$OUT/elspeth
-cp build-release/elspeth "$BIN"
+cp build-release/elspeth "$BIN.new" && mv "$BIN.new" "$BIN"
 foundation_input "$ROWS" "$OUT/in.csv"
 
 # measure NAME CMD...: wall seconds and peak RSS (MB) into NAME.time
@@ -35,7 +35,7 @@ quiet_gate
 pid=$!
 half=$((ROWS / 2))
 while kill -0 "$pid" 2>/dev/null; do
-  n=$(cat "$OUT"/k_out/*.csv 2>/dev/null | wc -l || echo 0)
+  n=$( { cat "$OUT"/k_out/*.csv 2>/dev/null || true; } | wc -l)
   [ "$n" -ge "$half" ] && break
   sleep 0.2
 done

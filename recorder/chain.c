@@ -37,9 +37,15 @@ static void add_le(core_sha256_stream *s, uint64_t v, int bytes)
 	core_sha256_stream_add(s, b, (size_t)bytes);
 }
 
+/* Bytes read through the map between two rec__map_drop: the scan reads
+ * the whole run once, and its pages need not stay in the resident set
+ * (a run's peak memory would grow with its trail). */
+#define DROP_EVERY ((size_t)16 << 20)
+
 /* The records of one table under the run's 8-byte prefix. */
-static int add_table(core_sha256_stream *s, MDB_txn *txn, MDB_dbi dbi,
-		     rec_table t, const rec_key *prefix, uint64_t *records)
+static int add_table(rec_env *env, core_sha256_stream *s, MDB_txn *txn, MDB_dbi dbi,
+		     rec_table t, const rec_key *prefix, uint64_t *records,
+		     size_t *unreleased)
 {
 	MDB_cursor *c;
 	MDB_val k = { prefix->len, (void *)prefix->b }, v;
@@ -57,6 +63,10 @@ static int add_table(core_sha256_stream *s, MDB_txn *txn, MDB_dbi dbi,
 		add_le(s, v.mv_size, 4);
 		core_sha256_stream_add(s, v.mv_data, v.mv_size);
 		(*records)++;
+		if ((*unreleased += k.mv_size + v.mv_size) >= DROP_EVERY) {
+			rec__map_drop(env);
+			*unreleased = 0;
+		}
 	}
 	mdb_cursor_close(c);
 	return rc == MDB_NOTFOUND ? 0 : rc;
@@ -86,6 +96,7 @@ int rec__chain_head(rec_env *env, MDB_txn *txn, const Elspeth__RunRecord *r,
 		    char head[CORE_SHA256_HEX_LEN + 1], uint64_t *records)
 {
 	core_sha256_stream *s = core_sha256_stream_new();
+	size_t unreleased = 0;
 	rec_key prefix;
 	int rc;
 
@@ -100,7 +111,8 @@ int rec__chain_head(rec_env *env, MDB_txn *txn, const Elspeth__RunRecord *r,
 		if (t == REC_META || t == REC_RUNS || t == REC_PAYLOADS ||
 		    rec__table_in_story((rec_table)t) || env->absent[t])
 			continue;
-		rc = add_table(s, txn, env->dbi[t], (rec_table)t, &prefix, records);
+		rc = add_table(env, s, txn, env->dbi[t], (rec_table)t, &prefix, records,
+			       &unreleased);
 	}
 	if (!rc)
 		core_sha256_stream_hex(s, head);

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "recorder/recorder.h"
+#include "recorder/recorder_internal.h"
 
 static void run_key(rec_key *k, uint64_t run)
 {
@@ -98,6 +98,46 @@ static uint64_t max3(uint64_t a, uint64_t b, uint64_t c)
 	return m > c ? m : c;
 }
 
+/* The first row whose story may hold a token or node state made after
+ * the checkpoint: rows after the last released one were running or not
+ * yet read; the last released row may own a flush's outputs (a timeout
+ * or end-of-source tick happens at the release position); the rows of
+ * the tokens waiting in aggregation buffers own their batch's error
+ * tokens. Records made before the checkpoint have ids below its next
+ * ids. So a resume reads the rows it may redo, not the whole run. */
+static uint64_t first_row_after(const Elspeth__Checkpoint *c)
+{
+	uint64_t from = c->released_through_seq;
+
+	for (size_t i = 0; i < c->n_aggregations; i++)
+		for (size_t j = 0; j < c->aggregations[i]->n_members; j++) {
+			uint64_t seq = c->aggregations[i]->members[j]->seq;
+
+			if (seq < from)
+				from = seq;
+		}
+	return from;
+}
+
+static int max_one(void *ctx, const void *key, size_t kl, const void *v, size_t vl)
+{
+	uint64_t *max = ctx, id = kl >= 16 ? rec_key_get_u64(key, 8) : 0;
+
+	(void)v, (void)vl;
+	if (id > *max)
+		*max = id;
+	return 0;
+}
+
+/* The highest id of table tab (keyed run, id) in the rows from
+ * first_row_after on; 0 when none. */
+static int last_id_after(rec_txn *t, rec_table tab, const Elspeth__Checkpoint *c,
+			 uint64_t *id)
+{
+	*id = 0;
+	return rec__story_scan_from(t, tab, c->run_id, first_row_after(c), max_one, id);
+}
+
 int rec_ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
 		  uint64_t *token, uint64_t *state, uint64_t *batch,
 		  core_err *err)
@@ -108,8 +148,8 @@ int rec_ckpt_next_ids(rec_env *env, const Elspeth__Checkpoint *c,
 
 	if ((rc = rec_read_begin(env, &t, err)))
 		return rc;
-	if (!(rc = last_id(t, REC_TOKENS, c->run_id, &tok)) &&
-	    !(rc = last_id(t, REC_NODE_STATES, c->run_id, &st)) &&
+	if (!(rc = last_id_after(t, REC_TOKENS, c, &tok)) &&
+	    !(rc = last_id_after(t, REC_NODE_STATES, c, &st)) &&
 	    !(rc = last_id(t, REC_CALLS, c->run_id, &call)))
 		rc = last_id(t, REC_BATCHES, c->run_id, &b);
 	rec_read_end(t);
@@ -163,6 +203,7 @@ typedef struct supersede {
 	const Elspeth__Checkpoint *c;
 	uint32_t attempt;
 	uint64_t count;
+	uint64_t token_end;  /* tokens made after the checkpoint: below it */
 	int rc;
 } supersede;
 
@@ -202,6 +243,22 @@ static int row_token(void *ctx, const void *key, size_t kl, const void *v, size_
 		mark(s, token, rec_key_get_u64(key, 8),
 		     "its row was being processed when the run stopped; the resume ran it again");
 	return 0;
+}
+
+/* tokens keys: run, token. A token made after the checkpoint. */
+static int late_token(void *ctx, const void *key, size_t kl, const void *v, size_t vl)
+{
+	supersede *s = ctx;
+	uint64_t id = kl >= 16 ? rec_key_get_u64(key, 8) : 0;
+	Elspeth__TokenRecord *r;
+
+	if (id < s->c->next_token_id || id >= s->token_end)
+		return 0;
+	if (!(r = elspeth__token_record__unpack(NULL, vl, v)))
+		return CORE_EDATA;
+	mark(s, id, r->row_id, "created after the last checkpoint; the resume redid that work");
+	elspeth__token_record__free_unpacked(r, NULL);
+	return s->rc;
 }
 
 static void supersede_batches(supersede *s, rec_txn *t, uint64_t batch_end)
@@ -324,7 +381,9 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 		return rc;
 	/* Rows recorded after the checkpoint's released rows, unless the
 	 * checkpoint holds them as done. */
-	s.rc = last_id(t, REC_ROWS, c->run_id, &last_row);
+	last_row = 0;
+	s.rc = rec__story_scan_from(t, REC_ROWS, c->run_id, c->released_through_seq + 1,
+				    max_one, &last_row);
 	for (uint64_t seq = c->released_through_seq + 1; seq <= last_row && !s.rc; seq++) {
 		rec_key k;
 
@@ -336,23 +395,12 @@ int rec_ckpt_supersede(rec_env *env, const Elspeth__Checkpoint *c,
 		if (rc && !s.rc)
 			s.rc = rc;
 	}
-	/* Every token created after the checkpoint. */
-	for (uint64_t id = c->next_token_id; id < token_end && !s.rc; id++) {
-		Elspeth__TokenRecord *r;
-		const void *v;
-		size_t vl;
-		rec_key k;
-
-		run_key(&k, c->run_id);
-		rec_key_u64(&k, id);
-		if ((rc = rec_get(t, REC_TOKENS, &k, &v, &vl)) && rc != REC_NOTFOUND)
-			s.rc = rc;
-		if (rc || !(r = elspeth__token_record__unpack(NULL, vl, v)))
-			continue;
-		mark(&s, id, r->row_id,
-		     "created after the last checkpoint; the resume redid that work");
-		elspeth__token_record__free_unpacked(r, NULL);
-	}
+	/* Every token created after the checkpoint (in the rows from
+	 * first_row_after on). */
+	s.token_end = token_end;
+	if (!s.rc && (rc = rec__story_scan_from(t, REC_TOKENS, c->run_id,
+						first_row_after(c), late_token, &s)))
+		s.rc = rc;
 	supersede_batches(&s, t, batch_end);
 	supersede_lost(&s, t);
 	rec_read_end(t);

@@ -83,6 +83,8 @@ int rec_read_isolated(const char *path, const char *who, rec_read_fn fn, void *c
 		*run = id;
 		core_err_set(err, code, "%.*s", (int)(b.len - (size_t)(nl + 1 - b.data)), nl + 1);
 		rc = rec_err_damaged(code) ? CORE_EDATA : code;
+		if (rc == CORE_EDATA && !strstr(err->msg, "damaged"))
+			core_err_prefix(err, "the trail is damaged");
 	} else {
 		rc = core_err_set(err, CORE_EIO, "%s ended without an answer (exit %d)", who,
 				  how.status);

@@ -13,7 +13,12 @@
  * writer may need the write lock to grow the map. rec_read_begin on a
  * writing env is for tests and tools.
  */
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "recorder/recorder_internal.h"
 
@@ -91,3 +96,30 @@ size_t rec__mapsize_initial(void)
 	return (size_t)(v + MAPSIZE_ALIGN - 1) / MAPSIZE_ALIGN * MAPSIZE_ALIGN;
 }
 
+
+/* LMDB does not say where its map is (mdb_env_info's me_mapaddr is set
+ * only for MDB_FIXEDMAP): /proc/self/maps does, as the read-only shared
+ * mapping of the environment's data.mdb (found by its inode). */
+void rec__map_drop(rec_env *env)
+{
+	char file[PATH_MAX + 16], line[PATH_MAX + 128];
+	unsigned long lo, hi, ino;
+	struct stat st;
+	FILE *f;
+
+	if ((size_t)snprintf(file, sizeof(file), "%s/data.mdb", env->path) >= sizeof(file) ||
+	    stat(file, &st) || !(f = fopen("/proc/self/maps", "re")))
+		return;
+	while (fgets(line, sizeof(line), f)) {
+		char perms[8];
+
+		/* lo-hi perms offset dev inode path */
+		if (sscanf(line, "%lx-%lx %7s %*x %*s %lu", &lo, &hi, perms, &ino) == 4 &&
+		    ino == (unsigned long)st.st_ino && !strcmp(perms, "r--s") &&
+		    strstr(line, "/data.mdb")) {
+			madvise((void *)lo, hi - lo, MADV_DONTNEED);
+			break;
+		}
+	}
+	fclose(f);
+}

@@ -194,6 +194,10 @@ int rec__map_grow(rec_env *env);
 int rec__map_adopt(rec_env *env);
 
 size_t rec__mapsize_initial(void);
+/* Drops the map's pages from the process's resident set (MADV_DONTNEED:
+ * clean page cache, faulted back on the next read). The caller holds
+ * map_lock's read side (an open transaction, or taken for it). */
+void rec__map_drop(rec_env *env);
 
 /* registry.c: one open env per directory per process (lmdb.h forbids
  * opening an environment twice in a process). */
@@ -252,6 +256,10 @@ int rec__story_get(rec_txn *t, rec_table tab, const rec_key *k,
 		   const void **val, size_t *vlen);
 int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 		    rec_scan_fn fn, void *ctx);
+/* rec__story_scan of run's records of table tab in the rows from
+ * from_seq on (a resume reads only the rows it may redo). */
+int rec__story_scan_from(rec_txn *t, rec_table tab, uint64_t run, uint64_t from_seq,
+			 rec_scan_fn fn, void *ctx);
 int rec__story_last(rec_txn *t, rec_table tab, const rec_key *prefix,
 		    const void **key, size_t *klen, const void **val,
 		    size_t *vlen);

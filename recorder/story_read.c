@@ -482,6 +482,25 @@ static void view_reset(rec__view *v, uint64_t run, uint64_t seq)
 
 /* Decodes row (run, seq) into v. A row with no story is an empty view. A
  * fragment that cannot be decoded is CORE_EDATA (verify reports it). */
+/* A record next to a row's fragments, as a lookup found them, must be on
+ * its side of the row (before: below it; after: above it). A flipped key
+ * that LMDB's binary search stepped over, or a damaged branch that sent
+ * it to the wrong page, leaves a neighbour that is not, where the row's
+ * fragments would otherwise be silently fewer. (A damaged neighbour that
+ * still sorts on its side cannot have misled the search; its own reader
+ * finds its seal broken.) CORE_EDATA or 0. */
+static int neighbour_ok(const MDB_val *k, const rec_key *row, bool before)
+{
+	size_t n = k->mv_size < row->len ? k->mv_size : row->len;
+	int c = memcmp(k->mv_data, row->b, n);
+
+	if (before ? c >= 0 : c <= 0) {
+		rec__damage_set("table trail: keys out of order around a row's story");
+		return CORE_EDATA;
+	}
+	return 0;
+}
+
 static int view_load(rec_txn *t, rec__view *v, uint64_t run, uint64_t seq)
 {
 	rec_key prefix = key_of(run, 1, seq, 0);
@@ -496,11 +515,31 @@ static int view_load(rec_txn *t, rec__view *v, uint64_t run, uint64_t seq)
 	if (rc)
 		return rc;
 	rc = mdb_cursor_get(c, &k, &val, MDB_SET_RANGE);
+	/* the record before where the lookup landed */
+	if (!rc || rc == MDB_NOTFOUND) {
+		int prc = mdb_cursor_get(c, &k, &val, rc ? MDB_LAST : MDB_PREV);
+
+		if (!prc && !rc)
+			rc = neighbour_ok(&k, &prefix, true);
+		else if (!prc)
+			rc = neighbour_ok(&k, &prefix, true) ? CORE_EDATA : MDB_NOTFOUND;
+		else if (prc != MDB_NOTFOUND)
+			rc = prc;
+		/* back to where the lookup landed */
+		if (!rc) {
+			k.mv_size = prefix.len;
+			k.mv_data = prefix.b;
+			rc = mdb_cursor_get(c, &k, &val, MDB_SET_RANGE);
+		}
+	}
 	while (!rc && k.mv_size == STORY_KEY_LEN && !memcmp(k.mv_data, prefix.b, 16)) {
 		if ((rc = view_add_fragment(t, v, &k, &val)))
 			break;
 		rc = mdb_cursor_get(c, &k, &val, MDB_NEXT);
 	}
+	/* the record after the row's last fragment */
+	if (!rc)
+		rc = neighbour_ok(&k, &prefix, false);
 	mdb_cursor_close(c);
 	if (rc && rc != MDB_NOTFOUND)
 		return rc;
@@ -618,16 +657,17 @@ static int id_cmp(const void *a, const void *b)
 
 typedef int (*row_fn)(void *ctx, rec__view *v);
 
-/* Calls fn with a view of every row of run that has a story, in order.
- * A fragment that cannot be decoded ends it with CORE_EDATA, unless
- * `skipped` is given (the id index: one damaged row must not hide the
- * others' tokens): it is then skipped and *skipped set. */
-static int rows_each(rec_txn *t, uint64_t run, bool *skipped, row_fn fn,
-		     void *ctx)
+/* Calls fn with a view of every row of run from row from_seq on that has
+ * a story, in order. A fragment that cannot be decoded ends it with
+ * CORE_EDATA, unless `skipped` is given (the id index: one damaged row
+ * must not hide the others' tokens): it is then skipped and *skipped
+ * set. */
+static int rows_each(rec_txn *t, uint64_t run, uint64_t from_seq, bool *skipped,
+		     row_fn fn, void *ctx)
 {
 	rec__view v = { 0 };
-	rec_key prefix = key_of(run, 0, 0, 0);
-	MDB_val k = { prefix.len, prefix.b }, val;
+	rec_key prefix = key_of(run, 0, 0, 0), from = key_of(run, 1, from_seq, 0);
+	MDB_val k = { from.len, from.b }, val;
 	MDB_cursor *c;
 	int rc;
 
@@ -695,7 +735,7 @@ static int index_build(rec_txn *t, rec__views *vs, uint64_t run)
 	vs->ntokens = vs->nstates = vs->tcap = vs->scap = 0;
 	vs->index_run = 0;
 	vs->index_damaged = false;
-	rc = rows_each(t, run, &vs->index_damaged, index_row, vs);
+	rc = rows_each(t, run, 0, &vs->index_damaged, index_row, vs);
 	if (rc)
 		return rc;
 	if (vs->index_damaged)
@@ -858,11 +898,22 @@ int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	if (prefix->len < 16) {
 		scan_all s = { t, tab, prefix, fn, ctx };
 
-		return rows_each(t, rec_key_get_u64(prefix->b, 0), NULL, scan_row, &s);
+		return rows_each(t, rec_key_get_u64(prefix->b, 0), 0, NULL, scan_row, &s);
 	}
 	if ((rc = view_for(t, tab, prefix, &v)) || !v)
 		return rc;
 	return view_scan(v, tab, prefix, fn, ctx);
+}
+
+int rec__story_scan_from(rec_txn *t, rec_table tab, uint64_t run, uint64_t from_seq,
+			 rec_scan_fn fn, void *ctx)
+{
+	rec_key prefix = key_of(run, 0, 0, 0);
+	scan_all s = { t, tab, &prefix, fn, ctx };
+
+	if (!rec__txn_views(t))
+		return CORE_ENOMEM;
+	return rows_each(t, run, from_seq, NULL, scan_row, &s);
 }
 
 typedef struct last_ctx {

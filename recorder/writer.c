@@ -57,14 +57,11 @@
 
 static void map_release(rec_env *env)
 {
-	MDB_envinfo info;
-
 	if (env->committed_ns - env->map_released_ns < MAP_RELEASE_NS)
 		return;
 	env->map_released_ns = env->committed_ns;
 	pthread_rwlock_rdlock(&env->map_lock);
-	if (!mdb_env_info(env->mdb, &info) && info.me_mapaddr)
-		madvise(info.me_mapaddr, info.me_mapsize, MADV_DONTNEED);
+	rec__map_drop(env);
 	pthread_rwlock_unlock(&env->map_lock);
 }
 

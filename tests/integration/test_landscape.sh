@@ -219,7 +219,11 @@ for i in range(60):
             want = subprocess.run([elspeth, "explain", "-d", src, "-r", "1", "--row",
                                    m.group(1), "--json"], capture_output=True, text=True).stdout
             if got != want:
-                print(f"byte {pos}: explain --row {m.group(1)} exit 0 with a story that differs")
+                import difflib
+                print(f"byte {pos}: explain --row {m.group(1)} exit 0 with a story that differs:")
+                print("".join(list(difflib.unified_diff(want.splitlines(True), got.splitlines(True)))[:40]))
+                if os.environ.get("KEEP_DAMAGED"):
+                    shutil.copytree("flip.lmdb", os.environ["KEEP_DAMAGED"])
                 sys.exit(1)
         elif e.returncode != 1 or "the trail is damaged" not in e.stderr:
             print(f"byte {pos}: explain --row {m.group(1)}: exit {e.returncode}: {e.stderr[-300:]}")
