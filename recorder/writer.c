@@ -28,7 +28,6 @@
  */
 #define _GNU_SOURCE /* pthread_setname_np */
 #include <stdint.h>
-#include <sys/mman.h>
 #include <time.h>
 
 #include "recorder/recorder_internal.h"
