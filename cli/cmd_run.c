@@ -603,6 +603,47 @@ static int report_end(const dag_graph *g, const run_result *r, const cli_run_arg
 	return rc == CLI_OK ? after_rc : rc;
 }
 
+/* What the run's telemetry did (ELSPETH's "Telemetry manager closing"
+ * line), and its failure: every exporter failing max_consecutive_failures
+ * times in a row with fail_on_total_exporter_failure on makes the exit
+ * code 1, as in ELSPETH, though the run is recorded as it ended. True
+ * then. */
+static bool report_telemetry(const run_result *r, const cli_run_args *a)
+{
+	const tel_stats *t = &r->tel;
+
+	if (!r->telemetry)
+		return false;
+	if (a->json) {
+		json_t *f = json_object(), *e;
+
+		for (size_t i = 0; f && i < t->nexporters; i++)
+			if (t->exporters[i].failures)
+				json_object_set_new(f, t->exporters[i].name,
+					json_integer((json_int_t)t->exporters[i].failures));
+		e = json_pack("{s:s,s:I,s:I,s:o,s:I,s:b}", "event", "telemetry_closed",
+			      "events_emitted", (json_int_t)t->emitted,
+			      "events_dropped", (json_int_t)t->dropped,
+			      "exporter_failures", f,
+			      "consecutive_total_failures", (json_int_t)t->consecutive_failures,
+			      "disabled", t->disabled);
+		cli_print_json_line(e);
+		json_decref(e);
+	} else {
+		printf("  telemetry: %llu events emitted, %llu dropped", (unsigned long long)t->emitted,
+		       (unsigned long long)t->dropped);
+		for (size_t i = 0; i < t->nexporters; i++)
+			if (t->exporters[i].failures)
+				printf("%s%s failed %llu times", i ? ", " : "; ", t->exporters[i].name,
+				       (unsigned long long)t->exporters[i].failures);
+		printf("%s\n", t->disabled ? "; switched off after repeated failures" : "");
+		fflush(stdout);
+	}
+	if (r->tel_failed)
+		cli_error(&r->tel_err);
+	return r->tel_failed;
+}
+
 /* A dependency's run, reported as a run of its own (ADR 0027). */
 static void report_dependency(const watch *w, const run_event *ev)
 {
@@ -647,6 +688,8 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 	r = run_wait(job);
 	after_rc = r->sum.run_id ? report_after(r, a) : CLI_OK;
 	rc = r->rc ? report_failure(g, r, a) : report_end(g, r, a, after_rc);
+	if (report_telemetry(r, a) && rc == CLI_OK)
+		rc = CLI_ERROR;
 	run_free(job);
 	return rc;
 }

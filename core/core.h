@@ -478,6 +478,25 @@ typedef struct core_payload_store_cfg {
 	long long retention_days;      /* default 90, > 0 */
 } core_payload_store_cfg;
 
+/* telemetry (ELSPETH's TelemetrySettings; core/settings_telemetry.c).
+ * Strings and nodes point into the settings document. */
+enum { CORE_TEL_LIFECYCLE, CORE_TEL_ROWS, CORE_TEL_FULL };
+typedef struct core_exporter_cfg {
+	const core_node *node;         /* the list entry (positions) */
+	const char *name;
+	const core_node *options;      /* a MAP, or NULL: none given */
+} core_exporter_cfg;
+typedef struct core_telemetry_cfg {
+	const core_node *node;         /* the section, NULL when absent */
+	bool enabled;                  /* default false */
+	int granularity;               /* CORE_TEL_*; default lifecycle */
+	bool backpressure_drop;        /* drop; false: block (the default) */
+	bool fail_on_total;            /* default true */
+	long long max_consecutive_failures; /* default 10 */
+	size_t nexporters;
+	core_exporter_cfg *exporters;
+} core_telemetry_cfg;
+
 typedef struct core_settings {
 	core_doc *doc;                 /* owned */
 	const char *path;              /* the file (or name) given, copied:
@@ -527,6 +546,7 @@ typedef struct core_settings {
 	core_audit_export_cfg audit_export; /* core/settings_landscape.c */
 	core_journal_cfg journal;
 	core_payload_store_cfg payload_store;
+	core_telemetry_cfg telemetry;  /* core/settings_telemetry.c */
 } core_settings;
 
 /* What a landscape.url names: lmdb (cap bytes) receives the LMDB

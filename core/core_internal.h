@@ -83,5 +83,7 @@ int core__load_rate_limit(core_settings *s, const core_node *n, core_err *err);
 /* settings_landscape.c: the landscape and payload_store sections (after
  * the sinks: the export's sink leaves them). */
 int core__load_landscape(core_settings *s, const core_node *root, core_err *err);
+/* settings_telemetry.c: the telemetry section (n: NULL when absent). */
+int core__load_telemetry(core_settings *s, const core_node *n, core_err *err);
 
 #endif

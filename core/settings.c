@@ -325,7 +325,7 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 static const char *const top_keys[] = {
 	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
 	"landscape", "concurrency", "checkpoint", "retry", "rate_limit",
-	"sources", "secrets", "depends_on", "payload_store", NULL
+	"sources", "secrets", "depends_on", "payload_store", "telemetry", NULL
 };
 
 static int settings_build(core_settings *s, core_err *err)
@@ -351,7 +351,8 @@ static int settings_build(core_settings *s, core_err *err)
 	    (rc = core__load_coalesce(s, core_map_get(root, "coalesce"), err)) ||
 	    (rc = core__load_aggregations(s, core_map_get(root, "aggregations"), err)) ||
 	    (rc = load_runtime(s, root, err)) ||
-	    (rc = core__load_rate_limit(s, core_map_get(root, "rate_limit"), err)))
+	    (rc = core__load_rate_limit(s, core_map_get(root, "rate_limit"), err)) ||
+	    (rc = core__load_telemetry(s, core_map_get(root, "telemetry"), err)))
 		return rc;
 	/* The recorded settings and their hash never hold a raw secret. */
 	j = core_node_to_json(root);
@@ -387,6 +388,9 @@ static core_settings *settings_new(void)
 	s->checkpoint_frequency = CORE_CKPT_EVERY_ROW;
 	s->checkpoint_interval = 1;
 	s->checkpoint_aggregation_boundaries = true;
+	s->telemetry.granularity = CORE_TEL_LIFECYCLE;
+	s->telemetry.fail_on_total = true;
+	s->telemetry.max_consecutive_failures = 10;
 	s->landscape_url = "lmdb://./state/audit.lmdb";
 	snprintf(s->landscape_lmdb, sizeof(s->landscape_lmdb), "./state/audit.lmdb");
 	return s;
@@ -458,6 +462,7 @@ void core_settings_free(core_settings *s)
 	free(s->aggregations);
 	free(s->transforms);
 	free(s->rate_limit.services);
+	free(s->telemetry.exporters);
 	free(s->gates);
 	free(s->sinks);
 	free(s->settings_json);

@@ -125,6 +125,15 @@ static int node_config(const dag_node *n, char **json, eng_hash hash,
 	return 0;
 }
 
+int eng_node_hash(const dag_node *n, char out[65], core_err *err)
+{
+	char *json = NULL;
+	int rc = node_config(n, &json, out, err);
+
+	free(json);
+	return rc;
+}
+
 static int record_nodes(eng_audit *a, json_t *topo, bool put, core_err *err)
 {
 	const dag_graph *g = a->g;
@@ -491,6 +500,17 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 	return 0;
 }
 
+/* ------------------------------------------------------------ events */
+
+void eng__event(const eng_audit *a, eng_event *ev)
+{
+	if (!eng__wants(a, ev->kind))
+		return;
+	ev->at_ns = core_now_wall_ns();
+	ev->run_id = a->rec ? a->run_id : 0;
+	a->opts->event(a->opts->event_ctx, ev);
+}
+
 /* ------------------------------------------------------------ states */
 
 uint64_t eng__audit_state_id(eng_audit *a)
@@ -518,6 +538,13 @@ void eng__audit_call(eng_audit *a, const eng_state *st, uint64_t seq,
 	eng_hash req, resp;
 	rec_key k;
 
+	if (eng__wants(a, ENG_EV_CALL)) {
+		eng_event ev = { .kind = ENG_EV_CALL, .row = seq, .token = st->token_id,
+				 .node = &a->g->nodes[st->node], .state = state_id,
+				 .call = call, .ok = call->ok };
+
+		eng__event(a, &ev);
+	}
 	if (!a->rec)
 		return;
 	body_hash(call->request, call->request_len, req);
@@ -634,6 +661,14 @@ void eng__audit_outcome(eng_audit *a, uint64_t seq, const eng_token *t)
 	Elspeth__TokenOutcomeRecord r = ELSPETH__TOKEN_OUTCOME_RECORD__INIT;
 	eng_hash eh;
 
+	if ((t->outcome == ENG_FAILED || t->outcome == ENG_CONSUMED_IN_BATCH) &&
+	    eng__wants(a, ENG_EV_TOKEN)) {
+		eng_event ev = { .kind = ENG_EV_TOKEN, .row = seq, .token = t->token_id,
+				 .outcome = t->outcome,
+				 .discarded = t->to == ENG_TO_DISCARD };
+
+		eng__event(a, &ev);
+	}
 	if (!a->rec)
 		return;
 	put_text(a, seq, t->error, eh);

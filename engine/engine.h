@@ -82,6 +82,7 @@ typedef struct eng_shard {
 #define ENG_MAX_WAITING_MIB 1048576u
 
 typedef struct eng_sample eng_sample; /* below */
+typedef struct eng_event eng_event;   /* below */
 
 typedef struct eng_opts {
 	atomic_int *stop;            /* set (from a signal handler too: it is
@@ -111,6 +112,15 @@ typedef struct eng_opts {
 	/* A shard's run: only its rows, numbered as in the whole run, and
 	 * the run record says which shard it is. NULL: the whole source. */
 	const eng_shard *shard;
+	/* What happens to the run, its rows and their calls, as they
+	 * happen (ELSPETH's telemetry events; docs/observability.md): called
+	 * for each kind whose bit (1u << eng_event_kind) is in event_mask,
+	 * on whichever thread did it — a worker, the release or the calling
+	 * thread — with no engine lock held; it must be quick (copy and
+	 * queue) and must not call back into the engine. */
+	void (*event)(void *ctx, const eng_event *ev);
+	void *event_ctx;
+	unsigned event_mask;
 } eng_opts;
 
 /* 0 if o (NULL allowed) is within the bounds above, else CORE_ECONFIG
@@ -149,6 +159,49 @@ struct eng_sample {
 	uint64_t calls_by_class[ENG_CALL_CLASSES]; /* eng_call_classes[] */
 	size_t nupstreams;
 	const eng_sample_upstream *upstreams;
+};
+
+/* Events (eng_opts.event). */
+typedef enum eng_event_kind {
+	ENG_EV_RUN_STARTED,  /* run_id (0: not recorded), settings hash */
+	ENG_EV_PHASE,        /* phase, action */
+	ENG_EV_FIELDS,       /* the source's field resolution: fields, version */
+	ENG_EV_ROW_CREATED,  /* a source row that failed validation, sent to
+			      * a sink: row, token, in_hash (its content) */
+	ENG_EV_TRANSFORM,    /* a transform's result, after its retries: row,
+			      * token, node, ok, duration_ns, in/out_hash */
+	ENG_EV_GATE,         /* row, token, node, mode, dests */
+	ENG_EV_TOKEN,        /* a token that ends without a sink write: row,
+			      * token, outcome (FAILED, CONSUMED_IN_BATCH),
+			      * discarded (its error went to 'discard') */
+	ENG_EV_CALL,         /* an outside call: row, token, node, state, call */
+	ENG_EV_RUN_FINISHED, /* status, rows, duration_ns */
+	ENG_EV_LAST
+} eng_event_kind;
+
+/* One event; pointers are valid during the callback only. */
+struct eng_event {
+	eng_event_kind kind;
+	uint64_t at_ns;             /* wall clock */
+	uint64_t run_id;            /* 0: the run is not recorded */
+	const char *settings_hash;  /* RUN_STARTED */
+	const char *phase, *action; /* PHASE: ELSPETH's PipelinePhase and
+				     * PhaseAction values */
+	const json_t *fields;       /* FIELDS */
+	const char *fields_version;
+	uint64_t row, token;        /* the row's seq (its id) and the token */
+	const dag_node *node;
+	bool ok, discarded;
+	uint64_t duration_ns;
+	const char *in_hash, *out_hash; /* "" or NULL: not known (audit off) */
+	const char *mode;           /* GATE: "move" or "copy" */
+	const char *const *dests;   /* GATE */
+	size_t ndests;
+	eng_outcome outcome;        /* TOKEN */
+	uint64_t state;             /* CALL: the node state's id (0: none) */
+	const struct plg_call *call;
+	const char *status;         /* RUN_FINISHED: eng_run_status */
+	uint64_t rows;              /* RUN_FINISHED: source rows */
 };
 
 /* An outside service as a run used it (eng_summary.upstream). */
@@ -232,6 +285,11 @@ void eng_summary_release(eng_summary *sum);
  * "failed" (an error, or a halt with exit code 1), "interrupted" (also
  * a halt with exit code 3) or "completed". */
 const char *eng_run_status(int rc, const eng_summary *sum);
+
+/* The hash of node n's configuration a run records (its options, or a
+ * gate's condition and routes, canonical and without secrets), as 64 hex
+ * digits and a NUL: ELSPETH's node ids end with its first 12. */
+int eng_node_hash(const dag_node *n, char out[65], core_err *err);
 
 /* The topology hash a run of g records (its nodes with their options,
  * and its edges), as 64 hex digits and a NUL. */

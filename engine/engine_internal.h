@@ -103,7 +103,16 @@ typedef struct eng_audit {
 	atomic_uint_fast64_t next_token;
 	atomic_uint_fast64_t next_state;
 	atomic_uint_fast64_t next_batch;
+	const eng_opts *opts;    /* the run's: its event callback */
 } eng_audit;
+
+/* Whether the run's caller wants events of kind k (eng_opts.event). */
+static inline bool eng__wants(const eng_audit *a, eng_event_kind k)
+{
+	return a->opts && a->opts->event && (a->opts->event_mask & (1u << k));
+}
+/* Stamps ev (time, run) and hands it to the caller, if wanted. */
+void eng__event(const eng_audit *a, eng_event *ev);
 
 /* One visit of a token to a node. */
 typedef struct eng_state {

@@ -109,6 +109,27 @@ static void busiest_upstream(const dag_graph *g, eng_summary *sum)
 	}
 }
 
+static void phase(eng_ctx *c, const char *phase, const char *action)
+{
+	eng_event ev = { .kind = ENG_EV_PHASE, .phase = phase, .action = action };
+
+	eng__event(c->audit, &ev);
+}
+
+/* ELSPETH's FieldResolutionApplied: how the source named its fields. */
+static void fields_event(eng_ctx *c, void *src)
+{
+	const plg_source_ops *ops = c->g->nodes[0].sops;
+	eng_event ev = { .kind = ENG_EV_FIELDS };
+
+	if (!ops->fields || !eng__wants(c->audit, ENG_EV_FIELDS))
+		return;
+	ev.fields = ops->fields(src, &ev.fields_version);
+	if (ev.fields)
+		eng__event(c->audit, &ev);
+	json_decref((json_t *)ev.fields);
+}
+
 static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		     core_err *err)
 {
@@ -116,6 +137,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	void *src = NULL;
 	int rc;
 
+	phase(c, "source", "initializing");
 	/* The source first: a missing input must not leave empty outputs. */
 	if ((rc = g->nodes[0].sops->open(&g->env, g->nodes[0].options, &src, err)))
 		return rc;
@@ -135,6 +157,8 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		size_t budget;
 		unsigned cap = rows_unreleased(g, in_flight, &budget, c->opts);
 
+		phase(c, "process", "processing");
+		fields_event(c, src);
 		rc = eng__pipeline(c, src, in_flight, cap, budget, sum, err);
 		busiest_upstream(g, sum);
 	}
@@ -283,6 +307,14 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	int rc, frc;
 
 	ckpt.last = c->start_seq; /* a resume's or a shard's first row - 1 */
+	c->audit->opts = o;
+	if (eng__wants(c->audit, ENG_EV_RUN_STARTED)) {
+		eng_event ev = { .kind = ENG_EV_RUN_STARTED,
+				 .settings_hash = c->g->settings->config_hash };
+
+		eng__event(c->audit, &ev);
+	}
+	phase(c, "graph", "building");
 	/* A halt needs a flag to set even when the caller gave none. */
 	if (!c->stop)
 		c->stop = &c->own_stop;
@@ -325,6 +357,13 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		rc = frc;
 	}
 	c->ckpt = NULL;
+	if (eng__wants(c->audit, ENG_EV_RUN_FINISHED)) {
+		eng_event ev = { .kind = ENG_EV_RUN_FINISHED, .status = status,
+				 .rows = sum->rows,
+				 .duration_ns = core_now_mono_ns() - c->t0_mono };
+
+		eng__event(c->audit, &ev);
+	}
 	return rc;
 }
 

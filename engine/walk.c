@@ -261,6 +261,18 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	st.ok = !rc;
 	st.error = rc ? w->err->msg : NULL;
 	sid = eng__audit_state(a, &st);
+	/* One event per transform, for its last attempt (run_transform's
+	 * rule: a retryable failure with attempts left goes again). */
+	if (eng__wants(a, ENG_EV_TRANSFORM) &&
+	    (!rc || !w->err->retryable || try + 1 >= (unsigned)w->c->g->settings->retry.max_attempts ||
+	     (cc.base.stop && *cc.base.stop))) {
+		eng_event ev = { .kind = ENG_EV_TRANSFORM, .row = w->seq, .token = t->id,
+				 .node = n, .ok = !rc,
+				 .duration_ns = st.completed_ns - st.started_ns,
+				 .in_hash = t->hash, .out_hash = rc ? NULL : oh };
+
+		eng__event(a, &ev);
+	}
 	if (rc)
 		eng__audit_transform_error(a, &st, sid, w->err);
 	else if (!n->tops->expands)
@@ -355,6 +367,26 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 
 /* ----------------------------------------------------------------- gates */
 
+/* ELSPETH's GateEvaluated: where the token went — the sink's name, the
+ * fork's branches, or "continue" on to a processing node. */
+static void gate_event(walker *w, const tok *t, const dag_node *n, const dag_route *r)
+{
+	static const char *const cont[] = { "continue" };
+	const char *sink[1];
+	eng_event ev = { .kind = ENG_EV_GATE, .row = w->seq, .token = t->id, .node = n,
+			 .mode = "move", .dests = cont, .ndests = 1 };
+
+	if (r->to.node == DAG_FORK) {
+		ev.mode = "copy";
+		ev.dests = n->fork_branches;
+		ev.ndests = n->nfork;
+	} else if (r->to.node >= 0 && w->c->g->nodes[r->to.node].kind == DAG_SINK) {
+		sink[0] = w->c->g->nodes[r->to.node].name;
+		ev.dests = sink;
+	}
+	eng__event(w->c->audit, &ev);
+}
+
 static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 {
 	eng_state st = { .seq = w->seq, .token_id = t->id, .node = n->id, .step = ++t->step,
@@ -380,6 +412,8 @@ static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 	sid = eng__audit_state(w->c->audit, &st);
 	if (rc)
 		return rc;
+	if (eng__wants(w->c->audit, ENG_EV_GATE))
+		gate_event(w, t, n, r);
 	if (r->to.node != DAG_FORK) {
 		eng__audit_route(w->c->audit, w->seq, sid, n, key, key, "move", 0);
 		*next = r->to;
@@ -495,7 +529,14 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 	t.data = json_incref(row->data);
 	if (row->error) {
 		char msg[1024];
+		int to = c->g->nodes[0].on_error;
 
+		if (to >= 0 && eng__wants(c->audit, ENG_EV_ROW_CREATED)) {
+			eng_event ev = { .kind = ENG_EV_ROW_CREATED, .row = row->seq,
+					 .token = t.id, .in_hash = row->hash };
+
+			eng__event(c->audit, &ev);
+		}
 		/* Sources usually name the place in the reason already. */
 		if (row->where && strncmp(row->error, row->where, strlen(row->where)))
 			snprintf(msg, sizeof(msg), "%s: %s", row->where, row->error);

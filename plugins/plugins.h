@@ -144,6 +144,11 @@ typedef struct plg_source_ops {
 	/* Optional: the file the source reads, as its options name it, or
 	 * NULL (a shard plan hashes it). Valid while options are. */
 	const char *(*input)(const core_node *options);
+	/* Optional: how the source named the rows' fields (ELSPETH's field
+	 * resolution), after open: a new object {name as read: key in the
+	 * row} and its normalization's version (static), or NULL when it
+	 * resolved no names (fields named in the options). */
+	json_t *(*fields)(void *state, const char **version);
 } plg_source_ops;
 
 void plg_source_row_release(plg_source_row *r);

@@ -93,6 +93,7 @@ static int export_phase(run_job *j, uint64_t run, core_err *err)
 	uint64_t t0 = core_now_mono_ns();
 	int rc;
 
+	tel_phase(j->tel, run, "export", "exporting");
 	run__emit(j, &(run_event){ .kind = RUN_EV_PHASE_STARTED, .phase = "export",
 				   .action = "exporting", .target = s->audit_export.sink });
 	if (!(rc = rec_flush(j->rec, err)))

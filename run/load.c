@@ -35,5 +35,7 @@ int run_validate(const core_settings *s, dag_graph *g, core_err *err)
 	if (rc)
 		return rc;
 	dag_close(g, NULL);
+	if ((rc = tel_check(&s->telemetry, err)))
+		return rc;
 	return run_check_dependencies(s, err);
 }

@@ -16,8 +16,17 @@ void run__emit(run_job *j, const run_event *ev)
 		j->cfg.observe(j->cfg.observe_ctx, ev);
 }
 
+void run__tel_warnings(run_job *j)
+{
+	char msg[600];
+
+	while (tel_next_warning(j->tel, msg, sizeof(msg)))
+		run__emit(j, &(run_event){ .kind = RUN_EV_WARNING, .error = msg });
+}
+
 static void on_progress(void *ctx, const eng_progress *p)
 {
+	run__tel_warnings(ctx);
 	run__emit(ctx, &(run_event){ .kind = RUN_EV_PROGRESS, .progress = p });
 }
 
@@ -26,6 +35,7 @@ static void on_sample(void *ctx, const eng_sample *s)
 	run_job *j = ctx;
 
 	run__metrics_update(j->metrics, s);
+	run__tel_warnings(j);
 	run__emit(j, &(run_event){ .kind = RUN_EV_SAMPLE, .sample = s });
 }
 
@@ -118,9 +128,14 @@ static int process(run_job *j, core_err *err)
 		o.progress_ctx = j;
 		o.progress_ms = c->progress_ms;
 	}
-	if (c->observe || j->metrics) {
+	if (c->observe || j->metrics || j->tel) {
 		o.sample = on_sample;
 		o.sample_ctx = j;
+	}
+	if (j->tel) {
+		o.event = tel_engine_event;
+		o.event_ctx = j->tel;
+		o.event_mask = tel_event_mask(j->tel);
 	}
 	r->engine_ran = true;
 	rc = c->resume ? eng_resume(c->graph, &o, c->resume, true, NULL, &r->sum, err)
@@ -129,18 +144,41 @@ static int process(run_job *j, core_err *err)
 	return rc;
 }
 
+/* Every event exported, the exporters flushed and closed; what they did
+ * into the result. */
+static void end_telemetry(run_job *j)
+{
+	run_result *r = &j->res;
+
+	if (!j->tel)
+		return;
+	if (tel_flush(j->tel, &r->tel_err))
+		r->tel_failed = true;
+	run__tel_warnings(j);
+	tel_close(j->tel, &r->tel);
+	j->tel = NULL;
+}
+
 void run__body(run_job *j)
 {
 	run_result *r = &j->res;
 	uint64_t t0 = core_now_mono_ns();
 	int rc;
 
+	/* Telemetry first: a bad exporter stops the job before any run is
+	 * recorded, as in ELSPETH. */
+	if ((rc = tel_open(j->cfg.graph->settings, j->cfg.graph, &j->tel, &r->err))) {
+		r->rc = rc;
+		return;
+	}
+	r->telemetry = j->tel != NULL;
 	phase(j, RUN_EV_PHASE_STARTED, "database", "connecting", NULL, t0, NULL);
 	if ((rc = open_landscape(j, &r->err)) || (rc = run__before(j, &r->err))) {
 		phase(j, RUN_EV_PHASE_ERROR, "database", NULL, j->cfg.database, t0, r->err.msg);
 		r->rc = rc;
 		rec_close(j->rec, NULL);
 		j->rec = NULL;
+		end_telemetry(j);
 		return;
 	}
 	phase(j, RUN_EV_PHASE_COMPLETED, "database", NULL, NULL, t0, NULL);
@@ -153,6 +191,7 @@ void run__body(run_job *j)
 		rec_close(j->rec, NULL);
 	j->rec = NULL;
 	r->rc = rc;
+	end_telemetry(j);
 	phase(j, rc ? RUN_EV_PHASE_ERROR : RUN_EV_PHASE_COMPLETED, "process", NULL,
 	      j->cfg.settings_path, t0, rc ? r->err.msg : NULL);
 }

@@ -54,6 +54,7 @@
 #include "core/core.h"
 #include "dag/dag.h"
 #include "engine/engine.h"
+#include "telemetry/telemetry.h"
 
 typedef struct run_job run_job;
 
@@ -128,6 +129,14 @@ struct run_result {
 	 * unchanged. */
 	bool sql_failed, after_failed;
 	core_err sql_err, after_err;
+	/* The settings' telemetry (ADR 0037): what it did, and, when every
+	 * exporter failed max_consecutive_failures times in a row with
+	 * fail_on_total_exporter_failure on, tel_failed and why (ELSPETH
+	 * then exits 1 though the run is recorded as it ended). */
+	bool telemetry;
+	tel_stats tel;
+	bool tel_failed;
+	core_err tel_err;
 	bool audit;               /* the run was recorded (landscape on) */
 	char landscape[4096];     /* the LMDB directory, "" with audit off */
 	char sql[4096];           /* the SQL trail's file, "" when none */

@@ -13,6 +13,7 @@
 
 #include "recorder/recorder.h"
 #include "run/run.h"
+#include "telemetry/telemetry.h"
 
 typedef struct run_metrics run_metrics;
 
@@ -23,6 +24,7 @@ struct run_job {
 	pthread_t thread;
 	bool started, joined;
 	rec_env *rec;             /* the Landscape while the job runs */
+	tel_manager *tel;         /* the run's telemetry, or NULL (off) */
 	run_result res;
 };
 
@@ -50,6 +52,8 @@ int run__metrics_render(core_buf *out, const char *settings, const eng_sample *s
 
 /* Tells the observer (the job's thread). */
 void run__emit(run_job *j, const run_event *ev);
+/* Passes the telemetry's warnings on to the observer (the job's thread). */
+void run__tel_warnings(run_job *j);
 
 /* After.c: payload_store, before the engine. 0 or an error. */
 int run__before(run_job *j, core_err *err);

@@ -26,6 +26,8 @@ typedef struct csv_src {
 	plg__csv_reader rd;
 	char **cols; /* the row keys, after field_mapping */
 	size_t ncols;
+	char **raw;  /* the header's names as read (NULL with `columns`) */
+	size_t nraw;
 	plg_schema *schema;
 	uint64_t size;      /* the file's size at open, for progress */
 } csv_src;
@@ -42,7 +44,10 @@ static void csv_close(void *state)
 		fclose(s->fp);
 	for (i = 0; i < s->ncols; i++)
 		free(s->cols[i]);
+	for (i = 0; i < s->nraw; i++)
+		free(s->raw[i]);
 	free(s->cols);
+	free(s->raw);
 	plg__schema_free(s->schema);
 	free(s->path);
 	free(s);
@@ -183,9 +188,13 @@ static int cols_from_header(csv_src *s, const core_node *at, core_err *err)
 				    s->rd.error);
 	if ((rc = alloc_cols(s, s->rd.nfields, err)))
 		return rc;
+	if (!(s->raw = calloc(s->rd.nfields ? s->rd.nfields : 1, sizeof(*s->raw))))
+		return nomem(err);
 	for (i = 0; !rc && i < s->rd.nfields; i++) {
 		f = plg__csv_field(&s->rd, i, &len);
-		if (memchr(f, '\0', len))
+		if (!memchr(f, '\0', len) && !(s->raw[s->nraw++] = strndup(f, len)))
+			rc = nomem(err);
+		else if (memchr(f, '\0', len))
 			rc = core_err_at(err, CORE_ECONFIG, at,
 					 "%s: the header name of column %zu "
 					 "holds a NUL byte", s->path, i + 1);
@@ -481,6 +490,27 @@ static int csv_seek(void *state, const plg_source_pos *at, core_err *err)
 	return rc ? core_err_prefix(err, "%s", s->path) : 0;
 }
 
+/* ELSPETH's field resolution: each header name as read -> the row's
+ * key (normalized, then field_mapping), version 1.0.0 of its
+ * normalization; none when `columns` names the fields. */
+static json_t *csv_fields(void *state, const char **version)
+{
+	const csv_src *s = state;
+	json_t *m;
+
+	if (!s->raw)
+		return NULL;
+	if (!(m = json_object()))
+		return NULL;
+	for (size_t i = 0; i < s->ncols; i++)
+		if (s->raw[i] && json_object_set_new(m, s->raw[i], json_string(s->cols[i]))) {
+			json_decref(m);
+			return NULL;
+		}
+	*version = "1.0.0";
+	return m;
+}
+
 const plg_source_ops plg__csv_source = {
 	.name = "csv",
 	.description = "rows from a CSV file (RFC 4180, UTF-8)",
@@ -493,4 +523,5 @@ const plg_source_ops plg__csv_source = {
 	.seek = csv_seek,
 	.skip = csv_skip,
 	.input = plg__opt_path,
+	.fields = csv_fields,
 };

@@ -1,0 +1,102 @@
+/* tel_internal.h — shared between telemetry's files; not a contract. */
+#ifndef ELSPETH_TEL_INTERNAL_H
+#define ELSPETH_TEL_INTERNAL_H
+
+#include <jansson.h>
+
+#include "telemetry/telemetry.h"
+
+/* ELSPETH's event types (contracts/events.py), in eng_event_kind's order
+ * where the engine reports them. */
+typedef enum tel_type {
+	TEL_RUN_STARTED, TEL_PHASE_CHANGED, TEL_FIELD_RESOLUTION_APPLIED,
+	TEL_ROW_CREATED, TEL_TRANSFORM_COMPLETED, TEL_GATE_EVALUATED,
+	TEL_TOKEN_COMPLETED, TEL_EXTERNAL_CALL_COMPLETED, TEL_RUN_FINISHED,
+	TEL_TYPE_LAST
+} tel_type;
+
+const char *tel__type_name(tel_type t);
+
+/* One queued event: what the exporter thread needs, copied. */
+typedef struct tel_ev {
+	tel_type type;
+	uint64_t at_ns, run_id, row, token, state, rows, duration_ns;
+	int node;                  /* the graph's node index, -1: none */
+	bool ok, discarded;
+	eng_outcome outcome;
+	char in_hash[65], out_hash[65];
+	const char *phase, *action, *status, *mode; /* static strings */
+	json_t *extra;             /* owned: FIELDS {mapping, version}; GATE
+				    * [dests]; CALL {type, request, response} */
+} tel_ev;
+
+/* An event as exporters see it: ELSPETH's to_dict() — run_id first,
+ * then the event's fields in its declaration order, None kept as null —
+ * with its type and time. */
+typedef struct tel_record {
+	const char *type;
+	uint64_t at_ns;            /* wall clock */
+	const char *run_id;
+	json_t *fields;
+} tel_record;
+
+/* The node names ELSPETH gives (kind_name_hash12) and their plugins. */
+typedef struct tel_node {
+	char id[192];
+	const char *plugin;        /* ELSPETH's plugin_name: a gate's name */
+	const char *provider;      /* an LLM transform's provider option */
+} tel_node;
+
+typedef struct tel_ctx {
+	char run_label[64];        /* the run id as the SQL trail writes it */
+	tel_node *nodes;
+	size_t nnodes;
+	const char *source_plugin;
+} tel_ctx;
+
+/* ev as a record (fields: a new reference, or NULL when out of memory). */
+int tel__record(const tel_ctx *x, const tel_ev *ev, tel_record *out);
+/* "2026-01-30T10:15:30.123456+00:00", as Python's isoformat() (no
+ * fraction when the microseconds are 0). */
+void tel__iso(uint64_t at_ns, char out[40]);
+
+/* An exporter. configure checks options (NULL: none) and may keep
+ * pointers into them (the settings outlive the manager); it connects to
+ * nothing. export returns 0, or an error (err set) when the event could
+ * not be delivered — it counts towards the failure rules. */
+typedef struct tel_exporter_ops {
+	const char *name;
+	int (*configure)(const core_node *options, void **state, core_err *err);
+	int (*export)(void *state, const tel_record *r, core_err *err);
+	int (*flush)(void *state, core_err *err);
+	void (*close)(void *state);
+} tel_exporter_ops;
+
+extern const tel_exporter_ops tel__console, tel__otlp, tel__datadog, tel__azure;
+const tel_exporter_ops *tel__exporter(const char *name);
+
+/* Option checks in ELSPETH's words, the error at the option's position
+ * (or the options' / exporter's when absent), prefixed "Exporter 'NAME'
+ * failed: " as ELSPETH's TelemetryExporterError prints. */
+typedef struct tel_opts {
+	const char *exporter;
+	const core_node *map;      /* may be NULL */
+	const core_node *at;       /* where to point when a key is absent */
+} tel_opts;
+int tel__fail(const tel_opts *o, const char *key, core_err *err, const char *fmt, ...)
+	CORE_PRINTF(4, 5);
+/* A string; absent or null: *out untouched (required: ELSPETH's
+ * message `missing`). nullable: null is allowed (*out NULL). */
+int tel__opt_str(const tel_opts *o, const char *key, const char *missing,
+		 bool nullable, const char **out, core_err *err);
+/* An integer >= min (bools count, as in Python). */
+int tel__opt_int(const tel_opts *o, const char *key, const char *missing,
+		 long long min, long long *out, core_err *err);
+/* A map of strings to strings (null: none), e.g. headers. */
+int tel__opt_headers(const tel_opts *o, const char *key, json_t **out, core_err *err);
+
+/* ELSPETH's trace id of a run: the first 16 bytes of SHA-256(run id). */
+uint8_t *tel__trace_id(const char *run_id, uint8_t out[16]);
+
+
+#endif
