@@ -30,7 +30,7 @@ typedef struct azure {
 	char url[1024], shown[1100];
 	const char *service, *version, *environment;
 	json_t *batch;
-	long long batch_size;
+	long long batch_size, tries;
 } azure;
 
 static void az_close(void *state)
@@ -83,10 +83,12 @@ static int az_configure(const core_node *options, void **state, core_err *err)
 	if (!a)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	a->batch_size = 100;
+	a->tries = TEL_HTTP_TRIES;
 	if ((rc = tel__opt_str(&o, "connection_string",
 			       "Azure Monitor exporter requires 'connection_string' in config",
 			       false, &cs, err)) ||
 	    (rc = tel__opt_int(&o, "batch_size", NULL, 1, &a->batch_size, err)) ||
+	    (rc = tel__opt_int(&o, "max_attempts", NULL, 1, &a->tries, err)) ||
 	    (rc = tel__opt_str(&o, "service_name",
 			       "Azure Monitor exporter requires 'service_name' in config", false,
 			       &a->service, err)) ||
@@ -129,7 +131,7 @@ static json_t *prop(const json_t *v)
 static int az_send(azure *a, core_err *err)
 {
 	tel_http_req q = { .url = a->url, .shown = a->shown,
-			   .content_type = "application/json" };
+			   .content_type = "application/json", .tries = (unsigned)a->tries };
 	core_buf reply = { 0 };
 	json_t *ans;
 	size_t sent = json_array_size(a->batch);

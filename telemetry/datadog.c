@@ -31,7 +31,7 @@ typedef struct datadog {
 	const char *service, *env, *version;
 	char url[512], shown[560];
 	json_t *batch;            /* [[span], ...] */
-	long long batch_size;
+	long long batch_size, tries;
 } datadog;
 
 static void dd_close(void *state)
@@ -55,6 +55,7 @@ static int dd_configure(const core_node *options, void **state, core_err *err)
 	if (!d)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	d->batch_size = 100;
+	d->tries = TEL_HTTP_TRIES;
 	if ((rc = tel__opt_str(&o, "service_name",
 			       "Datadog exporter requires 'service_name' in config", false,
 			       &d->service, err)) ||
@@ -80,7 +81,8 @@ static int dd_configure(const core_node *options, void **state, core_err *err)
 			       "agent_port must be a valid port number (1-65535), got %lld", port);
 		goto fail;
 	}
-	if ((rc = tel__opt_int(&o, "batch_size", NULL, 1, &d->batch_size, err)))
+	if ((rc = tel__opt_int(&o, "batch_size", NULL, 1, &d->batch_size, err)) ||
+	    (rc = tel__opt_int(&o, "max_attempts", NULL, 1, &d->tries, err)))
 		goto fail;
 	snprintf(d->url, sizeof(d->url), strchr(host, ':') ? "http://[%s]:%lld/v0.3/traces" :
 		 "http://%s:%lld/v0.3/traces", host, port);
@@ -145,7 +147,7 @@ static void tag(json_t *meta, json_t *metrics, const char *key, const json_t *v,
 static int dd_send(datadog *d, core_err *err)
 {
 	tel_http_req q = { .url = d->url, .shown = d->shown, .put = true,
-			   .content_type = "application/json" };
+			   .content_type = "application/json", .tries = (unsigned)d->tries };
 	char *body;
 	int rc;
 

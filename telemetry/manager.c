@@ -562,7 +562,7 @@ int tel_open(const core_settings *s, const dag_graph *g, tel_manager **out,
 			return rc;
 		}
 	if (!cfg->nexporters)
-		warnf(m, "telemetry: enabled but no exporters configured");
+		warnf(m, "telemetry: Telemetry enabled but no exporters configured");
 	if (pthread_create(&m->thread, NULL, export_main, m)) {
 		free_manager(m);
 		return core_err_set(err, CORE_EIO, "telemetry: cannot start its thread");

@@ -41,7 +41,7 @@ typedef struct otlp {
 	char shown[2048];
 	bool grpc;
 	struct curl_slist *headers;
-	long long batch_size;
+	long long batch_size, tries;
 	long timeout_ms;
 	core_buf spans;            /* packed spans, each framed as field 2 of
 				    * ScopeSpans */
@@ -331,7 +331,8 @@ static int send_batch(otlp *o, core_err *err)
 	core_buf scope = { 0 }, rs = { 0 }, req = { 0 };
 	tel_http_req q = { .url = o->url, .shown = o->shown, .grpc = o->grpc,
 			   .content_type = "application/x-protobuf",
-			   .headers = o->headers, .timeout_ms = o->timeout_ms };
+			   .headers = o->headers, .timeout_ms = o->timeout_ms,
+			   .tries = (unsigned)o->tries };
 	int rc;
 
 	if (!o->nspans)
@@ -475,12 +476,15 @@ static int otlp_configure(const core_node *options, void **state, core_err *err)
 	if (!(o = calloc(1, sizeof(*o))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	o->batch_size = 100;
+	o->tries = TEL_HTTP_TRIES;
 	rc = tel__opt_str(&op, "endpoint", "OTLP exporter requires 'endpoint' in config",
 			  false, &ep, err);
 	if (!rc)
 		rc = tel__opt_headers(&op, "headers", &headers, err);
 	if (!rc)
 		rc = tel__opt_int(&op, "batch_size", NULL, 1, &o->batch_size, err);
+	if (!rc)
+		rc = tel__opt_int(&op, "max_attempts", NULL, 1, &o->tries, err);
 	if (!rc)
 		rc = tel__opt_str(&op, "protocol", NULL, false, &proto, err);
 	if (!rc && proto && strcmp(proto, "grpc") && strcmp(proto, "http/protobuf"))
