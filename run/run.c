@@ -35,6 +35,7 @@ static void on_sample(void *ctx, const eng_sample *s)
 	run_job *j = ctx;
 
 	run__metrics_update(j->metrics, s);
+	tel_sample(j->tel, s);
 	run__tel_warnings(j);
 	run__emit(j, &(run_event){ .kind = RUN_EV_SAMPLE, .sample = s });
 }

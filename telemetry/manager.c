@@ -60,6 +60,7 @@ struct tel_manager {
 	size_t nex;
 	unsigned mask;
 	bool drop_mode, fail_on_total;
+	bool has_metrics;          /* an exporter takes metric samples */
 	uint64_t max_failures;
 	char warns[WARN_KEEP][512]; /* under mu */
 	size_t warn_head, warn_len;
@@ -237,7 +238,9 @@ void tel_engine_event(void *ctx, const eng_event *ev)
 	copy_hash(s.ev.out_hash, ev->out_hash);
 	switch (ev->kind) {
 	case ENG_EV_FIELDS:
-		s.ev.extra = json_pack("{s:O,s:s?}", "mapping", (json_t *)ev->fields,
+		/* A copy: reference counts are not for sharing across threads
+		 * (jansson reads them unlocked). */
+		s.ev.extra = json_pack("{s:o,s:s?}", "mapping", json_deep_copy(ev->fields),
 				       "version", ev->fields_version);
 		break;
 	case ENG_EV_GATE:
@@ -258,6 +261,48 @@ void tel_engine_event(void *ctx, const eng_event *ev)
 		break;
 	}
 	push(m, &s);
+}
+
+void tel_sample(tel_manager *m, const eng_sample *s)
+{
+	slot q = { .ev = { .type = TEL_METRICS, .at_ns = s->at_ns, .run_id = s->run_id,
+			   .node = -1 } };
+	json_t *j, *o, *c, *ups;
+
+	if (!m || !m->has_metrics)
+		return;
+	o = json_object();
+	for (int i = 0; o && i < ENG_OUTCOME_LAST; i++)
+		if (s->outcomes[i])
+			json_object_set_new(o, eng_outcome_name((eng_outcome)i),
+					    json_integer((json_int_t)s->outcomes[i]));
+	c = json_object();
+	for (int i = 0; c && i < ENG_CALL_CLASSES; i++)
+		if (s->calls_by_class[i])
+			json_object_set_new(c, eng_call_classes[i],
+					    json_integer((json_int_t)s->calls_by_class[i]));
+	ups = json_array();
+	for (size_t i = 0; ups && i < s->nupstreams; i++) {
+		const plg_capacity *cap = &s->upstreams[i].cap;
+
+		json_array_append_new(ups, json_pack("{s:s,s:s,s:I,s:I,s:f,s:f,s:I,s:f,s:f}",
+			"node", s->upstreams[i].name, "upstream", cap->upstream ? cap->upstream : "",
+			"requests", (json_int_t)cap->requests, "refusals", (json_int_t)cap->refusals,
+			"pace", cap->rate, "window", cap->window, "in_flight", (json_int_t)cap->in_flight,
+			"p50", cap->p50_s, "p99", cap->p99_s));
+	}
+	j = json_pack("{s:I,s:I,s:b,s:I,s:I,s:I,s:I,s:I,s:o,s:I,s:I,s:I,s:o,s:o}",
+		"at_ns", (json_int_t)s->at_ns, "elapsed_ns", (json_int_t)s->elapsed_ns,
+		"final", s->final, "pulled", (json_int_t)s->pulled,
+		"released", (json_int_t)s->released, "in_flight", (json_int_t)s->in_flight,
+		"waiting", (json_int_t)s->waiting, "waiting_bytes", (json_int_t)s->waiting_bytes,
+		"outcomes", o, "calls", (json_int_t)s->calls, "calls_ok", (json_int_t)s->calls_ok,
+		"calls_replayed", (json_int_t)s->calls_replayed, "calls_by_class", c,
+		"upstreams", ups);
+	if (!j)
+		return;
+	q.ev.extra = j;
+	push(m, &q);
 }
 
 void tel_phase(tel_manager *m, uint64_t run_id, const char *phase, const char *action)
@@ -319,6 +364,22 @@ static void dispatch(tel_manager *m, slot *s)
 
 	if (s->ev.run_id)
 		set_run_label(m, s->ev.run_id);
+	if (s->ev.type == TEL_METRICS) {
+		json_object_set_new(s->ev.extra, "run_id", json_string(m->x.run_label));
+		for (size_t i = 0; i < m->nex; i++) {
+			if (!m->ex[i].ops->metrics)
+				continue;
+			memset(&err, 0, sizeof(err));
+			if (m->ex[i].ops->metrics(m->ex[i].state, s->ev.extra, &err)) {
+				m->ex[i].failures++;
+				pthread_mutex_lock(&m->mu);
+				warnf(m, "telemetry exporter '%s': metrics not delivered: %s",
+				      m->ex[i].name, err.msg);
+				pthread_mutex_unlock(&m->mu);
+			}
+		}
+		return;
+	}
 	if (s->ev.type == TEL_EXTERNAL_CALL_COMPLETED)
 		call_extra(s);
 	if (tel__record(&m->x, &s->ev, &r)) {
@@ -561,6 +622,8 @@ int tel_open(const core_settings *s, const dag_graph *g, tel_manager **out,
 			free_manager(m);
 			return rc;
 		}
+	for (size_t i = 0; i < m->nex; i++)
+		m->has_metrics |= m->ex[i].ops->metrics != NULL;
 	if (!cfg->nexporters)
 		warnf(m, "telemetry: Telemetry enabled but no exporters configured");
 	if (pthread_create(&m->thread, NULL, export_main, m)) {

@@ -31,27 +31,11 @@
 #include <openssl/rand.h>
 
 #include "opentelemetry/proto/collector/trace/v1/trace_service.pb-c.h"
-#include "telemetry/tel_http.h"
-
-typedef Opentelemetry__Proto__Common__V1__KeyValue kv_t;
-typedef Opentelemetry__Proto__Common__V1__AnyValue any_t;
-
-typedef struct otlp {
-	char url[2048];
-	char shown[2048];
-	bool grpc;
-	struct curl_slist *headers;
-	long long batch_size, tries;
-	long timeout_ms;
-	core_buf spans;            /* packed spans, each framed as field 2 of
-				    * ScopeSpans */
-	size_t nspans;
-	json_t *resource;          /* the Resource's attributes */
-} otlp;
+#include "telemetry/otlp_internal.h"
 
 /* --------------------------------------------------------------- wire */
 
-static int put_varint(core_buf *b, uint64_t v)
+int tel__put_varint(core_buf *b, uint64_t v)
 {
 	uint8_t t[10];
 	size_t n = 0;
@@ -67,18 +51,18 @@ static int put_varint(core_buf *b, uint64_t v)
 }
 
 /* Field `field` (length-delimited) holding p[0..n). */
-static int put_field(core_buf *b, unsigned field, const void *p, size_t n)
+int tel__put_field(core_buf *b, unsigned field, const void *p, size_t n)
 {
-	int rc = put_varint(b, (uint64_t)field << 3 | 2);
+	int rc = tel__put_varint(b, (uint64_t)field << 3 | 2);
 
 	if (!rc)
-		rc = put_varint(b, n);
+		rc = tel__put_varint(b, n);
 	if (!rc)
 		rc = core_buf_append(b, p, n);
 	return rc;
 }
 
-static int put_msg(core_buf *b, unsigned field, const ProtobufCMessage *m)
+int tel__put_msg(core_buf *b, unsigned field, const ProtobufCMessage *m)
 {
 	size_t n = protobuf_c_message_get_packed_size(m);
 	uint8_t *p = malloc(n ? n : 1);
@@ -87,26 +71,15 @@ static int put_msg(core_buf *b, unsigned field, const ProtobufCMessage *m)
 	if (!p)
 		return CORE_ENOMEM;
 	protobuf_c_message_pack(m, p);
-	rc = put_field(b, field, p, n);
+	rc = tel__put_field(b, field, p, n);
 	free(p);
 	return rc;
 }
 
 /* ------------------------------------------------------- attributes */
 
-typedef struct attrs {
-	kv_t *kv;
-	kv_t **ptrs;
-	any_t *vals;
-	size_t n, cap;
-	/* arrays: their values and pointer lists, freed with the span */
-	void **owned;
-	size_t nowned;
-	char **texts;              /* JSON texts of mappings */
-	size_t ntexts;
-} attrs;
 
-static void attrs_free(attrs *a)
+void tel__attrs_free(attrs *a)
 {
 	for (size_t i = 0; i < a->nowned; i++)
 		free(a->owned[i]);
@@ -214,7 +187,7 @@ static bool any_of(attrs *a, const json_t *v, any_t *out)
 	return false;
 }
 
-static int add_attr(attrs *a, const char *key, const json_t *v)
+int tel__add_attr(attrs *a, const char *key, const json_t *v)
 {
 	if (a->n == a->cap)
 		return CORE_ENOMEM; /* sized by the caller */
@@ -228,7 +201,22 @@ static int add_attr(attrs *a, const char *key, const json_t *v)
 	return 0;
 }
 
-static int attrs_init(attrs *a, size_t cap)
+int tel__add_attr_str(attrs *a, const char *key, const char *val)
+{
+	if (a->n == a->cap)
+		return CORE_ENOMEM;
+	a->vals[a->n] = (any_t)OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
+	a->vals[a->n].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
+	a->vals[a->n].string_value = (char *)val;
+	a->kv[a->n] = (kv_t)OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
+	a->kv[a->n].key = (char *)key;
+	a->kv[a->n].value = &a->vals[a->n];
+	a->ptrs[a->n] = &a->kv[a->n];
+	a->n++;
+	return 0;
+}
+
+int tel__attrs_init(attrs *a, size_t cap)
 {
 	memset(a, 0, sizeof(*a));
 	a->cap = cap;
@@ -259,16 +247,16 @@ static int pack_span(otlp *o, const tel_record *r)
 	attrs a;
 	int rc;
 
-	if ((rc = attrs_init(&a, json_object_size(r->fields) + 3)) || !type) {
+	if ((rc = tel__attrs_init(&a, json_object_size(r->fields) + 3)) || !type) {
 		json_decref(type);
-		attrs_free(&a);
+		tel__attrs_free(&a);
 		return CORE_ENOMEM;
 	}
 	json_object_foreach(r->fields, k, v)
 		if (!rc)
-			rc = add_attr(&a, k, v);
+			rc = tel__add_attr(&a, k, v);
 	if (!rc)
-		rc = add_attr(&a, "event_type", type);
+		rc = tel__add_attr(&a, "event_type", type);
 	do {
 		if (RAND_bytes(span, sizeof(span)) != 1)
 			memset(span, 1, sizeof(span));
@@ -284,73 +272,62 @@ static int pack_span(otlp *o, const tel_record *r)
 	st.code = OPENTELEMETRY__PROTO__TRACE__V1__STATUS__STATUS_CODE__STATUS_CODE_OK;
 	sp.status = &st;
 	if (!rc)
-		rc = put_msg(&o->spans, 2, &sp.base);
+		rc = tel__put_msg(&o->spans, 2, &sp.base);
 	if (!rc)
 		o->nspans++;
 	json_decref(type);
-	attrs_free(&a);
+	tel__attrs_free(&a);
 	return rc;
 }
 
 /* ------------------------------------------------------------- sending */
 
 /* Field 1 of ResourceSpans: the Resource with o's attributes. */
-static int put_resource(otlp *o, core_buf *b)
+int tel__put_resource(otlp *o, core_buf *b)
 {
 	Opentelemetry__Proto__Resource__V1__Resource res =
 		OPENTELEMETRY__PROTO__RESOURCE__V1__RESOURCE__INIT;
 	const char *k;
 	json_t *v;
 	attrs a;
-	int rc = attrs_init(&a, json_object_size(o->resource));
+	int rc = tel__attrs_init(&a, json_object_size(o->resource));
 
 	json_object_foreach(o->resource, k, v)
 		if (!rc)
-			rc = add_attr(&a, k, v);
+			rc = tel__add_attr(&a, k, v);
 	res.n_attributes = a.n;
 	res.attributes = a.ptrs;
 	if (!rc)
-		rc = put_msg(b, 1, &res.base);
-	attrs_free(&a);
+		rc = tel__put_msg(b, 1, &res.base);
+	tel__attrs_free(&a);
 	return rc;
 }
 
 /* Field 1 of ScopeSpans: ELSPETH's instrumentation scope. */
-static int put_scope(core_buf *b)
+int tel__put_scope(core_buf *b)
 {
 	Opentelemetry__Proto__Common__V1__InstrumentationScope sc =
 		OPENTELEMETRY__PROTO__COMMON__V1__INSTRUMENTATION_SCOPE__INIT;
 
 	sc.name = "elspeth.telemetry";
 	sc.version = ELSPETH_VERSION;
-	return put_msg(b, 1, &sc.base);
+	return tel__put_msg(b, 1, &sc.base);
 }
 
-static int send_batch(otlp *o, core_err *err)
+int tel__otlp_post(otlp *o, const char *url, const char *shown, const core_buf *inner,
+		   core_err *err)
 {
-	core_buf scope = { 0 }, rs = { 0 }, req = { 0 };
-	tel_http_req q = { .url = o->url, .shown = o->shown, .grpc = o->grpc,
+	tel_http_req q = { .url = url, .shown = shown, .grpc = o->grpc,
 			   .content_type = "application/x-protobuf",
 			   .headers = o->headers, .timeout_ms = o->timeout_ms,
 			   .tries = (unsigned)o->tries };
-	int rc;
+	core_buf req = { 0 };
+	int rc = 0;
 
-	if (!o->nspans)
-		return 0;
-	/* ExportTraceServiceRequest{resource_spans: ResourceSpans{resource,
-	 * scope_spans: ScopeSpans{scope, spans...}}}, the spans packed as
-	 * they came. */
-	rc = put_scope(&scope);
-	if (!rc)
-		rc = core_buf_append(&scope, o->spans.data, o->spans.len);
-	if (!rc)
-		rc = put_resource(o, &rs);
-	if (!rc)
-		rc = put_field(&rs, 2, scope.data, scope.len);
-	if (!rc && o->grpc) /* the gRPC frame: uncompressed, length follows */
+	if (o->grpc) /* the gRPC frame: uncompressed, then the length */
 		rc = core_buf_append(&req, "\0\0\0\0\0", 5);
 	if (!rc)
-		rc = put_field(&req, 1, rs.data, rs.len);
+		rc = tel__put_field(&req, 1, inner->data, inner->len);
 	if (!rc && o->grpc) {
 		uint32_t n = (uint32_t)(req.len - 5);
 		uint8_t *p = (uint8_t *)req.data;
@@ -364,15 +341,37 @@ static int send_batch(otlp *o, core_err *err)
 		q.body = req.data;
 		q.len = req.len;
 		rc = tel__http_send(&q, NULL, err);
-		if (rc)
-			core_err_prefix(err, "%zu spans not delivered", o->nspans);
 	}
+	core_buf_release(&req);
+	return rc;
+}
+
+static int send_batch(otlp *o, core_err *err)
+{
+	core_buf scope = { 0 }, rs = { 0 };
+	int rc;
+
+	if (!o->nspans)
+		return 0;
+	/* ExportTraceServiceRequest{resource_spans: ResourceSpans{resource,
+	 * scope_spans: ScopeSpans{scope, spans...}}}, the spans packed as
+	 * they came. */
+	rc = tel__put_scope(&scope);
+	if (!rc)
+		rc = core_buf_append(&scope, o->spans.data, o->spans.len);
+	if (!rc)
+		rc = tel__put_resource(o, &rs);
+	if (!rc)
+		rc = tel__put_field(&rs, 2, scope.data, scope.len);
+	if (rc)
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	else if ((rc = tel__otlp_post(o, o->url, o->shown, &rs, err)))
+		core_err_prefix(err, "%zu spans not delivered", o->nspans);
 	/* Sent or not, the batch is done with (ELSPETH clears it too). */
 	o->spans.len = 0;
 	o->nspans = 0;
 	core_buf_release(&scope);
 	core_buf_release(&rs);
-	core_buf_release(&req);
 	return rc;
 }
 
@@ -424,23 +423,39 @@ static int endpoint_url(otlp *o, const tel_opts *op, const char *ep, core_err *e
 	if (scheme && strncmp(ep, "http://", 7) && strncmp(ep, "https://", 8))
 		return tel__fail(op, "endpoint", err,
 				 "endpoint '%s': the scheme must be http:// or https://", ep);
+	char base[1800];
+
 	if (o->grpc) {
-		n = (size_t)snprintf(o->url, sizeof(o->url), "%s%s", scheme ? "" :
+		n = (size_t)snprintf(base, sizeof(base), "%s%s", scheme ? "" :
 			insecure && !strcasecmp(insecure, "true") ? "http://" : "https://", ep);
-		while (n && o->url[n - 1] == '/')
-			o->url[--n] = '\0';
-		n += (size_t)snprintf(o->url + n, sizeof(o->url) - n,
-			"/opentelemetry.proto.collector.trace.v1.TraceService/Export");
+		while (n && n < sizeof(base) && base[n - 1] == '/')
+			base[--n] = '\0';
+		snprintf(o->url, sizeof(o->url), "%s%s", base,
+			 "/opentelemetry.proto.collector.trace.v1.TraceService/Export");
+		snprintf(o->murl, sizeof(o->murl), "%s%s", base,
+			 "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export");
 	} else {
 		const char *path = scheme ? strchr(scheme + 3, '/') : strchr(ep, '/');
+		bool bare = !path || !strcmp(path, "/");
 
-		n = (size_t)snprintf(o->url, sizeof(o->url), "%s%s%s", scheme ? "" : "http://",
-				     ep, !path || !strcmp(path, "/") ?
-				     (path ? "v1/traces" : "/v1/traces") : "");
+		/* OTLP/HTTP: a bare endpoint gets the signal's path; a
+		 * path given is the traces' (metrics: its /v1/traces
+		 * replaced, or /v1/metrics beside it). */
+		n = (size_t)snprintf(base, sizeof(base), "%s%s", scheme ? "" : "http://", ep);
+		while (bare && n && n < sizeof(base) && base[n - 1] == '/')
+			base[--n] = '\0';
+		snprintf(o->url, sizeof(o->url), "%s%s", base, bare ? "/v1/traces" : "");
+		if (bare)
+			snprintf(o->murl, sizeof(o->murl), "%s/v1/metrics", base);
+		else if (n > 10 && !strcmp(base + n - 10, "/v1/traces"))
+			snprintf(o->murl, sizeof(o->murl), "%.*s/v1/metrics", (int)(n - 10), base);
+		else
+			snprintf(o->murl, sizeof(o->murl), "%s/v1/metrics", base);
 	}
-	if (n >= sizeof(o->url))
+	if (n >= sizeof(base))
 		return tel__fail(op, "endpoint", err, "endpoint is too long");
 	tel__url_shown(o->url, o->shown, sizeof(o->shown));
+	tel__url_shown(o->murl, o->mshown, sizeof(o->mshown));
 	return 0;
 }
 
@@ -470,6 +485,7 @@ static int otlp_configure(const core_node *options, void **state, core_err *err)
 	const char *timeout = env_first("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
 					"OTEL_EXPORTER_OTLP_TIMEOUT");
 	json_t *headers = NULL;
+	long long interval = 10;
 	otlp *o;
 	int rc;
 
@@ -485,6 +501,9 @@ static int otlp_configure(const core_node *options, void **state, core_err *err)
 		rc = tel__opt_int(&op, "batch_size", NULL, 1, &o->batch_size, err);
 	if (!rc)
 		rc = tel__opt_int(&op, "max_attempts", NULL, 1, &o->tries, err);
+	if (!rc)
+		rc = tel__opt_int(&op, "metrics_interval_seconds", NULL, 0, &interval, err);
+	o->metrics_interval_s = (double)interval;
 	if (!rc)
 		rc = tel__opt_str(&op, "protocol", NULL, false, &proto, err);
 	if (!rc && proto && strcmp(proto, "grpc") && strcmp(proto, "http/protobuf"))
@@ -522,4 +541,5 @@ const tel_exporter_ops tel__otlp = {
 	.export = otlp_export,
 	.flush = otlp_flush,
 	.close = otlp_close,
+	.metrics = tel__otlp_metrics,
 };

@@ -187,6 +187,7 @@ int tel__record(const tel_ctx *x, const tel_ev *ev, tel_record *out)
 		call_fields(x, ev, f);
 		break;
 	case TEL_TYPE_LAST:
+	case TEL_METRICS: /* not an event (manager.c) */
 		break;
 	}
 	return 0;

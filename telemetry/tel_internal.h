@@ -12,7 +12,8 @@ typedef enum tel_type {
 	TEL_RUN_STARTED, TEL_PHASE_CHANGED, TEL_FIELD_RESOLUTION_APPLIED,
 	TEL_ROW_CREATED, TEL_TRANSFORM_COMPLETED, TEL_GATE_EVALUATED,
 	TEL_TOKEN_COMPLETED, TEL_EXTERNAL_CALL_COMPLETED, TEL_RUN_FINISHED,
-	TEL_TYPE_LAST
+	TEL_TYPE_LAST,
+	TEL_METRICS = 64           /* not an event: a metric sample (extra) */
 } tel_type;
 
 const char *tel__type_name(tel_type t);
@@ -70,6 +71,10 @@ typedef struct tel_exporter_ops {
 	int (*export)(void *state, const tel_record *r, core_err *err);
 	int (*flush)(void *state, core_err *err);
 	void (*close)(void *state);
+	/* Optional: the run's metrics (a sample as tel_sample makes it:
+	 * counters so far and gauges now), about once a second; the
+	 * exporter decides how often it sends. */
+	int (*metrics)(void *state, const json_t *sample, core_err *err);
 } tel_exporter_ops;
 
 extern const tel_exporter_ops tel__console, tel__otlp, tel__datadog, tel__azure;

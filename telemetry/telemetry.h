@@ -64,6 +64,11 @@ bool tel_next_warning(tel_manager *m, char *buf, size_t cap);
 void tel_engine_event(void *ctx, const eng_event *ev);
 unsigned tel_event_mask(const tel_manager *m);
 
+/* The engine's metric sample (eng_opts.sample), for exporters that send
+ * metrics (otlp): copied and queued like an event, whatever the
+ * granularity. The job's thread. */
+void tel_sample(tel_manager *m, const eng_sample *s);
+
 /* A PhaseChanged the run library reports (e.g. export, exporting). */
 void tel_phase(tel_manager *m, uint64_t run_id, const char *phase, const char *action);
 

@@ -78,6 +78,23 @@ def spans_of(req):
                 })
 
 
+def metrics_of(req):
+    for rm in req.resource_metrics:
+        res = {kv.key: any_value(kv.value) for kv in rm.resource.attributes}
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                kind = m.WhichOneof("data")
+                data = getattr(m, kind)
+                for p in data.data_points:
+                    record({
+                        "metric": m.name, "unit": m.unit, "kind": kind,
+                        "monotonic": getattr(data, "is_monotonic", None),
+                        "value": getattr(p, p.WhichOneof("value")),
+                        "attributes": {kv.key: any_value(kv.value) for kv in p.attributes},
+                        "start": p.start_time_unix_nano, "time": p.time_unix_nano,
+                        "run_id": res.get("elspeth.run_id"), "scope": sm.scope.name})
+
+
 def load_protos():
     gen = tempfile.mkdtemp(prefix="otelpb")
     files = [os.path.relpath(os.path.join(d, f), args.protos)
@@ -86,7 +103,8 @@ def load_protos():
                    check=True)
     sys.path.insert(0, gen)
     from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-    return trace_service_pb2
+    from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+    return trace_service_pb2, metrics_service_pb2
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -109,6 +127,10 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(3600)
         if should_fail():
             return self.reply(503, b"try later")
+        if args.kind == "otlp-http" and self.path == "/v1/metrics":
+            metrics_of(MPB.ExportMetricsServiceRequest.FromString(data))
+            return self.reply(200, MPB.ExportMetricsServiceResponse().SerializeToString(),
+                              "application/x-protobuf")
         if args.kind == "otlp-http":
             if self.path != "/v1/traces" or \
                self.headers.get("Content-Type") != "application/x-protobuf":
@@ -163,7 +185,7 @@ class Handler(BaseHTTPRequestHandler):
                                     "errors": []}).encode())
 
 
-PB = load_protos() if args.kind.startswith("otlp") else None
+PB, MPB = load_protos() if args.kind.startswith("otlp") else (None, None)
 
 if args.kind == "otlp-grpc":
     import grpc
@@ -183,8 +205,17 @@ if args.kind == "otlp-grpc":
         {"Export": grpc.unary_unary_rpc_method_handler(
             export, request_deserializer=PB.ExportTraceServiceRequest.FromString,
             response_serializer=PB.ExportTraceServiceResponse.SerializeToString)})
+    def export_metrics(req, ctx):
+        metrics_of(req)
+        return MPB.ExportMetricsServiceResponse()
+
+    mhandler = grpc.method_handlers_generic_handler(
+        "opentelemetry.proto.collector.metrics.v1.MetricsService",
+        {"Export": grpc.unary_unary_rpc_method_handler(
+            export_metrics, request_deserializer=MPB.ExportMetricsServiceRequest.FromString,
+            response_serializer=MPB.ExportMetricsServiceResponse.SerializeToString)})
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
-    server.add_generic_rpc_handlers((handler,))
+    server.add_generic_rpc_handlers((handler, mhandler))
     server.add_insecure_port("127.0.0.1:%d" % args.port)
     server.start()
     print("ready", flush=True)

@@ -126,7 +126,7 @@ events = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 run = events[0]["run_id"]
 for path in sys.argv[2:]:
     recs = [json.loads(l) for l in open(path)]
-    spans = [r for r in recs if "name" in r]
+    spans = [r for r in recs if "name" in r and "metric" not in r]
     assert [s["name"] for s in spans] == [e["event_type"] for e in events], path
     trace = hashlib.sha256(run.encode()).digest()[:16].hex()
     for s, e in zip(spans, events):
@@ -145,9 +145,17 @@ for path in sys.argv[2:]:
             else:
                 assert a[k] == v, (k, a[k], v)
     assert len({s["span_id"] for s in spans}) == len(spans)
+for path in sys.argv[2:]:
+    ms = {(r["metric"], tuple(sorted(r["attributes"].items()))): r
+          for r in map(json.loads, open(path)) if "metric" in r}
+    assert ms[("elspeth.rows.released", ())]["value"] == 5, path
+    assert ms[("elspeth.rows.pulled", ())]["kind"] == "sum" and ms[("elspeth.rows.pulled", ())]["monotonic"]
+    assert ms[("elspeth.tokens", (("outcome", "ROUTED"),))]["value"] == 5
+    assert ms[("elspeth.rows.in_flight", ())]["kind"] == "gauge"
+    assert ms[("elspeth.rows.released", ())]["run_id"] == run
 grpc_meta = [r["metadata"] for r in map(json.loads, open(sys.argv[2])) if "metadata" in r]
-assert len(grpc_meta) == 4 and grpc_meta[0]["authorization"] == "Bearer s3cr3t-t0ken"
-print("%d spans each over gRPC (4 batches of <= 5) and http/protobuf; trace id = SHA-256(run id)[:16]" % len(events))
+assert len(grpc_meta) >= 4 and grpc_meta[0]["authorization"] == "Bearer s3cr3t-t0ken"
+print("%d spans each over gRPC (4 batches of <= 5) and http/protobuf, trace id = SHA-256(run id)[:16]; the final metrics" % len(events))
 PYEOF
 ! grep -rq "s3cr3t" p/out.txt p/err.txt && pass "the exporter's header secret is in no event or message" ||
   fail "a secret leaked"
