@@ -574,6 +574,8 @@ int core_json_append(core_buf *b, const json_t *v, int indent, int depth);
  * "," and a line break indented n per level, depth levels already open;
  * reals as repr(). ELSPETH's json sink and database columns. */
 int core_json_append_py(core_buf *b, const json_t *v, int indent, int depth);
+/* The string s[0..n) (UTF-8) as core_json_append_py writes a string. */
+int core_json_append_py_str(core_buf *b, const char *s, size_t n);
 /* Appends Python's str(v): strings as they are, True / False / None, reals
  * as repr(), a dict or list as its repr() ({'a': [1, 'x']}). What
  * csv.DictWriter writes for a value. */

@@ -19,13 +19,26 @@
 
 /* ---------------------------------------------------------- json.dumps */
 
-static int py_json_string(core_buf *b, const char *s, size_t n)
+int core_json_append_py_str(core_buf *b, const char *s, size_t n)
 {
 	int rc = core_buf_putc(b, '"');
 
 	for (size_t i = 0; !rc && i < n;) {
 		uint32_t cp;
-		size_t k = core_utf8_decode(s + i, n - i, &cp);
+		size_t k, run = 0;
+
+		/* printable ASCII other than '"' and '\\' goes as it is, a
+		 * run at a time */
+		while (i + run < n && (unsigned char)s[i + run] >= 0x20 &&
+		       (unsigned char)s[i + run] < 0x7f && s[i + run] != '"' &&
+		       s[i + run] != '\\')
+			run++;
+		if (run) {
+			rc = core_buf_append(b, s + i, run);
+			i += run;
+			continue;
+		}
+		k = core_utf8_decode(s + i, n - i, &cp);
 
 		if (!k) { /* never in a jansson string */
 			cp = 0xfffd;
@@ -95,7 +108,7 @@ int core_json_append_py(core_buf *b, const json_t *v, int indent, int depth)
 			if (!rc)
 				rc = py_sep(b, !i++, indent, depth + 1);
 			if (!rc)
-				rc = py_json_string(b, key, strlen(key));
+				rc = core_json_append_py_str(b, key, strlen(key));
 			if (!rc)
 				rc = core_buf_puts(b, ": ");
 			if (!rc)
@@ -118,7 +131,7 @@ int core_json_append_py(core_buf *b, const json_t *v, int indent, int depth)
 			rc = py_sep(b, true, indent, depth);
 		return rc ? rc : core_buf_putc(b, ']');
 	case JSON_STRING:
-		return py_json_string(b, json_string_value(v), json_string_length(v));
+		return core_json_append_py_str(b, json_string_value(v), json_string_length(v));
 	case JSON_INTEGER:
 		return core_buf_printf(b, "%" JSON_INTEGER_FORMAT, json_integer_value(v));
 	case JSON_REAL:

@@ -167,7 +167,6 @@ static int az_export(void *state, const tel_record *r, core_err *err)
 	uint8_t trace[16], span[8];
 	char op[33], id[17], ts[40];
 	json_t *props = json_object(), *tags, *env, *v;
-	const char *k;
 
 	tel__trace_id(r->run_id, trace);
 	core_hex(trace, sizeof(trace), op);
@@ -175,9 +174,11 @@ static int az_export(void *state, const tel_record *r, core_err *err)
 		memset(span, 1, sizeof(span));
 	core_hex(span, sizeof(span), id);
 	az_time(r->at_ns, ts);
-	json_object_foreach(r->fields, k, v)
-		if (!json_is_null(v))
-			json_object_set_new(props, k, prop(v));
+	for (size_t i = 0; i < r->n; i++)
+		if ((v = tel__field_json(&r->f[i]))) {
+			json_object_set_new(props, r->f[i].key, prop(v));
+			json_decref(v);
+		}
 	json_object_set_new(props, "event_type", json_string(r->type));
 	json_object_set_new(props, "cloud.provider", json_string("azure"));
 	json_object_set_new(props, "elspeth.exporter", json_string("azure_monitor"));

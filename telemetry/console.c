@@ -24,8 +24,10 @@
 typedef struct console {
 	bool pretty;
 	int fd;
-	core_buf line;
+	core_buf out;              /* whole lines not written yet */
 } console;
+
+#define OUT_FLUSH (64 * 1024)  /* written when this much waits */
 
 static int check_choice(const tel_opts *o, const char *key, const char *dflt,
 			const char *const *choices, const char *list, int *out,
@@ -70,76 +72,162 @@ static int console_configure(const core_node *options, void **state, core_err *e
 	return 0;
 }
 
-static int cmp_str(const void *a, const void *b)
+static int cmp_field(const void *a, const void *b)
 {
-	return strcmp(*(const char *const *)a, *(const char *const *)b);
+	return strcmp((*(const tel_field *const *)a)->key, (*(const tel_field *const *)b)->key);
 }
 
+/* A field's value as Python's str() prints it (pretty). */
+static int py_value(core_buf *b, const tel_field *f)
+{
+	char num[48];
+	json_t *j;
+	int rc;
+
+	switch (f->type) {
+	case TEL_F_STR:
+		return core_buf_puts(b, f->s);
+	case TEL_F_INT:
+		return core_buf_printf(b, "%lld", (long long)f->i);
+	case TEL_F_REAL:
+		core_format_double_py(f->d, num, sizeof(num));
+		return core_buf_puts(b, num);
+	case TEL_F_JSON:
+		return core_py_str(b, f->j);
+	case TEL_F_STRS:
+		if (!(j = tel__field_json(f)))
+			return CORE_ENOMEM;
+		rc = core_py_str(b, j);
+		json_decref(j);
+		return rc;
+	case TEL_F_NULL:
+		break;
+	}
+	return core_buf_puts(b, "None");
+}
+
+/* [time] Type: run (k=v, ...): every field but run_id, sorted, None out. */
 static int pretty(core_buf *b, const tel_record *r, const char *ts)
 {
-	const char **keys;
-	size_t n = 0, cap = json_object_size(r->fields);
-	const char *k;
-	json_t *v;
+	const tel_field *keys[TEL_FIELDS];
+	size_t n = 0;
 	int rc = 0;
 
-	if (!(keys = calloc(cap ? cap : 1, sizeof(*keys))))
-		return CORE_ENOMEM;
-	json_object_foreach(r->fields, k, v)
-		if (strcmp(k, "run_id") && !json_is_null(v))
-			keys[n++] = k;
-	qsort(keys, n, sizeof(*keys), cmp_str);
+	for (size_t i = 0; i < r->n; i++)
+		if (strcmp(r->f[i].key, "run_id") && r->f[i].type != TEL_F_NULL)
+			keys[n++] = &r->f[i];
+	qsort(keys, n, sizeof(*keys), cmp_field);
 	core_buf_printf(b, "[%s] %s: %s", ts, r->type, r->run_id);
 	for (size_t i = 0; !rc && i < n; i++) {
 		core_buf_puts(b, i ? ", " : " (");
-		core_buf_puts(b, keys[i]);
+		core_buf_puts(b, keys[i]->key);
 		core_buf_putc(b, '=');
-		rc = core_py_str(b, json_object_get(r->fields, keys[i]));
+		rc = py_value(b, keys[i]);
 	}
 	if (n)
 		core_buf_putc(b, ')');
-	free(keys);
 	return rc;
 }
 
+/* A field's value as Python's json.dumps writes it. */
+static int json_value(core_buf *b, const tel_field *f)
+{
+	char num[48];
+	int rc = 0;
+
+	switch (f->type) {
+	case TEL_F_STR:
+		return core_json_append_py_str(b, f->s, strlen(f->s));
+	case TEL_F_INT:
+		return core_buf_printf(b, "%lld", (long long)f->i);
+	case TEL_F_REAL:
+		core_format_double_py(f->d, num, sizeof(num));
+		return core_buf_puts(b, num);
+	case TEL_F_JSON:
+		return core_json_append_py(b, f->j, -1, 0);
+	case TEL_F_STRS:
+		rc = core_buf_putc(b, '[');
+		for (size_t i = 0; !rc && i < f->nstrs; i++) {
+			if (i)
+				rc = core_buf_puts(b, ", ");
+			if (!rc)
+				rc = core_json_append_py_str(b, f->strs[i], strlen(f->strs[i]));
+		}
+		return rc ? rc : core_buf_putc(b, ']');
+	case TEL_F_NULL:
+		break;
+	}
+	return core_buf_puts(b, "null");
+}
+
+/* {"timestamp": …, the fields…, "event_type": …} (the keys are our own
+ * ASCII names). */
 static int json_line(core_buf *b, const tel_record *r, const char *ts)
 {
-	json_t *d = json_object();
-	json_t *v;
-	const char *k;
-	int rc;
+	int rc = core_buf_puts(b, "{\"timestamp\": \"");
 
-	if (!d)
-		return CORE_ENOMEM;
-	json_object_set_new(d, "timestamp", json_string(ts));
-	json_object_foreach(r->fields, k, v)
-		json_object_set(d, k, v);
-	json_object_set_new(d, "event_type", json_string(r->type));
-	rc = core_json_append_py(b, d, -1, 0);
-	json_decref(d);
-	return rc;
+	if (!rc)
+		rc = core_buf_puts(b, ts);
+	if (!rc)
+		rc = core_buf_putc(b, '"');
+	for (size_t i = 0; !rc && i < r->n; i++) {
+		rc = core_buf_puts(b, ", \"");
+		if (!rc)
+			rc = core_buf_puts(b, r->f[i].key);
+		if (!rc)
+			rc = core_buf_puts(b, "\": ");
+		if (!rc)
+			rc = json_value(b, &r->f[i]);
+	}
+	if (!rc)
+		rc = core_buf_puts(b, ", \"event_type\": \"");
+	if (!rc)
+		rc = core_buf_puts(b, r->type);
+	return rc ? rc : core_buf_puts(b, "\"}");
 }
 
+/* Writes what waits: whole lines only, so no other writer's text lands
+ * inside one. */
+static int console_write(console *c, core_err *err)
+{
+	const char *p;
+	size_t left;
+	ssize_t w;
+
+	for (p = c->out.data, left = c->out.len; left; p += w, left -= (size_t)w)
+		if ((w = write(c->fd, p, left)) < 0) {
+			if (errno == EINTR) {
+				w = 0;
+				continue;
+			}
+			c->out.len = 0;
+			return core_err_set(err, CORE_EIO, "writing to %s: %s",
+					    c->fd == STDERR_FILENO ? "stderr" : "stdout",
+					    strerror(errno));
+		}
+	c->out.len = 0;
+	return 0;
+}
+
+/* Lines wait in a buffer while more events are queued (the manager
+ * calls idle when the queue is empty), so a busy run writes 64 KiB at a
+ * time and a quiet one at once. */
 static int console_export(void *state, const tel_record *r, core_err *err)
 {
 	console *c = state;
 	char ts[40];
-	const char *p;
-	size_t left;
-	ssize_t w;
 	int rc;
 
 	tel__iso(r->at_ns, ts);
-	c->line.len = 0;
-	rc = c->pretty ? pretty(&c->line, r, ts) : json_line(&c->line, r, ts);
-	if (rc || core_buf_putc(&c->line, '\n'))
+	rc = c->pretty ? pretty(&c->out, r, ts) : json_line(&c->out, r, ts);
+	if (rc || core_buf_putc(&c->out, '\n'))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	for (p = c->line.data, left = c->line.len; left; p += w, left -= (size_t)w)
-		if ((w = write(c->fd, p, left)) < 0)
-			return core_err_set(err, CORE_EIO, "writing to %s: %s",
-					    c->fd == STDERR_FILENO ? "stderr" : "stdout",
-					    strerror(errno));
-	return 0;
+	return c->out.len >= OUT_FLUSH ? console_write(c, err) : 0;
+}
+
+static int console_flush(void *state, core_err *err)
+{
+	return console_write(state, err);
 }
 
 static void console_close(void *state)
@@ -148,7 +236,8 @@ static void console_close(void *state)
 
 	if (!c)
 		return;
-	core_buf_release(&c->line);
+	console_write(c, &(core_err){ 0 });
+	core_buf_release(&c->out);
 	free(c);
 }
 
@@ -156,5 +245,7 @@ const tel_exporter_ops tel__console = {
 	.name = "console",
 	.configure = console_configure,
 	.export = console_export,
+	.flush = console_flush,
+	.idle = console_flush,
 	.close = console_close,
 };

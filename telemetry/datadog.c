@@ -171,7 +171,6 @@ static int dd_export(void *state, const tel_record *r, core_err *err)
 	uint8_t trace[16];
 	uint64_t tid = 0;
 	json_t *meta = json_object(), *metrics = json_object(), *span, *v;
-	const char *k;
 	char key[256];
 
 	tel__trace_id(r->run_id, trace);
@@ -182,9 +181,12 @@ static int dd_export(void *state, const tel_record *r, core_err *err)
 		json_object_set_new(meta, "version", json_string(d->version));
 	json_object_set_new(meta, "elspeth.run_id", json_string(r->run_id));
 	json_object_set_new(meta, "elspeth.event_type", json_string(r->type));
-	json_object_foreach(r->fields, k, v) {
-		snprintf(key, sizeof(key), "elspeth.%s", k);
+	for (size_t i = 0; i < r->n; i++) {
+		if (!(v = tel__field_json(&r->f[i])))
+			continue; /* None */
+		snprintf(key, sizeof(key), "elspeth.%s", r->f[i].key);
 		tag(meta, metrics, key, v, 0);
+		json_decref(v);
 	}
 	span = json_pack("{s:I,s:I,s:s,s:s,s:s,s:s,s:I,s:i,s:i,s:o,s:o}",
 			 "trace_id", (json_int_t)(tid & 0x7fffffffffffffffULL),

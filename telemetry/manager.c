@@ -32,6 +32,11 @@
 #define QUEUE_CAP 1000        /* ELSPETH's INTERNAL_DEFAULTS queue_size */
 #define BLOCK_TIMEOUT_S 30    /* ELSPETH's put(timeout=30.0) */
 #define DROP_WARN_EVERY 100
+/* The export thread is woken when this many events wait (or a run's
+ * lifecycle event comes); else it looks every WAKE_MS: a futex wake per
+ * event cost more than the event itself. */
+#define WAKE_BATCH 64
+#define WAKE_MS 20
 #define WARN_KEEP 32          /* warnings held for tel_next_warning */
 
 typedef struct exporter {
@@ -71,6 +76,7 @@ struct tel_manager {
 	slot *q;
 	size_t head, len;
 	bool busy;                 /* the thread holds an event */
+	bool sleeping;             /* the thread waits for events */
 	bool stopping, flush_req;
 	pthread_t thread;
 	bool started;
@@ -197,7 +203,9 @@ static void push(tel_manager *m, slot *s)
 	}
 	m->q[(m->head + m->len) % QUEUE_CAP] = *s;
 	m->len++;
-	pthread_cond_signal(&m->not_empty);
+	if (m->sleeping && (m->len >= WAKE_BATCH || s->ev.type == TEL_RUN_STARTED ||
+			    s->ev.type == TEL_PHASE_CHANGED || s->ev.type == TEL_RUN_FINISHED))
+		pthread_cond_signal(&m->not_empty);
 	pthread_mutex_unlock(&m->mu);
 }
 
@@ -216,8 +224,10 @@ static char *copy_bytes(const void *p, size_t n)
 
 static void copy_hash(char dst[65], const char *src)
 {
-	if (src)
-		snprintf(dst, 65, "%s", src);
+	size_t n = src ? strnlen(src, 64) : 0;
+
+	memcpy(dst, src ? src : "", n);
+	dst[n] = '\0';
 }
 
 void tel_engine_event(void *ctx, const eng_event *ev)
@@ -243,7 +253,12 @@ void tel_engine_event(void *ctx, const eng_event *ev)
 		s.ev.extra = json_pack("{s:o,s:s?}", "mapping", json_deep_copy(ev->fields),
 				       "version", ev->fields_version);
 		break;
-	case ENG_EV_GATE:
+	case ENG_EV_GATE: /* the names are the graph's: they outlive the run */
+		if (ev->ndests <= TEL_DESTS) {
+			memcpy(s.ev.dests, ev->dests, ev->ndests * sizeof(*ev->dests));
+			s.ev.ndests = ev->ndests;
+			break;
+		}
 		s.ev.extra = json_array();
 		for (size_t i = 0; s.ev.extra && i < ev->ndests; i++)
 			json_array_append_new(s.ev.extra, json_string(ev->dests[i]));
@@ -382,13 +397,7 @@ static void dispatch(tel_manager *m, slot *s)
 	}
 	if (s->ev.type == TEL_EXTERNAL_CALL_COMPLETED)
 		call_extra(s);
-	if (tel__record(&m->x, &s->ev, &r)) {
-		json_decref(r.fields);
-		pthread_mutex_lock(&m->mu);
-		count_drop(m);
-		pthread_mutex_unlock(&m->mu);
-		return;
-	}
+	tel__record(&m->x, &s->ev, &r);
 	for (size_t i = 0; i < m->nex; i++) {
 		memset(&err, 0, sizeof(err));
 		if (!m->ex[i].ops->export(m->ex[i].state, &r, &err)) {
@@ -405,7 +414,7 @@ static void dispatch(tel_manager *m, slot *s)
 		}
 		m->ex[i].failing = true;
 	}
-	json_decref(r.fields);
+	tel__record_release(&r);
 	if (!m->nex || failed < m->nex) {
 		m->emitted++;
 		m->consecutive = 0;
@@ -444,15 +453,51 @@ static void flush_exporters(tel_manager *m)
 	}
 }
 
+static void idle_exporters(tel_manager *m)
+{
+	core_err err;
+
+	for (size_t i = 0; i < m->nex; i++) {
+		memset(&err, 0, sizeof(err));
+		if (m->ex[i].ops->idle && m->ex[i].ops->idle(m->ex[i].state, &err)) {
+			pthread_mutex_lock(&m->mu);
+			warnf(m, "telemetry exporter '%s': %s", m->ex[i].name, err.msg);
+			pthread_mutex_unlock(&m->mu);
+		}
+	}
+}
+
 static void *export_main(void *arg)
 {
 	tel_manager *m = arg;
+	bool idle = false;         /* the exporters were told, nothing since */
 	slot s;
 
 	pthread_mutex_lock(&m->mu);
 	for (;;) {
-		while (!m->len && !m->stopping && !m->flush_req)
-			pthread_cond_wait(&m->not_empty, &m->mu);
+		/* Nothing queued: wait; after a quiet WAKE_MS the exporters
+		 * hear that the queue is idle (a console writes its lines). */
+		while (!m->len && !m->stopping && !m->flush_req) {
+			struct timespec until;
+
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_nsec += WAKE_MS * 1000000L;
+			if (until.tv_nsec >= 1000000000L) {
+				until.tv_sec++;
+				until.tv_nsec -= 1000000000L;
+			}
+			m->sleeping = true;
+			if (pthread_cond_timedwait(&m->not_empty, &m->mu, &until) == ETIMEDOUT &&
+			    !m->len && !idle) {
+				m->sleeping = false;
+				pthread_mutex_unlock(&m->mu);
+				idle_exporters(m);
+				pthread_mutex_lock(&m->mu);
+				idle = true;
+			}
+			m->sleeping = false;
+		}
+		idle = false;
 		if (m->len) {
 			s = m->q[m->head];
 			memset(&m->q[m->head], 0, sizeof(slot));

@@ -79,8 +79,22 @@ int tel__put_msg(core_buf *b, unsigned field, const ProtobufCMessage *m)
 /* ------------------------------------------------------- attributes */
 
 
+int tel__attrs_keep(attrs *a, json_t *j)
+{
+	json_t **g = realloc(a->jsons, (a->njsons + 1) * sizeof(*g));
+
+	if (!g)
+		return CORE_ENOMEM;
+	a->jsons = g;
+	a->jsons[a->njsons++] = j;
+	return 0;
+}
+
 void tel__attrs_free(attrs *a)
 {
+	for (size_t i = 0; i < a->njsons; i++)
+		json_decref(a->jsons[i]);
+	free(a->jsons);
 	for (size_t i = 0; i < a->nowned; i++)
 		free(a->owned[i]);
 	for (size_t i = 0; i < a->ntexts; i++)
@@ -237,26 +251,52 @@ uint8_t *tel__trace_id(const char *run_id, uint8_t out[16])
 	return out;
 }
 
+/* A field as an attribute, as ELSPETH's _serialize_event_attributes:
+ * None left out, a mapping as its JSON text, a list as an array. */
+static int add_field(attrs *a, const tel_field *f)
+{
+	json_t *j;
+	int rc;
+
+	switch (f->type) {
+	case TEL_F_NULL:
+		return 0;
+	case TEL_F_STR:
+		return tel__add_attr_str(a, f->key, f->s);
+	case TEL_F_JSON:
+		return tel__add_attr(a, f->key, f->j);
+	default:
+		if (!(j = tel__field_json(f)))
+			return CORE_ENOMEM;
+		rc = tel__add_attr(a, f->key, j);
+		/* the attribute's scalars are copied; an array keeps its
+		 * strings: let the attrs own j */
+		if (!rc && !json_is_array(j))
+			json_decref(j);
+		else if (!rc)
+			rc = tel__attrs_keep(a, j);
+		else
+			json_decref(j);
+		return rc;
+	}
+}
+
 static int pack_span(otlp *o, const tel_record *r)
 {
 	Opentelemetry__Proto__Trace__V1__Span sp = OPENTELEMETRY__PROTO__TRACE__V1__SPAN__INIT;
 	Opentelemetry__Proto__Trace__V1__Status st = OPENTELEMETRY__PROTO__TRACE__V1__STATUS__INIT;
 	uint8_t trace[16], span[8];
-	json_t *type = json_string(r->type), *v;
-	const char *k;
 	attrs a;
 	int rc;
 
-	if ((rc = tel__attrs_init(&a, json_object_size(r->fields) + 3)) || !type) {
-		json_decref(type);
+	if ((rc = tel__attrs_init(&a, r->n + 1))) {
 		tel__attrs_free(&a);
 		return CORE_ENOMEM;
 	}
-	json_object_foreach(r->fields, k, v)
-		if (!rc)
-			rc = tel__add_attr(&a, k, v);
+	for (size_t i = 0; !rc && i < r->n; i++)
+		rc = add_field(&a, &r->f[i]);
 	if (!rc)
-		rc = tel__add_attr(&a, "event_type", type);
+		rc = tel__add_attr_str(&a, "event_type", r->type);
 	do {
 		if (RAND_bytes(span, sizeof(span)) != 1)
 			memset(span, 1, sizeof(span));
@@ -275,14 +315,10 @@ static int pack_span(otlp *o, const tel_record *r)
 		rc = tel__put_msg(&o->spans, 2, &sp.base);
 	if (!rc)
 		o->nspans++;
-	json_decref(type);
 	tel__attrs_free(&a);
 	return rc;
 }
 
-/* ------------------------------------------------------------- sending */
-
-/* Field 1 of ResourceSpans: the Resource with o's attributes. */
 int tel__put_resource(otlp *o, core_buf *b)
 {
 	Opentelemetry__Proto__Resource__V1__Resource res =

@@ -38,10 +38,14 @@ typedef struct attrs {
 	size_t nowned;
 	char **texts;
 	size_t ntexts;
+	json_t **jsons;            /* values whose strings are borrowed */
+	size_t njsons;
 } attrs;
 
 int tel__attrs_init(attrs *a, size_t cap);
 void tel__attrs_free(attrs *a);
+/* a keeps a reference to j (its strings are in the attributes). */
+int tel__attrs_keep(attrs *a, json_t *j);
 /* key: v as ELSPETH's _serialize_event_attributes (null: left out). */
 int tel__add_attr(attrs *a, const char *key, const json_t *v);
 /* key: val (borrowed) as a string. */

@@ -19,6 +19,7 @@ typedef enum tel_type {
 const char *tel__type_name(tel_type t);
 
 /* One queued event: what the exporter thread needs, copied. */
+#define TEL_DESTS 8
 typedef struct tel_ev {
 	tel_type type;
 	uint64_t at_ns, run_id, row, token, state, rows, duration_ns;
@@ -27,18 +28,43 @@ typedef struct tel_ev {
 	eng_outcome outcome;
 	char in_hash[65], out_hash[65];
 	const char *phase, *action, *status, *mode; /* static strings */
+	/* GATE: where it went (the graph's names, valid for the run) */
+	const char *dests[TEL_DESTS];
+	size_t ndests;
 	json_t *extra;             /* owned: FIELDS {mapping, version}; GATE
-				    * [dests]; CALL {type, request, response} */
+				    * [dests] beyond TEL_DESTS; CALL {type,
+				    * request, response}; METRICS the sample */
 } tel_ev;
 
-/* An event as exporters see it: ELSPETH's to_dict() — run_id first,
- * then the event's fields in its declaration order, None kept as null —
- * with its type and time. */
+/* One field of an event, as ELSPETH's to_dict() gives it. Strings and
+ * JSON are borrowed (the event's slot, the graph, the record). */
+typedef enum tel_ftype { TEL_F_NULL, TEL_F_STR, TEL_F_INT, TEL_F_REAL, TEL_F_JSON,
+			 TEL_F_STRS } tel_ftype;
+typedef struct tel_field {
+	const char *key;
+	tel_ftype type;
+	const char *s;             /* STR */
+	int64_t i;                 /* INT */
+	double d;                  /* REAL */
+	const json_t *j;           /* JSON: a mapping or a list */
+	const char *const *strs;   /* STRS: a list of strings */
+	size_t nstrs;
+} tel_field;
+
+#define TEL_FIELDS 16
+/* An event as exporters see it: its type and time, and its fields —
+ * run_id first, then the event's in its declaration order, None kept as
+ * TEL_F_NULL. Built without allocating. */
 typedef struct tel_record {
 	const char *type;
 	uint64_t at_ns;            /* wall clock */
 	const char *run_id;
-	json_t *fields;
+	tel_field f[TEL_FIELDS];
+	size_t n;
+	char ids[4][96];           /* the ids the fields point to */
+	json_t *owned;             /* what a field's JSON needed made (a
+				    * call's token usage); released by
+				    * tel__record_release */
 } tel_record;
 
 /* The node names ELSPETH gives (kind_name_hash12) and their plugins. */
@@ -55,11 +81,15 @@ typedef struct tel_ctx {
 	const char *source_plugin;
 } tel_ctx;
 
-/* ev as a record (fields: a new reference, or NULL when out of memory). */
-int tel__record(const tel_ctx *x, const tel_ev *ev, tel_record *out);
+/* The fields of ev (x: names of the run and its nodes). */
+void tel__record(const tel_ctx *x, const tel_ev *ev, tel_record *out);
+void tel__record_release(tel_record *r);
+/* A field as JSON (a new reference; NULL for TEL_F_NULL or no memory). */
+json_t *tel__field_json(const tel_field *f);
 /* "2026-01-30T10:15:30.123456+00:00", as Python's isoformat() (no
  * fraction when the microseconds are 0). */
 void tel__iso(uint64_t at_ns, char out[40]);
+
 
 /* An exporter. configure checks options (NULL: none) and may keep
  * pointers into them (the settings outlive the manager); it connects to
@@ -75,6 +105,9 @@ typedef struct tel_exporter_ops {
 	 * counters so far and gauges now), about once a second; the
 	 * exporter decides how often it sends. */
 	int (*metrics)(void *state, const json_t *sample, core_err *err);
+	/* Optional: the queue is empty for now (a console writes the lines
+	 * it holds). A failure is warned about, not counted. */
+	int (*idle)(void *state, core_err *err);
 } tel_exporter_ops;
 
 extern const tel_exporter_ops tel__console, tel__otlp, tel__datadog, tel__azure;
