@@ -171,42 +171,121 @@ static void count_drop(tel_manager *m)
 	}
 }
 
+static bool urgent(const slot *s)
+{
+	return s->ev.type == TEL_RUN_STARTED || s->ev.type == TEL_PHASE_CHANGED ||
+	       s->ev.type == TEL_RUN_FINISHED;
+}
+
+/* Queues s[0..n) in order under one hold of the lock; each slot's
+ * contents move into the queue or are released. */
+static void push_many(tel_manager *m, slot *s, size_t n)
+{
+	struct timespec until;
+	bool wake = false;
+
+	pthread_mutex_lock(&m->mu);
+	for (size_t i = 0; i < n; i++) {
+		if (m->stopping || m->disabled) {
+			slot_release(&s[i]);
+			continue;
+		}
+		if (m->len == QUEUE_CAP && m->drop_mode) {
+			slot_release(&m->q[m->head]);  /* the oldest goes */
+			m->head = (m->head + 1) % QUEUE_CAP;
+			m->len--;
+			count_drop(m);
+		}
+		if (m->len == QUEUE_CAP) {
+			pthread_cond_signal(&m->not_empty);
+			clock_gettime(CLOCK_REALTIME, &until);
+			until.tv_sec += BLOCK_TIMEOUT_S;
+			while (m->len == QUEUE_CAP && !m->stopping)
+				if (pthread_cond_timedwait(&m->not_full, &m->mu, &until) == ETIMEDOUT)
+					break;
+			if (m->len == QUEUE_CAP || m->stopping) {
+				count_drop(m);
+				slot_release(&s[i]);
+				continue;
+			}
+		}
+		m->q[(m->head + m->len) % QUEUE_CAP] = s[i];
+		m->len++;
+		wake |= urgent(&s[i]);
+	}
+	if (m->sleeping && (wake || m->len >= WAKE_BATCH))
+		pthread_cond_signal(&m->not_empty);
+	pthread_mutex_unlock(&m->mu);
+}
+
+/* A row's events wait in a small batch of their thread's and are queued
+ * BATCH at a time: a lock taken per event was most of a `rows` run's
+ * cost with many workers. A thread's batch is queued when full, before
+ * any lifecycle event it sends, at its exit (the engine's workers end
+ * before the run does), and by tel_flush for the thread that calls it.
+ * Outside calls, which may come from the HTTP executor's long-lived
+ * thread, are never held. */
+#define BATCH 16
+typedef struct batch {
+	tel_manager *m;
+	size_t n;
+	slot s[BATCH];
+} batch;
+
+static pthread_key_t batch_key;
+static pthread_once_t batch_once = PTHREAD_ONCE_INIT;
+
+static void batch_drain(batch *b)
+{
+	if (b && b->n) {
+		push_many(b->m, b->s, b->n);
+		b->n = 0;
+	}
+}
+
+static void batch_exit(void *p)
+{
+	batch_drain(p);
+	free(p);
+}
+
+static void batch_key_make(void)
+{
+	pthread_key_create(&batch_key, batch_exit);
+}
+
+static batch *my_batch(void)
+{
+	pthread_once(&batch_once, batch_key_make);
+	return pthread_getspecific(batch_key);
+}
+
 /* Takes s (its contents move into the queue, or are released). */
 static void push(tel_manager *m, slot *s)
 {
-	struct timespec until;
+	batch *b = my_batch();
 
-	pthread_mutex_lock(&m->mu);
-	if (m->stopping || m->disabled) {
-		pthread_mutex_unlock(&m->mu);
-		slot_release(s);
+	if (s->ev.type != TEL_TRANSFORM_COMPLETED && s->ev.type != TEL_GATE_EVALUATED &&
+	    s->ev.type != TEL_TOKEN_COMPLETED && s->ev.type != TEL_ROW_CREATED) {
+		if (b && b->m == m)
+			batch_drain(b); /* a thread's events stay in order */
+		push_many(m, s, 1);
 		return;
 	}
-	if (m->len == QUEUE_CAP && m->drop_mode) {
-		slot_release(&m->q[m->head]);  /* the oldest goes */
-		m->head = (m->head + 1) % QUEUE_CAP;
-		m->len--;
-		count_drop(m);
+	if (!b && (b = calloc(1, sizeof(*b))) && pthread_setspecific(batch_key, b)) {
+		free(b);
+		b = NULL;
 	}
-	if (m->len == QUEUE_CAP) {
-		clock_gettime(CLOCK_REALTIME, &until);
-		until.tv_sec += BLOCK_TIMEOUT_S;
-		while (m->len == QUEUE_CAP && !m->stopping)
-			if (pthread_cond_timedwait(&m->not_full, &m->mu, &until) == ETIMEDOUT)
-				break;
-		if (m->len == QUEUE_CAP || m->stopping) {
-			count_drop(m);
-			pthread_mutex_unlock(&m->mu);
-			slot_release(s);
-			return;
-		}
+	if (!b) {
+		push_many(m, s, 1);
+		return;
 	}
-	m->q[(m->head + m->len) % QUEUE_CAP] = *s;
-	m->len++;
-	if (m->sleeping && (m->len >= WAKE_BATCH || s->ev.type == TEL_RUN_STARTED ||
-			    s->ev.type == TEL_PHASE_CHANGED || s->ev.type == TEL_RUN_FINISHED))
-		pthread_cond_signal(&m->not_empty);
-	pthread_mutex_unlock(&m->mu);
+	if (b->m != m)
+		batch_drain(b); /* another run's, from this thread */
+	b->m = m;
+	b->s[b->n++] = *s;
+	if (b->n == BATCH)
+		batch_drain(b);
 }
 
 /* --------------------------------------------------------- producers */
@@ -684,8 +763,12 @@ int tel_open(const core_settings *s, const dag_graph *g, tel_manager **out,
 
 int tel_flush(tel_manager *m, core_err *err)
 {
+	batch *b;
+
 	if (!m)
 		return 0;
+	if ((b = my_batch()) && b->m == m)
+		batch_drain(b);
 	pthread_mutex_lock(&m->mu);
 	m->flush_req = true;
 	pthread_cond_signal(&m->not_empty);
