@@ -547,6 +547,8 @@ typedef struct core_settings {
 	core_journal_cfg journal;
 	core_payload_store_cfg payload_store;
 	core_telemetry_cfg telemetry;  /* core/settings_telemetry.c */
+	const char *metrics_listen;    /* metrics.listen (ours): the Prometheus
+					* endpoint's address, or NULL */
 } core_settings;
 
 /* What a landscape.url names: lmdb (cap bytes) receives the LMDB

@@ -320,12 +320,28 @@ static int load_runtime(core_settings *s, const core_node *root, core_err *err)
 	return 0;
 }
 
+/* `metrics: {listen: ADDR}` (ours): the Prometheus endpoint, as
+ * --metrics-listen gives it (the flag wins). */
+static const key_spec metrics_keys[] = { { "listen", K_STR, true }, { NULL } };
+
+static int load_metrics(core_settings *s, const core_node *n, core_err *err)
+{
+	int rc;
+
+	if (!n || core_node_is_null(n))
+		return 0;
+	if ((rc = core__check_section(n, metrics_keys, err)))
+		return rc;
+	s->metrics_listen = core__str_of(n, "listen");
+	return 0;
+}
+
 /* ----------------------------------------------------------------- entry */
 
 static const char *const top_keys[] = {
 	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
 	"landscape", "concurrency", "checkpoint", "retry", "rate_limit",
-	"sources", "secrets", "depends_on", "payload_store", "telemetry", NULL
+	"sources", "secrets", "depends_on", "payload_store", "telemetry", "metrics", NULL
 };
 
 static int settings_build(core_settings *s, core_err *err)
@@ -352,7 +368,8 @@ static int settings_build(core_settings *s, core_err *err)
 	    (rc = core__load_aggregations(s, core_map_get(root, "aggregations"), err)) ||
 	    (rc = load_runtime(s, root, err)) ||
 	    (rc = core__load_rate_limit(s, core_map_get(root, "rate_limit"), err)) ||
-	    (rc = core__load_telemetry(s, core_map_get(root, "telemetry"), err)))
+	    (rc = core__load_telemetry(s, core_map_get(root, "telemetry"), err)) ||
+	    (rc = load_metrics(s, core_map_get(root, "metrics"), err)))
 		return rc;
 	/* The recorded settings and their hash never hold a raw secret. */
 	j = core_node_to_json(root);

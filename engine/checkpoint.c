@@ -324,6 +324,7 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 		c->ckpt->last = at->released;
 		c->ckpt->batches = sum->batches;
 		c->ckpt->written++;
+		atomic_fetch_add_explicit(&c->ckpts, 1, memory_order_relaxed);
 	}
 	return rc;
 }

@@ -32,6 +32,7 @@ static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	eng__audit_outcome(c->audit, home, t);
 	t0 = core_now_wall_ns();
 	rc = k->kops->write(k->kstate, t->data, &info, err);
+	eng__hist_add(c, k->id, core_now_wall_ns() - t0);
 	if (!rc) {
 		eng__audit_artifact(c->audit, home, t, &info, t0);
 		sum->per_sink[t->node]++;

@@ -140,6 +140,19 @@ typedef struct eng_sample_upstream {
 	plg_capacity cap;
 } eng_sample_upstream;
 
+/* Node durations in a sample: how many visits of a transform (each
+ * attempt), a gate or a sink write took at most each bound, cumulative
+ * (Prometheus' `le` buckets; the last is +Inf). */
+#define ENG_DURATION_BUCKETS 14
+extern const double eng_duration_bounds[ENG_DURATION_BUCKETS]; /* seconds */
+typedef struct eng_sample_node {
+	const char *name;          /* the node's name */
+	const char *kind;          /* "transform", "gate", "sink" */
+	uint64_t count;
+	double sum_s;
+	uint64_t le[ENG_DURATION_BUCKETS];
+} eng_sample_node;
+
 /* A metric sample: where the pipeline stands, the token outcomes and
  * outside calls so far, and each LLM transform's capacity control — what
  * the Landscape's samples table keeps (docs/report.md). Pointers are
@@ -159,6 +172,11 @@ struct eng_sample {
 	uint64_t calls_by_class[ENG_CALL_CLASSES]; /* eng_call_classes[] */
 	size_t nupstreams;
 	const eng_sample_upstream *upstreams;
+	uint64_t retries;          /* extra attempts of transforms so far */
+	uint64_t checkpoints;      /* written by this attempt so far */
+	rec_activity rec;          /* the recorder (zeros with audit off) */
+	size_t nnodes;             /* transforms, gates and sinks */
+	const eng_sample_node *nodes;
 };
 
 /* Events (eng_opts.event). */

@@ -234,7 +234,17 @@ typedef struct eng_sampler {
 	eng_sample_upstream *ups;  /* scratch: one per node */
 	Elspeth__SampleUpstream *rups;  /* their records */
 	Elspeth__SampleUpstream **rupp;
+	eng_sample_node *nodes;    /* scratch: one per node */
 } eng_sampler;
+
+/* One node's durations (eng_sample_node), counted by the threads that
+ * run it: each bucket holds the visits that fell in it (not cumulative). */
+typedef struct eng_hist {
+	atomic_uint_fast64_t count, sum_ns;
+	atomic_uint_fast64_t b[ENG_DURATION_BUCKETS];
+} eng_hist;
+
+
 
 /* Where the pipeline stands, for a sample. */
 typedef struct eng_sample_at {
@@ -259,6 +269,9 @@ typedef struct eng_ctx {
 	void (*blocking)(void *arg, bool begin);
 	void *blocking_arg;
 	atomic_uint_fast64_t calls, calls_ok, calls_replayed;
+	atomic_uint_fast64_t retries;    /* extra attempts, for samples */
+	atomic_uint_fast64_t ckpts;      /* checkpoints written, for samples */
+	eng_hist *hist;                  /* per node while sampling, or NULL */
 	atomic_uint_fast64_t calls_by_class[ENG_CALL_CLASSES];
 	eng_ckpt *ckpt;            /* NULL: no checkpoints */
 	eng_sampler *sampler;      /* NULL: no samples (audit off) */
@@ -282,6 +295,9 @@ typedef struct eng_ctx {
 	char halt_msg[1024];
 	atomic_int own_stop;       /* *stop when the caller gave no flag */
 } eng_ctx;
+
+/* Counts a visit of node `node` that took ns, when the run samples. */
+void eng__hist_add(eng_ctx *c, int node, uint64_t ns);
 
 enum { ENG_HALT_NONE, ENG_HALT_WRITING, ENG_HALT_SET };
 

@@ -16,12 +16,35 @@
  * one the recorder cannot take (a write error, which is sticky and meets
  * the run at its next audit write, or no memory to pack it) is dropped.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "engine/engine_internal.h"
 
 #define SAMPLE_MS_DEFAULT 1000
+
+/* From 100 µs to 30 s, then +Inf: an LLM call is 0.1–30 s, a local
+ * transform well under a millisecond. */
+const double eng_duration_bounds[ENG_DURATION_BUCKETS] = {
+	0.0001, 0.0005, 0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 30, INFINITY
+};
+
+void eng__hist_add(eng_ctx *c, int node, uint64_t ns)
+{
+	eng_hist *h;
+	double s = (double)ns / 1e9;
+	int i = 0;
+
+	if (!c->hist || node < 0)
+		return;
+	h = &c->hist[node];
+	while (i < ENG_DURATION_BUCKETS - 1 && s > eng_duration_bounds[i])
+		i++;
+	atomic_fetch_add_explicit(&h->b[i], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum_ns, ns, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->count, 1, memory_order_relaxed);
+}
 
 int eng__sampler_init(eng_ctx *c, eng_sampler *s, uint32_t attempt,
 		      core_err *err)
@@ -37,10 +60,15 @@ int eng__sampler_init(eng_ctx *c, eng_sampler *s, uint32_t attempt,
 	s->ups = calloc(n, sizeof(*s->ups));
 	s->rups = calloc(n, sizeof(*s->rups));
 	s->rupp = calloc(n, sizeof(*s->rupp));
-	if (!s->ups || !s->rups || !s->rupp) {
+	s->nodes = calloc(n, sizeof(*s->nodes));
+	c->hist = calloc(n, sizeof(*c->hist));
+	if (!s->ups || !s->rups || !s->rupp || !s->nodes || !c->hist) {
 		free(s->ups);
 		free(s->rups);
 		free(s->rupp);
+		free(s->nodes);
+		free(c->hist);
+		c->hist = NULL;
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	c->sampler = s;
@@ -54,6 +82,9 @@ void eng__sampler_release(eng_ctx *c)
 	free(c->sampler->ups);
 	free(c->sampler->rups);
 	free(c->sampler->rupp);
+	free(c->sampler->nodes);
+	free(c->hist);
+	c->hist = NULL;
 	c->sampler = NULL;
 }
 
@@ -106,6 +137,33 @@ static void upstreams(eng_ctx *c, eng_sampler *s)
 		u->name = n->name;
 		s->nups++;
 	}
+}
+
+/* Each transform's, gate's and sink's durations so far, cumulative. */
+static size_t nodes(eng_ctx *c, eng_sampler *s)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; c->hist && i < c->g->nnodes; i++) {
+		const dag_node *n = &c->g->nodes[i];
+		eng_sample_node *o = &s->nodes[k];
+		uint64_t run = 0;
+
+		if (n->kind != DAG_TRANSFORM && n->kind != DAG_GATE && n->kind != DAG_SINK)
+			continue;
+		o->name = n->name;
+		o->kind = n->kind == DAG_TRANSFORM ? "transform" : n->kind == DAG_GATE ? "gate" :
+			  "sink";
+		for (int b = 0; b < ENG_DURATION_BUCKETS; b++) {
+			run += atomic_load_explicit(&c->hist[i].b[b], memory_order_relaxed);
+			o->le[b] = run;
+		}
+		o->count = run; /* the buckets' total: consistent with them */
+		o->sum_s = (double)atomic_load_explicit(&c->hist[i].sum_ns,
+							memory_order_relaxed) / 1e9;
+		k++;
+	}
+	return k;
 }
 
 /* The sample as the Landscape keeps it (a SampleRecord). */
@@ -188,6 +246,11 @@ void eng__sample(eng_ctx *c, const eng_sample_at *at)
 							   memory_order_relaxed);
 	x.nupstreams = s->nups;
 	x.upstreams = s->ups;
+	x.retries = atomic_load_explicit(&c->retries, memory_order_relaxed);
+	x.checkpoints = atomic_load_explicit(&c->ckpts, memory_order_relaxed);
+	rec_activity_get(c->audit->rec, &x.rec);
+	x.nnodes = nodes(c, s);
+	x.nodes = s->nodes;
 	if (c->audit->rec)
 		record(c, s, &x);
 	if (o && o->sample)

@@ -261,6 +261,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	st.ok = !rc;
 	st.error = rc ? w->err->msg : NULL;
 	sid = eng__audit_state(a, &st);
+	eng__hist_add(w->c, n->id, st.completed_ns - st.started_ns);
 	/* One event per transform, for its last attempt (run_transform's
 	 * rule: a retryable failure with attempts left goes again). */
 	if (eng__wants(a, ENG_EV_TRANSFORM) &&
@@ -327,6 +328,7 @@ static int run_transform(walker *w, tok *t, const dag_node *n, bool *done)
 		backoff_sleep(r, try++, stop, w->seq, from);
 		eng__blocking(w->c, false);
 		w->res->retries++;
+		atomic_fetch_add_explicit(&w->c->retries, 1, memory_order_relaxed);
 	}
 	/* After a halt (plg_ctx.halt: an exhausted account, say) a row
 	 * that fails most likely failed of what halted the run, which no
@@ -410,6 +412,7 @@ static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 	st.ok = !rc;
 	st.error = rc ? w->err->msg : NULL;
 	sid = eng__audit_state(w->c->audit, &st);
+	eng__hist_add(w->c, n->id, st.completed_ns - st.started_ns);
 	if (rc)
 		return rc;
 	if (eng__wants(w->c->audit, ENG_EV_GATE))

@@ -176,6 +176,22 @@ int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
 	return put_msg(env, REC__OP_PUT_FSYNC, t, k, msg, &x);
 }
 
+void rec_activity_get(rec_env *env, rec_activity *out)
+{
+	MDB_envinfo info;
+	MDB_stat st;
+
+	memset(out, 0, sizeof(*out));
+	if (!env || !env->has_writer)
+		return;
+	pthread_mutex_lock(&env->lock);
+	out->queued = env->queue.nops;
+	out->queued_bytes = env->queue.arena.len;
+	pthread_mutex_unlock(&env->lock);
+	if (!mdb_env_info(env->mdb, &info) && !mdb_env_stat(env->mdb, &st))
+		out->trail_bytes = (uint64_t)(info.me_last_pgno + 1) * st.ms_psize;
+}
+
 uint64_t rec_queue_gen(rec_env *env)
 {
 	uint64_t g;

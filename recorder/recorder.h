@@ -176,6 +176,16 @@ int rec_put_msg_fsync(rec_env *env, rec_table t, const rec_key *k,
  * an earlier put, that put is queued and a new put will be committed in
  * the same transaction (a put of the same key replaces it unread). */
 uint64_t rec_queue_gen(rec_env *env);
+
+/* What the recorder holds and has written, for metrics: records and
+ * bytes queued for the writer, and the bytes of the Landscape's file in
+ * use (its pages up to the last one written). Any thread; zeros for a
+ * read-only environment. */
+typedef struct rec_activity {
+	uint64_t queued, queued_bytes;
+	uint64_t trail_bytes;
+} rec_activity;
+void rec_activity_get(rec_env *env, rec_activity *out);
 /* Stores data in the payload store under its SHA-256 (once: an existing
  * payload is not rewritten); hex receives the hash. */
 int rec_put_payload(rec_env *env, const void *data, size_t len,

@@ -10,6 +10,7 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
+#include <math.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <microhttpd.h>
@@ -144,6 +145,37 @@ static const struct {
 	  "Hedged copies sent.", up_hedges },
 };
 
+/* Each transform's, gate's and sink's time per visit, a histogram. */
+static void node_durations(prom *b, const eng_sample *s)
+{
+	const char *name = "elspeth_node_duration_seconds";
+
+	if (!s->nnodes)
+		return;
+	head(b, name, "histogram",
+	     "Time of each visit of a node: a transform's attempt, a gate, a sink's write.");
+	for (size_t i = 0; i < s->nnodes; i++) {
+		const eng_sample_node *n = &s->nodes[i];
+
+		for (int k = 0; k < ENG_DURATION_BUCKETS; k++) {
+			put(b, "%s_bucket{node=\"", name);
+			label(b, n->name);
+			put(b, "\",kind=\"%s\",le=\"", n->kind);
+			if (isinf(eng_duration_bounds[k]))
+				put(b, "+Inf");
+			else
+				put(b, "%g", eng_duration_bounds[k]);
+			put(b, "\"} %llu\n", (unsigned long long)n->le[k]);
+		}
+		put(b, "%s_sum{node=\"", name);
+		label(b, n->name);
+		put(b, "\",kind=\"%s\"} %.9g\n", n->kind, n->sum_s);
+		put(b, "%s_count{node=\"", name);
+		label(b, n->name);
+		put(b, "\",kind=\"%s\"} %llu\n", n->kind, (unsigned long long)n->count);
+	}
+}
+
 static void render(prom *b, const char *settings, const eng_sample *s)
 {
 	head(b, "elspeth_run_info", "gauge",
@@ -193,6 +225,17 @@ static void render(prom *b, const char *settings, const eng_sample *s)
 	for (size_t i = 0; i < sizeof(up_metrics) / sizeof(up_metrics[0]); i++)
 		per_upstream(b, s, up_metrics[i].name, up_metrics[i].type,
 			     up_metrics[i].help, up_metrics[i].f);
+	one(b, "elspeth_retries_total", "counter",
+	    "Transform attempts made again after a retryable error.", (double)s->retries);
+	one(b, "elspeth_checkpoints_total", "counter",
+	    "Checkpoints written by this run (or resume).", (double)s->checkpoints);
+	one(b, "elspeth_recorder_queued_records", "gauge",
+	    "Audit records queued for the Landscape's writer.", (double)s->rec.queued);
+	one(b, "elspeth_recorder_queued_bytes", "gauge",
+	    "Bytes of the audit records queued for the writer.", (double)s->rec.queued_bytes);
+	one(b, "elspeth_trail_bytes", "gauge",
+	    "Bytes of the Landscape's file in use.", (double)s->rec.trail_bytes);
+	node_durations(b, s);
 }
 
 int run__metrics_render(core_buf *out, const char *settings, const eng_sample *s)

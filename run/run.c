@@ -224,8 +224,11 @@ int run_start(const run_cfg *cfg, run_job **out, core_err *err)
 	j->cfg = *cfg;
 	if (!j->cfg.stop)
 		j->cfg.stop = &j->own_stop;
-	if (cfg->metrics_listen &&
-	    (rc = run__metrics_start(cfg->metrics_listen, cfg->settings_path,
+	/* --metrics-listen, else the settings' metrics.listen */
+	if (!j->cfg.metrics_listen && cfg->graph && cfg->graph->settings)
+		j->cfg.metrics_listen = cfg->graph->settings->metrics_listen;
+	if (j->cfg.metrics_listen &&
+	    (rc = run__metrics_start(j->cfg.metrics_listen, cfg->settings_path,
 				     &j->metrics, err))) {
 		free(j);
 		return rc;

@@ -50,6 +50,12 @@ for _ in $(seq 100); do
 done
 is "a scrape during the run has the upstream's metrics" [ -n "$got" ]
 is "promtool check metrics passes" promtool check metrics < scrape.txt
+for m in 'elspeth_node_duration_seconds_bucket{node="t",kind="transform",le="+Inf"} [0-9]' \
+         'elspeth_node_duration_seconds_count{node="out",kind="sink"} ' \
+         'elspeth_retries_total ' 'elspeth_checkpoints_total [1-9]' \
+         'elspeth_recorder_queued_records ' 'elspeth_trail_bytes [1-9]'; do
+  grep -q "^$m" scrape.txt && pass "the scrape has $m" || fail "the scrape lacks $m"
+done
 grep -q '^elspeth_upstream_requests_total{node="t",upstream="http://127.0.0.1:'"$PORT"'"}' scrape.txt &&
   pass "the upstream's series is labelled with its node and address" ||
   { fail "upstream labels"; grep upstream_requests scrape.txt; }
@@ -73,6 +79,24 @@ n=$(q 'count_over_time(elspeth_rows_released_total{job="elspeth"}[1m])')
 is "Prometheus took several scrapes of the run ($n)" awk -v v="$n" 'BEGIN { exit !(v >= 3) }'
 r=$(q 'max_over_time(rate(elspeth_rows_released_total{job="elspeth"}[3s])[1m:1s])')
 is "rows/s is queryable as a rate ($r)" awk -v v="$r" 'BEGIN { exit !(v > 10) }'
+p95=$(q 'max_over_time(histogram_quantile(0.95, rate(elspeth_node_duration_seconds_bucket{node="t"}[3s]))[1m:1s])')
+is "the LLM transform's p95 from the histogram is the mock's 80 ms ($p95 s)" \
+  awk -v v="$p95" 'BEGIN { exit !(v >= 0.05 && v <= 0.25) }'
+
+# the address from the settings (metrics.listen), when no flag gives one
+MP2=$(free_port)
+cp p.yaml p2.yaml
+echo "metrics: {listen: \"127.0.0.1:$MP2\"}" >> p2.yaml
+OUT=o3 STATE=s3 timeout 120 "$ELSPETH" run -s p2.yaml -x > run2.log 2>&1 &
+RUN2=$!
+got=
+for _ in $(seq 100); do
+  curl -s --max-time 2 "http://127.0.0.1:$MP2/metrics" 2>/dev/null | grep -q '^elspeth_rows_pulled_total' &&
+    { got=1; break; }
+  sleep 0.1
+done
+is "metrics.listen in the settings serves the endpoint" [ -n "$got" ]
+kill "$RUN2" 2>/dev/null; wait "$RUN2" 2>/dev/null
 
 # bad input: refused before anything runs, naming the address
 expect "a port in use is refused" 1 "127.0.0.1:$PP': cannot listen there" -- \
