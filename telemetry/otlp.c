@@ -97,15 +97,13 @@ void tel__attrs_free(attrs *a)
 	free(a->jsons);
 	for (size_t i = 0; i < a->nowned; i++)
 		free(a->owned[i]);
-	for (size_t i = 0; i < a->ntexts; i++)
-		free(a->texts[i]);
 	free(a->owned);
-	free(a->texts);
 	free(a->kv);
 	free(a->ptrs);
 	free(a->vals);
 }
 
+/* a frees p with itself (NULL p: out of memory, NULL returned). */
 static void *own(attrs *a, void *p)
 {
 	void **g;
@@ -117,19 +115,6 @@ static void *own(attrs *a, void *p)
 	a->owned = g;
 	a->owned[a->nowned++] = p;
 	return p;
-}
-
-static char *own_text(attrs *a, char *t)
-{
-	char **g;
-
-	if (!t || !(g = realloc(a->texts, (a->ntexts + 1) * sizeof(*g)))) {
-		free(t);
-		return NULL;
-	}
-	a->texts = g;
-	a->texts[a->ntexts++] = t;
-	return t;
 }
 
 /* Python's json.dumps(v): ", " and ": ", ASCII only. */
@@ -167,7 +152,7 @@ static bool any_of(attrs *a, const json_t *v, any_t *out)
 		out->bool_value = json_is_true(v);
 		return true;
 	case JSON_OBJECT: {
-		char *t = own_text(a, py_json(v));
+		char *t = own(a, py_json(v));
 
 		if (!t)
 			return false;

@@ -34,10 +34,8 @@ typedef struct attrs {
 	kv_t **ptrs;
 	any_t *vals;
 	size_t n, cap;
-	void **owned;
+	void **owned;              /* freed with the attrs */
 	size_t nowned;
-	char **texts;
-	size_t ntexts;
 	json_t **jsons;            /* values whose strings are borrowed */
 	size_t njsons;
 } attrs;
