@@ -244,8 +244,6 @@ typedef struct eng_hist {
 	atomic_uint_fast64_t b[ENG_DURATION_BUCKETS];
 } eng_hist;
 
-
-
 /* Where the pipeline stands, for a sample. */
 typedef struct eng_sample_at {
 	uint64_t pulled, released; /* highest seqs */

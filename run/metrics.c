@@ -10,8 +10,8 @@
  */
 #include <arpa/inet.h>
 #include <ctype.h>
-#include <math.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <microhttpd.h>
 #include <stdio.h>

@@ -13,7 +13,12 @@
  *      the steps below, after its own dependencies, between
  *      DEPENDENCY_STARTED and DEPENDENCY_ENDED events; one that does not
  *      complete fails the job;
- *   1. opens the Landscape (landscape.url parsed once, at load; or the
+ *   1. opens the settings' telemetry (telemetry/telemetry.h; ADR 0037):
+ *      an exporter that cannot be configured fails the job before
+ *      anything is recorded; its events, samples and warnings flow
+ *      until the job's end, when it is flushed and closed (what it did
+ *      in run_result.tel);
+ *   1b. opens the Landscape (landscape.url parsed once, at load; or the
  *      `database` the caller names) for writing — a resume only into one
  *      that exists — and checks that the SQL trail's file can be one;
  *   2. opens the payload store (payload_store);

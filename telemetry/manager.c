@@ -640,7 +640,11 @@ static int build_nodes(tel_manager *m, const dag_graph *g, core_err *err)
 		snprintf(t->id, sizeof(t->id), "%s_%s_%.12s", kind_prefix(n->kind),
 			 n->kind == DAG_SOURCE ? n->plugin : n->name, h);
 		t->plugin = n->kind == DAG_GATE ? n->name : n->plugin;
-		t->provider = p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
+		/* the LLM client's provider: its option, else the plugin's
+		 * default (azure_* are Azure's, the rest OpenRouter's) */
+		t->provider = p && p->kind == CORE_NODE_SCALAR ? p->value :
+			      !n->plugin || !strstr(n->plugin, "llm") ? NULL :
+			      !strncmp(n->plugin, "azure", 5) ? "azure" : "openrouter";
 	}
 	m->x.source_plugin = g->nnodes ? g->nodes[0].plugin : "";
 	return 0;
