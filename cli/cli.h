@@ -26,6 +26,7 @@ int cli_explain(int argc, char **argv);
 int cli_verify(int argc, char **argv);
 int cli_export(int argc, char **argv);
 int cli_mcp(int argc, char **argv);
+int cli_serve(int argc, char **argv);
 int cli_shard(int argc, char **argv);
 int cli_merge(int argc, char **argv);
 int cli_report(int argc, char **argv);

@@ -32,6 +32,7 @@ static const char usage[] =
 	"                                delete old payload files, keeping their hashes\n"
 	"  plugins list [-t TYPE]        list the available plugins\n"
 	"  mcp [-d PATH | -s SETTINGS]   serve the audit trail to AI assistants (MCP over stdio)\n"
+	"  serve --root DIR --no-auth    runs started, watched and cancelled over HTTP\n"
 	"  health [--json] [-v]          check that elspeth can run here (DATABASE_URL, folders)\n"
 	"\n"
 	"Options:\n"
@@ -81,6 +82,8 @@ int cli_main(int argc, char **argv)
 		return cli_plugins(argc - 1, argv + 1);
 	if (!strcmp(cmd, "mcp"))
 		return cli_mcp(argc - 1, argv + 1);
+	if (!strcmp(cmd, "serve"))
+		return cli_serve(argc - 1, argv + 1);
 	if (!strcmp(cmd, "shard"))
 		return cli_shard(argc - 1, argv + 1);
 	if (!strcmp(cmd, "purge"))

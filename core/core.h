@@ -558,6 +558,15 @@ typedef struct core_settings {
 int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 			 char *sqlite, size_t scap, core_err *err);
 
+/* A listen address (core/net.c): "HOST:PORT", "[IPv6]:PORT" or "PORT" on
+ * 127.0.0.1; HOST numeric or localhost (names are not resolved).
+ * CORE_ECONFIG naming `what` and spec. */
+struct sockaddr_storage;
+int core_listen_addr(const char *what, const char *spec, struct sockaddr_storage *ss,
+		     bool *v6, core_err *err);
+/* Whether ss is a loopback address (127/8, ::1). */
+bool core_addr_loopback(const struct sockaddr_storage *ss);
+
 /* Loads and type-checks a settings file (or text, for tests). */
 int core_settings_load(const char *path, core_settings **out, core_err *err);
 int core_settings_parse(const char *name, const char *text,

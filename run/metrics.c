@@ -313,54 +313,6 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *conn,
 	return rc;
 }
 
-/* "HOST:PORT", "[V6]:PORT" or "PORT" (loopback) into an address. */
-static int parse_listen(const char *spec, struct sockaddr_storage *ss, bool *v6,
-			core_err *err)
-{
-	char host[256] = "127.0.0.1";
-	const char *colon = strrchr(spec, ':'), *port = colon ? colon + 1 : spec;
-	char *end;
-	unsigned long p;
-	size_t hl = colon ? (size_t)(colon - spec) : 0;
-
-	errno = 0;
-	p = strtoul(port, &end, 10);
-	if (!*port || *end || errno || p > 65535)
-		return core_err_set(err, CORE_ECONFIG,
-			"metrics listen address '%s': expected HOST:PORT, [IPv6]:PORT or "
-			"PORT (0..65535; loopback when no host)", spec);
-	if (colon) {
-		if (hl >= 2 && spec[0] == '[' && spec[hl - 1] == ']') {
-			spec++;
-			hl -= 2;
-		}
-		if (!hl || hl >= sizeof(host))
-			return core_err_set(err, CORE_ECONFIG,
-				"metrics listen address '%s': no host before the port", spec);
-		memcpy(host, spec, hl);
-		host[hl] = '\0';
-	}
-	memset(ss, 0, sizeof(*ss));
-	if (!strcmp(host, "localhost"))
-		strcpy(host, "127.0.0.1");
-	if (inet_pton(AF_INET, host, &((struct sockaddr_in *)ss)->sin_addr) == 1) {
-		((struct sockaddr_in *)ss)->sin_family = AF_INET;
-		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)p);
-		*v6 = false;
-		return 0;
-	}
-	if (inet_pton(AF_INET6, host, &((struct sockaddr_in6 *)ss)->sin6_addr) == 1) {
-		((struct sockaddr_in6 *)ss)->sin6_family = AF_INET6;
-		((struct sockaddr_in6 *)ss)->sin6_port = htons((uint16_t)p);
-		*v6 = true;
-		return 0;
-	}
-	return core_err_set(err, CORE_ECONFIG,
-		"metrics listen address '%s': '%s' is not an IP address (a name other "
-		"than localhost is not resolved: say which address to listen on)", spec,
-		host);
-}
-
 int run__metrics_start(const char *spec, const char *settings, run_metrics **out,
 		       core_err *err)
 {
@@ -371,7 +323,7 @@ int run__metrics_start(const char *spec, const char *settings, run_metrics **out
 	int rc;
 
 	*out = NULL;
-	if ((rc = parse_listen(spec, &ss, &v6, err)))
+	if ((rc = core_listen_addr("metrics listen address", spec, &ss, &v6, err)))
 		return rc;
 	if (!(m = calloc(1, sizeof(*m))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

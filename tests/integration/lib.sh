@@ -10,6 +10,8 @@ PASSES=0
 
 pass() { PASSES=$((PASSES + 1)); echo "ok - $1"; }
 fail() { FAILS=$((FAILS + 1)); echo "FAIL - $1"; }
+# is NAME test-args...: pass when the test command succeeds.
+is() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
 
 # expect NAME EXIT_CODE NEEDLE -- command...: runs the command, checks the
 # exit code and that stdout+stderr contain NEEDLE.

@@ -7,8 +7,6 @@ PY=$(python3 -c 'import sys; print(sys.executable)')
 MOCK_PIDS=()
 trap 'for p in "${MOCK_PIDS[@]}"; do kill "$p" 2>/dev/null; done; wait 2>/dev/null; rm -rf "$WORK"' EXIT
 
-# is NAME test-args...: pass when the test command succeeds.
-is() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
 
 # lt A B: A < B (numbers).
 lt() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a < b) }'; }

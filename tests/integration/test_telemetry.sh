@@ -18,7 +18,6 @@ cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done; rm -rf "$WORK
 trap cleanup EXIT
 [ -n "${KEEP:-}" ] && trap 'for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null; done' EXIT
 
-is() { local name=$1; shift; if "$@"; then pass "$name"; else fail "$name"; fi; }
 free_port() { "$DPY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
 fresh() { rm -rf p; cp -r "$FIX/pipeline" p; mkdir -p p/runs p/output; }
 # standin KIND OUT [ARGS...]: starts a collector, sets SP to its port

@@ -1,0 +1,247 @@
+/*
+ * serve.c — the HTTP side of `elspeth serve` (serve.h): libmicrohttpd's
+ * thread answers the routes; one runner thread takes the posted runs in
+ * order and runs each through the run library, whose observer keeps the
+ * run's progress for GET /api/runs/{id}.
+ *
+ * Locking: srv.lock guards the job list and every job's state, progress
+ * and result copy; it is never held across a run, a load or I/O.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <sys/socket.h>
+
+#include "plugins/plugins.h"
+#include "run/run.h"
+#include "serve/serve.h"
+#include "serve/serve_internal.h"
+
+#define BODY_MAX (1u << 20)       /* a posted request: 1 MiB */
+
+/* ----------------------------------------------------------- answers */
+
+static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, json_t *j)
+{
+	char *text = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+
+	json_decref(j);
+	if (!text)
+		return MHD_NO;
+	r = MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	if (!r) {
+		free(text);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	rc = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+/* ELSPETH's error envelope: {"detail": "..."} */
+static enum MHD_Result detail(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+	return reply(c, status, json_pack("{s:s}", "detail", msg));
+}
+
+/* ----------------------------------------------------------- catalog */
+
+static json_t *catalog(plg_kind kind, plg_kind also, const char *type)
+{
+	json_t *a = json_array();
+	const char *name, *desc;
+
+	for (int k = 0; k < 2; k++) {
+		plg_kind kd = k ? also : kind;
+
+		if (k && also == kind)
+			break;
+		for (size_t i = 0; a && plg_describe(kd, i, &name, &desc); i++)
+			json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:[]}", "name", name,
+				"description", desc ? desc : "", "plugin_type", type,
+				"config_fields"));
+	}
+	return a;
+}
+
+/* ------------------------------------------------------------- runs */
+
+static enum MHD_Result post_run(srv *s, struct MHD_Connection *c, const core_buf *body)
+{
+	json_t *req = json_loadb(body->data ? body->data : "", body->len, 0, NULL);
+	const char *path = json_string_value(json_object_get(req, "settings_path"));
+	const char *yaml = json_string_value(json_object_get(req, "settings_yaml"));
+	json_t *ex = json_object_get(req, "execute");
+	bool execute = !ex || json_is_true(ex);
+	core_err err = { 0 };
+	srv_job *j = NULL;
+
+	if (!json_is_object(req) || (!path == !yaml) || (ex && !json_is_boolean(ex))) {
+		json_decref(req);
+		return detail(c, MHD_HTTP_UNPROCESSABLE_CONTENT,
+			      "expected a JSON object with settings_path (relative to the "
+			      "server's root) or settings_yaml, and optionally execute (a boolean)");
+	}
+	if (srv__load(s, path, yaml, &j, &err)) {
+		json_decref(req);
+		if (err.code == SRV_FORBIDDEN)
+			return detail(c, MHD_HTTP_FORBIDDEN, err.msg);
+		if (!execute || err.code == CORE_ECONFIG || err.code == CORE_EDATA)
+			return reply(c, execute ? MHD_HTTP_UNPROCESSABLE_CONTENT : MHD_HTTP_OK,
+				     srv__validation(false, err.msg));
+		return detail(c, MHD_HTTP_BAD_REQUEST, err.msg);
+	}
+	json_decref(req);
+	if (!execute) {
+		srv__job_free(j);
+		return reply(c, MHD_HTTP_OK, srv__validation(true, NULL));
+	}
+	if (srv__enqueue(s, j, &err)) {
+		srv__job_free(j);
+		return detail(c, MHD_HTTP_SERVICE_UNAVAILABLE, err.msg);
+	}
+	return reply(c, MHD_HTTP_ACCEPTED, json_pack("{s:s}", "run_id", j->id));
+}
+
+static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *method,
+				 const char *rest)
+{
+	char id[64];
+	const char *slash = strchr(rest, '/');
+	size_t n = slash ? (size_t)(slash - rest) : strlen(rest);
+	json_t *st;
+
+	if (!n || n >= sizeof(id))
+		return detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	memcpy(id, rest, n);
+	id[n] = '\0';
+	if (!slash && !strcmp(method, "GET")) {
+		st = srv__status(s, id);
+		return st ? reply(c, MHD_HTTP_OK, st) : detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	}
+	if (slash && !strcmp(slash, "/cancel") && !strcmp(method, "POST")) {
+		const char *status = srv__cancel(s, id);
+
+		return status ? reply(c, MHD_HTTP_OK, json_pack("{s:s}", "status", status))
+			      : detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	}
+	return detail(c, MHD_HTTP_NOT_FOUND, "Not Found");
+}
+
+/* --------------------------------------------------------- dispatch */
+
+typedef struct upload {
+	core_buf body;
+	bool too_big;
+} upload;
+
+static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *url,
+			      const char *method, const char *version, const char *data,
+			      size_t *data_size, void **con_cls)
+{
+	srv *s = cls;
+	upload *u = *con_cls;
+
+	(void)version;
+	if (!u) { /* the headers: a body may follow */
+		if (!(u = calloc(1, sizeof(*u))))
+			return MHD_NO;
+		*con_cls = u;
+		return MHD_YES;
+	}
+	if (*data_size) {
+		if (u->body.len + *data_size > BODY_MAX)
+			u->too_big = true;
+		else if (core_buf_append(&u->body, data, *data_size))
+			return MHD_NO;
+		*data_size = 0;
+		return MHD_YES;
+	}
+	if (u->too_big)
+		return detail(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body over 1 MiB");
+	if (!strcmp(url, "/api/health") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
+	if (!strcmp(url, "/api/catalog/sources") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, catalog(PLG_SOURCE, PLG_SOURCE, "source"));
+	if (!strcmp(url, "/api/catalog/transforms") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, catalog(PLG_TRANSFORM, PLG_AGGREGATION, "transform"));
+	if (!strcmp(url, "/api/catalog/sinks") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, catalog(PLG_SINK, PLG_SINK, "sink"));
+	if (!strcmp(url, "/api/runs") && !strcmp(method, "POST"))
+		return post_run(s, c, &u->body);
+	if (!strcmp(url, "/api/runs") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, srv__list(s));
+	if (!strncmp(url, "/api/runs/", 10))
+		return run_route(s, c, method, url + 10);
+	return detail(c, MHD_HTTP_NOT_FOUND, "Not Found");
+}
+
+static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
+		      enum MHD_RequestTerminationCode toe)
+{
+	upload *u = *con_cls;
+
+	(void)cls, (void)c, (void)toe;
+	if (u) {
+		core_buf_release(&u->body);
+		free(u);
+		*con_cls = NULL;
+	}
+}
+
+/* ------------------------------------------------------------- main */
+
+int srv_main(const srv_cfg *cfg, core_err *err)
+{
+	struct sockaddr_storage ss;
+	const union MHD_DaemonInfo *info;
+	struct MHD_Daemon *d;
+	srv s = { 0 };
+	bool v6 = false;
+	int rc;
+
+	if ((rc = core_listen_addr("serve --listen", cfg->listen, &ss, &v6, err)))
+		return rc;
+	if (!cfg->no_auth)
+		return core_err_set(err, CORE_ECONFIG,
+			"authentication is not built yet: start the server with --no-auth, "
+			"on a loopback address (docs/serve.md)");
+	if (!core_addr_loopback(&ss))
+		return core_err_set(err, CORE_ECONFIG,
+			"--no-auth serves loopback only: '%s' is not a loopback address",
+			cfg->listen);
+	if ((rc = srv__init(&s, cfg, err)))
+		return rc;
+	errno = 0;
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+			     (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer, &s,
+			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
+			     MHD_OPTION_NOTIFY_COMPLETED, completed, &s,
+			     MHD_OPTION_CONNECTION_LIMIT, (unsigned)256,
+			     MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)30,
+			     MHD_OPTION_END);
+	if (!d) {
+		int e = errno;
+
+		srv__release(&s);
+		return core_err_set(err, CORE_EIO, "serve --listen '%s': cannot listen there%s%s",
+				    cfg->listen, e ? ": " : "", e ? strerror(e) : "");
+	}
+	info = MHD_get_daemon_info(d, MHD_DAEMON_INFO_BIND_PORT);
+	if (cfg->ready)
+		cfg->ready(cfg->ready_ctx, info ? info->port : 0);
+	while (!atomic_load(cfg->stop))
+		nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+	MHD_stop_daemon(d);
+	srv__release(&s);
+	return 0;
+}

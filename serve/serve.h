@@ -1,0 +1,43 @@
+/*
+ * serve.h — `elspeth serve`: runs started, watched and cancelled over
+ * HTTP, on the run library (run/run.h; docs/serve.md, ADR 0038). The
+ * routes are ELSPETH's where ELSPETH has one (its web API's paths and
+ * answer shapes): GET /api/health, GET /api/catalog/{sources,transforms,
+ * sinks}, POST /api/runs, GET /api/runs, GET /api/runs/{id}, POST
+ * /api/runs/{id}/cancel.
+ *
+ * Every path a posted pipeline names stays under the server's root: the
+ * server works in the root (relative paths are the root's), and refuses
+ * absolute paths, `..` and symbolic links that lead out. Runs go one at a
+ * time, in the order they were posted (they may share a Landscape).
+ *
+ * Not yet: authentication (so the server starts only with no_auth, on a
+ * loopback address), the WebSocket, row stories, the report, resume and
+ * the web page.
+ */
+#ifndef ELSPETH_SERVE_H
+#define ELSPETH_SERVE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "core/core.h"
+
+typedef struct srv_cfg {
+	const char *listen;        /* HOST:PORT, [V6]:PORT or PORT (loopback) */
+	const char *root;          /* the directory runs are confined to */
+	bool no_auth;              /* required for now; loopback only */
+	atomic_int *stop;          /* set (a signal handler) to stop serving */
+	FILE *log;                 /* one line per run started and ended; NULL: none */
+	/* Called once listening, with the port (0 asked: the one picked). */
+	void (*ready)(void *ctx, unsigned port);
+	void *ready_ctx;
+} srv_cfg;
+
+/* Serves until *cfg->stop is set; then cancels what runs (as SIGINT
+ * would: resumable) and waits for it. CORE_ECONFIG: a bad address, a root
+ * that is no directory, auth asked for; CORE_EIO: cannot listen. */
+int srv_main(const srv_cfg *cfg, core_err *err);
+
+#endif /* ELSPETH_SERVE_H */

@@ -1,0 +1,67 @@
+/* serve_internal.h — what serve.c and jobs.c share. */
+#ifndef ELSPETH_SERVE_INTERNAL_H
+#define ELSPETH_SERVE_INTERNAL_H
+
+#include <jansson.h>
+#include <limits.h>
+#include <pthread.h>
+
+#include "dag/dag.h"
+#include "run/run.h"
+#include "serve/serve.h"
+
+/* srv__load's error code for a path that leads out of the root (403). */
+#define SRV_FORBIDDEN 1
+
+typedef enum srv_state {
+	SRV_PENDING, SRV_RUNNING, SRV_COMPLETED, SRV_FAILED, SRV_CANCELLED
+} srv_state;
+
+typedef struct srv_job {
+	char id[33];               /* 32 hex digits, as ELSPETH's uuid4().hex */
+	char name[PATH_MAX];       /* the settings' path, or "posted.yaml" */
+	core_settings *settings;
+	dag_graph *graph;
+	srv_state state;           /* under srv.lock */
+	atomic_int stop;           /* run_cfg.stop: cancel */
+	bool cancel_asked;
+	uint64_t posted_ns, started_ns, finished_ns; /* wall clock, 0: not yet */
+	uint64_t rows, failed;     /* progress, then the summary's */
+	uint64_t landscape_run;    /* the Landscape's run id, 0: none yet */
+	char error[1024];
+	struct srv_job *next;      /* the queue */
+} srv_job;
+
+typedef struct srv {
+	const srv_cfg *cfg;
+	char root[PATH_MAX];       /* realpath of cfg->root */
+	pthread_mutex_t lock;
+	pthread_cond_t work;
+	srv_job **jobs;            /* every job, in posting order */
+	size_t njobs, cap;
+	srv_job *head, *tail;      /* pending, in order */
+	bool stopping;
+	pthread_t runner;
+	bool runner_started;
+} srv;
+
+int srv__init(srv *s, const srv_cfg *cfg, core_err *err);
+void srv__release(srv *s);
+
+/* Loads and checks a pipeline posted by path (relative to the root) or as
+ * text: every path it names must stay under the root (SRV_FORBIDDEN);
+ * CORE_ECONFIG and the like as run_load gives them, then run_validate's. */
+int srv__load(srv *s, const char *path, const char *yaml, srv_job **out, core_err *err);
+void srv__job_free(srv_job *j);
+/* Queues j for the runner (which owns it from then on). */
+int srv__enqueue(srv *s, srv_job *j, core_err *err);
+
+/* ELSPETH's RunStatusResponse of job id, a list of all (newest first),
+ * a cancel (the status it leaves; NULL: no such run). */
+json_t *srv__status(srv *s, const char *id);
+json_t *srv__list(srv *s);
+const char *srv__cancel(srv *s, const char *id);
+/* ELSPETH's ValidationResult. */
+json_t *srv__validation(bool ok, const char *error);
+
+#endif

@@ -1,0 +1,133 @@
+#!/usr/bin/env bash
+# `elspeth serve` (#29's first routes, ADR 0038): ELSPETH's web API paths
+# and answer shapes over the run library — health, the catalog, a
+# pipeline validated, run to completion, listed, cancelled (and resumed
+# from the CLI) — with every path confined to --root, and the refusals:
+# no --no-auth, a non-loopback address, traversal and symbolic links out
+# of the root, an oversized body.
+source "$(dirname "$0")/lib.sh"
+cd "$WORK"; [ -n "${KEEP:-}" ] && trap - EXIT
+DPY=/usr/bin/python3
+mkdir -p root/input outside
+cp "$SRC/tests/fixtures/elspeth_telemetry/pipeline/input/people.csv" root/input/
+sed '/^telemetry:/,$d; s#sqlite:///runs/audit.db#lmdb://./state#' \
+  "$SRC/tests/fixtures/elspeth_telemetry/pipeline/settings_full_json_stderr.yaml" > root/p.yaml
+"$DPY" -c 'import csv,sys; w=csv.writer(sys.stdout); w.writerow(["id","text"]); [w.writerow([i,"t%d"%i]) for i in range(1,2001)]' > root/input/many.csv
+cat > root/slow.yaml <<'YAML'
+source: {plugin: csv, on_success: d_in, options: {path: input/many.csv, schema: {mode: observed}, on_validation_failure: discard}}
+transforms:
+  - {name: slow, plugin: delay, input: d_in, on_success: out, options: {ms: 20}}
+sinks:
+  out: {plugin: csv, options: {path: slow/out.csv}}
+landscape: {url: "lmdb://./slow-state"}
+concurrency: {pipelining: {max_rows_in_flight: 4}}
+YAML
+ln -s "$WORK/outside" root/escape
+
+"$ELSPETH" serve --listen 127.0.0.1:0 --root root --no-auth > serve.out 2> serve.err &
+SRV=$!
+trap 'kill $SRV 2>/dev/null; rm -rf "$WORK"' EXIT
+for _ in $(seq 100); do grep -q "listening on port" serve.out 2>/dev/null && break; sleep 0.05; done
+P=$(grep -o 'port [0-9]*' serve.out | cut -d' ' -f2)
+[ -n "$P" ] && pass "serve listens (port $P)" || { fail "serve did not start"; cat serve.err; finish; exit; }
+api() { # METHOD PATH [BODY] -> body, then the status on the last line
+  curl -s -X "$1" "http://127.0.0.1:$P$2" ${3:+-d "$3"} -w '\n%{http_code}'
+}
+status_of() { api GET "/api/runs/$1" | head -1 | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["status"])'; }
+wait_state() { # ID STATE...: waits up to 30 s for one of the states
+  local s
+  for _ in $(seq 300); do
+    s=$(status_of "$1")
+    for want in "${@:2}"; do [ "$s" = "$want" ] && return 0; done
+    sleep 0.1
+  done
+  echo "    last status: $s"; return 1
+}
+
+out=$(api GET /api/health)
+[ "$out" = $'{"status":"ok"}\n200' ] && pass "GET /api/health is ELSPETH's {\"status\": \"ok\"}" || fail "health: $out"
+out=$(api GET /api/catalog/transforms)
+"$DPY" -c 'import json,sys
+a = json.loads(sys.argv[1].rsplit("\n", 1)[0])
+names = {p["name"] for p in a}
+assert {"field_mapper", "llm", "keyword_filter"} <= names, names
+assert all(set(p) == {"name", "description", "plugin_type", "config_fields"} and p["plugin_type"] == "transform" for p in a)' "$out" &&
+  pass "the catalog lists the transforms (aggregations too) in ELSPETH's PluginSummary shape" || fail "catalog: $out"
+
+# validate only
+out=$(api POST /api/runs '{"settings_path": "p.yaml", "execute": false}')
+grep -q '"is_valid":true' <<<"$out" && [ "${out##*$'\n'}" = 200 ] &&
+  pass "execute: false validates (ELSPETH's ValidationResult)" || fail "validate: $out"
+out=$(api POST /api/runs '{"settings_yaml": "source: {plugin: csv, on_success: nowhere, options: {path: input/people.csv, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: o.csv}}}\n", "execute": false}')
+grep -q '"is_valid":false' <<<"$out" && grep -q 'posted.yaml:1:[0-9]*: source.on_success' <<<"$out" &&
+  pass "a wrongly wired pipeline: is_valid false, the error with line and column" || fail "invalid: $out"
+
+# a run, to completion
+out=$(api POST /api/runs '{"settings_path": "p.yaml"}')
+id=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])' 2>/dev/null)
+[ "${out##*$'\n'}" = 202 ] && [ ${#id} = 32 ] && pass "POST /api/runs: 202 {\"run_id\": …}" || fail "post: $out"
+is "the run completes" wait_state "$id" completed
+diff -r "$SRC/tests/fixtures/elspeth_telemetry/expected_sinks/people" root/output > /dev/null 2>&1 ||
+  "$DPY" -c 'import csv,os,sys
+a,b=sys.argv[1:3]
+for f in os.listdir(a):
+    x=list(csv.DictReader(open(os.path.join(a,f)))); y=list(csv.DictReader(open(os.path.join(b,f))))
+    assert sorted(map(sorted, (r.items() for r in x))) == sorted(map(sorted, (r.items() for r in y)))' \
+  "$SRC/tests/fixtures/elspeth_telemetry/expected_sinks/people" root/output &&
+  pass "its sinks are written under the root" || fail "sinks"
+out=$(api GET "/api/runs/$id" | head -1)
+"$DPY" -c 'import json,sys
+s = json.loads(sys.argv[1])
+assert set(s) >= {"run_id","status","started_at","finished_at","rows_processed","rows_failed","error","landscape_run_id"}
+assert s["rows_processed"] == 5 and s["rows_failed"] == 0 and s["landscape_run_id"] == "1" and s["error"] is None' "$out" &&
+  pass "GET /api/runs/{id}: ELSPETH's RunStatusResponse (5 rows, Landscape run 1)" || fail "status: $out"
+
+# cancel a slow run; a second one waits its turn, then runs
+out=$(api POST /api/runs '{"settings_path": "slow.yaml"}'); slow=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+out=$(api POST /api/runs '{"settings_path": "p.yaml"}'); next=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+is "the slow run starts" wait_state "$slow" running
+[ "$(status_of "$next")" = pending ] && pass "the next run waits its turn (pending)" || fail "not pending"
+list=$(api GET /api/runs | head -1)
+"$DPY" -c 'import json,sys; a=json.loads(sys.argv[1]); assert [r["run_id"] for r in a][:2] == [sys.argv[3], sys.argv[2]], a' "$list" "$slow" "$next" &&
+  pass "GET /api/runs: newest first" || fail "list order"
+sleep 0.5
+out=$(api POST "/api/runs/$slow/cancel")
+grep -q '"status"' <<<"$out" && pass "POST /api/runs/{id}/cancel answers" || fail "cancel: $out"
+is "the slow run ends cancelled" wait_state "$slow" cancelled
+is "the next run then completes" wait_state "$next" completed
+rows=$(($(wc -l < root/slow/out.csv) - 1))
+[ "$rows" -gt 0 ] && [ "$rows" -lt 2000 ] && pass "cancelled after $rows of 2,000 rows" || fail "slow rows: $rows"
+(cd root && "$ELSPETH" resume latest -s slow.yaml -x > ../resume.out 2>&1) &&
+  [ "$(($(wc -l < root/slow/out.csv) - 1))" = 2000 ] && pass "the cancelled run resumes from the CLI to 2,000 rows" ||
+  { fail "resume"; tail -5 resume.out; }
+
+# confinement
+for body in '{"settings_path": "../p.yaml"}' '{"settings_path": "/etc/passwd"}' \
+            '{"settings_yaml": "source: {plugin: csv, on_success: out, options: {path: /etc/passwd, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: o.csv}}}\n"}' \
+            '{"settings_yaml": "source: {plugin: csv, on_success: out, options: {path: input/people.csv, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: ../o.csv}}}\n"}' \
+            '{"settings_yaml": "source: {plugin: csv, on_success: out, options: {path: input/people.csv, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: escape/o.csv}}}\n"}' \
+            '{"settings_yaml": "source: {plugin: csv, on_success: out, options: {path: input/people.csv, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: o.csv}}}\nlandscape: {url: \"sqlite:////tmp/x.db\"}\n"}'; do
+  out=$(api POST /api/runs "$body")
+  [ "${out##*$'\n'}" = 403 ] && grep -q "outside the server's root" <<<"$out" &&
+    pass "refused (403): $(head -c 90 <<<"$body")…" || fail "not refused: $body -> $out"
+done
+[ ! -e outside/o.csv ] && [ ! -e "$WORK/o.csv" ] && pass "nothing was written outside the root" || fail "wrote outside"
+"$DPY" -c 'print("{\"settings_yaml\": \"" + "x" * 1100000 + "\"}")' > big.json
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$P/api/runs" --data-binary @big.json)
+[ "$code" = 413 ] && pass "a body over 1 MiB is refused (413)" || fail "big body: $code"
+[ "$(api GET /api/nothing | tail -1)" = 404 ] && [ "$(api GET /api/runs/nope | tail -1)" = 404 ] &&
+  pass "unknown routes and runs: 404" || fail "404s"
+
+kill -INT $SRV; wait $SRV; rc=$?
+[ $rc = 0 ] && pass "SIGINT stops the server (exit 0)" || fail "serve exit $rc"
+
+# refusals at start
+expect "without --no-auth: refused, saying why" 1 "authentication is not built yet" -- \
+  "$ELSPETH" serve --listen 127.0.0.1:0 --root root
+expect "--no-auth on a non-loopback address: refused" 1 "serves loopback only" -- \
+  "$ELSPETH" serve --listen 0.0.0.0:0 --root root --no-auth
+expect "a root that is not there: refused" 1 "--root nowhere" -- \
+  "$ELSPETH" serve --listen 127.0.0.1:0 --root nowhere --no-auth
+expect "a bad address: refused" 1 "expected HOST:PORT" -- \
+  "$ELSPETH" serve --listen 127.0.0.1:99999 --root root --no-auth
+finish
