@@ -101,6 +101,7 @@ void srv__job_free(srv_job *j)
 		return;
 	dag_free(j->graph);
 	core_settings_free(j->settings);
+	free(j->yaml);
 	free(j);
 }
 
@@ -127,6 +128,8 @@ int srv__load(srv *s, const char *path, const char *yaml, srv_job **out, core_er
 		rc = check_paths(s, core_doc_root(j->settings->doc), NULL, err);
 	if (!rc)
 		rc = run_validate(j->settings, j->graph, err);
+	if (!rc && yaml && !(j->yaml = strdup(yaml)))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (rc) {
 		srv__job_free(j);
 		return rc;
@@ -159,7 +162,8 @@ static void observe(void *ctx, const run_event *ev)
 static void run_one(srv *s, srv_job *j)
 {
 	run_cfg cfg = { .graph = j->graph, .settings_path = j->name, .stop = &j->stop,
-			.observe = observe, .observe_ctx = j, .progress_ms = PROGRESS_MS };
+			.observe = observe, .observe_ctx = j, .progress_ms = PROGRESS_MS,
+			.resume = j->resume[0] ? j->resume : NULL };
 	const run_result *r;
 	run_job *job;
 	core_err err = { 0 };
@@ -257,6 +261,41 @@ int srv__enqueue(srv *s, srv_job *j, core_err *err)
 	pthread_cond_signal(&s->work);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+bool srv__job_trail(srv *s, const char *id, char *lmdb, size_t cap, uint64_t *run,
+		    char *path, size_t pcap, char **yaml)
+{
+	srv_job *j;
+	bool found = false;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; !found && i < s->njobs; i++) {
+		if (strcmp((j = s->jobs[i])->id, id))
+			continue;
+		found = true;
+		snprintf(lmdb, cap, "%s", j->settings->landscape_lmdb);
+		*run = __atomic_load_n(&j->landscape_run, __ATOMIC_RELAXED);
+		snprintf(path, pcap, "%s", j->name);
+		*yaml = j->yaml ? strdup(j->yaml) : NULL;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return found;
+}
+
+int srv__resume(srv *s, const char *path, const char *yaml, uint64_t run, srv_job **out,
+		core_err *err)
+{
+	int rc = srv__load(s, yaml ? NULL : path, yaml, out, err);
+
+	if (rc)
+		return rc;
+	snprintf((*out)->resume, sizeof((*out)->resume), "%llu", (unsigned long long)run);
+	if ((rc = srv__enqueue(s, *out, err))) {
+		srv__job_free(*out);
+		*out = NULL;
+	}
+	return rc;
 }
 
 /* ----------------------------------------------------------- answers */

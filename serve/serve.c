@@ -19,6 +19,8 @@
 #include <sys/socket.h>
 
 #include "plugins/plugins.h"
+#include "recorder/recorder.h"
+#include "report/report.h"
 #include "run/run.h"
 #include "serve/serve.h"
 #include "serve/serve_internal.h"
@@ -112,6 +114,100 @@ static enum MHD_Result post_run(srv *s, struct MHD_Connection *c, const core_buf
 	return reply(c, MHD_HTTP_ACCEPTED, json_pack("{s:s}", "run_id", j->id));
 }
 
+/* ---------------------------------------------------- trail reads */
+
+typedef struct read_req {
+	uint64_t run;              /* the Landscape's run */
+	uint64_t row;              /* explain: the row */
+} read_req;
+
+/* explain --json of a row, in the trail reader's child. */
+static int explain_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
+{
+	const read_req *q = ctx;
+	json_t *doc = NULL;
+	int rc;
+
+	*run = q->run;
+	rc = rec_explain(env, q->run, q->row, 0, &doc, err);
+
+	if (!rc && core_json_append(out, doc, -1, 0))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	json_decref(doc);
+	return rc;
+}
+
+/* elspeth report's page, in the trail reader's child. */
+static int report_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core_err *err)
+{
+	const read_req *q = ctx;
+
+	*run = q->run;
+	return rpt_write(env, q->run, NULL, out, err);
+}
+
+/* A read of job id's run in its Landscape: the row's story (row > 0) or
+ * the report page. */
+static enum MHD_Result trail_read(srv *s, struct MHD_Connection *c, const char *id,
+				  uint64_t row)
+{
+	char lmdb[4096], path[PATH_MAX];
+	read_req q = { .row = row };
+	struct MHD_Response *r;
+	core_buf out = { 0 };
+	core_err err = { 0 };
+	enum MHD_Result rc;
+	char *yaml = NULL;
+	uint64_t run = 0;
+
+	if (!srv__job_trail(s, id, lmdb, sizeof(lmdb), &run, path, sizeof(path), &yaml))
+		return detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	free(yaml);
+	if (!run)
+		return detail(c, MHD_HTTP_CONFLICT, "the run has not started (or is not recorded)");
+	q.run = run;
+	if (rec_read_isolated(lmdb, row ? "the row story's reader" : "the report's reader",
+			      row ? explain_fn : report_fn, &q, (size_t)1 << 30, &run, &out, &err)) {
+		core_buf_release(&out);
+		return detail(c, err.code == CORE_EDATA ? MHD_HTTP_NOT_FOUND :
+			      MHD_HTTP_INTERNAL_SERVER_ERROR, err.msg);
+	}
+	r = MHD_create_response_from_buffer(out.len, out.data ? out.data : "",
+					    out.data ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+	if (!r) {
+		core_buf_release(&out);
+		return MHD_NO;
+	}
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				row ? "application/json" : "text/html; charset=utf-8");
+	rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static enum MHD_Result resume(srv *s, struct MHD_Connection *c, const char *id)
+{
+	char lmdb[4096], path[PATH_MAX];
+	core_err err = { 0 };
+	char *yaml = NULL;
+	uint64_t run = 0;
+	srv_job *j;
+	int rc;
+
+	if (!srv__job_trail(s, id, lmdb, sizeof(lmdb), &run, path, sizeof(path), &yaml))
+		return detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	if (!run) {
+		free(yaml);
+		return detail(c, MHD_HTTP_CONFLICT, "the run has not started: nothing to resume");
+	}
+	rc = srv__resume(s, path, yaml, run, &j, &err);
+	free(yaml);
+	if (rc)
+		return detail(c, err.code == SRV_FORBIDDEN ? MHD_HTTP_FORBIDDEN :
+			      MHD_HTTP_UNPROCESSABLE_CONTENT, err.msg);
+	return reply(c, MHD_HTTP_ACCEPTED, json_pack("{s:s}", "run_id", j->id));
+}
+
 static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *method,
 				 const char *rest)
 {
@@ -128,6 +224,18 @@ static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *m
 		st = srv__status(s, id);
 		return st ? reply(c, MHD_HTTP_OK, st) : detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
 	}
+	if (slash && !strcmp(slash, "/report") && !strcmp(method, "GET"))
+		return trail_read(s, c, id, 0);
+	if (slash && !strncmp(slash, "/rows/", 6) && !strcmp(method, "GET")) {
+		char *end;
+		unsigned long long row = strtoull(slash + 6, &end, 10);
+
+		if (!row || *end)
+			return detail(c, MHD_HTTP_NOT_FOUND, "rows are numbered from 1");
+		return trail_read(s, c, id, row);
+	}
+	if (slash && !strcmp(slash, "/resume") && !strcmp(method, "POST"))
+		return resume(s, c, id);
 	if (slash && !strcmp(slash, "/cancel") && !strcmp(method, "POST")) {
 		const char *status = srv__cancel(s, id);
 

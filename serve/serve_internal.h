@@ -20,6 +20,8 @@ typedef enum srv_state {
 typedef struct srv_job {
 	char id[33];               /* 32 hex digits, as ELSPETH's uuid4().hex */
 	char name[PATH_MAX];       /* the settings' path, or "posted.yaml" */
+	char *yaml;                /* the posted text, or NULL (a path) */
+	char resume[32];           /* the Landscape run this job resumes, or "" */
 	core_settings *settings;
 	dag_graph *graph;
 	srv_state state;           /* under srv.lock */
@@ -55,6 +57,16 @@ int srv__load(srv *s, const char *path, const char *yaml, srv_job **out, core_er
 void srv__job_free(srv_job *j);
 /* Queues j for the runner (which owns it from then on). */
 int srv__enqueue(srv *s, srv_job *j, core_err *err);
+
+/* What the routes read of a job that ran: its Landscape's directory
+ * and run (0: none yet), and how it was posted (a resume reloads it).
+ * false: no such job. */
+bool srv__job_trail(srv *s, const char *id, char *lmdb, size_t cap, uint64_t *run,
+		    char *path, size_t pcap, char **yaml);
+/* A resume of the Landscape run `run` of the pipeline posted as path or
+ * yaml (loaded and checked again), queued: its new job in *out. */
+int srv__resume(srv *s, const char *path, const char *yaml, uint64_t run, srv_job **out,
+		core_err *err);
 
 /* ELSPETH's RunStatusResponse of job id, a list of all (newest first),
  * a cancel (the status it leaves; NULL: no such run). */

@@ -82,6 +82,15 @@ assert set(s) >= {"run_id","status","started_at","finished_at","rows_processed",
 assert s["rows_processed"] == 5 and s["rows_failed"] == 0 and s["landscape_run_id"] == "1" and s["error"] is None' "$out" &&
   pass "GET /api/runs/{id}: ELSPETH's RunStatusResponse (5 rows, Landscape run 1)" || fail "status: $out"
 
+# the run's trail: a row's story, the report page
+out=$(api GET "/api/runs/$id/rows/2")
+"$DPY" -c 'import json,sys; d=json.loads(sys.argv[1].rsplit("\n",1)[0]); assert d["row"]["seq"] == 2, d' "$out" &&
+  pass "GET /api/runs/{id}/rows/2: the row's story (explain --json)" || fail "row story: $(head -c 300 <<<"$out")"
+[ "$(api GET "/api/runs/$id/rows/99" | tail -1)" = 404 ] && pass "a row the run does not have: 404" || fail "row 99"
+out=$(api GET "/api/runs/$id/report")
+grep -q "<html" <<<"$out" && [ "${out##*$'\n'}" = 200 ] && pass "GET /api/runs/{id}/report: the report page" ||
+  fail "report: $(head -c 200 <<<"$out")"
+
 # cancel a slow run; a second one waits its turn, then runs
 out=$(api POST /api/runs '{"settings_path": "slow.yaml"}'); slow=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 out=$(api POST /api/runs '{"settings_path": "p.yaml"}'); next=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
@@ -97,9 +106,16 @@ is "the slow run ends cancelled" wait_state "$slow" cancelled
 is "the next run then completes" wait_state "$next" completed
 rows=$(($(wc -l < root/slow/out.csv) - 1))
 [ "$rows" -gt 0 ] && [ "$rows" -lt 2000 ] && pass "cancelled after $rows of 2,000 rows" || fail "slow rows: $rows"
-(cd root && "$ELSPETH" resume latest -s slow.yaml -x > ../resume.out 2>&1) &&
-  [ "$(($(wc -l < root/slow/out.csv) - 1))" = 2000 ] && pass "the cancelled run resumes from the CLI to 2,000 rows" ||
-  { fail "resume"; tail -5 resume.out; }
+out=$(api POST "/api/runs/$slow/resume")
+res=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])' 2>/dev/null)
+[ "${out##*$'\n'}" = 202 ] && wait_state "$res" completed &&
+  [ "$(($(wc -l < root/slow/out.csv) - 1))" = 2000 ] &&
+  [ "$(api GET "/api/runs/$res" | head -1 | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["landscape_run_id"])')" = \
+    "$(api GET "/api/runs/$slow" | head -1 | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["landscape_run_id"])')" ] &&
+  pass "POST /api/runs/{id}/resume finishes the cancelled run (its Landscape run) to 2,000 rows" ||
+  { fail "resume: $out"; api GET "/api/runs/$res"; }
+(cd root && "$ELSPETH" verify -s slow.yaml > ../verify.out 2>&1) && pass "the resumed run verifies" ||
+  { fail "verify"; tail -5 verify.out; }
 
 # confinement
 for body in '{"settings_path": "../p.yaml"}' '{"settings_path": "/etc/passwd"}' \
