@@ -15,7 +15,7 @@ PKGS=(
   libpcre2-dev
   libpq-dev postgresql
   libmicrohttpd-dev prometheus
-  python3-grpcio python3-protobuf protobuf-compiler
+  python3-grpcio python3-protobuf protobuf-compiler python3-websocket
   chromium
   slurmctld slurmd slurm-client munge
 )

@@ -17,9 +17,10 @@
 #define JOBS_MAX 4096              /* runs remembered */
 #define PROGRESS_MS 500
 
-static const char *const state_names[] = {
+const char *const srv__state_names[] = {
 	"pending", "running", "completed", "failed", "cancelled"
 };
+#define state_names srv__state_names
 
 /* ------------------------------------------------------------ paths */
 
@@ -186,6 +187,8 @@ static void run_one(srv *s, srv_job *j)
 	if (r->engine_ran) {
 		__atomic_store_n(&j->rows, r->sum.rows, __ATOMIC_RELAXED);
 		__atomic_store_n(&j->failed, r->sum.failed + r->sum.quarantined, __ATOMIC_RELAXED);
+		j->succeeded = r->sum.succeeded;
+		j->quarantined = r->sum.quarantined;
 		if (r->sum.run_id)
 			__atomic_store_n(&j->landscape_run, r->sum.run_id, __ATOMIC_RELAXED);
 	}
@@ -261,6 +264,27 @@ int srv__enqueue(srv *s, srv_job *j, core_err *err)
 	pthread_cond_signal(&s->work);
 	pthread_mutex_unlock(&s->lock);
 	return 0;
+}
+
+bool srv__snapshot(srv *s, const char *id, srv_snap *out)
+{
+	srv_job *j = NULL;
+
+	pthread_mutex_lock(&s->lock);
+	for (size_t i = 0; i < s->njobs && !j; i++)
+		if (!strcmp(s->jobs[i]->id, id))
+			j = s->jobs[i];
+	if (j) {
+		out->state = j->state;
+		out->rows = __atomic_load_n(&j->rows, __ATOMIC_RELAXED);
+		out->failed = __atomic_load_n(&j->failed, __ATOMIC_RELAXED);
+		out->succeeded = j->succeeded;
+		out->quarantined = j->quarantined;
+		out->landscape_run = __atomic_load_n(&j->landscape_run, __ATOMIC_RELAXED);
+		snprintf(out->error, sizeof(out->error), "%s", j->error);
+	}
+	pthread_mutex_unlock(&s->lock);
+	return j != NULL;
 }
 
 bool srv__job_trail(srv *s, const char *id, char *lmdb, size_t cap, uint64_t *run,
@@ -410,6 +434,8 @@ int srv__init(srv *s, const srv_cfg *cfg, core_err *err)
 		return core_err_set(err, CORE_ECONFIG, "--root %s: %s", cfg->root, strerror(errno));
 	pthread_mutex_init(&s->lock, NULL);
 	pthread_cond_init(&s->work, NULL);
+	pthread_cond_init(&s->ws_done, NULL);
+	atomic_init(&s->ws_stop, false);
 	if ((rc = pthread_create(&s->runner, NULL, runner, s))) {
 		pthread_mutex_destroy(&s->lock);
 		pthread_cond_destroy(&s->work);
@@ -438,4 +464,5 @@ void srv__release(srv *s)
 	free(s->jobs);
 	pthread_mutex_destroy(&s->lock);
 	pthread_cond_destroy(&s->work);
+	pthread_cond_destroy(&s->ws_done);
 }

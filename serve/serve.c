@@ -290,6 +290,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		return reply(c, MHD_HTTP_OK, srv__list(s));
 	if (!strncmp(url, "/api/runs/", 10))
 		return run_route(s, c, method, url + 10);
+	if (!strncmp(url, "/ws/runs/", 9) && !strcmp(method, "GET") && !strchr(url + 9, '/'))
+		return srv__ws(s, c, url + 9);
 	return detail(c, MHD_HTTP_NOT_FOUND, "Not Found");
 }
 
@@ -330,7 +332,7 @@ int srv_main(const srv_cfg *cfg, core_err *err)
 	if ((rc = srv__init(&s, cfg, err)))
 		return rc;
 	errno = 0;
-	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
+	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_UPGRADE |
 			     (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer, &s,
 			     MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&ss,
 			     MHD_OPTION_NOTIFY_COMPLETED, completed, &s,
@@ -349,6 +351,7 @@ int srv_main(const srv_cfg *cfg, core_err *err)
 		cfg->ready(cfg->ready_ctx, info ? info->port : 0);
 	while (!atomic_load(cfg->stop))
 		nanosleep(&(struct timespec){ 0, 100000000 }, NULL);
+	srv__ws_stop(&s);
 	MHD_stop_daemon(d);
 	srv__release(&s);
 	return 0;

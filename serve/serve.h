@@ -5,7 +5,8 @@
  * answer shapes): GET /api/health, GET /api/catalog/{sources,transforms,
  * sinks}, POST /api/runs, GET /api/runs, GET /api/runs/{id}, POST
  * /api/runs/{id}/cancel; ours: GET /api/runs/{id}/rows/{n} (the row's
- * story), GET /api/runs/{id}/report, POST /api/runs/{id}/resume.
+ * story), GET /api/runs/{id}/report, POST /api/runs/{id}/resume; and
+ * WS /ws/runs/{id} with ELSPETH's RunEvent messages (ws.c).
  *
  * Every path a posted pipeline names stays under the server's root: the
  * server works in the root (relative paths are the root's), and refuses
@@ -13,7 +14,7 @@
  * time, in the order they were posted (they may share a Landscape).
  *
  * Not yet: authentication (so the server starts only with no_auth, on a
- * loopback address), the WebSocket and the web page.
+ * loopback address) and the web page.
  */
 #ifndef ELSPETH_SERVE_H
 #define ELSPETH_SERVE_H

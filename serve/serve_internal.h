@@ -4,7 +4,9 @@
 
 #include <jansson.h>
 #include <limits.h>
+#include <microhttpd.h>
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "dag/dag.h"
 #include "run/run.h"
@@ -29,6 +31,7 @@ typedef struct srv_job {
 	bool cancel_asked;
 	uint64_t posted_ns, started_ns, finished_ns; /* wall clock, 0: not yet */
 	uint64_t rows, failed;     /* progress, then the summary's */
+	uint64_t succeeded, quarantined; /* the summary's, at the end */
 	uint64_t landscape_run;    /* the Landscape's run id, 0: none yet */
 	char error[1024];
 	struct srv_job *next;      /* the queue */
@@ -45,7 +48,27 @@ typedef struct srv {
 	bool stopping;
 	pthread_t runner;
 	bool runner_started;
+	/* WebSockets (ws.c): one thread each, counted so the server waits
+	 * for them before it stops */
+	pthread_cond_t ws_done;
+	unsigned ws_count;
+	atomic_bool ws_stop;
 } srv;
+
+/* A job as a WebSocket watches it (under no lock once copied). */
+typedef struct srv_snap {
+	srv_state state;
+	uint64_t rows, failed, succeeded, quarantined, landscape_run;
+	char error[1024];
+} srv_snap;
+bool srv__snapshot(srv *s, const char *id, srv_snap *out);
+extern const char *const srv__state_names[];
+
+/* ws.c: GET /ws/runs/{id}: the WebSocket handshake, then ELSPETH's
+ * RunEvent messages on a thread of its own until the run ends. */
+enum MHD_Result srv__ws(srv *s, struct MHD_Connection *c, const char *id);
+/* Stops every WebSocket and waits for their threads. */
+void srv__ws_stop(srv *s);
 
 int srv__init(srv *s, const srv_cfg *cfg, core_err *err);
 void srv__release(srv *s);

@@ -117,6 +117,43 @@ res=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)
 (cd root && "$ELSPETH" verify -s slow.yaml > ../verify.out 2>&1) && pass "the resumed run verifies" ||
   { fail "verify"; tail -5 verify.out; }
 
+# the WebSocket: ELSPETH's RunEvent messages until the run's last, then 1000
+cat > ws_watch.py <<'PYEOF'
+import json, sys, websocket
+ws = websocket.create_connection(sys.argv[1], timeout=60)
+msgs = []
+while True:
+    op, data = ws.recv_data(control_frame=True)
+    if op == websocket.ABNF.OPCODE_CLOSE:
+        code = int.from_bytes(data[:2], "big") if len(data) >= 2 else None
+        print(json.dumps({"close": code, "reason": data[2:].decode(), "messages": msgs}))
+        break
+    if op == websocket.ABNF.OPCODE_TEXT:
+        msgs.append(json.loads(data))
+PYEOF
+out=$(api POST /api/runs '{"settings_path": "slow.yaml"}'); w1=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
+"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/$w1?token=x" > ws1.json &
+WS1=$!
+wait $WS1
+"$DPY" - ws1.json <<'PYEOF' > ws1.txt && pass "WS /ws/runs/{id}: $(tail -1 ws1.txt)" || { fail "websocket"; cat ws1.txt ws1.json | head -c 600; }
+import json, sys
+d = json.load(open(sys.argv[1]))
+m = d["messages"]
+assert d["close"] == 1000, d["close"]
+prog = [x for x in m if x.get("event_type") == "progress"]
+last = m[-1]
+assert last["event_type"] == "completed", last
+assert set(last) == {"run_id", "timestamp", "event_type", "data"}
+assert last["data"]["rows_processed"] == 2000 and last["data"]["landscape_run_id"]
+rows = [x["data"]["rows_processed"] for x in prog]
+assert len(prog) >= 3 and rows == sorted(rows), rows
+print("%d progress events (rows %d .. %d), then completed with ELSPETH's fields, closed 1000" % (len(prog), rows[0], rows[-1]))
+PYEOF
+"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/nosuchrun" > ws2.json
+grep -q '"close": 4004' ws2.json && pass "WS for an unknown run: closed 4004 'Run not found'" || fail "ws 4004: $(cat ws2.json)"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P/ws/runs/$w1")
+[ "$code" = 426 ] && pass "a plain GET of a WebSocket route: 426" || fail "ws plain get: $code"
+
 # confinement
 for body in '{"settings_path": "../p.yaml"}' '{"settings_path": "/etc/passwd"}' \
             '{"settings_yaml": "source: {plugin: csv, on_success: out, options: {path: /etc/passwd, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: o.csv}}}\n"}' \
