@@ -14,7 +14,7 @@ PKGS=(
   libxml2-dev
   libpcre2-dev
   libpq-dev postgresql
-  libmicrohttpd-dev prometheus
+  libmicrohttpd-dev libsodium-dev prometheus
   python3-grpcio python3-protobuf protobuf-compiler python3-websocket
   chromium
   slurmctld slurmd slurm-client munge

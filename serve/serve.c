@@ -7,12 +7,14 @@
  * Locking: srv.lock guards the job list and every job's state, progress
  * and result copy; it is never held across a run, a load or I/O.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <limits.h>
 #include <microhttpd.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -245,6 +247,84 @@ static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *m
 	return detail(c, MHD_HTTP_NOT_FOUND, "Not Found");
 }
 
+/* ------------------------------------------------------------- auth */
+
+/* The caller's token: the bearer of Authorization, or ?token= (the
+ * WebSocket's, as ELSPETH's). */
+static const char *token_of(struct MHD_Connection *c, bool query)
+{
+	const char *h = MHD_lookup_connection_value(c, MHD_HEADER_KIND,
+						    MHD_HTTP_HEADER_AUTHORIZATION);
+
+	if (h && !strncasecmp(h, "Bearer ", 7))
+		return h + 7;
+	return query ? MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "token") : NULL;
+}
+
+static void client_addr(struct MHD_Connection *c, char *out, size_t cap)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+	const struct sockaddr *sa = i ? i->client_addr : NULL;
+
+	snprintf(out, cap, "?");
+	if (sa && sa->sa_family == AF_INET)
+		inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)cap);
+	else if (sa && sa->sa_family == AF_INET6)
+		inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
+			  (socklen_t)cap);
+}
+
+static enum MHD_Result login(srv *s, struct MHD_Connection *c, const core_buf *body)
+{
+	json_t *req = json_loadb(body->data ? body->data : "", body->len, 0, NULL);
+	const char *user = json_string_value(json_object_get(req, "username"));
+	const char *pw = json_string_value(json_object_get(req, "password"));
+	char token[65], addr[64], retry[16];
+	struct MHD_Response *r;
+	enum MHD_Result rc;
+	unsigned wait_s = 0;
+	auth_rc a;
+
+	if (!s->auth) {
+		json_decref(req);
+		return detail(c, MHD_HTTP_NOT_FOUND, "Not found"); /* ELSPETH, without local auth */
+	}
+	if (!user || !pw) {
+		json_decref(req);
+		return detail(c, MHD_HTTP_UNPROCESSABLE_CONTENT,
+			      "expected a JSON object with username and password");
+	}
+	client_addr(c, addr, sizeof(addr));
+	a = auth_login(s->auth, addr, user, pw, token, &wait_s);
+	json_decref(req);
+	if (a == AUTH_OK)
+		return reply(c, MHD_HTTP_OK, json_pack("{s:s,s:s}", "access_token", token,
+						       "token_type", "bearer"));
+	if (a == AUTH_DENIED)
+		return detail(c, MHD_HTTP_UNAUTHORIZED, "Invalid username or password");
+	if (a == AUTH_ERROR)
+		return detail(c, MHD_HTTP_INTERNAL_SERVER_ERROR, "the users file cannot be read");
+	/* held after failures: 429 with when to come back */
+	static const char held[] = "{\"detail\":\"too many failed logins: wait and try again\"}";
+
+	snprintf(retry, sizeof(retry), "%u", wait_s);
+	if (!(r = MHD_create_response_from_buffer(sizeof(held) - 1, (void *)held,
+						  MHD_RESPMEM_PERSISTENT)))
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, retry);
+	rc = MHD_queue_response(c, MHD_HTTP_TOO_MANY_REQUESTS, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
+static json_t *profile(const char *user)
+{
+	return json_pack("{s:s,s:s,s:s,s:n,s:[]}", "user_id", user, "username", user,
+			 "display_name", user, "email", "groups");
+}
+
 /* --------------------------------------------------------- dispatch */
 
 typedef struct upload {
@@ -258,6 +338,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 {
 	srv *s = cls;
 	upload *u = *con_cls;
+	char user[AUTH_NAME_MAX];
 
 	(void)version;
 	if (!u) { /* the headers: a body may follow */
@@ -278,6 +359,32 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 		return detail(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body over 1 MiB");
 	if (!strcmp(url, "/api/health") && !strcmp(method, "GET"))
 		return reply(c, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
+	if (!strcmp(url, "/api/auth/config") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, json_pack("{s:s,s:n,s:n}", "provider",
+			     s->auth ? "local" : "none", "oidc_issuer", "oidc_client_id"));
+	if (!strcmp(url, "/api/auth/login") && !strcmp(method, "POST"))
+		return login(s, c, &u->body);
+	/* everything else needs a valid token (the WebSocket is told so
+	 * after its handshake, with ELSPETH's 4001) */
+	if (s->auth && !auth_check(s->auth, token_of(c, !strncmp(url, "/ws/", 4)), user)) {
+		if (!strncmp(url, "/ws/runs/", 9) && !strcmp(method, "GET"))
+			return srv__ws(s, c, url + 9, false);
+		return detail(c, MHD_HTTP_UNAUTHORIZED, "Not authenticated");
+	}
+	if (!s->auth)
+		snprintf(user, sizeof(user), "anonymous");
+	if (!strcmp(url, "/api/auth/me") && !strcmp(method, "GET"))
+		return reply(c, MHD_HTTP_OK, profile(user));
+	if (!strcmp(url, "/api/auth/token") && !strcmp(method, "POST")) {
+		char fresh[65];
+
+		if (!s->auth)
+			return detail(c, MHD_HTTP_NOT_FOUND, "Not found");
+		if (!auth_refresh(s->auth, token_of(c, false), fresh))
+			return detail(c, MHD_HTTP_UNAUTHORIZED, "Not authenticated");
+		return reply(c, MHD_HTTP_OK, json_pack("{s:s,s:s}", "access_token", fresh,
+						       "token_type", "bearer"));
+	}
 	if (!strcmp(url, "/api/catalog/sources") && !strcmp(method, "GET"))
 		return reply(c, MHD_HTTP_OK, catalog(PLG_SOURCE, PLG_SOURCE, "source"));
 	if (!strcmp(url, "/api/catalog/transforms") && !strcmp(method, "GET"))
@@ -291,7 +398,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	if (!strncmp(url, "/api/runs/", 10))
 		return run_route(s, c, method, url + 10);
 	if (!strncmp(url, "/ws/runs/", 9) && !strcmp(method, "GET") && !strchr(url + 9, '/'))
-		return srv__ws(s, c, url + 9);
+		return srv__ws(s, c, url + 9, true);
 	return detail(c, MHD_HTTP_NOT_FOUND, "Not Found");
 }
 
@@ -310,6 +417,39 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 /* ------------------------------------------------------------- main */
 
+/* The users file: not under the root (a posted pipeline could read it). */
+static int open_auth(srv *s, const srv_cfg *cfg, core_err *err)
+{
+	char root[PATH_MAX], users[PATH_MAX];
+	size_t rl;
+	int rc;
+
+	if (!realpath(cfg->root, root))
+		return core_err_set(err, CORE_ECONFIG, "--root %s: %s", cfg->root, strerror(errno));
+	if (!realpath(cfg->users, users))
+		return core_err_set(err, CORE_ECONFIG, "--users %s: %s", cfg->users, strerror(errno));
+	rl = strlen(root);
+	if (!strncmp(users, root, rl) && (users[rl] == '/' || !users[rl]))
+		return core_err_set(err, CORE_ECONFIG, "--users %s is under --root %s: a posted "
+				    "pipeline could read it; keep it outside", cfg->users, cfg->root);
+	if (!(s->auth = malloc(sizeof(*s->auth))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((rc = auth_open(s->auth, users, cfg->token_hours * 3600u, err))) {
+		free(s->auth);
+		s->auth = NULL;
+	}
+	return rc;
+}
+
+static void close_auth(srv *s)
+{
+	if (s->auth) {
+		auth_close(s->auth);
+		free(s->auth);
+		s->auth = NULL;
+	}
+}
+
 int srv_main(const srv_cfg *cfg, core_err *err)
 {
 	struct sockaddr_storage ss;
@@ -321,16 +461,20 @@ int srv_main(const srv_cfg *cfg, core_err *err)
 
 	if ((rc = core_listen_addr("serve --listen", cfg->listen, &ss, &v6, err)))
 		return rc;
-	if (!cfg->no_auth)
-		return core_err_set(err, CORE_ECONFIG,
-			"authentication is not built yet: start the server with --no-auth, "
-			"on a loopback address (docs/serve.md)");
-	if (!core_addr_loopback(&ss))
+	if (cfg->no_auth && !core_addr_loopback(&ss))
 		return core_err_set(err, CORE_ECONFIG,
 			"--no-auth serves loopback only: '%s' is not a loopback address",
 			cfg->listen);
-	if ((rc = srv__init(&s, cfg, err)))
+	if (!cfg->no_auth && !cfg->users)
+		return core_err_set(err, CORE_ECONFIG,
+			"logins need a users file: --users FILE (add users with `elspeth serve "
+			"adduser NAME --users FILE`), or --no-auth on a loopback address");
+	if (!cfg->no_auth && (rc = open_auth(&s, cfg, err)))
 		return rc;
+	if ((rc = srv__init(&s, cfg, err))) {
+		close_auth(&s);
+		return rc;
+	}
 	errno = 0;
 	d = MHD_start_daemon(MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_ALLOW_UPGRADE |
 			     (v6 ? MHD_USE_IPv6 : 0), 0, NULL, NULL, answer, &s,
@@ -343,6 +487,7 @@ int srv_main(const srv_cfg *cfg, core_err *err)
 		int e = errno;
 
 		srv__release(&s);
+		close_auth(&s);
 		return core_err_set(err, CORE_EIO, "serve --listen '%s': cannot listen there%s%s",
 				    cfg->listen, e ? ": " : "", e ? strerror(e) : "");
 	}
@@ -354,5 +499,6 @@ int srv_main(const srv_cfg *cfg, core_err *err)
 	srv__ws_stop(&s);
 	MHD_stop_daemon(d);
 	srv__release(&s);
+	close_auth(&s);
 	return 0;
 }

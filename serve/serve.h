@@ -13,8 +13,11 @@
  * absolute paths, `..` and symbolic links that lead out. Runs go one at a
  * time, in the order they were posted (they may share a Landscape).
  *
- * Not yet: authentication (so the server starts only with no_auth, on a
- * loopback address) and the web page.
+ * Logins (auth.h): every route but /api/health, /api/auth/config and
+ * /api/auth/login needs `Authorization: Bearer TOKEN` (the WebSocket
+ * `?token=`), unless no_auth, which serves loopback addresses only.
+ *
+ * Not yet: OIDC and the web page.
  */
 #ifndef ELSPETH_SERVE_H
 #define ELSPETH_SERVE_H
@@ -28,7 +31,9 @@
 typedef struct srv_cfg {
 	const char *listen;        /* HOST:PORT, [V6]:PORT or PORT (loopback) */
 	const char *root;          /* the directory runs are confined to */
-	bool no_auth;              /* required for now; loopback only */
+	bool no_auth;              /* no logins: loopback addresses only */
+	const char *users;         /* the users file (auth.h), unless no_auth */
+	unsigned token_hours;      /* a login's token lives this long (0: 12) */
 	atomic_int *stop;          /* set (a signal handler) to stop serving */
 	FILE *log;                 /* one line per run started and ended; NULL: none */
 	/* Called once listening, with the port (0 asked: the one picked). */
@@ -38,7 +43,9 @@ typedef struct srv_cfg {
 
 /* Serves until *cfg->stop is set; then cancels what runs (as SIGINT
  * would: resumable) and waits for it. CORE_ECONFIG: a bad address, a root
- * that is no directory, auth asked for; CORE_EIO: cannot listen. */
+ * that is no directory, no users file (or one under the root, or one
+ * others can read), no_auth on a non-loopback address; CORE_EIO: cannot
+ * listen. */
 int srv_main(const srv_cfg *cfg, core_err *err);
 
 #endif /* ELSPETH_SERVE_H */

@@ -10,6 +10,7 @@
 
 #include "dag/dag.h"
 #include "run/run.h"
+#include "serve/auth.h"
 #include "serve/serve.h"
 
 /* srv__load's error code for a path that leads out of the root (403). */
@@ -50,6 +51,7 @@ typedef struct srv {
 	bool runner_started;
 	/* WebSockets (ws.c): one thread each, counted so the server waits
 	 * for them before it stops */
+	auth *auth;                /* NULL: no logins (no_auth) */
 	pthread_cond_t ws_done;
 	unsigned ws_count;
 	atomic_bool ws_stop;
@@ -66,7 +68,8 @@ extern const char *const srv__state_names[];
 
 /* ws.c: GET /ws/runs/{id}: the WebSocket handshake, then ELSPETH's
  * RunEvent messages on a thread of its own until the run ends. */
-enum MHD_Result srv__ws(srv *s, struct MHD_Connection *c, const char *id);
+enum MHD_Result srv__ws(srv *s, struct MHD_Connection *c, const char *id,
+		       bool authorized);
 /* Stops every WebSocket and waits for their threads. */
 void srv__ws_stop(srv *s);
 

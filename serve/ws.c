@@ -36,6 +36,7 @@ typedef struct ws {
 	char id[64];
 	MHD_socket sock;
 	struct MHD_UpgradeResponseHandle *urh;
+	bool authorized;           /* else closed at once with 4001 */
 	char in[FRAME_MAX + 14];   /* a frame being read */
 	size_t inlen;
 } ws;
@@ -205,6 +206,10 @@ static void *ws_main(void *arg)
 	time_t quiet_since = time(NULL);
 	struct pollfd p = { .fd = w->sock, .events = POLLIN };
 
+	if (!w->authorized) {
+		send_close(w, 4001, "Invalid authentication token");
+		goto out;
+	}
 	for (;;) {
 		if (atomic_load(&s->ws_stop)) {
 			send_close(w, 1001, "the server is stopping");
@@ -234,6 +239,7 @@ static void *ws_main(void *arg)
 		if (poll(&p, 1, POLL_MS) > 0 && !read_client(w))
 			break;
 	}
+out:
 	MHD_upgrade_action(w->urh, MHD_UPGRADE_ACTION_CLOSE);
 	pthread_mutex_lock(&s->lock);
 	if (!--s->ws_count)
@@ -289,7 +295,7 @@ static bool has_token(const char *list, const char *token)
 	return false;
 }
 
-enum MHD_Result srv__ws(srv *s, struct MHD_Connection *c, const char *id)
+enum MHD_Result srv__ws(srv *s, struct MHD_Connection *c, const char *id, bool authorized)
 {
 	const char *key = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Key");
 	const char *ver = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Sec-WebSocket-Version");
@@ -323,6 +329,7 @@ enum MHD_Result srv__ws(srv *s, struct MHD_Connection *c, const char *id)
 	if (!(w = calloc(1, sizeof(*w))))
 		return MHD_NO;
 	w->s = s;
+	w->authorized = authorized;
 	snprintf(w->id, sizeof(w->id), "%s", id);
 	if (!(r = MHD_create_response_for_upgrade(on_upgrade, w))) {
 		free(w);

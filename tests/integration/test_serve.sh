@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# `elspeth serve` (#29's first routes, ADR 0038): ELSPETH's web API paths
-# and answer shapes over the run library — health, the catalog, a
-# pipeline validated, run to completion, listed, cancelled (and resumed
-# from the CLI) — with every path confined to --root, and the refusals:
-# no --no-auth, a non-loopback address, traversal and symbolic links out
-# of the root, an oversized body.
+# `elspeth serve` (#29, ADR 0038): ELSPETH's web API paths and answer
+# shapes over the run library — health, the catalog, a pipeline
+# validated, run to completion, listed, its row stories and report read,
+# cancelled and resumed, watched over the WebSocket — with every path
+# confined to --root; logins (Argon2id users, bearer tokens, the brake on
+# failures, the WebSocket's 4001); and the refusals: no users file, --no-auth
+# on a non-loopback address, traversal and symbolic links out of the
+# root, an oversized body.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"; [ -n "${KEEP:-}" ] && trap - EXIT
 DPY=/usr/bin/python3
@@ -174,8 +176,54 @@ code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$P/api/r
 kill -INT $SRV; wait $SRV; rc=$?
 [ $rc = 0 ] && pass "SIGINT stops the server (exit 0)" || fail "serve exit $rc"
 
+# logins: local users with Argon2id hashes, bearer tokens, the brake
+printf 'c0rrect-h0rse\n' | "$ELSPETH" serve adduser alice --users users.json > /dev/null &&
+  [ "$(stat -c %a users.json)" = 600 ] && grep -q '"alice": "\$argon2id\$' users.json &&
+  pass "serve adduser: an Argon2id hash in a 0600 users file" || fail "adduser: $(cat users.json)"
+expect "a users file under the root: refused" 1 "a posted pipeline could read it" -- \
+  bash -c 'cp users.json root/u.json && chmod 600 root/u.json && "$0" serve --listen 127.0.0.1:0 --root root --users root/u.json' "$ELSPETH"
+rm -f root/u.json
+cp users.json open.json; chmod 644 open.json
+expect "a users file others can read: refused" 1 "chmod 600" -- \
+  "$ELSPETH" serve --listen 127.0.0.1:0 --root root --users open.json
+"$ELSPETH" serve --listen 127.0.0.1:0 --root root --users users.json > serve2.out 2> serve2.err &
+SRV=$!
+for _ in $(seq 100); do grep -q "listening on port" serve2.out 2>/dev/null && break; sleep 0.05; done
+P=$(grep -o 'port [0-9]*' serve2.out | cut -d' ' -f2)
+[ "$(api GET /api/health | tail -1)" = 200 ] && pass "with logins: /api/health needs no token" || fail "health with auth"
+grep -q '"provider":"local"' <<<"$(api GET /api/auth/config)" && pass "/api/auth/config says local" || fail "auth config"
+for route in "GET /api/runs" "GET /api/catalog/sources" "POST /api/runs" "GET /api/auth/me" "GET /api/runs/x/rows/1"; do
+  [ "$(api $route '{}' | tail -1)" = 401 ] || { fail "$route without a token is not 401"; continue; }
+  pass "$route without a token: 401"
+done
+[ "$(curl -s -o /dev/null -w '%{http_code}' -H 'Authorization: Bearer 0000000000000000000000000000000000000000000000000000000000000000' http://127.0.0.1:$P/api/runs)" = 401 ] &&
+  pass "a made-up token: 401" || fail "made-up token"
+for i in 1 2 3; do api POST /api/auth/login '{"username":"alice","password":"wrong"}' > login$i.txt; done
+[ "$(tail -1 login1.txt)" = 401 ] && pass "a wrong password: 401" || fail "wrong password: $(cat login1.txt)"
+out=$(curl -s -D - -X POST "http://127.0.0.1:$P/api/auth/login" -d '{"username":"alice","password":"c0rrect-h0rse"}')
+grep -q "^HTTP/1.1 429" <<<"$out" && grep -qi "^Retry-After: [0-9]" <<<"$out" &&
+  pass "after three failures: 429 with Retry-After, even with the right password" || fail "brake: $out"
+sleep 2
+out=$(api POST /api/auth/login '{"username":"alice","password":"c0rrect-h0rse"}')
+TOKEN=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; d=json.load(sys.stdin); assert d["token_type"]=="bearer"; print(d["access_token"])' 2>/dev/null)
+[ ${#TOKEN} = 64 ] && pass "login: ELSPETH's TokenResponse (a bearer token)" || fail "login: $out"
+authed() { curl -s -X "$1" -H "Authorization: Bearer $TOKEN" "http://127.0.0.1:$P$2" ${3:+-d "$3"} -w '\n%{http_code}'; }
+grep -q '"username":"alice"' <<<"$(authed GET /api/auth/me)" && pass "/api/auth/me: alice's profile" || fail "me"
+out=$(authed POST /api/runs '{"settings_path": "p.yaml"}')
+aid=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])' 2>/dev/null)
+[ "${out##*$'\n'}" = 202 ] && pass "a run posted with the token" || fail "authed post: $out"
+"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/$aid?token=bad" > ws3.json
+grep -q '"close": 4001' ws3.json && pass "WS with a bad token: closed 4001 (ELSPETH's)" || fail "ws 4001: $(cat ws3.json)"
+"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/$aid?token=$TOKEN" > ws4.json
+grep -q '"close": 1000' ws4.json && grep -q '"completed"' ws4.json && pass "WS with the token: the run's events" ||
+  fail "ws token: $(cat ws4.json)"
+out=$(authed POST /api/auth/token)
+NEW=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["access_token"])' 2>/dev/null)
+[ ${#NEW} = 64 ] && [ "$NEW" != "$TOKEN" ] && pass "POST /api/auth/token: a fresh token" || fail "refresh: $out"
+kill -INT $SRV; wait $SRV
+
 # refusals at start
-expect "without --no-auth: refused, saying why" 1 "authentication is not built yet" -- \
+expect "neither --users nor --no-auth: refused, saying why" 1 "logins need a users file" -- \
   "$ELSPETH" serve --listen 127.0.0.1:0 --root root
 expect "--no-auth on a non-loopback address: refused" 1 "serves loopback only" -- \
   "$ELSPETH" serve --listen 0.0.0.0:0 --root root --no-auth
