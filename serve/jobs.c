@@ -70,6 +70,14 @@ static int check_paths(const srv *s, const core_node *n, const char *key, core_e
 			rc = check_paths(s, n->items[i], n->keys[i]->value, err);
 		return rc;
 	}
+	/* depends_on runs pipelines whose own paths this check would not
+	 * see: not served (yet) */
+	if (key && !strcmp(key, "depends_on") && !core_node_is_null(n)) {
+		rc = core_err_at(err, CORE_ECONFIG, n, "depends_on is not served: run the "
+				 "pipelines it names one after another");
+		err->code = SRV_FORBIDDEN;
+		return rc;
+	}
 	if (n->kind == CORE_NODE_SEQ) {
 		for (size_t i = 0; !rc && i < n->len; i++)
 			rc = check_paths(s, n->items[i], key, err);

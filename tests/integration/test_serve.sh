@@ -166,6 +166,9 @@ for body in '{"settings_path": "../p.yaml"}' '{"settings_path": "/etc/passwd"}' 
   [ "${out##*$'\n'}" = 403 ] && grep -q "outside the server's root" <<<"$out" &&
     pass "refused (403): $(head -c 90 <<<"$body")…" || fail "not refused: $body -> $out"
 done
+out=$(api POST /api/runs '{"settings_yaml": "source: {plugin: csv, on_success: out, options: {path: input/people.csv, schema: {mode: observed}, on_validation_failure: discard}}\nsinks: {out: {plugin: csv, options: {path: o.csv}}}\ndepends_on: [{name: d, settings: p.yaml}]\n"}')
+[ "${out##*$'\n'}" = 403 ] && grep -q "depends_on is not served" <<<"$out" &&
+  pass "depends_on (pipelines whose paths go unchecked) is refused (403)" || fail "depends_on: $out"
 [ ! -e outside/o.csv ] && [ ! -e "$WORK/o.csv" ] && pass "nothing was written outside the root" || fail "wrote outside"
 "$DPY" -c 'print("{\"settings_yaml\": \"" + "x" * 1100000 + "\"}")' > big.json
 code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "http://127.0.0.1:$P/api/runs" --data-binary @big.json)
