@@ -642,5 +642,9 @@ int core_isolate(void (*fn)(void *ctx, int fd), void *ctx, unsigned timeout_ms,
 /* write(2) until all n bytes are written or it fails. */
 void core_write_all(int fd, const void *p, size_t n);
 uint64_t core_now_wall_ns(void);
+/* A wall-clock time in ns as Python's datetime.isoformat() writes a UTC
+ * time: "2026-01-30T10:15:30.123456+00:00", the fraction left out when
+ * its microseconds are 0. out holds 40 bytes. */
+void core_iso_utc(uint64_t ns, char out[40]);
 
 #endif /* ELSPETH_CORE_H */

@@ -17,8 +17,9 @@
  * through plg_ctx.halt, from any thread while its process() runs: the
  * engine then sets *stop as SIGINT would (an internal flag when
  * o->stop is NULL) and reports the halt in eng_summary. One run per
- * process at a time: the plugins keep a run's key, rate limits, capacity
- * share and part directory in process statics (plugins.h).
+ * graph at a time; several graphs may run at once in one process (what
+ * the plugins know of their run is the graph's env, ADR 0032). The event
+ * callback (eng_opts.event) is called on the thread that did the work.
  */
 #ifndef ELSPETH_ENGINE_H
 #define ELSPETH_ENGINE_H

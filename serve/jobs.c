@@ -334,17 +334,11 @@ int srv__resume(srv *s, const char *path, const char *yaml, uint64_t run, srv_jo
 
 static json_t *iso_or_null(uint64_t ns)
 {
-	char b[64];
-	time_t sec = (time_t)(ns / 1000000000u);
-	struct tm tm;
-	size_t n;
+	char b[40];
 
 	if (!ns)
 		return json_null();
-	gmtime_r(&sec, &tm);
-	n = strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(b + n, sizeof(b) - n, ".%06lu+00:00",
-		 (unsigned long)(ns % 1000000000u / 1000u));
+	core_iso_utc(ns, b);
 	return json_string(b);
 }
 

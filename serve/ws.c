@@ -157,15 +157,9 @@ static bool read_client(ws *w)
 
 static json_t *now_iso(void)
 {
-	struct timespec ts;
-	struct tm tm;
-	char b[64];
-	size_t n;
+	char b[40];
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	gmtime_r(&ts.tv_sec, &tm);
-	n = strftime(b, sizeof(b), "%Y-%m-%dT%H:%M:%S", &tm);
-	snprintf(b + n, sizeof(b) - n, ".%06ld+00:00", ts.tv_nsec / 1000);
+	core_iso_utc(core_now_wall_ns(), b);
 	return json_string(b);
 }
 

@@ -109,7 +109,7 @@ static int az_configure(const core_node *options, void **state, core_err *err)
 /* "2026-11-28T01:43:03.292912Z" */
 static void az_time(uint64_t ns, char out[40])
 {
-	tel__iso(ns, out);
+	core_iso_utc(ns, out);
 	char *plus = strstr(out, "+00:00");
 
 	if (plus)

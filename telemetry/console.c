@@ -218,7 +218,7 @@ static int console_export(void *state, const tel_record *r, core_err *err)
 	char ts[40];
 	int rc;
 
-	tel__iso(r->at_ns, ts);
+	core_iso_utc(r->at_ns, ts);
 	rc = c->pretty ? pretty(&c->out, r, ts) : json_line(&c->out, r, ts);
 	if (rc || core_buf_putc(&c->out, '\n'))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

@@ -186,18 +186,24 @@ static bool any_of(attrs *a, const json_t *v, any_t *out)
 	return false;
 }
 
-int tel__add_attr(attrs *a, const char *key, const json_t *v)
+/* The attribute key over the value just put in vals[n]. */
+static int push_kv(attrs *a, const char *key)
 {
-	if (a->n == a->cap)
-		return CORE_ENOMEM; /* sized by the caller */
-	if (!any_of(a, v, &a->vals[a->n]))
-		return json_is_null(v) ? 0 : CORE_ENOMEM;
 	a->kv[a->n] = (kv_t)OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
 	a->kv[a->n].key = (char *)key;
 	a->kv[a->n].value = &a->vals[a->n];
 	a->ptrs[a->n] = &a->kv[a->n];
 	a->n++;
 	return 0;
+}
+
+int tel__add_attr(attrs *a, const char *key, const json_t *v)
+{
+	if (a->n == a->cap)
+		return CORE_ENOMEM; /* sized by the caller */
+	if (!any_of(a, v, &a->vals[a->n]))
+		return json_is_null(v) ? 0 : CORE_ENOMEM;
+	return push_kv(a, key);
 }
 
 int tel__add_attr_str(attrs *a, const char *key, const char *val)
@@ -207,12 +213,7 @@ int tel__add_attr_str(attrs *a, const char *key, const char *val)
 	a->vals[a->n] = (any_t)OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__INIT;
 	a->vals[a->n].value_case = OPENTELEMETRY__PROTO__COMMON__V1__ANY_VALUE__VALUE_STRING_VALUE;
 	a->vals[a->n].string_value = (char *)val;
-	a->kv[a->n] = (kv_t)OPENTELEMETRY__PROTO__COMMON__V1__KEY_VALUE__INIT;
-	a->kv[a->n].key = (char *)key;
-	a->kv[a->n].value = &a->vals[a->n];
-	a->ptrs[a->n] = &a->kv[a->n];
-	a->n++;
-	return 0;
+	return push_kv(a, key);
 }
 
 int tel__attrs_init(attrs *a, size_t cap)

@@ -23,34 +23,6 @@ const char *tel__type_name(tel_type t)
 	return t < TEL_TYPE_LAST ? type_names[t] : "Unknown";
 }
 
-void tel__iso(uint64_t at_ns, char out[40])
-{
-	/* The date and time of the last second asked for, kept per thread:
-	 * strftime for every event was a tenth of its cost. */
-	static _Thread_local time_t last = -1;
-	static _Thread_local char day[32];
-	static _Thread_local size_t daylen;
-	time_t sec = (time_t)(at_ns / 1000000000u);
-	unsigned long us = (unsigned long)(at_ns % 1000000000u / 1000u);
-	struct tm tm;
-	size_t n;
-
-	if (sec != last) {
-		gmtime_r(&sec, &tm);
-		daylen = strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm);
-		last = sec;
-	}
-	memcpy(out, day, daylen);
-	n = daylen;
-	if (us) {
-		out[n++] = '.';
-		for (int i = 5; i >= 0; i--, us /= 10)
-			out[n + (size_t)i] = (char)('0' + us % 10);
-		n += 6;
-	}
-	memcpy(out + n, "+00:00", 7);
-}
-
 /* ------------------------------------------------------------ fields */
 
 static tel_field *add(tel_record *r, const char *key, tel_ftype t)

@@ -86,9 +86,6 @@ void tel__record(const tel_ctx *x, const tel_ev *ev, tel_record *out);
 void tel__record_release(tel_record *r);
 /* A field as JSON (a new reference; NULL for TEL_F_NULL or no memory). */
 json_t *tel__field_json(const tel_field *f);
-/* "2026-01-30T10:15:30.123456+00:00", as Python's isoformat() (no
- * fraction when the microseconds are 0). */
-void tel__iso(uint64_t at_ns, char out[40]);
 
 
 /* An exporter. configure checks options (NULL: none) and may keep
