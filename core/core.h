@@ -318,6 +318,10 @@ int core_fingerprint(const char *value, char *out, size_t cap);
  * KEY_password_fingerprint beside it, an array item the fingerprint in
  * the password's place. */
 int core_redact_secrets(json_t *v);
+/* url without its password, for messages and records: the user info's
+ * (scheme://user:PASSWORD@host) and a password= query parameter (libpq
+ * takes one); malloc'd, NULL when out of memory. */
+char *core_url_sanitize(const char *url);
 
 /* ------------------------------------------------------------- settings
  *

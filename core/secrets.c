@@ -92,6 +92,38 @@ static bool url_password(const char *s, size_t *from, size_t *to)
 	return true;
 }
 
+char *core_url_sanitize(const char *url)
+{
+	size_t from, to, n = strlen(url);
+	const char *q;
+	char *out = malloc(n + 1), *p;
+
+	if (!out)
+		return NULL;
+	if (url_password(url, &from, &to)) {
+		memcpy(out, url, from);
+		memcpy(out + from, url + to, n - to + 1);
+	} else {
+		memcpy(out, url, n + 1);
+	}
+	/* libpq's ?password=... (and &password=...): the parameter goes */
+	if ((q = strchr(out, '?'))) {
+		for (p = (char *)q + 1; *p;) {
+			size_t len = strcspn(p, "&");
+
+			if (!strncasecmp(p, "password=", 9)) {
+				memmove(p, p + len + (p[len] == '&'), strlen(p + len + (p[len] == '&')) + 1);
+				continue;
+			}
+			p += len + (p[len] == '&');
+		}
+		n = strlen(out);
+		while (n && (out[n - 1] == '&' || out[n - 1] == '?'))
+			out[--n] = '\0';
+	}
+	return out;
+}
+
 /* %XX escapes decoded in place: the fingerprint is of the password
  * itself, not of how the url spells it. */
 static void percent_decode(char *s)

@@ -226,3 +226,8 @@ int rec_run_lock(rec_env *env, uint64_t run, int *fd, core_err *err)
 	(void)n;
 	return 0;
 }
+
+const char *rec_env_path(const rec_env *env)
+{
+	return env->path;
+}

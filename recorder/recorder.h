@@ -114,6 +114,8 @@ bool rec_err_damaged(int code);
  * the environment in directory `path`. An environment that is not an
  * elspeth Landscape (no or a foreign REC_META "format") is an error. */
 int rec_open(const char *path, int flags, rec_env **out, core_err *err);
+/* The directory env was opened with, as given to rec_open. */
+const char *rec_env_path(const rec_env *env);
 /* Commits everything enqueued, stops the writer, closes. Returns the
  * sticky writer error, if any. NULL allowed. */
 int rec_close(rec_env *env, core_err *err);

@@ -6,10 +6,12 @@
  * LMDB read transaction, so the SQL file holds a consistent picture of
  * the trail as it was when the export began.
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "sqltrail/export_internal.h"
 
@@ -18,97 +20,119 @@ const char *const sqlt__outcome_names[OUT__COUNT] = {
 	"diverted", "consumed_in_batch", "coalesced", "expanded",
 };
 
-static const char *const insert_sql[ST__COUNT] = {
-	[ST_RUNS] = "INSERT INTO runs (run_id, started_at, completed_at, config_hash, "
-		"settings_json, reproducibility_grade, canonical_version, status) "
-		"VALUES (?,?,?,?,?,?,?,?)",
-	[ST_NODES] = "INSERT INTO nodes (node_id, run_id, plugin_name, node_type, "
-		"plugin_version, determinism, config_hash, config_json, "
-		"sequence_in_pipeline, registered_at, schema_mode, schema_fields_json) "
-		"VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_EDGES] = "INSERT INTO edges (edge_id, run_id, from_node_id, to_node_id, "
-		"label, default_mode, created_at) VALUES (?,?,?,?,?,?,?)",
-	[ST_ROWS] = "INSERT INTO rows (row_id, run_id, source_node_id, row_index, "
-		"source_data_hash, source_data_ref, created_at) VALUES (?,?,?,?,?,?,?)",
-	[ST_TOKENS] = "INSERT INTO tokens (token_id, row_id, run_id, fork_group_id, "
-		"join_group_id, expand_group_id, branch_name, step_in_pipeline, "
-		"created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-	[ST_TOKEN_PARENTS] = "INSERT INTO token_parents (token_id, parent_token_id, "
-		"ordinal) VALUES (?,?,?)",
-	[ST_TOKEN_OUTCOMES] = "INSERT INTO token_outcomes (outcome_id, run_id, "
-		"token_id, outcome, is_terminal, recorded_at, sink_name, batch_id, "
-		"fork_group_id, join_group_id, expand_group_id, error_hash, "
-		"expected_branches_json) VALUES (?,?,?,?,1,?,?,?,?,?,?,?,?)",
-	[ST_NODE_STATES] = "INSERT INTO node_states (state_id, token_id, run_id, "
-		"node_id, step_index, attempt, status, input_hash, output_hash, "
-		"context_after_json, duration_ms, error_json, started_at, "
-		"completed_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_OPERATIONS] = "INSERT INTO operations (operation_id, run_id, node_id, "
-		"operation_type, started_at, completed_at, status, output_data_hash, "
-		"error_message, duration_ms) VALUES (?,?,?,?,?,?,?,?,?,?)",
-	[ST_CALLS] = "INSERT INTO calls (call_id, state_id, call_index, call_type, "
-		"status, request_hash, request_ref, response_hash, response_ref, "
-		"error_json, latency_ms, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_ROUTING_EVENTS] = "INSERT INTO routing_events (event_id, state_id, "
-		"edge_id, routing_group_id, ordinal, mode, reason_hash, reason_ref, "
-		"created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-	[ST_BATCHES] = "INSERT INTO batches (batch_id, run_id, aggregation_node_id, "
-		"trigger_reason, trigger_type, attempt, status, created_at, "
-		"completed_at) VALUES (?,?,?,?,?,?,?,?,?)",
-	[ST_BATCH_MEMBERS] = "INSERT INTO batch_members (batch_id, token_id, "
-		"ordinal) VALUES (?,?,?)",
-	[ST_BATCH_OUTPUTS] = "INSERT OR IGNORE INTO batch_outputs (batch_output_id, "
-		"batch_id, output_type, output_id) VALUES (?,?,'token',?)",
-	[ST_ARTIFACTS] = "INSERT INTO artifacts (artifact_id, run_id, "
-		"produced_by_state_id, sink_node_id, artifact_type, path_or_uri, "
-		"content_hash, size_bytes, created_at) VALUES (?,?,?,?,'file',?,?,?,?)",
-	[ST_VALIDATION_ERRORS] = "INSERT INTO validation_errors (error_id, run_id, "
-		"node_id, row_hash, row_data_json, error, schema_mode, destination, "
-		"created_at, violation_type, original_field_name, normalized_field_name, "
-		"expected_type, actual_type) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_TRANSFORM_ERRORS] = "INSERT INTO transform_errors (error_id, run_id, "
-		"token_id, transform_id, row_hash, row_data_json, error_details_json, "
-		"destination, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-	[ST_CHECKPOINTS] = "INSERT INTO checkpoints (checkpoint_id, run_id, "
-		"token_id, node_id, sequence_number, aggregation_state_json, "
-		"created_at, upstream_topology_hash, checkpoint_node_config_hash, "
-		"format_version) VALUES (?,?,?,?,?,?,?,?,?,?)",
-	[ST_OWN_RUNS] = "INSERT INTO elspeth_runs (run_id, landscape_run_id, "
-		"topology_hash, settings_path, elspeth_version, rows, succeeded, "
-		"failed, quarantined, error, metrics_json, resumes, exported_at) "
-		"VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_OWN_ROWS] = "INSERT INTO elspeth_rows (row_id, run_id, seq, "
-		"source_location) VALUES (?,?,?,?)",
-	[ST_OWN_CALLS] = "INSERT INTO elspeth_calls (call_id, run_id, token_id, "
-		"row_id, query_name, http_status, error_class, error, submitted_at, "
-		"completed_at, throttle_delay_ms, throttle_reason, submit_order, "
-		"complete_order, replayed_from) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_OWN_ARTIFACTS] = "INSERT INTO elspeth_artifacts (artifact_id, run_id, "
-		"token_id, byte_offset, byte_length) VALUES (?,?,?,?,?)",
-	[ST_OWN_SINK_FILES] = "INSERT INTO elspeth_sink_files (run_id, "
-		"sink_node_id, sink_name, path, size_bytes, content_hash) "
-		"VALUES (?,?,?,?,?,?)",
-	[ST_OWN_RESUMES] = "INSERT INTO elspeth_resumes (run_id, attempt, "
-		"started_at, completed_at, status, previous_status, from_released_seq, "
-		"rows_reused, rows_rerun, tokens_superseded, calls_replayed, "
-		"max_rows_in_flight) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_OWN_SUPERSEDED] = "INSERT INTO elspeth_superseded (token_id, run_id, "
-		"row_id, attempt, reason, outcome, sink_name) VALUES (?,?,?,?,?,?,?)",
-	[ST_OWN_PAYLOADS] = "INSERT OR IGNORE INTO elspeth_payloads (hash, data) "
-		"VALUES (?,?)",
-	[ST_OWN_SAMPLES] = "INSERT INTO elspeth_samples (run_id, attempt, "
-		"sample_index, sampled_at, elapsed_ms, final, rows_pulled, rows_released, "
-		"rows_in_flight, rows_waiting, calls, calls_ok, calls_replayed, "
-		"outcomes_json, call_classes_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-	[ST_OWN_SAMPLE_UPSTREAMS] = "INSERT INTO elspeth_sample_upstreams (run_id, "
-		"attempt, sample_index, node_id, upstream, rate_per_second, window, "
-		"ceiling, in_flight, requests, refusals, held_by) "
-		"VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+/* Every table the exporter writes, its columns in binding order. A
+ * column whose value is always the same is fixed (ELSPETH's
+ * is_terminal, output_type, artifact_type): it is not bound. */
+const sqlt_table sqlt__tables[ST__COUNT] = {
+	[ST_RUNS] = { "runs", 8,
+		"run_id, started_at, completed_at, config_hash, "
+		"settings_json, reproducibility_grade, canonical_version, "
+		"status" },
+	[ST_NODES] = { "nodes", 12,
+		"node_id, run_id, plugin_name, node_type, plugin_version, "
+		"determinism, config_hash, config_json, "
+		"sequence_in_pipeline, registered_at, schema_mode, "
+		"schema_fields_json" },
+	[ST_EDGES] = { "edges", 7,
+		"edge_id, run_id, from_node_id, to_node_id, label, "
+		"default_mode, created_at" },
+	[ST_ROWS] = { "rows", 7,
+		"row_id, run_id, source_node_id, row_index, "
+		"source_data_hash, source_data_ref, created_at" },
+	[ST_TOKENS] = { "tokens", 9,
+		"token_id, row_id, run_id, fork_group_id, join_group_id, "
+		"expand_group_id, branch_name, step_in_pipeline, created_at" },
+	[ST_TOKEN_PARENTS] = { "token_parents", 3,
+		"token_id, parent_token_id, ordinal" },
+	[ST_TOKEN_OUTCOMES] = { "token_outcomes", 12,
+		"outcome_id, run_id, token_id, outcome, recorded_at, "
+		"sink_name, batch_id, fork_group_id, join_group_id, "
+		"expand_group_id, error_hash, expected_branches_json",
+		.fixed_col = "is_terminal", .fixed_sql = "1",
+		.fixed_copy = "1" },
+	[ST_NODE_STATES] = { "node_states", 14,
+		"state_id, token_id, run_id, node_id, step_index, attempt, "
+		"status, input_hash, output_hash, context_after_json, "
+		"duration_ms, error_json, started_at, completed_at" },
+	[ST_OPERATIONS] = { "operations", 10,
+		"operation_id, run_id, node_id, operation_type, started_at, "
+		"completed_at, status, output_data_hash, error_message, "
+		"duration_ms" },
+	[ST_CALLS] = { "calls", 12,
+		"call_id, state_id, call_index, call_type, status, "
+		"request_hash, request_ref, response_hash, response_ref, "
+		"error_json, latency_ms, created_at" },
+	[ST_ROUTING_EVENTS] = { "routing_events", 9,
+		"event_id, state_id, edge_id, routing_group_id, ordinal, "
+		"mode, reason_hash, reason_ref, created_at" },
+	[ST_BATCHES] = { "batches", 9,
+		"batch_id, run_id, aggregation_node_id, trigger_reason, "
+		"trigger_type, attempt, status, created_at, completed_at" },
+	[ST_BATCH_MEMBERS] = { "batch_members", 3,
+		"batch_id, token_id, ordinal" },
+	[ST_BATCH_OUTPUTS] = { "batch_outputs", 3,
+		"batch_output_id, batch_id, output_id",
+		.keep_existing = true, .fixed_col = "output_type", .fixed_sql = "'token'",
+		.fixed_copy = "token" },
+	[ST_ARTIFACTS] = { "artifacts", 8,
+		"artifact_id, run_id, produced_by_state_id, sink_node_id, "
+		"path_or_uri, content_hash, size_bytes, created_at",
+		.fixed_col = "artifact_type", .fixed_sql = "'file'",
+		.fixed_copy = "file" },
+	[ST_VALIDATION_ERRORS] = { "validation_errors", 14,
+		"error_id, run_id, node_id, row_hash, row_data_json, error, "
+		"schema_mode, destination, created_at, violation_type, "
+		"original_field_name, normalized_field_name, expected_type, "
+		"actual_type" },
+	[ST_TRANSFORM_ERRORS] = { "transform_errors", 9,
+		"error_id, run_id, token_id, transform_id, row_hash, "
+		"row_data_json, error_details_json, destination, created_at" },
+	[ST_CHECKPOINTS] = { "checkpoints", 10,
+		"checkpoint_id, run_id, token_id, node_id, sequence_number, "
+		"aggregation_state_json, created_at, "
+		"upstream_topology_hash, checkpoint_node_config_hash, "
+		"format_version" },
+	[ST_OWN_RUNS] = { "elspeth_runs", 13,
+		"run_id, landscape_run_id, topology_hash, settings_path, "
+		"elspeth_version, rows, succeeded, failed, quarantined, "
+		"error, metrics_json, resumes, exported_at" },
+	[ST_OWN_ROWS] = { "elspeth_rows", 4,
+		"row_id, run_id, seq, source_location" },
+	[ST_OWN_CALLS] = { "elspeth_calls", 15,
+		"call_id, run_id, token_id, row_id, query_name, "
+		"http_status, error_class, error, submitted_at, "
+		"completed_at, throttle_delay_ms, throttle_reason, "
+		"submit_order, complete_order, replayed_from" },
+	[ST_OWN_ARTIFACTS] = { "elspeth_artifacts", 5,
+		"artifact_id, run_id, token_id, byte_offset, byte_length" },
+	[ST_OWN_SINK_FILES] = { "elspeth_sink_files", 6,
+		"run_id, sink_node_id, sink_name, path, size_bytes, "
+		"content_hash" },
+	[ST_OWN_RESUMES] = { "elspeth_resumes", 12,
+		"run_id, attempt, started_at, completed_at, status, "
+		"previous_status, from_released_seq, rows_reused, "
+		"rows_rerun, tokens_superseded, calls_replayed, "
+		"max_rows_in_flight" },
+	[ST_OWN_SUPERSEDED] = { "elspeth_superseded", 7,
+		"token_id, run_id, row_id, attempt, reason, outcome, "
+		"sink_name" },
+	[ST_OWN_PAYLOADS] = { "elspeth_payloads", 2,
+		"hash, data",
+		.keep_existing = true },
+	[ST_OWN_SAMPLES] = { "elspeth_samples", 15,
+		"run_id, attempt, sample_index, sampled_at, elapsed_ms, "
+		"final, rows_pulled, rows_released, rows_in_flight, "
+		"rows_waiting, calls, calls_ok, calls_replayed, "
+		"outcomes_json, call_classes_json" },
+	[ST_OWN_SAMPLE_UPSTREAMS] = { "elspeth_sample_upstreams", 12,
+		"run_id, attempt, sample_index, node_id, upstream, "
+		"rate_per_second, window, ceiling, in_flight, requests, "
+		"refusals, held_by" },
 };
 
 /* What an earlier export wrote of run ?1: tables without a run_id go by
  * their parent's. */
-static const char *const delete_sql[] = {
+const char *const sqlt__delete_sql[] = {
 	"DELETE FROM calls WHERE state_id IN "
 		"(SELECT state_id FROM node_states WHERE run_id = ?1)",
 	"DELETE FROM routing_events WHERE state_id IN "
@@ -150,34 +174,72 @@ static const char *const delete_sql[] = {
 
 int sqlt__step(xp *x, int which)
 {
-	sqlite3_stmt *s = x->st[which];
-	const char *into = strstr(insert_sql[which], " INTO ") + 6;
-	int rc = sqlite3_step(s);
+	xrow *r = &x->st[which];
+	int rc;
 
-	sqlite3_reset(s);
-	sqlite3_clear_bindings(s);
-	if (rc != SQLITE_DONE) {
-		sqlt__db_error(x->db, x->err, "writing the SQL trail");
-		return core_err_prefix(x->err, "run %s, table %.*s", x->rid,
-				       (int)strcspn(into, " "), into);
-	}
-	return 0;
+	if (r->oom)
+		rc = core_err_set(x->err, CORE_ENOMEM, "out of memory");
+	else
+		rc = x->out->ops->row(x->out, which, r, x->err);
+	memset(r->kind, XV_NULL, sizeof(r->kind));
+	core_buf_reset(&r->bytes);
+	r->oom = false;
+	if (rc)
+		core_err_prefix(x->err, "run %s, table %s", x->rid,
+				sqlt__tables[which].name);
+	return rc;
 }
 
-void sqlt__bind_text(sqlite3_stmt *s, int i, const char *v)
+static void put_bytes(xrow *s, int i, uint8_t kind, const void *v, size_t n)
+{
+	s->kind[i] = kind;
+	s->off[i] = s->bytes.len;
+	s->len[i] = n;
+	if (core_buf_append(&s->bytes, v, n))
+		s->oom = true;
+}
+
+void sqlt__bind_textn(xrow *s, int i, const char *v, size_t n)
+{
+	put_bytes(s, i, XV_TEXT, v, n);
+}
+
+void sqlt__bind_text(xrow *s, int i, const char *v)
 {
 	if (v)
-		sqlite3_bind_text(s, i, v, -1, SQLITE_TRANSIENT);
+		put_bytes(s, i, XV_TEXT, v, strlen(v));
 	else
-		sqlite3_bind_null(s, i);
+		s->kind[i] = XV_NULL;
 }
 
-void sqlt__bind_nz(sqlite3_stmt *s, int i, const char *v)
+void sqlt__bind_blob(xrow *s, int i, const void *v, size_t n)
+{
+	put_bytes(s, i, XV_BLOB, v, n);
+}
+
+void sqlt__bind_i64(xrow *s, int i, int64_t v)
+{
+	s->kind[i] = XV_INT;
+	s->i[i] = v;
+}
+
+void sqlt__bind_f64(xrow *s, int i, double v)
+{
+	s->kind[i] = XV_REAL;
+	s->d[i] = v;
+}
+
+void sqlt__bind_null(xrow *s, int i)
+{
+	s->kind[i] = XV_NULL;
+}
+
+void sqlt__bind_nz(xrow *s, int i, const char *v)
 {
 	sqlt__bind_text(s, i, v && *v ? v : NULL);
 }
 
-void sqlt__bind_time(sqlite3_stmt *s, int i, uint64_t ns)
+void sqlt__bind_time(xrow *s, int i, uint64_t ns)
 {
 	char t[SQLT_TIME_CAP];
 
@@ -185,18 +247,19 @@ void sqlt__bind_time(sqlite3_stmt *s, int i, uint64_t ns)
 	sqlt__bind_nz(s, i, t);
 }
 
-void sqlt__bind_id(sqlite3_stmt *s, int i, const char *fmt, ...)
+void sqlt__bind_id(xrow *s, int i, const char *fmt, ...)
 {
 	char b[256];
 	va_list ap;
+	int n;
 
 	va_start(ap, fmt);
-	vsnprintf(b, sizeof(b), fmt, ap);
+	n = vsnprintf(b, sizeof(b), fmt, ap);
 	va_end(ap);
-	sqlite3_bind_text(s, i, b, -1, SQLITE_TRANSIENT);
+	sqlt__bind_textn(s, i, b, n < 0 ? 0 : (size_t)n < sizeof(b) ? (size_t)n : sizeof(b) - 1);
 }
 
-void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
+void sqlt__bind_ref(const xp *x, xrow *s, int i, const char *kind,
 		    uint64_t id)
 {
 	char b[96], digits[24];
@@ -211,12 +274,12 @@ void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
 	b[n++] = '-';
 	while (d)
 		b[n++] = digits[--d];
-	sqlite3_bind_text(s, i, b, (int)n, SQLITE_TRANSIENT);
+	sqlt__bind_textn(s, i, b, n);
 }
 
-void sqlt__bind_ms(sqlite3_stmt *s, int i, uint64_t ns)
+void sqlt__bind_ms(xrow *s, int i, uint64_t ns)
 {
-	sqlite3_bind_double(s, i, (double)ns / 1e6);
+	sqlt__bind_f64(s, i, (double)ns / 1e6);
 }
 
 const char *sqlt__node_id(const xp *x, uint32_t node)
@@ -241,13 +304,13 @@ int sqlt__payload(xp *x, const char *hash)
 {
 	const void *data;
 	size_t len;
-	sqlite3_stmt *s = x->st[ST_OWN_PAYLOADS];
+	xrow *s = &x->st[ST_OWN_PAYLOADS];
 
 	if (!x->o || !x->o->payloads || !hash || !*hash ||
 	    rec_get_payload(x->t, hash, &data, &len))
 		return 0;
-	sqlite3_bind_text(s, 1, hash, -1, SQLITE_TRANSIENT);
-	sqlite3_bind_blob64(s, 2, data, len, SQLITE_STATIC);
+	sqlt__bind_text(s, 1, hash);
+	sqlt__bind_blob(s, 2, data, len);
 	return sqlt__step(x, ST_OWN_PAYLOADS);
 }
 
@@ -368,7 +431,7 @@ static char *schema_fields(const json_t *config)
 static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__NodeRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_NODES];
+	xrow *s = &x->st[ST_NODES];
 	xnode *n, *grown;
 	const char *mode = NULL;
 	char plugin[300], *fields;
@@ -413,7 +476,7 @@ static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_text(s, 6, determinism(n));
 	sqlt__bind_text(s, 7, r->config_hash);
 	sqlt__bind_text(s, 8, r->config_json);
-	sqlite3_bind_int64(s, 9, r->node_id);
+	sqlt__bind_i64(s, 9, r->node_id);
 	sqlt__bind_time(s, 10, x->rr->started_at_ns);
 	sqlt__bind_text(s, 11, mode);
 	fields = schema_fields(n->config);
@@ -474,7 +537,7 @@ static void edge_names(xp *x, xedge *e)
 
 static int write_edges(xp *x)
 {
-	sqlite3_stmt *s = x->st[ST_EDGES];
+	xrow *s = &x->st[ST_EDGES];
 	int rc = 0;
 
 	for (size_t i = 0; i < x->nedges && !rc; i++) {
@@ -498,7 +561,7 @@ static int write_edges(xp *x)
 static int write_run(xp *x, uint32_t resumes)
 {
 	const Elspeth__RunRecord *r = x->rr;
-	sqlite3_stmt *s = x->st[ST_RUNS];
+	xrow *s = &x->st[ST_RUNS];
 	bool replay = false;
 	int rc;
 
@@ -518,55 +581,21 @@ static int write_run(xp *x, uint32_t resumes)
 	if ((rc = sqlt__step(x, ST_RUNS)))
 		return rc;
 
-	s = x->st[ST_OWN_RUNS];
+	s = &x->st[ST_OWN_RUNS];
 	sqlt__bind_text(s, 1, x->rid);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)r->run_id);
+	sqlt__bind_i64(s, 2, (int64_t)r->run_id);
 	sqlt__bind_nz(s, 3, r->topology_hash);
 	sqlt__bind_nz(s, 4, r->settings_path);
 	sqlt__bind_nz(s, 5, r->elspeth_version);
-	sqlite3_bind_int64(s, 6, (sqlite3_int64)r->rows);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)r->succeeded);
-	sqlite3_bind_int64(s, 8, (sqlite3_int64)r->failed);
-	sqlite3_bind_int64(s, 9, (sqlite3_int64)r->quarantined);
+	sqlt__bind_i64(s, 6, (int64_t)r->rows);
+	sqlt__bind_i64(s, 7, (int64_t)r->succeeded);
+	sqlt__bind_i64(s, 8, (int64_t)r->failed);
+	sqlt__bind_i64(s, 9, (int64_t)r->quarantined);
 	sqlt__bind_nz(s, 10, r->error);
 	sqlt__bind_nz(s, 11, r->metrics_json);
-	sqlite3_bind_int64(s, 12, resumes);
+	sqlt__bind_i64(s, 12, resumes);
 	sqlt__bind_time(s, 13, core_now_wall_ns());
 	return sqlt__step(x, ST_OWN_RUNS);
-}
-
-static int delete_run(xp *x)
-{
-	sqlite3_stmt *s;
-	int found;
-
-	if (sqlite3_prepare_v2(x->db, "SELECT 1 FROM runs WHERE run_id = ?1", -1,
-			       &s, NULL) != SQLITE_OK)
-		return sqlt__db_error(x->db, x->err, "reading the runs");
-	sqlite3_bind_text(s, 1, x->rid, -1, SQLITE_STATIC);
-	found = sqlite3_step(s) == SQLITE_ROW;
-	sqlite3_finalize(s);
-	if (!found)
-		return 0;
-	if (!x->dropped) {
-		int rc = sqlt__drop_indexes(x->db, x->err);
-
-		if (rc)
-			return rc;
-		x->dropped = true;
-	}
-
-	for (size_t i = 0; delete_sql[i]; i++) {
-		if (sqlite3_prepare_v2(x->db, delete_sql[i], -1, &s, NULL) != SQLITE_OK)
-			return sqlt__db_error(x->db, x->err, "replacing an earlier export");
-		sqlite3_bind_text(s, 1, x->rid, -1, SQLITE_STATIC);
-		if (sqlite3_step(s) != SQLITE_DONE) {
-			sqlite3_finalize(s);
-			return sqlt__db_error(x->db, x->err, "replacing an earlier export");
-		}
-		sqlite3_finalize(s);
-	}
-	return 0;
 }
 
 static void run_reset(xp *x)
@@ -611,14 +640,82 @@ static int count_resume(void *ctx, const void *key, size_t klen,
 	return 0;
 }
 
-/* One run in one SQLite transaction. The LMDB snapshot is taken once the
- * SQLite file is ours (BEGIN IMMEDIATE): an export that waited for
- * another (the run's own, at its end) writes what the trail holds now,
- * never an older picture over a newer one. */
-static int export_run(xp *x, uint64_t run)
+/* The run's record, read in x->t. */
+static int read_run(xp *x, Elspeth__RunRecord **out)
 {
 	const void *v;
 	size_t vl;
+	rec_key k;
+	int rc;
+
+	rec_key_init(&k);
+	rec_key_u64(&k, x->run);
+	if ((rc = rec_get(x->t, REC_RUNS, &k, &v, &vl)))
+		return core_err_set(x->err, rc == REC_NOTFOUND ? CORE_EDATA : rc,
+				    "run %s is not in the audit trail", x->rid);
+	if (!(*out = elspeth__run_record__unpack(NULL, vl, v)))
+		return core_err_set(x->err, CORE_EDATA,
+				    "run %s: its record cannot be decoded", x->rid);
+	return 0;
+}
+
+/* In a database many Landscapes write into (PostgreSQL), a run's id
+ * must not be its number, which every Landscape starts at 1: it is 10
+ * base-36 digits (51 bits) of SHA-256 over the host, the Landscape's
+ * directory, the run's number and its start. The same run exported
+ * again (its end, a resume) gets the same id; elspeth_runs keeps the
+ * number. Short, because ELSPETH's narrowest ids are VARCHAR(32)
+ * ("te-RUN-TOKEN-STATE"). Two runs meeting on one id is told by their
+ * start (the output's begin refuses to replace a run that started at
+ * another time), never by one replacing the other. */
+static int shared_label(xp *x, char started[SQLT_TIME_CAP])
+{
+	static const char digits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+	Elspeth__RunRecord *rr = NULL;
+	char host[256] = "", dir[PATH_MAX];
+	uint8_t d[CORE_SHA256_LEN];
+	unsigned __int128 v = 0;
+	core_buf b = { 0 };
+	int rc;
+
+	if ((rc = rec_read_begin(x->env, &x->t, x->err)))
+		return rc;
+	rc = read_run(x, &rr);
+	rec_read_end(x->t);
+	x->t = NULL;
+	if (rc)
+		return rc;
+	gethostname(host, sizeof(host) - 1);
+	if (!realpath(rec_env_path(x->env), dir))
+		snprintf(dir, sizeof(dir), "%s", rec_env_path(x->env));
+	sqlt__time(rr->started_at_ns, started);
+	if (core_buf_printf(&b, "%s%c%s%c%llu%c%llu", host, 0, dir, 0,
+			    (unsigned long long)x->run, 0,
+			    (unsigned long long)rr->started_at_ns))
+		rc = core_err_set(x->err, CORE_ENOMEM, "out of memory");
+	protobuf_c_message_free_unpacked(&rr->base, NULL);
+	if (rc) {
+		core_buf_release(&b);
+		return rc;
+	}
+	core_sha256(b.data, b.len, d);
+	core_buf_release(&b);
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | d[i];
+	for (int i = 0; i < SQLT_SHARED_ID_LEN; i++, v /= 36)
+		x->rid[i] = digits[v % 36];
+	x->rid[SQLT_SHARED_ID_LEN] = '\0';
+	return 0;
+}
+
+/* One run in one transaction of the output. The LMDB snapshot is taken
+ * once the output's transaction has begun (the SQLite file is ours, the
+ * run's PostgreSQL lock held): an export that waited for another (the
+ * run's own, at its end) writes what the trail holds now, never an older
+ * picture over a newer one. */
+static int export_run(xp *x, uint64_t run)
+{
+	char started[SQLT_TIME_CAP] = "";
 	rec_key k;
 	uint32_t resumes = 0;
 	int rc;
@@ -628,30 +725,23 @@ static int export_run(xp *x, uint64_t run)
 		snprintf(x->rid, sizeof(x->rid), "%s", x->o->run_label);
 	else
 		snprintf(x->rid, sizeof(x->rid), "%llu", (unsigned long long)run);
-	if (sqlite3_exec(x->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
-		return sqlt__db_error(x->db, x->err, "starting a transaction");
+	if (x->shared && (rc = shared_label(x, started)))
+		return rc;
+	if ((rc = x->out->ops->begin(x->out, x->rid, started, x->err)))
+		return rc;
 	if ((rc = rec_read_begin(x->env, &x->t, x->err)))
 		goto fail;
 	rec_key_init(&k);
 	rec_key_u64(&k, run);
-	if ((rc = rec_get(x->t, REC_RUNS, &k, &v, &vl))) {
-		rc = core_err_set(x->err, rc == REC_NOTFOUND ? CORE_EDATA : rc,
-				  "run %s is not in the audit trail", x->rid);
+	if ((rc = read_run(x, &x->rr)))
 		goto fail;
-	}
-	if (!(x->rr = elspeth__run_record__unpack(NULL, vl, v))) {
-		rc = core_err_set(x->err, CORE_EDATA,
-				  "run %s: its record cannot be decoded", x->rid);
-		goto fail;
-	}
 	rc = rec_scan(x->t, REC_RESUMES, &k, count_resume, &resumes);
 	if (rc && rc != REC_SCAN_STOP) {
 		core_err_set(x->err, rc, "reading the resumes of run %s: %s",
 			     x->rid, core_strerror(rc));
 		goto fail;
 	}
-	if ((rc = delete_run(x)) ||
-	    (rc = sqlt__scan(x, REC_NODES, &elspeth__node_record__descriptor, one_node)) ||
+	if ((rc = sqlt__scan(x, REC_NODES, &elspeth__node_record__descriptor, one_node)) ||
 	    (rc = sqlt__scan(x, REC_EDGES, &elspeth__edge_record__descriptor, one_edge)) ||
 	    (rc = write_run(x, resumes)) || (rc = write_edges(x)) ||
 	    (rc = sqlt__export_tokens(x)) || (rc = sqlt__export_records(x)))
@@ -666,15 +756,13 @@ static int export_run(xp *x, uint64_t run)
 				  (unsigned long long)x->rr->rows);
 		goto fail;
 	}
-	if (sqlite3_exec(x->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
-		rc = sqlt__db_error(x->db, x->err, "committing");
+	if ((rc = x->out->ops->commit(x->out, x->err)))
 		goto fail;
-	}
 	rec_read_end(x->t);
 	x->t = NULL;
 	return 0;
 fail:
-	sqlite3_exec(x->db, "ROLLBACK", NULL, NULL, NULL);
+	x->out->ops->rollback(x->out);
 	rec_read_end(x->t);
 	x->t = NULL;
 	return rc;
@@ -699,22 +787,27 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val,
 	return 0;
 }
 
+static bool is_pg(const char *target)
+{
+	return !strncmp(target, "postgresql://", 13) || !strncmp(target, "postgres://", 11);
+}
+
 int sqlt_export(rec_env *env, uint64_t run, const char *path,
 		const sqlt_opts *o, core_err *err)
 {
 	xp x = { .env = env, .o = o, .err = err };
 	run_list runs = { 0 };
-	bool fresh = false;
 	rec_txn *t = NULL;
-	int rc;
+	char where[512];
+	int rc, rc2;
+	core_err e2 = { 0 };
 
-	if ((rc = sqlt__open(path, &x.db, &fresh, err)))
+	x.shared = is_pg(path);
+	rc = x.shared ? sqlt__out_pg(path, &x.out, err)
+		      : sqlt__out_sqlite(path, &x.out, err);
+	if (rc)
 		return rc;
-	for (int i = 0; i < ST__COUNT; i++)
-		if (sqlite3_prepare_v2(x.db, insert_sql[i], -1, &x.st[i], NULL) != SQLITE_OK) {
-			rc = sqlt__db_error(x.db, err, "preparing the export");
-			goto out;
-		}
+	snprintf(where, sizeof(where), "%s", x.out->where);
 	if (run) {
 		rc = export_run(&x, run);
 		run_reset(&x);
@@ -731,23 +824,17 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 		run_reset(&x);
 	}
 out:
-	/* The indexes, also after a failure: runs committed before it
-	 * stay, and a file never loses the indexes a replacement dropped. */
-	if (x.dropped || fresh) {
-		core_err e2 = { 0 };
-		int rc2 = sqlt__create_indexes(x.db, &e2);
-
-		if (rc2 && !rc) {
-			*err = e2;
-			rc = rc2;
-		}
-	}
 	free(runs.ids);
 	for (int i = 0; i < ST__COUNT; i++)
-		sqlite3_finalize(x.st[i]);
-	if (sqlite3_close(x.db) != SQLITE_OK && !rc)
-		rc = core_err_set(err, CORE_EIO, "closing %s", path);
+		core_buf_release(&x.st[i].bytes);
+	/* also after a failure: runs committed before it stay, and the
+	 * output finishes what it put off (SQLite's indexes) */
+	rc2 = x.out->ops->close(x.out, !rc, &e2);
+	if (rc2 && !rc) {
+		*err = e2;
+		rc = rc2;
+	}
 	if (rc && err->msg[0])
-		core_err_prefix(err, "export to %s", path);
+		core_err_prefix(err, "export to %s", where);
 	return rc;
 }

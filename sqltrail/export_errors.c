@@ -107,7 +107,7 @@ static bool parse_violation(const char *msg, violation *out)
 static int one_validation_error(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__ValidationErrorRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_VALIDATION_ERRORS];
+	xrow *s = &x->st[ST_VALIDATION_ERRORS];
 	const xnode *src = x->source < x->nnodes ? &x->nodes[x->source] : NULL;
 	const char *mode = src ? json_string_value(json_object_get(
 		json_object_get(src->config, "schema"), "mode")) : NULL;
@@ -155,7 +155,7 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 static int one_transform_error(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__TransformErrorRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_TRANSFORM_ERRORS];
+	xrow *s = &x->st[ST_TRANSFORM_ERRORS];
 	char *data = payload_text(x, r->data_ref);
 	char *details = sqlt__json_text(json_pack("{s:s,s:b}", "message", r->error,
 				       "retryable", r->retryable));

@@ -16,6 +16,71 @@ enum {
 	ST_OWN_SAMPLE_UPSTREAMS, ST__COUNT
 };
 
+/* The length of a run's id in a shared database (export.c) */
+#define SQLT_SHARED_ID_LEN 10
+
+/* One row for a table, bound column by column (1-based, as SQLite
+ * numbers parameters) and handed to the output by sqlt__step. Text and
+ * blobs are copied into bytes: the caller's buffers may go at once. */
+#define SQLT_COLS_MAX 16
+enum { XV_NULL, XV_INT, XV_REAL, XV_TEXT, XV_BLOB };
+typedef struct xrow {
+	uint8_t kind[SQLT_COLS_MAX + 1];
+	int64_t i[SQLT_COLS_MAX + 1];
+	double d[SQLT_COLS_MAX + 1];
+	size_t off[SQLT_COLS_MAX + 1], len[SQLT_COLS_MAX + 1];
+	core_buf bytes;
+	bool oom;
+} xrow;
+
+/* A table of the SQL trail as the exporter writes it: its name, its
+ * columns in binding order, whether a row already there is kept (an
+ * INSERT OR IGNORE: a batch's outputs, a payload) rather than an error. */
+typedef struct sqlt_table {
+	const char *name;
+	int ncols;             /* bound */
+	const char *cols;      /* "a, b, c" */
+	bool keep_existing;
+	/* a column with one value in every row, not bound: its name, as
+	 * an SQL literal, as COPY text (NULL: none) */
+	const char *fixed_col, *fixed_sql, *fixed_copy;
+} sqlt_table;
+extern const sqlt_table sqlt__tables[];
+
+/* Where an export goes (out_sqlite.c, out_pg.c): a run's rows between
+ * begin (which also removes what an earlier export wrote of the run) and
+ * commit, in one transaction; rows come in the exporter's order, which
+ * is not the order of the foreign keys (an output that needs it keeps
+ * rows back until commit). */
+typedef struct sqlt_out sqlt_out;
+typedef struct sqlt_out_ops {
+	/* started: when a run with a shared id began ("" otherwise): a
+	 * run of that id that began at another time is not replaced */
+	int (*begin)(sqlt_out *o, const char *rid, const char *started,
+		     core_err *err);
+	int (*row)(sqlt_out *o, int which, const xrow *r, core_err *err);
+	int (*commit)(sqlt_out *o, core_err *err);
+	void (*rollback)(sqlt_out *o);
+	/* ok: every run went in (an output may finish its indexes) */
+	int (*close)(sqlt_out *o, bool ok, core_err *err);
+} sqlt_out_ops;
+struct sqlt_out {
+	const sqlt_out_ops *ops;
+	const char *where;     /* for messages: the file, or the url
+				* without its password */
+};
+/* What an earlier export wrote of run ?1, children first (export.c). */
+extern const char *const sqlt__delete_sql[];
+int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err);
+int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err);
+/* A connection to url (postgresql[+driver]://…; libpq takes sslmode,
+ * application_name, a password from the url, PGPASSWORD or ~/.pgpass);
+ * *shown: the url without its password (malloc'd, also on failure),
+ * the only spelling of it in messages. */
+struct pg_conn;
+int sqlt__pg_connect(const char *url, struct pg_conn **out, char **shown,
+		     core_err *err);
+
 /* Our outcomes, in ELSPETH's spelling (sqlt__outcome_names). */
 enum {
 	OUT_NONE, OUT_COMPLETED, OUT_ROUTED, OUT_FORKED, OUT_FAILED,
@@ -55,6 +120,7 @@ typedef struct xtok {
 	uint32_t min_step;      /* its first node state's step */
 	uint32_t last_node;     /* its last node state's node */
 	uint64_t last_state;
+	uint64_t attempts;      /* attempts written at last_node (bits) */
 	uint16_t branch;        /* index into branches (0: none) */
 	uint8_t outcome;
 	bool present, superseded, has_state;
@@ -63,11 +129,12 @@ typedef struct xtok {
 typedef struct xp {
 	rec_env *env;
 	rec_txn *t;
-	sqlite3 *db;
+	sqlt_out *out;
 	const sqlt_opts *o;
 	core_err *err;
-	sqlite3_stmt *st[ST__COUNT];
-	bool dropped;           /* the indexes, to replace a run */
+	xrow st[ST__COUNT];     /* the row being bound, per table */
+	bool shared;            /* a database many Landscapes share: runs
+				 * get ids of their own (export.c) */
 	/* the run being exported */
 	uint64_t run;
 	char rid[24];           /* its text id */
@@ -91,16 +158,21 @@ typedef struct xp {
 
 extern const char *const sqlt__outcome_names[OUT__COUNT];
 
-/* export.c */
+/* export.c: the row of table `which`, bound, goes out (and is cleared) */
 int sqlt__step(xp *x, int which);
-void sqlt__bind_text(sqlite3_stmt *s, int i, const char *v);   /* NULL: NULL */
-void sqlt__bind_nz(sqlite3_stmt *s, int i, const char *v);     /* "": NULL */
-void sqlt__bind_time(sqlite3_stmt *s, int i, uint64_t ns);     /* 0: NULL */
-void sqlt__bind_id(sqlite3_stmt *s, int i, const char *fmt, ...)
+void sqlt__bind_text(xrow *s, int i, const char *v);   /* NULL: NULL */
+void sqlt__bind_textn(xrow *s, int i, const char *v, size_t n);
+void sqlt__bind_blob(xrow *s, int i, const void *v, size_t n);
+void sqlt__bind_i64(xrow *s, int i, int64_t v);
+void sqlt__bind_f64(xrow *s, int i, double v);
+void sqlt__bind_null(xrow *s, int i);
+void sqlt__bind_nz(xrow *s, int i, const char *v);     /* "": NULL */
+void sqlt__bind_time(xrow *s, int i, uint64_t ns);     /* 0: NULL */
+void sqlt__bind_id(xrow *s, int i, const char *fmt, ...)
 	CORE_PRINTF(3, 4);
-void sqlt__bind_ms(sqlite3_stmt *s, int i, uint64_t ns);
+void sqlt__bind_ms(xrow *s, int i, uint64_t ns);
 /* "KIND-RUN-ID" ("tok-1-57"): the ids of most tables, without printf. */
-void sqlt__bind_ref(const xp *x, sqlite3_stmt *s, int i, const char *kind,
+void sqlt__bind_ref(const xp *x, xrow *s, int i, const char *kind,
 		    uint64_t id);
 const char *sqlt__node_id(const xp *x, uint32_t node); /* "" when unknown */
 uint64_t sqlt__state_at(const xp *x, uint64_t state); /* 0 when unknown */

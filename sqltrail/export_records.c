@@ -15,7 +15,7 @@
 static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__CallRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_CALLS];
+	xrow *s = &x->st[ST_CALLS];
 	bool ok = strcmp(r->status, "error") != 0;
 	char *ej = NULL;
 	int rc;
@@ -32,7 +32,7 @@ static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 	}
 	sqlt__bind_id(s, 1, "call-%s-%llu-%u", x->rid, ULL(r->state_id), r->call_index);
 	sqlt__bind_ref(x, s, 2, "st", r->state_id);
-	sqlite3_bind_int64(s, 3, r->call_index);
+	sqlt__bind_i64(s, 3, r->call_index);
 	sqlt__bind_text(s, 4, *r->call_type ? r->call_type : "llm");
 	/* ELSPETH knows success and error; a replayed answer is a success
 	 * (elspeth_calls.replayed_from says it was not sent again). */
@@ -49,7 +49,7 @@ static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 	if (rc)
 		return rc;
 
-	s = x->st[ST_OWN_CALLS];
+	s = &x->st[ST_OWN_CALLS];
 	sqlt__bind_id(s, 1, "call-%s-%llu-%u", x->rid, ULL(r->state_id), r->call_index);
 	sqlt__bind_text(s, 2, x->rid);
 	if (r->token_id)
@@ -58,15 +58,15 @@ static int one_call(xp *x, const void *key, size_t klen, const void *msg)
 		sqlt__bind_ref(x, s, 4, "row", r->row_id);
 	sqlt__bind_nz(s, 5, r->name);
 	if (r->http_status)
-		sqlite3_bind_int64(s, 6, r->http_status);
+		sqlt__bind_i64(s, 6, r->http_status);
 	sqlt__bind_nz(s, 7, r->error_class);
 	sqlt__bind_nz(s, 8, r->error);
 	sqlt__bind_time(s, 9, r->submitted_at_ns);
 	sqlt__bind_time(s, 10, r->completed_at_ns);
 	sqlt__bind_ms(s, 11, r->throttle_delay_ns);
 	sqlt__bind_nz(s, 12, r->throttle_reason);
-	sqlite3_bind_int64(s, 13, r->submit_order);
-	sqlite3_bind_int64(s, 14, r->complete_order);
+	sqlt__bind_i64(s, 13, r->submit_order);
+	sqlt__bind_i64(s, 14, r->complete_order);
 	if (r->replayed_from && *r->replayed_from) {
 		/* "STATE/INDEX" -> that call's id */
 		unsigned long long st = strtoull(r->replayed_from, NULL, 10);
@@ -125,10 +125,10 @@ static int reason_hash(xp *x, const Elspeth__RoutingEventRecord *r,
 			memcpy(e->reason_hash, hex, CORE_SHA256_HEX_LEN + 1);
 	}
 	if (x->o && x->o->payloads) {
-		sqlite3_stmt *s = x->st[ST_OWN_PAYLOADS];
+		xrow *s = &x->st[ST_OWN_PAYLOADS];
 
-		sqlite3_bind_text(s, 1, hex, -1, SQLITE_TRANSIENT);
-		sqlite3_bind_blob64(s, 2, canon, len, SQLITE_TRANSIENT);
+		sqlt__bind_text(s, 1, hex);
+		sqlt__bind_blob(s, 2, canon, len);
 		rc = sqlt__step(x, ST_OWN_PAYLOADS);
 	}
 	free(canon);
@@ -138,7 +138,7 @@ static int reason_hash(xp *x, const Elspeth__RoutingEventRecord *r,
 static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__RoutingEventRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_ROUTING_EVENTS];
+	xrow *s = &x->st[ST_ROUTING_EVENTS];
 	char hex[CORE_SHA256_HEX_LEN + 1];
 	uint64_t at;
 	int rc;
@@ -152,7 +152,7 @@ static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_ref(x, s, 2, "st", r->state_id);
 	sqlt__bind_id(s, 3, "edge-%s-%u", x->rid, r->edge_id);
 	sqlt__bind_ref(x, s, 4, "rg", r->state_id);
-	sqlite3_bind_int64(s, 5, r->ordinal);
+	sqlt__bind_i64(s, 5, r->ordinal);
 	sqlt__bind_text(s, 6, *r->mode ? r->mode : "move");
 	sqlt__bind_text(s, 7, hex);
 	sqlt__bind_text(s, 8, hex);
@@ -165,7 +165,7 @@ static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 static int one_batch(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__BatchRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_BATCHES];
+	xrow *s = &x->st[ST_BATCHES];
 
 	(void)key, (void)klen;
 	sqlt__bind_ref(x, s, 1, "batch", r->batch_id);
@@ -173,7 +173,7 @@ static int one_batch(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_text(s, 3, sqlt__node_id(x, r->node_id));
 	sqlt__bind_nz(s, 4, r->trigger);
 	sqlt__bind_nz(s, 5, r->trigger);
-	sqlite3_bind_int(s, 6, 0);
+	sqlt__bind_i64(s, 6, 0);
 	/* flushed: ELSPETH's completed; superseded (a crashed attempt's
 	 * flush that a resume redid) stays ours. */
 	sqlt__bind_text(s, 7, !strcmp(r->status, "flushed") ? "completed" : r->status);
@@ -187,7 +187,7 @@ static int one_batch(xp *x, const void *key, size_t klen, const void *msg)
 static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__ArtifactRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_ARTIFACTS];
+	xrow *s = &x->st[ST_ARTIFACTS];
 	const xtok *t = r->token_id < x->ntoks ? &x->toks[r->token_id] : NULL;
 	xnode *n = r->sink_node < x->nnodes ? &x->nodes[r->sink_node] : NULL;
 	int rc;
@@ -216,20 +216,20 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 			core_buf_release(&uri);
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 		}
-		sqlite3_bind_text(s, 5, uri.data, (int)uri.len, SQLITE_TRANSIENT);
+		sqlt__bind_textn(s, 5, uri.data, uri.len);
 		core_buf_release(&uri);
 	}
 	sqlt__bind_text(s, 6, r->content_hash);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)r->length);
+	sqlt__bind_i64(s, 7, (int64_t)r->length);
 	sqlt__bind_time(s, 8, r->written_at_ns);
 	if ((rc = sqlt__step(x, ST_ARTIFACTS)))
 		return rc;
-	s = x->st[ST_OWN_ARTIFACTS];
+	s = &x->st[ST_OWN_ARTIFACTS];
 	sqlt__bind_ref(x, s, 1, "art", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
-	sqlite3_bind_int64(s, 4, (sqlite3_int64)r->offset);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)r->length);
+	sqlt__bind_i64(s, 4, (int64_t)r->offset);
+	sqlt__bind_i64(s, 5, (int64_t)r->length);
 	return sqlt__step(x, ST_OWN_ARTIFACTS);
 }
 

@@ -32,7 +32,7 @@ static int first_token_one(void *ctx, const void *key, size_t klen,
 static int write_checkpoint(xp *x)
 {
 	Elspeth__Checkpoint *c = NULL;
-	sqlite3_stmt *s = x->st[ST_CHECKPOINTS];
+	xrow *s = &x->st[ST_CHECKPOINTS];
 	first_tok f = { 0 };
 	const void *v;
 	size_t vl;
@@ -89,12 +89,12 @@ static int write_checkpoint(xp *x)
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_ref(x, s, 3, "tok", f.token);
 	sqlt__bind_text(s, 4, sqlt__node_id(x, x->source));
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)c->released_through_seq);
+	sqlt__bind_i64(s, 5, (int64_t)c->released_through_seq);
 	sqlt__bind_text(s, 6, aj);
 	sqlt__bind_time(s, 7, c->created_at_ns);
 	sqlt__bind_text(s, 8, c->topology_hash);
 	sqlt__bind_text(s, 9, c->config_hash);
-	sqlite3_bind_int64(s, 10, c->format_version);
+	sqlt__bind_i64(s, 10, c->format_version);
 	rc = sqlt__step(x, ST_CHECKPOINTS);
 	free(aj);
 	rec_ckpt_free(c);
@@ -106,14 +106,14 @@ static int write_checkpoint(xp *x)
 static int one_sink_file(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__SinkFileRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_OWN_SINK_FILES];
+	xrow *s = &x->st[ST_OWN_SINK_FILES];
 
 	(void)key, (void)klen;
 	sqlt__bind_text(s, 1, x->rid);
 	sqlt__bind_text(s, 2, sqlt__node_id(x, r->sink_node));
 	sqlt__bind_text(s, 3, r->sink);
 	sqlt__bind_text(s, 4, r->path);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)r->size);
+	sqlt__bind_i64(s, 5, (int64_t)r->size);
 	sqlt__bind_text(s, 6, r->content_hash);
 	if (r->sink_node < x->nnodes) /* its sink_write operation's output */
 		snprintf(x->nodes[r->sink_node].file_hash,
@@ -124,28 +124,28 @@ static int one_sink_file(xp *x, const void *key, size_t klen, const void *msg)
 static int one_resume(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__ResumeRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_OWN_RESUMES];
+	xrow *s = &x->st[ST_OWN_RESUMES];
 
 	(void)key, (void)klen;
 	sqlt__bind_text(s, 1, x->rid);
-	sqlite3_bind_int64(s, 2, r->attempt);
+	sqlt__bind_i64(s, 2, r->attempt);
 	sqlt__bind_time(s, 3, r->started_at_ns);
 	sqlt__bind_time(s, 4, r->completed_at_ns);
 	sqlt__bind_text(s, 5, r->status);
 	sqlt__bind_nz(s, 6, r->previous_status);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)r->from_released_seq);
-	sqlite3_bind_int64(s, 8, (sqlite3_int64)r->rows_reused);
-	sqlite3_bind_int64(s, 9, (sqlite3_int64)r->rows_rerun);
-	sqlite3_bind_int64(s, 10, (sqlite3_int64)r->tokens_superseded);
-	sqlite3_bind_int64(s, 11, (sqlite3_int64)r->calls_replayed);
-	sqlite3_bind_int64(s, 12, r->max_rows_in_flight);
+	sqlt__bind_i64(s, 7, (int64_t)r->from_released_seq);
+	sqlt__bind_i64(s, 8, (int64_t)r->rows_reused);
+	sqlt__bind_i64(s, 9, (int64_t)r->rows_rerun);
+	sqlt__bind_i64(s, 10, (int64_t)r->tokens_superseded);
+	sqlt__bind_i64(s, 11, (int64_t)r->calls_replayed);
+	sqlt__bind_i64(s, 12, r->max_rows_in_flight);
 	return sqlt__step(x, ST_OWN_RESUMES);
 }
 
 static int one_superseded(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__SupersededRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_OWN_SUPERSEDED];
+	xrow *s = &x->st[ST_OWN_SUPERSEDED];
 	Elspeth__TokenOutcomeRecord *o = NULL;
 	const void *v;
 	size_t vl;
@@ -161,7 +161,7 @@ static int one_superseded(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_ref(x, s, 1, "tok", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_ref(x, s, 3, "row", r->row_id);
-	sqlite3_bind_int64(s, 4, r->attempt);
+	sqlt__bind_i64(s, 4, r->attempt);
 	sqlt__bind_nz(s, 5, r->reason);
 	if (o) {
 		char low[64];
@@ -196,7 +196,7 @@ static char *counts_json(ProtobufCMessage **items, size_t n)
 static int one_sample(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__SampleRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_OWN_SAMPLES];
+	xrow *s = &x->st[ST_OWN_SAMPLES];
 	char *outcomes = counts_json((ProtobufCMessage **)r->outcomes, r->n_outcomes);
 	char *classes = counts_json((ProtobufCMessage **)r->call_classes, r->n_call_classes);
 	int rc;
@@ -208,38 +208,38 @@ static int one_sample(xp *x, const void *key, size_t klen, const void *msg)
 		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	}
 	sqlt__bind_text(s, 1, x->rid);
-	sqlite3_bind_int64(s, 2, r->attempt);
-	sqlite3_bind_int64(s, 3, r->index);
+	sqlt__bind_i64(s, 2, r->attempt);
+	sqlt__bind_i64(s, 3, r->index);
 	sqlt__bind_time(s, 4, r->at_ns);
 	sqlt__bind_ms(s, 5, r->elapsed_ns);
-	sqlite3_bind_int(s, 6, r->final);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)r->pulled);
-	sqlite3_bind_int64(s, 8, (sqlite3_int64)r->released);
-	sqlite3_bind_int64(s, 9, (sqlite3_int64)r->in_flight);
-	sqlite3_bind_int64(s, 10, (sqlite3_int64)r->waiting);
-	sqlite3_bind_int64(s, 11, (sqlite3_int64)r->calls);
-	sqlite3_bind_int64(s, 12, (sqlite3_int64)r->calls_ok);
-	sqlite3_bind_int64(s, 13, (sqlite3_int64)r->calls_replayed);
+	sqlt__bind_i64(s, 6, r->final);
+	sqlt__bind_i64(s, 7, (int64_t)r->pulled);
+	sqlt__bind_i64(s, 8, (int64_t)r->released);
+	sqlt__bind_i64(s, 9, (int64_t)r->in_flight);
+	sqlt__bind_i64(s, 10, (int64_t)r->waiting);
+	sqlt__bind_i64(s, 11, (int64_t)r->calls);
+	sqlt__bind_i64(s, 12, (int64_t)r->calls_ok);
+	sqlt__bind_i64(s, 13, (int64_t)r->calls_replayed);
 	sqlt__bind_text(s, 14, outcomes);
 	sqlt__bind_text(s, 15, classes);
 	rc = sqlt__step(x, ST_OWN_SAMPLES);
 	free(outcomes);
 	free(classes);
-	s = x->st[ST_OWN_SAMPLE_UPSTREAMS];
+	s = &x->st[ST_OWN_SAMPLE_UPSTREAMS];
 	for (size_t i = 0; !rc && i < r->n_upstreams; i++) {
 		const Elspeth__SampleUpstream *u = r->upstreams[i];
 
 		sqlt__bind_text(s, 1, x->rid);
-		sqlite3_bind_int64(s, 2, r->attempt);
-		sqlite3_bind_int64(s, 3, r->index);
+		sqlt__bind_i64(s, 2, r->attempt);
+		sqlt__bind_i64(s, 3, r->index);
 		sqlt__bind_text(s, 4, sqlt__node_id(x, u->node_id));
 		sqlt__bind_text(s, 5, u->upstream);
-		sqlite3_bind_double(s, 6, u->rate);
-		sqlite3_bind_double(s, 7, u->window);
-		sqlite3_bind_int64(s, 8, u->ceiling);
-		sqlite3_bind_int64(s, 9, u->in_flight);
-		sqlite3_bind_int64(s, 10, (sqlite3_int64)u->requests);
-		sqlite3_bind_int64(s, 11, (sqlite3_int64)u->refusals);
+		sqlt__bind_f64(s, 6, u->rate);
+		sqlt__bind_f64(s, 7, u->window);
+		sqlt__bind_i64(s, 8, u->ceiling);
+		sqlt__bind_i64(s, 9, u->in_flight);
+		sqlt__bind_i64(s, 10, (int64_t)u->requests);
+		sqlt__bind_i64(s, 11, (int64_t)u->refusals);
 		sqlt__bind_nz(s, 12, u->held_by);
 		rc = sqlt__step(x, ST_OWN_SAMPLE_UPSTREAMS);
 	}
@@ -252,7 +252,7 @@ static int one_sample(xp *x, const void *key, size_t klen, const void *msg)
  * as the output (elspeth_sink_files). */
 static int write_operations(xp *x)
 {
-	sqlite3_stmt *s = x->st[ST_OPERATIONS];
+	xrow *s = &x->st[ST_OPERATIONS];
 	const char *st = x->rr->status;
 	bool done = !strcmp(st, "completed");
 	const char *status = done ? "completed" : !strcmp(st, "running") ? "open" : "failed";

@@ -131,7 +131,7 @@ static int learn_superseded(xp *x, const void *key, size_t klen, const void *msg
 static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__BatchMemberRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_BATCH_MEMBERS];
+	xrow *s = &x->st[ST_BATCH_MEMBERS];
 	xtok *t = tok(x, r->token_id);
 
 	(void)key, (void)klen;
@@ -141,14 +141,14 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 		t->batch = r->batch_id;
 	sqlt__bind_ref(x, s, 1, "batch", r->batch_id);
 	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
-	sqlite3_bind_int64(s, 3, r->ordinal);
+	sqlt__bind_i64(s, 3, r->ordinal);
 	return sqlt__step(x, ST_BATCH_MEMBERS);
 }
 
 static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__TokenParentRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_TOKEN_PARENTS];
+	xrow *s = &x->st[ST_TOKEN_PARENTS];
 	xtok *child = tok(x, r->token_id), *parent = tok(x, r->parent_token_id);
 	uint64_t batch;
 	int rc;
@@ -160,13 +160,13 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 		parent->child = r->token_id;
 	sqlt__bind_ref(x, s, 1, "tok", r->token_id);
 	sqlt__bind_ref(x, s, 2, "tok", r->parent_token_id);
-	sqlite3_bind_int64(s, 3, r->ordinal);
+	sqlt__bind_i64(s, 3, r->ordinal);
 	if ((rc = sqlt__step(x, ST_TOKEN_PARENTS)))
 		return rc;
 	if (!parent || parent->outcome != OUT_CONSUMED_IN_BATCH ||
 	    !(batch = output_batch(parent, child)))
 		return 0;
-	s = x->st[ST_BATCH_OUTPUTS];
+	s = &x->st[ST_BATCH_OUTPUTS];
 	sqlt__bind_id(s, 1, "bo-%s-%llu-%llu", x->rid,
 		      (unsigned long long)batch, (unsigned long long)r->token_id);
 	sqlt__bind_ref(x, s, 2, "batch", batch);
@@ -176,15 +176,15 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 
 /* --------------------------------------------------------- node states */
 
-static void bind_state(xp *x, sqlite3_stmt *s, const Elspeth__NodeStateRecord *r,
+static void bind_state(xp *x, xrow *s, const Elspeth__NodeStateRecord *r,
 		       uint32_t attempt, const char *ej)
 {
 	sqlt__bind_ref(x, s, 1, "st", r->state_id);
 	sqlt__bind_ref(x, s, 2, "tok", r->token_id);
 	sqlt__bind_text(s, 3, x->rid);
 	sqlt__bind_text(s, 4, sqlt__node_id(x, r->node_id));
-	sqlite3_bind_int64(s, 5, r->step);
-	sqlite3_bind_int64(s, 6, attempt);
+	sqlt__bind_i64(s, 5, r->step);
+	sqlt__bind_i64(s, 6, attempt);
 	sqlt__bind_text(s, 7, r->status);
 	sqlt__bind_text(s, 8, r->input_hash);
 	sqlt__bind_nz(s, 9, r->output_hash);
@@ -201,20 +201,41 @@ static void bind_state(xp *x, sqlite3_stmt *s, const Elspeth__NodeStateRecord *r
  * buffered again. ELSPETH keys states by (token, node, attempt) and
  * (token, step, attempt), so the later state (states come in id order)
  * is written with the next free attempt number. */
-#define STATE_ATTEMPTS_MAX 64
+
+/* The attempt a state is written with: its own, or when its token
+ * already has that attempt at the same node (a re-buffered member, see
+ * above), the next free one. A token's states at one node follow each
+ * other (it leaves a node only forward), so the attempts taken at its
+ * last node are all there is to check. */
+static uint32_t free_attempt(xtok *t, const Elspeth__NodeStateRecord *r)
+{
+	uint32_t a = r->attempt;
+
+	if (!t)
+		return a;
+	if (!t->has_state || r->node_id != t->last_node)
+		t->attempts = 0;
+	while (a < 64 && (t->attempts >> a & 1))
+		a++;
+	if (a < 64)
+		t->attempts |= (uint64_t)1 << a;
+	return a;
+}
 
 static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__NodeStateRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_NODE_STATES];
+	xrow *s = &x->st[ST_NODE_STATES];
 	xtok *t = tok(x, r->token_id);
 	char *ej = NULL;
-	int rc = SQLITE_DONE;
+	uint32_t attempt;
+	int rc;
 
 	(void)key, (void)klen;
 	if (r->state_id < x->nstates)
 		x->state_at[r->state_id] = r->completed_at_ns ? r->completed_at_ns
 							      : r->started_at_ns;
+	attempt = free_attempt(t, r);
 	if (t) {
 		if (!t->has_state || r->step < t->min_step)
 			t->min_step = r->step;
@@ -232,27 +253,19 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 		if (!ej)
 			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	}
-	for (uint32_t a = r->attempt; a < r->attempt + STATE_ATTEMPTS_MAX; a++) {
-		bind_state(x, s, r, a, ej);
-		rc = sqlite3_step(s);
-		sqlite3_reset(s);
-		sqlite3_clear_bindings(s);
-		if (rc != SQLITE_CONSTRAINT)
-			break;
-	}
+	bind_state(x, s, r, attempt, ej);
+	rc = sqlt__step(x, ST_NODE_STATES);
 	free(ej);
-	if (rc == SQLITE_DONE)
-		return 0;
-	sqlt__db_error(x->db, x->err, "writing the SQL trail");
-	return core_err_prefix(x->err, "run %s, table node_states, state %llu",
-			       x->rid, (unsigned long long)r->state_id);
+	if (rc)
+		core_err_prefix(x->err, "state %llu", (unsigned long long)r->state_id);
+	return rc;
 }
 
 /* --------------------------------------------------------------- tokens */
 
 static int write_tokens(xp *x)
 {
-	sqlite3_stmt *s = x->st[ST_TOKENS];
+	xrow *s = &x->st[ST_TOKENS];
 	int rc = 0;
 
 	for (uint64_t id = 1; id < x->ntoks && !rc; id++) {
@@ -278,7 +291,7 @@ static int write_tokens(xp *x)
 		sqlt__bind_text(s, 7, t->branch ? x->branches[t->branch] : NULL);
 		/* The step it was made at: the one before its first state. */
 		if (p && t->has_state && t->min_step > 0)
-			sqlite3_bind_int64(s, 8, t->min_step - 1);
+			sqlt__bind_i64(s, 8, t->min_step - 1);
 		sqlt__bind_time(s, 9, t->created);
 		rc = sqlt__step(x, ST_TOKENS);
 	}
@@ -316,7 +329,7 @@ static char *expected_branches(const xp *x, uint32_t gate)
 static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__TokenOutcomeRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_TOKEN_OUTCOMES];
+	xrow *s = &x->st[ST_TOKEN_OUTCOMES];
 	const xtok *t = tok(x, r->token_id);
 	int code = outcome_code(r->outcome);
 	char *branches = NULL;
@@ -354,7 +367,7 @@ static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
 static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__RowRecord *r = msg;
-	sqlite3_stmt *s = x->st[ST_ROWS];
+	xrow *s = &x->st[ST_ROWS];
 	int rc;
 
 	(void)key, (void)klen;
@@ -364,16 +377,16 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
-	sqlite3_bind_int64(s, 4, (sqlite3_int64)r->seq - 1);
+	sqlt__bind_i64(s, 4, (int64_t)r->seq - 1);
 	sqlt__bind_text(s, 5, r->source_hash);
 	sqlt__bind_nz(s, 6, r->payload_ref);
 	sqlt__bind_time(s, 7, r->created_at_ns);
 	if ((rc = sqlt__step(x, ST_ROWS)))
 		return rc;
-	s = x->st[ST_OWN_ROWS];
+	s = &x->st[ST_OWN_ROWS];
 	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)r->seq);
+	sqlt__bind_i64(s, 3, (int64_t)r->seq);
 	sqlt__bind_nz(s, 4, r->where);
 	if ((rc = sqlt__step(x, ST_OWN_ROWS)))
 		return rc;

@@ -48,9 +48,6 @@ typedef struct dbs_url {
  * file, line and key) saying what is supported; u is then empty. */
 int dbs__url_parse(const core_node *n, dbs_url *u, core_err *err);
 void dbs__url_release(dbs_url *u);
-/* url with the password of its user info (scheme://user:PASSWORD@host)
- * removed, malloc'd; NULL when out of memory. */
-char *dbs__url_sanitize(const char *url);
 /* "db://TABLE@SANITIZED_URL" (ELSPETH's artifact uri) for the options
  * of a database sink, or NULL; kept for the process (thread-safe). */
 const char *dbs__target(const plg_env *env, const core_node *options);

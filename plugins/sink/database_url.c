@@ -10,29 +10,6 @@
 
 #include "plugins/sink/database_internal.h"
 
-char *dbs__url_sanitize(const char *url)
-{
-	const char *auth = strstr(url, "://"), *end, *at = NULL, *colon;
-	size_t n = strlen(url);
-	char *out;
-
-	if (!auth)
-		return strdup(url);
-	auth += 3;
-	end = auth + strcspn(auth, "/?#");
-	for (const char *p = auth; p < end; p++)
-		if (*p == '@')
-			at = p;
-	colon = at ? memchr(auth, ':', (size_t)(at - auth)) : NULL;
-	if (!colon)
-		return strdup(url);
-	if (!(out = malloc(n + 1)))
-		return NULL;
-	memcpy(out, url, (size_t)(colon - url));
-	memcpy(out + (colon - url), at, n - (size_t)(at - url) + 1);
-	return out;
-}
-
 void dbs__url_release(dbs_url *u)
 {
 	free(u->conninfo);
@@ -76,7 +53,7 @@ int dbs__url_parse(const core_node *n, dbs_url *u, core_err *err)
 	memset(u, 0, sizeof(*u));
 	if ((rc = core_node_str(n, &url, err)))
 		return rc;
-	if (!(u->sanitized = dbs__url_sanitize(url)))
+	if (!(u->sanitized = core_url_sanitize(url)))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	sep = strstr(url, "://");
 	if (!sep)
@@ -146,7 +123,7 @@ const char *dbs__target(const plg_env *env, const core_node *options)
 	if (!url || url->kind != CORE_NODE_SCALAR || !table ||
 	    table->kind != CORE_NODE_SCALAR)
 		return NULL;
-	if (!(clean = dbs__url_sanitize(url->value)))
+	if (!(clean = core_url_sanitize(url->value)))
 		return NULL;
 	n = strlen(clean) + strlen(table->value) + 8;
 	if ((s = malloc(n)))

@@ -1,0 +1,606 @@
+/*
+ * out_pg.c — an export into PostgreSQL (a landscape.url postgresql://…;
+ * docs/audit.md "PostgreSQL", ADR 0039).
+ *
+ * The schema is ELSPETH 0.4.1's twenty tables as its metadata.create_all
+ * makes them on PostgreSQL (our SQLite DDL with PostgreSQL's types:
+ * TIMESTAMP WITH TIME ZONE, BYTEA, BIGINT for our counters), one column
+ * widened (runs.schema_contract_hash: ELSPETH writes 32 characters into
+ * its VARCHAR(16)), and our elspeth_ tables; created when the database
+ * has none of ELSPETH's tables, checked when it has all.
+ *
+ * Rows are not inserted one by one: each table's rows are spooled, as
+ * COPY text, into a temporary file while the exporter reads the trail,
+ * and COPY'd at commit in the order of the foreign keys (the exporter
+ * writes tokens before their rows), all in one transaction. A table
+ * whose existing rows win (batch_outputs, elspeth_payloads) goes through
+ * a temporary table and INSERT … ON CONFLICT DO NOTHING.
+ *
+ * The url's password reaches libpq only: messages name the url without
+ * it (core_url_sanitize), and the settings record holds its fingerprint.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libpq-fe.h>
+
+#include "sqltrail/export_internal.h"
+
+#define COPY_CHUNK (256 * 1024)
+#define SPOOL_FLUSH (1024 * 1024) /* bytes staged before a spool write */
+
+typedef struct spool {
+	FILE *f;          /* NULL until the table's first row */
+	core_buf stage;   /* lines not yet in f */
+	size_t rows;
+} spool;
+
+typedef struct out_pg {
+	sqlt_out base;
+	PGconn *pg;
+	char *shown;      /* the url without its password */
+	spool sp[ST__COUNT];
+} out_pg;
+
+/* Tables in the order their foreign keys allow. */
+static const int copy_order[] = {
+	ST_RUNS, ST_NODES, ST_EDGES, ST_ROWS, ST_TOKENS, ST_TOKEN_PARENTS,
+	ST_NODE_STATES, ST_OPERATIONS, ST_CALLS, ST_ROUTING_EVENTS,
+	ST_BATCHES, ST_BATCH_MEMBERS, ST_BATCH_OUTPUTS, ST_ARTIFACTS,
+	ST_VALIDATION_ERRORS, ST_TRANSFORM_ERRORS, ST_CHECKPOINTS,
+	ST_TOKEN_OUTCOMES, ST_OWN_RUNS, ST_OWN_ROWS, ST_OWN_CALLS,
+	ST_OWN_ARTIFACTS, ST_OWN_SINK_FILES, ST_OWN_RESUMES,
+	ST_OWN_SUPERSEDED, ST_OWN_PAYLOADS, ST_OWN_SAMPLES,
+	ST_OWN_SAMPLE_UPSTREAMS,
+};
+_Static_assert(sizeof(copy_order) / sizeof(copy_order[0]) == ST__COUNT,
+	       "every table is copied");
+
+/* ---------------------------------------------------------------- errors */
+
+static int pg_fail(out_pg *o, const char *what, const char *msg, core_err *err)
+{
+	char clean[1024];
+	size_t n;
+
+	snprintf(clean, sizeof(clean), "%s", msg && *msg ? msg : "no message");
+	n = strlen(clean);
+	while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))
+		clean[--n] = '\0';
+	for (char *p = clean; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+	return core_err_set(err, CORE_EIO, "%s: %s (%s)", what, clean, o->shown);
+}
+
+static int exec_ok(out_pg *o, const char *sql, const char *what, core_err *err)
+{
+	PGresult *r = PQexec(o->pg, sql);
+	int st = PQresultStatus(r), rc = 0;
+
+	if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+		rc = pg_fail(o, what, PQresultErrorMessage(r), err);
+	PQclear(r);
+	return rc;
+}
+
+static PGresult *exec1(out_pg *o, const char *sql, const char *arg)
+{
+	return PQexecParams(o->pg, sql, arg ? 1 : 0, NULL, arg ? &arg : NULL,
+			    NULL, NULL, 0);
+}
+
+/* ---------------------------------------------------------------- schema */
+
+/* Our SQLite DDL as PostgreSQL's: its types; our counters BIGINT; a
+ * column named window quoted (a reserved word there); the widened hash. */
+static int pg_ddl(const char *sqlite, bool ours, core_buf *b)
+{
+	static const struct { const char *from, *to; bool ours_only; } sub[] = {
+		{ "DATETIME", "TIMESTAMP WITH TIME ZONE", false },
+		{ "BLOB", "BYTEA", false },
+		{ "schema_contract_hash VARCHAR(16)", "schema_contract_hash VARCHAR(64)", false },
+		{ "\twindow ", "\t\"window\" ", false },
+		{ "INTEGER", "BIGINT", true },
+	};
+	int rc = 0;
+
+	core_buf_reset(b);
+	for (const char *p = sqlite; *p && !rc;) {
+		size_t k, n = sizeof(sub) / sizeof(sub[0]);
+
+		for (k = 0; k < n; k++)
+			if ((ours || !sub[k].ours_only) &&
+			    !strncmp(p, sub[k].from, strlen(sub[k].from)))
+				break;
+		if (k < n) {
+			rc = core_buf_puts(b, sub[k].to);
+			p += strlen(sub[k].from);
+		} else {
+			rc = core_buf_putc(b, *p++);
+		}
+	}
+	return rc ? CORE_ENOMEM : 0;
+}
+
+static int exec_ddl(out_pg *o, const char *const *stmts, bool ours, core_err *err)
+{
+	core_buf b = { 0 };
+	int rc = 0;
+
+	for (size_t i = 0; stmts[i] && !rc; i++) {
+		if (pg_ddl(stmts[i], ours, &b))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		else
+			rc = exec_ok(o, b.data, "creating the SQL trail's schema", err);
+	}
+	core_buf_release(&b);
+	return rc;
+}
+
+static const char elspeth_tables_q[] =
+	"SELECT count(*) FROM information_schema.tables WHERE "
+	"table_schema = current_schema() AND table_name IN "
+	"('runs','nodes','edges','rows','tokens','token_parents',"
+	"'token_outcomes','node_states','operations','calls','routing_events',"
+	"'batches','batch_members','batch_outputs','artifacts',"
+	"'validation_errors','transform_errors','checkpoints',"
+	"'secret_resolutions','preflight_results')";
+
+/* Every column the exporter writes must be there, and the user must be
+ * allowed to write and delete in every table it writes: said now, before
+ * a row is processed, rather than at the run's end. */
+static int check_tables(out_pg *o, core_err *err)
+{
+	core_buf cols = { 0 };
+	PGresult *r;
+	int rc = 0;
+
+	r = exec1(o, "SELECT ',' || string_agg(table_name || '.' || column_name, ',') || ',' "
+		  "FROM information_schema.columns WHERE table_schema = current_schema()",
+		  NULL);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(o, "reading the tables' columns", PQresultErrorMessage(r), err);
+		PQclear(r);
+		return rc;
+	}
+	rc = core_buf_puts(&cols, PQgetisnull(r, 0, 0) ? "," : PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (rc)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (int t = 0; t < ST__COUNT && !rc; t++) {
+		const sqlt_table *tb = &sqlt__tables[t];
+		char want[256], priv[256];
+		const char *c = tb->cols;
+
+		while (*c && !rc) {
+			size_t n = strcspn(c, ",");
+
+			snprintf(want, sizeof(want), ",%s.%.*s,", tb->name, (int)n, c);
+			if (!strstr(cols.data, want))
+				rc = core_err_set(err, CORE_EDATA,
+					"%s is not an SQL audit trail of ELSPETH 0.4.1's schema: "
+					"table %s has no column %.*s", o->shown, tb->name, (int)n, c);
+			c += n;
+			c += strspn(c, ", ");
+		}
+		if (rc)
+			break;
+		snprintf(priv, sizeof(priv), "SELECT has_table_privilege('%s', 'INSERT') "
+			 "AND has_table_privilege('%s', 'DELETE')", tb->name, tb->name);
+		r = exec1(o, priv, NULL);
+		if (PQresultStatus(r) != PGRES_TUPLES_OK)
+			rc = pg_fail(o, "checking privileges", PQresultErrorMessage(r), err);
+		else if (strcmp(PQgetvalue(r, 0, 0), "t"))
+			rc = core_err_set(err, CORE_EIO,
+				"%s: user %s may not insert into and delete from table %s: "
+				"the audit trail cannot be written", o->shown, PQuser(o->pg),
+				tb->name);
+		PQclear(r);
+	}
+	core_buf_release(&cols);
+	return rc;
+}
+
+/* Creates what is missing, under a lock so that two runs starting
+ * against a new database do not both create it. */
+static int schema(out_pg *o, core_err *err)
+{
+	PGresult *r;
+	int rc, n;
+
+	if ((rc = exec_ok(o, "BEGIN", "starting a transaction", err)))
+		return rc;
+	if ((rc = exec_ok(o, "SELECT pg_advisory_xact_lock(4751128)", "locking the schema", err)))
+		goto fail;
+	r = exec1(o, elspeth_tables_q, NULL);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(o, "reading the database's tables", PQresultErrorMessage(r), err);
+		PQclear(r);
+		goto fail;
+	}
+	n = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	if (n != 0 && n != 20) {
+		rc = core_err_set(err, CORE_EDATA,
+			"%s is not an SQL audit trail: it has %d of ELSPETH's 20 tables",
+			o->shown, n);
+		goto fail;
+	}
+	if ((n == 0 && ((rc = exec_ddl(o, sqlt__elspeth_tables, false, err)) ||
+			(rc = exec_ddl(o, sqlt__elspeth_indexes, false, err)))) ||
+	    (rc = exec_ddl(o, sqlt__own_tables, true, err)) ||
+	    (rc = exec_ddl(o, sqlt__own_indexes, true, err)) ||
+	    (rc = check_tables(o, err)))
+		goto fail;
+	return exec_ok(o, "COMMIT", "creating the SQL trail's schema", err);
+fail:
+	PQclear(PQexec(o->pg, "ROLLBACK"));
+	return rc;
+}
+
+/* ----------------------------------------------------------------- spools */
+
+static int put_text(core_buf *b, const char *p, size_t n)
+{
+	int rc = core_buf_reserve(b, n + 16);
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		char c = p[i];
+
+		switch (c) {
+		case '\\': rc = core_buf_append(b, "\\\\", 2); break;
+		case '\n': rc = core_buf_append(b, "\\n", 2); break;
+		case '\r': rc = core_buf_append(b, "\\r", 2); break;
+		case '\t': rc = core_buf_append(b, "\\t", 2); break;
+		default: rc = core_buf_putc(b, c);
+		}
+	}
+	return rc;
+}
+
+static int put_blob(core_buf *b, const unsigned char *p, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	int rc = core_buf_append(b, "\\\\x", 3);
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		char two[2] = { hex[p[i] >> 4], hex[p[i] & 15] };
+
+		rc = core_buf_append(b, two, 2);
+	}
+	return rc;
+}
+
+static int spool_flush(spool *s)
+{
+	if (!s->stage.len)
+		return 0;
+	if (!s->f && !(s->f = tmpfile()))
+		return CORE_EIO;
+	if (fwrite(s->stage.data, 1, s->stage.len, s->f) != s->stage.len)
+		return CORE_EIO;
+	core_buf_reset(&s->stage);
+	return 0;
+}
+
+static int pg_row(sqlt_out *base, int which, const xrow *r, core_err *err)
+{
+	out_pg *o = (out_pg *)base;
+	spool *s = &o->sp[which];
+	core_buf *b = &s->stage;
+	const sqlt_table *t = &sqlt__tables[which];
+	int rc = 0;
+
+	for (int i = 1; i <= t->ncols && !rc; i++) {
+		const char *p = r->bytes.data + r->off[i];
+
+		if (i > 1)
+			rc = core_buf_putc(b, '\t');
+		if (rc)
+			break;
+		switch (r->kind[i]) {
+		case XV_INT:
+			rc = core_buf_printf(b, "%lld", (long long)r->i[i]);
+			break;
+		case XV_REAL:
+			rc = core_buf_printf(b, "%.17g", r->d[i]);
+			break;
+		case XV_TEXT:
+			rc = put_text(b, p, r->len[i]);
+			break;
+		case XV_BLOB:
+			rc = put_blob(b, (const unsigned char *)p, r->len[i]);
+			break;
+		default:
+			rc = core_buf_append(b, "\\N", 2);
+		}
+	}
+	if (!rc && t->fixed_col)
+		rc = core_buf_printf(b, "\t%s", t->fixed_copy);
+	if (!rc)
+		rc = core_buf_putc(b, '\n');
+	if (rc)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	s->rows++;
+	if (b->len >= SPOOL_FLUSH && spool_flush(s))
+		return core_err_set(err, CORE_EIO, "spooling rows for %s: %s",
+				    o->shown, strerror(errno));
+	return 0;
+}
+
+static void spools_clear(out_pg *o)
+{
+	for (int i = 0; i < ST__COUNT; i++) {
+		spool *s = &o->sp[i];
+
+		core_buf_reset(&s->stage);
+		if (s->f) {
+			fclose(s->f);
+			s->f = NULL;
+		}
+		s->rows = 0;
+	}
+}
+
+/* "a, b, window" -> "a", "b", "window" (a reserved word on PostgreSQL) */
+static int quoted_cols(const sqlt_table *t, core_buf *b)
+{
+	int rc = 0;
+
+	for (const char *c = t->cols; *c && !rc;) {
+		size_t n = strcspn(c, ",");
+
+		rc = core_buf_printf(b, "%s\"%.*s\"", c == t->cols ? "" : ", ", (int)n, c);
+		c += n;
+		c += strspn(c, ", ");
+	}
+	if (!rc && t->fixed_col)
+		rc = core_buf_printf(b, ", \"%s\"", t->fixed_col);
+	return rc;
+}
+
+static int copy_in(out_pg *o, int which, core_err *err)
+{
+	const sqlt_table *t = &sqlt__tables[which];
+	spool *s = &o->sp[which];
+	core_buf sql = { 0 }, cols = { 0 };
+	char chunk[COPY_CHUNK], tmp[96];
+	PGresult *r;
+	size_t n;
+	int rc = 0;
+
+	if (!s->rows)
+		return 0;
+	if (spool_flush(s) || fflush(s->f) || fseek(s->f, 0, SEEK_SET))
+		return core_err_set(err, CORE_EIO, "reading the spooled rows of %s: %s",
+				    t->name, strerror(errno));
+	snprintf(tmp, sizeof(tmp), "elspeth_copy_%s", t->name);
+	if (quoted_cols(t, &cols)) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto done;
+	}
+	if (t->keep_existing) {
+		core_buf_printf(&sql, "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s) "
+				"ON COMMIT DROP", tmp, t->name);
+		if ((rc = exec_ok(o, sql.data, "writing the SQL trail", err)))
+			goto done;
+		core_buf_reset(&sql);
+	}
+	if (core_buf_printf(&sql, "COPY %s (%s) FROM STDIN", t->keep_existing ? tmp : t->name,
+			    cols.data)) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto done;
+	}
+	r = PQexec(o->pg, sql.data);
+	if (PQresultStatus(r) != PGRES_COPY_IN) {
+		rc = pg_fail(o, "writing the SQL trail", PQresultErrorMessage(r), err);
+		PQclear(r);
+		goto done;
+	}
+	PQclear(r);
+	while ((n = fread(chunk, 1, sizeof(chunk), s->f)) > 0)
+		if (PQputCopyData(o->pg, chunk, (int)n) != 1)
+			break;
+	if (ferror(s->f))
+		PQputCopyEnd(o->pg, "the spool could not be read");
+	else
+		PQputCopyEnd(o->pg, NULL);
+	while ((r = PQgetResult(o->pg))) {
+		if (PQresultStatus(r) != PGRES_COMMAND_OK && !rc)
+			rc = pg_fail(o, "writing the SQL trail", PQresultErrorMessage(r), err);
+		PQclear(r);
+	}
+	if (!rc && t->keep_existing) {
+		core_buf_reset(&sql);
+		core_buf_printf(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s "
+				"ON CONFLICT DO NOTHING", t->name, cols.data, cols.data, tmp);
+		rc = exec_ok(o, sql.data, "writing the SQL trail", err);
+	}
+done:
+	if (rc)
+		core_err_prefix(err, "table %s", t->name);
+	core_buf_release(&sql);
+	core_buf_release(&cols);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ ops */
+
+/* One transaction per run; a lock on the run's id keeps two exports of
+ * it (a run's end and its resume) from interleaving. */
+static int pg_begin(sqlt_out *base, const char *rid, const char *started,
+		    core_err *err)
+{
+	out_pg *o = (out_pg *)base;
+	const char *args[2] = { rid, started };
+	PGresult *r;
+	bool found;
+	int rc;
+
+	spools_clear(o);
+	if ((rc = exec_ok(o, "BEGIN", "starting a transaction", err)))
+		return rc;
+	r = exec1(o, "SELECT pg_advisory_xact_lock(hashtext('elspeth-run:' || $1))", rid);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(o, "locking the run", PQresultErrorMessage(r), err);
+		PQclear(r);
+		return rc;
+	}
+	PQclear(r);
+	r = PQexecParams(o->pg, "SELECT $2 = '' OR started_at = CAST(NULLIF($2, '') "
+			 "AS TIMESTAMP WITH TIME ZONE) FROM runs WHERE run_id = $1",
+			 2, NULL, args, NULL, NULL, 0);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(o, "reading the runs", PQresultErrorMessage(r), err);
+		PQclear(r);
+		return rc;
+	}
+	found = PQntuples(r) > 0;
+	if (found && strcmp(PQgetvalue(r, 0, 0), "t"))
+		rc = core_err_set(err, CORE_EDATA,
+			"%s: run %s is already there, begun at another time than this "
+			"one (%s): two runs met on one id; nothing was replaced",
+			o->shown, rid, started);
+	PQclear(r);
+	if (rc)
+		return rc;
+	for (size_t i = 0; found && sqlt__delete_sql[i]; i++) {
+		char sql[512], *q;
+
+		snprintf(sql, sizeof(sql), "%s", sqlt__delete_sql[i]);
+		while ((q = strstr(sql, "?1")))
+			*q = '$';
+		r = exec1(o, sql, rid);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = pg_fail(o, "replacing an earlier export", PQresultErrorMessage(r), err);
+		PQclear(r);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static int pg_commit(sqlt_out *base, core_err *err)
+{
+	out_pg *o = (out_pg *)base;
+	int rc = 0;
+
+	for (int i = 0; i < ST__COUNT && !rc; i++)
+		rc = copy_in(o, copy_order[i], err);
+	spools_clear(o);
+	if (rc)
+		return rc;
+	return exec_ok(o, "COMMIT", "committing", err);
+}
+
+static void pg_rollback(sqlt_out *base)
+{
+	out_pg *o = (out_pg *)base;
+
+	spools_clear(o);
+	PQclear(PQexec(o->pg, "ROLLBACK"));
+}
+
+static int pg_close(sqlt_out *base, bool ok, core_err *err)
+{
+	out_pg *o = (out_pg *)base;
+
+	(void)ok, (void)err;
+	spools_clear(o);
+	for (int i = 0; i < ST__COUNT; i++)
+		core_buf_release(&o->sp[i].stage);
+	PQfinish(o->pg);
+	free(o->shown);
+	free(o);
+	return 0;
+}
+
+static const sqlt_out_ops ops = {
+	pg_begin, pg_row, pg_commit, pg_rollback, pg_close,
+};
+
+static void quiet(void *arg, const char *msg)
+{
+	(void)arg, (void)msg; /* NOTICEs ("already exists, skipping") */
+}
+
+int sqlt__pg_connect(const char *url, PGconn **out, char **shown, core_err *err)
+{
+	/* The url comes last: what it says wins over these defaults. */
+	const char *keys[] = { "connect_timeout", "fallback_application_name", "dbname", NULL };
+	const char *vals[] = { "10", "elspeth", NULL, NULL };
+	const char *sep = strstr(url, "://");
+	char *plain = NULL;
+	PGconn *pg;
+	int rc = 0;
+
+	*out = NULL;
+	if (!(*shown = core_url_sanitize(url)))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	/* SQLAlchemy's postgresql+psycopg2:// is libpq's postgresql:// */
+	if (sep && memchr(url, '+', (size_t)(sep - url))) {
+		size_t n = strlen(sep) + sizeof("postgresql");
+
+		if (!(plain = malloc(n)))
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		snprintf(plain, n, "postgresql%s", sep);
+	}
+	vals[2] = plain ? plain : url;
+	pg = PQconnectdbParams(keys, vals, 1);
+	free(plain);
+	if (!pg)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (PQstatus(pg) != CONNECTION_OK) {
+		char msg[1024];
+		size_t n;
+
+		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(pg));
+		n = strlen(msg);
+		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
+			msg[--n] = '\0';
+		for (char *p = msg; *p; p++)
+			if (*p == '\n')
+				*p = ' ';
+		rc = core_err_set(err, CORE_EIO, "cannot connect to %s: %s", *shown, msg);
+		PQfinish(pg);
+		return rc;
+	}
+	PQsetNoticeProcessor(pg, quiet, NULL);
+	if (PQsetClientEncoding(pg, "UTF8")) {
+		rc = core_err_set(err, CORE_EIO, "%s: %s", *shown, PQerrorMessage(pg));
+		PQfinish(pg);
+		return rc;
+	}
+	*out = pg;
+	return 0;
+}
+
+int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err)
+{
+	out_pg *o = calloc(1, sizeof(*o));
+	int rc;
+
+	*out = NULL;
+	if (!o)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	o->base.ops = &ops;
+	if ((rc = sqlt__pg_connect(url, &o->pg, &o->shown, err))) {
+		free(o->shown);
+		free(o);
+		return rc;
+	}
+	o->base.where = o->shown;
+	/* ELSPETH's times are UTC; ours are written without a zone */
+	if ((rc = exec_ok(o, "SET TIME ZONE 'UTC'", "setting the time zone", err)) ||
+	    (rc = schema(o, err))) {
+		core_err e2 = { 0 };
+
+		pg_close(&o->base, false, &e2);
+		return rc;
+	}
+	*out = &o->base;
+	return 0;
+}

@@ -1,0 +1,180 @@
+/*
+ * out_sqlite.c — an export into an SQLite file: one prepared INSERT per
+ * table, rows bound and stepped as they come. Replacing a run drops the
+ * indexes first (deleting and inserting a million rows under them is
+ * minutes, building them again seconds); close builds them again, also
+ * after a failure, and a new file gets them once its first runs are in.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sqltrail/export_internal.h"
+
+typedef struct out_sqlite {
+	sqlt_out base;
+	sqlite3 *db;
+	sqlite3_stmt *st[ST__COUNT];
+	bool fresh, dropped;
+	char path[];
+} out_sqlite;
+
+static int prepare(out_sqlite *o, int which, core_err *err)
+{
+	const sqlt_table *t = &sqlt__tables[which];
+	core_buf b = { 0 };
+	int rc = 0;
+
+	core_buf_printf(&b, "INSERT %sINTO %s (%s%s%s) VALUES (",
+			t->keep_existing ? "OR IGNORE " : "", t->name, t->cols,
+			t->fixed_col ? ", " : "", t->fixed_col ? t->fixed_col : "");
+	for (int i = 0; i < t->ncols; i++)
+		core_buf_puts(&b, i ? ",?" : "?");
+	if (t->fixed_col)
+		core_buf_printf(&b, ",%s", t->fixed_sql);
+	if (core_buf_putc(&b, ')'))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	else if (sqlite3_prepare_v2(o->db, b.data, -1, &o->st[which], NULL) != SQLITE_OK)
+		rc = sqlt__db_error(o->db, err, "preparing the export");
+	core_buf_release(&b);
+	return rc;
+}
+
+static int has_run(out_sqlite *o, const char *rid, bool *found, core_err *err)
+{
+	sqlite3_stmt *s;
+
+	if (sqlite3_prepare_v2(o->db, "SELECT 1 FROM runs WHERE run_id = ?1", -1,
+			       &s, NULL) != SQLITE_OK)
+		return sqlt__db_error(o->db, err, "reading the runs");
+	sqlite3_bind_text(s, 1, rid, -1, SQLITE_STATIC);
+	*found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return 0;
+}
+
+/* BEGIN IMMEDIATE: the file is ours before the exporter takes its LMDB
+ * snapshot, so an export that waited for another writes what the trail
+ * holds now, never an older picture over a newer one. */
+static int sq_begin(sqlt_out *base, const char *rid, const char *started,
+		    core_err *err)
+{
+	out_sqlite *o = (out_sqlite *)base;
+	sqlite3_stmt *s;
+	bool found = false;
+	int rc;
+
+	(void)started;
+	if (sqlite3_exec(o->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
+		return sqlt__db_error(o->db, err, "starting a transaction");
+	if ((rc = has_run(o, rid, &found, err)) || !found)
+		return rc;
+	if (!o->dropped) {
+		if ((rc = sqlt__drop_indexes(o->db, err)))
+			return rc;
+		o->dropped = true;
+	}
+	for (size_t i = 0; sqlt__delete_sql[i]; i++) {
+		if (sqlite3_prepare_v2(o->db, sqlt__delete_sql[i], -1, &s, NULL) != SQLITE_OK)
+			return sqlt__db_error(o->db, err, "replacing an earlier export");
+		sqlite3_bind_text(s, 1, rid, -1, SQLITE_STATIC);
+		rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE)
+			return sqlt__db_error(o->db, err, "replacing an earlier export");
+	}
+	return 0;
+}
+
+static int sq_row(sqlt_out *base, int which, const xrow *r, core_err *err)
+{
+	out_sqlite *o = (out_sqlite *)base;
+	sqlite3_stmt *s = o->st[which];
+	int n = sqlt__tables[which].ncols, rc;
+
+	for (int i = 1; i <= n; i++) {
+		const char *p = r->bytes.data + r->off[i];
+
+		switch (r->kind[i]) {
+		case XV_INT:
+			sqlite3_bind_int64(s, i, r->i[i]);
+			break;
+		case XV_REAL:
+			sqlite3_bind_double(s, i, r->d[i]);
+			break;
+		case XV_TEXT:
+			sqlite3_bind_text64(s, i, p, r->len[i], SQLITE_STATIC, SQLITE_UTF8);
+			break;
+		case XV_BLOB:
+			sqlite3_bind_blob64(s, i, p, r->len[i], SQLITE_STATIC);
+			break;
+		default:
+			sqlite3_bind_null(s, i);
+		}
+	}
+	rc = sqlite3_step(s);
+	sqlite3_reset(s);
+	sqlite3_clear_bindings(s);
+	return rc == SQLITE_DONE ? 0 : sqlt__db_error(o->db, err, "writing the SQL trail");
+}
+
+static int sq_commit(sqlt_out *base, core_err *err)
+{
+	out_sqlite *o = (out_sqlite *)base;
+
+	if (sqlite3_exec(o->db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK)
+		return sqlt__db_error(o->db, err, "committing");
+	return 0;
+}
+
+static void sq_rollback(sqlt_out *base)
+{
+	sqlite3_exec(((out_sqlite *)base)->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static int sq_close(sqlt_out *base, bool ok, core_err *err)
+{
+	out_sqlite *o = (out_sqlite *)base;
+	int rc = 0;
+
+	(void)ok;
+	if (o->dropped || o->fresh)
+		rc = sqlt__create_indexes(o->db, err);
+	for (int i = 0; i < ST__COUNT; i++)
+		sqlite3_finalize(o->st[i]);
+	if (sqlite3_close(o->db) != SQLITE_OK && !rc)
+		rc = core_err_set(err, CORE_EIO, "closing %s", o->path);
+	free(o);
+	return rc;
+}
+
+static const sqlt_out_ops ops = {
+	sq_begin, sq_row, sq_commit, sq_rollback, sq_close,
+};
+
+int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err)
+{
+	out_sqlite *o = calloc(1, sizeof(*o) + strlen(path) + 1);
+	int rc;
+
+	*out = NULL;
+	if (!o)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	strcpy(o->path, path);
+	o->base.ops = &ops;
+	o->base.where = o->path;
+	if ((rc = sqlt__open(path, &o->db, &o->fresh, err))) {
+		free(o);
+		return rc;
+	}
+	for (int i = 0; i < ST__COUNT; i++)
+		if ((rc = prepare(o, i, err))) {
+			core_err e2 = { 0 };
+
+			o->fresh = o->dropped = false;
+			sq_close(&o->base, false, &e2);
+			return rc;
+		}
+	*out = &o->base;
+	return 0;
+}
