@@ -517,8 +517,8 @@ static int report_after(const run_result *r, const cli_run_args *a)
 		fprintf(stderr, "The run is recorded in the Landscape, but the SQL trail %s "
 			"does not show it yet. To bring it up to date:\n"
 			"  elspeth export %s %s --run %llu --sqlite %s\n",
-			r->sql, a->database ? "-d" : "-s", a->database ? a->database : a->path,
-			(unsigned long long)r->sum.run_id, r->sql);
+			r->sql_shown, a->database ? "-d" : "-s", a->database ? a->database : a->path,
+			(unsigned long long)r->sum.run_id, r->sql_shown);
 	}
 	if (r->after_failed)
 		cli_error(&r->after_err);
@@ -548,7 +548,7 @@ static void print_where(const run_result *r, const cli_run_args *a)
 		printf("  audit: run %llu in %s (the SQL trail; its Landscape: %s) — "
 		       "explain a row with:\n"
 		       "    elspeth explain -s %s --run %llu --row 1\n",
-		       (unsigned long long)sum->run_id, r->sql, r->landscape, a->path,
+		       (unsigned long long)sum->run_id, r->sql_shown, r->landscape, a->path,
 		       (unsigned long long)sum->run_id);
 	else
 		printf("  audit: run %llu in %s — explain a row with:\n"

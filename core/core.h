@@ -557,8 +557,13 @@ typedef struct core_settings {
 
 /* What a landscape.url names: lmdb (cap bytes) receives the LMDB
  * environment's directory; sqlite (scap bytes; NULL: not wanted) the SQL
- * trail's file for a sqlite:/// url, "" for lmdb://. An unsupported url is CORE_ECONFIG
- * saying what is (for postgresql://, how to get the trail there). */
+ * trail: the file of a sqlite:/// url, a postgresql:// url as written
+ * (password and all: show it through core_url_sanitize), "" for lmdb://.
+ * With postgresql:// the LMDB environment is CORE_PG_LMDB. An
+ * unsupported url is CORE_ECONFIG saying what is supported. */
+#define CORE_PG_LMDB "./state/audit.lmdb"
+/* Whether a SQL trail (core_landscape_paths' sqlite) is PostgreSQL's. */
+bool core_sql_is_pg(const char *sql);
 int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 			 char *sqlite, size_t scap, core_err *err);
 

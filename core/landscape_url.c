@@ -6,10 +6,15 @@
  *                          environment the engine writes lives beside it,
  *                          in FILE.lmdb, and the file is brought up to
  *                          date after every run and resume
- * PostgreSQL (ELSPETH's other backend) is refused with the way to get
- * there: export to SQLite, then load that.
+ *   postgresql://…         ELSPETH's SQL trail in PostgreSQL (also
+ *   postgresql+DRIVER://…  SQLAlchemy's spelling); the LMDB environment
+ *                          the engine writes is the default one,
+ *                          ./state/audit.lmdb, and the database is
+ *                          brought up to date after every run and resume
+ *                          (ADR 0039)
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <stdbool.h>
 #include <string.h>
 
@@ -37,7 +42,9 @@ static bool names_a_directory(const char *path)
 int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 			 char *sqlite, size_t scap, core_err *err)
 {
+	char *shown;
 	size_t n;
+	int rc;
 
 	if (sqlite && scap)
 		sqlite[0] = '\0';
@@ -63,15 +70,28 @@ int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 			return too_long(url, err);
 		return 0;
 	}
-	if (!strncmp(url, "postgresql", 10) || !strncmp(url, "postgres:", 9))
-		return core_err_set(err, CORE_ECONFIG,
-			"landscape url '%s' is not supported: the trail is written to "
-			"LMDB or SQLite. For PostgreSQL, run with sqlite:///audit.db (or "
-			"export an LMDB trail: elspeth export --sqlite audit.db) and load "
-			"that file, e.g. with pgloader (Debian package pgloader): "
-			"pgloader audit.db postgresql://HOST/DB", url);
-	return core_err_set(err, CORE_ECONFIG,
-		"landscape url '%s' is not supported: expected lmdb://PATH (a "
-		"directory, e.g. lmdb://./state/audit.lmdb) or sqlite:///PATH "
-		"(ELSPETH's SQL trail, e.g. sqlite:///./runs/audit.db)", url);
+	if (!strncmp(url, "postgresql://", 13) || !strncmp(url, "postgresql+", 11)) {
+		if ((sqlite && (size_t)snprintf(sqlite, scap, "%s", url) >= scap) ||
+		    (size_t)snprintf(lmdb, cap, "%s", CORE_PG_LMDB) >= cap)
+			return too_long(url, err);
+		return 0;
+	}
+	shown = core_url_sanitize(url);
+	if (!strncmp(url, "postgres://", 11))
+		rc = core_err_set(err, CORE_ECONFIG,
+			"landscape url '%s': write postgresql:// (as SQLAlchemy, and so "
+			"ELSPETH, requires), not postgres://", shown ? shown : "");
+	else
+		rc = core_err_set(err, CORE_ECONFIG,
+			"landscape url '%s' is not supported: expected lmdb://PATH (a "
+			"directory, e.g. lmdb://./state/audit.lmdb), sqlite:///PATH "
+			"(ELSPETH's SQL trail, e.g. sqlite:///./runs/audit.db) or "
+			"postgresql://USER@HOST/DB", shown ? shown : "");
+	free(shown);
+	return rc;
+}
+
+bool core_sql_is_pg(const char *sql)
+{
+	return !strncmp(sql, "postgresql://", 13) || !strncmp(sql, "postgresql+", 11);
 }

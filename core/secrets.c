@@ -72,55 +72,61 @@ static int redact_value(json_t *obj, const char *key, json_t *v)
 	return json_object_set_new(obj, key, json_string(fp)) ? CORE_ENOMEM : 0;
 }
 
-/* Where the password of a url's user info lies ("scheme://user:PASSWORD@
- * host..."): [*from, *to); false when s is no such url. */
-static bool url_password(const char *s, size_t *from, size_t *to)
+/* Where a url's password lies: that of its user info
+ * ("scheme://user:PASSWORD@host…") or a password= query parameter (libpq
+ * takes one: "…/db?sslmode=require&password=PASSWORD"). *pw..*pwe: the
+ * password; *cut..*cute: what goes when the url is shown without it
+ * (":PASSWORD", or the parameter with one of its separators). False
+ * when s has no password. */
+static bool url_password(const char *s, size_t *pw, size_t *pwe, size_t *cut,
+			 size_t *cute)
 {
-	const char *auth = strstr(s, "://"), *end, *at = NULL, *colon;
+	const char *auth = strstr(s, "://"), *end, *at = NULL, *colon, *q, *p;
 
 	if (!auth)
 		return false;
 	auth += 3;
 	end = auth + strcspn(auth, "/?#");
-	for (const char *p = auth; p < end; p++)
-		if (*p == '@')
-			at = p;
-	if (!at || !(colon = memchr(auth, ':', (size_t)(at - auth))))
+	for (const char *c = auth; c < end; c++)
+		if (*c == '@')
+			at = c;
+	if (at && (colon = memchr(auth, ':', (size_t)(at - auth)))) {
+		*cut = (size_t)(colon - s);
+		*pw = *cut + 1;
+		*pwe = *cute = (size_t)(at - s);
+		return true;
+	}
+	if (!(q = strchr(end, '?')))
 		return false;
-	*from = (size_t)(colon - s);
-	*to = (size_t)(at - s);
-	return true;
+	for (p = q + 1; *p; p += strcspn(p, "&#"), p += *p == '&') {
+		if (*p == '#')
+			return false;
+		if (strncasecmp(p, "password=", 9))
+			continue;
+		*pw = (size_t)(p - s) + 9;
+		*pwe = *pw + strcspn(p + 9, "&#");
+		if (p[-1] == '&') {             /* "&password=X" */
+			*cut = (size_t)(p - s) - 1;
+			*cute = *pwe;
+		} else if (s[*pwe] == '&') {    /* "?password=X&" -> "?" */
+			*cut = (size_t)(p - s);
+			*cute = *pwe + 1;
+		} else {                        /* "?password=X" */
+			*cut = (size_t)(p - s) - 1;
+			*cute = *pwe;
+		}
+		return true;
+	}
+	return false;
 }
 
 char *core_url_sanitize(const char *url)
 {
-	size_t from, to, n = strlen(url);
-	const char *q;
-	char *out = malloc(n + 1), *p;
+	size_t pw, pwe, cut, cute;
+	char *out = strdup(url);
 
-	if (!out)
-		return NULL;
-	if (url_password(url, &from, &to)) {
-		memcpy(out, url, from);
-		memcpy(out + from, url + to, n - to + 1);
-	} else {
-		memcpy(out, url, n + 1);
-	}
-	/* libpq's ?password=... (and &password=...): the parameter goes */
-	if ((q = strchr(out, '?'))) {
-		for (p = (char *)q + 1; *p;) {
-			size_t len = strcspn(p, "&");
-
-			if (!strncasecmp(p, "password=", 9)) {
-				memmove(p, p + len + (p[len] == '&'), strlen(p + len + (p[len] == '&')) + 1);
-				continue;
-			}
-			p += len + (p[len] == '&');
-		}
-		n = strlen(out);
-		while (n && (out[n - 1] == '&' || out[n - 1] == '?'))
-			out[--n] = '\0';
-	}
+	while (out && url_password(out, &pw, &pwe, &cut, &cute))
+		memmove(out + cut, out + cute, strlen(out + cute) + 1);
 	return out;
 }
 
@@ -151,35 +157,50 @@ static void percent_decode(char *s)
 static int redact_url(json_t *parent, const char *key, size_t index,
 		      json_t *v, json_t *extra)
 {
-	const char *s = json_string_value(v);
-	size_t from, to, n = json_string_length(v);
-	char fp[128], *clean, *pw;
-	int rc;
+	size_t pw, pwe, cut, cute, n;
+	char fp[128] = "", *url, *p;
+	int rc = 0;
 
-	if (!url_password(s, &from, &to))
+	if (!url_password(json_string_value(v), &pw, &pwe, &cut, &cute))
 		return 0;
-	if (!(pw = strndup(s + from + 1, to - from - 1)))
+	if (!(url = strdup(json_string_value(v))))
 		return CORE_ENOMEM;
-	percent_decode(pw);
-	rc = core_fingerprint(pw, fp, sizeof(fp));
-	free(pw);
-	if (rc || !(clean = malloc(n + sizeof(fp) + 2)))
-		return rc ? rc : CORE_ENOMEM;
-	memcpy(clean, s, from);
-	if (key)
-		memcpy(clean + from, s + to, n - to + 1);
-	else /* no member to keep it in: "scheme://user:FINGERPRINT@host" */
-		sprintf(clean + from, ":%s%s", fp, s + to);
-	rc = key ? json_object_set_new(parent, key, json_string(clean)) :
-		   json_array_set_new(parent, index, json_string(clean));
-	free(clean);
+	while (!rc && url_password(url, &pw, &pwe, &cut, &cute)) {
+		if (!(p = strndup(url + pw, pwe - pw))) {
+			rc = CORE_ENOMEM;
+			break;
+		}
+		percent_decode(p);
+		rc = core_fingerprint(p, fp, sizeof(fp));
+		free(p);
+		if (rc)
+			break;
+		n = strlen(url);
+		if (key) {
+			memmove(url + cut, url + cute, n - cute + 1);
+			continue;
+		}
+		/* no member to keep it in: the fingerprint in its place */
+		if (!(p = malloc(n + strlen(fp) + 1))) {
+			rc = CORE_ENOMEM;
+			break;
+		}
+		sprintf(p, "%.*s%s%s", (int)pw, url, fp, url + pwe);
+		free(url);
+		url = p;
+		break; /* one password per url in an array */
+	}
+	if (!rc)
+		rc = (key ? json_object_set_new(parent, key, json_string(url)) :
+		      json_array_set_new(parent, index, json_string(url))) ? CORE_ENOMEM : 0;
+	free(url);
 	if (!rc && key) {
 		char name[256];
 
 		snprintf(name, sizeof(name), "%s_password_fingerprint", key);
-		rc = json_object_set_new(extra, name, json_string(fp));
+		rc = json_object_set_new(extra, name, json_string(fp)) ? CORE_ENOMEM : 0;
 	}
-	return rc ? CORE_ENOMEM : 0;
+	return rc;
 }
 
 int core_redact_secrets(json_t *v)

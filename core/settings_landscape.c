@@ -127,11 +127,6 @@ static int load_landscape(core_settings *s, const core_node *n, core_err *err)
 	if ((rc = core__check_section(n, landscape_keys, err)) ||
 	    (rc = core_opt_bool(n, "enabled", &s->audit, err)))
 		return rc;
-	if (backend && strcmp(backend, "sqlite"))
-		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "backend"),
-			"landscape.backend '%s' is not supported: the trail is LMDB, "
-			"exported to SQLite (landscape.url: sqlite:///PATH; docs/audit.md)",
-			backend);
 	if (core__str_of(n, "url")) {
 		s->landscape_url = core__str_of(n, "url");
 		if (core_landscape_paths(s->landscape_url, s->landscape_lmdb,
@@ -140,6 +135,15 @@ static int load_landscape(core_settings *s, const core_node *n, core_err *err)
 			return core_err_at(err, CORE_ECONFIG,
 				core_map_get(n, "url"), "%s", err->msg);
 	}
+	/* The url says where the trail goes; backend may only agree. */
+	if (backend && !strcmp(backend, "sqlcipher"))
+		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "backend"),
+			"landscape.backend 'sqlcipher' is not supported: the trail is "
+			"LMDB, written to SQLite or PostgreSQL in the clear (docs/audit.md)");
+	if (backend && !strcmp(backend, "postgresql") && !core_sql_is_pg(s->landscape_sql))
+		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "backend"),
+			"landscape.backend 'postgresql' needs a landscape.url "
+			"postgresql://USER@HOST/DB (the url is %s)", s->landscape_url);
 	if (core_map_get(n, "export") &&
 	    (rc = load_export(s, core_map_get(n, "export"), err)))
 		return rc;

@@ -83,7 +83,7 @@ static void sql_trail(run_job *j, uint64_t run)
 		return;
 	r->sql_failed = true;
 	r->sql_err = err;
-	run__emit(j, &(run_event){ .kind = RUN_EV_SQL_TRAIL_FAILED, .target = r->sql,
+	run__emit(j, &(run_event){ .kind = RUN_EV_SQL_TRAIL_FAILED, .target = r->sql_shown,
 				   .error = err.msg, .run_id = run });
 }
 

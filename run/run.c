@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "run/run_internal.h"
+#include "sqltrail/sqltrail.h"
 
 void run__emit(run_job *j, const run_event *ev)
 {
@@ -69,6 +70,17 @@ int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
 	return 0;
 }
 
+static int shown_sql(run_result *r, core_err *err)
+{
+	char *shown = core_url_sanitize(r->sql);
+
+	if (!shown)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	snprintf(r->sql_shown, sizeof(r->sql_shown), "%s", shown);
+	free(shown);
+	return 0;
+}
+
 /* Opens the Landscape for writing (a resume's must exist: opening it for
  * writing would create it). */
 static int open_landscape(run_job *j, core_err *err)
@@ -91,9 +103,15 @@ static int open_landscape(run_job *j, core_err *err)
 		memcpy(r->landscape, s->landscape_lmdb, sizeof(r->landscape));
 		memcpy(r->sql, s->landscape_sql, sizeof(r->sql));
 	}
-	/* The SQL trail is written at the end: a path it cannot be is
-	 * refused before the run, not after. */
-	if (r->sql[0] && !stat(r->sql, &st) && !S_ISREG(st.st_mode))
+	if ((rc = shown_sql(r, err)))
+		return rc;
+	/* The SQL trail is written at the end: a path it cannot be, or a
+	 * database that cannot hold it, is refused before the run, not
+	 * after. */
+	if (core_sql_is_pg(r->sql)) {
+		if ((rc = sqlt_check(r->sql, err)))
+			return rc;
+	} else if (r->sql[0] && !stat(r->sql, &st) && !S_ISREG(st.st_mode))
 		return core_err_set(err, CORE_ECONFIG,
 			"landscape.url: %s exists and is not a file, so it cannot "
 			"hold the SQL trail", r->sql);

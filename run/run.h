@@ -144,7 +144,9 @@ struct run_result {
 	core_err tel_err;
 	bool audit;               /* the run was recorded (landscape on) */
 	char landscape[4096];     /* the LMDB directory, "" with audit off */
-	char sql[4096];           /* the SQL trail's file, "" when none */
+	char sql[4096];           /* the SQL trail's file or postgresql://
+				   * url (its password too), "" when none */
+	char sql_shown[4096];     /* sql as messages show it: no password */
 };
 
 /* The LMDB directory of a Landscape the caller names (--database PATH):

@@ -787,9 +787,18 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val,
 	return 0;
 }
 
-static bool is_pg(const char *target)
+static int open_out(const char *target, sqlt_out **out, core_err *err)
 {
-	return !strncmp(target, "postgresql://", 13) || !strncmp(target, "postgres://", 11);
+	return core_sql_is_pg(target) ? sqlt__out_pg(target, out, err)
+				      : sqlt__out_sqlite(target, out, err);
+}
+
+int sqlt_check(const char *target, core_err *err)
+{
+	sqlt_out *o;
+	int rc = open_out(target, &o, err);
+
+	return rc ? rc : o->ops->close(o, true, err);
 }
 
 int sqlt_export(rec_env *env, uint64_t run, const char *path,
@@ -802,9 +811,8 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 	int rc, rc2;
 	core_err e2 = { 0 };
 
-	x.shared = is_pg(path);
-	rc = x.shared ? sqlt__out_pg(path, &x.out, err)
-		      : sqlt__out_sqlite(path, &x.out, err);
+	x.shared = core_sql_is_pg(path);
+	rc = open_out(path, &x.out, err);
 	if (rc)
 		return rc;
 	snprintf(where, sizeof(where), "%s", x.out->where);

@@ -209,7 +209,7 @@ static int check_tables(out_pg *o, core_err *err)
 static int schema(out_pg *o, core_err *err)
 {
 	PGresult *r;
-	int rc, n;
+	int rc, n, mine, own;
 
 	if ((rc = exec_ok(o, "BEGIN", "starting a transaction", err)))
 		return rc;
@@ -229,10 +229,24 @@ static int schema(out_pg *o, core_err *err)
 			o->shown, n);
 		goto fail;
 	}
+	/* CREATE … IF NOT EXISTS needs the right to create even when the
+	 * table is there: only what is missing is created, so that a user
+	 * who may only write rows can write them. */
+	r = exec1(o, "SELECT count(*) FROM information_schema.tables WHERE "
+		  "table_schema = current_schema() AND table_name LIKE 'elspeth\\_%'", NULL);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK) {
+		rc = pg_fail(o, "reading the database's tables", PQresultErrorMessage(r), err);
+		PQclear(r);
+		goto fail;
+	}
+	mine = atoi(PQgetvalue(r, 0, 0));
+	PQclear(r);
+	for (own = 0; sqlt__own_tables[own]; own++)
+		;
 	if ((n == 0 && ((rc = exec_ddl(o, sqlt__elspeth_tables, false, err)) ||
 			(rc = exec_ddl(o, sqlt__elspeth_indexes, false, err)))) ||
-	    (rc = exec_ddl(o, sqlt__own_tables, true, err)) ||
-	    (rc = exec_ddl(o, sqlt__own_indexes, true, err)) ||
+	    (mine < own && ((rc = exec_ddl(o, sqlt__own_tables, true, err)) ||
+			    (rc = exec_ddl(o, sqlt__own_indexes, true, err)))) ||
 	    (rc = check_tables(o, err)))
 		goto fail;
 	return exec_ok(o, "COMMIT", "creating the SQL trail's schema", err);

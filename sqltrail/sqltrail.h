@@ -29,7 +29,10 @@ typedef struct sqlt_opts {
 
 /*
  * Writes run `run` of env (0: every run) into the SQLite database at
- * path, creating the file and ELSPETH's schema when missing (our
+ * path — or, when path is a postgresql[+driver]:// url, into that
+ * PostgreSQL database (out_pg.c; runs get ids of their own there, and
+ * elspeth_runs.landscape_run_id their number) — creating the file and
+ * ELSPETH's schema when missing (our
  * elspeth_* tables are added to a file that lacks them). A run already
  * in the file is replaced (re-export is idempotent); each run is one
  * SQLite transaction over one LMDB snapshot, so a reader sees a run whole
@@ -47,6 +50,13 @@ typedef struct sqlt_opts {
  */
 int sqlt_export(rec_env *env, uint64_t run, const char *path,
 		const sqlt_opts *o, core_err *err);
+
+/* Whether sqlt_export could write into target: a SQLite file is opened
+ * (created with the schema when missing); a postgresql:// url is
+ * connected to, its schema created or checked, and the user's right to
+ * write every table checked. 0, or what is wrong (CORE_EIO, CORE_EDATA),
+ * naming the target without its password. */
+int sqlt_check(const char *target, core_err *err);
 
 /* ------------------------------------------------ landscape.export (ADR 0028)
  *

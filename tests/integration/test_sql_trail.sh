@@ -16,7 +16,8 @@
 #      every token with parents in a lineage group (ELSPETH's rule);
 #      -d FILE finds a killed run's Landscape before FILE exists; an
 #      export that fails keeps the run's exit code;
-#   e. postgresql:// and sqlite:///:memory: are refused with what to do;
+#   e. postgres:// and sqlite:///:memory: are refused with what to do
+#      (postgresql://: test_landscape_pg.sh);
 #   f. ELSPETH's runbook queries answer.
 source "$(dirname "$0")/lib.sh"
 cp -r "$SRC/examples" "$WORK/examples"
@@ -231,9 +232,9 @@ started bad/out.jsonl 30; sleep 0.3; kill -INT $pid; wait $pid; rc=$?
   && pass "a failed SQL export keeps the interrupt's exit 3 and its resume hint" || { fail "failed export: exit $rc"; head -5 bad.log; }
 
 # ------------------------------------------------------ e. refused urls
-sed 's|url: sqlite:///.*|url: postgresql://db.example/elspeth|' ref.yaml > pg.yaml
-expect "postgresql:// is refused with the way there" 1 "pgloader audit.db postgresql://HOST/DB" -- "$ELSPETH" run -s pg.yaml -x
-expect "... and names file, line and column" 1 "pg.yaml:2:8: landscape.url" -- "$ELSPETH" validate -s pg.yaml
+sed 's|url: sqlite:///.*|url: "postgres://u:hidden@db.example/elspeth"|' ref.yaml > pg.yaml
+expect "postgres:// is refused (SQLAlchemy's rule), naming file, line and column" 1 "pg.yaml:2:8: landscape.url" -- "$ELSPETH" validate -s pg.yaml
+! "$ELSPETH" validate -s pg.yaml 2>&1 | grep -q hidden && pass "... without the password" || fail "the password is in the message"
 sed 's|url: sqlite:///.*|url: "sqlite:///:memory:"|' ref.yaml > mem.yaml
 expect "sqlite:///:memory: is refused" 1 "no in-memory database" -- "$ELSPETH" validate -s mem.yaml
 sed 's|url: sqlite:///.*|url: "sqlite:///runs/."|' ref.yaml > dot.yaml

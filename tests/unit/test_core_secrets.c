@@ -72,6 +72,44 @@ Test(secrets, settings_json_holds_no_secret)
 	core_settings_free(st);
 }
 
+Test(secrets, url_sanitize_takes_out_both_spellings_of_a_password)
+{
+	static const char *const cases[][2] = {
+		{ "postgresql://ann:p%40ss@db/x?sslmode=require", "postgresql://ann@db/x?sslmode=require" },
+		{ "postgresql://ann@db/x?sslmode=require&password=pw&application_name=a",
+		  "postgresql://ann@db/x?sslmode=require&application_name=a" },
+		{ "postgresql://ann@db/x?password=pw&sslmode=require", "postgresql://ann@db/x?sslmode=require" },
+		{ "postgresql://ann@db/x?password=pw", "postgresql://ann@db/x" },
+		{ "postgresql://ann:a@db/x?PASSWORD=b", "postgresql://ann@db/x" },
+		{ "postgresql://ann@db/x?passwords=kept", "postgresql://ann@db/x?passwords=kept" },
+		{ "sqlite:///runs/audit.db", "sqlite:///runs/audit.db" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = core_url_sanitize(cases[i][0]);
+
+		cr_assert_str_eq(got, cases[i][1], "%s", cases[i][0]);
+		free(got);
+	}
+}
+
+Test(secrets, a_password_query_parameter_is_taken_out_of_the_record)
+{
+	json_t *j = json_loads("{\"landscape\":{\"url\":"
+			       "\"postgresql://ann@db/x?password=hunter2&sslmode=require\"}}", 0, NULL);
+	json_t *l;
+	char fp[128];
+
+	setenv("ELSPETH_FINGERPRINT_KEY", "k", 1);
+	cr_assert_eq(core_redact_secrets(j), 0);
+	l = json_object_get(j, "landscape");
+	cr_assert_str_eq(json_string_value(json_object_get(l, "url")),
+			 "postgresql://ann@db/x?sslmode=require");
+	core_fingerprint("hunter2", fp, sizeof(fp));
+	cr_assert_str_eq(json_string_value(json_object_get(l, "url_password_fingerprint")), fp);
+	json_decref(j);
+}
+
 Test(secrets, url_passwords_are_taken_out)
 {
 	json_t *j = json_loads("{\"sinks\":{\"db\":{\"options\":{\"url\":"

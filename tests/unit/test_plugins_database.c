@@ -235,7 +235,7 @@ Test(dbsink, sanitize)
 	};
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(*cases); i++) {
-		char *s = dbs__url_sanitize(cases[i][0]);
+		char *s = core_url_sanitize(cases[i][0]);
 
 		cr_assert_str_eq(s, cases[i][1], "%s", cases[i][0]);
 		free(s);

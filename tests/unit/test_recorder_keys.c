@@ -110,8 +110,17 @@ Test(recorder, url_sqlite_names_the_file)
 					  sizeof(sql), &err), 0, "%s", err.msg);
 	cr_assert_str_eq(sql, "");
 	cr_assert_eq(core_landscape_paths("postgresql://h/db", lmdb, sizeof(lmdb), sql,
+					  sizeof(sql), &err), 0, "%s", err.msg);
+	cr_assert_str_eq(sql, "postgresql://h/db");
+	cr_assert_str_eq(lmdb, CORE_PG_LMDB);
+	cr_assert(core_sql_is_pg(sql));
+	cr_assert_eq(core_landscape_paths("postgresql+psycopg2://u:pw@h/db", lmdb, sizeof(lmdb),
+					  sql, sizeof(sql), &err), 0, "%s", err.msg);
+	cr_assert(core_sql_is_pg(sql));
+	cr_assert_eq(core_landscape_paths("postgres://u:secret@h/db", lmdb, sizeof(lmdb), sql,
 					  sizeof(sql), &err), CORE_ECONFIG);
-	cr_assert_not_null(strstr(err.msg, "pgloader"), "%s", err.msg);
+	cr_assert_not_null(strstr(err.msg, "write postgresql://"), "%s", err.msg);
+	cr_assert_null(strstr(err.msg, "secret"), "%s", err.msg);
 	cr_assert_eq(core_landscape_paths("sqlite:///:memory:", lmdb, sizeof(lmdb), sql,
 					  sizeof(sql), &err), CORE_ECONFIG);
 	cr_assert_eq(core_landscape_paths("sqlite:///runs/", lmdb, sizeof(lmdb), sql,

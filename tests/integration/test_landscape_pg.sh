@@ -1,0 +1,196 @@
+#!/usr/bin/env bash
+# landscape.url: postgresql://… (ADR 0039) against a real PostgreSQL
+# server started by the test in a temporary directory (pg_lib.sh).
+#   a. ELSPETH's PostgreSQL schema: every column (type, length, NOT
+#      NULL), key and index of its 20 tables as its metadata.create_all
+#      makes them (tests/fixtures/elspeth-0.4.1-schema-postgresql.sql),
+#      but for the one widened column;
+#   b. a run with url ${DATABASE_URL} (ELSPETH's deployment guide's
+#      spelling, a password in it): every table holds what the SQLite
+#      export of the same Landscape holds, row for row; the password is
+#      in no output, no table, no message;
+#   c. a second run: its own id; a re-export replaces, never duplicates;
+#   d. SIGKILL mid-run, resume: the database shows one completed run;
+#   e. wrong password, unknown host, missing database, a read-only user,
+#      a table of another shape: exit 1 before any row, the url named
+#      without its password, no sink written.
+source "$(dirname "$0")/lib.sh"
+source "$(dirname "$0")/pg_lib.sh"
+pg_start
+cd "$WORK"
+PY=/usr/bin/python3
+R=300
+db_q() { "$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p "$PG_PORT" -U elspeth -d "$1" -c "$2"; }
+url() { echo "postgresql://${2:-elspeth}@/$1?host=$PG_DIR&port=$PG_PORT"; }
+show() { sed 's/^/    /' "$@" | head -20; }
+$PY -c 'import psycopg2' 2> /dev/null || { echo "# skipped: python3-psycopg2 is missing"; exit 77; }
+
+# ------------------------------------------------------------- a. schema
+pg_sql -c "CREATE DATABASE ref" -c "CREATE DATABASE live"
+db_q ref "$(grep -v '^--' "$SRC/tests/fixtures/elspeth-0.4.1-schema-postgresql.sql")" > /dev/null
+awk -v n=$R 'BEGIN { print "id,region,amount,text"; for (i = 1; i <= n; i++)
+  printf "%d,r%d,%d,row %d says \"hello\\tworld\"\n", i, i % 3, i * 7 % 100, i }' > rows.csv
+
+pipe() { # pipe URL OUTDIR [DELAY_MS]
+  cat <<YAML
+landscape:
+  url: $1
+source:
+  plugin: csv
+  on_success: work_in
+  options:
+    path: $WORK/rows.csv
+    schema: {mode: fixed, fields: ["id: int", "region: str", "amount: int", "text: str"]}
+    on_validation_failure: discard
+transforms:
+  - {name: work, plugin: delay, input: work_in, on_success: route_in, options: {distribution: uniform, min_ms: ${3:-1}, max_ms: ${3:-2}, seed: 7}}
+gates:
+  - name: route
+    input: route_in
+    condition: "row['id'] % 5 == 0"
+    routes: {'true': stats_in, 'false': fork}
+    fork_to: [a, b]
+coalesce:
+  - {name: join, branches: [a, b], policy: require_all, merge: nested, on_success: out}
+aggregations:
+  - {name: stats, plugin: batch_stats, input: stats_in, on_success: fives, trigger: {count: 5},
+     options: {value_field: amount, group_by: region}}
+sinks:
+  out: {plugin: json, options: {path: $2/out.jsonl}}
+  fives: {plugin: csv, options: {path: $2/fives.csv}}
+YAML
+}
+mkdir -p a
+pipe '${DATABASE_URL:-sqlite:////app/state/landscape.db}' "$WORK/a" > a.yaml
+SECRET='pa:ss@w0rd'
+(cd a && DATABASE_URL="postgresql://elspeth:$SECRET@/live?host=$PG_DIR&port=$PG_PORT&application_name=elspeth-test" \
+  "$ELSPETH" run -s ../a.yaml -x --max-rows-in-flight 16 > run.log 2>&1); rc=$?
+[ $rc = 0 ] && pass "a run with landscape.url \${DATABASE_URL} = postgresql://… (exit 0)" || { fail "run: exit $rc"; show a/run.log; }
+$PY - "$(url ref)" "$(url live)" > schema.log 2>&1 <<'PY' && pass "ELSPETH's 20 tables as its create_all makes them on PostgreSQL: columns, types, NOT NULL, keys, indexes (schema_contract_hash widened to 64)" || { fail "schema differs"; show schema.log; }
+import sys, psycopg2
+T = ("runs nodes edges rows tokens token_parents token_outcomes node_states operations calls "
+     "routing_events batches batch_members batch_outputs artifacts validation_errors "
+     "transform_errors checkpoints secret_resolutions preflight_results").split()
+def shape(url):
+    c = psycopg2.connect(url).cursor()
+    c.execute("""SELECT table_name, column_name, data_type, character_maximum_length, is_nullable
+                 FROM information_schema.columns WHERE table_schema = 'public' AND table_name = ANY(%s)
+                 ORDER BY table_name, ordinal_position""", (T,))
+    cols = c.fetchall()
+    c.execute("""SELECT tc.table_name, tc.constraint_type, string_agg(k.column_name, ',' ORDER BY k.ordinal_position)
+                 FROM information_schema.table_constraints tc JOIN information_schema.key_column_usage k
+                 ON k.constraint_name = tc.constraint_name AND k.table_name = tc.table_name
+                 WHERE tc.table_schema = 'public' AND tc.table_name = ANY(%s)
+                 GROUP BY tc.table_name, tc.constraint_name, tc.constraint_type ORDER BY 1, 2, 3""", (T,))
+    keys = c.fetchall()
+    c.execute("""SELECT t.table_name, c.check_clause FROM information_schema.check_constraints c
+                 JOIN information_schema.table_constraints t ON t.constraint_name = c.constraint_name
+                 WHERE t.table_name = ANY(%s) AND c.check_clause NOT LIKE '%%IS NOT NULL' ORDER BY 1, 2""", (T,))
+    checks = c.fetchall()
+    c.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY(%s) ORDER BY 1", (T,))
+    idx = c.fetchall()
+    return cols, keys, checks, idx
+ref, ours = shape(sys.argv[1]), shape(sys.argv[2])
+want = [tuple(64 if i == 3 and r[:2] == ("runs", "schema_contract_hash") else v for i, v in enumerate(r)) for r in ref[0]]
+assert len(ref[0]) >= 199, len(ref[0])
+assert want == ours[0], [(a, b) for a, b in zip(want, ours[0]) if a != b] or (len(want), len(ours[0]))
+for i, name in ((1, "keys"), (2, "checks"), (3, "indexes")):
+    assert ref[i] == ours[i], (name, sorted(set(ref[i]) ^ set(ours[i]))[:6])
+print("columns", len(ours[0]), "keys", len(ours[1]), "checks", len(ours[2]), "indexes", len(ours[3]))
+PY
+show schema.log | tail -1
+
+# ----------------------------------------------- b. the same as SQLite
+"$ELSPETH" export -d a/state/audit.lmdb --run 1 --sqlite a/same.db > /dev/null 2>&1
+$PY - "$(url live)" a/same.db > same.log 2>&1 <<'PY' && pass "every table holds what the SQLite export of the same Landscape holds, row for row ($(tail -1 same.log))" || { fail "PostgreSQL differs from SQLite"; show same.log; }
+import sqlite3, sys, psycopg2, datetime
+pg = psycopg2.connect(sys.argv[1]).cursor()
+lite = sqlite3.connect(sys.argv[2])
+pg.execute("SELECT run_id FROM elspeth_runs WHERE landscape_run_id = 1")
+rid = pg.fetchone()[0]
+assert len(rid) == 10 and rid != "1", rid
+def norm(v, ids):
+    if isinstance(v, datetime.datetime):
+        assert v.utcoffset() == datetime.timedelta(0), v
+        return v.strftime("%Y-%m-%d %H:%M:%S.%f")
+    if isinstance(v, float):
+        return round(v, 6)
+    if isinstance(v, (bytes, memoryview)):
+        return bytes(v)
+    if isinstance(v, str):
+        return "1" if v == rid else v.replace("-" + rid + "-", "-1-").replace("-" + rid, "-1")
+    return v
+total = 0
+tables = [r[0] for r in lite.execute("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")]
+for t in tables:
+    cols = [r[1] for r in lite.execute("PRAGMA table_info(%s)" % t)]
+    if t == "elspeth_runs":
+        cols.remove("exported_at")
+    q = ", ".join('"%s"' % c for c in cols)
+    a = sorted((tuple(norm(v, 0) for v in r) for r in lite.execute("SELECT %s FROM %s" % (q, t))), key=repr)
+    pg.execute("SELECT %s FROM %s" % (q, t))
+    b = sorted((tuple(norm(v, 1) for v in r) for r in pg.fetchall()), key=repr)
+    if len(b) != len(a):
+        sys.exit("%s: %d rows in SQLite, %d in PostgreSQL" % (t, len(a), len(b)))
+    for x, y in zip(a, b):
+        if x != y:
+            sys.exit("%s differs:\n  sqlite %r\n  pg     %r" % (t, x, y))
+    total += len(a)
+print("%d tables, %d rows" % (len(tables), total))
+PY
+! grep -rqF "$SECRET" a/run.log a/out.jsonl && ! pg_sql -d live -c "SELECT * FROM runs" | grep -qF "$SECRET" \
+  && pass "the password is in no output and not in runs.settings_json" || fail "the password leaked"
+grep -q "application_name=elspeth-test" a/run.log && ! grep -q "s3cr\|pa:ss" a/run.log \
+  && pass "the summary names the url without its password" || { fail "summary"; show a/run.log; }
+
+# ------------------------------------------- c. a second run, re-export
+(cd a && DATABASE_URL="$(url live)" "$ELSPETH" run -s ../a.yaml -x > run2.log 2>&1)
+[ "$(db_q live "SELECT count(DISTINCT run_id) || '|' || count(*) FROM runs")" = "2|2" ] \
+  && pass "a second run gets an id of its own" || fail "runs: $(db_q live 'SELECT run_id FROM runs')"
+"$ELSPETH" export -d a/state/audit.lmdb --run 1 --sqlite "$(url live)" > /dev/null 2>&1
+[ "$(db_q live "SELECT count(*) FROM rows")" = $((2 * R)) ] && [ "$(db_q live "SELECT count(*) FROM runs")" = 2 ] \
+  && pass "exporting run 1 again replaces it (still $((2 * R)) rows, 2 runs)" || fail "re-export: $(db_q live 'SELECT count(*) FROM rows')"
+
+# ------------------------------------------------ d. SIGKILL and resume
+pg_sql -c "CREATE DATABASE kill"
+mkdir -p k
+pipe "$(url kill)" "$WORK/k" 20 > k.yaml
+(cd k && exec "$ELSPETH" run -s ../k.yaml -x --max-rows-in-flight 4 > run.log 2>&1) & pid=$!
+for _ in $(seq 3000); do [ -f k/out.jsonl ] && [ "$(wc -l < k/out.jsonl)" -ge 40 ] && break; sleep 0.01; done
+kill -0 $pid 2>/dev/null && pass "killed mid-run ($(wc -l < k/out.jsonl) lines written)" || fail "the run ended before the SIGKILL"
+kill -9 $pid; wait $pid 2>/dev/null
+(cd k && "$ELSPETH" resume latest -s ../k.yaml -x > resume.log 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(db_q kill "SELECT count(*) || '|' || max(status) FROM runs")" = "1|completed" ] &&
+  [ "$(db_q kill "SELECT count(*) FROM rows")" = $R ] && [ "$(db_q kill "SELECT count(*) FROM elspeth_resumes")" = 1 ] \
+  && pass "resumed: the database shows one completed run, $R rows, its resume" \
+  || { fail "resume: exit $rc, $(db_q kill 'SELECT run_id, status FROM runs')"; show k/resume.log; }
+
+# ------------------------------------------------------------- e. faults
+HBA="$PG_DIR/data/pg_hba.conf"
+{ echo "local all auditor scram-sha-256"; cat "$HBA"; } > hba && cat hba > "$HBA"
+pg_sql -c "CREATE ROLE auditor LOGIN PASSWORD 'right-one'" -c "CREATE DATABASE ro" \
+  -c "CREATE ROLE reader LOGIN" -c "CREATE DATABASE odd"
+(cd "$PG_DIR" && "${PG_AS[@]}" "$PG_BIN/pg_ctl" -D "$PG_DIR/data" reload > /dev/null)
+sleep 0.5
+"$ELSPETH" export -d a/state/audit.lmdb --run 1 --sqlite "$(url ro)" > /dev/null 2>&1
+db_q ro "GRANT SELECT ON ALL TABLES IN SCHEMA public TO reader" > /dev/null
+db_q odd "$(grep -v '^--' "$SRC/tests/fixtures/elspeth-0.4.1-schema-postgresql.sql")" > /dev/null
+db_q odd "ALTER TABLE calls DROP COLUMN latency_ms" > /dev/null
+fault() { # fault NAME URL NEEDLE
+  local d=f$((++NF)) out
+  mkdir -p $d; pipe "$2" "$WORK/$d" > $d.yaml
+  (cd $d && "$ELSPETH" run -s ../$d.yaml -x > run.log 2>&1); rc=$?
+  out=$(cat $d/run.log)
+  if [ $rc = 1 ] && grep -qF -- "$3" <<<"$out" && ! grep -qF "wrong-one" <<<"$out" && [ ! -e $d/out.jsonl ]; then
+    pass "$1: exit 1 before any row, '$3', no password"
+  else fail "$1: exit $rc"; show $d/run.log; fi
+}
+NF=0
+fault "wrong password" "postgresql://auditor:wrong-one@/live?host=$PG_DIR&port=$PG_PORT" "password authentication failed"
+fault "unknown host" "postgresql://auditor:wrong-one@no-such-host.invalid/live" "cannot connect to postgresql://auditor@no-such-host.invalid/live"
+fault "missing database" "postgresql://elspeth:wrong-one@/nosuch?host=$PG_DIR&port=$PG_PORT" "database \"nosuch\" does not exist"
+fault "read-only user" "postgresql://reader:wrong-one@/ro?host=$PG_DIR&port=$PG_PORT" "may not insert into and delete from table runs"
+fault "a table of another shape" "postgresql://elspeth@/odd?host=$PG_DIR&port=$PG_PORT" "table calls has no column latency_ms"
+fault "postgres:// (SQLAlchemy refuses it)" "postgres://elspeth:wrong-one@/live?host=$PG_DIR" "write postgresql://"
+expect "validate names the file, line and key of a bad url" 1 "landscape" -- "$ELSPETH" validate -s f6.yaml
+finish
