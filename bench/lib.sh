@@ -117,3 +117,34 @@ llm_bench_bins() {
   REV=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
   git diff --quiet HEAD 2>/dev/null || REV="$REV+local changes"
 }
+
+# bench_pg_start DIR: a private PostgreSQL server (Debian's postgresql;
+# as an unprivileged user when run as root), reachable through a unix
+# socket in DIR only; sets BENCH_PG_URL, or returns 1 when the server's
+# binaries are missing. bench_pg_stop stops it.
+BENCH_PG_BIN=
+BENCH_PG_DIR=
+BENCH_PG_AS=()
+bench_pg_start() {
+  local d port
+  for d in /usr/lib/postgresql/15/bin $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -rV); do
+    [ -x "$d/initdb" ] && [ -x "$d/pg_ctl" ] && BENCH_PG_BIN=$d && break
+  done
+  [ -n "$BENCH_PG_BIN" ] || return 1
+  BENCH_PG_DIR=$(realpath -m "$1"); rm -rf "$BENCH_PG_DIR"; mkdir -p "$BENCH_PG_DIR"
+  if [ "$(id -u)" = 0 ]; then
+    BENCH_PG_AS=(setpriv --reuid=postgres --regid="$(id -g postgres)" --clear-groups --)
+    chown postgres "$BENCH_PG_DIR"
+  fi
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  (cd "$BENCH_PG_DIR" && "${BENCH_PG_AS[@]}" "$BENCH_PG_BIN/initdb" -D "$BENCH_PG_DIR/data" -U elspeth \
+     --auth=trust -E UTF8 --locale=C > "$BENCH_PG_DIR/initdb.log" 2>&1) || return 1
+  (cd "$BENCH_PG_DIR" && "${BENCH_PG_AS[@]}" "$BENCH_PG_BIN/pg_ctl" -D "$BENCH_PG_DIR/data" \
+     -l "$BENCH_PG_DIR/server.log" -w -o "-k $BENCH_PG_DIR -p $port -c listen_addresses=" start > /dev/null) || return 1
+  BENCH_PG_URL="postgresql://elspeth@/postgres?host=$BENCH_PG_DIR&port=$port"
+}
+bench_pg_stop() {
+  [ -n "$BENCH_PG_DIR" ] && [ -f "$BENCH_PG_DIR/data/postmaster.pid" ] &&
+    (cd "$BENCH_PG_DIR" && "${BENCH_PG_AS[@]}" "$BENCH_PG_BIN/pg_ctl" -D "$BENCH_PG_DIR/data" -m fast -w stop > /dev/null 2>&1)
+  return 0
+}

@@ -4,7 +4,8 @@
 #   a. ELSPETH's PostgreSQL schema: every column (type, length, NOT
 #      NULL), key and index of its 20 tables as its metadata.create_all
 #      makes them (tests/fixtures/elspeth-0.4.1-schema-postgresql.sql),
-#      but for the one widened column;
+#      but for the one widened column and our elspeth_ix_ indexes on
+#      the foreign keys' referencing columns;
 #   b. a run with url ${DATABASE_URL} (ELSPETH's deployment guide's
 #      spelling, a password in it): every table holds what the SQLite
 #      export of the same Landscape holds, row for row; the password is
@@ -87,7 +88,8 @@ def shape(url):
                  JOIN information_schema.table_constraints t ON t.constraint_name = c.constraint_name
                  WHERE t.table_name = ANY(%s) AND c.check_clause NOT LIKE '%%IS NOT NULL' ORDER BY 1, 2""", (T,))
     checks = c.fetchall()
-    c.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY(%s) ORDER BY 1", (T,))
+    c.execute("SELECT indexname, indexdef FROM pg_indexes WHERE schemaname = 'public' AND tablename = ANY(%s) "
+              "AND indexname NOT LIKE 'elspeth\\_%%' ORDER BY 1", (T,))
     idx = c.fetchall()
     return cols, keys, checks, idx
 ref, ours = shape(sys.argv[1]), shape(sys.argv[2])
@@ -99,6 +101,9 @@ for i, name in ((1, "keys"), (2, "checks"), (3, "indexes")):
 print("columns", len(ours[0]), "keys", len(ours[1]), "checks", len(ours[2]), "indexes", len(ours[3]))
 PY
 show schema.log | tail -1
+[ "$(db_q live "SELECT count(*) FROM pg_indexes WHERE indexname LIKE 'elspeth\_ix\_%'")" = 6 ] \
+  && pass "our six indexes on ELSPETH's foreign keys' referencing columns (replacing a run stays linear)" \
+  || fail "elspeth_ix_ indexes: $(db_q live "SELECT indexname FROM pg_indexes WHERE indexname LIKE 'elspeth%'")"
 
 # ----------------------------------------------- b. the same as SQLite
 "$ELSPETH" export -d a/state/audit.lmdb --run 1 --sqlite a/same.db > /dev/null 2>&1
