@@ -10,11 +10,13 @@
 #   stalls  none; 1 % of requests held 3 s then closed unanswered; the
 #           same for 30 s (the demo's timeout_seconds is 10: a stall of
 #           30 s ends at the client's timeout)
-#   mode    old:   max_completed_waiting 2N, tail_timeout_factor 0 (the
-#                  defaults before the heavy-tail work)
-#           new:   the defaults (64 MiB waiting budget, tail deadline at
-#                  3 x p99)
-#           hedge: new + hedge: true (at N = 64 only; it costs requests)
+#   mode    old:   max_completed_waiting 2N, tail_timeout_factor 0, no
+#                  hedge (the defaults before the heavy-tail work)
+#           cut:   64 MiB waiting budget, tail deadline at 3 x p99, no
+#                  hedge (the defaults before hedge: idle)
+#           new:   the defaults (cut + hedge: idle: a copy after 1.5 x p99
+#                  only into a slot nothing else wants)
+#           hedge: hedge: true (at N = 64 only; it costs requests)
 #
 # The bound is what the server itself accounts: its slot-seconds (each
 # admitted request's time in a slot, until answered, stalled out, or
@@ -37,7 +39,7 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 NS=${NS:-"16 64 256"}
 STALLS=${STALLS:-"0 3000 30000"}
-MODES=${MODES:-"old new hedge"}
+MODES=${MODES:-"old cut new hedge"}
 REPEATS=${REPEATS:-1}
 QUIET_MAX=${QUIET_MAX:-1.0}
 QUIET_WAIT=${QUIET_WAIT:-10}
@@ -55,7 +57,8 @@ trap stop_mock EXIT
 settings() {
   local tag=$1 n=$2 mode=$3 f="$OUT/settings/$1.yaml" extra="" waiting=""
   case $mode in
-    old) extra="tail_timeout_factor: 0"; waiting=", max_completed_waiting: $((2 * n))" ;;
+    old) extra="tail_timeout_factor: 0\n      hedge: false"; waiting=", max_completed_waiting: $((2 * n))" ;;
+    cut) extra="hedge: false" ;;
     new) ;;
     hedge) extra="hedge: true" ;;
   esac
@@ -104,7 +107,7 @@ echo "bench/tail.sh at $REV on $(nproc) cores; $(date -u +%FT%TZ)"
   for stall in $STALLS; do
     for n in $NS; do
       for mode in $MODES; do
-        [ "$mode" = hedge ] && [ "$n" != 64 ] && continue
+        { [ "$mode" = hedge ] || [ "$mode" = cut ]; } && [ "$n" != 64 ] && continue
         for rep in $(seq "$REPEATS"); do one "$n" "$stall" "$mode" "$rep"; done
       done
     done

@@ -259,11 +259,12 @@ static void unlink_hedge(upstream *u, job *h)
 		}
 }
 
-/* A copy of attempt j, sent at its p99 if j has no answer by then and
- * before its tail deadline (x->lock held; no memory: no copy). */
-static void plan_hedge(upstream *u, job *j, uint64_t now)
+/* A copy of attempt j, sent at its p99 (idle: HTTP_HEDGE_IDLE_FACTOR x
+ * the p99) if j has no answer by then and before its tail deadline
+ * (x->lock held; no memory: no copy). */
+static void plan_hedge(upstream *u, job *j, uint64_t now, bool idle)
 {
-	double after = http__tail_hedge_after(&u->tail);
+	double after = http__tail_hedge_after(&u->tail) * (idle ? HTTP_HEDGE_IDLE_FACTOR : 1);
 	job *h, **p;
 
 	if (after <= 0 || (j->tail_s > 0 && after >= j->tail_s) || !(h = calloc(1, sizeof(*h))))
@@ -272,6 +273,7 @@ static void plan_hedge(upstream *u, job *j, uint64_t now)
 	h->b = j->b;
 	h->primary = j;
 	h->tail_cut = true; /* a copy runs to the whole timeout */
+	h->idle_only = idle;
 	h->due_mono = now + (uint64_t)(after * 1e9);
 	j->hedge = h;
 	for (p = &u->hedges; *p && (*p)->due_mono <= h->due_mono; p = &(*p)->next)
@@ -353,8 +355,8 @@ static bool start(http_exec *x, upstream *u, job *j, uint64_t now)
 	u->requests++;
 	if (u->active > u->peak_active)
 		u->peak_active = u->active;
-	if (cfg->hedge && !web(j) && !j->primary && !j->hedge)
-		plan_hedge(u, j, now);
+	if ((cfg->hedge || cfg->hedge_idle) && !web(j) && !j->primary && !j->hedge)
+		plan_hedge(u, j, now, !cfg->hedge);
 	return true;
 }
 
@@ -767,13 +769,20 @@ static uint64_t dispatch_up(http_exec *x, upstream *u, uint64_t now)
 	while ((j = u->hedges) && j->due_mono <= now) {
 		uint64_t t;
 
-		if (u->halted || stopping(j)) {
+		/* An idle copy goes only into a slot nothing else wants. */
+		if (u->halted || stopping(j) || (j->idle_only && u->ready)) {
 			u->hedges = j->next;
 			j->primary->hedge = NULL;
 			free_hedge(j);
 			continue;
 		}
 		if ((t = http__gate_acquire(&u->gate, now, j->req->tokens, &j->k, &held))) {
+			if (j->idle_only) {
+				u->hedges = j->next;
+				j->primary->hedge = NULL;
+				free_hedge(j);
+				continue;
+			}
 			j->why = held;
 			return t == HTTP_CAP_WAIT_DONE ? 0 : t;
 		}

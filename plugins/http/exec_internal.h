@@ -56,6 +56,9 @@ struct job {
 	/* Hedging: a primary's copy (malloc'd; pending in upstream.hedges
 	 * until due, then running), or a copy's primary. */
 	job *hedge, *primary;
+	bool idle_only;                /* a copy sent only if, when due, the
+					* upstream has nothing else to send
+					* and a slot free (hedge: idle) */
 };
 
 /* Clients that send to the same place with the same key and mode. */

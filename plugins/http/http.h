@@ -81,9 +81,13 @@ typedef struct http_cfg {
 	 * 1 s, only if sooner than timeout_s) is cut and sent again at once
 	 * with the whole timeout; 0: off. hedge: a copy of an attempt still
 	 * unanswered after the p99 is sent, the first good answer is used
-	 * and the other copy cancelled (both are recorded). */
+	 * and the other copy cancelled (both are recorded). hedge_idle
+	 * (without hedge): such a copy only after HTTP_HEDGE_IDLE_FACTOR x
+	 * the p99, and only when, then, nothing else waits to be sent and a
+	 * slot is free — a stuck request at the end of a run, or in a pool
+	 * smaller than the server's capacity. */
 	double tail_factor;
-	bool hedge;
+	bool hedge, hedge_idle;
 	bool web;                     /* a web client (above) */
 	/* The upstream's name in messages and stats and, with the mode,
 	 * its identity, instead of the URL's scheme://host:port: a client

@@ -324,6 +324,7 @@ void http__gate_restore(http_gate *g, const json_t *saved, uint64_t now);
 #define HTTP_TAIL_EVERY 16    /* answers between two recomputations */
 #define HTTP_TAIL_MIN 64      /* answers before any deadline or hedge */
 #define HTTP_TAIL_FLOOR_S 1.0 /* no tail deadline is shorter */
+#define HTTP_HEDGE_IDLE_FACTOR 1.5 /* hedge: idle copies after 1.5 x p99 */
 
 typedef struct http_tail {
 	float rtt[HTTP_TAIL_N];   /* seconds, a ring */

@@ -124,6 +124,25 @@ static void share_capacity(http_cfg *x, const plg_env *env, unsigned pool)
 		x->max_dispatch_delay_ms = x->min_dispatch_delay_ms;
 }
 
+/* hedge: true (a copy after the p99), false, or idle (the default: a
+ * copy after 1.5 x the p99 only into a slot nothing else wants). */
+static int hedge_opt(const core_node *o, http_cfg *x, core_err *err)
+{
+	const core_node *n = core_map_get(o, "hedge");
+
+	x->hedge = false;
+	x->hedge_idle = true;
+	if (!n)
+		return 0;
+	if (n->kind == CORE_NODE_SCALAR && !strcmp(n->value, "idle"))
+		return 0;
+	x->hedge_idle = false;
+	if (core_opt_bool(o, "hedge", &x->hedge, err))
+		return core_err_at(err, CORE_ECONFIG, n, "hedge: expected true, false "
+				   "or idle (got '%s')", n->kind == CORE_NODE_SCALAR ? n->value : "a collection");
+	return 0;
+}
+
 static int throttle(llm_client *c, const plg_env *env, const core_node *o,
 		    int provider, core_err *err)
 {
@@ -147,7 +166,7 @@ static int throttle(llm_client *c, const plg_env *env, const core_node *o,
 	    (rc = core_opt_double(o, "max_capacity_retry_seconds", 0, 31536000, &x->max_capacity_retry_s, err)) ||
 	    (rc = core_opt_double(o, "max_retry_after_seconds", 0, 31536000, &x->max_retry_after_s, err)) ||
 	    (rc = core_opt_double(o, "tail_timeout_factor", 0, 1000, &x->tail_factor, err)) ||
-	    (rc = core_opt_bool(o, "hedge", &x->hedge, err)))
+	    (rc = hedge_opt(o, x, err)))
 		return rc;
 	if (x->max_dispatch_delay_ms < x->min_dispatch_delay_ms)
 		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "max_dispatch_delay_ms"),

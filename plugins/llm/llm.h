@@ -194,8 +194,11 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *   tail_timeout_factor (3): an attempt unanswered after this x the p99 of
  *                         the upstream's recent answers (at least 1 s) is
  *                         cut and sent again with the whole timeout; 0: off
- *   hedge (false)         a copy of an attempt unanswered after the p99 is
- *                         sent; the first good answer wins (both recorded)
+ *   hedge (idle)          true: a copy of an attempt unanswered after the
+ *                         p99 is sent; the first good answer wins (both
+ *                         recorded). idle: such a copy only after 1.5 x
+ *                         the p99 and only into a slot nothing else wants (a
+ *                         stuck request at the end of a run). false: none
  *   budgets               the settings' rate_limit entry for the service
  *                         (openrouter, azure_openai, openai)
  *   schema                accepted (ELSPETH's block)

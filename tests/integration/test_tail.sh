@@ -10,7 +10,10 @@
 #  3. a hedged run killed with SIGKILL and resumed writes the same sinks
 #     as an uninterrupted run, and no row's answer is bought more than
 #     the two copies' worth (a resume replays what was recorded);
-#  4. the waiting budget: the progress events say what holds rows back.
+#  4. the waiting budget: the progress events say what holds rows back;
+#  5. hedge: idle (the default): with fewer rows in flight than the pool,
+#     a stuck request gets a copy after 1.5 x p99 (long before the tail
+#     deadline), only stuck ones do, and each row keeps one answer.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/llm_lib.sh"
 cd "$WORK"; [ -n "${KEEP:-}" ] && trap - EXIT
@@ -94,6 +97,24 @@ is "kill+resume: every row has a good answer ($rows of $R), none bought more tha
   [ "$rows" = $R -a "$most" -le 2 ]
 is "kill+resume: verify" verify_ok k
 stop_mock
+
+# ------------------------------------ 5. hedge: idle, the default
+start_mock idle --latency fixed:40 --stall-rate 0.03 --stall-ms 20000 --seed 5
+pipeline idle.yaml rows.csv llm "$(opts "timeout_seconds: 4")" "$retry"
+run idle idle.yaml --max-rows-in-flight 8
+stalls=$(mstat "s['faults']['stall']")
+is "idle: exit 0, all $R rows out (in $SECS s, $stalls stalls)" [ "$RC" = 0 -a "$(nlines idle/out.jsonl)" = $R ]
+line=$(grep -o '[0-9]* hedged ([0-9]* won)' idle.log)
+sent=${line%% *}
+won=$(sqlq idle "select count(*) from calls where error_json like '%its hedged twin answered first%'")
+is "idle: copies rescue stuck requests ($line, $won twins cancelled, $stalls stalls)" [ -n "$sent" ] && [ "$won" -gt 0 ]
+is "idle: copies only for stuck requests (hedged $sent <= stalls $stalls + 2)" [ "$sent" -le $((stalls + 2)) ]
+bad=$(sqlq idle "select count(*) from (select state_id, sum(status = 'success') ok from calls group by state_id) where ok < 1")
+is "idle: every row has a good answer ($bad rows without)" [ "$bad" = 0 ]
+is "idle: the sinks equal the unhedged run's" diff -r tail idle
+stop_mock
+pipeline off.yaml rows.csv llm "$(opts "timeout_seconds: 4" "hedge: maybe")" "$retry"
+OUT=off STATE=state-off expect "hedge: maybe is refused naming the choices" 1 "hedge: expected true, false or idle" -- "$ELSPETH" validate -s off.yaml
 
 # ------------------------------------------- 4. what holds rows back
 start_mock slow --latency fixed:20
