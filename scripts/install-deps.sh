@@ -15,7 +15,7 @@ PKGS=(
   libpcre2-dev
   libpq-dev postgresql
   libmicrohttpd-dev libsodium-dev prometheus
-  python3-grpcio python3-protobuf protobuf-compiler python3-websocket
+  python3-grpcio python3-protobuf protobuf-compiler python3-websocket python3-psycopg2
   chromium
   slurmctld slurmd slurm-client munge
 )

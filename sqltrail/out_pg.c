@@ -60,18 +60,25 @@ _Static_assert(sizeof(copy_order) / sizeof(copy_order[0]) == ST__COUNT,
 
 /* ---------------------------------------------------------------- errors */
 
+/* libpq's message on one line, without its trailing newline. */
+static void one_line(char *out, size_t cap, const char *msg)
+{
+	size_t n;
+
+	snprintf(out, cap, "%s", msg && *msg ? msg : "no message");
+	n = strlen(out);
+	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
+		out[--n] = '\0';
+	for (char *p = out; *p; p++)
+		if (*p == '\n')
+			*p = ' ';
+}
+
 static int pg_fail(out_pg *o, const char *what, const char *msg, core_err *err)
 {
 	char clean[1024];
-	size_t n;
 
-	snprintf(clean, sizeof(clean), "%s", msg && *msg ? msg : "no message");
-	n = strlen(clean);
-	while (n && (clean[n - 1] == '\n' || clean[n - 1] == ' '))
-		clean[--n] = '\0';
-	for (char *p = clean; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
+	one_line(clean, sizeof(clean), msg);
 	return core_err_set(err, CORE_EIO, "%s: %s (%s)", what, clean, o->shown);
 }
 
@@ -616,22 +623,18 @@ int sqlt__pg_connect(const char *url, PGconn **out, char **shown, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (PQstatus(pg) != CONNECTION_OK) {
 		char msg[1024];
-		size_t n;
 
-		snprintf(msg, sizeof(msg), "%s", PQerrorMessage(pg));
-		n = strlen(msg);
-		while (n && (msg[n - 1] == '\n' || msg[n - 1] == ' '))
-			msg[--n] = '\0';
-		for (char *p = msg; *p; p++)
-			if (*p == '\n')
-				*p = ' ';
+		one_line(msg, sizeof(msg), PQerrorMessage(pg));
 		rc = core_err_set(err, CORE_EIO, "cannot connect to %s: %s", *shown, msg);
 		PQfinish(pg);
 		return rc;
 	}
 	PQsetNoticeProcessor(pg, quiet, NULL);
 	if (PQsetClientEncoding(pg, "UTF8")) {
-		rc = core_err_set(err, CORE_EIO, "%s: %s", *shown, PQerrorMessage(pg));
+		char msg[1024];
+
+		one_line(msg, sizeof(msg), PQerrorMessage(pg));
+		rc = core_err_set(err, CORE_EIO, "%s: %s", *shown, msg);
 		PQfinish(pg);
 		return rc;
 	}
