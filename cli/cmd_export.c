@@ -1,6 +1,7 @@
 /* cmd_export.c — `elspeth export`: the audit trail as an SQLite database
  * in ELSPETH 0.4.1's schema (sqltrail/sqltrail.h, docs/audit.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -29,26 +30,27 @@ int cli_export(int argc, char **argv)
 {
 	static const char usage[] =
 		"usage: elspeth export [-s SETTINGS | -d PATH] [-r ID|latest|all]\n"
-		"                      --sqlite FILE [--payloads]\n\n"
+		"                      --sqlite FILE|URL [--payloads]\n\n"
 		"Writes runs of the audit trail into an SQLite database with ELSPETH\n"
 		"0.4.1's twenty tables (runs, nodes, edges, rows, tokens, node_states,\n"
-		"calls, ...) and ours (elspeth_*), creating FILE when missing. A run\n"
-		"already in FILE is replaced, so exporting again is safe.\n\n"
+		"calls, ...) and ours (elspeth_*), creating FILE when missing; or into\n"
+		"the PostgreSQL database of a postgresql:// URL (docs/audit.md). A run\n"
+		"already there is replaced, so exporting again is safe.\n\n"
 		"  -r, --run ID|latest|all  the run (default: all)\n"
-		"      --sqlite FILE        the database to write\n"
+		"      --sqlite FILE|URL    the database to write\n"
 		"      --payloads           also copy the payloads the runs refer to\n"
 		"                           (source rows, errors, LLM bodies) into\n"
 		"                           elspeth_payloads\n";
 	cli_read_args a = { .run = "all" };
 	export_job job = { 0 };
 	core_err err = { 0 };
-	char path[4096];
+	char path[4096], *shown;
 	uint64_t run = 0;
 	int rc;
 
 	if ((rc = cli_parse_read_args("export", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
-	if (!a.sqlite)
+	if (!a.sqlite || !*a.sqlite)
 		return cli_usage_error("export", "--sqlite FILE is required");
 	if (a.manifest)
 		return cli_export_manifest(&a);
@@ -57,16 +59,19 @@ int cli_export(int argc, char **argv)
 	job.sqlite = a.sqlite;
 	if ((rc = cli_landscape_path(a.settings, a.database, path, sizeof(path))))
 		return rc;
-	if ((rc = rec_read_isolated(path, "the exporter", export_fn, &job, 1 << 20, &run, NULL, &err))) {
+	if (!(shown = core_url_sanitize(a.sqlite)))
+		return CLI_ERROR;
+	rc = rec_read_isolated(path, "the exporter", export_fn, &job, 1 << 20, &run, NULL, &err);
+	if (rc) {
 		cli_error(&err);
 		if (rc == CORE_EDATA)
 			fprintf(stderr, "export: nothing of the run it was reading was written "
-				"to %s\n", a.sqlite);
-		return CLI_ERROR;
+				"to %s\n", shown);
+	} else if (run) {
+		fprintf(stderr, "exported run %llu to %s\n", (unsigned long long)run, shown);
+	} else {
+		fprintf(stderr, "exported every run to %s\n", shown);
 	}
-	if (run)
-		fprintf(stderr, "exported run %llu to %s\n", (unsigned long long)run, a.sqlite);
-	else
-		fprintf(stderr, "exported every run to %s\n", a.sqlite);
-	return CLI_OK;
+	free(shown);
+	return rc ? CLI_ERROR : CLI_OK;
 }

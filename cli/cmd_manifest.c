@@ -1,6 +1,7 @@
 /* cmd_manifest.c — `runs`, `explain`, `verify` and `export` with
  * --manifest: a sharded run read as one (docs/scale-out.md). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -235,11 +236,20 @@ int cli_export_manifest(const cli_read_args *a)
 		     sqlt_export(env, run, a->sqlite, &o, &err);
 		rec_close(env, NULL);
 	}
-	if (rc)
+	if (rc) {
 		cli_error(&err);
-	else
-		fprintf(stderr, "exported the runs of %u shards (shard-0 .. shard-%u) to %s\n",
-			m->nshards, m->nshards - 1, a->sqlite);
+	} else {
+		char *shown = core_url_sanitize(a->sqlite);
+
+		if (core_sql_is_pg(a->sqlite))
+			fprintf(stderr, "exported the runs of %u shards to %s, each under an id "
+				"of its own (elspeth_runs.landscape_run_id: its number)\n",
+				m->nshards, shown ? shown : "the database");
+		else
+			fprintf(stderr, "exported the runs of %u shards (shard-0 .. shard-%u) to %s\n",
+				m->nshards, m->nshards - 1, shown ? shown : a->sqlite);
+		free(shown);
+	}
 	shd_free(m);
 	return rc ? CLI_ERROR : CLI_OK;
 }
