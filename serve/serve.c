@@ -210,6 +210,33 @@ static enum MHD_Result resume(srv *s, struct MHD_Connection *c, const char *id)
 	return reply(c, MHD_HTTP_ACCEPTED, json_pack("{s:s}", "run_id", j->id));
 }
 
+/* ELSPETH's GET /api/runs/{id}/results: the run's final figures, 409
+ * while it is pending or running. */
+static enum MHD_Result results(srv *s, struct MHD_Connection *c, const char *id)
+{
+	static const char *const keys[] = {
+		"run_id", "status", "rows_processed", "rows_failed", "landscape_run_id", "error",
+	};
+	json_t *st = srv__status(s, id), *out;
+	const char *status;
+	char msg[64];
+
+	if (!st)
+		return detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	status = json_string_value(json_object_get(st, "status"));
+	if (!status || !strcmp(status, "pending") || !strcmp(status, "running")) {
+		snprintf(msg, sizeof(msg), "Run is still %s", status ? status : "pending");
+		json_decref(st);
+		return detail(c, MHD_HTTP_CONFLICT, msg);
+	}
+	out = json_object();
+	for (size_t i = 0; out && i < sizeof(keys) / sizeof(keys[0]); i++)
+		json_object_set(out, keys[i], json_object_get(st, keys[i]) ?
+				json_object_get(st, keys[i]) : json_null());
+	json_decref(st);
+	return reply(c, MHD_HTTP_OK, out);
+}
+
 static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *method,
 				 const char *rest)
 {
@@ -226,6 +253,8 @@ static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *m
 		st = srv__status(s, id);
 		return st ? reply(c, MHD_HTTP_OK, st) : detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
 	}
+	if (slash && !strcmp(slash, "/results") && !strcmp(method, "GET"))
+		return results(s, c, id);
 	if (slash && !strcmp(slash, "/report") && !strcmp(method, "GET"))
 		return trail_read(s, c, id, 0);
 	if (slash && !strncmp(slash, "/rows/", 6) && !strcmp(method, "GET")) {

@@ -84,6 +84,14 @@ assert set(s) >= {"run_id","status","started_at","finished_at","rows_processed",
 assert s["rows_processed"] == 5 and s["rows_failed"] == 0 and s["landscape_run_id"] == "1" and s["error"] is None' "$out" &&
   pass "GET /api/runs/{id}: ELSPETH's RunStatusResponse (5 rows, Landscape run 1)" || fail "status: $out"
 
+out=$(api GET "/api/runs/$id/results")
+"$DPY" -c 'import json,sys
+b, code = sys.argv[1].rsplit("\n", 1)
+r = json.loads(b)
+assert code == "200" and list(r) == ["run_id","status","rows_processed","rows_failed","landscape_run_id","error"], r
+assert r["status"] == "completed" and r["rows_processed"] == 5 and r["error"] is None, r' "$out" &&
+  pass "GET /api/runs/{id}/results: ELSPETH's final figures" || fail "results: $out"
+
 # the run's trail: a row's story, the report page
 out=$(api GET "/api/runs/$id/rows/2")
 "$DPY" -c 'import json,sys; d=json.loads(sys.argv[1].rsplit("\n",1)[0]); assert d["row"]["seq"] == 2, d' "$out" &&
@@ -97,6 +105,9 @@ grep -q "<html" <<<"$out" && [ "${out##*$'\n'}" = 200 ] && pass "GET /api/runs/{
 out=$(api POST /api/runs '{"settings_path": "slow.yaml"}'); slow=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 out=$(api POST /api/runs '{"settings_path": "p.yaml"}'); next=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 is "the slow run starts" wait_state "$slow" running
+out=$(api GET "/api/runs/$slow/results")
+[ "${out##*$'\n'}" = 409 ] && grep -q '"detail":"Run is still running"' <<<"$out" &&
+  pass "results of a running run: 409 'Run is still running'" || fail "results while running: $out"
 [ "$(status_of "$next")" = pending ] && pass "the next run waits its turn (pending)" || fail "not pending"
 list=$(api GET /api/runs | head -1)
 "$DPY" -c 'import json,sys; a=json.loads(sys.argv[1]); assert [r["run_id"] for r in a][:2] == [sys.argv[3], sys.argv[2]], a' "$list" "$slow" "$next" &&
