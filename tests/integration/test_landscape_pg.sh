@@ -13,8 +13,10 @@
 #   c. a second run: its own id; a re-export replaces, never duplicates;
 #   d. SIGKILL mid-run, resume: the database shows one completed run;
 #   e. wrong password, unknown host, missing database, a read-only user,
-#      a table of another shape: exit 1 before any row, the url named
-#      without its password, no sink written.
+#      a table of another shape, an unknown sslmode: exit 1
+#      before any row, the url named without its password, no sink
+#      written; a user who may only write rows, its password from
+#      PGPASSWORD, writes the run.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 pg_start
@@ -196,6 +198,16 @@ fault "unknown host" "postgresql://auditor:wrong-one@no-such-host.invalid/live" 
 fault "missing database" "postgresql://elspeth:wrong-one@/nosuch?host=$PG_DIR&port=$PG_PORT" "database \"nosuch\" does not exist"
 fault "read-only user" "postgresql://reader:wrong-one@/ro?host=$PG_DIR&port=$PG_PORT" "may not insert into and delete from table runs"
 fault "a table of another shape" "postgresql://elspeth@/odd?host=$PG_DIR&port=$PG_PORT" "table calls has no column latency_ms"
+fault "an sslmode libpq does not know" "postgresql://elspeth:wrong-one@/live?host=$PG_DIR&port=$PG_PORT&sslmode=sometimes" "sslmode"
 fault "postgres:// (SQLAlchemy refuses it)" "postgres://elspeth:wrong-one@/live?host=$PG_DIR" "write postgresql://"
-expect "validate names the file, line and key of a bad url" 1 "landscape" -- "$ELSPETH" validate -s f6.yaml
+expect "validate names the file, line and key of a bad url" 1 "landscape" -- "$ELSPETH" validate -s f7.yaml
+
+# A user who may only write rows (the tables are another's), its password
+# from PGPASSWORD, as libpq reads it.
+db_q live "GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA public TO auditor" > /dev/null
+mkdir -p w; pipe "postgresql://auditor@/live?host=$PG_DIR&port=$PG_PORT" "$WORK/w" > w.yaml
+(cd w && PGPASSWORD=right-one "$ELSPETH" run -s ../w.yaml -x > run.log 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(db_q live "SELECT count(*) FROM runs")" = 3 ] \
+  && pass "PGPASSWORD, and a user allowed only to write rows: the run is written" \
+  || { fail "auditor: exit $rc, runs $(db_q live "SELECT count(*) FROM runs")"; show w/run.log; }
 finish

@@ -1,10 +1,11 @@
 """ELSPETH 0.4.1's own reader against our SQL export.
 
-Opens the exported file with ELSPETH's LandscapeAnalyzer (the code behind
-its MCP server) and checks, for every run and row, that what it reports
-equals what `elspeth explain` says: the run summary's row count and
-outcome distribution, and for every token its parents, node states and
-outcome. Run by elspeth_analyzer.sh (needs the ELSPETH reference).
+Opens the exported file (or a postgresql:// url) with ELSPETH's
+LandscapeAnalyzer (the code behind its MCP server) and checks, for every
+run and row, that what it reports equals what `elspeth explain` says: the
+run summary's row count and outcome distribution, and for every token its
+parents, node states and outcome. Run by elspeth_analyzer.sh and
+elspeth_analyzer_pg.sh (need the ELSPETH reference).
 """
 import collections
 import json
@@ -14,7 +15,14 @@ import sys
 from elspeth.mcp.analyzer import LandscapeAnalyzer
 
 elspeth, db, workdir = sys.argv[1], sys.argv[2], sys.argv[3]
-a = LandscapeAnalyzer("sqlite:///" + db)
+url = db if "://" in db else "sqlite:///" + db
+a = LandscapeAnalyzer(url)
+# In PostgreSQL a run's id is not its number (docs/audit.md): explain
+# takes the number, elspeth_runs.landscape_run_id.
+import sqlalchemy
+with sqlalchemy.create_engine(url).connect() as c:
+    number = {r[0]: str(r[1]) for r in c.execute(sqlalchemy.text(
+        "SELECT run_id, landscape_run_id FROM elspeth_runs"))}
 
 
 def ours(*args):
@@ -29,11 +37,11 @@ checked_rows = checked_tokens = 0
 for r in a.list_runs():
     rid = val(r, "run_id")
     summary = a.get_run_summary(rid)
-    run = ours("runs", "--run", rid, "--json")
+    run = ours("runs", "--run", number[rid], "--json")
     assert summary["counts"]["rows"] == run["rows"], (rid, summary["counts"], run["rows"])
     want = collections.Counter()
     for seq in range(1, run["rows"] + 1):
-        doc = ours("explain", "--run", rid, "--row", str(seq), "--json")
+        doc = ours("explain", "--run", number[rid], "--row", str(seq), "--json")
         for t in doc["tokens"]:
             tid = "tok-%s-%d" % (rid, t["token_id"])
             if t.get("superseded"):
