@@ -260,13 +260,15 @@ static void unlink_hedge(upstream *u, job *h)
 }
 
 /* A copy of attempt j, sent at its p99 (idle: HTTP_HEDGE_IDLE_FACTOR x
- * the p99) if j has no answer by then and before its tail deadline
- * (x->lock held; no memory: no copy). */
+ * the p99, at least HTTP_HEDGE_IDLE_FLOOR_S) if j has no answer by then
+ * and before its tail deadline (x->lock held; no memory: no copy). */
 static void plan_hedge(upstream *u, job *j, uint64_t now, bool idle)
 {
 	double after = http__tail_hedge_after(&u->tail) * (idle ? HTTP_HEDGE_IDLE_FACTOR : 1);
 	job *h, **p;
 
+	if (idle && after > 0 && after < HTTP_HEDGE_IDLE_FLOOR_S)
+		after = HTTP_HEDGE_IDLE_FLOOR_S;
 	if (after <= 0 || (j->tail_s > 0 && after >= j->tail_s) || !(h = calloc(1, sizeof(*h))))
 		return;
 	h->req = j->req;

@@ -324,7 +324,10 @@ void http__gate_restore(http_gate *g, const json_t *saved, uint64_t now);
 #define HTTP_TAIL_EVERY 16    /* answers between two recomputations */
 #define HTTP_TAIL_MIN 64      /* answers before any deadline or hedge */
 #define HTTP_TAIL_FLOOR_S 1.0 /* no tail deadline is shorter */
-#define HTTP_HEDGE_IDLE_FACTOR 1.5 /* hedge: idle copies after 1.5 x p99 */
+#define HTTP_HEDGE_IDLE_FACTOR 1.5 /* hedge: idle copies after 1.5 x p99, */
+#define HTTP_HEDGE_IDLE_FLOOR_S 0.5 /* and never sooner: a fast upstream's
+				     * tight p99 is within a loaded
+				     * machine's scheduling jitter */
 
 typedef struct http_tail {
 	float rtt[HTTP_TAIL_N];   /* seconds, a ring */

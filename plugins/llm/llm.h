@@ -197,7 +197,8 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  *   hedge (idle)          true: a copy of an attempt unanswered after the
  *                         p99 is sent; the first good answer wins (both
  *                         recorded). idle: such a copy only after 1.5 x
- *                         the p99 and only into a slot nothing else wants (a
+ *                         the p99 (at least 0.5 s) and only into a slot
+ *                         nothing else wants (a
  *                         stuck request at the end of a run). false: none
  *   budgets               the settings' rate_limit entry for the service
  *                         (openrouter, azure_openai, openai)
