@@ -354,6 +354,33 @@ static json_t *profile(const char *user)
 			 "display_name", user, "email", "groups");
 }
 
+/* ------------------------------------------------------------- page */
+
+/* serve/web/index.html, built in (cmake/embed.cmake) */
+extern const unsigned char srv__page[];
+extern const size_t srv__page_len;
+
+/* The page needs no token (its API calls do); it may load nothing but
+ * itself and talk to nothing but this server. */
+static enum MHD_Result page(struct MHD_Connection *c)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(srv__page_len,
+		(void *)srv__page, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result rc;
+
+	if (!r)
+		return MHD_NO;
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	MHD_add_response_header(r, "Content-Security-Policy",
+		"default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; "
+		"connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'");
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Cache-Control", "no-store");
+	rc = MHD_queue_response(c, MHD_HTTP_OK, r);
+	MHD_destroy_response(r);
+	return rc;
+}
+
 /* --------------------------------------------------------- dispatch */
 
 typedef struct upload {
@@ -386,6 +413,8 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	}
 	if (u->too_big)
 		return detail(c, MHD_HTTP_CONTENT_TOO_LARGE, "request body over 1 MiB");
+	if ((!strcmp(url, "/") || !strcmp(url, "/index.html")) && !strcmp(method, "GET"))
+		return page(c);
 	if (!strcmp(url, "/api/health") && !strcmp(method, "GET"))
 		return reply(c, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 	if (!strcmp(url, "/api/auth/config") && !strcmp(method, "GET"))
