@@ -564,6 +564,20 @@ typedef struct core_settings {
 #define CORE_PG_LMDB "./state/audit.lmdb"
 /* Whether a SQL trail (core_landscape_paths' sqlite) is PostgreSQL's. */
 bool core_sql_is_pg(const char *sql);
+
+/* ------------------------------------------------------------- PostgreSQL
+ * (pg.c) A connection to url (postgresql[+driver]://…; libpq takes
+ * sslmode, application_name, a password from the url, PGPASSWORD or
+ * ~/.pgpass): connect_timeout 10 and application_name elspeth unless the
+ * url says otherwise, NOTICEs silenced, UTF-8; readonly: every
+ * transaction read-only. *shown: url without its password (malloc'd,
+ * also on failure; NULL when out of memory), the only spelling of it in
+ * messages. CORE_EIO "cannot connect to SHOWN: why". */
+struct pg_conn;
+int core_pg_connect(const char *url, bool readonly, struct pg_conn **out, char **shown,
+		    core_err *err);
+/* libpq's message msg into out on one line, without its trailing newline. */
+void core_pg_message(char *out, size_t cap, const char *msg);
 int core_landscape_paths(const char *url, char *lmdb, size_t cap,
 			 char *sqlite, size_t scap, core_err *err);
 

@@ -73,13 +73,6 @@ struct sqlt_out {
 extern const char *const sqlt__delete_sql[];
 int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err);
 int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err);
-/* A connection to url (postgresql[+driver]://…; libpq takes sslmode,
- * application_name, a password from the url, PGPASSWORD or ~/.pgpass);
- * *shown: the url without its password (malloc'd, also on failure),
- * the only spelling of it in messages. */
-struct pg_conn;
-int sqlt__pg_connect(const char *url, struct pg_conn **out, char **shown,
-		     core_err *err);
 
 /* Our outcomes, in ELSPETH's spelling (sqlt__outcome_names). */
 enum {

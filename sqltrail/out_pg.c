@@ -60,25 +60,11 @@ _Static_assert(sizeof(copy_order) / sizeof(copy_order[0]) == ST__COUNT,
 
 /* ---------------------------------------------------------------- errors */
 
-/* libpq's message on one line, without its trailing newline. */
-static void one_line(char *out, size_t cap, const char *msg)
-{
-	size_t n;
-
-	snprintf(out, cap, "%s", msg && *msg ? msg : "no message");
-	n = strlen(out);
-	while (n && (out[n - 1] == '\n' || out[n - 1] == ' '))
-		out[--n] = '\0';
-	for (char *p = out; *p; p++)
-		if (*p == '\n')
-			*p = ' ';
-}
-
 static int pg_fail(out_pg *o, const char *what, const char *msg, core_err *err)
 {
 	char clean[1024];
 
-	one_line(clean, sizeof(clean), msg);
+	core_pg_message(clean, sizeof(clean), msg);
 	return core_err_set(err, CORE_EIO, "%s: %s (%s)", what, clean, o->shown);
 }
 
@@ -590,58 +576,6 @@ static const sqlt_out_ops ops = {
 	pg_begin, pg_row, pg_commit, pg_rollback, pg_close,
 };
 
-static void quiet(void *arg, const char *msg)
-{
-	(void)arg, (void)msg; /* NOTICEs ("already exists, skipping") */
-}
-
-int sqlt__pg_connect(const char *url, PGconn **out, char **shown, core_err *err)
-{
-	/* The url comes last: what it says wins over these defaults. */
-	const char *keys[] = { "connect_timeout", "fallback_application_name", "dbname", NULL };
-	const char *vals[] = { "10", "elspeth", NULL, NULL };
-	const char *sep = strstr(url, "://");
-	char *plain = NULL;
-	PGconn *pg;
-	int rc = 0;
-
-	*out = NULL;
-	if (!(*shown = core_url_sanitize(url)))
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	/* SQLAlchemy's postgresql+psycopg2:// is libpq's postgresql:// */
-	if (sep && memchr(url, '+', (size_t)(sep - url))) {
-		size_t n = strlen(sep) + sizeof("postgresql");
-
-		if (!(plain = malloc(n)))
-			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		snprintf(plain, n, "postgresql%s", sep);
-	}
-	vals[2] = plain ? plain : url;
-	pg = PQconnectdbParams(keys, vals, 1);
-	free(plain);
-	if (!pg)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if (PQstatus(pg) != CONNECTION_OK) {
-		char msg[1024];
-
-		one_line(msg, sizeof(msg), PQerrorMessage(pg));
-		rc = core_err_set(err, CORE_EIO, "cannot connect to %s: %s", *shown, msg);
-		PQfinish(pg);
-		return rc;
-	}
-	PQsetNoticeProcessor(pg, quiet, NULL);
-	if (PQsetClientEncoding(pg, "UTF8")) {
-		char msg[1024];
-
-		one_line(msg, sizeof(msg), PQerrorMessage(pg));
-		rc = core_err_set(err, CORE_EIO, "%s: %s", *shown, msg);
-		PQfinish(pg);
-		return rc;
-	}
-	*out = pg;
-	return 0;
-}
-
 int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err)
 {
 	out_pg *o = calloc(1, sizeof(*o));
@@ -651,7 +585,7 @@ int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err)
 	if (!o)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	o->base.ops = &ops;
-	if ((rc = sqlt__pg_connect(url, &o->pg, &o->shown, err))) {
+	if ((rc = core_pg_connect(url, false, &o->pg, &o->shown, err))) {
 		free(o->shown);
 		free(o);
 		return rc;

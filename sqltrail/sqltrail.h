@@ -2,13 +2,16 @@
  * sqltrail.h — the Landscape as ELSPETH 0.4.1's SQL audit schema: its 20
  * tables, column names and types, filled from our records, plus tables of
  * our own for what ELSPETH does not record (docs/audit.md "The SQL
- * trail"). Used by `elspeth export --sqlite`, by runs whose
- * landscape.url is sqlite:///... (brought up to date after every run and
- * resume, run/after.c), by `elspeth manifest` and by `elspeth mcp`'s
+ * trail"), in an SQLite file or a PostgreSQL database (ADR 0039). Used
+ * by `elspeth export --sqlite`, by runs whose landscape.url is
+ * sqlite:///... or postgresql://... (brought up to date after every run
+ * and resume, run/after.c), by `elspeth manifest` and by `elspeth mcp`'s
  * query over an LMDB trail. `elspeth report` reads the Landscape itself.
+ * No threads of its own; an export uses the calling thread.
  *
- * Ids are text: run "1", the rest prefixed by kind and run ("tok-1-42"),
- * times ISO 8601 UTC as ELSPETH's SQLite stores them, hashes hex.
+ * Ids are text: run "1" (in PostgreSQL ten base-36 digits, export.c), the
+ * rest prefixed by kind and run ("tok-1-42"), times ISO 8601 UTC as
+ * ELSPETH's SQLite stores them, hashes hex.
  */
 #ifndef ELSPETH_SQLTRAIL_H
 #define ELSPETH_SQLTRAIL_H

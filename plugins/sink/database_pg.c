@@ -58,11 +58,6 @@ static int fail(dbs_conn *c, int code, const char *msg, core_err *err)
 	return core_err_set(err, code, "%s: %.*s", c->where, (int)n, msg);
 }
 
-static void quiet(void *arg, const char *msg)
-{
-	(void)arg, (void)msg; /* NOTICEs ("already exists, skipping") */
-}
-
 static void pg_disconnect(dbs_conn *c)
 {
 	if (!c)
@@ -79,36 +74,17 @@ static void pg_disconnect(dbs_conn *c)
 static int pg_connect(const dbs_url *u, bool readonly, dbs_conn **out,
 		      core_err *err)
 {
-	/* The url comes last: what it says wins over these defaults. */
-	const char *keys[5] = { "connect_timeout", "fallback_application_name" };
-	const char *vals[5] = { "10", "elspeth" };
 	dbs_conn *c = calloc(1, sizeof(*c));
-	int k = 2, rc;
+	char *shown = NULL;
+	int rc;
 
 	if (!c || !(c->where = strdup(u->sanitized))) {
 		free(c);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
-	if (readonly) {
-		keys[k] = "options";
-		vals[k++] = "-c default_transaction_read_only=on";
-	}
-	keys[k] = "dbname";
-	vals[k++] = u->conninfo;
-	c->pg = PQconnectdbParams(keys, vals, 1);
-	if (!c->pg) {
-		pg_disconnect(c);
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	}
-	if (PQstatus(c->pg) != CONNECTION_OK) {
-		rc = fail(c, CORE_EIO, PQerrorMessage(c->pg), err);
-		core_err_prefix(err, "cannot connect");
-		pg_disconnect(c);
-		return rc;
-	}
-	PQsetNoticeProcessor(c->pg, quiet, NULL);
-	if (PQsetClientEncoding(c->pg, "UTF8")) {
-		rc = fail(c, CORE_EIO, PQerrorMessage(c->pg), err);
+	rc = core_pg_connect(u->conninfo, readonly, &c->pg, &shown, err);
+	free(shown);
+	if (rc) {
 		pg_disconnect(c);
 		return rc;
 	}
