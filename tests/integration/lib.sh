@@ -65,3 +65,36 @@ mock_stop() {
   if [ -n "$MOCK_PID" ]; then kill "$MOCK_PID" 2>/dev/null; wait "$MOCK_PID" 2>/dev/null; fi
   MOCK_PID=; unset ELSPETH_LLM_URL
 }
+
+# trail_pipe URL OUTDIR MIN_MS MAX_MS: the SQL trail tests' pipeline (CSV
+# $WORK/rows.csv -> delay -> gate -> fork/coalesce, an aggregation -> JSON,
+# CSV in OUTDIR), its Landscape at URL.
+trail_pipe() {
+  cat <<YAML
+landscape:
+  url: $1
+source:
+  plugin: csv
+  on_success: work_in
+  options:
+    path: $WORK/rows.csv
+    schema: {mode: fixed, fields: ["id: int", "region: str", "amount: int", "text: str"]}
+    on_validation_failure: discard
+transforms:
+  - {name: work, plugin: delay, input: work_in, on_success: route_in, options: {distribution: uniform, min_ms: $3, max_ms: $4, seed: 7}}
+gates:
+  - name: route
+    input: route_in
+    condition: "row['id'] % 5 == 0"
+    routes: {'true': stats_in, 'false': fork}
+    fork_to: [a, b]
+coalesce:
+  - {name: join, branches: [a, b], policy: require_all, merge: nested, on_success: out}
+aggregations:
+  - {name: stats, plugin: batch_stats, input: stats_in, on_success: fives, trigger: {count: 5},
+     options: {value_field: amount, group_by: region}}
+sinks:
+  out: {plugin: json, options: {path: $2/out.jsonl}}
+  fives: {plugin: csv, options: {path: $2/fives.csv}}
+YAML
+}

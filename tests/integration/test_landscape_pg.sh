@@ -34,35 +34,7 @@ db_q ref "$(grep -v '^--' "$SRC/tests/fixtures/elspeth-0.4.1-schema-postgresql.s
 awk -v n=$R 'BEGIN { print "id,region,amount,text"; for (i = 1; i <= n; i++)
   printf "%d,r%d,%d,row %d says \"hello\\tworld\"\n", i, i % 3, i * 7 % 100, i }' > rows.csv
 
-pipe() { # pipe URL OUTDIR [DELAY_MS]
-  cat <<YAML
-landscape:
-  url: $1
-source:
-  plugin: csv
-  on_success: work_in
-  options:
-    path: $WORK/rows.csv
-    schema: {mode: fixed, fields: ["id: int", "region: str", "amount: int", "text: str"]}
-    on_validation_failure: discard
-transforms:
-  - {name: work, plugin: delay, input: work_in, on_success: route_in, options: {distribution: uniform, min_ms: ${3:-1}, max_ms: ${3:-2}, seed: 7}}
-gates:
-  - name: route
-    input: route_in
-    condition: "row['id'] % 5 == 0"
-    routes: {'true': stats_in, 'false': fork}
-    fork_to: [a, b]
-coalesce:
-  - {name: join, branches: [a, b], policy: require_all, merge: nested, on_success: out}
-aggregations:
-  - {name: stats, plugin: batch_stats, input: stats_in, on_success: fives, trigger: {count: 5},
-     options: {value_field: amount, group_by: region}}
-sinks:
-  out: {plugin: json, options: {path: $2/out.jsonl}}
-  fives: {plugin: csv, options: {path: $2/fives.csv}}
-YAML
-}
+pipe() { trail_pipe "$1" "$2" "${3:-1}" "${3:-2}"; } # pipe URL OUTDIR [DELAY_MS]
 mkdir -p a
 pipe '${DATABASE_URL:-sqlite:////app/state/landscape.db}' "$WORK/a" > a.yaml
 SECRET='pa:ss@w0rd'

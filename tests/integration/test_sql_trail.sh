@@ -148,35 +148,7 @@ expect "a file whose tables have other columns is refused" 1 "column runs.status
 # ------------------------------------------ d. landscape.url sqlite:///
 R=400
 awk -v n=$R 'BEGIN { print "id,region,amount,text"; for (i = 1; i <= n; i++) printf "%d,r%d,%d,ticket %d\n", i, i % 3, i * 7 % 101, i }' > rows.csv
-pipe() {
-  cat <<YAML
-landscape:
-  url: sqlite:///$1
-source:
-  plugin: csv
-  on_success: work_in
-  options:
-    path: $WORK/rows.csv
-    schema: {mode: fixed, fields: ["id: int", "region: str", "amount: int", "text: str"]}
-    on_validation_failure: discard
-transforms:
-  - {name: work, plugin: delay, input: work_in, on_success: route_in, options: {distribution: uniform, min_ms: 5, max_ms: 15, seed: 7}}
-gates:
-  - name: route
-    input: route_in
-    condition: "row['id'] % 5 == 0"
-    routes: {'true': stats_in, 'false': fork}
-    fork_to: [a, b]
-coalesce:
-  - {name: join, branches: [a, b], policy: require_all, merge: nested, on_success: out}
-aggregations:
-  - {name: stats, plugin: batch_stats, input: stats_in, on_success: fives, trigger: {count: 5},
-     options: {value_field: amount, group_by: region}}
-sinks:
-  out: {plugin: json, options: {path: $2/out.jsonl}}
-  fives: {plugin: csv, options: {path: $2/fives.csv}}
-YAML
-}
+pipe() { trail_pipe "sqlite:///$1" "$2" 5 15; }
 mkdir -p ref kill int
 pipe ref/audit.db "$WORK/ref" > ref.yaml
 pipe runs/audit.db "$WORK/kill" > kill.yaml
