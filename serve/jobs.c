@@ -109,6 +109,7 @@ void srv__job_free(srv_job *j)
 	if (!j)
 		return;
 	dag_free(j->graph);
+	json_decref(j->live);
 	core_settings_free(j->settings);
 	free(j->yaml);
 	free(j);
@@ -130,6 +131,7 @@ int srv__load(srv *s, const char *path, const char *yaml, srv_job **out, core_er
 		err->code = SRV_FORBIDDEN;
 		return rc;
 	}
+	j->owner = s;
 	snprintf(j->name, sizeof(j->name), "%s", path ? path : "posted.yaml");
 	rc = path ? run_load(path, &j->settings, &j->graph, err) :
 	     run_load_text(j->name, yaml, &j->settings, &j->graph, err);
@@ -166,6 +168,8 @@ static void observe(void *ctx, const run_event *ev)
 	}
 	if (ev->kind == RUN_EV_SAMPLE && ev->sample && ev->sample->run_id)
 		__atomic_store_n(&j->landscape_run, ev->sample->run_id, __ATOMIC_RELAXED);
+	if (ev->kind == RUN_EV_SAMPLE && ev->sample)
+		srv__job_sample(j->owner, j, ev->sample);
 }
 
 static void run_one(srv *s, srv_job *j)
@@ -360,7 +364,7 @@ static json_t *status_of(const srv_job *j)
 		"settings", j->name);
 }
 
-static srv_job *find(srv *s, const char *id)
+srv_job *srv__find(srv *s, const char *id)
 {
 	for (size_t i = 0; i < s->njobs; i++)
 		if (!strcmp(s->jobs[i]->id, id))
@@ -374,7 +378,7 @@ json_t *srv__status(srv *s, const char *id)
 	json_t *out = NULL;
 
 	pthread_mutex_lock(&s->lock);
-	if ((j = find(s, id)))
+	if ((j = srv__find(s, id)))
 		out = status_of(j);
 	pthread_mutex_unlock(&s->lock);
 	return out;
@@ -397,7 +401,7 @@ const char *srv__cancel(srv *s, const char *id)
 	const char *out = NULL;
 
 	pthread_mutex_lock(&s->lock);
-	if ((j = find(s, id))) {
+	if ((j = srv__find(s, id))) {
 		if (j->state == SRV_PENDING || j->state == SRV_RUNNING) {
 			j->cancel_asked = true;
 			atomic_store(&j->stop, 1); /* as SIGINT: resumable */

@@ -253,6 +253,12 @@ static enum MHD_Result run_route(srv *s, struct MHD_Connection *c, const char *m
 		st = srv__status(s, id);
 		return st ? reply(c, MHD_HTTP_OK, st) : detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
 	}
+	if (slash && !strcmp(method, "GET") &&
+	    (!strcmp(slash, "/live") || !strcmp(slash, "/graph") || !strcmp(slash, "/settings"))) {
+		st = slash[1] == 'l' ? srv__live(s, id) : slash[1] == 'g' ? srv__graph(s, id) :
+		     srv__settings_text(s, id);
+		return st ? reply(c, MHD_HTTP_OK, st) : detail(c, MHD_HTTP_NOT_FOUND, "Run not found");
+	}
 	if (slash && !strcmp(slash, "/results") && !strcmp(method, "GET"))
 		return results(s, c, id);
 	if (slash && !strcmp(slash, "/report") && !strcmp(method, "GET"))

@@ -35,6 +35,9 @@ typedef struct srv_job {
 	uint64_t succeeded, quarantined; /* the summary's, at the end */
 	uint64_t landscape_run;    /* the Landscape's run id, 0: none yet */
 	char error[1024];
+	json_t *live;              /* the latest metric sample (view.c), under
+				    * srv.lock; NULL: none yet */
+	struct srv *owner;
 	struct srv_job *next;      /* the queue */
 } srv_job;
 
@@ -101,5 +104,18 @@ json_t *srv__list(srv *s);
 const char *srv__cancel(srv *s, const char *id);
 /* ELSPETH's ValidationResult. */
 json_t *srv__validation(bool ok, const char *error);
+/* Job id, or NULL (lock held). */
+srv_job *srv__find(srv *s, const char *id);
+
+/* view.c: what the page shows besides the status, NULL for no such run.
+ * A metric sample as JSON (in flight, waiting and what holds it, token
+ * outcomes, calls by class, writes per sink, each LLM upstream's pace,
+ * window and refusals); the job's latest ({} before the first); its graph
+ * (nodes and edges); the settings text it was started from. */
+json_t *srv__sample_json(const eng_sample *smp);
+void srv__job_sample(srv *s, srv_job *j, const eng_sample *smp);
+json_t *srv__live(srv *s, const char *id);
+json_t *srv__graph(srv *s, const char *id);
+json_t *srv__settings_text(srv *s, const char *id);
 
 #endif

@@ -130,6 +130,23 @@ moving = wait(moved, 60, 0.2)
 check("the live numbers move over the WebSocket (rows processed seen: %s)" %
       ", ".join(map(str, seen[:8])), moving)
 check("... and only upwards", seen == sorted(seen))
+def upstream_live():
+    t = text("upstreams")
+    return "classify" in t and "of 64" in t
+
+
+check("the live panel shows the llm upstream's window and requests while running",
+      wait(upstream_live, 20))
+inflight = js("(() => { for (const tr of document.querySelectorAll('#live tr'))"
+              " if (tr.cells[0].textContent === 'in flight') return tr.cells[1].textContent; return ''; })()")
+check("... and the rows in flight (%s)" % inflight, inflight.isdigit() and 0 < int(inflight) <= 64)
+check("the graph is drawn: source, classify, route and the three sinks",
+      wait(lambda: js("[...document.querySelectorAll('#graph g.node')].map(g => g.dataset.name).sort().join(',')")
+           == "classify,errors,route,source,tickets,urgent", 10))
+check("... with its edges, the error path dashed",
+      js("document.querySelectorAll('#graph path.edge').length") >= 5 and
+      js("document.querySelectorAll('#graph path.edge[stroke-dasharray]').length") >= 1)
+check("the settings text is shown", "plugin: llm" in text("yaml") and "demo.yaml" in text("yaml-name"))
 w, h, colours = shot("2-running")
 mid = text("rows-processed")
 check("the running screenshot is a drawn page (%d distinct scanlines; rows %s)" % (colours, mid), colours > 100)
@@ -138,6 +155,8 @@ check("its final numbers: %s rows, %s failed, Landscape run %s" % (
     text("rows-processed"), text("rows-failed"), text("landscape-run")),
     text("rows-processed") == "3000" and text("landscape-run") == "1")
 check("the runs table lists it completed", wait(lambda: "completed" in text("runs"), 10))
+check("the last sample: every row written, the urgent sink among them",
+      wait(lambda: "written to urgent" in text("calls") and "rowsreleased3000" in text("live").replace(" ", ""), 10))
 
 js("document.getElementById('row-n').value = 42; document.getElementById('row-btn').click()")
 check("row 42's story shows", wait(lambda: "Row 42" in text("story"), 15))

@@ -101,6 +101,31 @@ out=$(api GET "/api/runs/$id/report")
 grep -q "<html" <<<"$out" && [ "${out##*$'\n'}" = 200 ] && pass "GET /api/runs/{id}/report: the report page" ||
   fail "report: $(head -c 200 <<<"$out")"
 
+# what the page shows besides: the last metric sample, the graph, the settings
+out=$(api GET "/api/runs/$id/live" | head -1)
+"$DPY" -c 'import json,sys
+d = json.loads(sys.argv[1])
+assert d["final"] is True and d["rows_released"] == 5 and d["in_flight"] == 0, d
+assert sum(d["sinks"].values()) == 5 and set(d["sinks"]) == {"passed", "failed"}, d["sinks"]
+assert sum(d["outcomes"].values()) == 5 and isinstance(d["upstreams"], list), d' "$out" &&
+  pass "GET /api/runs/{id}/live: the last sample (5 rows released, writes per sink)" || fail "live: $out"
+out=$(api GET "/api/runs/$id/graph" | head -1)
+"$DPY" -c 'import json,sys
+g = json.loads(sys.argv[1])
+names = {n["name"]: (n["kind"], n["plugin"]) for n in g["nodes"]}
+assert names["rename"] == ("transform", "field_mapper") and names["pass_check"][0] == "gate", names
+assert names["passed"] == ("sink", "csv") and g["nodes"][0]["kind"] == "source", names
+ids = {n["name"]: n["id"] for n in g["nodes"]}
+e = {(x["from"], x["to"], x["label"]) for x in g["edges"]}
+assert (ids["pass_check"], ids["passed"], "true") in e and (ids["pass_check"], ids["failed"], "false") in e, e' "$out" &&
+  pass "GET /api/runs/{id}/graph: nodes (kind, plugin) and the gate's labelled edges" || fail "graph: $out"
+out=$(api GET "/api/runs/$id/settings" | head -1)
+"$DPY" -c 'import json,sys
+t = json.loads(sys.argv[1])
+assert t["settings"] == "p.yaml" and t["source"] == "file" and t["yaml"] == open("root/p.yaml").read(), t' "$out" &&
+  pass "GET /api/runs/{id}/settings: the settings file's text" || fail "settings: $out"
+[ "$(api GET /api/runs/0123/graph | tail -1)" = 404 ] && pass "the graph of no such run: 404" || fail "graph 404"
+
 # cancel a slow run; a second one waits its turn, then runs
 out=$(api POST /api/runs '{"settings_path": "slow.yaml"}'); slow=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
 out=$(api POST /api/runs '{"settings_path": "p.yaml"}'); next=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
@@ -112,7 +137,15 @@ out=$(api GET "/api/runs/$slow/results")
 list=$(api GET /api/runs | head -1)
 "$DPY" -c 'import json,sys; a=json.loads(sys.argv[1]); assert [r["run_id"] for r in a][:2] == [sys.argv[3], sys.argv[2]], a' "$list" "$slow" "$next" &&
   pass "GET /api/runs: newest first" || fail "list order"
-sleep 0.5
+ok=0
+for _ in $(seq 40); do
+  out=$(api GET "/api/runs/$slow/live" | head -1)
+  "$DPY" -c 'import json,sys
+d = json.loads(sys.argv[1])
+assert d.get("final") is False and d["rows_pulled"] > 0 and 0 < d["in_flight"] <= 4, d' "$out" 2>/dev/null && { ok=1; break; }
+  sleep 0.1
+done
+[ $ok = 1 ] && pass "live while running: rows pulled, at most 4 in flight ($out)" || fail "live while running: $out"
 out=$(api POST "/api/runs/$slow/cancel")
 grep -q '"status"' <<<"$out" && pass "POST /api/runs/{id}/cancel answers" || fail "cancel: $out"
 is "the slow run ends cancelled" wait_state "$slow" cancelled
