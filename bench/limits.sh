@@ -38,6 +38,9 @@
 #              llm option capacity_control: aimd = the dispatch-delay AIMD
 #              with its defaults, adaptive = the capacity controller)
 #              REPEATS=3; ROWS_<scenario> to change a scenario's rows.
+#              BASE_BIN=path/to/elspeth with mode `base` in MODES: the
+#              capacity controller of another build (e.g. the commit
+#              before a change), run in turn with the others.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
@@ -60,7 +63,7 @@ trap stop_mock EXIT
 mode_opts() {
   case $1 in
     aimd) echo "capacity_control: aimd" ;;
-    adaptive) echo "capacity_control: adaptive" ;;
+    adaptive|base) echo "capacity_control: adaptive" ;;
     *) echo "unknown mode $1" >&2; exit 2 ;;
   esac
 }
@@ -127,7 +130,9 @@ for sc in $WHICH; do
       quiet_gate
       mock POST /admin/reset > /dev/null
       t0=$(date +%s.%N)
-      "$BIN" run -s "$OUT/settings/$tag.yaml" --execute --max-rows-in-flight "$N" \
+      bin=$BIN
+      if [ "$mode" = base ]; then bin=${BASE_BIN:?mode base needs BASE_BIN}; fi
+      "$bin" run -s "$OUT/settings/$tag.yaml" --execute --max-rows-in-flight "$N" \
         --format json > "$OUT/log/$tag.jsonl" 2> "$OUT/log/$tag.err" || true
       t1=$(date +%s.%N)
       mock GET /admin/stats > "$OUT/log/$tag.stats.json"

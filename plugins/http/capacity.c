@@ -279,6 +279,8 @@ static unsigned window_slots(const http_cap *c)
 
 	if (!c->opened_at && w > c->cfg.start_window)
 		w = c->cfg.start_window;
+	else if (c->ramp > 0 && w > c->ramp)
+		w = (unsigned)c->ramp;
 	return w < 1 ? 1 : w > c->cfg.max_inflight ? c->cfg.max_inflight : w;
 }
 
@@ -654,6 +656,10 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 		c->promoted_at = 0;
 		probe_failed(c, now, hinted);
 	} else if (!within(now, c->nudge_at, NUDGE_S)) {
+		/* a nudge may be the first refusal of a fall: by the drop that
+		 * follows, the last second shows the fallen limit, not the
+		 * cruise the upstream carried before it */
+		c->peak = fmax(c->peak, c->base);
 		set_base(c, c->base * NUDGE, now);
 		c->nudge_at = now;
 		/* no probe nor jump until the nudged base has held a while */
@@ -842,18 +848,42 @@ static void answered(http_cap *c, uint64_t sent)
 	}
 }
 
+/* The first answer opens the start window. An upstream that announces
+ * its slots gets them at once; one that announces a budget is paced by
+ * it; any other is found by a slow start, one more in flight for each
+ * answer (doubling every round trip), which ends at the first refusal or
+ * at the window: a burst of the whole ceiling into a small rate limit
+ * is refused, and counted against the client, before it can be judged. */
+static void open_window(http_cap *c, uint64_t now, const http_hints *h)
+{
+	c->opened_at = now;
+	if (h && h->limit_concurrency >= 1) {
+		c->window = c->good_window = fmin(h->limit_concurrency, c->cfg.max_inflight);
+		return;
+	}
+	if (h && (h->limit_requests >= 0 || h->remaining_requests >= 0 ||
+		  h->limit_tokens >= 0 || h->remaining_tokens >= 0))
+		return;
+	if (c->cfg.start_window < c->window)
+		c->ramp = c->cfg.start_window;
+}
+
 void http__cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 		    http_cap_outcome o, const http_hints *h, double tokens)
 {
 	answered(c, sent);
 	if (!c->opened_at)
-		c->opened_at = now;
+		open_window(c, now, h);
 	if (o == HTTP_CAP_OK && tokens > 0)
 		used_tokens(c, sent, tokens);
 	if (c->inflight)
 		c->inflight--;
 	if (h)
 		on_hints(c, sent, k, now, o, h);
+	if (o == HTTP_CAP_OK && c->ramp > 0 && ++c->ramp >= c->window)
+		c->ramp = 0;
+	if (o == HTTP_CAP_REFUSED)
+		c->ramp = 0;
 	if (o == HTTP_CAP_OK)
 		on_success(c, sent, k, now);
 	else if (o == HTTP_CAP_REFUSED)

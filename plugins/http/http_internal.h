@@ -141,6 +141,9 @@ typedef struct http_cap {
 	bool ever_ok;
 	uint64_t opened_at;           /* the first answer (0: none yet; until
 				       * then START_WINDOW in flight) */
+	double ramp;                  /* > 0: the slow start's window after the
+				       * first answer, +1 an answer, until a
+				       * refusal or the window (0: over) */
 	/* reactions to refusals: one per round trip */
 	uint64_t react_at;            /* the last one */
 	unsigned sent_since_react, oks_since_react, refused_since_react;

@@ -167,21 +167,78 @@ Test(http_capacity, remaining_zero_blocks_until_the_reset)
 }
 
 /* Until the first answer, 8 at most: it may announce a budget. */
-Test(http_capacity, the_first_answer_opens_the_window)
+Test(http_capacity, the_first_answer_starts_a_slow_start)
 {
 	http_cap_cfg cfg = { .max_inflight = 64 };
 	http_cap c;
 	http_cap_reason why;
+	unsigned k = 9;
 
 	http__cap_init(&c, &cfg, 0);
 	for (unsigned i = 1; i <= 8; i++)
 		cr_assert_eq(go(&c, 0), i);
 	cr_assert_eq(held(&c, 0, &why), HTTP_CAP_WAIT_DONE);
 	cr_assert_eq(why, HTTP_CAP_WINDOW);
+	/* each answer frees its slot and adds one: two go for each */
 	ok(&c, 0, 1, 100 * MS);
-	for (unsigned i = 8; i <= 64; i++) /* 7 still in flight, then the rest */
+	cr_assert_eq(go(&c, 100 * MS), 8);
+	cr_assert_eq(go(&c, 100 * MS), 9);
+	cr_assert_eq(held(&c, 100 * MS, &why), HTTP_CAP_WAIT_DONE);
+	cr_assert_eq(why, HTTP_CAP_WINDOW);
+	/* a round trip of answers doubles it, up to the ceiling */
+	for (unsigned rtt = 0; rtt < 3; rtt++) {
+		unsigned n = k;
+
+		for (unsigned i = 0; i < n; i++) {
+			ok(&c, 100 * MS, k, 200 * MS);
+			k--;
+		}
+		while (http__cap_acquire(&c, 200 * MS, 0, &k, &why) == 0)
+			;
+		cr_assert_eq(why, HTTP_CAP_WINDOW);
+		cr_assert_eq(k, n * 2 > 64 ? 64 : n * 2, "round %u: %u in flight", rtt, k);
+	}
+}
+
+Test(http_capacity, announced_slots_open_the_window_at_once)
+{
+	http_cap_cfg cfg = { .max_inflight = 64 };
+	http_cap c;
+	http_cap_reason why;
+	http_hints h;
+
+	http__cap_init(&c, &cfg, 0);
+	for (unsigned i = 1; i <= 8; i++)
+		go(&c, 0);
+	http__hints_init(&h);
+	h.limit_concurrency = 56;
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	for (unsigned i = 8; i <= 56; i++) /* 7 still in flight, then to the slots */
 		cr_assert_eq(go(&c, 100 * MS), i);
 	cr_assert_eq(held(&c, 100 * MS, &why), HTTP_CAP_WAIT_DONE);
+	cr_assert_eq(why, HTTP_CAP_WINDOW);
+}
+
+Test(http_capacity, an_announced_budget_skips_the_slow_start)
+{
+	http_cap_cfg cfg = { .max_inflight = 64 };
+	http_cap c;
+	http_hints h;
+
+	http__cap_init(&c, &cfg, 0);
+	for (unsigned i = 1; i <= 8; i++)
+		go(&c, 0);
+	http__hints_init(&h);
+	h.limit_requests = 10000;
+	h.remaining_requests = 9990;
+	h.reset_requests_s = 60;
+	http__cap_done(&c, 0, 1, 100 * MS, HTTP_CAP_OK, &h, 0);
+	unsigned k = 0, n = 0;
+	http_cap_reason why;
+
+	while (http__cap_acquire(&c, 100 * MS, 0, &k, &why) == 0)
+		n++;
+	cr_assert_neq(why, HTTP_CAP_WINDOW, "the budget paces; no ramp (%u sent)", n);
 }
 
 /* A success sent at `sent`, answered at `now`, announcing `remaining` of

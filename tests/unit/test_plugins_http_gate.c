@@ -53,11 +53,14 @@ Test(gate, a_joined_ceiling_is_used)
 {
 	http_cfg a = cfg(HTTP_MODE_ADAPTIVE, 4), b = cfg(HTTP_MODE_ADAPTIVE, 12);
 	http_gate g;
+	http_hints h;
 
 	http__gate_init(&g, &a, 0);
 	http__gate_join(&g, &b);
 	cr_assert_eq(fill(&g, 0), 8, "until the first answer, the start window");
-	http__gate_done(&g, 0, 1, 1 * MS, HTTP_CAP_OK, NULL, 0);
+	http__hints_init(&h);
+	h.limit_concurrency = 100; /* announced slots: no slow start */
+	http__gate_done(&g, 0, 1, 1 * MS, HTTP_CAP_OK, &h, 0);
 	cr_assert_eq(fill(&g, 1 * MS), 5, "then the joined ceiling: 12 in flight");
 }
 
