@@ -49,3 +49,37 @@ const char *plg__opt_path(const core_node *options)
 
 	return p && p->kind == CORE_NODE_SCALAR ? p->value : NULL;
 }
+
+const plg_option plg__schema_opts[] = {
+	{ "schema", "object", false, "{\"mode\": \"observed\"}",
+	  "the rows' schema: mode (observed, fixed, flexible), fields (\"name: type\", "
+	  "'?' for optional), required_fields, guaranteed_fields, audit_fields "
+	  "(docs/settings.md, \"The schema block\")" },
+	{ NULL }
+};
+
+const plg_option plg__input_opts[] = {
+	{ "required_input_fields", "array", false, NULL,
+	  "fields a row must have: checked against the producer's schema before the "
+	  "run, and per row (a row error)" },
+	{ NULL }
+};
+
+#define MAX_KEYS 96
+
+int plg__check_options(const core_node *opts, const plg_option *const *tables,
+		      core_err *err)
+{
+	const char *keys[MAX_KEYS + 1];
+	size_t n = 0;
+
+	for (size_t t = 0; tables[t]; t++)
+		for (const plg_option *f = tables[t]; f->name; f++) {
+			if (n == MAX_KEYS)
+				return core_err_set(err, CORE_EINTERNAL,
+						    "a plugin has more than %d options", MAX_KEYS);
+			keys[n++] = f->name;
+		}
+	keys[n] = NULL;
+	return core_map_check_keys(opts, keys, err);
+}

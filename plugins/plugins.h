@@ -110,9 +110,26 @@ typedef struct plg_source_pos {
 	bool bytes;
 } plg_source_pos;
 
+/* One option of a plugin: what `elspeth serve`'s catalog and `mcp`'s
+ * plugin_schema show (ELSPETH's ConfigFieldSummary), and the keys the
+ * plugin accepts (plg__check_options: a key not in its tables is refused),
+ * so the two cannot drift. type: a JSON Schema type, or several joined
+ * by '|' ("string|object"); def: the default as JSON text, NULL for none
+ * (or one that depends on other options: desc says). */
+typedef struct plg_option {
+	const char *name;
+	const char *type;
+	bool required;
+	const char *def;
+	const char *desc;
+} plg_option;
+
 typedef struct plg_source_ops {
 	const char *name;
 	const char *description;
+	/* Its options: tables of fields, each ending with a NULL name,
+	 * the list ending with NULL. */
+	const plg_option *const *options;
 	/* Opens the source. `options` is the source's options MAP (it may hold
 	 * `on_validation_failure`, which the engine reads; plugins allow it). */
 	int (*open)(const plg_env *env, const core_node *options,
@@ -317,6 +334,9 @@ void plg_outputs_release(plg_outputs *o);
 typedef struct plg_transform_ops {
 	const char *name;
 	const char *description;
+	/* Its options: tables of fields, each ending with a NULL name,
+	 * the list ending with NULL. */
+	const plg_option *const *options;
 	/* An expanding transform (json_explode) turns one row into zero or
 	 * more: process() then returns a JSON array of rows in *out. */
 	bool expands;
@@ -381,6 +401,9 @@ typedef struct plg_sink_frame {
 typedef struct plg_sink_ops {
 	const char *name;
 	const char *description;
+	/* Its options: tables of fields, each ending with a NULL name,
+	 * the list ending with NULL. */
+	const plg_option *const *options;
 	/* Opens (creating missing parent directories) and checks the target is
 	 * writable, so a bad path fails before any row is read. */
 	int (*open)(const plg_env *env, const core_node *options,
@@ -438,6 +461,9 @@ typedef struct plg_sink_ops {
 typedef struct plg_aggregation_ops {
 	const char *name;
 	const char *description;
+	/* Its options: tables of fields, each ending with a NULL name,
+	 * the list ending with NULL. */
+	const plg_option *const *options;
 	int (*open)(const plg_env *env, const core_node *options,
 		    void **state, core_err *err);
 	/* members: the batch's rows in seq order (n >= 1). On success *out is
@@ -472,6 +498,23 @@ const plg_sink_ops *plg_find_sink(const char *name);
 const plg_aggregation_ops *plg_find_aggregation(const char *name);
 /* The i-th plugin of a kind (name and description), for `plugins list`
  * and for "did you mean" messages; false past the end. */
+/* The option tables of plugin `name` of `kind` (as the ops' `options`),
+ * or NULL: no such plugin. */
+const plg_option *const *plg_options_of(plg_kind kind, const char *name);
+/* Option tables as ELSPETH's catalog shows them (catalog.c): a list of
+ * {name, type, required, description, default} (a union type shows its
+ * first member, as ELSPETH's does), and a JSON Schema object of them
+ * (title, properties, required, no other keys). */
+json_t *plg_option_fields(const plg_option *const *tables);
+json_t *plg_option_schema(const char *title, const plg_option *const *tables);
+/* ELSPETH's catalog (its web/catalog service): the PluginSummary list
+ * (name, description, plugin_type, config_fields) of type "source",
+ * "transform" (aggregations too) or "sink", NULL for another type; and
+ * one plugin's PluginSchemaInfo (name, plugin_type, description,
+ * json_schema), or NULL with ELSPETH's message in msg ("Unknown plugin
+ * type: …", "Unknown transform plugin: …. Available: […]"). */
+json_t *plg_catalog_list(const char *type);
+json_t *plg_catalog_schema(const char *type, const char *name, char *msg, size_t cap);
 bool plg_describe(plg_kind kind, size_t i, const char **name,
 		  const char **description);
 

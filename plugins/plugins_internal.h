@@ -97,6 +97,13 @@ bool plg__is_decimal(const char *p, const char *e, bool *integral);
 
 /* The option keys every plugin accepts besides its own. */
 #define PLG_COMMON_KEYS "schema"
+/* The same as tables (plugins/options.c): `schema` for every plugin, and
+ * `required_input_fields` for transforms and aggregations. */
+extern const plg_option plg__schema_opts[];
+extern const plg_option plg__input_opts[];
+/* core_map_check_keys against the keys of `tables` (a plugin's fields). */
+int plg__check_options(const core_node *opts, const plg_option *const *tables,
+		      core_err *err);
 /* ... and every transform and aggregation: `required_input_fields`, the
  * fields it needs from upstream (checked before the run, contract.c). */
 #define PLG_TRANSFORM_KEYS PLG_COMMON_KEYS, "required_input_fields"

@@ -101,6 +101,22 @@ const plg_aggregation_ops *plg_find_aggregation(const char *name)
 	return NULL;
 }
 
+const plg_option *const *plg_options_of(plg_kind kind, const char *name)
+{
+	const plg_source_ops *so;
+	const plg_transform_ops *to;
+	const plg_sink_ops *ko;
+	const plg_aggregation_ops *ao;
+
+	switch (kind) {
+	case PLG_SOURCE: return (so = plg_find_source(name)) ? so->options : NULL;
+	case PLG_TRANSFORM: return (to = plg_find_transform(name)) ? to->options : NULL;
+	case PLG_SINK: return (ko = plg_find_sink(name)) ? ko->options : NULL;
+	case PLG_AGGREGATION: return (ao = plg_find_aggregation(name)) ? ao->options : NULL;
+	}
+	return NULL;
+}
+
 bool plg_describe(plg_kind kind, size_t i, const char **name,
 		  const char **description)
 {

@@ -171,6 +171,16 @@ int run_load_text(const char *name, const char *yaml, core_settings **s, dag_gra
  * opens them (nothing read, written or connected to; no plugin left
  * open), then the depends_on pipelines (run_check_dependencies). */
 int run_validate(const core_settings *s, dag_graph *g, core_err *err);
+/* Confinement, for pipelines posted to a server (serve, mcp --root):
+ * whether path p, relative to the working directory, which is root (a
+ * realpath), stays under it — not absolute, no "..", and what exists of
+ * it resolves (symbolic links followed) under root; and whether every
+ * file the settings name (path, url of sqlite:/// and lmdb://, *_path,
+ * *_file, settings) does. run_confine: CORE_ECONFIG naming the first that
+ * does not, at its position, and *outside set; depends_on is refused the
+ * same way (its pipelines' own files are not looked at). */
+bool run_path_inside(const char *root, const char *p);
+int run_confine(const char *root, const core_settings *s, bool *outside, core_err *err);
 
 /* Loads the pipelines of s's depends_on, recursively, and checks them as
  * a job does before it runs any (step 0 above), running nothing.

@@ -22,86 +22,6 @@ const char *const srv__state_names[] = {
 };
 #define state_names srv__state_names
 
-/* ------------------------------------------------------------ paths */
-
-/* Whether p (relative to the root, the server's working directory) stays
- * under it: not absolute, no "..", and the longest part of it that
- * exists resolves (symbolic links followed) under the root. */
-static bool inside(const srv *s, const char *p)
-{
-	char probe[PATH_MAX], real[PATH_MAX];
-	size_t rl = strlen(s->root);
-	char *slash;
-
-	if (!*p || p[0] == '/' || p[0] == '~')
-		return false;
-	for (const char *q = p; (q = strstr(q, "..")); q += 2)
-		if ((q == p || q[-1] == '/') && (q[2] == '\0' || q[2] == '/'))
-			return false;
-	if (snprintf(probe, sizeof(probe), "%s", p) >= (int)sizeof(probe))
-		return false;
-	while (!realpath(probe, real)) {
-		if (errno != ENOENT || !(slash = strrchr(probe, '/')))
-			return errno == ENOENT; /* nothing of it exists yet: the root's */
-		*slash = '\0';
-	}
-	return !strncmp(real, s->root, rl) && (real[rl] == '\0' || real[rl] == '/');
-}
-
-/* A key whose value names a file or directory. */
-static bool path_key(const char *k)
-{
-	size_t n = strlen(k);
-
-	return !strcmp(k, "path") || !strcmp(k, "settings") || !strcmp(k, "url") ||
-	       (n > 5 && !strcmp(k + n - 5, "_path")) || (n > 5 && !strcmp(k + n - 5, "_file"));
-}
-
-/* Every path the settings document names, checked (the first that leads
- * out is refused, with its position). */
-static int check_paths(const srv *s, const core_node *n, const char *key, core_err *err)
-{
-	int rc = 0;
-
-	if (!n)
-		return 0;
-	if (n->kind == CORE_NODE_MAP) {
-		for (size_t i = 0; !rc && i < n->len; i++)
-			rc = check_paths(s, n->items[i], n->keys[i]->value, err);
-		return rc;
-	}
-	/* depends_on runs pipelines whose own paths this check would not
-	 * see: not served (yet) */
-	if (key && !strcmp(key, "depends_on") && !core_node_is_null(n)) {
-		rc = core_err_at(err, CORE_ECONFIG, n, "depends_on is not served: run the "
-				 "pipelines it names one after another");
-		err->code = SRV_FORBIDDEN;
-		return rc;
-	}
-	if (n->kind == CORE_NODE_SEQ) {
-		for (size_t i = 0; !rc && i < n->len; i++)
-			rc = check_paths(s, n->items[i], key, err);
-		return rc;
-	}
-	if (!key || !path_key(key) || !n->value || !*n->value)
-		return 0;
-	if (!strcmp(key, "url")) {
-		const char *p = !strncmp(n->value, "sqlite:///", 10) ? n->value + 10 :
-				!strncmp(n->value, "lmdb://", 7) ? n->value + 7 : NULL;
-
-		if (!p) /* not a file (an HTTP url, a database server) */
-			return 0;
-		if (inside(s, p))
-			return 0;
-	} else if (inside(s, n->value)) {
-		return 0;
-	}
-	rc = core_err_at(err, CORE_ECONFIG, n, "'%s' is outside the server's root %s", n->value,
-			 s->root);
-	err->code = SRV_FORBIDDEN;
-	return rc;
-}
-
 /* ------------------------------------------------------------- load */
 
 void srv__job_free(srv_job *j)
@@ -119,12 +39,13 @@ int srv__load(srv *s, const char *path, const char *yaml, srv_job **out, core_er
 {
 	srv_job *j = calloc(1, sizeof(*j));
 	uint8_t rnd[16];
+	bool outside = false;
 	int rc;
 
 	*out = NULL;
 	if (!j)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if (path && !inside(s, path)) {
+	if (path && !run_path_inside(s->root, path)) {
 		free(j);
 		rc = core_err_set(err, CORE_ECONFIG, "settings_path '%s' is outside the server's "
 				  "root %s", path, s->root);
@@ -135,8 +56,8 @@ int srv__load(srv *s, const char *path, const char *yaml, srv_job **out, core_er
 	snprintf(j->name, sizeof(j->name), "%s", path ? path : "posted.yaml");
 	rc = path ? run_load(path, &j->settings, &j->graph, err) :
 	     run_load_text(j->name, yaml, &j->settings, &j->graph, err);
-	if (!rc)
-		rc = check_paths(s, core_doc_root(j->settings->doc), NULL, err);
+	if (!rc && (rc = run_confine(s->root, j->settings, &outside, err)) && outside)
+		err->code = SRV_FORBIDDEN;
 	if (!rc)
 		rc = run_validate(j->settings, j->graph, err);
 	if (!rc && yaml && !(j->yaml = strdup(yaml)))

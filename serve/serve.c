@@ -59,22 +59,28 @@ static enum MHD_Result detail(struct MHD_Connection *c, unsigned status, const c
 
 /* ----------------------------------------------------------- catalog */
 
-static json_t *catalog(plg_kind kind, plg_kind also, const char *type)
+/* GET /api/catalog/{sources|transforms|sinks}/{name}/schema: ELSPETH's
+ * PluginSchemaInfo, or its 404s (the path's type is plural). */
+static enum MHD_Result plugin_schema(struct MHD_Connection *c, const char *rest)
 {
-	json_t *a = json_array();
-	const char *name, *desc;
+	static const char *const plural[] = { "sources", "transforms", "sinks" };
+	const char *slash = strchr(rest, '/'), *end = strstr(rest, "/schema");
+	char type[16] = "", name[128], msg[2048];
+	size_t tl = slash ? (size_t)(slash - rest) : 0;
+	json_t *v;
 
-	for (int k = 0; k < 2; k++) {
-		plg_kind kd = k ? also : kind;
-
-		if (k && also == kind)
-			break;
-		for (size_t i = 0; a && plg_describe(kd, i, &name, &desc); i++)
-			json_array_append_new(a, json_pack("{s:s,s:s,s:s,s:[]}", "name", name,
-				"description", desc ? desc : "", "plugin_type", type,
-				"config_fields"));
+	for (int t = 0; t < 3; t++)
+		if (tl == strlen(plural[t]) && !strncmp(rest, plural[t], tl))
+			snprintf(type, sizeof(type), "%.*s", (int)tl - 1, rest);
+	if (!type[0] || !end || end[7] || end <= slash) {
+		snprintf(msg, sizeof(msg), "Unknown plugin type: %.*s. Must be one of: "
+			 "['sinks', 'sources', 'transforms']",
+			 (int)(tl && tl < 100 ? tl : strcspn(rest, "/") % 100), rest);
+		return detail(c, MHD_HTTP_NOT_FOUND, msg);
 	}
-	return a;
+	snprintf(name, sizeof(name), "%.*s", (int)(end - slash - 1), slash + 1);
+	v = plg_catalog_schema(type, name, msg, sizeof(msg));
+	return v ? reply(c, MHD_HTTP_OK, v) : detail(c, MHD_HTTP_NOT_FOUND, msg);
 }
 
 /* ------------------------------------------------------------- runs */
@@ -450,11 +456,13 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 						       "token_type", "bearer"));
 	}
 	if (!strcmp(url, "/api/catalog/sources") && !strcmp(method, "GET"))
-		return reply(c, MHD_HTTP_OK, catalog(PLG_SOURCE, PLG_SOURCE, "source"));
+		return reply(c, MHD_HTTP_OK, plg_catalog_list("source"));
 	if (!strcmp(url, "/api/catalog/transforms") && !strcmp(method, "GET"))
-		return reply(c, MHD_HTTP_OK, catalog(PLG_TRANSFORM, PLG_AGGREGATION, "transform"));
+		return reply(c, MHD_HTTP_OK, plg_catalog_list("transform"));
 	if (!strcmp(url, "/api/catalog/sinks") && !strcmp(method, "GET"))
-		return reply(c, MHD_HTTP_OK, catalog(PLG_SINK, PLG_SINK, "sink"));
+		return reply(c, MHD_HTTP_OK, plg_catalog_list("sink"));
+	if (!strncmp(url, "/api/catalog/", 13) && !strcmp(method, "GET"))
+		return plugin_schema(c, url + 13);
 	if (!strcmp(url, "/api/runs") && !strcmp(method, "POST"))
 		return post_run(s, c, &u->body);
 	if (!strcmp(url, "/api/runs") && !strcmp(method, "GET"))

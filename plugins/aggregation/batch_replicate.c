@@ -64,12 +64,24 @@ static bool adds(const struct replicate *r, const char *field)
 	return r->copy_index && !strcmp(field, "copy_index");
 }
 
+static const plg_option br_own[] = {
+	{ "copies_field", "string", false, "\"copies\"",
+	  "the field giving a member's number of copies" },
+	{ "default_copies", "integer", false, "1",
+	  "copies of a member without that field" },
+	{ "max_copies", "integer", false, "10000",
+	  "the most copies of one member (1..10000)" },
+	{ "include_copy_index", "boolean", false, "true",
+	  "add copy_index, the copy's position from 0" },
+	{ "attach_batch_info", "boolean", false, "false",
+	  "add the batch's size and the member's position" },
+	{ NULL }
+};
+static const plg_option *const br_opts[] = { br_own, plg__schema_opts, plg__input_opts, NULL };
+
 static int parse_options(struct replicate *r, const core_node *opts,
 			 core_err *err)
 {
-	static const char *const keys[] = { "copies_field", "default_copies",
-		"max_copies", "include_copy_index", "attach_batch_info",
-		PLG_TRANSFORM_KEYS, NULL };
 	const char *copies = "copies";
 	int rc;
 
@@ -77,7 +89,7 @@ static int parse_options(struct replicate *r, const core_node *opts,
 	r->max_copies = REPLICATE_MAX_COPIES;
 	r->copy_index = true;
 	r->batch_info = false;
-	rc = core_map_check_keys(opts, keys, err);
+	rc = plg__check_options(opts, br_opts, err);
 	if (!rc)
 		rc = core_opt_str(opts, "copies_field", false, &copies, err);
 	if (!rc && !copies[0])
@@ -289,6 +301,7 @@ static int br_outputs(const core_node *options, plg_outputs *out, core_err *err)
 const plg_aggregation_ops plg__batch_replicate = {
 	.name = "batch_replicate",
 	.description = "One output row per batch member (or copies_field copies), with its batch size and position",
+	.options = br_opts,
 	.open = br_open,
 	.flush = br_flush,
 	.close = br_close,

@@ -101,16 +101,25 @@ static int check_group_by(const struct batch_stats *s, const core_node *opts,
 	return 0;
 }
 
+static const plg_option bs_own[] = {
+	{ "value_field", "string", true, NULL,
+	  "the numeric field summed" },
+	{ "group_by", "string", false, NULL,
+	  "a field whose value splits the batch into groups" },
+	{ "compute_mean", "boolean", false, "true",
+	  "add the mean" },
+	{ NULL }
+};
+static const plg_option *const bs_opts[] = { bs_own, plg__schema_opts, plg__input_opts, NULL };
+
 static int parse_options(struct batch_stats *s, const core_node *opts,
 			 core_err *err)
 {
-	static const char *const keys[] = { "value_field", "group_by",
-		"compute_mean", PLG_TRANSFORM_KEYS, NULL };
 	const char *value = NULL, *group = NULL;
 	int rc;
 
 	s->mean = true;
-	rc = core_map_check_keys(opts, keys, err);
+	rc = plg__check_options(opts, bs_opts, err);
 	if (!rc)
 		rc = plg__opt_field(opts, "value_field", true, &value, err);
 	if (!rc)
@@ -500,6 +509,7 @@ static int bs_outputs(const core_node *options, plg_outputs *out, core_err *err)
 const plg_aggregation_ops plg__batch_stats = {
 	.name = "batch_stats",
 	.description = "Count, sum, batch size and mean of a numeric field over a batch, optionally per group",
+	.options = bs_opts,
 	.open = bs_open,
 	.flush = bs_flush,
 	.close = bs_close,

@@ -60,17 +60,22 @@ static char *suffixed(const char *field, const char *suffix)
 	return core_buf_steal(&s);
 }
 
+static const plg_option bl_own[] = {
+	{ "response_field", "string", false, "\"llm_response\"",
+	  "the answer's column; also <field>_usage and <field>_model" },
+	{ NULL }
+};
+static const plg_option *const bl_opts[] = { llm_client_opts, llm__prompt_opts, bl_own, plg__input_opts, plg__schema_opts, NULL };
+
 static int bl_parse(batch_llm *b, const plg_env *env, const core_node *o,
 		    core_err *err)
 {
-	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
-					    "response_field", NULL };
 	static const char *const providers[] = { "openrouter", NULL };
 	const core_node *pn = core_map_get(o, "provider");
 	const char *tpl = NULL, *field = "llm_response", *key = NULL;
 	int idx, rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)) ||
+	if ((rc = plg__check_options(o, bl_opts, err)) ||
 	    (pn && (rc = core_node_enum(pn, providers, &idx, err))) ||
 	    (rc = core_opt_str(o, "api_key", true, &key, err)) ||
 	    (rc = core_opt_str(o, "template", true, &tpl, err)) ||
@@ -288,6 +293,7 @@ static int bl_flush_plain(void *state, json_t *const *members, size_t n,
 const plg_aggregation_ops plg__openrouter_batch_llm = {
 	.name = "openrouter_batch_llm",
 	.description = "ELSPETH's batch LLM aggregation: one chat completion per member, sent together through the shared HTTP pool; answers (or errors) added to each row",
+	.options = bl_opts,
 	.open = bl_open,
 	.flush = bl_flush_plain,
 	.flush_calls = bl_flush,

@@ -431,3 +431,71 @@ int llm__lookup(const core_node *o, json_t **out, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	return 0;
 }
+
+/* The options every LLM plugin takes (llm.h), and those of its prompt
+ * (llm_internal.h). */
+const plg_option llm_client_opts[] = {
+	{ "provider", "string", false, "\"openrouter\"",
+	  "openrouter, openai (OpenAI-compatible: {base_url}/chat/completions) or azure" },
+	{ "model", "string", false, NULL,
+	  "required for openrouter and openai; optional for azure (the deployment decides)" },
+	{ "base_url", "string", false, NULL,
+	  "openrouter and openai: the API's root (https://openrouter.ai/api/v1, https://api.openai.com/v1)" },
+	{ "deployment_name", "string", false, NULL,
+	  "azure: the deployment (required there)" },
+	{ "endpoint", "string", false, NULL,
+	  "azure: https://NAME.openai.azure.com (required there)" },
+	{ "api_version", "string", false, "\"2024-10-21\"",
+	  "azure only" },
+	{ "api_key", "string", false, NULL,
+	  "the credential (use ${VAR}); only its fingerprint is recorded" },
+	{ "system_prompt", "string", false, NULL,
+	  "a system message before the prompt, sent as written" },
+	{ "system_prompt_file", "string", false, NULL,
+	  "a file holding the system prompt, instead of system_prompt" },
+	{ "system_prompt_source", "string", false, NULL,
+	  "where the system prompt came from (set from system_prompt_file by the settings loader)" },
+	{ "temperature", "number", false, NULL,
+	  "passed to the API; not sent when absent" },
+	{ "max_tokens", "integer", false, NULL,
+	  "passed to the API; not sent when absent" },
+	{ "timeout_seconds", "number", false, "60",
+	  "one attempt's limit; a timeout is a transient error" },
+	{ "pool_size", "integer", false, "32",
+	  "requests in flight at most: the ceiling of the upstream's concurrency" },
+	{ "capacity_control", "string", false, "\"adaptive\"",
+	  "adaptive (the capacity controller) or aimd (the dispatch-delay throttle)" },
+	{ "min_dispatch_delay_ms", "number", false, "0",
+	  "the least time between two dispatches" },
+	{ "max_dispatch_delay_ms", "number", false, "5000",
+	  "aimd only: the longest delay between dispatches" },
+	{ "backoff_multiplier", "number", false, "2.0",
+	  "aimd only: a capacity error multiplies the delay by this" },
+	{ "recovery_step_ms", "number", false, "50",
+	  "aimd only: each success takes this off the delay" },
+	{ "max_capacity_retry_seconds", "number", false, "3600",
+	  "how long a request keeps retrying capacity errors before its row fails" },
+	{ "max_retry_after_seconds", "number", false, "600",
+	  "a longer wait asked for stops the run, resumable (exit 3)" },
+	{ "tail_timeout_factor", "number", false, "3",
+	  "an attempt unanswered after this x the p99 of recent answers is cut and sent again; 0: off" },
+	{ "hedge", "boolean|string", false, "\"idle\"",
+	  "true: a copy after the p99; idle: only into a free slot after 1.5 x the p99; false: none" },
+	{ NULL }
+};
+
+const plg_option llm__prompt_opts[] = {
+	{ "template", "string", false, NULL,
+	  "the user prompt, rendered per row (docs/templates.md); required unless template_file" },
+	{ "template_file", "string", false, NULL,
+	  "a file holding the template, instead of template" },
+	{ "template_source", "string", false, NULL,
+	  "where the template came from (set from template_file by the settings loader)" },
+	{ "lookup", "object", false, NULL,
+	  "a mapping the template reads as lookup" },
+	{ "lookup_file", "string", false, NULL,
+	  "a YAML file holding that mapping, instead of lookup" },
+	{ "lookup_source", "string", false, NULL,
+	  "where the lookup came from (set from lookup_file by the settings loader)" },
+	{ NULL }
+};

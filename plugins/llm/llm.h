@@ -206,13 +206,9 @@ int llm_answer_apply(const char *query, const char *content, size_t len,
  */
 
 /* The option keys every LLM transform accepts. */
-#define LLM_CLIENT_KEYS "provider", "model", "base_url", "deployment_name", \
-	"endpoint", "api_version", "api_key", "system_prompt", \
-	"system_prompt_source", "temperature", \
-	"max_tokens", "required_input_fields", "timeout_seconds", "pool_size", \
-	"min_dispatch_delay_ms", "max_dispatch_delay_ms", "backoff_multiplier", \
-	"recovery_step_ms", "max_capacity_retry_seconds", "capacity_control", \
-	"max_retry_after_seconds", "tail_timeout_factor", "hedge", "schema"
+/* The options every LLM plugin takes (provider, model, credentials,
+ * the system prompt, the executor's), as a table (plugins.h: plg_option). */
+extern const plg_option llm_client_opts[];
 
 /* ELSPETH 0.4.1's default api_version for provider azure
  * (plugins/transforms/llm/providers/azure.py, AzureOpenAIConfig). */

@@ -29,7 +29,8 @@ int llm__template_error(const core_node *at, core_err *err);
  * (inline, or template_file's text, read when the settings load; its path
  * is then template_source) and lookup, the templates' `lookup` namespace
  * (a mapping, inline or lookup_file's; lookup_source). */
-#define LLM__PROMPT_KEYS "template", "template_source", "lookup", "lookup_source"
+/* The prompt's options: template (or its file) and lookup (or its file). */
+extern const plg_option llm__prompt_opts[];
 
 /* Compiles src, the template at node `at` of options o; a compile error
  * names o's template_source, if any, and the node. */

@@ -177,16 +177,21 @@ static int parse_query(query *q, const core_node *n, const core_node *o,
 	return tpl ? 0 : default_template(q, err);
 }
 
+static const plg_option mq_own[] = {
+	{ "queries", "array", true, NULL,
+	  "the queries: name, input_fields, template, output_fields (suffix, type, values), response_format (structured or standard)" },
+	{ NULL }
+};
+static const plg_option *const mq_opts[] = { llm_client_opts, llm__prompt_opts, mq_own, plg__input_opts, plg__schema_opts, NULL };
+
 static int multi_parse(multi *m, const plg_env *env, const core_node *o,
 		       core_err *err)
 {
-	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
-					    "queries", NULL };
 	const core_node *qn;
 	const char *tpl = NULL;
 	int rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)) ||
+	if ((rc = plg__check_options(o, mq_opts, err)) ||
 	    (rc = core_opt_str(o, "template", false, &tpl, err)))
 		return rc;
 	if (!(qn = core_map_get(o, "queries")) || qn->kind != CORE_NODE_SEQ || !qn->len)
@@ -359,6 +364,7 @@ static int mq_outputs(const core_node *options, plg_outputs *out, core_err *err)
 const plg_transform_ops plg__llm_multi_query = {
 	.name = "llm_multi_query",
 	.description = "Several typed LLM queries per row, sent concurrently; answers validated into {query}_{suffix} columns",
+	.options = mq_opts,
 	.open = multi_open,
 	.process = multi_process,
 	.close = multi_close,

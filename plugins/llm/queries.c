@@ -275,13 +275,11 @@ static int parse_queries(llm__queries *m, const core_node *qn,
 static int queries_parse(llm__queries *m, const plg_env *env, const core_node *o,
 			 core_err *err)
 {
-	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
-					    "response_field", "queries", NULL };
 	const char *tpl = NULL, *rfield = "llm_response";
 	long long pool = 1;
 	int rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)) ||
+	if ((rc = plg__check_options(o, plg__llm.options, err)) ||
 	    (rc = core_opt_str(o, "template", true, &tpl, err)) ||
 	    (rc = plg__opt_field(o, "response_field", false, &rfield, err)) ||
 	    (rc = core_opt_int(o, "pool_size", 1, 1 << 20, &pool, err)))

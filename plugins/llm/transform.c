@@ -56,15 +56,22 @@ static char *suffixed(const char *field, const char *suffix)
 	return core_buf_steal(&b);
 }
 
+static const plg_option llm_own[] = {
+	{ "response_field", "string", false, "\"llm_response\"",
+	  "the answer's column; also <field>_usage and <field>_model" },
+	{ "queries", "array|object", false, NULL,
+	  "ELSPETH's multi-query shape: typed queries (name, input_fields, template, output_fields, response_format), one call each" },
+	{ NULL }
+};
+static const plg_option *const llm_opts[] = { llm_client_opts, llm__prompt_opts, llm_own, plg__input_opts, plg__schema_opts, NULL };
+
 static int llm_parse(llm *l, const plg_env *env, const core_node *o,
 		     core_err *err)
 {
-	static const char *const keys[] = { LLM_CLIENT_KEYS, LLM__PROMPT_KEYS,
-					    "response_field", NULL };
 	const char *tpl = NULL, *field = "llm_response";
 	int rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)) ||
+	if ((rc = plg__check_options(o, llm_opts, err)) ||
 	    (rc = core_opt_str(o, "template", true, &tpl, err)) ||
 	    (rc = core_opt_str(o, "response_field", false, &field, err)))
 		return rc;
@@ -193,6 +200,7 @@ static bool llm_capacity(void *state, plg_capacity *out)
 const plg_transform_ops plg__llm = {
 	.name = "llm",
 	.description = "One chat completion per row (OpenRouter, Azure OpenAI, OpenAI-compatible) through a shared, throttled HTTP pool",
+	.options = llm_opts,
 	.open = llm_open,
 	.process = llm_process,
 	.close = llm_close,

@@ -316,18 +316,29 @@ out_undo_header:
 
 /* --------------------------------------------------------- open / close */
 
+static const plg_option csvk_own[] = {
+	{ "path", "string", true, NULL,
+	  "the CSV file written (parent directories are created)" },
+	{ "delimiter", "string", false, "\",\"",
+	  "one character between fields" },
+	{ "mode", "string", false, "\"write\"",
+	  "write (replace the file) or append" },
+	{ "encoding", "string", false, "\"utf-8\"",
+	  "utf-8 only" },
+	{ NULL }
+};
+static const plg_option *const csvk_opts[] = { csvk_own, plg__schema_opts, NULL };
+
 static int parse_options(void *state, const core_node *opts,
 			 const char **path, bool *append, core_err *err)
 {
 	struct csv_sink *s = state;
-	static const char *const keys[] = { "path", "delimiter", "mode",
-		"encoding", PLG_COMMON_KEYS, NULL };
 	static const char *const modes[] = { "write", "append", NULL };
 	const core_node *mode = core_map_get(opts, "mode");
 	const char *delim = ",";
 	int m = 0, rc;
 
-	rc = core_map_check_keys(opts, keys, err);
+	rc = plg__check_options(opts, csvk_opts, err);
 	if (!rc)
 		rc = core_opt_str(opts, "path", true, path, err);
 	if (!rc)
@@ -475,6 +486,7 @@ static int csv_frame(const core_node *options, const char *file,
 const plg_sink_ops plg__csv_sink = {
 	.name = "csv",
 	.description = "Write rows to a CSV file (RFC 4180 quoting, header line)",
+	.options = csvk_opts,
 	.open = csv_open,
 	.check = csv_check,
 	.write = csv_write,

@@ -43,10 +43,23 @@ static int parse_table(dbs_sink *s, const core_node *opts, core_err *err)
 	return 0;
 }
 
+static const plg_option db_own[] = {
+	{ "url", "string", true, NULL,
+	  "sqlite:///FILE or postgresql://user:password@host/db (SQLAlchemy's forms)" },
+	{ "table", "string", true, NULL,
+	  "the table written (created from the schema when missing)" },
+	{ "if_exists", "string", false, "\"append\"",
+	  "append, or replace (the table is emptied first)" },
+	{ "validate_input", "boolean", false, "false",
+	  "check each row against the schema before writing" },
+	{ "schema", "object", true, NULL,
+	  "the table's columns (schema: {mode: observed} takes them from the first row)" },
+	{ NULL }
+};
+static const plg_option *const db_opts[] = { db_own, NULL };
+
 static int parse_options(dbs_sink *s, const core_node *opts, core_err *err)
 {
-	static const char *const keys[] = { "url", "table", "if_exists",
-		"validate_input", PLG_COMMON_KEYS, NULL };
 	static const char *const modes[] = { "append", "replace", NULL };
 	const core_node *mode = core_map_get(opts, "if_exists");
 	const core_node *url = core_map_get(opts, "url");
@@ -54,7 +67,7 @@ static int parse_options(dbs_sink *s, const core_node *opts, core_err *err)
 	int m = 0, rc;
 
 	s->options = opts;
-	if ((rc = core_map_check_keys(opts, keys, err)) ||
+	if ((rc = plg__check_options(opts, db_opts, err)) ||
 	    (rc = core_opt_str(opts, "url", true, &ignored, err)) ||
 	    (rc = dbs__url_parse(url, &s->url, err)) ||
 	    (rc = parse_table(s, opts, err)) ||
@@ -422,6 +435,7 @@ const plg_sink_ops plg__database_sink = {
 	.name = "database",
 	.description = "Write rows to a database table (SQLite, PostgreSQL), one "
 		       "transaction per checkpoint",
+	.options = db_opts,
 	.open = db_open,
 	.check = db_check,
 	.write = db_write,

@@ -99,17 +99,30 @@ static int parse_format(struct json_sink *s, const core_node *opts,
 	return rc;
 }
 
+static const plg_option jsonk_own[] = {
+	{ "path", "string", true, NULL,
+	  "the file written (parent directories are created)" },
+	{ "format", "string", false, NULL,
+	  "jsonl (one object a line) or json (an array); by default jsonl for a .jsonl path, else json" },
+	{ "indent", "integer", false, NULL,
+	  "format json: spaces of indentation (0..32); none: one line" },
+	{ "mode", "string", false, "\"write\"",
+	  "write, or append (format jsonl only)" },
+	{ "encoding", "string", false, "\"utf-8\"",
+	  "utf-8 only" },
+	{ NULL }
+};
+static const plg_option *const jsonk_opts[] = { jsonk_own, plg__schema_opts, NULL };
+
 static int parse_options(void *state, const core_node *opts,
 			 const char **path, bool *append, core_err *err)
 {
 	struct json_sink *s = state;
-	static const char *const keys[] = { "path", "format", "indent", "mode",
-		"encoding", PLG_COMMON_KEYS, NULL };
 	const core_node *ind = core_map_get(opts, "indent");
 	long long indent = -1;
 	int rc;
 
-	rc = core_map_check_keys(opts, keys, err);
+	rc = plg__check_options(opts, jsonk_opts, err);
 	if (!rc)
 		rc = core_opt_str(opts, "path", true, path, err);
 	if (!rc)
@@ -254,6 +267,7 @@ static int json_frame(const core_node *options, const char *file,
 const plg_sink_ops plg__json_sink = {
 	.name = "json",
 	.description = "Write rows to a JSON array file or a JSONL file (one object per line)",
+	.options = jsonk_opts,
 	.open = json_open,
 	.check = json_check,
 	.write = json_write,

@@ -313,18 +313,34 @@ static int open_file(csv_src *s, const core_node *opts, char delim,
 	return 0;
 }
 
+static const plg_option csv_own[] = {
+	{ "path", "string", true, NULL,
+	  "the CSV file to read (RFC 4180, UTF-8)" },
+	{ "delimiter", "string", false, "\",\"",
+	  "one character between fields" },
+	{ "skip_rows", "integer", false, "0",
+	  "lines to skip before the header" },
+	{ "columns", "array", false, NULL,
+	  "the field names when the file has no header line" },
+	{ "field_mapping", "object", false, NULL,
+	  "header name -> field name, applied after the header is read" },
+	{ "encoding", "string", false, "\"utf-8\"",
+	  "utf-8 only (a source also takes utf-8-sig and utf_8 spellings; a byte order mark is skipped)" },
+	{ "on_validation_failure", "string", true, NULL,
+	  "where rows that fail the schema go: a sink's name, or discard" },
+	{ NULL }
+};
+static const plg_option *const csv_opts[] = { csv_own, plg__schema_opts, NULL };
+
 /* The options as open reads them before it touches the file. */
 static int csv_options(csv_src *s, const core_node *options, char *delim,
 		       core_err *err)
 {
-	static const char *const keys[] = {
-		"path", "delimiter", "skip_rows", "columns", "field_mapping",
-		"encoding", "on_validation_failure", PLG_COMMON_KEYS, NULL};
 	const char *path = NULL;
 	long long skip;
 	int rc;
 
-	if ((rc = core_map_check_keys(options, keys, err)) ||
+	if ((rc = plg__check_options(options, csv_opts, err)) ||
 	    (rc = core_opt_str(options, "path", true, &path, err)) ||
 	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
 	    (rc = parse_delim(options, delim, err)) ||
@@ -514,6 +530,7 @@ static json_t *csv_fields(void *state, const char **version)
 const plg_source_ops plg__csv_source = {
 	.name = "csv",
 	.description = "rows from a CSV file (RFC 4180, UTF-8)",
+	.options = csv_opts,
 	.open = csv_open,
 	.check = csv_check,
 	.next = csv_next,

@@ -136,17 +136,29 @@ static int load_json(json_src *s, const core_node *opts, core_err *err)
 	return rc;
 }
 
+static const plg_option json_own[] = {
+	{ "path", "string", true, NULL,
+	  "the file to read: a JSON array of objects, or JSON Lines" },
+	{ "format", "string", false, NULL,
+	  "json or jsonl; by default from the file's extension (.jsonl, .ndjson: jsonl)" },
+	{ "data_key", "string", false, NULL,
+	  "format json: the key of the top-level object that holds the array" },
+	{ "encoding", "string", false, "\"utf-8\"",
+	  "utf-8 only (a source also takes utf-8-sig and utf_8 spellings; a byte order mark is skipped)" },
+	{ "on_validation_failure", "string", true, NULL,
+	  "where rows that fail the schema go: a sink's name, or discard" },
+	{ NULL }
+};
+static const plg_option *const json_opts[] = { json_own, plg__schema_opts, NULL };
+
 /* The options as open reads them before it touches the file. */
 static int json_options(json_src *s, const core_node *options, bool *jsonl,
 			core_err *err)
 {
-	static const char *const keys[] = {
-		"path", "format", "data_key", "encoding",
-		"on_validation_failure", PLG_COMMON_KEYS, NULL};
 	const char *path = NULL;
 	int rc;
 
-	if ((rc = core_map_check_keys(options, keys, err)) ||
+	if ((rc = plg__check_options(options, json_opts, err)) ||
 	    (rc = core_opt_str(options, "path", true, &path, err)) ||
 	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
 	    (rc = parse_format(options, path, jsonl, err)) ||
@@ -387,6 +399,7 @@ static int json_seek(void *state, const plg_source_pos *at, core_err *err)
 const plg_source_ops plg__json_source = {
 	.name = "json",
 	.description = "rows from a JSON array of objects or a JSON Lines file",
+	.options = json_opts,
 	.open = json_open,
 	.check = json_check,
 	.next = json_next,

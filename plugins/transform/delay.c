@@ -148,10 +148,29 @@ static int delay_process(void *state, const json_t *row, json_t **out,
 	return 0;
 }
 
-static const char *const delay_keys[] = {
-	"distribution", "ms", "min_ms", "max_ms", "median_ms", "sigma", "seed",
-	"error_rate", "error_mode", PLG_TRANSFORM_KEYS, NULL
+static const plg_option delay_own[] = {
+	{ "distribution", "string", false, "\"fixed\"",
+	  "fixed, uniform or lognormal" },
+	{ "ms", "number", false, "0",
+	  "fixed: the delay in milliseconds" },
+	{ "min_ms", "number", false, "0",
+	  "uniform: the least delay" },
+	{ "max_ms", "number", false, "0",
+	  "uniform: the most delay" },
+	{ "median_ms", "number", false, "0",
+	  "lognormal: the median delay" },
+	{ "sigma", "number", false, "0",
+	  "lognormal: the spread (0..10)" },
+	{ "seed", "integer", false, "0",
+	  "the seed of the per-row draws" },
+	{ "error_rate", "number", false, "0",
+	  "the share of rows whose attempts fail, retryably (0..1)" },
+	{ "error_mode", "string", false, "\"first_attempt\"",
+	  "first_attempt: only a row's first attempt fails; always: every attempt" },
+	{ NULL }
 };
+static const plg_option *const delay_opts[] = { delay_own, plg__schema_opts, plg__input_opts, NULL };
+
 static const char *const modes[] = { "first_attempt", "always", NULL };
 static const char *const dists[] = { "fixed", "uniform", "lognormal", NULL };
 
@@ -161,7 +180,7 @@ static int parse(delay *d, const core_node *o, core_err *err)
 	const core_node *mn = core_map_get(o, "error_mode");
 	int idx = 0, mode = 0, rc;
 
-	if ((rc = core_map_check_keys(o, delay_keys, err)) ||
+	if ((rc = plg__check_options(o, delay_opts, err)) ||
 	    (dn && (rc = core_node_enum(dn, dists, &idx, err))) ||
 	    (rc = core_opt_double(o, "ms", 0, MAX_MS, &d->ms, err)) ||
 	    (rc = core_opt_double(o, "min_ms", 0, MAX_MS, &d->min_ms, err)) ||
@@ -216,6 +235,7 @@ static int delay_open(const plg_env *env, const core_node *options,
 const plg_transform_ops plg__delay = {
 	.name = "delay",
 	.description = "Testing aid: hold each row for a seeded per-row latency (fixed, uniform, lognormal), optionally fail first attempts",
+	.options = delay_opts,
 	.open = delay_open,
 	.process = delay_process,
 	.close = delay_close,

@@ -75,18 +75,27 @@ static int parse_mapping(struct field_mapper *f, const core_node *map,
 
 static void fm_close(void *state);
 
+static const plg_option fm_own[] = {
+	{ "mapping", "object", true, NULL,
+	  "old name -> new name; a dotted old name reads a nested object" },
+	{ "select_only", "boolean", false, "false",
+	  "keep only the mapped fields" },
+	{ "strict", "boolean", false, "false",
+	  "a row lacking a mapped field is a row error" },
+	{ NULL }
+};
+static const plg_option *const fm_opts[] = { fm_own, plg__schema_opts, plg__input_opts, NULL };
+
 static int fm_open(const plg_env *env, const core_node *options,
 		   void **state, core_err *err)
 {
-	static const char *const keys[] = { "mapping", "select_only", "strict",
-		PLG_TRANSFORM_KEYS, NULL };
 	struct field_mapper *f = calloc(1, sizeof(*f));
 	int rc;
 
 	(void)env; /* needs nothing of the run's */
 	if (!f)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = core_map_check_keys(options, keys, err);
+	rc = plg__check_options(options, fm_opts, err);
 	if (!rc)
 		rc = parse_mapping(f, core_map_get(options, "mapping"), err);
 	if (!rc)
@@ -238,6 +247,7 @@ static int fm_outputs(const core_node *options, plg_outputs *out, core_err *err)
 const plg_transform_ops plg__field_mapper = {
 	.name = "field_mapper",
 	.description = "Rename fields (dotted names read nested objects), optionally keeping only the mapped ones",
+	.options = fm_opts,
 	.open = fm_open,
 	.process = fm_process,
 	.close = fm_close,

@@ -42,16 +42,25 @@ struct explode {
 
 /* ------------------------------------------------------------ options */
 
+static const plg_option jx_own[] = {
+	{ "array_field", "string", true, NULL,
+	  "the field holding the array (a string holding a JSON array is parsed)" },
+	{ "output_field", "string", false, NULL,
+	  "the field each element goes into; by default array_field" },
+	{ "include_index", "boolean", false, "true",
+	  "add item_index, the element's position from 0" },
+	{ NULL }
+};
+static const plg_option *const jx_opts[] = { jx_own, plg__schema_opts, plg__input_opts, NULL };
+
 static int parse_options(struct explode *x, const core_node *opts,
 			 core_err *err)
 {
-	static const char *const keys[] = { "array_field", "output_field",
-		"include_index", PLG_TRANSFORM_KEYS, NULL };
 	const char *array = NULL, *output = NULL;
 	int rc;
 
 	x->include_index = true;
-	rc = core_map_check_keys(opts, keys, err);
+	rc = plg__check_options(opts, jx_opts, err);
 	if (!rc)
 		rc = plg__opt_field(opts, "array_field", true, &array, err);
 	if (!rc)
@@ -241,6 +250,7 @@ static int ex_outputs(const core_node *options, plg_outputs *out, core_err *err)
 const plg_transform_ops plg__json_explode = {
 	.name = "json_explode",
 	.description = "One row per element of a JSON array field (a string holding a JSON array is parsed)",
+	.options = jx_opts,
 	.expands = true,
 	.open = ex_open,
 	.process = ex_process,

@@ -161,14 +161,21 @@ static int parse_patterns(kw *k, const core_node *n, core_err *err)
 	return rc;
 }
 
+static const plg_option kw_own[] = {
+	{ "fields", "string|array", true, NULL,
+	  "the fields to scan, or all" },
+	{ "blocked_patterns", "array", true, NULL,
+	  "regular expressions (Python re syntax); a row matching one fails" },
+	{ NULL }
+};
+static const plg_option *const kw_opts[] = { kw_own, plg__input_opts, plg__schema_opts, NULL };
+
 static int parse(kw *k, const core_node *o, core_err *err)
 {
-	static const char *const keys[] = { "fields", "blocked_patterns",
-		"required_input_fields", PLG_COMMON_KEYS, NULL };
 	const core_node *n;
 	int rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)) ||
+	if ((rc = plg__check_options(o, kw_opts, err)) ||
 	    (rc = plg__schema_check(o, true, err)))
 		return rc;
 	if (!(n = core_map_get(o, "fields")))
@@ -316,6 +323,7 @@ static int kw_process(void *state, const json_t *row, json_t **out,
 const plg_transform_ops plg__keyword_filter = {
 	.name = "keyword_filter",
 	.description = "Fail rows whose fields match a blocked regular expression (Python re syntax)",
+	.options = kw_opts,
 	.open = kw_open,
 	.process = kw_process,
 	.close = kw_close,

@@ -13,18 +13,23 @@ struct passthrough {
 	bool validate;
 };
 
+static const plg_option pt_own[] = {
+	{ "validate_input", "boolean", false, "false",
+	  "check each row against the schema (a row error otherwise)" },
+	{ NULL }
+};
+static const plg_option *const pt_opts[] = { pt_own, plg__schema_opts, plg__input_opts, NULL };
+
 static int pt_open(const plg_env *env, const core_node *options,
 		   void **state, core_err *err)
 {
-	static const char *const keys[] = { "validate_input", PLG_TRANSFORM_KEYS,
-		NULL };
 	struct passthrough *p = calloc(1, sizeof(*p));
 	int rc;
 
 	(void)env; /* needs nothing of the run's */
 	if (!p)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	rc = core_map_check_keys(options, keys, err);
+	rc = plg__check_options(options, pt_opts, err);
 	if (!rc)
 		rc = core_opt_bool(options, "validate_input", &p->validate, err);
 	if (!rc)
@@ -78,6 +83,7 @@ static void pt_close(void *state)
 const plg_transform_ops plg__passthrough = {
 	.name = "passthrough",
 	.description = "Pass rows through unchanged (optionally validating them against the schema)",
+	.options = pt_opts,
 	.open = pt_open,
 	.process = pt_process,
 	.close = pt_close,

@@ -56,15 +56,24 @@ static int parse_fields(struct truncate *t, const core_node *map,
 	return 0;
 }
 
+static const plg_option tr_own[] = {
+	{ "fields", "object", true, NULL,
+	  "field -> the most characters it keeps" },
+	{ "suffix", "string", false, "\"\"",
+	  "appended to a cut value, within its limit" },
+	{ "strict", "boolean", false, "false",
+	  "a row lacking one of the fields is a row error" },
+	{ NULL }
+};
+static const plg_option *const tr_opts[] = { tr_own, plg__schema_opts, plg__input_opts, NULL };
+
 static int parse_options(struct truncate *t, const core_node *opts,
 			 core_err *err)
 {
-	static const char *const keys[] = { "fields", "suffix", "strict",
-		PLG_TRANSFORM_KEYS, NULL };
 	const char *suffix = "";
 	int rc;
 
-	rc = core_map_check_keys(opts, keys, err);
+	rc = plg__check_options(opts, tr_opts, err);
 	if (!rc && !core_map_get(opts, "fields"))
 		rc = core_err_at(err, CORE_ECONFIG, opts, "missing required key 'fields'");
 	if (!rc)
@@ -187,6 +196,7 @@ static void tr_close(void *state)
 const plg_transform_ops plg__truncate = {
 	.name = "truncate",
 	.description = "Cut string fields to a maximum number of characters, with an optional suffix",
+	.options = tr_opts,
 	.open = tr_open,
 	.process = tr_process,
 	.close = tr_close,

@@ -239,18 +239,36 @@ static void executor_cfg(ws *w, const plg_env *env, long long pool,
 			     .max_retry_after_s = 31536000, .web = true, .name = UPSTREAM };
 }
 
+static const plg_option ws_own[] = {
+	{ "url_field", "string", true, NULL,
+	  "the field holding the URL fetched" },
+	{ "content_field", "string", true, NULL,
+	  "the field the content goes into" },
+	{ "fingerprint_field", "string", true, NULL,
+	  "the field the content's fingerprint goes into" },
+	{ "format", "string", false, "\"markdown\"",
+	  "markdown, text or raw (the HTML)" },
+	{ "fingerprint_mode", "string", false, "\"content\"",
+	  "content (of the extracted text) or full (of the whole answer)" },
+	{ "strip_elements", "array", false, "[\"script\", \"style\"]",
+	  "HTML elements removed before extraction" },
+	{ "http", "object", true, NULL,
+	  "abuse_contact and scraping_reason (sent as headers, both required), timeout (seconds, 30), allowed_hosts (public_only, or a list of hosts and CIDR ranges)" },
+	{ "pool_size", "integer", false, "8",
+	  "fetches in flight at most (1..4096)" },
+	{ NULL }
+};
+static const plg_option *const ws_opts[] = { ws_own, plg__input_opts, plg__schema_opts, NULL };
+
 static int parse(ws *w, const plg_env *env, const core_node *o, core_err *err)
 {
-	static const char *const keys[] = { "url_field", "content_field", "fingerprint_field",
-		"format", "fingerprint_mode", "strip_elements", "http", "required_input_fields",
-		"pool_size", PLG_COMMON_KEYS, NULL };
 	static const char *const formats[] = { "markdown", "text", "raw", NULL };
 	static const char *const modes[] = { "content", "full", NULL };
 	const core_node *n;
 	long long timeout = 30, pool = 8;
 	int fmt = WS_FORMAT_MARKDOWN, mode = 0, rc;
 
-	if ((rc = core_map_check_keys(o, keys, err)) ||
+	if ((rc = plg__check_options(o, ws_opts, err)) ||
 	    (rc = plg__schema_check(o, true, err)) || (rc = parse_fields(w, o, err)) ||
 	    ((n = core_map_get(o, "format")) && (rc = core_node_enum(n, formats, &fmt, err))) ||
 	    ((n = core_map_get(o, "fingerprint_mode")) && (rc = core_node_enum(n, modes, &mode, err))) ||
@@ -440,6 +458,7 @@ const plg_transform_ops plg__web_scrape = {
 	.name = "web_scrape",
 	.description = "Fetches each row's URL (SSRF-checked, every hop pinned and recorded) "
 		       "and keeps its content as markdown, text or raw HTML with a fingerprint",
+	.options = ws_opts,
 	.open = ws_open,
 	.process = ws_process,
 	.close = ws_close,

@@ -55,6 +55,33 @@ names = {p["name"] for p in a}
 assert {"field_mapper", "llm", "keyword_filter"} <= names, names
 assert all(set(p) == {"name", "description", "plugin_type", "config_fields"} and p["plugin_type"] == "transform" for p in a)' "$out" &&
   pass "the catalog lists the transforms (aggregations too) in ELSPETH's PluginSummary shape" || fail "catalog: $out"
+"$DPY" -c 'import json,sys
+a = json.loads(sys.argv[1].rsplit("\n", 1)[0])
+llm = next(p for p in a if p["name"] == "llm")
+f = {x["name"]: x for x in llm["config_fields"]}
+assert all(set(x) == {"name", "type", "required", "description", "default"} for x in f.values())
+assert f["pool_size"]["type"] == "integer" and f["pool_size"]["default"] == 32 and not f["pool_size"]["required"], f["pool_size"]
+assert f["hedge"]["default"] == "idle" and f["template"]["type"] == "string"
+assert all(p["config_fields"] for p in a), [p["name"] for p in a if not p["config_fields"]]' "$out" &&
+  pass "config_fields: every plugin's options with type, required, default (llm: pool_size 32, hedge idle)" || fail "config_fields"
+out=$(api GET /api/catalog/sources/csv/schema)
+"$DPY" -c 'import json,sys
+b, code = sys.argv[1].rsplit("\n", 1)
+d = json.loads(b)
+assert code == "200" and set(d) == {"name", "plugin_type", "description", "json_schema"}, d
+s = d["json_schema"]
+assert d["plugin_type"] == "source" and s["type"] == "object" and s["required"] == ["path", "on_validation_failure"], s
+assert s["properties"]["delimiter"] == {"type": "string", "description": "one character between fields", "default": ","}, s["properties"]["delimiter"]
+assert s["additionalProperties"] is False' "$out" &&
+  pass "GET /api/catalog/sources/csv/schema: ELSPETH's PluginSchemaInfo with a JSON Schema" || fail "schema: $out"
+out=$(api GET /api/catalog/transforms/batch_stats/schema | tail -1)
+[ "$out" = 200 ] && pass "an aggregation's schema is under transforms/ (as it is listed)" || fail "batch_stats schema: $out"
+out=$(api GET /api/catalog/sinks/nope/schema)
+[ "$out" = $'{"detail":"Unknown sink plugin: nope. Available: [\'csv\', \'json\', \'database\']"}\n404' ] &&
+  pass "an unknown plugin: 404 with ELSPETH's detail and the names available" || fail "unknown plugin: $out"
+out=$(api GET /api/catalog/widgets/x/schema)
+[ "${out##*$'\n'}" = 404 ] && grep -q "Unknown plugin type: widgets" <<<"$out" &&
+  pass "an unknown plugin type: 404" || fail "unknown type: $out"
 
 # validate only
 out=$(api POST /api/runs '{"settings_path": "p.yaml", "execute": false}')
