@@ -1,8 +1,10 @@
 /* cmd_mcp.c — `elspeth mcp`: the MCP server over stdio (mcp/, docs/mcp.md). */
+#include <errno.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "mcp/mcp.h"
@@ -10,7 +12,7 @@
 #define DEFAULT_URL "lmdb://./state/audit.lmdb"
 
 static const char usage[] =
-	"usage: elspeth mcp [-d PATH | -s SETTINGS]\n\n"
+	"usage: elspeth mcp [-d PATH | -s SETTINGS] [--root DIR]\n\n"
 	"Serves the audit trail to AI assistants and other MCP clients: the Model\n"
 	"Context Protocol (JSON-RPC 2.0, one message per line) on stdin and stdout,\n"
 	"with ELSPETH's read-only analysis tools (list_runs, explain_token, diagnose,\n"
@@ -21,7 +23,12 @@ static const char usage[] =
 	"                        SQLite file first); also sqlite:///FILE or lmdb://DIR\n"
 	"  -s, --settings FILE   ... or the one the settings' landscape.url names (its\n"
 	"                        SQLite file for sqlite:///FILE)\n"
-	"                        (default: ./state/audit.lmdb)\n";
+	"                        (default: ./state/audit.lmdb)\n"
+	"      --root DIR        also run pipelines (run_pipeline, get_pipeline_run,\n"
+	"                        cancel_pipeline_run) whose files stay under DIR, the\n"
+	"                        server's working directory from then on; the catalog\n"
+	"                        and validate_settings work without it. With it, a\n"
+	"                        trail not there yet is no error (its tools say so)\n";
 
 static volatile sig_atomic_t stop;
 
@@ -65,11 +72,13 @@ static int trail_path(const char *settings, const char *database, char *path,
 	return rc ? CLI_ERROR : CLI_OK;
 }
 
-static int parse(int argc, char **argv, const char **settings, const char **database)
+static int parse(int argc, char **argv, const char **settings, const char **database,
+		 const char **root)
 {
 	static const struct option longopts[] = {
 		{ "settings", required_argument, NULL, 's' },
 		{ "database", required_argument, NULL, 'd' },
+		{ "root", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -80,6 +89,7 @@ static int parse(int argc, char **argv, const char **settings, const char **data
 		switch (c) {
 		case 's': *settings = optarg; break;
 		case 'd': *database = optarg; break;
+		case 'r': *root = optarg; break;
 		case 'h':
 			fputs(usage, stdout);
 			return -1;
@@ -96,19 +106,26 @@ static int parse(int argc, char **argv, const char **settings, const char **data
 
 int cli_mcp(int argc, char **argv)
 {
-	const char *settings = NULL, *database = NULL;
+	const char *settings = NULL, *database = NULL, *root = NULL;
 	struct sigaction sa = { .sa_handler = on_signal };
+	mcp_opts o = { 0 };
 	char path[4096];
 	mcp_server *s;
 	core_err err = { 0 };
 	int rc;
 
-	if ((rc = parse(argc, argv, &settings, &database)))
+	if ((rc = parse(argc, argv, &settings, &database, &root)))
 		return rc < 0 ? CLI_OK : rc;
 	if ((rc = trail_path(settings, database, path, sizeof(path))))
 		return rc;
-	if (mcp_open(path, NULL, &s, &err)) {
+	o.root = root;
+	if (mcp_open(path, &o, &s, &err)) {
 		cli_error(&err);
+		return CLI_ERROR;
+	}
+	if (root && chdir(root)) { /* the trail is open: its path was ours */
+		fprintf(stderr, "elspeth mcp: --root %s: %s\n", root, strerror(errno));
+		mcp_free(s);
 		return CLI_ERROR;
 	}
 	/* No SA_RESTART: a signal ends the read the server waits in. A

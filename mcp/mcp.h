@@ -2,7 +2,9 @@
  * mcp.h — `elspeth mcp`: a Model Context Protocol server over an audit
  * trail (docs/mcp.md). It speaks JSON-RPC 2.0, one message per line, and
  * offers ELSPETH 0.4.1's read-only analysis tools (list_runs, explain_token,
- * diagnose, query, ...) with its names, arguments and answers.
+ * diagnose, query, ...) with its names, arguments and answers, and the
+ * composer's: the plugin catalog, validation, and (with a root) pipelines
+ * run in child processes (t_compose.c).
  *
  * The tools read SQL in ELSPETH's schema: an SQLite trail is opened
  * read-only as it is; an LMDB Landscape is first exported (sqlt_export)
@@ -11,8 +13,11 @@
  *
  * Thread rules: an mcp_server belongs to one thread at a time. The query
  * tool forks a child process for each statement and reaps it before it
- * returns (docs/mcp.md "Isolation"); a caller must not reap children it
- * did not start (no SIGCHLD set to SIG_IGN, no waitpid(-1)).
+ * returns (docs/mcp.md "Isolation"); run_pipeline starts a child per run,
+ * reaped by pid when its status is asked for or by mcp_free (which stops
+ * any still running: SIGINT, then SIGKILL after 10 s); a caller must not
+ * reap children it did not start (no SIGCHLD set to SIG_IGN, no
+ * waitpid(-1)).
  */
 #ifndef ELSPETH_MCP_H
 #define ELSPETH_MCP_H
@@ -50,6 +55,12 @@ typedef struct mcp_opts {
 				    * get_recent_activity (Unix ns, UTC);
 				    * 0: the wall clock. Tests pin it. */
 	FILE *log;                 /* notes for people; NULL: stderr */
+	/* The composer's run tools (run_pipeline, ...) run pipelines whose
+	 * files stay under this directory, which must be the working
+	 * directory while the server lives (elspeth mcp --root changes to
+	 * it); NULL: they refuse. With a root, a trail not there yet is no
+	 * error: the trail's tools say so. */
+	const char *root;
 } mcp_opts;
 
 /*

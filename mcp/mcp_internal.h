@@ -23,6 +23,12 @@ struct mcp_server {
 	bool payloads;        /* the trail has elspeth_payloads */
 	uint64_t deadline_ns; /* when the running statement is stopped
 			       * (monotonic; 0: no limit) */
+	/* the composer's runs (t_compose.c) */
+	char *root;           /* realpath of o.root, or NULL */
+	char *self;           /* this program, for the children */
+	char *jobdir;         /* private: each run's output */
+	struct mcp__job *jobs;
+	size_t njobs;
 };
 
 /* --------------------------------------------------- server.c, lmdb.c */
@@ -140,6 +146,18 @@ typedef int (*mcp__tool_fn)(mcp_server *s, const json_t *a, mcp_result *r,
 
 /* The handlers, by file. */
 int mcp__list_runs(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+/* t_compose.c: the catalog, validation and runs under the root; their
+ * set-up and end (mcp_open, mcp_free: running children get SIGINT). */
+int mcp__list_sources(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__list_transforms(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__list_sinks(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__get_plugin_schema(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__validate_settings(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__run_pipeline(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__get_pipeline_run(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__cancel_pipeline_run(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+int mcp__compose_open(mcp_server *s, core_err *err);
+void mcp__compose_close(mcp_server *s);
 int mcp__get_run(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
 int mcp__list_nodes(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
 int mcp__list_rows(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);

@@ -124,10 +124,13 @@ int mcp_open(const char *path, const mcp_opts *o, mcp_server **out, core_err *er
 	if (!s->o.query_max_rows)
 		s->o.query_max_rows = MCP_QUERY_MAX_ROWS;
 	s->log = s->o.log ? s->o.log : stderr;
-	if ((rc = open_path(s, path, err))) {
+	if ((rc = mcp__compose_open(s, err)) ||
+	    ((rc = open_path(s, path, err)) && !(rc == CORE_ENOTFOUND && s->root))) {
 		mcp_free(s);
 		return rc;
 	}
+	if (rc) /* with a root, a trail not there yet: its tools say so */
+		fprintf(s->log, "elspeth mcp: %s\n", err->msg);
 	*out = s;
 	return 0;
 }
@@ -136,6 +139,7 @@ void mcp_free(mcp_server *s)
 {
 	if (!s)
 		return;
+	mcp__compose_close(s);
 	sqlite3_close(s->db);
 	free(s->path);
 	free(s);
@@ -146,6 +150,7 @@ long long mcp_run_count(mcp_server *s)
 	long long n = 0;
 	core_err err = { 0 };
 
-	mcp__count(s, &n, &err, "SELECT count(*) FROM runs", "");
+	if (s->db)
+		mcp__count(s, &n, &err, "SELECT count(*) FROM runs", "");
 	return n;
 }

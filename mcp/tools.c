@@ -35,6 +35,7 @@ typedef struct tool {
 	const char *desc;
 	tool_arg args[5]; /* ended by a NULL name */
 	mcp__tool_fn fn;
+	bool no_trail;    /* works without an audit trail (t_compose.c) */
 } tool;
 
 static const char *const run_statuses[] = { "running", "completed", "failed", "interrupted", NULL };
@@ -42,6 +43,7 @@ static const char *const state_statuses[] = { "open", "pending", "completed", "f
 static const char *const op_types[] = { "source_load", "sink_write", NULL };
 static const char *const op_statuses[] = { "open", "completed", "failed", "pending", NULL };
 static const char *const error_types[] = { "all", "validation", "transform", NULL };
+static const char *const plugin_types[] = { "source", "transform", "sink", NULL };
 
 #define RUN_ID(what) { "run_id", ARG_STR, what, NULL, 0, NULL }
 #define LIMIT(n, what) { "limit", ARG_INT, what, NULL, n, NULL }
@@ -150,6 +152,46 @@ static const tool tools[] = {
 	  "duration, rows and node executions.",
 	  { { "minutes", ARG_INT, "How far back to look, in minutes", NULL, 60, NULL } },
 	  mcp__get_recent_activity },
+	/* composing and running pipelines (ours; the catalog tools as
+	 * ELSPETH's web composer names them) */
+	{ "list_sources", "The source plugins: name, description and options (each "
+	  "with type, required, description, default).",
+	  { { NULL } }, mcp__list_sources, true },
+	{ "list_transforms", "The transform plugins (aggregations too): name, "
+	  "description and options.",
+	  { { NULL } }, mcp__list_transforms, true },
+	{ "list_sinks", "The sink plugins: name, description and options.",
+	  { { NULL } }, mcp__list_sinks, true },
+	{ "get_plugin_schema", "One plugin's options as a JSON Schema (what its "
+	  "options: block may hold; a key it does not list is refused).",
+	  { { "plugin_type", ARG_STR, "Plugin type", NULL, 0, plugin_types },
+	    { "name", ARG_STR, "Plugin name (e.g. 'csv')", NULL, 0, NULL } },
+	  mcp__get_plugin_schema, true },
+	{ "validate_settings", "Checks pipeline settings as elspeth validate does "
+	  "(keys, types, plugins and their options, wiring, expressions, schema "
+	  "contracts): ELSPETH's ValidationResult, the error naming file, line, "
+	  "column and key. Give settings_yaml (the text) or settings_path (a file "
+	  "under the root).",
+	  { { "settings_yaml", ARG_OPT_STR, "The settings as YAML text", NULL, 0, NULL },
+	    { "settings_path", ARG_OPT_STR, "... or a settings file, relative to the root", NULL, 0, NULL } },
+	  mcp__validate_settings, true },
+	{ "run_pipeline", "Validates pipeline settings and, if they pass, runs them "
+	  "in the background under the server's root (elspeth mcp --root DIR; every "
+	  "file they name must stay under it): its run_id, or the validation that "
+	  "failed. Posted text is kept in the root as mcp-RUNID.yaml. Follow it with "
+	  "get_pipeline_run.",
+	  { { "settings_yaml", ARG_OPT_STR, "The settings as YAML text", NULL, 0, NULL },
+	    { "settings_path", ARG_OPT_STR, "... or a settings file, relative to the root", NULL, 0, NULL } },
+	  mcp__run_pipeline, true },
+	{ "get_pipeline_run", "A run started with run_pipeline: status (running, "
+	  "completed, failed, interrupted, cancelled), rows processed and failed, "
+	  "its Landscape run id, exit code and last error.",
+	  { { "run_id", ARG_STR, "The run_id run_pipeline gave", NULL, 0, NULL } },
+	  mcp__get_pipeline_run, true },
+	{ "cancel_pipeline_run", "Stops a run started with run_pipeline as ^C does "
+	  "(checkpointed: elspeth resume continues it); its status after.",
+	  { { "run_id", ARG_STR, "The run_id run_pipeline gave", NULL, 0, NULL } },
+	  mcp__cancel_pipeline_run, true },
 };
 
 #define NTOOLS (sizeof(tools) / sizeof(tools[0]))
@@ -323,6 +365,9 @@ int mcp_call(mcp_server *s, const char *name, const json_t *args,
 		return core_err_set(err, CORE_EDATA,
 				    "Invalid arguments: '%s': the arguments must be "
 				    "an object, got %s", name, core_py_type(args));
+	if (!s->db && !t->no_trail)
+		return core_err_set(err, CORE_EDATA, "no audit trail at %s yet: it is read "
+				    "when elspeth mcp starts; start it again after a run", s->path);
 	if ((rc = validate(t, args, &a, err)))
 		return rc;
 	rc = t->fn(s, a, &res, err);

@@ -1,6 +1,7 @@
 /*
- * confine.c — keeping a pipeline's files under a root (run.h): what the
- * server and the MCP run tools ask of pipelines posted to them.
+ * confine.c — what the server and the MCP run tools ask of pipelines
+ * posted to them (run.h): that their files stay under a root, and the
+ * answer to a validation.
  */
 #include <errno.h>
 #include <limits.h>
@@ -88,3 +89,19 @@ int run_confine(const char *root, const core_settings *s, bool *outside, core_er
 	*outside = false;
 	return check(root, core_doc_root(s->doc), NULL, outside, err);
 }
+
+json_t *run_validation_json(bool ok, const char *error)
+{
+	json_t *v = json_pack("{s:b,s:[{s:s,s:b,s:s}],s:[]}", "is_valid", ok, "checks",
+			      "name", "settings", "passed", ok, "detail",
+			      ok ? "the settings load, the graph is wired and every plugin "
+				   "accepts its options" : "the settings were refused",
+			      "errors");
+
+	if (v && error)
+		json_array_append_new(json_object_get(v, "errors"),
+			json_pack("{s:n,s:n,s:s,s:n}", "component_id", "component_type",
+				  "message", error, "suggestion"));
+	return v;
+}
+

@@ -181,6 +181,10 @@ int run_validate(const core_settings *s, dag_graph *g, core_err *err);
  * same way (its pipelines' own files are not looked at). */
 bool run_path_inside(const char *root, const char *p);
 int run_confine(const char *root, const core_settings *s, bool *outside, core_err *err);
+/* ELSPETH's ValidationResult of a validation that passed (ok) or failed
+ * with `error` (its message, with file, line and column): is_valid, one
+ * check, the error as its only ValidationError. */
+json_t *run_validation_json(bool ok, const char *error);
 
 /* Loads the pipelines of s's depends_on, recursively, and checks them as
  * a job does before it runs any (step 0 above), running nothing.

@@ -333,21 +333,6 @@ const char *srv__cancel(srv *s, const char *id)
 	return out;
 }
 
-json_t *srv__validation(bool ok, const char *error)
-{
-	json_t *v = json_pack("{s:b,s:[{s:s,s:b,s:s}],s:[]}", "is_valid", ok, "checks",
-			      "name", "settings", "passed", ok, "detail",
-			      ok ? "the settings load, the graph is wired and every plugin "
-				   "accepts its options" : "the settings were refused",
-			      "errors");
-
-	if (v && error)
-		json_array_append_new(json_object_get(v, "errors"),
-			json_pack("{s:n,s:n,s:s,s:n}", "component_id", "component_type",
-				  "message", error, "suggestion"));
-	return v;
-}
-
 /* ------------------------------------------------------------- life */
 
 int srv__init(srv *s, const srv_cfg *cfg, core_err *err)

@@ -107,13 +107,13 @@ static enum MHD_Result post_run(srv *s, struct MHD_Connection *c, const core_buf
 			return detail(c, MHD_HTTP_FORBIDDEN, err.msg);
 		if (!execute || err.code == CORE_ECONFIG || err.code == CORE_EDATA)
 			return reply(c, execute ? MHD_HTTP_UNPROCESSABLE_CONTENT : MHD_HTTP_OK,
-				     srv__validation(false, err.msg));
+				     run_validation_json(false, err.msg));
 		return detail(c, MHD_HTTP_BAD_REQUEST, err.msg);
 	}
 	json_decref(req);
 	if (!execute) {
 		srv__job_free(j);
-		return reply(c, MHD_HTTP_OK, srv__validation(true, NULL));
+		return reply(c, MHD_HTTP_OK, run_validation_json(true, NULL));
 	}
 	if (srv__enqueue(s, j, &err)) {
 		srv__job_free(j);

@@ -102,8 +102,6 @@ int srv__resume(srv *s, const char *path, const char *yaml, uint64_t run, srv_jo
 json_t *srv__status(srv *s, const char *id);
 json_t *srv__list(srv *s);
 const char *srv__cancel(srv *s, const char *id);
-/* ELSPETH's ValidationResult. */
-json_t *srv__validation(bool ok, const char *error);
 /* Job id, or NULL (lock held). */
 srv_job *srv__find(srv *s, const char *id);
 

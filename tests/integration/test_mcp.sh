@@ -127,4 +127,25 @@ expect "mcp -s serves the SQLite file of a sqlite:/// landscape.url" 0 "serving 
 mkdir -p empty.lmdb
 expect "mcp names an LMDB directory that holds no trail" 1 "empty.lmdb" -- "$ELSPETH" mcp -d empty.lmdb
 
+# ---- the composer's tools with --root: the catalog, validation, runs in
+# the background under the root (on a trail not there yet)
+mkdir -p croot ctmp
+printf 'id,text\n1,a\n2,b\n3,c\n' > croot/input.csv
+/usr/bin/python3 -c 'import sys; print("id,text"); [print("%d,t%d" % (i, i)) for i in range(1, 3001)]' > croot/many.csv
+TMPDIR="$WORK/ctmp" node "$CLIENT/client.mjs" "$ELSPETH" "$WORK/croot/state/audit.lmdb" compose \
+  "$WORK/croot" > compose.out 2>&1
+rc=$?
+cat compose.out
+PASSES=$((PASSES + $(grep -c '^ok - ' compose.out)))
+FAILS=$((FAILS + $(grep -c '^FAIL - ' compose.out)))
+[ "$rc" = 0 ] && pass "the SDK client composes and runs pipelines under --root" ||
+  fail "the SDK client (compose) exited $rc"
+[ -z "$(ls -A ctmp)" ] && pass "the runs' private output is gone once the server ends" ||
+  fail "left in TMPDIR: $(ls -A ctmp)"
+slow=$(cd croot && grep -l many.csv mcp-*.yaml)
+[ -f croot/slow-state/data.mdb ] && (cd croot && "$ELSPETH" resume latest -s "$slow" --execute) \
+  > resume.log 2>&1 </dev/null && [ "$(wc -l < croot/out/many.csv)" = 3001 ] &&
+  pass "the cancelled run resumes from the CLI to all 3000 rows" || { fail "resume after cancel"; tail -5 resume.log; }
+expect "mcp --root on a directory that is not there" 1 "--root" -- "$ELSPETH" mcp -d trail.db --root nowhere
+
 finish

@@ -7,12 +7,14 @@
 // any failure.
 //   node client.mjs ELSPETH_BINARY TRAIL [facts]
 // With "lmdb" as the third argument it only checks the basics on an LMDB
-// Landscape of one run (test_mcp.sh's second part).
+// Landscape of one run (test_mcp.sh's second part). With "compose ROOT" it
+// drives the composer's tools with --root ROOT (ROOT/input.csv, 3 rows, and
+// ROOT/many.csv, 3000) on a trail not there yet (test_mcp.sh's third part).
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { McpError } from "@modelcontextprotocol/sdk/types.js";
 
-const [elspeth, trail, mode = "fixture"] = process.argv.slice(2);
+const [elspeth, trail, mode = "fixture", root = ""] = process.argv.slice(2);
 let failures = 0;
 const ok = (cond, name, detail = "") => {
   if (cond) console.log(`ok - ${name}`);
@@ -29,7 +31,7 @@ const RUN_LLM = "a607874059f64ac9ae047a679d1823d5";
 
 const transport = new StdioClientTransport({
   command: elspeth,
-  args: ["mcp", "--database", trail],
+  args: ["mcp", "--database", trail, ...(mode === "compose" ? ["--root", root] : [])],
   stderr: "pipe",
 });
 let serverLog = "";
@@ -65,8 +67,8 @@ async function fixture(tools) {
     "get_llm_usage_report", "get_outcome_analysis", "diagnose", "get_failure_context",
     "describe_schema", "query", "list_operations", "get_operation_calls",
     "get_recent_activity"];
-  ok(expected.every((n) => names.includes(n)) && names.length === expected.length,
-    "tools/list has ELSPETH's 22 tools", names.join(","));
+  ok(expected.every((n) => names.includes(n)) && names.length === expected.length + 8,
+    "tools/list has ELSPETH's 22 tools (and the composer's 8)", names.join(","));
   ok(tools.every((t) => t.inputSchema?.type === "object" && t.description),
     "every tool has a description and an object inputSchema");
   const runSchema = tools.find((t) => t.name === "get_run").inputSchema;
@@ -261,6 +263,97 @@ async function lmdb() {
     "LMDB trail: writes refused");
 }
 
+// The composer's tools: the catalog, validation, runs under the root.
+async function compose(tools) {
+  const names = tools.map((t) => t.name);
+  const mine = ["list_sources", "list_transforms", "list_sinks", "get_plugin_schema",
+    "validate_settings", "run_pipeline", "get_pipeline_run", "cancel_pipeline_run"];
+  ok(mine.every((n) => names.includes(n)) && names.length === 30,
+    "tools/list: ELSPETH's 22 tools and the composer's 8", names.join(","));
+  await check("catalog", async () => {
+    const src = await call("list_sources");
+    const csv = src.find((p) => p.name === "csv");
+    ok(csv && csv.plugin_type === "source" &&
+      csv.config_fields.find((f) => f.name === "path").required === true,
+      "list_sources: csv with its options (path required)");
+    const tr = await call("list_transforms");
+    ok(tr.some((p) => p.name === "llm") && tr.some((p) => p.name === "batch_stats"),
+      "list_transforms: transforms and aggregations");
+    ok((await call("list_sinks")).map((p) => p.name).sort().join() === "csv,database,json",
+      "list_sinks");
+    const sch = await call("get_plugin_schema", { plugin_type: "transform", name: "llm" });
+    ok(sch.json_schema.properties.pool_size.default === 32 &&
+      sch.json_schema.additionalProperties === false, "get_plugin_schema: llm's options");
+    const bad = await call("get_plugin_schema", { plugin_type: "sink", name: "nope" });
+    ok(bad.error?.startsWith("Unknown sink plugin: nope. Available:"), "get_plugin_schema: unknown",
+      JSON.stringify(bad));
+  });
+  const pipe = (input, extra = "") => `source:
+  plugin: csv
+  on_success: out
+  options: {path: ${input}, schema: {mode: observed}, on_validation_failure: discard}
+${extra}sinks:
+  out: {plugin: csv, options: {path: out/${input}}}
+landscape: {url: "lmdb://./state/audit.lmdb"}
+`;
+  await check("validate", async () => {
+    const good = await call("validate_settings", { settings_yaml: pipe("input.csv") });
+    ok(good.is_valid === true, "validate_settings: a good pipeline", JSON.stringify(good));
+    const wired = await call("validate_settings",
+      { settings_yaml: pipe("input.csv").replace("on_success: out", "on_success: nowhere") });
+    ok(wired.is_valid === false && /posted\.yaml:3:\d+: source\.on_success/.test(wired.errors[0].message),
+      "validate_settings: wired wrong, with line, column and key", JSON.stringify(wired));
+    const out = await call("validate_settings", { settings_yaml: pipe("/etc/passwd") });
+    ok(out.is_valid === false && out.errors[0].message.includes("outside"),
+      "validate_settings: a file outside the root", JSON.stringify(out));
+    const neither = await call("validate_settings", {});
+    ok(neither.error === "give settings_path or settings_yaml, not both", "validate_settings: no settings");
+  });
+  await check("run", async () => {
+    const started = await call("run_pipeline", { settings_yaml: pipe("input.csv") });
+    ok(/^[0-9a-f]{16}$/.test(started.run_id) && started.status === "running",
+      "run_pipeline: a run_id", JSON.stringify(started));
+    let st;
+    for (let i = 0; i < 300; i++) {
+      st = await call("get_pipeline_run", { run_id: started.run_id });
+      if (st.status !== "running") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    ok(st.status === "completed" && st.rows_processed === 3 && st.exit_code === 0 &&
+      st.landscape_run_id === 1 && st.error === null, "get_pipeline_run: completed, 3 rows, Landscape run 1",
+      JSON.stringify(st));
+    const fs = await import("node:fs");
+    ok(fs.readFileSync(`${root}/out/input.csv`, "utf8").trim().split("\n").length === 4,
+      "its sink is written under the root");
+    ok(fs.existsSync(`${root}/mcp-${started.run_id}.yaml`), "the posted settings are kept in the root");
+    const refused = await call("run_pipeline", { settings_yaml: pipe("../escape.csv") });
+    ok(refused.is_valid === false && refused.run_id === null, "run_pipeline: refused outside the root",
+      JSON.stringify(refused));
+    const slow = await call("run_pipeline", { settings_yaml: pipe("many.csv",
+      "transforms:\n  - {name: slow, plugin: delay, input: out0, on_success: out, options: {ms: 20}}\n")
+      .replace("on_success: out\n  options: {path: many.csv", "on_success: out0\n  options: {path: many.csv")
+      .replace('landscape: {url: "lmdb://./state/audit.lmdb"}', 'landscape: {url: "lmdb://./slow-state"}\nconcurrency: {pipelining: {max_rows_in_flight: 4}}') });
+    ok(/^[0-9a-f]{16}$/.test(slow.run_id ?? ""), "run_pipeline: a slow run starts", JSON.stringify(slow));
+    await new Promise((r) => setTimeout(r, 1500));
+    const mid = await call("get_pipeline_run", { run_id: slow.run_id });
+    ok(mid.status === "running" && mid.rows_processed > 0, "get_pipeline_run: running, rows moving",
+      JSON.stringify(mid));
+    await call("cancel_pipeline_run", { run_id: slow.run_id });
+    let end;
+    for (let i = 0; i < 100; i++) {
+      end = await call("get_pipeline_run", { run_id: slow.run_id });
+      if (end.status !== "running") break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    ok(end.status === "cancelled" && end.exit_code === 3 && end.rows_processed < 3000,
+      "cancel_pipeline_run: stopped as ^C (exit 3, resumable)", JSON.stringify(end));
+    ok((await call("get_pipeline_run", { run_id: "0000" })).error === "Run '0000' not found",
+      "get_pipeline_run: an unknown run");
+  });
+  const noTrail = await toolError("list_runs", {});
+  ok(noTrail?.startsWith("no audit trail at"), "the trail's tools without a trail say so", String(noTrail));
+}
+
 try {
   await client.connect(transport);
   const info = client.getServerVersion();
@@ -270,6 +363,7 @@ try {
   ok(true, "ping");
   const { tools } = await client.listTools();
   if (mode === "lmdb") await lmdb();
+  else if (mode === "compose") await compose(tools);
   else await fixture(tools);
 } catch (e) {
   ok(false, "session", e.stack || String(e));
