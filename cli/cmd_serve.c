@@ -13,8 +13,9 @@
 #include "serve/serve.h"
 
 static const char usage[] =
-	"usage: elspeth serve --root DIR (--users FILE | --no-auth) [--listen ADDR]\n"
-	"                     [--token-hours H]\n"
+	"usage: elspeth serve --root DIR (--users FILE | --oidc-issuer URL\n"
+	"                     --oidc-audience AUD [--oidc-client-id ID] | --no-auth)\n"
+	"                     [--listen ADDR] [--token-hours H]\n"
 	"       elspeth serve adduser NAME --users FILE   (the password on stdin)\n"
 	"\n"
 	"Serves runs over HTTP (ELSPETH's web API routes, docs/serve.md): post a\n"
@@ -28,6 +29,10 @@ static const char usage[] =
 	"  --users FILE      local users (Argon2id hashes; outside DIR, mode 600): every\n"
 	"                    route but health and login needs a bearer token\n"
 	"  --token-hours H   how long a login's token lives [12]\n"
+	"  --oidc-issuer URL an OpenID Connect issuer instead of local users: bearer\n"
+	"                    tokens are its RS256 JWTs, checked against its JWKS\n"
+	"  --oidc-audience AUD  the audience (aud) those tokens must name\n"
+	"  --oidc-client-id ID  told to the page (/api/auth/config), as ELSPETH's\n"
 	"  --no-auth         serve without logins (loopback addresses only)\n"
 	"  -h, --help        this help\n"
 	"\n"
@@ -108,6 +113,9 @@ int cli_serve(int argc, char **argv)
 		{ "users", required_argument, NULL, 'u' },
 		{ "token-hours", required_argument, NULL, 't' },
 		{ "no-auth", no_argument, NULL, 'n' },
+		{ "oidc-issuer", required_argument, NULL, 'I' },
+		{ "oidc-audience", required_argument, NULL, 'A' },
+		{ "oidc-client-id", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -143,6 +151,15 @@ int cli_serve(int argc, char **argv)
 			break;
 		case 'n':
 			cfg.no_auth = true;
+			break;
+		case 'I':
+			cfg.oidc_issuer = optarg;
+			break;
+		case 'A':
+			cfg.oidc_audience = optarg;
+			break;
+		case 'C':
+			cfg.oidc_client_id = optarg;
 			break;
 		case 'h':
 			fputs(usage, stdout);

@@ -25,6 +25,7 @@
 #include "report/report.h"
 #include "run/run.h"
 #include "serve/serve.h"
+#include "serve/oidc.h"
 #include "serve/serve_internal.h"
 
 #define BODY_MAX (1u << 20)       /* a posted request: 1 MiB */
@@ -366,6 +367,57 @@ static json_t *profile(const char *user)
 			 "display_name", user, "email", "groups");
 }
 
+/* ELSPETH's UserProfile from an OIDC token's claims (its oidc.py):
+ * username is preferred_username or sub, display_name name or
+ * preferred_username or "Unknown", groups as strings. Takes claims. */
+static json_t *oidc_profile(json_t *claims)
+{
+	const char *sub = json_string_value(json_object_get(claims, "sub"));
+	const char *pref = json_string_value(json_object_get(claims, "preferred_username"));
+	const char *name = json_string_value(json_object_get(claims, "name"));
+	const char *email = json_string_value(json_object_get(claims, "email"));
+	json_t *groups = json_array(), *g;
+	size_t i;
+
+	json_array_foreach(json_object_get(claims, "groups"), i, g) {
+		char num[32];
+
+		if (json_is_string(g))
+			json_array_append(groups, g);
+		else if (json_is_integer(g)) {
+			snprintf(num, sizeof(num), "%lld", (long long)json_integer_value(g));
+			json_array_append_new(groups, json_string(num));
+		}
+	}
+	g = json_pack("{s:s,s:s,s:s,s:s?,s:o}", "user_id", sub, "username", pref ? pref : sub,
+		      "display_name", name && *name ? name : pref ? pref : "Unknown",
+		      "email", email, "groups", groups ? groups : json_array());
+	json_decref(claims);
+	return g;
+}
+
+/* Whether the caller may go on: a local user's token, an OIDC issuer's,
+ * or anyone without logins. user: who (for the log); *claims: the OIDC
+ * token's (NULL otherwise). */
+static bool authorized(srv *s, const char *token, char *user, size_t cap, json_t **claims)
+{
+	char why[256];
+	const char *who;
+
+	*claims = NULL;
+	if (s->auth)
+		return auth_check(s->auth, token, user);
+	if (!s->oidc) {
+		snprintf(user, cap, "anonymous");
+		return true;
+	}
+	if (!srv_oidc_check(s->oidc, token, claims, why, sizeof(why)))
+		return false;
+	who = json_string_value(json_object_get(*claims, "preferred_username"));
+	snprintf(user, cap, "%s", who ? who : json_string_value(json_object_get(*claims, "sub")));
+	return true;
+}
+
 /* ------------------------------------------------------------- page */
 
 /* serve/web/index.html, built in (cmake/embed.cmake) */
@@ -407,6 +459,7 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	srv *s = cls;
 	upload *u = *con_cls;
 	char user[AUTH_NAME_MAX];
+	json_t *claims = NULL;
 
 	(void)version;
 	if (!u) { /* the headers: a body may follow */
@@ -430,21 +483,22 @@ static enum MHD_Result answer(void *cls, struct MHD_Connection *c, const char *u
 	if (!strcmp(url, "/api/health") && !strcmp(method, "GET"))
 		return reply(c, MHD_HTTP_OK, json_pack("{s:s}", "status", "ok"));
 	if (!strcmp(url, "/api/auth/config") && !strcmp(method, "GET"))
-		return reply(c, MHD_HTTP_OK, json_pack("{s:s,s:n,s:n}", "provider",
-			     s->auth ? "local" : "none", "oidc_issuer", "oidc_client_id"));
+		return reply(c, MHD_HTTP_OK, json_pack("{s:s,s:s?,s:s?}", "provider",
+			     s->auth ? "local" : s->oidc ? "oidc" : "none",
+			     "oidc_issuer", s->oidc ? s->cfg->oidc_issuer : NULL,
+			     "oidc_client_id", s->oidc ? s->cfg->oidc_client_id : NULL));
 	if (!strcmp(url, "/api/auth/login") && !strcmp(method, "POST"))
 		return login(s, c, &u->body);
 	/* everything else needs a valid token (the WebSocket is told so
 	 * after its handshake, with ELSPETH's 4001) */
-	if (s->auth && !auth_check(s->auth, token_of(c, !strncmp(url, "/ws/", 4)), user)) {
+	if (!authorized(s, token_of(c, !strncmp(url, "/ws/", 4)), user, sizeof(user), &claims)) {
 		if (!strncmp(url, "/ws/runs/", 9) && !strcmp(method, "GET"))
 			return srv__ws(s, c, url + 9, false);
 		return detail(c, MHD_HTTP_UNAUTHORIZED, "Not authenticated");
 	}
-	if (!s->auth)
-		snprintf(user, sizeof(user), "anonymous");
 	if (!strcmp(url, "/api/auth/me") && !strcmp(method, "GET"))
-		return reply(c, MHD_HTTP_OK, profile(user));
+		return reply(c, MHD_HTTP_OK, claims ? oidc_profile(claims) : profile(user));
+	json_decref(claims);
 	if (!strcmp(url, "/api/auth/token") && !strcmp(method, "POST")) {
 		char fresh[65];
 
@@ -515,6 +569,8 @@ static int open_auth(srv *s, const srv_cfg *cfg, core_err *err)
 
 static void close_auth(srv *s)
 {
+	srv_oidc_free(s->oidc);
+	s->oidc = NULL;
 	if (s->auth) {
 		auth_close(s->auth);
 		free(s->auth);
@@ -537,11 +593,18 @@ int srv_main(const srv_cfg *cfg, core_err *err)
 		return core_err_set(err, CORE_ECONFIG,
 			"--no-auth serves loopback only: '%s' is not a loopback address",
 			cfg->listen);
-	if (!cfg->no_auth && !cfg->users)
+	if ((cfg->no_auth + !!cfg->users + !!cfg->oidc_issuer) > 1)
+		return core_err_set(err, CORE_ECONFIG,
+			"give one of --users, --oidc-issuer and --no-auth");
+	if (!cfg->no_auth && !cfg->users && !cfg->oidc_issuer)
 		return core_err_set(err, CORE_ECONFIG,
 			"logins need a users file: --users FILE (add users with `elspeth serve "
-			"adduser NAME --users FILE`), or --no-auth on a loopback address");
-	if (!cfg->no_auth && (rc = open_auth(&s, cfg, err)))
+			"adduser NAME --users FILE`), an OpenID Connect issuer (--oidc-issuer "
+			"URL --oidc-audience AUD), or --no-auth on a loopback address");
+	if (cfg->oidc_issuer &&
+	    (rc = srv_oidc_open(cfg->oidc_issuer, cfg->oidc_audience, &s.oidc, err)))
+		return rc;
+	if (cfg->users && (rc = open_auth(&s, cfg, err)))
 		return rc;
 	if ((rc = srv__init(&s, cfg, err))) {
 		close_auth(&s);

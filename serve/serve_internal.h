@@ -54,7 +54,8 @@ typedef struct srv {
 	bool runner_started;
 	/* WebSockets (ws.c): one thread each, counted so the server waits
 	 * for them before it stops */
-	auth *auth;                /* NULL: no logins (no_auth) */
+	auth *auth;                /* local users; NULL: none */
+	struct srv_oidc *oidc;     /* an OIDC issuer's tokens; NULL: none */
 	pthread_cond_t ws_done;
 	unsigned ws_count;
 	atomic_bool ws_stop;

@@ -191,21 +191,8 @@ res=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)
   { fail "verify"; tail -5 verify.out; }
 
 # the WebSocket: ELSPETH's RunEvent messages until the run's last, then 1000
-cat > ws_watch.py <<'PYEOF'
-import json, sys, websocket
-ws = websocket.create_connection(sys.argv[1], timeout=60)
-msgs = []
-while True:
-    op, data = ws.recv_data(control_frame=True)
-    if op == websocket.ABNF.OPCODE_CLOSE:
-        code = int.from_bytes(data[:2], "big") if len(data) >= 2 else None
-        print(json.dumps({"close": code, "reason": data[2:].decode(), "messages": msgs}))
-        break
-    if op == websocket.ABNF.OPCODE_TEXT:
-        msgs.append(json.loads(data))
-PYEOF
 out=$(api POST /api/runs '{"settings_path": "slow.yaml"}'); w1=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])')
-"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/$w1?token=x" > ws1.json &
+"$DPY" "$SRC/tests/integration/ws_watch.py" "ws://127.0.0.1:$P/ws/runs/$w1?token=x" > ws1.json &
 WS1=$!
 wait $WS1
 "$DPY" - ws1.json <<'PYEOF' > ws1.txt && pass "WS /ws/runs/{id}: $(tail -1 ws1.txt)" || { fail "websocket"; cat ws1.txt ws1.json | head -c 600; }
@@ -222,7 +209,7 @@ rows = [x["data"]["rows_processed"] for x in prog]
 assert len(prog) >= 3 and rows == sorted(rows), rows
 print("%d progress events (rows %d .. %d), then completed with ELSPETH's fields, closed 1000" % (len(prog), rows[0], rows[-1]))
 PYEOF
-"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/nosuchrun" > ws2.json
+"$DPY" "$SRC/tests/integration/ws_watch.py" "ws://127.0.0.1:$P/ws/runs/nosuchrun" > ws2.json
 grep -q '"close": 4004' ws2.json && pass "WS for an unknown run: closed 4004 'Run not found'" || fail "ws 4004: $(cat ws2.json)"
 code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$P/ws/runs/$w1")
 [ "$code" = 426 ] && pass "a plain GET of a WebSocket route: 426" || fail "ws plain get: $code"
@@ -286,9 +273,9 @@ grep -q '"username":"alice"' <<<"$(authed GET /api/auth/me)" && pass "/api/auth/
 out=$(authed POST /api/runs '{"settings_path": "p.yaml"}')
 aid=$(head -1 <<<"$out" | "$DPY" -c 'import json,sys; print(json.load(sys.stdin)["run_id"])' 2>/dev/null)
 [ "${out##*$'\n'}" = 202 ] && pass "a run posted with the token" || fail "authed post: $out"
-"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/$aid?token=bad" > ws3.json
+"$DPY" "$SRC/tests/integration/ws_watch.py" "ws://127.0.0.1:$P/ws/runs/$aid?token=bad" > ws3.json
 grep -q '"close": 4001' ws3.json && pass "WS with a bad token: closed 4001 (ELSPETH's)" || fail "ws 4001: $(cat ws3.json)"
-"$DPY" ws_watch.py "ws://127.0.0.1:$P/ws/runs/$aid?token=$TOKEN" > ws4.json
+"$DPY" "$SRC/tests/integration/ws_watch.py" "ws://127.0.0.1:$P/ws/runs/$aid?token=$TOKEN" > ws4.json
 grep -q '"close": 1000' ws4.json && grep -q '"completed"' ws4.json && pass "WS with the token: the run's events" ||
   fail "ws token: $(cat ws4.json)"
 out=$(authed POST /api/auth/token)
