@@ -501,6 +501,7 @@ static void observe(void *ctx, const run_event *ev)
 		report_dependency(w, ev);
 		break;
 	case RUN_EV_SAMPLE: /* the Landscape keeps them (elspeth report) */
+	case RUN_EV_ROW_FAILED: /* not asked for: the summary counts them */
 	case RUN_EV_LAST:
 		break;
 	}

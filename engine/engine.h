@@ -219,6 +219,7 @@ struct eng_event {
 	eng_outcome outcome;        /* TOKEN */
 	uint64_t state;             /* CALL: the node state's id (0: none) */
 	const struct plg_call *call;
+	const char *error;          /* TRANSFORM, not ok: why (its message) */
 	const char *status;         /* RUN_FINISHED: eng_run_status */
 	uint64_t rows;              /* RUN_FINISHED: source rows */
 };

@@ -268,7 +268,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	    (!rc || !w->err->retryable || try + 1 >= (unsigned)w->c->g->settings->retry.max_attempts ||
 	     (cc.base.stop && *cc.base.stop))) {
 		eng_event ev = { .kind = ENG_EV_TRANSFORM, .row = w->seq, .token = t->id,
-				 .node = n, .ok = !rc,
+				 .node = n, .ok = !rc, .error = rc ? w->err->msg : NULL,
 				 .duration_ns = st.completed_ns - st.started_ns,
 				 .in_hash = t->hash, .out_hash = rc ? NULL : oh };
 

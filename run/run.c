@@ -131,6 +131,20 @@ static void phase(run_job *j, run_event_kind k, const char *name, const char *ac
 				   .seconds = (double)(core_now_mono_ns() - t0) / 1e9 });
 }
 
+/* The engine's events: to the telemetry what it asked for, and failed
+ * rows to the observer that asked for them (on the engine's thread). */
+static void on_engine_event(void *ctx, const eng_event *ev)
+{
+	run_job *j = ctx;
+
+	if (j->tel && (tel_event_mask(j->tel) & (1u << ev->kind)))
+		tel_engine_event(j->tel, ev);
+	if (ev->kind == ENG_EV_TRANSFORM && !ev->ok && j->cfg.observe && j->cfg.row_failures)
+		j->cfg.observe(j->cfg.observe_ctx, &(run_event){ .kind = RUN_EV_ROW_FAILED,
+			.run_id = ev->run_id, .row = ev->row,
+			.target = ev->node ? ev->node->name : NULL, .error = ev->error });
+}
+
 /* The engine, between the payload store and the steps after it. */
 static int process(run_job *j, core_err *err)
 {
@@ -151,10 +165,11 @@ static int process(run_job *j, core_err *err)
 		o.sample = on_sample;
 		o.sample_ctx = j;
 	}
-	if (j->tel) {
-		o.event = tel_engine_event;
-		o.event_ctx = j->tel;
-		o.event_mask = tel_event_mask(j->tel);
+	if (j->tel || (c->observe && c->row_failures)) {
+		o.event = on_engine_event;
+		o.event_ctx = j;
+		o.event_mask = (j->tel ? tel_event_mask(j->tel) : 0) |
+			       (c->observe && c->row_failures ? 1u << ENG_EV_TRANSFORM : 0);
 	}
 	r->engine_ran = true;
 	rc = c->resume ? eng_resume(c->graph, &o, c->resume, true, NULL, &r->sum, err)

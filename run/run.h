@@ -75,6 +75,10 @@ typedef enum run_event_kind {
 	RUN_EV_DEPENDENCY_STARTED, /* target (its name), path, graph */
 	RUN_EV_DEPENDENCY_ENDED,   /* target, path, graph, result: how it
 				    * ended (rc; sum.interrupted, halt_code) */
+	RUN_EV_ROW_FAILED,       /* with run_cfg.row_failures: a transform
+				  * failed a row for good — run_id, row, target
+				  * (the node's name), error; called on the
+				  * worker that failed it: be quick */
 	RUN_EV_LAST
 } run_event_kind;
 
@@ -92,6 +96,7 @@ typedef struct run_event {
 	const char *path;         /* a dependency's settings file */
 	const dag_graph *graph;   /* a dependency's pipeline */
 	const struct run_result *result; /* DEPENDENCY_ENDED */
+	uint64_t row;             /* ROW_FAILED: the row's number */
 } run_event;
 
 typedef struct run_cfg {
@@ -111,6 +116,7 @@ typedef struct run_cfg {
 	void (*observe)(void *ctx, const run_event *ev); /* may be NULL */
 	void *observe_ctx;
 	unsigned progress_ms;     /* progress events about this often; 0: none */
+	bool row_failures;        /* RUN_EV_ROW_FAILED events too */
 	/* Serve the run's metrics for Prometheus at this address while the
 	 * job lives (GET /metrics, the text format; ADR 0033):
 	 * "HOST:PORT", "[IPv6]:PORT", or "PORT" on 127.0.0.1; port 0 picks

@@ -30,6 +30,7 @@ void srv__job_free(srv_job *j)
 		return;
 	dag_free(j->graph);
 	json_decref(j->live);
+	json_decref(j->errors);
 	core_settings_free(j->settings);
 	free(j->yaml);
 	free(j);
@@ -91,12 +92,15 @@ static void observe(void *ctx, const run_event *ev)
 		__atomic_store_n(&j->landscape_run, ev->sample->run_id, __ATOMIC_RELAXED);
 	if (ev->kind == RUN_EV_SAMPLE && ev->sample)
 		srv__job_sample(j->owner, j, ev->sample);
+	if (ev->kind == RUN_EV_ROW_FAILED)
+		srv__job_failure(j->owner, j, ev->row, ev->target, ev->error);
 }
 
 static void run_one(srv *s, srv_job *j)
 {
 	run_cfg cfg = { .graph = j->graph, .settings_path = j->name, .stop = &j->stop,
 			.observe = observe, .observe_ctx = j, .progress_ms = PROGRESS_MS,
+			.row_failures = true,
 			.resume = j->resume[0] ? j->resume : NULL };
 	const run_result *r;
 	run_job *job;

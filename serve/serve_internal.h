@@ -37,6 +37,8 @@ typedef struct srv_job {
 	char error[1024];
 	json_t *live;              /* the latest metric sample (view.c), under
 				    * srv.lock; NULL: none yet */
+	json_t *errors;            /* the latest rows failed, newest first (at
+				    * most SRV_ERRORS_KEPT), under srv.lock */
 	struct srv *owner;
 	struct srv_job *next;      /* the queue */
 } srv_job;
@@ -109,10 +111,14 @@ srv_job *srv__find(srv *s, const char *id);
 /* view.c: what the page shows besides the status, NULL for no such run.
  * A metric sample as JSON (in flight, waiting and what holds it, token
  * outcomes, calls by class, writes per sink, each LLM upstream's pace,
- * window and refusals); the job's latest ({} before the first); its graph
+ * window and refusals); the job's latest ({} before the first), with the
+ * latest rows failed (recent_errors: row, node, error, at); its graph
  * (nodes and edges); the settings text it was started from. */
 json_t *srv__sample_json(const eng_sample *smp);
 void srv__job_sample(srv *s, srv_job *j, const eng_sample *smp);
+/* A row failed (RUN_EV_ROW_FAILED): kept for /live's recent_errors. */
+#define SRV_ERRORS_KEPT 20
+void srv__job_failure(srv *s, srv_job *j, uint64_t row, const char *node, const char *error);
 json_t *srv__live(srv *s, const char *id);
 json_t *srv__graph(srv *s, const char *id);
 json_t *srv__settings_text(srv *s, const char *id);

@@ -79,14 +79,40 @@ void srv__job_sample(srv *s, srv_job *j, const eng_sample *smp)
 	json_decref(old);
 }
 
+void srv__job_failure(srv *s, srv_job *j, uint64_t row, const char *node, const char *error)
+{
+	char at[40];
+	json_t *e;
+
+	core_iso_utc(core_now_wall_ns(), at);
+	e = json_pack("{s:I,s:s?,s:s?,s:s}", "row", (json_int_t)row, "node", node,
+		      "error", error, "at", at);
+	if (!e)
+		return;
+	pthread_mutex_lock(&s->lock);
+	if (!j->errors)
+		j->errors = json_array();
+	if (j->errors && !json_array_insert_new(j->errors, 0, e)) {
+		e = NULL;
+		while (json_array_size(j->errors) > SRV_ERRORS_KEPT)
+			json_array_remove(j->errors, SRV_ERRORS_KEPT);
+	}
+	pthread_mutex_unlock(&s->lock);
+	json_decref(e);
+}
+
 json_t *srv__live(srv *s, const char *id)
 {
 	json_t *out = NULL;
 	srv_job *j;
 
 	pthread_mutex_lock(&s->lock);
-	if ((j = srv__find(s, id)))
+	if ((j = srv__find(s, id))) {
 		out = j->live ? json_deep_copy(j->live) : json_object();
+		if (out && j->live)
+			json_object_set_new(out, "recent_errors",
+					    j->errors ? json_deep_copy(j->errors) : json_array());
+	}
 	pthread_mutex_unlock(&s->lock);
 	return out;
 }

@@ -137,9 +137,19 @@ def upstream_live():
 
 check("the live panel shows the llm upstream's window and requests while running",
       wait(upstream_live, 20))
-inflight = js("(() => { for (const tr of document.querySelectorAll('#live tr'))"
-              " if (tr.cells[0].textContent === 'in flight') return tr.cells[1].textContent; return ''; })()")
-check("... and the rows in flight (%s)" % inflight, inflight.isdigit() and 0 < int(inflight) <= 64)
+seen_inflight = []
+
+
+def inflight_moving():
+    v = js("(() => { for (const tr of document.querySelectorAll('#live tr'))"
+           " if (tr.cells[0].textContent === 'in flight') return tr.cells[1].textContent; return ''; })()")
+    seen_inflight.append(v)
+    return v.isdigit() and 0 < int(v) <= 64
+
+
+check("... and the rows in flight (%s)" % ", ".join(seen_inflight[-3:]) if wait(inflight_moving, 10)
+      else "... rows in flight never shown: %s" % seen_inflight[-5:], bool(seen_inflight) and
+      seen_inflight[-1].isdigit() and 0 < int(seen_inflight[-1]) <= 64)
 check("the graph is drawn: source, classify, route and the three sinks",
       wait(lambda: js("[...document.querySelectorAll('#graph g.node')].map(g => g.dataset.name).sort().join(',')")
            == "classify,errors,route,source,tickets,urgent", 10))
@@ -155,6 +165,9 @@ check("its final numbers: %s rows, %s failed, Landscape run %s" % (
     text("rows-processed"), text("rows-failed"), text("landscape-run")),
     text("rows-processed") == "3000" and text("landscape-run") == "1")
 check("the runs table lists it completed", wait(lambda: "completed" in text("runs"), 10))
+check("errors as they happen: the rows the llm failed, with their node",
+      wait(lambda: js("document.querySelectorAll('#errors tbody tr').length") >= 1 and
+           "classify" in text("errors"), 10))
 check("the last sample: every row written, the urgent sink among them",
       wait(lambda: "written to urgent" in text("calls") and "rowsreleased3000" in text("live").replace(" ", ""), 10))
 
