@@ -47,6 +47,10 @@ static const char *const plugin_types[] = { "source", "transform", "sink", NULL 
 
 #define RUN_ID(what) { "run_id", ARG_STR, what, NULL, 0, NULL }
 #define LIMIT(n, what) { "limit", ARG_INT, what, NULL, n, NULL }
+#define SETTINGS_ARGS \
+	{ "settings_yaml", ARG_OPT_STR, "The settings as YAML text", NULL, 0, NULL }, \
+	{ "settings_path", ARG_OPT_STR, "... or a settings file, relative to the root", NULL, 0, NULL }
+#define JOB_ID { "run_id", ARG_STR, "The run_id run_pipeline gave", NULL, 0, NULL }
 
 static const tool tools[] = {
 	{ "list_runs", "The runs in the audit trail, newest first, with status, "
@@ -172,25 +176,23 @@ static const tool tools[] = {
 	  "contracts): ELSPETH's ValidationResult, the error naming file, line, "
 	  "column and key. Give settings_yaml (the text) or settings_path (a file "
 	  "under the root).",
-	  { { "settings_yaml", ARG_OPT_STR, "The settings as YAML text", NULL, 0, NULL },
-	    { "settings_path", ARG_OPT_STR, "... or a settings file, relative to the root", NULL, 0, NULL } },
+	  { SETTINGS_ARGS },
 	  mcp__validate_settings, true },
 	{ "run_pipeline", "Validates pipeline settings and, if they pass, runs them "
 	  "in the background under the server's root (elspeth mcp --root DIR; every "
 	  "file they name must stay under it): its run_id, or the validation that "
 	  "failed. Posted text is kept in the root as mcp-RUNID.yaml. Follow it with "
 	  "get_pipeline_run.",
-	  { { "settings_yaml", ARG_OPT_STR, "The settings as YAML text", NULL, 0, NULL },
-	    { "settings_path", ARG_OPT_STR, "... or a settings file, relative to the root", NULL, 0, NULL } },
+	  { SETTINGS_ARGS },
 	  mcp__run_pipeline, true },
 	{ "get_pipeline_run", "A run started with run_pipeline: status (running, "
 	  "completed, failed, interrupted, cancelled), rows processed and failed, "
 	  "its Landscape run id, exit code and last error.",
-	  { { "run_id", ARG_STR, "The run_id run_pipeline gave", NULL, 0, NULL } },
+	  { JOB_ID },
 	  mcp__get_pipeline_run, true },
 	{ "cancel_pipeline_run", "Stops a run started with run_pipeline as ^C does "
 	  "(checkpointed: elspeth resume continues it); its status after.",
-	  { { "run_id", ARG_STR, "The run_id run_pipeline gave", NULL, 0, NULL } },
+	  { JOB_ID },
 	  mcp__cancel_pipeline_run, true },
 };
 
