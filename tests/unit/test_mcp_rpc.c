@@ -222,7 +222,10 @@ Test(mcp_rpc, tools_list_has_elspeths_tools_and_arguments)
 		"get_errors", "get_node_states", "get_calls", "query", "get_dag_structure",
 		"get_performance_report", "get_error_analysis", "get_llm_usage_report",
 		"describe_schema", "get_outcome_analysis", "diagnose", "get_failure_context",
-		"get_recent_activity"
+		"get_recent_activity",
+		/* the composer's (t_compose.c) */
+		"list_sources", "list_transforms", "list_sinks", "get_plugin_schema",
+		"validate_settings", "run_pipeline", "get_pipeline_run", "cancel_pipeline_run"
 	};
 	mcp_server *s = ready();
 	json_t *r = rpc(s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\",\"params\":{}}");
