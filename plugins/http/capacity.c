@@ -20,10 +20,12 @@
  * latency at a full window shrinks it. Until the first answer, at most
  * START_WINDOW go: providers announce their budgets in every answer's
  * headers, and a first burst of the whole ceiling into a small limit is
- * refused (and counted) before anything is known; it costs one round
- * trip of the ceiling when nothing limits. Those first answers teach the
- * headers and the latency only: where no budget was announced, the
- * first burst is judged as if it had been the first.
+ * refused (and counted) before anything is known. The first answer opens
+ * the window to the slots it announces, or leaves an announced budget to
+ * the pace; where nothing is announced, a slow start grows it by one an
+ * answer until the first refusal. Those first answers teach the headers
+ * and the latency only: the first refusal is judged as if it had been
+ * the first.
  *
  * After a drop the pace remembers two levels: the peak (what the
  * upstream carried before it fell) and the trough (the base that held
