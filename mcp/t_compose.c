@@ -223,14 +223,17 @@ int mcp__run_pipeline(mcp_server *s, const json_t *a, mcp_result *r, core_err *e
 	 * run can be explained and resumed with -s */
 	if (yaml) {
 		snprintf(j->settings, sizeof(j->settings), "mcp-%s.yaml", j->id);
-		if ((rc = write_file(j->settings, yaml, err)))
-			return rc;
+		rc = write_file(j->settings, yaml, err);
 	} else {
 		snprintf(j->settings, sizeof(j->settings), "%s", path);
 	}
 	j->started_ns = core_now_wall_ns();
-	if ((rc = spawn(s, j, err)))
+	if (rc || (rc = spawn(s, j, err))) {
+		unlink(j->out);
+		unlink(j->errf);
+		rmdir(dir); /* not counted: mcp__compose_close would not see it */
 		return rc;
+	}
 	s->njobs++;
 	r->value = json_pack("{s:s,s:s,s:s}", "run_id", j->id, "status", "running",
 			     "settings", j->settings);
