@@ -180,3 +180,18 @@ int rec_run_chain(rec_env *env, uint64_t run, const char *key, core_err *err)
 			     (unsigned long long)run, core_strerror(rc));
 	return rc;
 }
+
+int rec_txn_chain_intact(rec_txn *txn, const Elspeth__RunRecord *r, bool *intact)
+{
+	char head[CORE_SHA256_HEX_LEN + 1];
+	uint64_t n = 0;
+	int rc;
+
+	*intact = true;
+	if (!r->chain_head[0])
+		return 0;
+	if ((rc = rec__chain_head(rec__txn_env(txn), rec__txn_mdb(txn), r, head, &n)))
+		return rc;
+	*intact = !strcmp(head, r->chain_head) && n == r->chain_records;
+	return 0;
+}

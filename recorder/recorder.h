@@ -309,6 +309,12 @@ int rec_get_payload(rec_txn *txn, const char *hex, const void **data,
  * payloads): 0 (also for a row without a story) or an error. */
 int rec_txn_row(rec_txn *txn, uint64_t run, uint64_t seq);
 
+/* Whether run r's records, as txn reads them, still match the head of
+ * the chain its run record holds (the check verify makes): *intact true
+ * also for a run that has not ended (it has no head yet). 0 or the read
+ * error. */
+int rec_txn_chain_intact(rec_txn *txn, const Elspeth__RunRecord *r, bool *intact);
+
 /* -------------------------------------------------------------- queries
  * The reads behind `runs`, `explain` and `verify`; documents are jansson
  * values the caller releases (schemas in docs/audit.md).

@@ -718,6 +718,7 @@ static int export_run(xp *x, uint64_t run)
 	char started[SQLT_TIME_CAP] = "";
 	rec_key k;
 	uint32_t resumes = 0;
+	bool intact = true;
 	int rc;
 
 	x->run = run;
@@ -754,6 +755,18 @@ static int export_run(xp *x, uint64_t run)
 				  "its %llu rows are readable; nothing of it was written",
 				  x->rid, (unsigned long long)x->rows_read,
 				  (unsigned long long)x->rr->rows);
+		goto fail;
+	}
+	/* Damage that removes or adds whole records reads clean record by
+	 * record: the run's chain tells (verify reports the same). */
+	if ((rc = rec_txn_chain_intact(x->t, x->rr, &intact))) {
+		core_err_set(x->err, rc, "reading run %s's chain: %s", x->rid, core_strerror(rc));
+		goto fail;
+	}
+	if (!intact) {
+		rc = core_err_set(x->err, CORE_EDATA, "the trail is damaged: run %s's records no "
+				  "longer match the head of their chain; nothing of it was written",
+				  x->rid);
 		goto fail;
 	}
 	if ((rc = x->out->ops->commit(x->out, x->err)))
