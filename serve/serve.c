@@ -76,7 +76,7 @@ static enum MHD_Result plugin_schema(struct MHD_Connection *c, const char *rest)
 	if (!type[0] || !end || end[7] || end <= slash) {
 		snprintf(msg, sizeof(msg), "Unknown plugin type: %.*s. Must be one of: "
 			 "['sinks', 'sources', 'transforms']",
-			 (int)(tl && tl < 100 ? tl : strcspn(rest, "/") % 100), rest);
+			 (int)(strcspn(rest, "/") % 100), rest);
 		return detail(c, MHD_HTTP_NOT_FOUND, msg);
 	}
 	snprintf(name, sizeof(name), "%.*s", (int)(end - slash - 1), slash + 1);
