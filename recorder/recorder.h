@@ -293,6 +293,11 @@ typedef int (*rec_scan_fn)(void *ctx, const void *key, size_t klen,
 			   const void *val, size_t vlen);
 int rec_scan(rec_txn *txn, rec_table t, const rec_key *prefix,
 	     rec_scan_fn fn, void *ctx);
+/* rec_scan of run's records in a per-row table (marked * above) for rows
+ * from_seq..to_seq only (seeking to the first: a range costs its own rows,
+ * not the run's); CORE_EINTERNAL for another table. */
+int rec_scan_rows(rec_txn *txn, rec_table t, uint64_t run, uint64_t from_seq,
+		  uint64_t to_seq, rec_scan_fn fn, void *ctx);
 /* The last key of table t starting with prefix (NULL: any key): 0 (the
  * pointers valid until rec_read_end), REC_NOTFOUND, or an error. */
 int rec_last(rec_txn *txn, rec_table t, const rec_key *prefix,

@@ -657,13 +657,13 @@ static int id_cmp(const void *a, const void *b)
 
 typedef int (*row_fn)(void *ctx, rec__view *v);
 
-/* Calls fn with a view of every row of run from row from_seq on that has
- * a story, in order. A fragment that cannot be decoded ends it with
+/* Calls fn with a view of every row of run from row from_seq through
+ * to_seq that has a story, in order. A fragment that cannot be decoded ends it with
  * CORE_EDATA, unless `skipped` is given (the id index: one damaged row
  * must not hide the others' tokens): it is then skipped and *skipped
  * set. */
-static int rows_each(rec_txn *t, uint64_t run, uint64_t from_seq, bool *skipped,
-		     row_fn fn, void *ctx)
+static int rows_each(rec_txn *t, uint64_t run, uint64_t from_seq, uint64_t to_seq,
+		     bool *skipped, row_fn fn, void *ctx)
 {
 	rec__view v = { 0 };
 	rec_key prefix = key_of(run, 0, 0, 0), from = key_of(run, 1, from_seq, 0);
@@ -678,6 +678,8 @@ static int rows_each(rec_txn *t, uint64_t run, uint64_t from_seq, bool *skipped,
 	while (!rc && k.mv_size == STORY_KEY_LEN && !memcmp(k.mv_data, prefix.b, 8)) {
 		uint64_t seq = rec_key_get_u64(k.mv_data, 8);
 
+		if (seq > to_seq)
+			break;
 		if (!v.valid || v.seq != seq) {
 			if (v.valid && (rc = fn(ctx, &v)))
 				break;
@@ -735,7 +737,7 @@ static int index_build(rec_txn *t, rec__views *vs, uint64_t run)
 	vs->ntokens = vs->nstates = vs->tcap = vs->scap = 0;
 	vs->index_run = 0;
 	vs->index_damaged = false;
-	rc = rows_each(t, run, 0, &vs->index_damaged, index_row, vs);
+	rc = rows_each(t, run, 0, UINT64_MAX, &vs->index_damaged, index_row, vs);
 	if (rc)
 		return rc;
 	if (vs->index_damaged)
@@ -898,7 +900,8 @@ int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 	if (prefix->len < 16) {
 		scan_all s = { t, tab, prefix, fn, ctx };
 
-		return rows_each(t, rec_key_get_u64(prefix->b, 0), 0, NULL, scan_row, &s);
+		return rows_each(t, rec_key_get_u64(prefix->b, 0), 0, UINT64_MAX, NULL, scan_row,
+				 &s);
 	}
 	if ((rc = view_for(t, tab, prefix, &v)) || !v)
 		return rc;
@@ -908,12 +911,20 @@ int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
 int rec__story_scan_from(rec_txn *t, rec_table tab, uint64_t run, uint64_t from_seq,
 			 rec_scan_fn fn, void *ctx)
 {
+	return rec_scan_rows(t, tab, run, from_seq, UINT64_MAX, fn, ctx);
+}
+
+int rec_scan_rows(rec_txn *t, rec_table tab, uint64_t run, uint64_t from_seq,
+		  uint64_t to_seq, rec_scan_fn fn, void *ctx)
+{
 	rec_key prefix = key_of(run, 0, 0, 0);
 	scan_all s = { t, tab, &prefix, fn, ctx };
 
+	if ((unsigned)tab >= REC_TABLE_LAST || !rec__table_in_story(tab))
+		return CORE_EINTERNAL;
 	if (!rec__txn_views(t))
 		return CORE_ENOMEM;
-	return rows_each(t, run, from_seq, NULL, scan_row, &s);
+	return rows_each(t, run, from_seq, to_seq, NULL, scan_row, &s);
 }
 
 typedef struct last_ctx {

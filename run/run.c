@@ -27,8 +27,17 @@ void run__tel_warnings(run_job *j)
 
 static void on_progress(void *ctx, const eng_progress *p)
 {
-	run__tel_warnings(ctx);
-	run__emit(ctx, &(run_event){ .kind = RUN_EV_PROGRESS, .progress = p });
+	run_job *j = ctx;
+	uint64_t now = core_now_mono_ns();
+
+	run__live_progress(j->live, 0, p->released);
+	/* the live trail may want reports more often than the observer */
+	if (!j->cfg.progress_ms ||
+	    (!p->final && now - j->progress_told_ns < j->cfg.progress_ms * 1000000ull))
+		return;
+	j->progress_told_ns = now;
+	run__tel_warnings(j);
+	run__emit(j, &(run_event){ .kind = RUN_EV_PROGRESS, .progress = p });
 }
 
 static void on_sample(void *ctx, const eng_sample *s)
@@ -137,6 +146,8 @@ static void on_engine_event(void *ctx, const eng_event *ev)
 {
 	run_job *j = ctx;
 
+	if (ev->kind == ENG_EV_RUN_STARTED)
+		run__live_progress(j->live, ev->run_id, UINT64_MAX);
 	if (j->tel && (tel_event_mask(j->tel) & (1u << ev->kind)))
 		tel_engine_event(j->tel, ev);
 	if (ev->kind == ENG_EV_TRANSFORM && !ev->ok && j->cfg.observe && j->cfg.row_failures)
@@ -156,24 +167,31 @@ static int process(run_job *j, core_err *err)
 	run_result *r = &j->res;
 	int rc;
 
-	if (c->progress_ms) {
+	if (j->rec && r->sql[0] && (rc = run__live_start(j->rec, r->sql, &j->live, err)))
+		return rc;
+	if (c->progress_ms || j->live) {
 		o.progress = on_progress;
 		o.progress_ctx = j;
 		o.progress_ms = c->progress_ms;
+		if (j->live && (!o.progress_ms || o.progress_ms > LIVE_PROGRESS_MS))
+			o.progress_ms = LIVE_PROGRESS_MS;
 	}
 	if (c->observe || j->metrics || j->tel) {
 		o.sample = on_sample;
 		o.sample_ctx = j;
 	}
-	if (j->tel || (c->observe && c->row_failures)) {
+	if (j->tel || (c->observe && c->row_failures) || j->live) {
 		o.event = on_engine_event;
 		o.event_ctx = j;
 		o.event_mask = (j->tel ? tel_event_mask(j->tel) : 0) |
-			       (c->observe && c->row_failures ? 1u << ENG_EV_TRANSFORM : 0);
+			       (c->observe && c->row_failures ? 1u << ENG_EV_TRANSFORM : 0) |
+			       (j->live ? 1u << ENG_EV_RUN_STARTED : 0);
 	}
 	r->engine_ran = true;
 	rc = c->resume ? eng_resume(c->graph, &o, c->resume, true, NULL, &r->sum, err)
 		       : eng_run(c->graph, &o, &r->sum, err);
+	run__live_stop(j->live, &r->live);
+	j->live = NULL;
 	run__after(j, !rc && !r->sum.interrupted && !r->sum.halt_code);
 	return rc;
 }

@@ -124,6 +124,22 @@ typedef struct run_cfg {
 	const char *metrics_listen;
 } run_cfg;
 
+/* The live SQL trail of a run whose landscape url is sqlite:/// or
+ * postgresql:// (ADR 0041): the engine's released rows written into it
+ * about every half second while the run goes on. */
+typedef struct run_live_stats {
+	bool on;                  /* it was followed */
+	uint64_t steps;           /* transactions written */
+	uint64_t failures;        /* steps that failed (the database away) */
+	uint64_t rows;            /* rows it held when the run stopped,
+				   * before the whole export at the end */
+	/* The longest a released row waited for the database, from the
+	 * progress report that told of it (at most LIVE_PROGRESS_MS after
+	 * its release) to the commit that wrote it. */
+	double max_behind_s;
+	char last_error[1024];    /* the last failure's message, or "" */
+} run_live_stats;
+
 /* How a job ended (run_wait). */
 typedef struct run_result run_result;
 struct run_result {
@@ -148,6 +164,7 @@ struct run_result {
 	tel_stats tel;
 	bool tel_failed;
 	core_err tel_err;
+	run_live_stats live;      /* the live SQL trail, when there is one */
 	bool audit;               /* the run was recorded (landscape on) */
 	char landscape[4096];     /* the LMDB directory, "" with audit off */
 	char sql[4096];           /* the SQL trail's file or postgresql://

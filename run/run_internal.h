@@ -16,6 +16,10 @@
 #include "telemetry/telemetry.h"
 
 typedef struct run_metrics run_metrics;
+typedef struct run_live run_live;
+
+/* How often the engine reports progress while the SQL trail is live. */
+#define LIVE_PROGRESS_MS 250
 
 struct run_job {
 	run_cfg cfg;
@@ -25,6 +29,8 @@ struct run_job {
 	bool started, joined;
 	rec_env *rec;             /* the Landscape while the job runs */
 	tel_manager *tel;         /* the run's telemetry, or NULL (off) */
+	run_live *live;           /* the live SQL trail's thread, or NULL */
+	uint64_t progress_told_ns;/* the observer's last progress event */
 	run_result res;
 };
 
@@ -49,6 +55,15 @@ unsigned run__metrics_port(const run_metrics *m);
 void run__metrics_stop(run_metrics *m); /* NULL allowed */
 /* The text exposition of sample s (appended to out); 0 or CORE_ENOMEM. */
 int run__metrics_render(core_buf *out, const char *settings, const eng_sample *s);
+
+/* live.c: the live SQL trail's thread for target (run_result.sql),
+ * started before the engine, fed by run__live_progress from the job's
+ * thread (run: the run's id once known, else 0; released: the engine's
+ * released frontier, or UINT64_MAX when not told), stopped (joined,
+ * what it did into st) before after.c's export. */
+int run__live_start(rec_env *rec, const char *target, run_live **out, core_err *err);
+void run__live_progress(run_live *l, uint64_t run, uint64_t released);
+void run__live_stop(run_live *l, run_live_stats *st);
 
 /* Tells the observer (the job's thread). */
 void run__emit(run_job *j, const run_event *ev);

@@ -27,7 +27,7 @@ const sqlt_table sqlt__tables[ST__COUNT] = {
 	[ST_RUNS] = { "runs", 8,
 		"run_id, started_at, completed_at, config_hash, "
 		"settings_json, reproducibility_grade, canonical_version, "
-		"status" },
+		"status", .key = "run_id" },
 	[ST_NODES] = { "nodes", 12,
 		"node_id, run_id, plugin_name, node_type, plugin_version, "
 		"determinism, config_hash, config_json, "
@@ -67,9 +67,10 @@ const sqlt_table sqlt__tables[ST__COUNT] = {
 		"mode, reason_hash, reason_ref, created_at" },
 	[ST_BATCHES] = { "batches", 9,
 		"batch_id, run_id, aggregation_node_id, trigger_reason, "
-		"trigger_type, attempt, status, created_at, completed_at" },
+		"trigger_type, attempt, status, created_at, completed_at",
+		.key = "batch_id" },
 	[ST_BATCH_MEMBERS] = { "batch_members", 3,
-		"batch_id, token_id, ordinal" },
+		"batch_id, token_id, ordinal", .live_keep = true },
 	[ST_BATCH_OUTPUTS] = { "batch_outputs", 3,
 		"batch_output_id, batch_id, output_id",
 		.keep_existing = true, .fixed_col = "output_type", .fixed_sql = "'token'",
@@ -95,7 +96,7 @@ const sqlt_table sqlt__tables[ST__COUNT] = {
 	[ST_OWN_RUNS] = { "elspeth_runs", 13,
 		"run_id, landscape_run_id, topology_hash, settings_path, "
 		"elspeth_version, rows, succeeded, failed, quarantined, "
-		"error, metrics_json, resumes, exported_at" },
+		"error, metrics_json, resumes, exported_at", .key = "run_id" },
 	[ST_OWN_ROWS] = { "elspeth_rows", 4,
 		"row_id, run_id, seq, source_location" },
 	[ST_OWN_CALLS] = { "elspeth_calls", 15,
@@ -169,6 +170,39 @@ const char *const sqlt__delete_sql[] = {
 	"DELETE FROM elspeth_sample_upstreams WHERE run_id = ?1",
 	NULL
 };
+
+int sqlt__conflict(int which, bool append)
+{
+	const sqlt_table *t = &sqlt__tables[which];
+
+	if (t->keep_existing || (append && t->live_keep))
+		return SQLT_KEEP;
+	return append && t->key ? SQLT_REPLACE : SQLT_INSERT;
+}
+
+int sqlt__conflict_sql(int which, bool append, core_buf *b)
+{
+	const sqlt_table *t = &sqlt__tables[which];
+	int rc = 0;
+
+	switch (sqlt__conflict(which, append)) {
+	case SQLT_KEEP:
+		return core_buf_puts(b, " ON CONFLICT DO NOTHING") ? CORE_ENOMEM : 0;
+	case SQLT_REPLACE:
+		rc = core_buf_printf(b, " ON CONFLICT (\"%s\") DO UPDATE SET ", t->key);
+		for (const char *c = t->cols; *c && !rc;) {
+			size_t n = strcspn(c, ",");
+
+			rc = core_buf_printf(b, "%s\"%.*s\" = excluded.\"%.*s\"",
+					     c == t->cols ? "" : ", ", (int)n, c, (int)n, c);
+			c += n;
+			c += strspn(c, ", ");
+		}
+		return rc ? CORE_ENOMEM : 0;
+	default:
+		return 0;
+	}
+}
 
 /* ---------------------------------------------------------------- helpers */
 
@@ -336,6 +370,52 @@ static int scan_one(void *ctx, const void *key, size_t klen, const void *val,
 	return rc;
 }
 
+static bool per_row(rec_table t)
+{
+	switch (t) {
+	case REC_ROWS: case REC_TOKENS: case REC_TOKEN_PARENTS:
+	case REC_NODE_STATES: case REC_ROUTING_EVENTS: case REC_ARTIFACTS:
+	case REC_TOKEN_OUTCOMES: case REC_VALIDATION_ERRORS:
+	case REC_TRANSFORM_ERRORS:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* A live step's share of a table keyed (run, id, ...): the keys under
+ * (run, id) for each id given, or for every id from `from` to the
+ * table's last. */
+static int scan_ids(xp *x, rec_table t, const uint64_t *ids, size_t n, uint64_t from,
+		    scan_ctx *c)
+{
+	uint64_t last = 0;
+	rec_key k;
+	int rc = 0;
+
+	if (!ids) {
+		const void *key, *v;
+		size_t kl, vl;
+
+		rec_key_init(&k);
+		rec_key_u64(&k, x->run);
+		rc = rec_last(x->t, t, &k, &key, &kl, &v, &vl);
+		if (rc == REC_NOTFOUND)
+			return 0;
+		if (rc)
+			return rc;
+		last = rec_key_get_u64(key, 8);
+		n = last >= from ? (size_t)(last - from + 1) : 0;
+	}
+	for (size_t i = 0; i < n && (!rc || rc == REC_SCAN_STOP); i++) {
+		rec_key_init(&k);
+		rec_key_u64(&k, x->run);
+		rec_key_u64(&k, ids ? ids[i] : from + i);
+		rc = rec_scan(x->t, t, &k, scan_one, c);
+	}
+	return rc;
+}
+
 int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 	       sqlt__scan_fn fn)
 {
@@ -345,7 +425,14 @@ int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
-	rc = rec_scan(x->t, t, &k, scan_one, &c);
+	if (x->live && per_row(t))
+		rc = rec_scan_rows(x->t, t, x->run, x->row_lo, x->row_hi, scan_one, &c);
+	else if (x->live && t == REC_CALLS)
+		rc = scan_ids(x, t, x->step_states, x->nstep_states, 0, &c);
+	else if (x->live && (t == REC_BATCHES || t == REC_BATCH_MEMBERS))
+		rc = scan_ids(x, t, NULL, 0, x->batch_from, &c);
+	else
+		rc = rec_scan(x->t, t, &k, scan_one, &c);
 	if (rc && rc != REC_SCAN_STOP && !x->err->msg[0])
 		core_err_set(x->err, rc, "reading %s of run %s: %s%s%s%s",
 			     rec_table_name(t), x->rid, core_strerror(rc),
@@ -598,7 +685,7 @@ static int write_run(xp *x, uint32_t resumes)
 	return sqlt__step(x, ST_OWN_RUNS);
 }
 
-static void run_reset(xp *x)
+void sqlt__run_reset(xp *x)
 {
 	for (size_t i = 0; i < x->nnodes; i++) {
 		free(x->nodes[i].name);
@@ -630,6 +717,11 @@ static void run_reset(xp *x)
 	x->branches = NULL, x->nbranches = 0;
 	x->last_row_at = 0, x->rows_read = 0;
 	x->source = 0;
+	x->max_row = 0;
+	free(x->step_states);
+	x->step_states = NULL, x->nstep_states = x->cap_step_states = 0;
+	x->header = false;
+	x->batch_from = x->batch_open = 0;
 }
 
 static int count_resume(void *ctx, const void *key, size_t klen,
@@ -708,6 +800,43 @@ static int shared_label(xp *x, char started[SQLT_TIME_CAP])
 	return 0;
 }
 
+int sqlt__run_ident(xp *x, char started[SQLT_TIME_CAP])
+{
+	started[0] = '\0';
+	if (x->o && x->o->run_label)
+		snprintf(x->rid, sizeof(x->rid), "%s", x->o->run_label);
+	else
+		snprintf(x->rid, sizeof(x->rid), "%llu", (unsigned long long)x->run);
+	return x->shared ? shared_label(x, started) : 0;
+}
+
+int sqlt__export_head(xp *x)
+{
+	uint32_t resumes = 0;
+	rec_key k;
+	int rc;
+
+	if (x->rr)
+		protobuf_c_message_free_unpacked(&x->rr->base, NULL);
+	x->rr = NULL;
+	if ((rc = read_run(x, &x->rr)))
+		return rc;
+	rec_key_init(&k);
+	rec_key_u64(&k, x->run);
+	rc = rec_scan(x->t, REC_RESUMES, &k, count_resume, &resumes);
+	if (rc && rc != REC_SCAN_STOP)
+		return core_err_set(x->err, rc, "reading the resumes of run %s: %s",
+				    x->rid, core_strerror(rc));
+	if (!x->header &&
+	    ((rc = sqlt__scan(x, REC_NODES, &elspeth__node_record__descriptor, one_node)) ||
+	     (rc = sqlt__scan(x, REC_EDGES, &elspeth__edge_record__descriptor, one_edge))))
+		return rc;
+	if ((rc = write_run(x, resumes)) || (!x->header && (rc = write_edges(x))))
+		return rc;
+	x->header = true;
+	return 0;
+}
+
 /* One run in one transaction of the output. The LMDB snapshot is taken
  * once the output's transaction has begun (the SQLite file is ours, the
  * run's PostgreSQL lock held): an export that waited for another (the
@@ -716,35 +845,17 @@ static int shared_label(xp *x, char started[SQLT_TIME_CAP])
 static int export_run(xp *x, uint64_t run)
 {
 	char started[SQLT_TIME_CAP] = "";
-	rec_key k;
-	uint32_t resumes = 0;
 	bool intact = true;
 	int rc;
 
 	x->run = run;
-	if (x->o && x->o->run_label)
-		snprintf(x->rid, sizeof(x->rid), "%s", x->o->run_label);
-	else
-		snprintf(x->rid, sizeof(x->rid), "%llu", (unsigned long long)run);
-	if (x->shared && (rc = shared_label(x, started)))
+	if ((rc = sqlt__run_ident(x, started)))
 		return rc;
-	if ((rc = x->out->ops->begin(x->out, x->rid, started, x->err)))
+	if ((rc = x->out->ops->begin(x->out, x->rid, started, false, x->err)))
 		return rc;
 	if ((rc = rec_read_begin(x->env, &x->t, x->err)))
 		goto fail;
-	rec_key_init(&k);
-	rec_key_u64(&k, run);
-	if ((rc = read_run(x, &x->rr)))
-		goto fail;
-	rc = rec_scan(x->t, REC_RESUMES, &k, count_resume, &resumes);
-	if (rc && rc != REC_SCAN_STOP) {
-		core_err_set(x->err, rc, "reading the resumes of run %s: %s",
-			     x->rid, core_strerror(rc));
-		goto fail;
-	}
-	if ((rc = sqlt__scan(x, REC_NODES, &elspeth__node_record__descriptor, one_node)) ||
-	    (rc = sqlt__scan(x, REC_EDGES, &elspeth__edge_record__descriptor, one_edge)) ||
-	    (rc = write_run(x, resumes)) || (rc = write_edges(x)) ||
+	if ((rc = sqlt__export_head(x)) ||
 	    (rc = sqlt__export_tokens(x)) || (rc = sqlt__export_records(x)))
 		goto fail;
 	/* A completed run recorded every row it counted; fewer readable is
@@ -800,7 +911,7 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val,
 	return 0;
 }
 
-static int open_out(const char *target, sqlt_out **out, core_err *err)
+int sqlt__open_out(const char *target, sqlt_out **out, core_err *err)
 {
 	return core_sql_is_pg(target) ? sqlt__out_pg(target, out, err)
 				      : sqlt__out_sqlite(target, out, err);
@@ -809,7 +920,7 @@ static int open_out(const char *target, sqlt_out **out, core_err *err)
 int sqlt_check(const char *target, core_err *err)
 {
 	sqlt_out *o;
-	int rc = open_out(target, &o, err);
+	int rc = sqlt__open_out(target, &o, err);
 
 	return rc ? rc : o->ops->close(o, true, err);
 }
@@ -825,13 +936,13 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 	core_err e2 = { 0 };
 
 	x.shared = core_sql_is_pg(path);
-	rc = open_out(path, &x.out, err);
+	rc = sqlt__open_out(path, &x.out, err);
 	if (rc)
 		return rc;
 	snprintf(where, sizeof(where), "%s", x.out->where);
 	if (run) {
 		rc = export_run(&x, run);
-		run_reset(&x);
+		sqlt__run_reset(&x);
 		goto out;
 	}
 	if (!(rc = rec_read_begin(env, &t, err))) {
@@ -842,7 +953,7 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 	}
 	for (size_t i = 0; !rc && i < runs.n; i++) {
 		rc = export_run(&x, runs.ids[i]);
-		run_reset(&x);
+		sqlt__run_reset(&x);
 	}
 out:
 	free(runs.ids);

@@ -41,6 +41,12 @@ typedef struct sqlt_table {
 	int ncols;             /* bound */
 	const char *cols;      /* "a, b, c" */
 	bool keep_existing;
+	/* A live step (follow.c) appends to a run already there: a row of
+	 * a table with a key replaces the one there (the run's record, a
+	 * batch whose status moved on); one of a live_keep table may have
+	 * been written by an earlier step and is kept. */
+	const char *key;
+	bool live_keep;
 	/* a column with one value in every row, not bound: its name, as
 	 * an SQL literal, as COPY text (NULL: none) */
 	const char *fixed_col, *fixed_sql, *fixed_copy;
@@ -55,9 +61,11 @@ extern const sqlt_table sqlt__tables[];
 typedef struct sqlt_out sqlt_out;
 typedef struct sqlt_out_ops {
 	/* started: when a run with a shared id began ("" otherwise): a
-	 * run of that id that began at another time is not replaced */
+	 * run of that id that began at another time is not replaced.
+	 * append: a live step — nothing is removed, and rows follow the
+	 * conflict rules of sqlt__conflict. */
 	int (*begin)(sqlt_out *o, const char *rid, const char *started,
-		     core_err *err);
+		     bool append, core_err *err);
 	int (*row)(sqlt_out *o, int which, const xrow *r, core_err *err);
 	int (*commit)(sqlt_out *o, core_err *err);
 	void (*rollback)(sqlt_out *o);
@@ -69,9 +77,19 @@ struct sqlt_out {
 	const char *where;     /* for messages: the file, or the url
 				* without its password */
 };
+/* What a row of table `which` does when its key is there already. */
+enum { SQLT_INSERT, SQLT_KEEP, SQLT_REPLACE };
+int sqlt__conflict(int which, bool append);
+/* The clause after an INSERT's VALUES or SELECT for that rule: "" or
+ * " ON CONFLICT DO NOTHING" or " ON CONFLICT ("key") DO UPDATE SET
+ * "c" = excluded."c", ..." (SQLite and PostgreSQL alike). 0 or
+ * CORE_ENOMEM. */
+int sqlt__conflict_sql(int which, bool append, core_buf *b);
 /* What an earlier export wrote of run ?1, children first (export.c). */
 extern const char *const sqlt__delete_sql[];
 int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err);
+/* One of the two, by target (a postgresql:// url or a file). */
+int sqlt__open_out(const char *target, sqlt_out **out, core_err *err);
 int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err);
 
 /* Our outcomes, in ELSPETH's spelling (sqlt__outcome_names). */
@@ -112,6 +130,7 @@ typedef struct xtok {
 	uint64_t child;         /* a coalesced token: the merged token */
 	uint32_t min_step;      /* its first node state's step */
 	uint32_t last_node;     /* its last node state's node */
+	bool fresh;             /* learned by this export or step, not written */
 	uint64_t last_state;
 	uint64_t attempts;      /* attempts written at last_node (bits) */
 	uint16_t branch;        /* index into branches (0: none) */
@@ -147,6 +166,18 @@ typedef struct xp {
 	uint64_t nstates;
 	size_t nbatches;
 	uint32_t source;        /* the source node */
+	uint64_t max_row;       /* the highest row written */
+	/* A live step (follow.c): rows row_lo..row_hi of a run that goes on,
+	 * appended to what earlier steps wrote (row_hi UINT64_MAX and live
+	 * false: the whole run). What it reads of other tables: the calls
+	 * of the states it wrote (step_states), batches from batch_from on
+	 * (every earlier one is final and has all its members written). */
+	bool live, header;      /* header: the run's nodes and edges written */
+	uint64_t row_lo, row_hi;
+	uint64_t tok_lo;        /* the lowest token learned this step */
+	uint64_t *step_states;
+	size_t nstep_states, cap_step_states;
+	uint64_t batch_from, batch_open, batch_max;
 } xp;
 
 extern const char *const sqlt__outcome_names[OUT__COUNT];
@@ -177,6 +208,13 @@ typedef int (*sqlt__scan_fn)(xp *x, const void *key, size_t klen,
 int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 	       sqlt__scan_fn fn);
 
+/* export.c: forgets the run x holds (its nodes, tokens, arrays). */
+void sqlt__run_reset(xp *x);
+/* export.c: x->rid (and `started`, for a shared database) of run x->run. */
+int sqlt__run_ident(xp *x, char started[SQLT_TIME_CAP]);
+/* export.c: the run's record, nodes and edges into x, and (header)
+ * its runs rows; the first part of every export and live step. */
+int sqlt__export_head(xp *x);
 /* export_tokens.c: tokens, lineage, outcomes, node states, rows. */
 int sqlt__export_tokens(xp *x);
 /* export_records.c: calls, routing, batches, artifacts, then the next

@@ -31,6 +31,28 @@ static xtok *tok(xp *x, uint64_t id)
 	return id < x->ntoks ? &x->toks[id] : NULL;
 }
 
+/* A live step learns ids as they come: its arrays grow (doubling). */
+#define LIVE_IDS_MAX ((uint64_t)1 << 40) /* far above any run: damage */
+static int grow(xp *x, void **a, uint64_t *n, size_t size, uint64_t id)
+{
+	uint64_t want = *n ? *n : 1024;
+	void *g;
+
+	if (id < *n)
+		return 0;
+	if (id >= LIVE_IDS_MAX)
+		return core_err_set(x->err, CORE_EDATA, "run %s: id %llu out of range", x->rid,
+				    (unsigned long long)id);
+	while (want <= id)
+		want *= 2;
+	if (!(g = realloc(*a, (size_t)want * size)))
+		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+	memset((char *)g + (size_t)*n * size, 0, (size_t)(want - *n) * size);
+	*a = g;
+	*n = want;
+	return 0;
+}
+
 static int intern_branch(xp *x, const char *name, uint16_t *out)
 {
 	char **grown;
@@ -75,6 +97,8 @@ static int learn_batch(xp *x, const void *key, size_t klen, const void *msg)
 	const Elspeth__BatchRecord *r = msg;
 
 	(void)key, (void)klen;
+	if (r->batch_id > x->batch_max)
+		x->batch_max = r->batch_id;
 	if (r->batch_id >= x->nbatches) {
 		size_t n = (size_t)r->batch_id + 1;
 		bool *grown;
@@ -95,12 +119,18 @@ static int learn_batch(xp *x, const void *key, size_t klen, const void *msg)
 static int learn_token(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__TokenRecord *r = msg;
-	xtok *t = tok(x, r->token_id);
+	xtok *t;
+	int rc;
 
 	(void)key, (void)klen;
-	if (!t)
+	if (x->live && (rc = grow(x, (void **)&x->toks, &x->ntoks, sizeof(*x->toks),
+				  r->token_id)))
+		return rc;
+	if (!(t = tok(x, r->token_id)))
 		return 0;
-	t->present = true;
+	if (r->token_id < x->tok_lo)
+		x->tok_lo = r->token_id;
+	t->present = t->fresh = true;
 	t->row = r->row_id;
 	t->created = r->created_at_ns;
 	return intern_branch(x, r->branch, &t->branch);
@@ -135,6 +165,13 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 	xtok *t = tok(x, r->token_id);
 
 	(void)key, (void)klen;
+	/* live: a member whose row is not written yet keeps its batch
+	 * open, to be written with its row */
+	if (x->live && (!t || !t->present)) {
+		if (r->batch_id < x->batch_open)
+			x->batch_open = r->batch_id;
+		return 0;
+	}
 	if (t && r->batch_id < x->nbatches && x->batch_superseded[r->batch_id])
 		t->batch_old = r->batch_id;
 	else if (t)
@@ -232,6 +269,16 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
+	if (x->live) {
+		if ((rc = grow(x, (void **)&x->state_at, &x->nstates, sizeof(*x->state_at),
+			       r->state_id)))
+			return rc;
+		if (x->nstep_states == x->cap_step_states &&
+		    (rc = grow(x, (void **)&x->step_states, &x->cap_step_states,
+			       sizeof(*x->step_states), x->nstep_states)))
+			return rc;
+		x->step_states[x->nstep_states++] = r->state_id;
+	}
 	if (r->state_id < x->nstates)
 		x->state_at[r->state_id] = r->completed_at_ns ? r->completed_at_ns
 							      : r->started_at_ns;
@@ -268,12 +315,13 @@ static int write_tokens(xp *x)
 	xrow *s = &x->st[ST_TOKENS];
 	int rc = 0;
 
-	for (uint64_t id = 1; id < x->ntoks && !rc; id++) {
-		const xtok *t = &x->toks[id];
+	for (uint64_t id = x->tok_lo ? x->tok_lo : 1; id < x->ntoks && !rc; id++) {
+		xtok *t = &x->toks[id];
 		const xtok *p = t->parent ? tok(x, t->parent) : NULL;
 
-		if (!t->present)
+		if (!t->present || !t->fresh)
 			continue;
+		t->fresh = false;
 		sqlt__bind_ref(x, s, 1, "tok", id);
 		sqlt__bind_ref(x, s, 2, "row", t->row);
 		sqlt__bind_text(s, 3, x->rid);
@@ -437,7 +485,8 @@ int sqlt__export_tokens(xp *x)
 {
 	int rc;
 
-	if ((rc = size_arrays(x)) ||
+	x->tok_lo = UINT64_MAX;
+	if ((!x->live && (rc = size_arrays(x))) ||
 	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, learn_outcome)) ||
 	    (rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor, learn_superseded)) ||

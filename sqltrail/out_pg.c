@@ -41,6 +41,7 @@ typedef struct out_pg {
 	sqlt_out base;
 	PGconn *pg;
 	char *shown;      /* the url without its password */
+	bool append;      /* this transaction is a live step's */
 	spool sp[ST__COUNT];
 } out_pg;
 
@@ -420,6 +421,9 @@ static int copy_in(out_pg *o, int which, core_err *err)
 {
 	const sqlt_table *t = &sqlt__tables[which];
 	spool *s = &o->sp[which];
+	/* a row that may meet one already there goes through a temporary
+	 * table and an INSERT that says what happens then */
+	bool via_tmp = sqlt__conflict(which, o->append) != SQLT_INSERT;
 	core_buf sql = { 0 }, cols = { 0 };
 	char chunk[COPY_CHUNK], tmp[96];
 	PGresult *r;
@@ -436,14 +440,14 @@ static int copy_in(out_pg *o, int which, core_err *err)
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		goto done;
 	}
-	if (t->keep_existing) {
+	if (via_tmp) {
 		core_buf_printf(&sql, "CREATE TEMP TABLE IF NOT EXISTS %s (LIKE %s) "
 				"ON COMMIT DROP", tmp, t->name);
 		if ((rc = exec_ok(o, sql.data, "writing the SQL trail", err)))
 			goto done;
 		core_buf_reset(&sql);
 	}
-	if (core_buf_printf(&sql, "COPY %s (%s) FROM STDIN", t->keep_existing ? tmp : t->name,
+	if (core_buf_printf(&sql, "COPY %s (%s) FROM STDIN", via_tmp ? tmp : t->name,
 			    cols.data)) {
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		goto done;
@@ -467,11 +471,14 @@ static int copy_in(out_pg *o, int which, core_err *err)
 			rc = pg_fail(o, "writing the SQL trail", PQresultErrorMessage(r), err);
 		PQclear(r);
 	}
-	if (!rc && t->keep_existing) {
+	if (!rc && via_tmp) {
 		core_buf_reset(&sql);
-		core_buf_printf(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s "
-				"ON CONFLICT DO NOTHING", t->name, cols.data, cols.data, tmp);
-		rc = exec_ok(o, sql.data, "writing the SQL trail", err);
+		if (core_buf_printf(&sql, "INSERT INTO %s (%s) SELECT %s FROM %s", t->name,
+				    cols.data, cols.data, tmp) ||
+		    sqlt__conflict_sql(which, o->append, &sql))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		else
+			rc = exec_ok(o, sql.data, "writing the SQL trail", err);
 	}
 done:
 	if (rc)
@@ -486,7 +493,7 @@ done:
 /* One transaction per run; a lock on the run's id keeps two exports of
  * it (a run's end and its resume) from interleaving. */
 static int pg_begin(sqlt_out *base, const char *rid, const char *started,
-		    core_err *err)
+		    bool append, core_err *err)
 {
 	out_pg *o = (out_pg *)base;
 	const char *args[2] = { rid, started };
@@ -495,6 +502,7 @@ static int pg_begin(sqlt_out *base, const char *rid, const char *started,
 	int rc;
 
 	spools_clear(o);
+	o->append = append;
 	if ((rc = exec_ok(o, "BEGIN", "starting a transaction", err)))
 		return rc;
 	r = exec1(o, "SELECT pg_advisory_xact_lock(hashtext('elspeth-run:' || $1))", rid);
@@ -521,7 +529,7 @@ static int pg_begin(sqlt_out *base, const char *rid, const char *started,
 	PQclear(r);
 	if (rc)
 		return rc;
-	for (size_t i = 0; found && sqlt__delete_sql[i]; i++) {
+	for (size_t i = 0; found && !append && sqlt__delete_sql[i]; i++) {
 		char sql[512], *q;
 
 		snprintf(sql, sizeof(sql), "%s", sqlt__delete_sql[i]);

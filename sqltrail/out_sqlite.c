@@ -14,27 +14,27 @@
 typedef struct out_sqlite {
 	sqlt_out base;
 	sqlite3 *db;
-	sqlite3_stmt *st[ST__COUNT];
-	bool fresh, dropped;
+	sqlite3_stmt *st[2][ST__COUNT]; /* [append]: a live step's */
+	bool fresh, dropped, append;
 	char path[];
 } out_sqlite;
 
-static int prepare(out_sqlite *o, int which, core_err *err)
+static int prepare(out_sqlite *o, int which, bool append, core_err *err)
 {
 	const sqlt_table *t = &sqlt__tables[which];
 	core_buf b = { 0 };
 	int rc = 0;
 
-	core_buf_printf(&b, "INSERT %sINTO %s (%s%s%s) VALUES (",
-			t->keep_existing ? "OR IGNORE " : "", t->name, t->cols,
+	core_buf_printf(&b, "INSERT INTO %s (%s%s%s) VALUES (", t->name, t->cols,
 			t->fixed_col ? ", " : "", t->fixed_col ? t->fixed_col : "");
 	for (int i = 0; i < t->ncols; i++)
 		core_buf_puts(&b, i ? ",?" : "?");
 	if (t->fixed_col)
 		core_buf_printf(&b, ",%s", t->fixed_sql);
-	if (core_buf_putc(&b, ')'))
+	if (core_buf_putc(&b, ')') || sqlt__conflict_sql(which, append, &b))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
-	else if (sqlite3_prepare_v2(o->db, b.data, -1, &o->st[which], NULL) != SQLITE_OK)
+	else if (sqlite3_prepare_v2(o->db, b.data, -1, &o->st[append][which], NULL) !=
+		 SQLITE_OK)
 		rc = sqlt__db_error(o->db, err, "preparing the export");
 	core_buf_release(&b);
 	return rc;
@@ -57,7 +57,7 @@ static int has_run(out_sqlite *o, const char *rid, bool *found, core_err *err)
  * snapshot, so an export that waited for another writes what the trail
  * holds now, never an older picture over a newer one. */
 static int sq_begin(sqlt_out *base, const char *rid, const char *started,
-		    core_err *err)
+		    bool append, core_err *err)
 {
 	out_sqlite *o = (out_sqlite *)base;
 	sqlite3_stmt *s;
@@ -65,10 +65,11 @@ static int sq_begin(sqlt_out *base, const char *rid, const char *started,
 	int rc;
 
 	(void)started;
+	o->append = append;
 	if (sqlite3_exec(o->db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK)
 		return sqlt__db_error(o->db, err, "starting a transaction");
-	if ((rc = has_run(o, rid, &found, err)) || !found)
-		return rc;
+	if (append || (rc = has_run(o, rid, &found, err)) || !found)
+		return append ? 0 : rc;
 	if (!o->dropped) {
 		if ((rc = sqlt__drop_indexes(o->db, err)))
 			return rc;
@@ -89,7 +90,7 @@ static int sq_begin(sqlt_out *base, const char *rid, const char *started,
 static int sq_row(sqlt_out *base, int which, const xrow *r, core_err *err)
 {
 	out_sqlite *o = (out_sqlite *)base;
-	sqlite3_stmt *s = o->st[which];
+	sqlite3_stmt *s = o->st[o->append][which];
 	int n = sqlt__tables[which].ncols, rc;
 
 	for (int i = 1; i <= n; i++) {
@@ -140,8 +141,10 @@ static int sq_close(sqlt_out *base, bool ok, core_err *err)
 	(void)ok;
 	if (o->dropped || o->fresh)
 		rc = sqlt__create_indexes(o->db, err);
-	for (int i = 0; i < ST__COUNT; i++)
-		sqlite3_finalize(o->st[i]);
+	for (int i = 0; i < ST__COUNT; i++) {
+		sqlite3_finalize(o->st[0][i]);
+		sqlite3_finalize(o->st[1][i]);
+	}
 	if (sqlite3_close(o->db) != SQLITE_OK && !rc)
 		rc = core_err_set(err, CORE_EIO, "closing %s", o->path);
 	free(o);
@@ -167,8 +170,8 @@ int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err)
 		free(o);
 		return rc;
 	}
-	for (int i = 0; i < ST__COUNT; i++)
-		if ((rc = prepare(o, i, err))) {
+	for (int i = 0; i < 2 * ST__COUNT; i++)
+		if ((rc = prepare(o, i % ST__COUNT, i >= ST__COUNT, err))) {
 			core_err e2 = { 0 };
 
 			o->fresh = o->dropped = false;

@@ -61,6 +61,35 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
  * naming the target without its password. */
 int sqlt_check(const char *target, core_err *err);
 
+/* ------------------------------------------------- the live trail (ADR 0041)
+ *
+ * A run's rows written into its SQL trail while it runs: each step
+ * writes, in one transaction over one LMDB snapshot, the rows from the
+ * last step's up to `through` (rows the engine has released: their
+ * stories are whole; the caller makes sure they are committed, e.g. by
+ * rec_flush), with every record of theirs, the batches their tokens
+ * joined, and the run's record as it stands. A reader sees whole rows
+ * only. The first step, and the first after a failure (the database
+ * away, a lost connection: the output is opened again), replaces the
+ * run with rows 1..through. Records written after a row's release (an
+ * aggregation's flush, which completes its members' states and makes
+ * its outputs) and the run's own records (checkpoints, operations, sink
+ * files, resumes, samples) come with sqlt_export at the run's end,
+ * which replaces the run once more: the followed trail is then exactly
+ * what an export writes. One thread; it may not hold a rec_txn on env.
+ */
+typedef struct sqlt_follow sqlt_follow;
+
+/* Connects to target (a file or a postgresql:// url) for run `run`. */
+int sqlt_follow_open(rec_env *env, uint64_t run, const char *target,
+		     sqlt_follow **out, core_err *err);
+/* One step: rows up to through. 0 (also when there is nothing new), or
+ * the error (the next step starts over). */
+int sqlt_follow_step(sqlt_follow *f, uint64_t through, core_err *err);
+/* The rows the database holds: 1..this (0 after a failed step). */
+uint64_t sqlt_follow_through(const sqlt_follow *f);
+void sqlt_follow_close(sqlt_follow *f); /* NULL allowed */
+
 /* ------------------------------------------------ landscape.export (ADR 0028)
  *
  * A run's audit records as ELSPETH 0.4.1's LandscapeExporter yields them:
