@@ -604,6 +604,37 @@ static int report_end(const dag_graph *g, const run_result *r, const cli_run_arg
 	return rc == CLI_OK ? after_rc : rc;
 }
 
+/* What the live SQL trail did while the run went on (ADR 0041): its
+ * steps, the rows it held before the whole export at the end, the
+ * longest a released row waited for the database, and its failures. */
+static void report_live(const run_result *r, const cli_run_args *a)
+{
+	const run_live_stats *l = &r->live;
+
+	if (!l->on)
+		return;
+	if (a->json) {
+		json_t *e = json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "event", "sql_trail_live",
+				      "target", r->sql_shown, "steps", (json_int_t)l->steps,
+				      "rows", (json_int_t)l->rows,
+				      "failures", (json_int_t)l->failures,
+				      "max_behind_seconds", l->max_behind_s);
+
+		if (e && l->failures)
+			json_object_set_new(e, "last_error", json_string(l->last_error));
+		cli_print_json_line(e);
+		json_decref(e);
+		return;
+	}
+	printf("  SQL trail while running: %llu transactions, rows 1..%llu, a released row "
+	       "waited at most %.2f s", (unsigned long long)l->steps,
+	       (unsigned long long)l->rows, l->max_behind_s);
+	if (l->failures)
+		printf("; %llu failed (the last: %s)", (unsigned long long)l->failures,
+		       l->last_error);
+	putchar('\n');
+}
+
 /* What the run's telemetry did (ELSPETH's "Telemetry manager closing"
  * line), and its failure: every exporter failing max_consecutive_failures
  * times in a row with fail_on_total_exporter_failure on makes the exit
@@ -689,6 +720,7 @@ int cli_execute(dag_graph *g, const cli_run_args *a)
 	r = run_wait(job);
 	after_rc = r->sum.run_id ? report_after(r, a) : CLI_OK;
 	rc = r->rc ? report_failure(g, r, a) : report_end(g, r, a, after_rc);
+	report_live(r, a);
 	if (report_telemetry(r, a) && rc == CLI_OK)
 		rc = CLI_ERROR;
 	run_free(job);
