@@ -332,11 +332,26 @@ static int open_readonly(const core_settings *s, const char *database, rec_env *
 	return rec_open(path, REC_READONLY, rec, err);
 }
 
+/* The live SQL trail's figures as run_completed's "sql_trail_live". */
+static json_t *live_json(const run_result *r)
+{
+	const run_live_stats *l = &r->live;
+	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:f}", "target", r->sql_shown,
+			      "steps", (json_int_t)l->steps, "rows", (json_int_t)l->rows,
+			      "failures", (json_int_t)l->failures,
+			      "max_behind_seconds", l->max_behind_s);
+
+	if (e && l->failures)
+		json_object_set_new(e, "last_error", json_string(l->last_error));
+	return e;
+}
+
 /* ELSPETH's run_completed event (its status says whether the run failed),
  * with our counts and timings after its fields. */
-static void summary_json(const dag_graph *g, const eng_summary *sum,
+static void summary_json(const dag_graph *g, const run_result *r,
 			 const char *error, int exit_code)
 {
+	const eng_summary *sum = &r->sum;
 	json_t *sinks = json_object();
 	json_t *e;
 
@@ -359,6 +374,8 @@ static void summary_json(const dag_graph *g, const eng_summary *sum,
 	if (e && sum->upstream.slots && sum->upstream.span_s > 0)
 		json_object_set_new(e, "server_capacity_used", json_real(sum->upstream.busy_s /
 			((double)sum->upstream.slots * sum->upstream.span_s)));
+	if (r->live.on)
+		json_object_set_new(e, "sql_trail_live", live_json(r));
 	if (error)
 		json_object_set_new(e, "error", json_string(error));
 	/* A transform stopped the run (plg_ctx.halt): why, and the exit
@@ -564,7 +581,7 @@ static int report_failure(const dag_graph *g, const run_result *r, const cli_run
 	const eng_summary *sum = &r->sum;
 
 	if (a->json && r->engine_ran)
-		summary_json(g, sum, r->err.msg, CLI_ERROR);
+		summary_json(g, r, r->err.msg, CLI_ERROR);
 	cli_error(&r->err);
 	/* The halt may be what made the row fail (no checkpoints: nothing
 	 * left it for a resume). */
@@ -589,7 +606,7 @@ static int report_end(const dag_graph *g, const run_result *r, const cli_run_arg
 		rc = rc == CLI_OK ? after_rc : rc;
 		/* A halt with exit code 1 failed the run: status failed, with
 		 * the halt's message as its error. */
-		summary_json(g, sum, sum->halt_code == CLI_ERROR ? sum->halt_msg : NULL, rc);
+		summary_json(g, r, sum->halt_code == CLI_ERROR ? sum->halt_msg : NULL, rc);
 		return rc;
 	}
 	print_summary(g, sum);
@@ -611,21 +628,8 @@ static void report_live(const run_result *r, const cli_run_args *a)
 {
 	const run_live_stats *l = &r->live;
 
-	if (!l->on)
+	if (!l->on || a->json) /* JSON: in run_completed (live_json) */
 		return;
-	if (a->json) {
-		json_t *e = json_pack("{s:s,s:s,s:I,s:I,s:I,s:f}", "event", "sql_trail_live",
-				      "target", r->sql_shown, "steps", (json_int_t)l->steps,
-				      "rows", (json_int_t)l->rows,
-				      "failures", (json_int_t)l->failures,
-				      "max_behind_seconds", l->max_behind_s);
-
-		if (e && l->failures)
-			json_object_set_new(e, "last_error", json_string(l->last_error));
-		cli_print_json_line(e);
-		json_decref(e);
-		return;
-	}
 	printf("  SQL trail while running: %llu transactions, rows 1..%llu, a released row "
 	       "waited at most %.2f s", (unsigned long long)l->steps,
 	       (unsigned long long)l->rows, l->max_behind_s);

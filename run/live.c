@@ -1,7 +1,7 @@
 /*
  * live.c — the live SQL trail (ADR 0041): a thread beside the engine
  * that writes the rows it has released into the run's SQL trail (a
- * sqlite:/// or postgresql:// landscape url) about every half second,
+ * sqlite:/// or postgresql:// landscape url) about every quarter second,
  * through sqltrail's follower. The engine's progress reports (every
  * LIVE_PROGRESS_MS at most) say how far it has released; a step first
  * waits until the Landscape has committed those rows (rec_flush), then
@@ -20,7 +20,7 @@
 #include "run/run_internal.h"
 #include "sqltrail/sqltrail.h"
 
-#define LIVE_TICK_MS 500
+#define LIVE_TICK_MS 250
 
 struct run_live {
 	rec_env *rec;

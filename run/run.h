@@ -126,7 +126,7 @@ typedef struct run_cfg {
 
 /* The live SQL trail of a run whose landscape url is sqlite:/// or
  * postgresql:// (ADR 0041): the engine's released rows written into it
- * about every half second while the run goes on. */
+ * about every quarter second while the run goes on. */
 typedef struct run_live_stats {
 	bool on;                  /* it was followed */
 	uint64_t steps;           /* transactions written */

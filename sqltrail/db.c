@@ -179,11 +179,17 @@ int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err)
 	/* A rollback journal, not WAL: a run's rows are appended, and new
 	 * pages need no journal, where WAL writes every page twice (to the
 	 * log, then to the file). A reader waits (busy timeout) while a
-	 * run is committed. A file a reader left in WAL mode goes back. */
-	if (sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK) {
+	 * run is committed. A file in WAL mode (a live trail's, ADR 0041,
+	 * or a reader's) goes back unless another connection has it open:
+	 * then it stays in WAL, where that reader does not hold up the
+	 * export. */
+	sqlite3_busy_timeout(db, 0);
+	if (sqlite3_exec(db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL) != SQLITE_OK &&
+	    (sqlite3_errcode(db) & 0xff) != SQLITE_BUSY) {
 		rc = sqlt__db_error(db, err, path);
 		goto fail;
 	}
+	sqlite3_busy_timeout(db, 10000);
 	if ((rc = exec_all(db, sqlt__elspeth_tables, err)) ||
 	    (rc = exec_all(db, sqlt__own_tables, err)))
 		goto fail;

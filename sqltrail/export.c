@@ -721,7 +721,10 @@ void sqlt__run_reset(xp *x)
 	free(x->step_states);
 	x->step_states = NULL, x->nstep_states = x->cap_step_states = 0;
 	x->header = false;
-	x->batch_from = x->batch_open = 0;
+	x->batch_from = x->batch_open = x->batch_max = 0;
+	free(x->late_rows);
+	x->late_rows = NULL, x->nlate = x->cap_late = 0;
+	x->late = false;
 }
 
 static int count_resume(void *ctx, const void *key, size_t klen,
@@ -911,16 +914,16 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val,
 	return 0;
 }
 
-int sqlt__open_out(const char *target, sqlt_out **out, core_err *err)
+int sqlt__open_out(const char *target, bool live, sqlt_out **out, core_err *err)
 {
 	return core_sql_is_pg(target) ? sqlt__out_pg(target, out, err)
-				      : sqlt__out_sqlite(target, out, err);
+				      : sqlt__out_sqlite(target, live, out, err);
 }
 
 int sqlt_check(const char *target, core_err *err)
 {
 	sqlt_out *o;
-	int rc = sqlt__open_out(target, &o, err);
+	int rc = sqlt__open_out(target, false, &o, err);
 
 	return rc ? rc : o->ops->close(o, true, err);
 }
@@ -936,7 +939,7 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 	core_err e2 = { 0 };
 
 	x.shared = core_sql_is_pg(path);
-	rc = sqlt__open_out(path, &x.out, err);
+	rc = sqlt__open_out(path, false, &x.out, err);
 	if (rc)
 		return rc;
 	snprintf(where, sizeof(where), "%s", x.out->where);

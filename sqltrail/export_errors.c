@@ -120,6 +120,10 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 	int rc;
 
 	(void)key, (void)klen;
+	if (x->late) {
+		free(data);
+		return 0; /* made at ingest: never late */
+	}
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
 	rec_key_u64(&k, r->row_id);
@@ -163,6 +167,11 @@ static int one_transform_error(xp *x, const void *key, size_t klen, const void *
 	int rc;
 
 	(void)key, (void)klen;
+	if (x->late && !sqlt__late_state(x, r->state_id)) {
+		free(data);
+		free(details);
+		return 0;
+	}
 	if (!details) {
 		free(data);
 		return core_err_set(x->err, CORE_ENOMEM, "out of memory");

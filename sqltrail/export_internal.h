@@ -87,10 +87,11 @@ int sqlt__conflict(int which, bool append);
 int sqlt__conflict_sql(int which, bool append, core_buf *b);
 /* What an earlier export wrote of run ?1, children first (export.c). */
 extern const char *const sqlt__delete_sql[];
-int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err);
-/* One of the two, by target (a postgresql:// url or a file). */
-int sqlt__open_out(const char *target, sqlt_out **out, core_err *err);
+/* live: a live trail's (ADR 0041): an SQLite file goes to WAL mode */
+int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err);
 int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err);
+/* One of the two, by target (a postgresql:// url or a file). */
+int sqlt__open_out(const char *target, bool live, sqlt_out **out, core_err *err);
 
 /* Our outcomes, in ELSPETH's spelling (sqlt__outcome_names). */
 enum {
@@ -131,6 +132,7 @@ typedef struct xtok {
 	uint32_t min_step;      /* its first node state's step */
 	uint32_t last_node;     /* its last node state's node */
 	bool fresh;             /* learned by this export or step, not written */
+	bool outcome_written, artifact_written;
 	uint64_t last_state;
 	uint64_t attempts;      /* attempts written at last_node (bits) */
 	uint16_t branch;        /* index into branches (0: none) */
@@ -178,6 +180,14 @@ typedef struct xp {
 	uint64_t *step_states;
 	size_t nstep_states, cap_step_states;
 	uint64_t batch_from, batch_open, batch_max;
+	/* A live step's second part: rows written by an earlier step that
+	 * a batch completed this step wrote to after their release (its
+	 * members' states and outcomes, its outputs in its trigger row):
+	 * read again, only what is new of them written (late). */
+	bool late;
+	size_t late_states;     /* step_states from here are the late pass's */
+	struct xlate { uint64_t batch, row; } *late_rows;
+	size_t nlate, cap_late;
 } xp;
 
 extern const char *const sqlt__outcome_names[OUT__COUNT];
@@ -220,6 +230,13 @@ int sqlt__export_tokens(xp *x);
 /* export_records.c: calls, routing, batches, artifacts, then the next
  * two. */
 int sqlt__export_records(xp *x);
+/* export_records.c: a late pass's routing, artifacts and errors. */
+int sqlt__export_late_records(xp *x);
+/* export_tokens.c: whether state was written by this late pass. */
+bool sqlt__late_state(const xp *x, uint64_t state);
+/* export_tokens.c: notes row as one a late pass reads if batch
+ * completes this step. */
+int sqlt__late_row(xp *x, uint64_t batch, uint64_t row);
 /* export_errors.c: validation and transform errors. */
 int sqlt__export_errors(xp *x);
 /* export_run.c: the checkpoint, operations, sink files, resumes,

@@ -144,6 +144,8 @@ static int one_route(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
+	if (x->late && !sqlt__late_state(x, r->state_id))
+		return 0;
 	if ((rc = reason_hash(x, r, hex)))
 		return rc;
 	/* The decision's time: its state's end (its start if open). */
@@ -188,13 +190,17 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__ArtifactRecord *r = msg;
 	xrow *s = &x->st[ST_ARTIFACTS];
-	const xtok *t = r->token_id < x->ntoks ? &x->toks[r->token_id] : NULL;
+	xtok *t = r->token_id < x->ntoks ? &x->toks[r->token_id] : NULL;
 	xnode *n = r->sink_node < x->nnodes ? &x->nodes[r->sink_node] : NULL;
 	int rc;
 
 	(void)key, (void)klen;
 	if (t && t->superseded)
 		return 0; /* its bytes were cut off the file by the resume */
+	if (t && t->artifact_written)
+		return 0; /* a live step's, read again by its late pass */
+	if (t)
+		t->artifact_written = true;
 	if (n) {
 		if (!n->first_write || r->written_at_ns < n->first_write)
 			n->first_write = r->written_at_ns;
@@ -231,6 +237,18 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_i64(s, 4, (int64_t)r->offset);
 	sqlt__bind_i64(s, 5, (int64_t)r->length);
 	return sqlt__step(x, ST_OWN_ARTIFACTS);
+}
+
+int sqlt__export_late_records(xp *x)
+{
+	int rc;
+
+	if ((rc = sqlt__scan(x, REC_ROUTING_EVENTS, &elspeth__routing_event_record__descriptor,
+			     one_route)) ||
+	    (rc = sqlt__scan(x, REC_ARTIFACTS, &elspeth__artifact_record__descriptor,
+			     one_artifact)))
+		return rc;
+	return sqlt__export_errors(x);
 }
 
 int sqlt__export_records(xp *x)

@@ -99,6 +99,12 @@ static int learn_batch(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if (r->batch_id > x->batch_max)
 		x->batch_max = r->batch_id;
+	if (x->live) {
+		int rc = sqlt__late_row(x, r->batch_id, r->trigger_seq);
+
+		if (rc)
+			return rc;
+	}
 	if (r->batch_id >= x->nbatches) {
 		size_t n = (size_t)r->batch_id + 1;
 		bool *grown;
@@ -126,7 +132,7 @@ static int learn_token(xp *x, const void *key, size_t klen, const void *msg)
 	if (x->live && (rc = grow(x, (void **)&x->toks, &x->ntoks, sizeof(*x->toks),
 				  r->token_id)))
 		return rc;
-	if (!(t = tok(x, r->token_id)))
+	if (!(t = tok(x, r->token_id)) || (x->late && t->present))
 		return 0;
 	if (r->token_id < x->tok_lo)
 		x->tok_lo = r->token_id;
@@ -163,6 +169,7 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 	const Elspeth__BatchMemberRecord *r = msg;
 	xrow *s = &x->st[ST_BATCH_MEMBERS];
 	xtok *t = tok(x, r->token_id);
+	int rc;
 
 	(void)key, (void)klen;
 	/* live: a member whose row is not written yet keeps its batch
@@ -172,6 +179,8 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 			x->batch_open = r->batch_id;
 		return 0;
 	}
+	if (x->live && (rc = sqlt__late_row(x, r->batch_id, t->row)))
+		return rc;
 	if (t && r->batch_id < x->nbatches && x->batch_superseded[r->batch_id])
 		t->batch_old = r->batch_id;
 	else if (t)
@@ -191,6 +200,8 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
+	if (x->late && (!child || !child->fresh))
+		return 0;
 	if (child && (!child->parent || r->ordinal == 0))
 		child->parent = r->parent_token_id;
 	if (parent && parent->outcome == OUT_COALESCED)
@@ -273,6 +284,8 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 		if ((rc = grow(x, (void **)&x->state_at, &x->nstates, sizeof(*x->state_at),
 			       r->state_id)))
 			return rc;
+		if (x->late && x->state_at[r->state_id])
+			return 0; /* written by an earlier step */
 		if (x->nstep_states == x->cap_step_states &&
 		    (rc = grow(x, (void **)&x->step_states, &x->cap_step_states,
 			       sizeof(*x->step_states), x->nstep_states)))
@@ -386,6 +399,10 @@ static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
 	(void)key, (void)klen;
 	if (t && t->superseded)
 		return 0; /* elspeth_superseded holds it (export_records.c) */
+	if (t && t->outcome_written)
+		return 0; /* a live step's, read again by its late pass */
+	if (t)
+		((xtok *)t)->outcome_written = true;
 	sqlt__bind_ref(x, s, 1, "out", r->token_id);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_ref(x, s, 3, "tok", r->token_id);
@@ -419,6 +436,8 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
+	if (x->late)
+		return 0;
 	if (r->created_at_ns > x->last_row_at)
 		x->last_row_at = r->created_at_ns;
 	x->rows_read++;
@@ -489,13 +508,43 @@ int sqlt__export_tokens(xp *x)
 	if ((!x->live && (rc = size_arrays(x))) ||
 	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, learn_outcome)) ||
-	    (rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor, learn_superseded)) ||
-	    (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, learn_batch)) ||
-	    (rc = sqlt__scan(x, REC_BATCH_MEMBERS, &elspeth__batch_member_record__descriptor, one_member)) ||
+	    (!x->late &&
+	     ((rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor,
+			       learn_superseded)) ||
+	      (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, learn_batch)) ||
+	      (rc = sqlt__scan(x, REC_BATCH_MEMBERS, &elspeth__batch_member_record__descriptor,
+			       one_member)))) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor, one_parent)) ||
 	    (rc = sqlt__scan(x, REC_NODE_STATES, &elspeth__node_state_record__descriptor, one_state)) ||
 	    (rc = write_tokens(x)) ||
 	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, one_outcome)))
 		return rc;
 	return sqlt__scan(x, REC_ROWS, &elspeth__row_record__descriptor, one_row);
+}
+
+/* ----------------------------------------------------- live: late rows */
+
+int sqlt__late_row(xp *x, uint64_t batch, uint64_t row)
+{
+	if (!row || row >= x->row_lo)
+		return 0; /* read by this step's own rows, or not yet written */
+	if (x->nlate == x->cap_late) {
+		size_t cap = x->cap_late ? 2 * x->cap_late : 64;
+		struct xlate *g = realloc(x->late_rows, cap * sizeof(*g));
+
+		if (!g)
+			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+		x->late_rows = g;
+		x->cap_late = cap;
+	}
+	x->late_rows[x->nlate++] = (struct xlate){ batch, row };
+	return 0;
+}
+
+bool sqlt__late_state(const xp *x, uint64_t state)
+{
+	for (size_t i = x->late_states; i < x->nstep_states; i++)
+		if (x->step_states[i] == state)
+			return true;
+	return false;
 }

@@ -34,7 +34,7 @@ static int connect_out(sqlt_follow *f, core_err *err)
 {
 	if (f->x.out)
 		return 0;
-	return sqlt__open_out(f->target, &f->x.out, err);
+	return sqlt__open_out(f->target, true, &f->x.out, err);
 }
 
 int sqlt_follow_open(rec_env *env, uint64_t run, const char *target,
@@ -66,21 +66,67 @@ uint64_t sqlt_follow_through(const sqlt_follow *f)
 	return f->replace ? 0 : f->through;
 }
 
+static int late_cmp(const void *a, const void *b)
+{
+	uint64_t p = ((const struct xlate *)a)->row, q = ((const struct xlate *)b)->row;
+
+	return p < q ? -1 : p > q;
+}
+
+/* The late pass: each row an earlier step wrote that a batch complete
+ * now (below `whole`) wrote to after its release, read again for what
+ * is new of it (export*.c skip what they wrote: x->late). */
+static int late_rows(xp *x, uint64_t whole)
+{
+	uint64_t lo = x->row_lo, hi = x->row_hi, last = 0;
+	size_t n = 0;
+	int rc = 0;
+
+	for (size_t i = 0; i < x->nlate; i++)
+		if (x->late_rows[i].batch < whole)
+			x->late_rows[n++] = x->late_rows[i];
+	qsort(x->late_rows, n, sizeof(*x->late_rows), late_cmp);
+	x->late = true;
+	x->late_states = x->nstep_states;
+	for (size_t i = 0; i < n && !rc; i++) {
+		if (x->late_rows[i].row == last)
+			continue;
+		last = x->row_lo = x->row_hi = x->late_rows[i].row;
+		if (!(rc = sqlt__export_tokens(x)))
+			rc = sqlt__export_late_records(x);
+	}
+	x->late = false;
+	x->row_lo = lo, x->row_hi = hi;
+	x->nlate = 0;
+	return rc;
+}
+
 /* The step's rows, between the output's begin and commit. */
 static int step_rows(sqlt_follow *f, uint64_t through)
 {
 	xp *x = &f->x;
+	uint64_t whole = x->batch_from;
 	int rc;
 
 	x->live = true;
 	x->row_lo = f->replace ? 1 : f->through + 1;
 	x->row_hi = through;
 	x->nstep_states = 0;
+	x->nlate = 0;
 	x->batch_open = UINT64_MAX;
 	if ((rc = rec_read_begin(x->env, &x->t, x->err)))
 		return rc;
-	if (!(rc = sqlt__export_head(x)) && !(rc = sqlt__export_tokens(x)))
-		rc = sqlt__export_records(x);
+	if ((rc = sqlt__export_head(x)) || (rc = sqlt__export_tokens(x)))
+		goto out;
+	/* batches before the first one still missing a member are whole */
+	if (x->batch_open != UINT64_MAX)
+		whole = x->batch_open;
+	else if (x->batch_max >= whole)
+		whole = x->batch_max + 1;
+	if ((rc = late_rows(x, whole)) || (rc = sqlt__export_records(x)))
+		goto out;
+	x->batch_from = whole;
+out:
 	rec_read_end(x->t);
 	x->t = NULL;
 	return rc;
@@ -104,11 +150,6 @@ int sqlt_follow_step(sqlt_follow *f, uint64_t through, core_err *err)
 		goto fail_tx;
 	f->through = through;
 	f->replace = false;
-	/* batches before the first one still missing a member are whole */
-	if (x->batch_open != UINT64_MAX)
-		x->batch_from = x->batch_open;
-	else if (x->batch_max >= x->batch_from)
-		x->batch_from = x->batch_max + 1;
 	return 0;
 fail_tx:
 	x->out->ops->rollback(x->out);

@@ -1,6 +1,7 @@
 /*
  * out_sqlite.c — an export into an SQLite file: one prepared INSERT per
- * table, rows bound and stepped as they come. Replacing a run drops the
+ * table (and one for a live step's rules), rows bound and stepped as
+ * they come. Replacing a run drops the
  * indexes first (deleting and inserting a million rows under them is
  * minutes, building them again seconds); close builds them again, also
  * after a failure, and a new file gets them once its first runs are in.
@@ -155,7 +156,7 @@ static const sqlt_out_ops ops = {
 	sq_begin, sq_row, sq_commit, sq_rollback, sq_close,
 };
 
-int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err)
+int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err)
 {
 	out_sqlite *o = calloc(1, sizeof(*o) + strlen(path) + 1);
 	int rc;
@@ -169,6 +170,15 @@ int sqlt__out_sqlite(const char *path, sqlt_out **out, core_err *err)
 	if ((rc = sqlt__open(path, &o->db, &o->fresh, err))) {
 		free(o);
 		return rc;
+	}
+	/* A live trail is read while it is written: in WAL mode, as
+	 * ELSPETH keeps its SQLite Landscape, a reader's transaction does
+	 * not hold up a step's commit, nor a step the reader. A file others
+	 * have open stays as it is. */
+	if (live) {
+		sqlite3_busy_timeout(o->db, 0);
+		sqlite3_exec(o->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
+		sqlite3_busy_timeout(o->db, 10000);
 	}
 	for (int i = 0; i < 2 * ST__COUNT; i++)
 		if ((rc = prepare(o, i % ST__COUNT, i >= ST__COUNT, err))) {

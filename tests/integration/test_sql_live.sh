@@ -5,8 +5,8 @@
 # aggregation) over R rows, slow enough for several steps.
 #   a. SQLite: a reader polling the file mid-run sees the rows grow, and
 #      at every poll each row's tokens whole (an outcome each — but for
-#      the aggregation's members, whose outcome comes with its flush —,
-#      their states' tokens there, every batch an outcome names); the run
+#      the members of the batch being filled —, their states' tokens
+#      there, every batch an outcome names); the run
 #      says a released row waited < 1 s and no step failed;
 #   b. PostgreSQL (its foreign keys checked on every step): the same;
 #   c. PostgreSQL stopped mid-run and started again 2 s later: the run
@@ -34,9 +34,12 @@ pgurl() { echo "postgresql://elspeth@/$1?host=$PG_DIR&port=$PG_PORT"; }
 cat > poll.py <<'PY'
 import os, sys, time
 db, out = sys.argv[1], open(sys.argv[2], "w")
-# Rows 5, 10, ... go to the aggregation: what it records at its flush
-# (the members' states there and their outcomes) reaches the live trail
-# at the run's end (ADR 0041), so their tokens may lack an outcome.
+# Rows 5, 10, ... go to the aggregation (count 5): the members of the
+# batch it is filling have no outcome yet, at most 4; the others got
+# theirs with the batch, written to their rows after their release.
+AWAIT = ("SELECT count(*) FROM tokens t JOIN rows r ON r.row_id = t.row_id WHERE "
+         "(r.row_index + 1) % 5 = 0 AND NOT EXISTS "
+         "(SELECT 1 FROM token_outcomes o WHERE o.token_id = t.token_id)")
 CHECKS = {
   "token without an outcome": "SELECT count(*) FROM tokens t JOIN rows r ON r.row_id = "
       "t.row_id WHERE (r.row_index + 1) % 5 != 0 AND NOT EXISTS "
@@ -73,6 +76,10 @@ while not os.path.exists("STOP"):
             k = c.fetchone()[0]
             if k:
                 bad.append("%d %s" % (k, what))
+        c.execute(AWAIT)
+        k = c.fetchone()[0]
+        if k > 4:
+            bad.append("%d aggregation members without an outcome" % k)
         conn.rollback() if db.startswith("postgresql://") else c.execute("COMMIT")
         print(("BAD %s: " % n) + "; ".join(bad) if bad else "rows %d" % n, file=out, flush=True)
     except Exception as e:  # not there yet, or the server away
@@ -99,8 +106,8 @@ live_checks() {
   LIMIT=$LIMIT $PY - "$1.log" <<'PY' > "$1.live" 2>&1 && pass "$1: $(cat "$1.live")" || { fail "$1: live stats"; show "$1.live" "$1.log"; }
 import json, os, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-live = [e for e in ev if e.get("event") == "sql_trail_live"]
-assert live, "no sql_trail_live event"
+live = [e["sql_trail_live"] for e in ev if e.get("event") == "run_completed"]
+assert live, "no sql_trail_live in run_completed"
 l = live[-1]
 assert l["failures"] == 0, l
 assert l["max_behind_seconds"] < float(os.environ["LIMIT"]), l
@@ -138,7 +145,7 @@ live_end; rc=$?
 [ $rc = 0 ] && pass "c: PostgreSQL stopped for 2 s mid-run: the run went on (exit 0)" || { fail "c: exit $rc"; show c.log; }
 $PY - c.log <<'PY' > c.live 2>&1 && pass "c: $(cat c.live)" || { fail "c: live stats"; show c.live c.log; }
 import json, sys
-l = [json.loads(x) for x in open(sys.argv[1]) if x.startswith("{") and "sql_trail_live" in x][-1]
+l = [json.loads(x) for x in open(sys.argv[1]) if x.startswith('{"event":"run_completed"')][-1]["sql_trail_live"]
 assert l["failures"] >= 1 and l["last_error"], l
 assert "elspeth@" in l["last_error"] or "live SQL trail" in l["last_error"], l
 print("%d steps failed while it was away (the last: %s...), then caught up" % (l["failures"], l["last_error"][:60]))
