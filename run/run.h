@@ -22,8 +22,11 @@
  *      `database` the caller names) for writing — a resume only into one
  *      that exists — and checks that the SQL trail's file can be one;
  *   2. opens the payload store (payload_store);
- *   3. runs the engine (eng_run, or eng_resume of cfg.resume);
- *   4. brings the SQL trail up to date (a sqlite:/// landscape url);
+ *   3. runs the engine (eng_run, or eng_resume of cfg.resume), with,
+ *      for a sqlite:/// or postgresql:// landscape url, a thread beside
+ *      it that writes the released rows into the SQL trail every 250
+ *      ms (the live trail, ADR 0041; what it did in run_result.live);
+ *   4. brings the SQL trail up to date (a whole export);
  *   5. writes the landscape journal (dump_to_jsonl) and, after a run that
  *      completed, landscape.export;
  *   6. closes the Landscape.

@@ -4,10 +4,12 @@
  * our own for what ELSPETH does not record (docs/audit.md "The SQL
  * trail"), in an SQLite file or a PostgreSQL database (ADR 0039). Used
  * by `elspeth export --sqlite`, by runs whose landscape.url is
- * sqlite:///... or postgresql://... (brought up to date after every run
- * and resume, run/after.c), by `elspeth manifest` and by `elspeth mcp`'s
+ * sqlite:///... or postgresql://... (written live while they run,
+ * follow.c, and brought up to date after every run and resume,
+ * run/after.c), by `elspeth manifest` and by `elspeth mcp`'s
  * query over an LMDB trail. `elspeth report` reads the Landscape itself.
- * No threads of its own; an export uses the calling thread.
+ * No threads of its own; an export or a live step uses the calling
+ * thread.
  *
  * Ids are text: run "1" (in PostgreSQL ten base-36 digits, export.c), the
  * rest prefixed by kind and run ("tok-1-42"), times ISO 8601 UTC as
