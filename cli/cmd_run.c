@@ -336,10 +336,11 @@ static int open_readonly(const core_settings *s, const char *database, rec_env *
 static json_t *live_json(const run_result *r)
 {
 	const run_live_stats *l = &r->live;
-	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:f}", "target", r->sql_shown,
+	json_t *e = json_pack("{s:s,s:I,s:I,s:I,s:f,s:b}", "target", r->sql_shown,
 			      "steps", (json_int_t)l->steps, "rows", (json_int_t)l->rows,
 			      "failures", (json_int_t)l->failures,
-			      "max_behind_seconds", l->max_behind_s);
+			      "max_behind_seconds", l->max_behind_s,
+			      "finished_by_last_step", l->finished);
 
 	if (e && l->failures)
 		json_object_set_new(e, "last_error", json_string(l->last_error));

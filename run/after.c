@@ -77,6 +77,18 @@ static void sql_trail(run_job *j, uint64_t run)
 	core_err err = { 0 };
 	int rc = rec_flush(j->rec, &err);
 
+	/* The live trail's last step (ADR 0041); when it fails, or there is
+	 * none, the whole run. */
+	if (!rc && j->follow) {
+		rc = sqlt_follow_finish(j->follow, &err);
+		sqlt_follow_close(j->follow);
+		j->follow = NULL;
+		if (!rc) {
+			r->live.finished = true;
+			return;
+		}
+		err = (core_err){ 0 };
+	}
 	if (!rc)
 		rc = sqlt_export(j->rec, run, r->sql, NULL, &err);
 	if (!rc)
@@ -112,6 +124,10 @@ void run__after(run_job *j, bool completed)
 	core_err err = { 0 };
 	int rc = 0;
 
+	if (!j->rec || !run || !j->res.sql[0]) {
+		sqlt_follow_close(j->follow);
+		j->follow = NULL;
+	}
 	if (!j->rec || !run)
 		return;
 	if (j->res.sql[0])

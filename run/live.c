@@ -10,8 +10,9 @@
  * The database being away does not stop the run: a step that fails is
  * counted and the next one starts over with every released row (the
  * LMDB trail holds them; nothing is kept in memory meanwhile). At the
- * run's end the thread stops and after.c brings the trail up to date
- * with a whole export, as for a run without it.
+ * run's end the thread stops and after.c has its follower take the last
+ * step (the rest of the run; a whole export when the follower is not
+ * up to date).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -138,19 +139,26 @@ int run__live_start(rec_env *rec, const char *target, run_live **out, core_err *
 	return 0;
 }
 
-void run__live_stop(run_live *l, run_live_stats *st)
+sqlt_follow *run__live_stop(run_live *l, run_live_stats *st)
 {
+	sqlt_follow *f;
+
 	if (!l)
-		return;
+		return NULL;
 	pthread_mutex_lock(&l->lock);
 	l->stop = true;
 	pthread_cond_signal(&l->wake);
 	pthread_mutex_unlock(&l->lock);
 	pthread_join(l->thread, NULL);
-	sqlt_follow_close(l->f);
+	f = l->f;
+	if (f && !sqlt_follow_through(f)) { /* never stepped, or failed */
+		sqlt_follow_close(f);
+		f = NULL;
+	}
 	*st = l->st;
 	st->on = true;
 	pthread_cond_destroy(&l->wake);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
+	return f;
 }

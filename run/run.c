@@ -190,7 +190,7 @@ static int process(run_job *j, core_err *err)
 	r->engine_ran = true;
 	rc = c->resume ? eng_resume(c->graph, &o, c->resume, true, NULL, &r->sum, err)
 		       : eng_run(c->graph, &o, &r->sum, err);
-	run__live_stop(j->live, &r->live);
+	j->follow = run__live_stop(j->live, &r->live);
 	j->live = NULL;
 	run__after(j, !rc && !r->sum.interrupted && !r->sum.halt_code);
 	return rc;

@@ -26,7 +26,8 @@
  *      for a sqlite:/// or postgresql:// landscape url, a thread beside
  *      it that writes the released rows into the SQL trail every 250
  *      ms (the live trail, ADR 0041; what it did in run_result.live);
- *   4. brings the SQL trail up to date (a whole export);
+ *   4. brings the SQL trail up to date (the live trail's last step, or
+ *      a whole export);
  *   5. writes the landscape journal (dump_to_jsonl) and, after a run that
  *      completed, landscape.export;
  *   6. closes the Landscape.
@@ -135,7 +136,9 @@ typedef struct run_live_stats {
 	uint64_t steps;           /* transactions written */
 	uint64_t failures;        /* steps that failed (the database away) */
 	uint64_t rows;            /* rows it held when the run stopped,
-				   * before the whole export at the end */
+				   * before its last step */
+	bool finished;            /* the last step brought it up to date
+				   * (else a whole export did, or failed) */
 	/* The longest a released row waited for the database, from the
 	 * progress report that told of it (at most LIVE_PROGRESS_MS after
 	 * its release) to the commit that wrote it. */

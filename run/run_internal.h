@@ -30,6 +30,7 @@ struct run_job {
 	rec_env *rec;             /* the Landscape while the job runs */
 	tel_manager *tel;         /* the run's telemetry, or NULL (off) */
 	run_live *live;           /* the live SQL trail's thread, or NULL */
+	struct sqlt_follow *follow; /* ... its follower, for the last step */
 	uint64_t progress_told_ns;/* the observer's last progress event */
 	run_result res;
 };
@@ -63,7 +64,10 @@ int run__metrics_render(core_buf *out, const char *settings, const eng_sample *s
  * what it did into st) before after.c's export. */
 int run__live_start(rec_env *rec, const char *target, run_live **out, core_err *err);
 void run__live_progress(run_live *l, uint64_t run, uint64_t released);
-void run__live_stop(run_live *l, run_live_stats *st);
+/* Returns the follower (the caller's to finish and close), or NULL when
+ * it never connected or its last step failed (the run is then exported
+ * whole). */
+struct sqlt_follow *run__live_stop(run_live *l, run_live_stats *st);
 
 /* Tells the observer (the job's thread). */
 void run__emit(run_job *j, const run_event *ev);

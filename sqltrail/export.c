@@ -840,6 +840,31 @@ int sqlt__export_head(xp *x)
 	return 0;
 }
 
+int sqlt__run_intact(xp *x)
+{
+	bool intact = true;
+	int rc;
+
+	/* A completed run recorded every row it counted; fewer readable is
+	 * damage that hid records, not a shorter run: nothing of it is
+	 * written (verify reports the same). */
+	if (!strcmp(x->rr->status, "completed") && x->rows_read < x->rr->rows)
+		return core_err_set(x->err, CORE_EDATA, "the trail is damaged: run %s: %llu of "
+				    "its %llu rows are readable; nothing of it was written",
+				    x->rid, (unsigned long long)x->rows_read,
+				    (unsigned long long)x->rr->rows);
+	/* Damage that removes or adds whole records reads clean record by
+	 * record: the run's chain tells (verify reports the same). */
+	if ((rc = rec_txn_chain_intact(x->t, x->rr, &intact)))
+		return core_err_set(x->err, rc, "reading run %s's chain: %s", x->rid,
+				    core_strerror(rc));
+	if (!intact)
+		return core_err_set(x->err, CORE_EDATA, "the trail is damaged: run %s's records "
+				    "no longer match the head of their chain; nothing of it was "
+				    "written", x->rid);
+	return 0;
+}
+
 /* One run in one transaction of the output. The LMDB snapshot is taken
  * once the output's transaction has begun (the SQLite file is ours, the
  * run's PostgreSQL lock held): an export that waited for another (the
@@ -848,7 +873,6 @@ int sqlt__export_head(xp *x)
 static int export_run(xp *x, uint64_t run)
 {
 	char started[SQLT_TIME_CAP] = "";
-	bool intact = true;
 	int rc;
 
 	x->run = run;
@@ -861,29 +885,7 @@ static int export_run(xp *x, uint64_t run)
 	if ((rc = sqlt__export_head(x)) ||
 	    (rc = sqlt__export_tokens(x)) || (rc = sqlt__export_records(x)))
 		goto fail;
-	/* A completed run recorded every row it counted; fewer readable is
-	 * damage that hid records, not a shorter run: nothing of it is
-	 * written (verify reports the same). */
-	if (!strcmp(x->rr->status, "completed") && x->rows_read < x->rr->rows) {
-		rc = core_err_set(x->err, CORE_EDATA, "the trail is damaged: run %s: %llu of "
-				  "its %llu rows are readable; nothing of it was written",
-				  x->rid, (unsigned long long)x->rows_read,
-				  (unsigned long long)x->rr->rows);
-		goto fail;
-	}
-	/* Damage that removes or adds whole records reads clean record by
-	 * record: the run's chain tells (verify reports the same). */
-	if ((rc = rec_txn_chain_intact(x->t, x->rr, &intact))) {
-		core_err_set(x->err, rc, "reading run %s's chain: %s", x->rid, core_strerror(rc));
-		goto fail;
-	}
-	if (!intact) {
-		rc = core_err_set(x->err, CORE_EDATA, "the trail is damaged: run %s's records no "
-				  "longer match the head of their chain; nothing of it was written",
-				  x->rid);
-		goto fail;
-	}
-	if ((rc = x->out->ops->commit(x->out, x->err)))
+	if ((rc = sqlt__run_intact(x)) || (rc = x->out->ops->commit(x->out, x->err)))
 		goto fail;
 	rec_read_end(x->t);
 	x->t = NULL;

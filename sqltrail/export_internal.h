@@ -131,7 +131,8 @@ typedef struct xtok {
 	uint64_t child;         /* a coalesced token: the merged token */
 	uint32_t min_step;      /* its first node state's step */
 	uint32_t last_node;     /* its last node state's node */
-	bool fresh;             /* learned by this export or step, not written */
+	uint8_t fresh;          /* learned, not written: 1 by an export or
+				 * a step, 2 by a step's late pass */
 	bool outcome_written, artifact_written;
 	uint64_t last_state;
 	uint64_t attempts;      /* attempts written at last_node (bits) */
@@ -175,6 +176,7 @@ typedef struct xp {
 	 * of the states it wrote (step_states), batches from batch_from on
 	 * (every earlier one is final and has all its members written). */
 	bool live, header;      /* header: the run's nodes and edges written */
+	bool final;             /* the run's last step: its own records too */
 	uint64_t row_lo, row_hi;
 	uint64_t tok_lo;        /* the lowest token learned this step */
 	uint64_t *step_states;
@@ -222,11 +224,18 @@ int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 void sqlt__run_reset(xp *x);
 /* export.c: x->rid (and `started`, for a shared database) of run x->run. */
 int sqlt__run_ident(xp *x, char started[SQLT_TIME_CAP]);
+/* export.c: CORE_EDATA when what x read of its run shows damage (rows
+ * missing from a completed run, the chain broken). */
+int sqlt__run_intact(xp *x);
 /* export.c: the run's record, nodes and edges into x, and (header)
  * its runs rows; the first part of every export and live step. */
 int sqlt__export_head(xp *x);
-/* export_tokens.c: tokens, lineage, outcomes, node states, rows. */
+/* export_tokens.c: tokens, lineage, outcomes, node states, rows: what
+ * is learned first (tokens, outcomes, superseded, batches and their
+ * members), then what is written; sqlt__export_tokens does both. */
 int sqlt__export_tokens(xp *x);
+int sqlt__export_tokens_learn(xp *x);
+int sqlt__export_tokens_write(xp *x);
 /* export_records.c: calls, routing, batches, artifacts, then the next
  * two. */
 int sqlt__export_records(xp *x);

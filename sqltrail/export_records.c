@@ -262,5 +262,5 @@ int sqlt__export_records(xp *x)
 	    (rc = sqlt__export_errors(x)))
 		return rc;
 	/* a live step writes rows; the run's own records come at its end */
-	return x->live ? 0 : sqlt__export_run_records(x);
+	return x->live && !x->final ? 0 : sqlt__export_run_records(x);
 }

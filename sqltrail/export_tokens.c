@@ -136,7 +136,8 @@ static int learn_token(xp *x, const void *key, size_t klen, const void *msg)
 		return 0;
 	if (r->token_id < x->tok_lo)
 		x->tok_lo = r->token_id;
-	t->present = t->fresh = true;
+	t->present = true;
+	t->fresh = x->late ? 2 : 1;
 	t->row = r->row_id;
 	t->created = r->created_at_ns;
 	return intern_branch(x, r->branch, &t->branch);
@@ -200,7 +201,7 @@ static int one_parent(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
-	if (x->late && (!child || !child->fresh))
+	if (x->late && (!child || child->fresh != 2))
 		return 0;
 	if (child && (!child->parent || r->ordinal == 0))
 		child->parent = r->parent_token_id;
@@ -332,9 +333,9 @@ static int write_tokens(xp *x)
 		xtok *t = &x->toks[id];
 		const xtok *p = t->parent ? tok(x, t->parent) : NULL;
 
-		if (!t->present || !t->fresh)
+		if (!t->present || t->fresh != (x->late ? 2 : 1))
 			continue;
-		t->fresh = false;
+		t->fresh = 0;
 		sqlt__bind_ref(x, s, 1, "tok", id);
 		sqlt__bind_ref(x, s, 2, "row", t->row);
 		sqlt__bind_text(s, 3, x->rid);
@@ -500,26 +501,44 @@ static int size_arrays(xp *x)
 	return 0;
 }
 
-int sqlt__export_tokens(xp *x)
+int sqlt__export_tokens_learn(xp *x)
 {
 	int rc;
 
 	x->tok_lo = UINT64_MAX;
 	if ((!x->live && (rc = size_arrays(x))) ||
 	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
-	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, learn_outcome)) ||
-	    (!x->late &&
-	     ((rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor,
-			       learn_superseded)) ||
-	      (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, learn_batch)) ||
-	      (rc = sqlt__scan(x, REC_BATCH_MEMBERS, &elspeth__batch_member_record__descriptor,
-			       one_member)))) ||
-	    (rc = sqlt__scan(x, REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor, one_parent)) ||
-	    (rc = sqlt__scan(x, REC_NODE_STATES, &elspeth__node_state_record__descriptor, one_state)) ||
+	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor,
+			     learn_outcome)) || x->late)
+		return rc;
+	if ((rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor,
+			     learn_superseded)) ||
+	    (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, learn_batch)))
+		return rc;
+	return sqlt__scan(x, REC_BATCH_MEMBERS, &elspeth__batch_member_record__descriptor,
+			  one_member);
+}
+
+int sqlt__export_tokens_write(xp *x)
+{
+	int rc;
+
+	if ((rc = sqlt__scan(x, REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor,
+			     one_parent)) ||
+	    (rc = sqlt__scan(x, REC_NODE_STATES, &elspeth__node_state_record__descriptor,
+			     one_state)) ||
 	    (rc = write_tokens(x)) ||
-	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor, one_outcome)))
+	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor,
+			     one_outcome)))
 		return rc;
 	return sqlt__scan(x, REC_ROWS, &elspeth__row_record__descriptor, one_row);
+}
+
+int sqlt__export_tokens(xp *x)
+{
+	int rc = sqlt__export_tokens_learn(x);
+
+	return rc ? rc : sqlt__export_tokens_write(x);
 }
 
 /* ----------------------------------------------------- live: late rows */

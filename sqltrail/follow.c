@@ -16,6 +16,11 @@
  * rows 1..through: a resume's first step brings the trail up to date
  * before its rows go on, and a database that was away gets everything
  * it missed in one transaction.
+ *
+ * The last step (sqlt_follow_finish) takes every row the trail holds
+ * and the run's own records, and checks the run for damage as an export
+ * does: the database then holds what sqlt_export writes
+ * (test_run_follow compares them table by table).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,7 +83,7 @@ static int late_cmp(const void *a, const void *b)
  * is new of it (export*.c skip what they wrote: x->late). */
 static int late_rows(xp *x, uint64_t whole)
 {
-	uint64_t lo = x->row_lo, hi = x->row_hi, last = 0;
+	uint64_t lo = x->row_lo, hi = x->row_hi, last = 0, tok_lo = x->tok_lo;
 	size_t n = 0;
 	int rc = 0;
 
@@ -97,6 +102,7 @@ static int late_rows(xp *x, uint64_t whole)
 	}
 	x->late = false;
 	x->row_lo = lo, x->row_hi = hi;
+	x->tok_lo = tok_lo; /* the step's own tokens are still to be written */
 	x->nlate = 0;
 	return rc;
 }
@@ -116,14 +122,19 @@ static int step_rows(sqlt_follow *f, uint64_t through)
 	x->batch_open = UINT64_MAX;
 	if ((rc = rec_read_begin(x->env, &x->t, x->err)))
 		return rc;
-	if ((rc = sqlt__export_head(x)) || (rc = sqlt__export_tokens(x)))
+	if ((rc = sqlt__export_head(x)) || (rc = sqlt__export_tokens_learn(x)))
 		goto out;
 	/* batches before the first one still missing a member are whole */
 	if (x->batch_open != UINT64_MAX)
 		whole = x->batch_open;
 	else if (x->batch_max >= whole)
 		whole = x->batch_max + 1;
-	if ((rc = late_rows(x, whole)) || (rc = sqlt__export_records(x)))
+	/* the rows a whole batch wrote to after their steps first: the
+	 * step's own tokens may be its outputs, whose lineage needs its
+	 * members' outcomes */
+	if ((rc = late_rows(x, whole)) || (rc = sqlt__export_tokens_write(x)) ||
+	    (rc = sqlt__export_records(x)) ||
+	    (x->final && (rc = sqlt__run_intact(x))))
 		goto out;
 	x->batch_from = whole;
 out:
@@ -164,6 +175,16 @@ fail:
 		x->out = NULL;
 	}
 	core_err_prefix(err, "live SQL trail");
+	return rc;
+}
+
+int sqlt_follow_finish(sqlt_follow *f, core_err *err)
+{
+	int rc;
+
+	f->x.final = true;
+	rc = sqlt_follow_step(f, UINT64_MAX, err);
+	f->x.final = false;
 	return rc;
 }
 

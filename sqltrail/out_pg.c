@@ -191,8 +191,9 @@ static const char elspeth_tables_q[] =
 	"'secret_resolutions','preflight_results')";
 
 /* Every column the exporter writes must be there, and the user must be
- * allowed to write and delete in every table it writes: said now, before
- * a row is processed, rather than at the run's end. */
+ * allowed to insert, update (the live trail's steps, ADR 0041) and
+ * delete in every table it writes: said now, before a row is processed,
+ * rather than mid-run or at the run's end. */
 static int check_tables(out_pg *o, core_err *err)
 {
 	core_buf cols = { 0 };
@@ -230,14 +231,17 @@ static int check_tables(out_pg *o, core_err *err)
 		if (rc)
 			break;
 		snprintf(priv, sizeof(priv), "SELECT has_table_privilege('%s', 'INSERT') "
-			 "AND has_table_privilege('%s', 'DELETE')", tb->name, tb->name);
+			 "AND has_table_privilege('%s', 'UPDATE') "
+			 "AND has_table_privilege('%s', 'DELETE')", tb->name, tb->name, tb->name);
 		r = exec1(o, priv, NULL);
 		if (PQresultStatus(r) != PGRES_TUPLES_OK)
 			rc = pg_fail(o, "checking privileges", PQresultErrorMessage(r), err);
 		else if (strcmp(PQgetvalue(r, 0, 0), "t"))
 			rc = core_err_set(err, CORE_EIO,
-				"%s: user %s may not insert into and delete from table %s: "
-				"the audit trail cannot be written", o->shown, PQuser(o->pg),
+				"%s: user %s may not insert into, update and delete from table %s "
+				"(a run writes its rows as it goes, updates its own row and "
+				"replaces itself at its end): the audit trail cannot be "
+				"written", o->shown, PQuser(o->pg),
 				tb->name);
 		PQclear(r);
 	}

@@ -16,7 +16,7 @@ typedef struct out_sqlite {
 	sqlt_out base;
 	sqlite3 *db;
 	sqlite3_stmt *st[2][ST__COUNT]; /* [append]: a live step's */
-	bool fresh, dropped, append;
+	bool fresh, dropped, append, live;
 	char path[];
 } out_sqlite;
 
@@ -142,6 +142,12 @@ static int sq_close(sqlt_out *base, bool ok, core_err *err)
 	(void)ok;
 	if (o->dropped || o->fresh)
 		rc = sqlt__create_indexes(o->db, err);
+	/* a live trail back to a rollback journal, unless a reader has it
+	 * open (it then stays in WAL mode) */
+	if (o->live) {
+		sqlite3_busy_timeout(o->db, 0);
+		sqlite3_exec(o->db, "PRAGMA journal_mode=DELETE", NULL, NULL, NULL);
+	}
 	for (int i = 0; i < ST__COUNT; i++) {
 		sqlite3_finalize(o->st[0][i]);
 		sqlite3_finalize(o->st[1][i]);
@@ -175,7 +181,7 @@ int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err)
 	 * ELSPETH keeps its SQLite Landscape, a reader's transaction does
 	 * not hold up a step's commit, nor a step the reader. A file others
 	 * have open stays as it is. */
-	if (live) {
+	if ((o->live = live)) {
 		sqlite3_busy_timeout(o->db, 0);
 		sqlite3_exec(o->db, "PRAGMA journal_mode=WAL", NULL, NULL, NULL);
 		sqlite3_busy_timeout(o->db, 10000);

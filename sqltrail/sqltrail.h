@@ -73,12 +73,12 @@ int sqlt_check(const char *target, core_err *err);
  * joined, and the run's record as it stands. A reader sees whole rows
  * only. The first step, and the first after a failure (the database
  * away, a lost connection: the output is opened again), replaces the
- * run with rows 1..through. Records written after a row's release (an
- * aggregation's flush, which completes its members' states and makes
- * its outputs) and the run's own records (checkpoints, operations, sink
- * files, resumes, samples) come with sqlt_export at the run's end,
- * which replaces the run once more: the followed trail is then exactly
- * what an export writes. One thread; it may not hold a rec_txn on env.
+ * run with rows 1..through. Records written to a row after its release
+ * (an aggregation's flush: its members' states and outcomes, its
+ * outputs) come with the step in which their batch is whole; the run's
+ * own records (checkpoints, operations, sink files, resumes, samples)
+ * with the last step, sqlt_follow_finish. One thread; it may not hold a
+ * rec_txn on env.
  */
 typedef struct sqlt_follow sqlt_follow;
 
@@ -88,6 +88,13 @@ int sqlt_follow_open(rec_env *env, uint64_t run, const char *target,
 /* One step: rows up to through. 0 (also when there is nothing new), or
  * the error (the next step starts over). */
 int sqlt_follow_step(sqlt_follow *f, uint64_t through, core_err *err);
+/* The run's last step, once it has stopped and its trail is committed:
+ * every row the trail holds (also rows a stop left unreleased), what
+ * was written to rows after their steps, and the run's own records,
+ * with an export's damage checks. The database then holds what
+ * sqlt_export would write; on an error (the step rolled back) the
+ * caller exports the run whole instead. */
+int sqlt_follow_finish(sqlt_follow *f, core_err *err);
 /* The rows the database holds: 1..this (0 after a failed step). */
 uint64_t sqlt_follow_through(const sqlt_follow *f);
 void sqlt_follow_close(sqlt_follow *f); /* NULL allowed */

@@ -168,7 +168,7 @@ NF=0
 fault "wrong password" "postgresql://auditor:wrong-one@/live?host=$PG_DIR&port=$PG_PORT" "password authentication failed"
 fault "unknown host" "postgresql://auditor:wrong-one@no-such-host.invalid/live" "cannot connect to postgresql://auditor@no-such-host.invalid/live"
 fault "missing database" "postgresql://elspeth:wrong-one@/nosuch?host=$PG_DIR&port=$PG_PORT" "database \"nosuch\" does not exist"
-fault "read-only user" "postgresql://reader:wrong-one@/ro?host=$PG_DIR&port=$PG_PORT" "may not insert into and delete from table runs"
+fault "read-only user" "postgresql://reader:wrong-one@/ro?host=$PG_DIR&port=$PG_PORT" "may not insert into, update and delete from table runs"
 fault "a table of another shape" "postgresql://elspeth@/odd?host=$PG_DIR&port=$PG_PORT" "table calls has no column latency_ms"
 fault "an sslmode libpq does not know" "postgresql://elspeth:wrong-one@/live?host=$PG_DIR&port=$PG_PORT&sslmode=sometimes" "sslmode"
 fault "postgres:// (SQLAlchemy refuses it)" "postgres://elspeth:wrong-one@/live?host=$PG_DIR" "write postgresql://"
@@ -178,6 +178,13 @@ expect "validate names the file, line and key of a bad url" 1 "landscape" -- "$E
 # from PGPASSWORD, as libpq reads it.
 db_q live "GRANT SELECT, INSERT, DELETE ON ALL TABLES IN SCHEMA public TO auditor" > /dev/null
 mkdir -p w; pipe "postgresql://auditor@/live?host=$PG_DIR&port=$PG_PORT" "$WORK/w" > w.yaml
+# ... but one that may not update: the live trail's steps update the
+# run's row, so it is refused before any row
+(cd w && PGPASSWORD=right-one "$ELSPETH" run -s ../w.yaml -x > noupdate.log 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "may not insert into, update and delete from table" w/noupdate.log && [ ! -s w/out.jsonl ] \
+  && pass "a user who may not update is refused before any row (exit 1)" \
+  || { fail "no UPDATE: exit $rc"; show w/noupdate.log; }
+db_q live "GRANT UPDATE ON ALL TABLES IN SCHEMA public TO auditor" > /dev/null
 (cd w && PGPASSWORD=right-one "$ELSPETH" run -s ../w.yaml -x > run.log 2>&1); rc=$?
 [ $rc = 0 ] && [ "$(db_q live "SELECT count(*) FROM runs")" = 3 ] \
   && pass "PGPASSWORD, and a user allowed only to write rows: the run is written" \

@@ -13,7 +13,9 @@
 #      goes on (exit 0), the follower's failed steps are counted, the
 #      database holds every row at the end;
 #   d. SIGKILL mid-run: the database holds whole rows only; a resume
-#      brings it up to date first and completes it.
+#      brings it up to date first and completes it;
+#   a, d, e (SQLite killed and resumed). after the last step every table
+#      holds what a whole export of the run writes.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 PY=/usr/bin/python3
@@ -87,6 +89,39 @@ while not os.path.exists("STOP"):
         conn = None
 PY
 
+# same.py A B: every table of the SQL trail in A holds what it holds in B
+# (two SQLite files, or two PostgreSQL urls), but for elspeth_runs'
+# exported_at (when each was written).
+cat > same.py <<'PY'
+import sys
+def conn(db):
+    if db.startswith("postgresql://"):
+        import psycopg2
+        c = psycopg2.connect(db)
+        q = "SELECT table_name FROM information_schema.tables WHERE table_schema = 'public'"
+    else:
+        import sqlite3
+        c = sqlite3.connect(db)
+        q = "SELECT name FROM sqlite_master WHERE type = 'table'"
+    cur = c.cursor(); cur.execute(q)
+    return cur, sorted(r[0] for r in cur.fetchall())
+def rows(cur, t):
+    cur.execute("SELECT * FROM %s" % t)
+    names = [d[0] for d in cur.description]
+    keep = [i for i, n in enumerate(names) if not (t == "elspeth_runs" and n == "exported_at")]
+    return sorted(repr(tuple(r[i] for i in keep)) for r in cur.fetchall())
+(a, ta), (b, tb) = conn(sys.argv[1]), conn(sys.argv[2])
+assert ta == tb, (ta, tb)
+bad, n = [], 0
+for t in ta:
+    x, y = rows(a, t), rows(b, t)
+    n += len(x)
+    if x != y:
+        bad.append("%s: %d vs %d rows, e.g. %s" % (t, len(x), len(y), (sorted(set(x) ^ set(y)) or ["order"])[0][:160]))
+assert not bad, bad
+print("%d tables, %d rows alike" % (len(ta), n))
+PY
+
 # live_run NAME URL [DB]: the pipeline in the background, a poller beside it
 live_run() {
   rm -f STOP; mkdir -p "$1"
@@ -123,6 +158,9 @@ live_end; rc=$?
 live_checks a
 [ "$(sqlite3 a/trail.db 'SELECT count(*) FROM rows')" = $R ] && pass "a: all $R rows at the end" \
   || fail "a: rows at the end: $(sqlite3 a/trail.db 'SELECT count(*) FROM rows')"
+"$ELSPETH" export -d a/trail.db --run 1 --sqlite a/whole.db > /dev/null
+$PY same.py a/trail.db a/whole.db > a.same 2>&1 \
+  && pass "a: its steps and last step wrote what a whole export writes: $(cat a.same)" || { fail "a: not an export's"; show a.same; }
 
 # ------------------------------------------------------- b. PostgreSQL
 live_run b "$(pgurl live)"
@@ -172,4 +210,23 @@ else fail "d: after SIGKILL: $n rows, $partial tokens without an outcome"; fi
 "$ELSPETH" resume latest -s d.yaml -x > d2.log 2>&1; rc=$?
 [ $rc = 0 ] && [ "$(pg_sql -d killed -c "SELECT count(*) || ' ' || max(status) FROM rows, runs")" = "$R completed" ] \
   && pass "d: the resume completes it: $R rows, the run completed" || { fail "d: resume exit $rc"; show d2.log; }
+pg_sql -c "CREATE DATABASE whole" > /dev/null
+"$ELSPETH" export -d state/audit.lmdb --run latest --sqlite "$(pgurl whole)" > /dev/null
+$PY same.py "$(pgurl killed)" "$(pgurl whole)" > d.same 2>&1 \
+  && pass "d: killed, resumed, followed: what a whole export writes: $(cat d.same)" || { fail "d: not an export's"; show d.same; }
+
+# ------------------------------------------- e. SQLite: SIGKILL and resume
+mkdir -p e
+trail_pipe "sqlite:///$WORK/e/trail.db" "$WORK/e" 5 15 > e.yaml
+"$ELSPETH" run -s e.yaml -x --max-rows-in-flight 4 > e.log 2>&1 & RUN=$!
+for _ in $(seq 100); do
+  n=$(sqlite3 e/trail.db 'SELECT count(*) FROM rows' 2>/dev/null || echo 0)
+  [ "${n:-0}" -gt 150 ] && break; sleep 0.1
+done
+kill -9 $RUN; wait $RUN 2>/dev/null
+"$ELSPETH" resume latest -s e.yaml -x > e2.log 2>&1; rc=$?
+"$ELSPETH" export -d e/trail.db --run 1 --sqlite e/whole.db > /dev/null
+[ $rc = 0 ] && $PY same.py e/trail.db e/whole.db > e.same 2>&1 \
+  && pass "e: SQLite killed at $n rows, resumed and followed: what a whole export writes: $(cat e.same)" \
+  || { fail "e: resume exit $rc, or not an export's"; show e.same e2.log; }
 finish
