@@ -15,7 +15,9 @@
 #   d. SIGKILL mid-run: the database holds whole rows only; a resume
 #      brings it up to date first and completes it;
 #   a, d, e (SQLite killed and resumed). after the last step every table
-#      holds what a whole export of the run writes.
+#      holds what a whole export of the run writes;
+#   f. two unrelated runs (two Landscapes) write into one PostgreSQL at
+#      once, each its own run, each its own export's rows.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 PY=/usr/bin/python3
@@ -229,4 +231,51 @@ kill -9 $RUN; wait $RUN 2>/dev/null
 [ $rc = 0 ] && $PY same.py e/trail.db e/whole.db > e.same 2>&1 \
   && pass "e: SQLite killed at $n rows, resumed and followed: what a whole export writes: $(cat e.same)" \
   || { fail "e: resume exit $rc, or not an export's"; show e.same e2.log; }
+# ------------------------------- f. two unrelated runs, one database
+# Two machines' worth of runs (each its own ./state Landscape) write
+# into one PostgreSQL at once: neither waits for the other, each is its
+# own run, each equals its own export.
+pg_sql -c "CREATE DATABASE shared" -c "CREATE DATABASE whole1" -c "CREATE DATABASE whole2" > /dev/null
+for k in 1 2; do
+  mkdir -p f$k; trail_pipe "$(pgurl shared)" "$WORK/f$k" 20 40 > f$k.yaml
+  (cd f$k && exec "$ELSPETH" run -s ../f$k.yaml -x --max-rows-in-flight 8 --format json > run.log 2>&1) &
+  eval "F$k=\$!"
+done
+wait $F1; r1=$?; wait $F2; r2=$?
+$PY - f1/run.log f2/run.log <<'PY' > f.live 2>&1 && pass "f: two runs at once into one PostgreSQL (exit 0 both): $(cat f.live)" || { fail "f: exit $r1 $r2"; show f.live f1/run.log; }
+import json, sys
+out = []
+for p in sys.argv[1:]:
+    l = [json.loads(x) for x in open(p) if x.startswith('{"event":"run_completed"')][-1]
+    assert l["exit_code"] == 0, l
+    s = l["sql_trail_live"]
+    assert s["failures"] == 0 and s["steps"] >= 3 and s["finished_by_last_step"], s
+    out.append("%d steps" % s["steps"])
+print(", ".join(out) + ", no step failed")
+PY
+[ "$(pg_sql -d shared -c "SELECT count(DISTINCT run_id) || ' ' || count(*) || ' ' || min(status) FROM runs JOIN rows USING (run_id)")" = "2 $((2 * R)) completed" ] \
+  && pass "f: the database holds both, each its own run of $R rows" \
+  || fail "f: $(pg_sql -d shared -c 'SELECT run_id, status FROM runs')"
+for k in 1 2; do
+  (cd f$k && "$ELSPETH" export -d state/audit.lmdb --run 1 --sqlite "$(pgurl whole$k)" > /dev/null)
+done
+id1=$(pg_sql -d whole1 -c "SELECT run_id FROM runs"); id2=$(pg_sql -d whole2 -c "SELECT run_id FROM runs")
+$PY - "$(pgurl shared)" "$(pgurl whole1)" "$(pgurl whole2)" "$id1" "$id2" <<'PY' > f.same 2>&1 && pass "f: each run's rows in the shared database are its own export's: $(cat f.same)" || { fail "f: runs differ from their exports"; show f.same; }
+import psycopg2, sys
+shared, w1, w2, id1, id2 = sys.argv[1:]
+def rows(url, q, arg):
+    c = psycopg2.connect(url).cursor(); c.execute(q, (arg,)); return sorted(map(repr, c.fetchall()))
+n = 0
+for url, rid in ((w1, id1), (w2, id2)):
+    for t, q in (("rows", "SELECT * FROM rows WHERE run_id = %s"),
+                 ("tokens", "SELECT * FROM tokens WHERE run_id = %s"),
+                 ("node_states", "SELECT * FROM node_states WHERE run_id = %s"),
+                 ("token_outcomes", "SELECT * FROM token_outcomes WHERE run_id = %s"),
+                 ("batches", "SELECT * FROM batches WHERE run_id = %s"),
+                 ("artifacts", "SELECT * FROM artifacts WHERE run_id = %s")):
+        a, b = rows(shared, q, rid), rows(url, q, rid)
+        assert a == b, (rid, t, len(a), len(b))
+        n += len(a)
+print("2 runs, %d rows of six tables alike" % n)
+PY
 finish
