@@ -90,7 +90,8 @@ static int late_rows(xp *x, uint64_t whole)
 	for (size_t i = 0; i < x->nlate; i++)
 		if (x->late_rows[i].batch < whole)
 			x->late_rows[n++] = x->late_rows[i];
-	qsort(x->late_rows, n, sizeof(*x->late_rows), late_cmp);
+	if (n)
+		qsort(x->late_rows, n, sizeof(*x->late_rows), late_cmp);
 	x->late = true;
 	x->late_states = x->nstep_states;
 	for (size_t i = 0; i < n && !rc; i++) {
