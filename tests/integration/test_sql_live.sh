@@ -25,8 +25,9 @@ $PY -c 'import psycopg2' 2> /dev/null || { echo "# skipped: python3-psycopg2 is 
 pg_start
 cd "$WORK"
 R=1500
-# within a second, as ADR 0041 promises; sanitized builds run 2-10x slower
-LIMIT=1.0; [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && LIMIT=3.0
+# within a second, as ADR 0041 promises; sanitized builds run 2-15x slower
+# (under TSan, 6 steps in 6 s and waits of 2.3-2.9 s seen on an idle machine)
+LIMIT=1.0; [ -n "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ] && LIMIT=10.0
 show() { sed 's/^/    /' "$@" | head -20; }
 awk -v n=$R 'BEGIN { print "id,region,amount,text"; for (i = 1; i <= n; i++)
   printf "%d,r%d,%d,row %d\n", i, i % 3, i * 7 % 100, i }' > rows.csv
