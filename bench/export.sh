@@ -2,8 +2,9 @@
 # The SQL trail's cost: ROWS rows (default 1,000,000) through the
 # foundation pipeline (CSV -> field_mapper -> gate -> CSV, audit on,
 # Release build), then `elspeth export --sqlite` of that run, timed side
-# by side; then the same run with landscape.url sqlite:/// (the export at
-# its end included); then, when Debian's postgresql is installed, the
+# by side; then the same run with landscape.url sqlite:/// (the SQL trail
+# written live beside the engine, ADR 0041, its last step included),
+# pipelined and --sequential; then, when Debian's postgresql is installed, the
 # same against a private PostgreSQL server (a unix socket, fsync on):
 # `export --sqlite postgresql://…` and a run with landscape.url
 # postgresql://…. Prints seconds, rows/s and the ratios.
@@ -33,12 +34,18 @@ t_run=$(secs "$ROOT/build-release/elspeth" run -s "$OUT/lmdb.yaml" --execute)
 t_exp=$(secs "$ROOT/build-release/elspeth" export -d "$OUT/state" --sqlite "$OUT/trail.db")
 t_again=$(secs "$ROOT/build-release/elspeth" export -d "$OUT/state" --sqlite "$OUT/trail.db")
 t_sql=$(secs "$ROOT/build-release/elspeth" run -s "$OUT/sqlite.yaml" --execute)
+# sequential too (the issue's two modes), each in a Landscape of its own
+rm -rf "$OUT/state" "$OUT/sql" && mkdir -p "$OUT/sql"
+t_seq=$(secs "$ROOT/build-release/elspeth" run -s "$OUT/lmdb.yaml" --execute --sequential)
+t_sqlseq=$(secs "$ROOT/build-release/elspeth" run -s "$OUT/sqlite.yaml" --execute --sequential)
 lmdb_mb=$(du -sm "$OUT/state" | cut -f1); sql_mb=$(du -sm "$OUT/trail.db" | cut -f1)
 echo "rows $ROWS"
 echo "run (LMDB trail)            ${t_run} s  $(awk -v r="$ROWS" -v t="$t_run" 'BEGIN { printf "%.0f", r / t }') rows/s  trail ${lmdb_mb} MB"
 echo "export to SQLite            ${t_exp} s  ratio to the run $(awk -v a="$t_exp" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')  file ${sql_mb} MB"
 echo "export again (replaces it)  ${t_again} s  ratio $(awk -v a="$t_again" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
-echo "run with sqlite:/// url     ${t_sql} s  ratio to the LMDB run $(awk -v a="$t_sql" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
+echo "run with sqlite:/// url     ${t_sql} s  ratio to the LMDB run $(awk -v a="$t_sql" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')  (written live, ADR 0041)"
+echo "--sequential, LMDB trail    ${t_seq} s"
+echo "--sequential, sqlite:///    ${t_sqlseq} s  ratio $(awk -v a="$t_sqlseq" -v b="$t_seq" 'BEGIN { printf "%.2f", a / b }')"
 sqlite3 "$OUT/trail.db" "SELECT 'tokens ' || count(*) FROM tokens; SELECT 'node_states ' || count(*) FROM node_states"
 if bench_pg_start "$OUT/pg"; then
   trap bench_pg_stop EXIT

@@ -79,15 +79,15 @@ static void sql_trail(run_job *j, uint64_t run)
 
 	/* The live trail's last step (ADR 0041); when it fails, or there is
 	 * none, the whole run. */
-	if (!rc && j->follow) {
-		rc = sqlt_follow_finish(j->follow, &err);
+	if (j->follow) {
+		core_err ferr = { 0 }; /* a failed step: the export says why */
+
+		if (!rc && !sqlt_follow_finish(j->follow, &ferr))
+			r->live.finished = true;
 		sqlt_follow_close(j->follow);
 		j->follow = NULL;
-		if (!rc) {
-			r->live.finished = true;
+		if (r->live.finished)
 			return;
-		}
-		err = (core_err){ 0 };
 	}
 	if (!rc)
 		rc = sqlt_export(j->rec, run, r->sql, NULL, &err);

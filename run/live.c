@@ -65,19 +65,21 @@ static void failed(run_live *l, const core_err *err)
 static void step(run_live *l, uint64_t run, uint64_t through, uint64_t since)
 {
 	core_err err = { 0 };
-	uint64_t now;
+	uint64_t now, before;
 
 	if (!l->f && sqlt_follow_open(l->rec, run, l->target, &l->f, &err)) {
 		failed(l, &err);
 		return;
 	}
+	before = sqlt_follow_through(l->f);
 	if (rec_flush(l->rec, &err) || sqlt_follow_step(l->f, through, &err)) {
 		failed(l, &err);
 		return;
 	}
 	now = core_now_mono_ns();
-	l->st.steps++;
 	l->st.rows = sqlt_follow_through(l->f);
+	if (l->st.rows != before || !before)
+		l->st.steps++; /* a transaction written (not: nothing new) */
 	if (since && (double)(now - since) / 1e9 > l->st.max_behind_s)
 		l->st.max_behind_s = (double)(now - since) / 1e9;
 	pthread_mutex_lock(&l->lock);

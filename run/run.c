@@ -31,9 +31,13 @@ static void on_progress(void *ctx, const eng_progress *p)
 	uint64_t now = core_now_mono_ns();
 
 	run__live_progress(j->live, 0, p->released);
-	/* the live trail may want reports more often than the observer */
-	if (!j->cfg.progress_ms ||
-	    (!p->final && now - j->progress_told_ns < j->cfg.progress_ms * 1000000ull))
+	/* the live trail may want reports more often than the observer:
+	 * then every report after the observer's interval (less a tenth,
+	 * for the callbacks' own jitter) is the observer's */
+	if (!j->cfg.progress_ms)
+		return;
+	if (j->live && j->cfg.progress_ms > LIVE_PROGRESS_MS && !p->final &&
+	    now - j->progress_told_ns < j->cfg.progress_ms * 900000ull)
 		return;
 	j->progress_told_ns = now;
 	run__tel_warnings(j);

@@ -918,7 +918,7 @@ static int list_one(void *ctx, const void *key, size_t klen, const void *val,
 
 int sqlt__open_out(const char *target, bool live, sqlt_out **out, core_err *err)
 {
-	return core_sql_is_pg(target) ? sqlt__out_pg(target, out, err)
+	return core_sql_is_pg(target) ? sqlt__out_pg(target, live, out, err)
 				      : sqlt__out_sqlite(target, live, out, err);
 }
 

@@ -87,9 +87,10 @@ int sqlt__conflict(int which, bool append);
 int sqlt__conflict_sql(int which, bool append, core_buf *b);
 /* What an earlier export wrote of run ?1, children first (export.c). */
 extern const char *const sqlt__delete_sql[];
-/* live: a live trail's (ADR 0041): an SQLite file goes to WAL mode */
+/* live: a live trail's (ADR 0041): an SQLite file goes to WAL mode, a
+ * PostgreSQL connection waits at most 10 s for a lock */
 int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err);
-int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err);
+int sqlt__out_pg(const char *url, bool live, sqlt_out **out, core_err *err);
 /* One of the two, by target (a postgresql:// url or a file). */
 int sqlt__open_out(const char *target, bool live, sqlt_out **out, core_err *err);
 
@@ -188,7 +189,7 @@ typedef struct xp {
 	 * read again, only what is new of them written (late). */
 	bool late;
 	size_t late_states;     /* step_states from here are the late pass's */
-	struct xlate { uint64_t batch, row; } *late_rows;
+	struct xlate { uint64_t batch, row, token; } *late_rows;
 	size_t nlate, cap_late;
 } xp;
 
@@ -243,9 +244,10 @@ int sqlt__export_records(xp *x);
 int sqlt__export_late_records(xp *x);
 /* export_tokens.c: whether state was written by this late pass. */
 bool sqlt__late_state(const xp *x, uint64_t state);
-/* export_tokens.c: notes row as one a late pass reads if batch
- * completes this step. */
-int sqlt__late_row(xp *x, uint64_t batch, uint64_t row);
+/* export_tokens.c: notes row (and token, a member of batch; 0 for the
+ * batch's trigger row) as one a late pass reads if batch is whole this
+ * step: its members' outcomes written by the step's end. */
+int sqlt__late_row(xp *x, uint64_t batch, uint64_t row, uint64_t token);
 /* export_errors.c: validation and transform errors. */
 int sqlt__export_errors(xp *x);
 /* export_run.c: the checkpoint, operations, sink files, resumes,

@@ -100,7 +100,7 @@ static int learn_batch(xp *x, const void *key, size_t klen, const void *msg)
 	if (r->batch_id > x->batch_max)
 		x->batch_max = r->batch_id;
 	if (x->live) {
-		int rc = sqlt__late_row(x, r->batch_id, r->trigger_seq);
+		int rc = sqlt__late_row(x, r->batch_id, r->trigger_seq, 0);
 
 		if (rc)
 			return rc;
@@ -180,7 +180,7 @@ static int one_member(xp *x, const void *key, size_t klen, const void *msg)
 			x->batch_open = r->batch_id;
 		return 0;
 	}
-	if (x->live && (rc = sqlt__late_row(x, r->batch_id, t->row)))
+	if (x->live && (rc = sqlt__late_row(x, r->batch_id, t->row, r->token_id)))
 		return rc;
 	if (t && r->batch_id < x->nbatches && x->batch_superseded[r->batch_id])
 		t->batch_old = r->batch_id;
@@ -543,10 +543,10 @@ int sqlt__export_tokens(xp *x)
 
 /* ----------------------------------------------------- live: late rows */
 
-int sqlt__late_row(xp *x, uint64_t batch, uint64_t row)
+int sqlt__late_row(xp *x, uint64_t batch, uint64_t row, uint64_t token)
 {
-	if (!row || row >= x->row_lo)
-		return 0; /* read by this step's own rows, or not yet written */
+	if (!row || (row >= x->row_lo && !token))
+		return 0; /* read by this step's own rows */
 	if (x->nlate == x->cap_late) {
 		size_t cap = x->cap_late ? 2 * x->cap_late : 64;
 		struct xlate *g = realloc(x->late_rows, cap * sizeof(*g));
@@ -556,7 +556,7 @@ int sqlt__late_row(xp *x, uint64_t batch, uint64_t row)
 		x->late_rows = g;
 		x->cap_late = cap;
 	}
-	x->late_rows[x->nlate++] = (struct xlate){ batch, row };
+	x->late_rows[x->nlate++] = (struct xlate){ batch, row, token };
 	return 0;
 }
 

@@ -20,7 +20,10 @@
  * The last step (sqlt_follow_finish) takes every row the trail holds
  * and the run's own records, and checks the run for damage as an export
  * does: the database then holds what sqlt_export writes
- * (test_run_follow compares them table by table).
+ * (test_run_follow compares them table by table). A run with
+ * aggregation batches is written whole by it: what a flush writes to
+ * its members reaches the Landscape with a later checkpoint, and the
+ * batch's outputs may have been written before it did.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,34 +81,49 @@ static int late_cmp(const void *a, const void *b)
 	return p < q ? -1 : p > q;
 }
 
-/* The late pass: each row an earlier step wrote that a batch complete
- * now (below `whole`) wrote to after its release, read again for what
- * is new of it (export*.c skip what they wrote: x->late). */
+/* The late pass: each row an earlier step wrote that a batch whole now
+ * (below `whole`) wrote to after its release, read again for what is
+ * new of it (export*.c skip what they wrote: x->late). The list keeps
+ * its other entries (members in the step's own rows) for whole_after. */
 static int late_rows(xp *x, uint64_t whole)
 {
 	uint64_t lo = x->row_lo, hi = x->row_hi, last = 0, tok_lo = x->tok_lo;
-	size_t n = 0;
 	int rc = 0;
 
-	for (size_t i = 0; i < x->nlate; i++)
-		if (x->late_rows[i].batch < whole)
-			x->late_rows[n++] = x->late_rows[i];
-	if (n)
-		qsort(x->late_rows, n, sizeof(*x->late_rows), late_cmp);
+	if (x->nlate)
+		qsort(x->late_rows, x->nlate, sizeof(*x->late_rows), late_cmp);
 	x->late = true;
 	x->late_states = x->nstep_states;
-	for (size_t i = 0; i < n && !rc; i++) {
-		if (x->late_rows[i].row == last)
+	for (size_t i = 0; i < x->nlate && !rc; i++) {
+		const struct xlate *l = &x->late_rows[i];
+
+		if (l->batch >= whole || l->row >= lo || l->row == last)
 			continue;
-		last = x->row_lo = x->row_hi = x->late_rows[i].row;
+		last = x->row_lo = x->row_hi = l->row;
 		if (!(rc = sqlt__export_tokens(x)))
 			rc = sqlt__export_late_records(x);
 	}
 	x->late = false;
 	x->row_lo = lo, x->row_hi = hi;
 	x->tok_lo = tok_lo; /* the step's own tokens are still to be written */
-	x->nlate = 0;
 	return rc;
+}
+
+/* What the engine writes to a batch's members at its flush reaches the
+ * Landscape with its next checkpoint, not with the batch's record: a
+ * batch is whole once every member's outcome is written. One that is
+ * not stays open, to be read again by the next step. */
+static uint64_t whole_after(xp *x, uint64_t whole)
+{
+	for (size_t i = 0; i < x->nlate; i++) {
+		const struct xlate *l = &x->late_rows[i];
+		const xtok *t = l->token < x->ntoks ? &x->toks[l->token] : NULL;
+
+		if (l->batch < whole && t && !t->outcome_written && !t->superseded)
+			whole = l->batch;
+	}
+	x->nlate = 0;
+	return whole;
 }
 
 /* The step's rows, between the output's begin and commit. */
@@ -137,7 +155,7 @@ static int step_rows(sqlt_follow *f, uint64_t through)
 	    (rc = sqlt__export_records(x)) ||
 	    (x->final && (rc = sqlt__run_intact(x))))
 		goto out;
-	x->batch_from = whole;
+	x->batch_from = whole_after(x, whole);
 out:
 	rec_read_end(x->t);
 	x->t = NULL;
@@ -183,6 +201,11 @@ int sqlt_follow_finish(sqlt_follow *f, core_err *err)
 {
 	int rc;
 
+	/* A batch's outputs were written with what their members' outcomes
+	 * said at the time, which may have been nothing yet (whole_after):
+	 * a run with batches is written whole by its last step. */
+	if (f->x.batch_max)
+		f->replace = true;
 	f->x.final = true;
 	rc = sqlt_follow_step(f, UINT64_MAX, err);
 	f->x.final = false;

@@ -588,7 +588,7 @@ static const sqlt_out_ops ops = {
 	pg_begin, pg_row, pg_commit, pg_rollback, pg_close,
 };
 
-int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err)
+int sqlt__out_pg(const char *url, bool live, sqlt_out **out, core_err *err)
 {
 	out_pg *o = calloc(1, sizeof(*o));
 	int rc;
@@ -603,8 +603,13 @@ int sqlt__out_pg(const char *url, sqlt_out **out, core_err *err)
 		return rc;
 	}
 	o->base.where = o->shown;
-	/* ELSPETH's times are UTC; ours are written without a zone */
+	/* ELSPETH's times are UTC; ours are written without a zone. A live
+	 * trail's step waits at most 10 s for a lock (another export of the
+	 * run holding it): the step fails and the next one tries again,
+	 * rather than the run's end waiting on it. */
 	if ((rc = exec_ok(o, "SET TIME ZONE 'UTC'", "setting the time zone", err)) ||
+	    (live && (rc = exec_ok(o, "SET lock_timeout = '10s'", "setting a lock timeout",
+				   err))) ||
 	    (rc = schema(o, err))) {
 		core_err e2 = { 0 };
 

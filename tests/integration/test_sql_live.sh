@@ -17,7 +17,9 @@
 #   a, d, e (SQLite killed and resumed). after the last step every table
 #      holds what a whole export of the run writes;
 #   f. two unrelated runs (two Landscapes) write into one PostgreSQL at
-#      once, each its own run, each its own export's rows.
+#      once, each its own run, each its own export's rows;
+#   g. checkpoints every 1,000 rows: an aggregation's records reach the
+#      Landscape late; the last step still leaves an export's tables.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 PY=/usr/bin/python3
@@ -232,6 +234,21 @@ kill -9 $RUN; wait $RUN 2>/dev/null
 [ $rc = 0 ] && $PY same.py e/trail.db e/whole.db > e.same 2>&1 \
   && pass "e: SQLite killed at $n rows, resumed and followed: what a whole export writes: $(cat e.same)" \
   || { fail "e: resume exit $rc, or not an export's"; show e.same e2.log; }
+# ------------------- g. an aggregation's late records after a checkpoint
+# What a flush writes to its members reaches the Landscape with the next
+# checkpoint: with one every 1,000 rows, many steps see batches whose
+# members' outcomes are not there yet. The last step must still leave
+# what an export writes.
+mkdir -p g
+{ trail_pipe "sqlite:///$WORK/g/trail.db" "$WORK/g" 20 40
+  echo "checkpoint: {frequency: every_n, checkpoint_interval: 1000, aggregation_boundaries: false}"
+} > g.yaml
+"$ELSPETH" run -s g.yaml -x --max-rows-in-flight 8 > g.log 2>&1; rc=$?
+"$ELSPETH" export -d g/trail.db --run 1 --sqlite g/whole.db > /dev/null
+[ $rc = 0 ] && grep -q "SQL trail while running" g.log && $PY same.py g/trail.db g/whole.db > g.same 2>&1 \
+  && pass "g: checkpoints every 1,000 rows, batches followed live: what a whole export writes: $(cat g.same)" \
+  || { fail "g: exit $rc, or not an export's"; show g.same g.log; }
+
 # ------------------------------- f. two unrelated runs, one database
 # Two machines' worth of runs (each its own ./state Landscape) write
 # into one PostgreSQL at once: neither waits for the other, each is its
