@@ -78,7 +78,7 @@ static void step(run_live *l, uint64_t run, uint64_t through, uint64_t since)
 	}
 	now = core_now_mono_ns();
 	l->st.rows = sqlt_follow_through(l->f);
-	if (l->st.rows != before || !before)
+	if (l->st.rows != before || !l->st.steps)
 		l->st.steps++; /* a transaction written (not: nothing new) */
 	if (since && (double)(now - since) / 1e9 > l->st.max_behind_s)
 		l->st.max_behind_s = (double)(now - since) / 1e9;
