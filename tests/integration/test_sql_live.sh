@@ -42,8 +42,8 @@ cat > poll.py <<'PY'
 import os, sys, time
 db, out = sys.argv[1], open(sys.argv[2], "w")
 # Rows 5, 10, ... go to the aggregation (count 5): the members of the
-# batch it is filling have no outcome yet, at most 4; the others got
-# theirs with the batch, written to their rows after their release.
+# batch it is filling have no outcome yet, nor those of a batch flushed
+# since the last checkpoint (its records reach the Landscape with it).
 AWAIT = ("SELECT count(*) FROM tokens t JOIN rows r ON r.row_id = t.row_id WHERE "
          "(r.row_index + 1) % 5 = 0 AND NOT EXISTS "
          "(SELECT 1 FROM token_outcomes o WHERE o.token_id = t.token_id)")
@@ -83,10 +83,11 @@ while not os.path.exists("STOP"):
             k = c.fetchone()[0]
             if k:
                 bad.append("%d %s" % (k, what))
+        # not a bound: they come with the checkpoint after their flush,
+        # which a loaded machine puts off (ASan: 8 seen); the last
+        # step's comparison with an export checks they all arrive
         c.execute(AWAIT)
-        k = c.fetchone()[0]
-        if k > 4:
-            bad.append("%d aggregation members without an outcome" % k)
+        await_n = c.fetchone()[0]
         conn.rollback() if db.startswith("postgresql://") else c.execute("COMMIT")
         print(("BAD %s: " % n) + "; ".join(bad) if bad else "rows %d" % n, file=out, flush=True)
     except Exception as e:  # not there yet, or the server away
