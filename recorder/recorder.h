@@ -298,6 +298,13 @@ int rec_scan(rec_txn *txn, rec_table t, const rec_key *prefix,
  * not the run's); CORE_EINTERNAL for another table. */
 int rec_scan_rows(rec_txn *txn, rec_table t, uint64_t run, uint64_t from_seq,
 		  uint64_t to_seq, rec_scan_fn fn, void *ctx);
+/* rec_scan_rows of several per-row tables in one pass: each row is read
+ * once, and its records go to fn table by table in the order of tabs,
+ * with ctxs[i] for tabs[i] (rows in order; within a row, tables in that
+ * order, keys in order). */
+int rec_scan_rows_multi(rec_txn *txn, const rec_table *tabs, size_t ntabs,
+			uint64_t run, uint64_t from_seq, uint64_t to_seq,
+			rec_scan_fn fn, void **ctxs);
 /* The last key of table t starting with prefix (NULL: any key): 0 (the
  * pointers valid until rec_read_end), REC_NOTFOUND, or an error. */
 int rec_last(rec_txn *txn, rec_table t, const rec_key *prefix,

@@ -873,18 +873,29 @@ typedef struct scan_all {
 	void *ctx;
 } scan_all;
 
+/* fn over v's records of each table, v known as the row being scanned
+ * (a point read inside fn finds it there, not by reading it again). */
+static int scan_tables(rec_txn *t, rec__view *v, const rec_table *tabs, size_t ntabs,
+		       const rec_key *prefix, rec_scan_fn fn, void **ctxs)
+{
+	rec__views *vs = rec__txn_views(t);
+	bool pushed = vs->ncurrent < (int)(sizeof(vs->current) / sizeof(vs->current[0]));
+	int rc = 0;
+
+	if (pushed)
+		vs->current[vs->ncurrent++] = v;
+	for (size_t i = 0; i < ntabs && !rc; i++)
+		rc = view_scan(v, tabs[i], prefix, fn, ctxs[i]);
+	if (pushed)
+		vs->ncurrent--;
+	return rc;
+}
+
 static int scan_row(void *ctx, rec__view *v)
 {
 	scan_all *s = ctx;
-	rec__views *vs = rec__txn_views(s->t);
-	int rc;
 
-	if (vs->ncurrent == (int)(sizeof(vs->current) / sizeof(vs->current[0])))
-		return view_scan(v, s->tab, s->prefix, s->fn, s->ctx);
-	vs->current[vs->ncurrent++] = v;
-	rc = view_scan(v, s->tab, s->prefix, s->fn, s->ctx);
-	vs->ncurrent--;
-	return rc;
+	return scan_tables(s->t, v, &s->tab, 1, s->prefix, s->fn, &s->ctx);
 }
 
 int rec__story_scan(rec_txn *t, rec_table tab, const rec_key *prefix,
@@ -925,6 +936,36 @@ int rec_scan_rows(rec_txn *t, rec_table tab, uint64_t run, uint64_t from_seq,
 	if (!rec__txn_views(t))
 		return CORE_ENOMEM;
 	return rows_each(t, run, from_seq, to_seq, NULL, scan_row, &s);
+}
+
+typedef struct scan_multi {
+	rec_txn *t;
+	const rec_table *tabs;
+	size_t ntabs;
+	const rec_key *prefix;
+	rec_scan_fn fn;
+	void **ctxs;
+} scan_multi;
+
+static int scan_row_multi(void *ctx, rec__view *v)
+{
+	scan_multi *s = ctx;
+
+	return scan_tables(s->t, v, s->tabs, s->ntabs, s->prefix, s->fn, s->ctxs);
+}
+
+int rec_scan_rows_multi(rec_txn *t, const rec_table *tabs, size_t ntabs, uint64_t run,
+			uint64_t from_seq, uint64_t to_seq, rec_scan_fn fn, void **ctxs)
+{
+	rec_key prefix = key_of(run, 0, 0, 0);
+	scan_multi s = { t, tabs, ntabs, &prefix, fn, ctxs };
+
+	for (size_t i = 0; i < ntabs; i++)
+		if ((unsigned)tabs[i] >= REC_TABLE_LAST || !rec__table_in_story(tabs[i]))
+			return CORE_EINTERNAL;
+	if (!rec__txn_views(t))
+		return CORE_ENOMEM;
+	return rows_each(t, run, from_seq, to_seq, NULL, scan_row_multi, &s);
 }
 
 typedef struct last_ctx {

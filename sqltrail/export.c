@@ -370,6 +370,31 @@ static int scan_one(void *ctx, const void *key, size_t klen, const void *val,
 	return rc;
 }
 
+int sqlt__scan_rows(xp *x, const sqlt_pass *passes, size_t n)
+{
+	scan_ctx c[SQLT_PASSES_MAX];
+	void *ctxs[SQLT_PASSES_MAX];
+	rec_table tabs[SQLT_PASSES_MAX];
+	int rc;
+
+	if (n > SQLT_PASSES_MAX)
+		return core_err_set(x->err, CORE_EINTERNAL, "too many passes");
+	for (size_t i = 0; i < n; i++) {
+		c[i] = (scan_ctx){ x, passes[i].d, passes[i].fn };
+		ctxs[i] = &c[i];
+		tabs[i] = passes[i].table;
+	}
+	rc = rec_scan_rows_multi(x->t, tabs, n, x->run, x->live ? x->row_lo : 0,
+				 x->live ? x->row_hi : UINT64_MAX, scan_one, ctxs);
+	if (rc && rc != REC_SCAN_STOP && !x->err->msg[0])
+		core_err_set(x->err, rc, "reading the rows of run %s: %s%s%s%s",
+			     x->rid, core_strerror(rc),
+			     rc == CORE_EDATA ? ": the trail is damaged (" : "",
+			     rc == CORE_EDATA ? rec_damage_where() : "",
+			     rc == CORE_EDATA ? ")" : "");
+	return rc == REC_SCAN_STOP ? 0 : rc;
+}
+
 static bool per_row(rec_table t)
 {
 	switch (t) {

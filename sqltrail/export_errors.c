@@ -192,12 +192,9 @@ static int one_transform_error(xp *x, const void *key, size_t klen, const void *
 	return rc;
 }
 
-int sqlt__export_errors(xp *x)
-{
-	int rc = sqlt__scan(x, REC_VALIDATION_ERRORS, &elspeth__validation_error_record__descriptor,
-			    one_validation_error);
-
-	return rc ? rc : sqlt__scan(x, REC_TRANSFORM_ERRORS,
-				    &elspeth__transform_error_record__descriptor,
-				    one_transform_error);
-}
+const sqlt_pass sqlt__error_passes[2] = {
+	{ REC_VALIDATION_ERRORS, &elspeth__validation_error_record__descriptor,
+	  one_validation_error },
+	{ REC_TRANSFORM_ERRORS, &elspeth__transform_error_record__descriptor,
+	  one_transform_error },
+};

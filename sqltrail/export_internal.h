@@ -220,6 +220,18 @@ typedef int (*sqlt__scan_fn)(xp *x, const void *key, size_t klen,
 			    const void *msg);
 int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 	       sqlt__scan_fn fn);
+/* One per-row table of a pass over the rows: its records' type and what
+ * is done with each. sqlt__scan_rows reads each row of the export's range
+ * (a live step's, or the whole run) once and hands its records to the
+ * passes in their order, row by row: a pass may rely on what an earlier
+ * pass did with the same row, not with a later row. */
+typedef struct sqlt_pass {
+	rec_table table;
+	const ProtobufCMessageDescriptor *d;
+	sqlt__scan_fn fn;
+} sqlt_pass;
+#define SQLT_PASSES_MAX 8
+int sqlt__scan_rows(xp *x, const sqlt_pass *passes, size_t n);
 
 /* export.c: forgets the run x holds (its nodes, tokens, arrays). */
 void sqlt__run_reset(xp *x);
@@ -231,25 +243,27 @@ int sqlt__run_intact(xp *x);
 /* export.c: the run's record, nodes and edges into x, and (header)
  * its runs rows; the first part of every export and live step. */
 int sqlt__export_head(xp *x);
-/* export_tokens.c: tokens, lineage, outcomes, node states, rows: what
- * is learned first (tokens, outcomes, superseded, batches and their
- * members), then what is written; sqlt__export_tokens does both. */
+/* export_tokens.c: what is learned first (tokens, outcomes, superseded,
+ * batches and their members), then the pass over the rows that writes
+ * every per-row table (lineage, node states, outcomes, rows, and the
+ * passes of export_records.c and export_errors.c), then the tokens;
+ * sqlt__export_tokens does both. */
 int sqlt__export_tokens(xp *x);
 int sqlt__export_tokens_learn(xp *x);
 int sqlt__export_tokens_write(xp *x);
-/* export_records.c: calls, routing, batches, artifacts, then the next
- * two. */
+/* export_records.c: calls and batches, then (a whole export, a last
+ * step) the run's own records. */
 int sqlt__export_records(xp *x);
-/* export_records.c: a late pass's routing, artifacts and errors. */
-int sqlt__export_late_records(xp *x);
+/* export_records.c: routing events and artifacts, for the row pass. */
+extern const sqlt_pass sqlt__record_passes[2];
 /* export_tokens.c: whether state was written by this late pass. */
 bool sqlt__late_state(const xp *x, uint64_t state);
 /* export_tokens.c: notes row (and token, a member of batch; 0 for the
  * batch's trigger row) as one a late pass reads if batch is whole this
  * step: its members' outcomes written by the step's end. */
 int sqlt__late_row(xp *x, uint64_t batch, uint64_t row, uint64_t token);
-/* export_errors.c: validation and transform errors. */
-int sqlt__export_errors(xp *x);
+/* export_errors.c: validation and transform errors, for the row pass. */
+extern const sqlt_pass sqlt__error_passes[2];
 /* export_run.c: the checkpoint, operations, sink files, resumes,
  * superseded tokens, samples. */
 int sqlt__export_run_records(xp *x);

@@ -239,27 +239,17 @@ static int one_artifact(xp *x, const void *key, size_t klen, const void *msg)
 	return sqlt__step(x, ST_OWN_ARTIFACTS);
 }
 
-int sqlt__export_late_records(xp *x)
-{
-	int rc;
-
-	if ((rc = sqlt__scan(x, REC_ROUTING_EVENTS, &elspeth__routing_event_record__descriptor,
-			     one_route)) ||
-	    (rc = sqlt__scan(x, REC_ARTIFACTS, &elspeth__artifact_record__descriptor,
-			     one_artifact)))
-		return rc;
-	return sqlt__export_errors(x);
-}
+const sqlt_pass sqlt__record_passes[2] = {
+	{ REC_ROUTING_EVENTS, &elspeth__routing_event_record__descriptor, one_route },
+	{ REC_ARTIFACTS, &elspeth__artifact_record__descriptor, one_artifact },
+};
 
 int sqlt__export_records(xp *x)
 {
 	int rc;
 
 	if ((rc = sqlt__scan(x, REC_CALLS, &elspeth__call_record__descriptor, one_call)) ||
-	    (rc = sqlt__scan(x, REC_ROUTING_EVENTS, &elspeth__routing_event_record__descriptor, one_route)) ||
-	    (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, one_batch)) ||
-	    (rc = sqlt__scan(x, REC_ARTIFACTS, &elspeth__artifact_record__descriptor, one_artifact)) ||
-	    (rc = sqlt__export_errors(x)))
+	    (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, one_batch)))
 		return rc;
 	/* a live step writes rows; the run's own records come at its end */
 	return x->live && !x->final ? 0 : sqlt__export_run_records(x);

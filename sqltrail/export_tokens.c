@@ -31,8 +31,9 @@ static xtok *tok(xp *x, uint64_t id)
 	return id < x->ntoks ? &x->toks[id] : NULL;
 }
 
-/* A live step learns ids as they come: its arrays grow (doubling). */
-#define LIVE_IDS_MAX ((uint64_t)1 << 40) /* far above any run: damage */
+/* Token and state ids are counters per run: arrays indexed by id hold
+ * what the export learns, grown (doubling) as ids come. */
+#define IDS_MAX ((uint64_t)1 << 40) /* far above any run: damage */
 static int grow(xp *x, void **a, uint64_t *n, size_t size, uint64_t id)
 {
 	uint64_t want = *n ? *n : 1024;
@@ -40,7 +41,7 @@ static int grow(xp *x, void **a, uint64_t *n, size_t size, uint64_t id)
 
 	if (id < *n)
 		return 0;
-	if (id >= LIVE_IDS_MAX)
+	if (id >= IDS_MAX)
 		return core_err_set(x->err, CORE_EDATA, "run %s: id %llu out of range", x->rid,
 				    (unsigned long long)id);
 	while (want <= id)
@@ -129,8 +130,7 @@ static int learn_token(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
-	if (x->live && (rc = grow(x, (void **)&x->toks, &x->ntoks, sizeof(*x->toks),
-				  r->token_id)))
+	if ((rc = grow(x, (void **)&x->toks, &x->ntoks, sizeof(*x->toks), r->token_id)))
 		return rc;
 	if (!(t = tok(x, r->token_id)) || (x->late && t->present))
 		return 0;
@@ -281,10 +281,10 @@ static int one_state(xp *x, const void *key, size_t klen, const void *msg)
 	int rc;
 
 	(void)key, (void)klen;
+	if ((rc = grow(x, (void **)&x->state_at, &x->nstates, sizeof(*x->state_at),
+		       r->state_id)))
+		return rc;
 	if (x->live) {
-		if ((rc = grow(x, (void **)&x->state_at, &x->nstates, sizeof(*x->state_at),
-			       r->state_id)))
-			return rc;
 		if (x->late && x->state_at[r->state_id])
 			return 0; /* written by an earlier step */
 		if (x->nstep_states == x->cap_step_states &&
@@ -463,53 +463,17 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 
 /* ------------------------------------------------------------- the pass */
 
-/* The highest id of a table keyed (run, id): tokens and states are
- * counters per run, so arrays indexed by id hold what the export learns. */
-static int last_id(xp *x, rec_table t, uint64_t *n)
-{
-	const void *k, *v;
-	size_t kl, vl;
-	rec_key p;
-	int rc;
-
-	*n = 0;
-	rec_key_init(&p);
-	rec_key_u64(&p, x->run);
-	rc = rec_last(x->t, t, &p, &k, &kl, &v, &vl);
-	if (rc == REC_NOTFOUND)
-		return 0;
-	if (rc)
-		return core_err_set(x->err, rc, "reading the %s of run %s: %s",
-				    rec_table_name(t), x->rid, core_strerror(rc));
-	*n = rec_key_get_u64(k, 8) + 1;
-	return 0;
-}
-
-static int size_arrays(xp *x)
-{
-	int rc;
-
-	if ((rc = last_id(x, REC_TOKENS, &x->ntoks)) ||
-	    (rc = last_id(x, REC_NODE_STATES, &x->nstates)))
-		return rc;
-	if (x->ntoks && !(x->toks = calloc(x->ntoks, sizeof(*x->toks))))
-		return core_err_set(x->err, CORE_ENOMEM,
-			"out of memory for %llu tokens", (unsigned long long)x->ntoks);
-	if (x->nstates && !(x->state_at = calloc(x->nstates, sizeof(*x->state_at))))
-		return core_err_set(x->err, CORE_ENOMEM,
-			"out of memory for %llu node states", (unsigned long long)x->nstates);
-	return 0;
-}
-
 int sqlt__export_tokens_learn(xp *x)
 {
+	static const sqlt_pass learn[] = {
+		{ REC_TOKENS, &elspeth__token_record__descriptor, learn_token },
+		{ REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor,
+		  learn_outcome },
+	};
 	int rc;
 
 	x->tok_lo = UINT64_MAX;
-	if ((!x->live && (rc = size_arrays(x))) ||
-	    (rc = sqlt__scan(x, REC_TOKENS, &elspeth__token_record__descriptor, learn_token)) ||
-	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor,
-			     learn_outcome)) || x->late)
+	if ((rc = sqlt__scan_rows(x, learn, 2)) || x->late)
 		return rc;
 	if ((rc = sqlt__scan(x, REC_SUPERSEDED, &elspeth__superseded_record__descriptor,
 			     learn_superseded)) ||
@@ -519,19 +483,28 @@ int sqlt__export_tokens_learn(xp *x)
 			  one_member);
 }
 
+/* Every per-row table in one pass over the rows. Within a row: a coalesce's
+ * parents before its outcomes (the join group), a token's states before its
+ * outcome (a fork's branches) and before its routing (a late pass's own
+ * states); the tokens last, once their first states are known. */
 int sqlt__export_tokens_write(xp *x)
 {
+	static const sqlt_pass mine[] = {
+		{ REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor, one_parent },
+		{ REC_NODE_STATES, &elspeth__node_state_record__descriptor, one_state },
+		{ REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor,
+		  one_outcome },
+		{ REC_ROWS, &elspeth__row_record__descriptor, one_row },
+	};
+	sqlt_pass all[SQLT_PASSES_MAX];
 	int rc;
 
-	if ((rc = sqlt__scan(x, REC_TOKEN_PARENTS, &elspeth__token_parent_record__descriptor,
-			     one_parent)) ||
-	    (rc = sqlt__scan(x, REC_NODE_STATES, &elspeth__node_state_record__descriptor,
-			     one_state)) ||
-	    (rc = write_tokens(x)) ||
-	    (rc = sqlt__scan(x, REC_TOKEN_OUTCOMES, &elspeth__token_outcome_record__descriptor,
-			     one_outcome)))
+	memcpy(all, mine, sizeof(mine));
+	memcpy(all + 4, sqlt__record_passes, sizeof(sqlt__record_passes));
+	memcpy(all + 6, sqlt__error_passes, sizeof(sqlt__error_passes));
+	if ((rc = sqlt__scan_rows(x, all, 8)))
 		return rc;
-	return sqlt__scan(x, REC_ROWS, &elspeth__row_record__descriptor, one_row);
+	return write_tokens(x);
 }
 
 int sqlt__export_tokens(xp *x)

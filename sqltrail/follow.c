@@ -100,8 +100,7 @@ static int late_rows(xp *x, uint64_t whole)
 		if (l->batch >= whole || l->row >= lo || l->row == last)
 			continue;
 		last = x->row_lo = x->row_hi = l->row;
-		if (!(rc = sqlt__export_tokens(x)))
-			rc = sqlt__export_late_records(x);
+		rc = sqlt__export_tokens(x);
 	}
 	x->late = false;
 	x->row_lo = lo, x->row_hi = hi;
