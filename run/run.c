@@ -116,6 +116,11 @@ static int open_landscape(run_job *j, core_err *err)
 		memcpy(r->landscape, s->landscape_lmdb, sizeof(r->landscape));
 		memcpy(r->sql, s->landscape_sql, sizeof(r->sql));
 	}
+	/* A shard's Landscape is its own, but a PostgreSQL trail is made to
+	 * be shared: each shard writes its run into it, under an id of its
+	 * own (ADR 0042). An SQLite file is not shared across machines. */
+	if (j->cfg.shard && core_sql_is_pg(s->landscape_sql))
+		memcpy(r->sql, s->landscape_sql, sizeof(r->sql));
 	if ((rc = shown_sql(r, err)))
 		return rc;
 	/* The SQL trail is written at the end: a path it cannot be, or a

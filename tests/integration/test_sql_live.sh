@@ -20,6 +20,11 @@
 #      once, each its own run, each its own export's rows;
 #   g. checkpoints every 1,000 rows: an aggregation's records reach the
 #      Landscape late; the last step still leaves an export's tables.
+#   h. three shards of one plan run at once, each writing its run live
+#      into one PostgreSQL (ADR 0042): three runs, the plan's rows once,
+#      each run's landscape_run_id; `export --manifest` into another
+#      database writes the same tables, and into the shared one replaces
+#      the runs (no row twice); `runs --manifest` lists the three.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 PY=/usr/bin/python3
@@ -297,4 +302,46 @@ for url, rid in ((w1, id1), (w2, id2)):
         n += len(a)
 print("2 runs, %d rows of six tables alike" % n)
 PY
+
+# ------------------------------------- h. shards of one plan, one database
+# No aggregation (a plan refuses one): delay, gate, fork and coalesce.
+shard_pipe() {
+  trail_pipe "$1" "$2" 20 40 | awk '/^aggregations:/ { skip = 2; next } skip { skip--; next } { print }' \
+    | sed "s/'true': stats_in/'true': out/; s/^  fives: .*//"
+}
+pg_sql -c "CREATE DATABASE shards" -c "CREATE DATABASE shardexp" > /dev/null
+mkdir -p h && shard_pipe "$(pgurl shards)" "$WORK/h" > h.yaml
+"$ELSPETH" shard plan -s h.yaml --shards 3 -o h/m.json > h/plan.log 2>&1 || { fail "h: shard plan"; show h/plan.log; }
+for k in 0 1 2; do
+  "$ELSPETH" run -s h.yaml --manifest h/m.json --shard $k --execute --max-rows-in-flight 8 \
+    --format json > h/run-$k.log 2>&1 &
+  eval "H$k=\$!"
+done
+hrc=0; for k in 0 1 2; do eval "wait \$H$k" || hrc=$?; done
+$PY - h/run-0.log h/run-1.log h/run-2.log <<'PY' > h.live 2>&1 && pass "h: three shards at once, each writing live into one PostgreSQL: $(cat h.live)" || { fail "h: shards exit $hrc"; show h.live h/run-0.log; }
+import json, sys
+out = []
+for p in sys.argv[1:]:
+    l = [json.loads(x) for x in open(p) if x.startswith('{"event":"run_completed"')][-1]
+    assert l["exit_code"] == 0, l
+    s = l["sql_trail_live"]
+    assert s["failures"] == 0 and s["finished_by_last_step"], s
+    out.append("%d steps" % s["steps"])
+print(", ".join(out) + ", no step failed")
+PY
+got=$(pg_sql -d shards -c "SELECT count(DISTINCT run_id) || ' ' || count(*) || ' ' || count(DISTINCT row_index) || ' ' || min(status) FROM runs JOIN rows USING (run_id)")
+[ "$got" = "3 $R $R completed" ] && [ "$(pg_sql -d shards -c "SELECT string_agg(landscape_run_id::text, ',') FROM elspeth_runs")" = "1,1,1" ] \
+  && pass "h: the database holds three runs, the plan's $R rows once, each shard's landscape_run_id" \
+  || fail "h: runs/rows/row indexes/status: $got"
+"$ELSPETH" export --manifest h/m.json --sqlite "$(pgurl shardexp)" > h/exp.log 2>&1 \
+  && $PY same.py "$(pgurl shards)" "$(pgurl shardexp)" > h.same 2>&1 \
+  && pass "h: export --manifest into another database writes what the shards wrote live: $(cat h.same)" \
+  || { fail "h: export --manifest differs from the live trail"; show h/exp.log h.same; }
+"$ELSPETH" export --manifest h/m.json --sqlite "$(pgurl shards)" > h/exp2.log 2>&1 \
+  && [ "$(pg_sql -d shards -c "SELECT count(*) FROM rows")" = "$R" ] \
+  && $PY same.py "$(pgurl shards)" "$(pgurl shardexp)" > /dev/null 2>&1 \
+  && pass "h: export --manifest into the shared database replaces the shards' runs (still $R rows)" \
+  || { fail "h: export --manifest into the shared database"; show h/exp2.log; }
+"$ELSPETH" runs --manifest h/m.json > h/runs.log 2>&1 && [ "$(grep -c completed h/runs.log)" -ge 3 ] \
+  && pass "h: runs --manifest lists the three shards' runs" || { fail "h: runs --manifest"; show h/runs.log; }
 finish
