@@ -26,16 +26,41 @@ static int export_fn(rec_env *env, void *ctx, uint64_t *run, core_buf *out, core
 	return rc ? rc : sqlt_export(env, *run, j->sqlite, &j->o, err);
 }
 
+/* -d postgresql://…: the database's trail copied into a new SQLite file. */
+static int copy_pg(const cli_read_args *a)
+{
+	core_err err = { 0 };
+	char *shown;
+	int rc;
+
+	if (strcmp(a->run, "all") || a->payloads || core_sql_is_pg(a->sqlite))
+		return cli_usage_error("export", "from a postgresql:// database, export "
+				       "copies every run, with the payloads it holds, into a "
+				       "new SQLite file: it takes no --run, --payloads or url");
+	if ((rc = sqlt_import_pg(a->database, a->sqlite, &err))) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	shown = core_url_sanitize(a->database);
+	fprintf(stderr, "copied the trail in %s to %s\n", shown ? shown : "the database",
+		a->sqlite);
+	free(shown);
+	return CLI_OK;
+}
+
 int cli_export(int argc, char **argv)
 {
 	static const char usage[] =
 		"usage: elspeth export [-s SETTINGS | -d PATH] [-r ID|latest|all]\n"
-		"                      --sqlite FILE|URL [--payloads]\n\n"
+		"                      --sqlite FILE|URL [--payloads]\n"
+		"       elspeth export -d postgresql://… --sqlite NEWFILE\n\n"
 		"Writes runs of the audit trail into an SQLite database with ELSPETH\n"
 		"0.4.1's twenty tables (runs, nodes, edges, rows, tokens, node_states,\n"
 		"calls, ...) and ours (elspeth_*), creating FILE when missing; or into\n"
 		"the PostgreSQL database of a postgresql:// URL (docs/audit.md). A run\n"
-		"already there is replaced, so exporting again is safe.\n\n"
+		"already there is replaced, so exporting again is safe. From a\n"
+		"postgresql:// database (-d), its whole trail is copied into a new\n"
+		"SQLite file, in one read-only snapshot.\n\n"
 		"  -r, --run ID|latest|all  the run (default: all)\n"
 		"      --sqlite FILE|URL    the database to write\n"
 		"      --payloads           also copy the payloads the runs refer to\n"
@@ -54,6 +79,8 @@ int cli_export(int argc, char **argv)
 		return cli_usage_error("export", "--sqlite FILE is required");
 	if (a.manifest)
 		return cli_export_manifest(&a);
+	if (a.database && core_sql_is_pg(a.database))
+		return copy_pg(&a);
 	job.o.payloads = a.payloads;
 	job.run = a.run;
 	job.sqlite = a.sqlite;

@@ -134,8 +134,13 @@ int cli_mcp(int argc, char **argv)
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	fprintf(stderr, "elspeth mcp: serving %s (%lld runs) on stdin/stdout\n", path,
-		mcp_run_count(s));
+	{
+		char *shown = core_url_sanitize(path);
+
+		fprintf(stderr, "elspeth mcp: serving %s (%lld runs) on stdin/stdout\n",
+			shown ? shown : "the trail", mcp_run_count(s));
+		free(shown);
+	}
 	rc = mcp_serve(s, stdin, stdout, &stop, &err);
 	if (rc)
 		cli_error(&err);

@@ -40,11 +40,11 @@ static int export(const char *dir, const char *file, core_err *err)
 	return rc;
 }
 
-int mcp__open_lmdb(mcp_server *s, const char *dir, core_err *err)
+int mcp__snapshot(mcp_server *s, const char *shown, mcp__fill_fn fill, const char *src,
+		  core_err *err)
 {
 	const char *tmp = getenv("TMPDIR");
 	char tdir[4096], file[4200];
-	uint64_t t0 = core_now_mono_ns();
 	int rc;
 
 	if ((size_t)snprintf(tdir, sizeof(tdir), "%s/elspeth-mcp-XXXXXX",
@@ -55,12 +55,20 @@ int mcp__open_lmdb(mcp_server *s, const char *dir, core_err *err)
 				    "%s for the exported trail: %s", tmp && *tmp ? tmp : "/tmp",
 				    strerror(errno));
 	snprintf(file, sizeof(file), "%s/trail.sqlite", tdir);
-	rc = export(dir, file, err);
+	rc = fill(src, file, err);
 	if (!rc)
-		rc = mcp__open_sqlite(s, file, dir, err);
+		rc = mcp__open_sqlite(s, file, shown, err);
 	/* Gone from the file system now; the connection reads on. */
 	unlink(file);
 	rmdir(tdir);
+	return rc;
+}
+
+int mcp__open_lmdb(mcp_server *s, const char *dir, core_err *err)
+{
+	uint64_t t0 = core_now_mono_ns();
+	int rc = mcp__snapshot(s, dir, export, dir, err);
+
 	if (!rc)
 		fprintf(s->log, "elspeth mcp: exported %s to SQL in %.2f s\n", dir,
 			(double)(core_now_mono_ns() - t0) / 1e9);

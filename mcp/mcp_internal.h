@@ -16,6 +16,10 @@ enum {
 struct mcp_server {
 	sqlite3 *db;          /* the trail, SQLITE_OPEN_READONLY */
 	char *path;           /* what the user named */
+	char *shown;          /* ... as messages name it (no password) */
+	struct pg_conn *pg;   /* a PostgreSQL trail: the query tool's
+			       * connection (pg.c), once it ran */
+	bool is_pg;           /* path is a postgresql:// url */
 	mcp_opts o;           /* zeros replaced by the defaults */
 	FILE *log;
 	int phase;            /* MCP__NEW ... */
@@ -39,6 +43,17 @@ int mcp__open_sqlite(mcp_server *s, const char *file, const char *shown,
 /* Exports the LMDB Landscape in directory dir to a private temporary
  * SQLite file and opens that. */
 int mcp__open_lmdb(mcp_server *s, const char *dir, core_err *err);
+/* fill(src, file, err) writes a new SQLite trail into file, in a private
+ * temporary directory; it is opened (shown: how messages name src) and
+ * unlinked at once (lmdb.c). */
+typedef int (*mcp__fill_fn)(const char *src, const char *file, core_err *err);
+int mcp__snapshot(mcp_server *s, const char *shown, mcp__fill_fn fill, const char *src,
+		  core_err *err);
+/* pg.c: a postgresql:// url's trail copied into such a file (its query
+ * tool reads the database itself: mcp__query_pg). */
+int mcp__open_pg(mcp_server *s, const char *url, core_err *err);
+int mcp__query_pg(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
+void mcp__pg_close(mcp_server *s);
 
 /* ------------------------------------------------------------ sql.c */
 

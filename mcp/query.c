@@ -378,5 +378,7 @@ static int run_isolated(mcp_server *s, const json_t *a, mcp_result *r, core_err 
 
 int mcp__query(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 {
+	if (s->is_pg) /* on the database itself (pg.c) */
+		return mcp__query_pg(s, a, r, err);
 	return run_isolated(s, a, r, err);
 }

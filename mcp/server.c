@@ -96,6 +96,10 @@ static int open_path(mcp_server *s, const char *path, core_err *err)
 {
 	struct stat st;
 
+	if (core_sql_is_pg(path)) {
+		s->is_pg = true;
+		return mcp__open_pg(s, path, err);
+	}
 	if (stat(path, &st))
 		return core_err_set(err, errno == ENOENT ? CORE_ENOTFOUND : CORE_EIO,
 				    "no audit trail at %s: %s", path, strerror(errno));
@@ -113,7 +117,9 @@ int mcp_open(const char *path, const mcp_opts *o, mcp_server **out, core_err *er
 	int rc;
 
 	*out = NULL;
-	if (!s || !(s->path = strdup(path))) {
+	if (!s || !(s->path = strdup(path)) || !(s->shown = core_url_sanitize(path))) {
+		if (s)
+			free(s->path);
 		free(s);
 		return mcp__oom(err);
 	}
@@ -141,7 +147,9 @@ void mcp_free(mcp_server *s)
 		return;
 	mcp__compose_close(s);
 	sqlite3_close(s->db);
+	mcp__pg_close(s);
 	free(s->path);
+	free(s->shown);
 	free(s);
 }
 

@@ -369,7 +369,7 @@ int mcp_call(mcp_server *s, const char *name, const json_t *args,
 				    "an object, got %s", name, core_py_type(args));
 	if (!s->db && !t->no_trail)
 		return core_err_set(err, CORE_EDATA, "no audit trail at %s yet: it is read "
-				    "when elspeth mcp starts; start it again after a run", s->path);
+				    "when elspeth mcp starts; start it again after a run", s->shown);
 	if ((rc = validate(t, args, &a, err)))
 		return rc;
 	rc = t->fn(s, a, &res, err);

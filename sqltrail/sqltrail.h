@@ -63,6 +63,13 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
  * naming the target without its password. */
 int sqlt_check(const char *target, core_err *err);
 
+/* The SQL trail a postgresql:// url's database holds (every run, in one
+ * read-only snapshot), copied into `file`, a new SQLite file in the same
+ * schema (ADR 0043), written beside as FILE.part and renamed: the whole
+ * copy or nothing. CORE_ECONFIG (file exists), CORE_EIO (the database),
+ * CORE_EDATA (not an audit trail), naming the url without its password. */
+int sqlt_import_pg(const char *url, const char *file, core_err *err);
+
 /* ------------------------------------------------- the live trail (ADR 0041)
  *
  * A run's rows written into its SQL trail while it runs: each step
