@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "sqltrail/sqltrail.h"
 
 static const char where_help[] =
 	"  -s, --settings FILE   find the audit trail from the settings' landscape.url\n"
@@ -209,13 +210,69 @@ static void print_run_detail(const json_t *r, bool json)
 	}
 }
 
+/* runs -d postgresql://…: the database's runs, read from it (ADR 0043):
+ * every Landscape's that writes into it, by their ids there. */
+static int runs_pg(const cli_read_args *a)
+{
+	json_t *runs = NULL, *r, *one = NULL;
+	core_err err = { 0 };
+	size_t i;
+
+	if (sqlt_runs_pg(a->database, &runs, &err)) {
+		cli_error(&err);
+		return CLI_ERROR;
+	}
+	if (a->run) {
+		json_array_foreach(runs, i, r)
+			if (!one && (!strcmp(a->run, "latest") ||
+				     !strcmp(a->run, json_string_value(json_object_get(r, "run_id")))))
+				one = r;
+		if (!one) {
+			fprintf(stderr, "Error: run %s not found in the database\n", a->run);
+			json_decref(runs);
+			return CLI_ERROR;
+		}
+		print_run_detail(one, a->json);
+	} else if (a->json) {
+		cli_print_json(runs);
+	} else {
+		printf("%-12s %5s  %-24s %9s  %-11s %9s %9s %7s %11s\n", "run", "local",
+		       "started (UTC)", "duration", "status", "rows", "succeeded", "failed",
+		       "quarantined");
+		json_array_foreach(runs, i, r) {
+			const json_t *d = json_object_get(r, "duration_seconds");
+			const char *start = json_string_value(json_object_get(r, "started_at"));
+			char dur[32] = "-";
+
+			if (d)
+				snprintf(dur, sizeof(dur), "%.2fs", json_real_value(d));
+			printf("%-12s %5lld  %-24s %9s  %-11s %9lld %9lld %7lld %11lld\n",
+			       json_string_value(json_object_get(r, "run_id")),
+			       (long long)json_integer_value(json_object_get(r, "landscape_run_id")),
+			       start ? start : "-", dur,
+			       json_string_value(json_object_get(r, "status")),
+			       (long long)json_integer_value(json_object_get(r, "rows")),
+			       (long long)json_integer_value(json_object_get(r, "succeeded")),
+			       (long long)json_integer_value(json_object_get(r, "failed")),
+			       (long long)json_integer_value(json_object_get(r, "quarantined")));
+		}
+		if (!json_array_size(runs))
+			puts("(no runs yet)");
+	}
+	json_decref(runs);
+	return CLI_OK;
+}
+
 int cli_runs(int argc, char **argv)
 {
 	static const char usage[] =
-		"usage: elspeth runs [-s SETTINGS | -d PATH] [-r ID|latest] [--json]\n\n"
+		"usage: elspeth runs [-s SETTINGS | -d PATH|URL] [-r ID|latest] [--json]\n\n"
 		"Lists the recorded runs, newest first; with --run, one run in detail\n"
 		"with its pipeline metrics (rows in flight, peak waiting, FIFO wait,\n"
-		"time the source was blocked by backpressure, batches, diverted).\n\n";
+		"time the source was blocked by backpressure, batches, diverted).\n"
+		"With -d postgresql://…, the runs that database holds (every Landscape\n"
+		"that writes into it), by their ids there; 'local' is the run's number\n"
+		"in its own Landscape.\n\n";
 	cli_read_args a = { 0 };
 	rec_env *env;
 	json_t *runs;
@@ -228,6 +285,8 @@ int cli_runs(int argc, char **argv)
 		return rc < 0 ? CLI_OK : rc;
 	if (a.manifest)
 		return cli_runs_manifest(&a);
+	if (a.database && core_sql_is_pg(a.database))
+		return runs_pg(&a);
 	if ((rc = cli_open_landscape(a.settings, a.database, REC_READONLY, &env)))
 		return rc;
 	rc = rec_list_runs(env, &runs, &err);

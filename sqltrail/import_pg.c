@@ -9,9 +9,9 @@
  * columns are the SQLite schema's (schema.c); a column is read with the
  * conversion that gives what our SQLite export stores: times as
  * "YYYY-MM-DD HH:MM:SS.ffffff" in UTC, bytes as blobs, booleans as 0/1,
- * numbers as their text (SQLite's column affinity makes them numbers
- * again; PostgreSQL writes floats with the digits that read back
- * exactly). A table our export adds (elspeth_*) that a database written
+ * numbers parsed from their text (PostgreSQL writes floats with the
+ * digits that read back exactly; strtod reads them so, where SQLite's
+ * own conversion is an ulp off for about one value in 20,000). A table our export adds (elspeth_*) that a database written
  * by ELSPETH itself lacks is left empty; one of ELSPETH's twenty missing
  * means the database is not an audit trail.
  */
@@ -97,8 +97,10 @@ static const char *pg_type(const PGresult *cols, const char *name)
 	return NULL;
 }
 
-/* One column of the SELECT: what our SQLite export would hold. */
-enum { COL_TEXT, COL_BLOB };
+/* One column of the SELECT: what our SQLite export would hold. Floats
+ * are parsed here (strtod rounds correctly; SQLite's own text-to-real
+ * conversion is off by an ulp for some values), integers too. */
+enum { COL_TEXT, COL_BLOB, COL_REAL, COL_INT };
 static int select_column(core_buf *b, const char *name, const char *type)
 {
 	if (!type) { /* not in this database: NULL, as an older export */
@@ -120,9 +122,14 @@ static int select_column(core_buf *b, const char *name, const char *type)
 	if (!strcmp(type, "boolean")) {
 		quote_ident(b, name);
 		core_buf_puts(b, "::int");
-		return COL_TEXT;
+		return COL_INT;
 	}
 	quote_ident(b, name);
+	if (!strcmp(type, "double precision") || !strcmp(type, "real") ||
+	    !strcmp(type, "numeric"))
+		return COL_REAL;
+	if (!strcmp(type, "integer") || !strcmp(type, "bigint") || !strcmp(type, "smallint"))
+		return COL_INT;
 	return COL_TEXT;
 }
 
@@ -165,6 +172,10 @@ static int insert_rows(imp *m, const char *table, const PGresult *res, sqlite3_s
 						"column's bytes did not come as hex", m->shown, table);
 				src = sqlite3_bind_blob(ins, c + 1, bytes->data ? bytes->data : "",
 							(int)bytes->len, SQLITE_TRANSIENT);
+			} else if (kinds[c] == COL_REAL) {
+				src = sqlite3_bind_double(ins, c + 1, strtod(v, NULL));
+			} else if (kinds[c] == COL_INT) {
+				src = sqlite3_bind_int64(ins, c + 1, strtoll(v, NULL, 10));
 			} else {
 				src = sqlite3_bind_text(ins, c + 1, v, len, SQLITE_TRANSIENT);
 			}

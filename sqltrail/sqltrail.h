@@ -69,6 +69,13 @@ int sqlt_check(const char *target, core_err *err);
  * copy or nothing. CORE_ECONFIG (file exists), CORE_EIO (the database),
  * CORE_EDATA (not an audit trail), naming the url without its password. */
 int sqlt_import_pg(const char *url, const char *file, core_err *err);
+/* The runs a postgresql:// url's database holds, newest first, read from
+ * it now: [{"run_id", "landscape_run_id", "status", "started_at",
+ * "completed_at", "duration_seconds", "rows", "succeeded", "failed",
+ * "quarantined", "config_hash", "topology_hash", "canonical_version",
+ * "settings_path", "elspeth_version", "error", "metrics", "written_at"}]
+ * (a column the database lacks for a run is left out). */
+int sqlt_runs_pg(const char *url, json_t **out, core_err *err);
 
 /* ------------------------------------------------- the live trail (ADR 0041)
  *

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# `elspeth mcp -d postgresql://…` (ADR 0043) against a private PostgreSQL
-# server: a run of the SQL trail tests' pipeline writes its trail into the
-# database live; then
+# The readers on a PostgreSQL trail (ADR 0043), `elspeth mcp -d
+# postgresql://…` and `elspeth runs -d postgresql://…`, against a private
+# PostgreSQL server: a run of the SQL trail tests' pipeline writes its
+# trail into the database live; then
 #   a. the server's copy of the database (sqlt_import_pg, also `export
 #      -d URL --sqlite NEWFILE`) holds every
 #      table's rows as the database does (compared in Python, with its own
@@ -14,7 +15,10 @@
 #      two statements: refused, nothing changed), stops at its time limit
 #      (pg_sleep(7) past its 5 s), caps its rows;
 #   d. -s SETTINGS with the url reads the same database; a wrong database
-#      name exits 1, naming the url without its password.
+#      name exits 1, naming the url without its password;
+#   e. runs -d URL lists the run by its id there (its Landscape's number,
+#      status, rows), --json and -r latest agree, an unknown run exits 1;
+#      a second Landscape's run into the same database is listed first.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 PY=/usr/bin/python3
@@ -79,9 +83,12 @@ n = 0
 for t in tables:
     cols = [r[1] for r in db.execute('PRAGMA table_info("%s")' % t)]
     cur.execute("SELECT %s FROM \"%s\"" % (", ".join('"%s"' % c for c in cols), t))
-    a = sorted(repr(tuple(norm(v) for v in r)) for r in cur.fetchall())
-    b = sorted(repr(tuple(r)) for r in db.execute('SELECT * FROM "%s"' % t))
-    assert a == b, (t, len(a), len(b), (sorted(set(a) ^ set(b)) or ["order"])[0][:300])
+    a = sorted((tuple(norm(v) for v in r) for r in cur.fetchall()), key=repr)
+    b = sorted((tuple(r) for r in db.execute('SELECT * FROM "%s"' % t)), key=repr)
+    assert len(a) == len(b), (t, len(a), len(b))
+    for x, y in zip(a, b):
+        diff = [(c, u, v) for c, u, v in zip(cols, x, y) if u != v or type(u) != type(v)]
+        assert not diff, (t, x[0], diff)
     n += len(a)
 print("%d tables, %d rows alike" % (len(tables), n))
 PY
@@ -159,4 +166,29 @@ BAD="postgresql://elspeth:sekrit@/nosuchdb?host=$PG_DIR&port=$PG_PORT"
 [ $rc = 1 ] && grep -q "nosuchdb" d2.err && ! grep -q sekrit d2.err d2.out \
   && pass "d: a missing database exits 1, naming the url without its password" \
   || { fail "d: bad url exit $rc"; show d2.err; }
+# --------------------------------------------------------------- e. runs
+"$ELSPETH" runs -d "$URL" > e.txt 2>&1 && "$ELSPETH" runs -d "$URL" --json > e.json 2>&1 \
+  && "$ELSPETH" runs -d "$URL" -r latest --json > e1.json 2>&1 \
+  && $PY - "$RID" "$R" e.txt e.json e1.json <<'PY' > e.check 2>&1 \
+  && pass "e: runs -d URL lists the database's run: $(cat e.check)" || { fail "e: runs"; show e.txt e.check; }
+import json, sys
+rid, n, txt, js, one = sys.argv[1], int(sys.argv[2]), *sys.argv[3:]
+lines = open(txt).read().split("\n")
+assert lines[0].split()[:3] == ["run", "local", "started"], lines[0]
+f = lines[1].split()
+assert f[0] == rid and f[1] == "1" and "completed" in f and str(n) in f, f
+runs = json.load(open(js))
+assert [r["run_id"] for r in runs] == [rid] and runs[0]["rows"] == n, runs
+assert runs[0]["landscape_run_id"] == 1 and runs[0]["status"] == "completed", runs
+assert "metrics" in runs[0] and "written_at" in runs[0], runs[0]
+assert json.load(open(one))["run_id"] == rid
+print("%s (local 1), completed, %d rows" % (rid, n))
+PY
+"$ELSPETH" runs -d "$URL" -r nosuch > e2.out 2>&1; rc=$?
+[ $rc = 1 ] && grep -q "nosuch" e2.out && pass "e: an unknown run exits 1" || { fail "e: unknown run exit $rc"; show e2.out; }
+mkdir -p second && (cd second && trail_pipe "$URL" "$WORK/second" 0 1 > p.yaml && "$ELSPETH" run -s p.yaml --execute > run.log 2>&1)
+ids=$("$ELSPETH" runs -d "$URL" --json | $PY -c 'import json, sys; print(" ".join(r["run_id"] for r in json.load(sys.stdin)))')
+set -- $ids
+[ $# = 2 ] && [ "$2" = "$RID" ] && pass "e: a second Landscape's run is listed first, beside the first" \
+  || fail "e: runs after a second Landscape's run: $ids"
 finish
