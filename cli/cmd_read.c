@@ -131,7 +131,8 @@ static const char *shown_status(const json_t *r)
 	       json_string_value(json_object_get(r, "status"));
 }
 
-static void print_run_line(const json_t *r)
+/* A run's line after its id: start, duration, status, counts. */
+static void print_run_tail(const json_t *r)
 {
 	const json_t *d = json_object_get(r, "duration_seconds");
 	const char *start = json_string_value(json_object_get(r, "started_at"));
@@ -139,13 +140,18 @@ static void print_run_line(const json_t *r)
 
 	if (d)
 		snprintf(dur, sizeof(dur), "%.2fs", json_real_value(d));
-	printf("%6lld  %-24s %9s  %-11s %9lld %9lld %7lld %11lld\n",
-	       (long long)json_integer_value(json_object_get(r, "run_id")),
+	printf("%-24s %9s  %-11s %9lld %9lld %7lld %11lld\n",
 	       start ? start : "-", dur, shown_status(r),
 	       (long long)json_integer_value(json_object_get(r, "rows")),
 	       (long long)json_integer_value(json_object_get(r, "succeeded")),
 	       (long long)json_integer_value(json_object_get(r, "failed")),
 	       (long long)json_integer_value(json_object_get(r, "quarantined")));
+}
+
+static void print_run_line(const json_t *r)
+{
+	printf("%6lld  ", (long long)json_integer_value(json_object_get(r, "run_id")));
+	print_run_tail(r);
 }
 
 /* Keeps only the run named by spec in runs. */
@@ -240,21 +246,9 @@ static int runs_pg(const cli_read_args *a)
 		       "started (UTC)", "duration", "status", "rows", "succeeded", "failed",
 		       "quarantined");
 		json_array_foreach(runs, i, r) {
-			const json_t *d = json_object_get(r, "duration_seconds");
-			const char *start = json_string_value(json_object_get(r, "started_at"));
-			char dur[32] = "-";
-
-			if (d)
-				snprintf(dur, sizeof(dur), "%.2fs", json_real_value(d));
-			printf("%-12s %5lld  %-24s %9s  %-11s %9lld %9lld %7lld %11lld\n",
-			       json_string_value(json_object_get(r, "run_id")),
-			       (long long)json_integer_value(json_object_get(r, "landscape_run_id")),
-			       start ? start : "-", dur,
-			       json_string_value(json_object_get(r, "status")),
-			       (long long)json_integer_value(json_object_get(r, "rows")),
-			       (long long)json_integer_value(json_object_get(r, "succeeded")),
-			       (long long)json_integer_value(json_object_get(r, "failed")),
-			       (long long)json_integer_value(json_object_get(r, "quarantined")));
+			printf("%-12s %5lld  ", json_string_value(json_object_get(r, "run_id")),
+			       (long long)json_integer_value(json_object_get(r, "landscape_run_id")));
+			print_run_tail(r);
 		}
 		if (!json_array_size(runs))
 			puts("(no runs yet)");
