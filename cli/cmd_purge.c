@@ -95,14 +95,19 @@ static int resolve(purge_args *a, core_settings **s, char *lmdb, char *dir,
 		*s = NULL;
 	}
 	if (a->database) {
+		/* a postgresql:// url is refused there, without its password */
+		if (cli_landscape_of(a->database, lmdb, 4096, sql, sizeof(sql), err))
+			return err->code;
 		if (stat(a->database, &st))
 			return core_err_set(err, CORE_ECONFIG, "Database file not found: %s",
 					    a->database);
-		if (cli_landscape_of(a->database, lmdb, 4096, sql, sizeof(sql), err))
-			return err->code;
 	} else if (*s) {
+		char *shown = core_url_sanitize((*s)->landscape_url);
+
 		snprintf(lmdb, 4096, "%s", (*s)->landscape_lmdb);
-		printf("Using database from %s: %s\n", a->settings, (*s)->landscape_url);
+		printf("Using database from %s: %s\n", a->settings,
+		       shown ? shown : (*s)->landscape_lmdb);
+		free(shown);
 	} else {
 		return core_err_set(err, CORE_ECONFIG,
 			"No settings.yaml found and --database not provided. Specify "

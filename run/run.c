@@ -69,6 +69,18 @@ int run_database_paths(const char *database, char *lmdb, size_t cap, char *sql,
 	struct stat st;
 
 	sql[0] = '\0';
+	/* A database is not a Landscape: said so, without its password. */
+	if (core_sql_is_pg(database)) {
+		char *shown = core_url_sanitize(database);
+		int rc = core_err_set(err, CORE_ECONFIG, "--database %s is a PostgreSQL "
+			"database, not a Landscape: `elspeth runs`, `mcp` and `export` read "
+			"one with -d (docs/audit.md); this command reads the Landscape that "
+			"wrote it (-s SETTINGS, on the machine that ran the pipeline)",
+			shown ? shown : "postgresql://…");
+
+		free(shown);
+		return rc;
+	}
 	/* The SQL file, or its Landscape beside it when the file is not
 	 * there yet (a run killed before its first export). */
 	if ((!stat(database, &st) && S_ISREG(st.st_mode)) ||

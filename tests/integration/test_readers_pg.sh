@@ -18,7 +18,10 @@
 #      name exits 1, naming the url without its password;
 #   e. runs -d URL lists the run by its id there (its Landscape's number,
 #      status, rows), --json and -r latest agree, an unknown run exits 1;
-#      a second Landscape's run into the same database is listed first.
+#      a second Landscape's run into the same database is listed first;
+#   f. the commands that read a Landscape (explain, verify, report,
+#      resume, purge) given a postgresql:// url say so, exit 1, and never
+#      print its password.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 PY=/usr/bin/python3
@@ -191,4 +194,15 @@ ids=$("$ELSPETH" runs -d "$URL" --json | $PY -c 'import json, sys; print(" ".joi
 set -- $ids
 [ $# = 2 ] && [ "$2" = "$RID" ] && pass "e: a second Landscape's run is listed first, beside the first" \
   || fail "e: runs after a second Landscape's run: $ids"
+# ------------------------------------------- f. not a Landscape, no password
+SECRET="postgresql://elspeth:sekrit@/trail?host=$PG_DIR&port=$PG_PORT"
+bad=""
+for c in "explain --row 1" "verify" "report -o r.html" "resume latest -s p.yaml" "purge --retention-days 1"; do
+  set -- $c
+  "$ELSPETH" "$@" -d "$SECRET" > f.out 2>&1; rc=$?
+  { [ $rc = 1 ] && grep -q "is a PostgreSQL database, not a Landscape" f.out && ! grep -q sekrit f.out; } \
+    || { bad="$bad $1(exit $rc)"; show f.out; }
+done
+[ -z "$bad" ] && pass "f: explain, verify, report, resume, purge on a url: exit 1, a clear message, no password" \
+  || fail "f:$bad"
 finish
