@@ -52,6 +52,17 @@ int mcp__snapshot(mcp_server *s, const char *shown, mcp__fill_fn fill, const cha
 /* pg.c: a postgresql:// url's trail copied into such a file (its query
  * tool reads the database itself: mcp__query_pg). */
 int mcp__open_pg(mcp_server *s, const char *url, core_err *err);
+/* pg_params.c: sql with each :name where PostgreSQL would see a
+ * parameter as $n (names[n - 1]), into p (zeroed first; freed with
+ * mcp__pg_params_free, also after an error). */
+#define MCP__PG_PARAMS_MAX 100
+typedef struct mcp__pg_params {
+	core_buf sql;
+	char *names[MCP__PG_PARAMS_MAX];
+	int n;
+} mcp__pg_params;
+int mcp__pg_rewrite(const char *sql, mcp__pg_params *p, core_err *err);
+void mcp__pg_params_free(mcp__pg_params *p);
 int mcp__query_pg(mcp_server *s, const json_t *a, mcp_result *r, core_err *err);
 void mcp__pg_close(mcp_server *s);
 

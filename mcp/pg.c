@@ -7,16 +7,21 @@
  * (PostgreSQL's SQL), with the same guarantees as on SQLite:
  *   1. read-only: the connection's transactions default to READ ONLY,
  *      and each statement runs in a READ ONLY transaction that is rolled
- *      back (whatever the statement SET goes with it);
+ *      back; then DISCARD ALL ends what a statement can leave in the
+ *      session beyond its transaction (an advisory lock, which would hold
+ *      up every writer of the trail; SET SESSION; a prepared statement);
  *   2. exactly one statement: the extended protocol (PQsendQueryParams)
- *      refuses several;
- *   3. a time limit: statement_timeout, set for that transaction;
+ *      refuses several; a COPY is refused (its data are no rows);
+ *   3. a time limit: statement_timeout and lock_timeout, for that
+ *      transaction;
  *   4. the rows' and bytes' caps: rows are read one at a time (single-row
- *      mode) and the statement is cancelled once the caps are reached.
- * Parameters are named as on SQLite (:name in the SQL, values in params);
- * they become $1, $2, ... outside quotes, comments and `::` casts.
+ *      mode, a row's size checked before it becomes JSON) and the
+ *      statement is cancelled once the caps are reached.
+ * Parameters are named as on SQLite (:name in the SQL, values in params;
+ * pg_params.c).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,105 +51,22 @@ int mcp__open_pg(mcp_server *s, const char *url, core_err *err)
 
 /* ---------------------------------------------------------- parameters */
 
-typedef struct params {
-	core_buf sql;           /* the statement with $n for :name */
-	char *names[100];       /* $n's name, n = index + 1 */
-	int n;
-} params;
-
-static void params_free(params *p)
-{
-	core_buf_release(&p->sql);
-	for (int i = 0; i < p->n; i++)
-		free(p->names[i]);
-}
-
-static bool name_char(char c, bool first)
-{
-	return c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-	       (!first && c >= '0' && c <= '9');
-}
-
-/* The end of a quoted part starting at p (its opening quote q). */
-static const char *skip_quoted(const char *p, char q)
-{
-	for (p++; *p; p++)
-		if (*p == q) {
-			if (p[1] != q)
-				return p + 1;
-			p++; /* '' or "" inside */
-		}
-	return p;
-}
-
-/* A dollar-quoted string at p ($$...$$ or $tag$...$tag$), or NULL. */
-static const char *skip_dollar(const char *p)
-{
-	const char *t = p + 1, *end;
-	size_t n;
-
-	while (name_char(*t, t == p + 1))
-		t++;
-	if (*t != '$')
-		return NULL;
-	n = (size_t)(t - p + 1);
-	for (end = t + 1; *end; end++)
-		if (!strncmp(end, p, n))
-			return end + n;
-	return end;
-}
-
-static int param_index(params *p, const char *name, size_t len, core_err *err)
-{
-	for (int i = 0; i < p->n; i++)
-		if (strlen(p->names[i]) == len && !strncmp(p->names[i], name, len))
-			return i + 1;
-	if (p->n == (int)(sizeof(p->names) / sizeof(p->names[0])))
-		return core_err_set(err, CORE_EDATA, "more than %zu named parameters",
-				    sizeof(p->names) / sizeof(p->names[0])), -1;
-	if (!(p->names[p->n] = strndup(name, len)))
-		return mcp__oom(err), -1;
-	return ++p->n;
-}
-
-/* sql with each :name outside quotes and comments as $n. */
-static int rewrite(const char *sql, params *p, core_err *err)
-{
-	const char *s = sql, *e;
-
-	while (*s) {
-		if (*s == '\'' || *s == '"') {
-			e = skip_quoted(s, *s);
-		} else if (s[0] == '-' && s[1] == '-') {
-			e = s + strcspn(s, "\n");
-		} else if (s[0] == '/' && s[1] == '*') {
-			e = strstr(s + 2, "*/");
-			e = e ? e + 2 : s + strlen(s);
-		} else if (*s == '$' && (e = skip_dollar(s))) {
-			;
-		} else if (s[0] == ':' && s[1] == ':') {
-			e = s + 2; /* a cast */
-		} else if (s[0] == ':' && name_char(s[1], true) && (s == sql || s[-1] != ':')) {
-			int i;
-
-			for (e = s + 1; name_char(*e, false); e++)
-				;
-			if ((i = param_index(p, s + 1, (size_t)(e - s - 1), err)) < 0)
-				return err->code;
-			core_buf_printf(&p->sql, "$%d", i);
-			s = e;
-			continue;
-		} else {
-			e = s + 1;
-		}
-		core_buf_append(&p->sql, s, (size_t)(e - s));
-		s = e;
-	}
-	return p->sql.data || !*sql ? 0 : mcp__oom(err);
-}
-
 /* The values of p's names from params, as PostgreSQL text (NULL: NULL). */
-static int values(const params *p, const json_t *given, char **vals, core_err *err)
+/* A double as the shortest text that reads back to it (0.1, not
+ * 0.10000000000000001): the value the user wrote. */
+static char *real_text(double d)
+{
+	char buf[64];
+
+	for (int prec = 15; prec <= 17; prec++) {
+		snprintf(buf, sizeof(buf), "%.*g", prec, d);
+		if (strtod(buf, NULL) == d)
+			break;
+	}
+	return strdup(buf);
+}
+
+static int values(const mcp__pg_params *p, const json_t *given, char **vals, core_err *err)
 {
 	for (int i = 0; i < p->n; i++) {
 		const json_t *v = json_object_get(given, p->names[i]);
@@ -158,8 +80,10 @@ static int values(const params *p, const json_t *given, char **vals, core_err *e
 			vals[i] = strdup(json_string_value(v));
 			break;
 		case JSON_INTEGER:
-		case JSON_REAL:
 			vals[i] = json_dumps(v, JSON_ENCODE_ANY);
+			break;
+		case JSON_REAL:
+			vals[i] = real_text(json_real_value(v));
 			break;
 		case JSON_TRUE:
 		case JSON_FALSE:
@@ -199,8 +123,12 @@ static json_t *pg_value(const PGresult *res, int r, int c)
 		return json_boolean(v[0] == 't');
 	case OID_INT2: case OID_INT4: case OID_INT8: case OID_OID:
 		return json_integer(strtoll(v, NULL, 10));
-	case OID_FLOAT4: case OID_FLOAT8: case OID_NUMERIC:
-		return json_real(strtod(v, NULL));
+	case OID_FLOAT4: case OID_FLOAT8: case OID_NUMERIC: {
+		double d = strtod(v, NULL);
+
+		/* NaN and the infinities are no JSON numbers: their text */
+		return isfinite(d) ? json_real(d) : json_stringn(v, n);
+	}
 	case OID_BYTEA: /* "\x..." hex, as a BLOB is shown on SQLite */
 		return n >= 2 && v[0] == '\\' && v[1] == 'x' ? json_stringn(v + 2, n - 2)
 							     : json_stringn(v, n);
@@ -267,7 +195,8 @@ static int connection(mcp_server *s, core_err *err)
 	char *shown = NULL;
 	int rc;
 
-	if (s->pg && PQstatus(s->pg) == CONNECTION_OK)
+	if (s->pg && PQstatus(s->pg) == CONNECTION_OK &&
+	    PQtransactionStatus(s->pg) == PQTRANS_IDLE)
 		return 0;
 	if (s->pg)
 		PQfinish(s->pg);
@@ -284,8 +213,32 @@ void mcp__pg_close(mcp_server *s)
 	s->pg = NULL;
 }
 
+/* The row's size as PostgreSQL sent it: a bound on its JSON before it
+ * is built (a value of a gigabyte is refused, not copied three times). */
+static size_t row_bytes(const PGresult *res)
+{
+	size_t n = 0;
+
+	for (int c = 0; c < PQnfields(res); c++)
+		n += (size_t)PQgetlength(res, 0, c);
+	return n;
+}
+
+static void cancel(mcp_server *s)
+{
+	PGcancel *c = PQgetCancel(s->pg);
+	char ebuf[256];
+
+	if (c) {
+		PQcancel(c, ebuf, sizeof(ebuf));
+		PQfreeCancel(c);
+	}
+}
+
 /* Reads the rows of the statement sent: at most max and the byte cap,
- * *more when there were more (the statement is then cancelled). */
+ * *more when there were more (the statement is then cancelled). Every
+ * result is read and freed; a COPY (its data are no rows) is refused and
+ * the connection dropped, as libpq cannot leave a COPY half read. */
 static int read_rows(mcp_server *s, json_t *rows, bool *more, core_err *err)
 {
 	size_t bytes = 0;
@@ -296,38 +249,40 @@ static int read_rows(mcp_server *s, json_t *rows, bool *more, core_err *err)
 	while ((res = PQgetResult(s->pg))) {
 		ExecStatusType st = PQresultStatus(res);
 
+		if (st == PGRES_COPY_OUT || st == PGRES_COPY_IN || st == PGRES_COPY_BOTH) {
+			PQclear(res);
+			mcp__pg_close(s);
+			return rc ? rc : core_err_set(err, CORE_EDATA, "The query tool returns "
+				"rows: COPY is not one of its statements (SELECT the rows instead)");
+		}
 		if (rc || *more) {
 			;       /* draining what is left after a cancel or an error */
 		} else if (st == PGRES_SINGLE_TUPLE) {
-			json_t *row = pg_row(res);
-			size_t b;
-
-			if (!row) {
-				rc = mcp__oom(err);
-			} else if (json_array_size(rows) == s->o.query_max_rows ||
-				   bytes + (b = json_dumpb(row, NULL, 0, JSON_COMPACT) + 1) >
-				   MCP_QUERY_MAX_BYTES) {
-				json_decref(row);
-				if (!json_array_size(rows))
-					rc = core_err_set(err, CORE_EDATA, "The first row alone is "
-						"over the query tool's %u MiB of JSON: select fewer or "
-						"shorter columns (substr, length)",
-						MCP_QUERY_MAX_BYTES >> 20);
-				else
-					*more = true;
+			if (json_array_size(rows) == s->o.query_max_rows) {
+				*more = true;
 			} else {
-				bytes += b;
-				rc = mcp__append(rows, row, err);
-			}
-			if (rc || *more) {
-				PGcancel *c = PQgetCancel(s->pg);
-				char ebuf[256];
+				size_t raw = row_bytes(res), b = 0;
+				json_t *row = raw > MCP_QUERY_MAX_BYTES ? NULL : pg_row(res);
 
-				if (c) {
-					PQcancel(c, ebuf, sizeof(ebuf));
-					PQfreeCancel(c);
+				if (raw <= MCP_QUERY_MAX_BYTES && !row) {
+					rc = mcp__oom(err);
+				} else if (row && bytes + (b = json_dumpb(row, NULL, 0,
+							JSON_COMPACT) + 1) <= MCP_QUERY_MAX_BYTES) {
+					bytes += b;
+					rc = mcp__append(rows, row, err); /* takes it */
+					row = NULL;
+				} else if (!json_array_size(rows)) {
+					rc = core_err_set(err, CORE_EDATA, "The first row alone is "
+						"over the query tool's %u MiB of JSON: select fewer "
+						"or shorter columns (substr, length)",
+						MCP_QUERY_MAX_BYTES >> 20);
+				} else {
+					*more = true;
 				}
+				json_decref(row);
 			}
+			if (rc || *more)
+				cancel(s);
 		} else if (st != PGRES_TUPLES_OK && st != PGRES_COMMAND_OK) {
 			rc = pg_error(s, res, err);
 		}
@@ -336,42 +291,73 @@ static int read_rows(mcp_server *s, json_t *rows, bool *more, core_err *err)
 	return rc;
 }
 
+/* Everything a statement may have left in the session beyond its
+ * transaction (advisory locks, SET SESSION, prepared statements, …) goes
+ * with DISCARD ALL; a connection that cannot do that is dropped. */
+static void reset_session(mcp_server *s)
+{
+	PGresult *res;
+
+	if (!s->pg)
+		return;
+	PQclear(PQexec(s->pg, "ROLLBACK"));
+	res = PQexec(s->pg, "DISCARD ALL");
+	if (PQresultStatus(res) != PGRES_COMMAND_OK ||
+	    PQtransactionStatus(s->pg) != PQTRANS_IDLE)
+		mcp__pg_close(s);
+	PQclear(res);
+}
+
+static void drain(mcp_server *s)
+{
+	PGresult *res;
+
+	while ((res = PQgetResult(s->pg))) {
+		ExecStatusType st = PQresultStatus(res);
+
+		PQclear(res);
+		if (st == PGRES_COPY_OUT || st == PGRES_COPY_IN || st == PGRES_COPY_BOTH) {
+			mcp__pg_close(s);
+			return;
+		}
+	}
+}
+
 int mcp__query_pg(mcp_server *s, const json_t *a, mcp_result *r, core_err *err)
 {
 	const json_t *given = json_object_get(a, "params");
 	const char *sql = mcp__arg_str(a, "sql");
-	params p = { 0 };
-	char *vals[100] = { 0 }, set[96], note[256];
+	mcp__pg_params p = { 0 };
+	char *vals[MCP__PG_PARAMS_MAX] = { 0 }, set[128], note[256];
 	json_t *rows = NULL;
 	bool more = false;
 	int rc;
 
-	if ((rc = connection(s, err)) || (rc = rewrite(sql ? sql : "", &p, err)) ||
+	if ((rc = connection(s, err)) || (rc = mcp__pg_rewrite(sql ? sql : "", &p, err)) ||
 	    (rc = values(&p, json_is_object(given) ? given : NULL, vals, err)))
 		goto out;
-	snprintf(set, sizeof(set), "SET LOCAL statement_timeout = %u", s->o.query_timeout_ms);
-	if ((rc = exec_simple(s, "BEGIN READ ONLY", err)))
+	if (!(rows = json_array())) {
+		rc = mcp__oom(err);
 		goto out;
-	if ((rc = exec_simple(s, set, err)))
+	}
+	/* the time limit, for the statement and for any lock it waits for */
+	snprintf(set, sizeof(set), "SET LOCAL statement_timeout = %u; SET LOCAL lock_timeout "
+		 "= %u", s->o.query_timeout_ms, s->o.query_timeout_ms);
+	if ((rc = exec_simple(s, "BEGIN READ ONLY", err)) || (rc = exec_simple(s, set, err)))
 		goto end;
 	if (!PQsendQueryParams(s->pg, p.sql.data ? p.sql.data : "", p.n, NULL,
-			       (const char *const *)vals, NULL, NULL, 0) ||
-	    !PQsetSingleRowMode(s->pg)) {
+			       (const char *const *)vals, NULL, NULL, 0)) {
 		rc = pg_error(s, NULL, err);
-		while (PQgetResult(s->pg))
-			;
 		goto end;
 	}
-	if (!(rows = json_array()))
-		rc = mcp__oom(err);
-	if (!rc)
-		rc = read_rows(s, rows, &more, err);
-	else
-		while (PQgetResult(s->pg))
-			;
+	if (!PQsetSingleRowMode(s->pg)) {
+		rc = pg_error(s, NULL, err);
+		drain(s);
+		goto end;
+	}
+	rc = read_rows(s, rows, &more, err);
 end:
-	/* whatever the statement did or SET ends here */
-	PQclear(PQexec(s->pg, "ROLLBACK"));
+	reset_session(s);
 	if (!rc && more) {
 		snprintf(note, sizeof(note), "Only the first %zu rows are shown (at most "
 			 "%u rows, %u MiB of JSON): the query returns more. Narrow it "
@@ -388,6 +374,6 @@ out:
 	json_decref(rows);
 	for (int i = 0; i < p.n; i++)
 		free(vals[i]);
-	params_free(&p);
+	mcp__pg_params_free(&p);
 	return rc;
 }

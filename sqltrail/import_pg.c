@@ -27,6 +27,7 @@
 #include "sqltrail/sqltrail_internal.h"
 
 #define FETCH_ROWS 5000
+#define FETCH_PAYLOADS 64
 
 typedef struct imp {
 	PGconn *pg;
@@ -53,15 +54,16 @@ static int pg_exec(imp *m, const char *sql)
 	return rc;
 }
 
-static void quote_ident(core_buf *b, const char *name)
+static int quote_ident(core_buf *b, const char *name)
 {
-	core_buf_putc(b, '"');
+	int bad = core_buf_putc(b, '"');
+
 	for (const char *p = name; *p; p++) {
 		if (*p == '"')
-			core_buf_putc(b, '"');
-		core_buf_putc(b, *p);
+			bad |= core_buf_putc(b, '"');
+		bad |= core_buf_putc(b, *p);
 	}
-	core_buf_putc(b, '"');
+	return bad | core_buf_putc(b, '"');
 }
 
 /* What the database holds of table: each column's data_type by name
@@ -101,30 +103,27 @@ static const char *pg_type(const PGresult *cols, const char *name)
  * are parsed here (strtod rounds correctly; SQLite's own text-to-real
  * conversion is off by an ulp for some values), integers too. */
 enum { COL_TEXT, COL_BLOB, COL_REAL, COL_INT };
-static int select_column(core_buf *b, const char *name, const char *type)
+static int select_column(core_buf *b, const char *name, const char *type, int *bad)
 {
 	if (!type) { /* not in this database: NULL, as an older export */
-		core_buf_puts(b, "NULL");
+		*bad |= core_buf_puts(b, "NULL");
 		return COL_TEXT;
 	}
 	if (!strncmp(type, "timestamp", 9)) {
-		core_buf_puts(b, "to_char(");
-		quote_ident(b, name);
-		core_buf_puts(b, ", 'YYYY-MM-DD HH24:MI:SS.US')");
+		*bad |= core_buf_puts(b, "to_char(") | quote_ident(b, name) |
+			core_buf_puts(b, ", 'YYYY-MM-DD HH24:MI:SS.US')");
 		return COL_TEXT;
 	}
 	if (!strcmp(type, "bytea")) {
-		core_buf_puts(b, "encode(");
-		quote_ident(b, name);
-		core_buf_puts(b, ", 'hex')");
+		*bad |= core_buf_puts(b, "encode(") | quote_ident(b, name) |
+			core_buf_puts(b, ", 'hex')");
 		return COL_BLOB;
 	}
 	if (!strcmp(type, "boolean")) {
-		quote_ident(b, name);
-		core_buf_puts(b, "::int");
+		*bad |= quote_ident(b, name) | core_buf_puts(b, "::int");
 		return COL_INT;
 	}
-	quote_ident(b, name);
+	*bad |= quote_ident(b, name);
 	if (!strcmp(type, "double precision") || !strcmp(type, "real") ||
 	    !strcmp(type, "numeric"))
 		return COL_REAL;
@@ -199,7 +198,7 @@ static int copy_table(imp *m, const char *table, bool required)
 	core_buf sel = { 0 }, ins = { 0 }, bytes = { 0 };
 	PGresult *cols = NULL, *res = NULL;
 	sqlite3_stmt *info = NULL, *put = NULL;
-	int kinds[64], ncols = 0, rc = 0;
+	int kinds[64], ncols = 0, rc = 0, bad = 0;
 
 	if ((rc = pg_columns(m, table, &cols)))
 		return rc;
@@ -207,29 +206,36 @@ static int copy_table(imp *m, const char *table, bool required)
 		return required ? core_err_set(m->err, CORE_EDATA, "%s is not an SQL audit "
 			"trail: it has no table %s (ELSPETH's schema has twenty)",
 			m->shown, table) : 0;
-	core_buf_puts(&sel, "DECLARE elspeth_import NO SCROLL CURSOR FOR SELECT ");
-	core_buf_printf(&ins, "INSERT INTO \"%s\" (", table);
-	core_buf_printf(&bytes, "PRAGMA table_info(\"%s\")", table);
+	bad |= core_buf_puts(&sel, "DECLARE elspeth_import NO SCROLL CURSOR FOR SELECT ") |
+	       core_buf_printf(&ins, "INSERT INTO \"%s\" (", table) |
+	       core_buf_printf(&bytes, "PRAGMA table_info(\"%s\")", table);
+	if (bad) {
+		rc = core_err_set(m->err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
 	if (sqlite3_prepare_v2(m->db, bytes.data, -1, &info, NULL) != SQLITE_OK) {
 		rc = sqlt__db_error(m->db, m->err, table);
 		goto out;
 	}
-	while (sqlite3_step(info) == SQLITE_ROW && ncols < 64) {
+	while (sqlite3_step(info) == SQLITE_ROW) {
 		const char *name = (const char *)sqlite3_column_text(info, 1);
 
-		core_buf_puts(&sel, ncols ? ", " : "");
-		kinds[ncols] = select_column(&sel, name, pg_type(cols, name));
-		core_buf_puts(&ins, ncols ? ", " : "");
-		quote_ident(&ins, name);
+		if (ncols == (int)(sizeof(kinds) / sizeof(kinds[0]))) {
+			rc = core_err_set(m->err, CORE_EINTERNAL, "%s: more than %zu columns",
+					  table, sizeof(kinds) / sizeof(kinds[0]));
+			goto out;
+		}
+		bad |= core_buf_puts(&sel, ncols ? ", " : "");
+		kinds[ncols] = select_column(&sel, name, pg_type(cols, name), &bad);
+		bad |= core_buf_puts(&ins, ncols ? ", " : "") | quote_ident(&ins, name);
 		ncols++;
 	}
-	core_buf_puts(&sel, " FROM ");
-	quote_ident(&sel, table);
-	core_buf_puts(&ins, ") VALUES (");
+	bad |= core_buf_puts(&sel, " FROM ") | quote_ident(&sel, table) |
+	       core_buf_puts(&ins, ") VALUES (");
 	for (int i = 0; i < ncols; i++)
-		core_buf_puts(&ins, i ? ", ?" : "?");
-	core_buf_putc(&ins, ')');
-	if (!sel.data || !ins.data) {
+		bad |= core_buf_puts(&ins, i ? ", ?" : "?");
+	bad |= core_buf_putc(&ins, ')');
+	if (bad) {
 		rc = core_err_set(m->err, CORE_ENOMEM, "out of memory");
 		goto out;
 	}
@@ -240,7 +246,10 @@ static int copy_table(imp *m, const char *table, bool required)
 	if ((rc = pg_exec(m, sel.data)))
 		goto out;
 	for (;;) {
-		res = PQexec(m->pg, "FETCH FORWARD " SQLT_STR(FETCH_ROWS) " FROM elspeth_import");
+		/* payloads are big, and come as hex: fewer at a time */
+		res = PQexec(m->pg, strcmp(table, "elspeth_payloads") ?
+			     "FETCH FORWARD " SQLT_STR(FETCH_ROWS) " FROM elspeth_import" :
+			     "FETCH FORWARD " SQLT_STR(FETCH_PAYLOADS) " FROM elspeth_import");
 		if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 			rc = pg_fail(m, res, table);
 			break;
@@ -326,12 +335,14 @@ out:
 		if (sqlite3_close(m.db) != SQLITE_OK && !rc)
 			rc = core_err_set(err, CORE_EIO, "closing %s", part);
 	}
-	/* the whole copy or nothing under the name */
-	if (!rc && rename(part, file))
-		rc = core_err_set(err, CORE_EIO, "renaming %s to %s: %s", part, file,
-				  strerror(errno));
-	if (rc)
-		unlink(part);
+	/* the whole copy or nothing under the name, never over a file made
+	 * meanwhile (link refuses an existing name) */
+	if (!rc && link(part, file))
+		rc = errno == EEXIST ? core_err_set(err, CORE_ECONFIG, "%s exists: a copy of "
+						    "a database's trail goes into a new file", file)
+				     : core_err_set(err, CORE_EIO, "naming the copy %s: %s",
+						    file, strerror(errno));
+	unlink(part);
 	if (m.pg)
 		PQfinish(m.pg); /* the read-only transaction ends with it */
 	if (rc && shown && !strstr(err->msg, shown))

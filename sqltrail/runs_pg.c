@@ -4,7 +4,8 @@
  * runs that wrote into it, each under its id there, with what
  * elspeth_runs adds (its Landscape's number for it, the counts, the
  * metrics, when a step last wrote it). A run ELSPETH itself wrote has no
- * elspeth_runs row: its rows are counted from the rows table.
+ * elspeth_runs row (a database only ELSPETH wrote, no such table): its
+ * rows are counted from the rows table.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,14 @@
 
 #define ISO(c) "to_char(" c " AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS.MS\"Z\"')"
 
+/* e: elspeth_runs, or no rows of its shape in a database ELSPETH wrote */
+static const char with_ours[] = "WITH e AS (SELECT * FROM elspeth_runs) ";
+static const char without[] =
+	"WITH e AS (SELECT NULL::text AS run_id, NULL::bigint AS landscape_run_id, "
+	"NULL::bigint AS rows, NULL::bigint AS succeeded, NULL::bigint AS failed, "
+	"NULL::bigint AS quarantined, NULL::text AS topology_hash, "
+	"NULL::text AS settings_path, NULL::text AS elspeth_version, NULL::text AS error, "
+	"NULL::text AS metrics_json, NULL::timestamptz AS exported_at WHERE false) ";
 static const char runs_sql[] =
 	"SELECT r.run_id, e.landscape_run_id, r.status, " ISO("r.started_at") ", "
 	ISO("r.completed_at") ", "
@@ -23,7 +32,7 @@ static const char runs_sql[] =
 	"r.canonical_version, e.settings_path, e.elspeth_version, "
 	"EXTRACT(EPOCH FROM r.completed_at - r.started_at)::float8, e.error, e.metrics_json, "
 	ISO("e.exported_at") " "
-	"FROM runs r LEFT JOIN elspeth_runs e USING (run_id) "
+	"FROM runs r LEFT JOIN e USING (run_id) "
 	"ORDER BY r.started_at DESC, r.run_id";
 
 /* The columns of runs_sql, in order, and how each becomes JSON. */
@@ -59,12 +68,23 @@ int sqlt_runs_pg(const char *url, json_t **out, core_err *err)
 	PGresult *res = NULL;
 	char *shown = NULL, msg[1024];
 	json_t *runs = NULL;
+	core_buf sql = { 0 };
+	bool ours;
 	int rc;
 
 	*out = NULL;
 	if ((rc = core_pg_connect(url, true, &pg, &shown, err)))
 		goto out;
-	res = PQexec(pg, runs_sql);
+	res = PQexec(pg, "SELECT to_regclass('elspeth_runs') IS NOT NULL");
+	ours = PQresultStatus(res) == PGRES_TUPLES_OK && PQntuples(res) == 1 &&
+	       PQgetvalue(res, 0, 0)[0] == 't';
+	PQclear(res);
+	if (core_buf_puts(&sql, ours ? with_ours : without) || core_buf_puts(&sql, runs_sql)) {
+		res = NULL;
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
+	res = PQexec(pg, sql.data);
 	if (PQresultStatus(res) != PGRES_TUPLES_OK) {
 		core_pg_message(msg, sizeof(msg), PQresultErrorMessage(res));
 		rc = core_err_set(err, CORE_EDATA, "%s: reading its runs (is it an SQL audit "
@@ -95,6 +115,7 @@ int sqlt_runs_pg(const char *url, json_t **out, core_err *err)
 	runs = NULL;
 out:
 	json_decref(runs);
+	core_buf_release(&sql);
 	PQclear(res);
 	if (pg)
 		PQfinish(pg);

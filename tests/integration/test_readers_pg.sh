@@ -10,15 +10,17 @@
 #   b. the tools answer from it: list_runs names the run, get_run_summary
 #      counts its rows, explain_token tells a row's lineage;
 #   c. `query` runs on the database itself: PostgreSQL's SQL (a `::` cast
-#      beside a named parameter), its answer as JSON numbers; it only reads
-#      (a DELETE, a write after SET default_transaction_read_only = off,
-#      two statements: refused, nothing changed), stops at its time limit
-#      (pg_sleep(7) past its 5 s), caps its rows;
+#      beside a named parameter, E'' strings, nested comments), its answer
+#      as JSON numbers (NaN as text); it only reads (a DELETE, two
+#      statements, a COPY: refused, nothing changed; a SET and a session
+#      advisory lock end with their call), stops at its time limit
+#      (pg_sleep(7) past its 5 s), caps its rows and a row's bytes;
 #   d. -s SETTINGS with the url reads the same database; a wrong database
 #      name exits 1, naming the url without its password;
 #   e. runs -d URL lists the run by its id there (its Landscape's number,
 #      status, rows), --json and -r latest agree, an unknown run exits 1;
 #      a second Landscape's run into the same database is listed first;
+#      a database without our elspeth_ tables (ELSPETH's own) is listed;
 #   f. the commands that read a Landscape (explain, verify, report,
 #      resume, purge) given a postgresql:// url say so, exit 1, and never
 #      print its password.
@@ -132,15 +134,20 @@ PY
 # ------------------------------------------------------- c. query, on PostgreSQL
 cat > c.json <<'JSON'
 [["query", {"sql": "SELECT row_index::text AS t, row_index + :k AS n, 1.5::float8 AS f FROM rows WHERE row_index = :i", "params": {"i": 4, "k": 10}}],
- ["query", {"sql": "SELECT ':i' AS lit, $$:k$$ AS dollar /* :x */ -- :y\n"}],
+ ["query", {"sql": "SELECT ':i' AS lit, $$:k$$ AS dollar, E'it\\'s :x' AS e /* :x /* :y */ */ -- :z\n"}],
  ["query", {"sql": "DELETE FROM rows"}],
  ["query", {"sql": "SET default_transaction_read_only = off"}],
- ["query", {"sql": "DELETE FROM rows"}],
+ ["query", {"sql": "SELECT current_setting('default_transaction_read_only') AS v"}],
  ["query", {"sql": "SELECT 1; DELETE FROM rows"}],
  ["query", {"sql": "SELECT pg_sleep(7)"}],
  ["query", {"sql": "SELECT generate_series(1, 5000) AS g"}],
  ["query", {"sql": "SELECT * FROM rows WHERE row_index = :nope"}],
- ["query", {"sql": "SELECT count(*) AS n FROM rows"}]]
+ ["query", {"sql": "SELECT count(*) AS n FROM rows"}],
+ ["query", {"sql": "COPY rows TO STDOUT"}],
+ ["query", {"sql": "SELECT pg_advisory_lock(4751128)"}],
+ ["query", {"sql": "SELECT count(*) AS n FROM pg_locks WHERE locktype = 'advisory'"}],
+ ["query", {"sql": "SELECT 'NaN'::float8 AS a, '-Infinity'::numeric AS b, :x::numeric = 0.1 AS eq", "params": {"x": 0.1}}],
+ ["query", {"sql": "SELECT repeat('x', 10000000) AS big"}]]
 JSON
 $PY mcp.py "$ELSPETH" "$URL" < c.json > c.out 2> c.err
 $PY - "$R" c.out <<'PY' > c.check 2>&1 && pass "c: query on the database: PostgreSQL's SQL with named parameters, read-only, its time limit and row cap: $(cat c.check)" || { fail "c: query"; show c.check c.out c.err; }
@@ -148,16 +155,22 @@ import json, sys
 n, path = int(sys.argv[1]), sys.argv[2]
 a = [json.loads(l) for l in open(path)]
 assert a[0]["value"] == [{"t": "4", "n": 14, "f": 1.5}], a[0]
-assert a[1]["value"] == [{"lit": ":i", "dollar": ":k"}], a[1]
+assert a[1]["value"] == [{"lit": ":i", "dollar": ":k", "e": "it's :x"}], a[1]
 assert "only reads" in a[2]["error"], a[2]
 assert "value" in a[3], a[3]
-assert "only reads" in a[4]["error"], a[4]
+assert a[4]["value"] == [{"v": "on"}], a[4]            # the SET did not outlive its call
 assert "error" in a[5] and "multiple commands" in a[5]["error"], a[5]
 assert "time limit" in a[6]["error"], a[6]
 assert len(a[7]["value"]) == 1000 and a[7]["notes"] and "1000 rows" in a[7]["notes"][0], a[7]
 assert "nope" in a[8]["error"], a[8]
 assert a[9]["value"] == [{"n": n}], a[9]
-print("refused: DELETE, DELETE after SET, two statements; pg_sleep stopped; 1000 of 5000 rows; %d rows still" % n)
+assert "COPY" in a[10]["error"], a[10]                # refused, and the next call works
+assert "value" in a[11], a[11]
+assert a[12]["value"] == [{"n": 0}], a[12]             # the session's lock did not outlive its call
+assert a[13]["value"] == [{"a": "NaN", "b": "-Infinity", "eq": True}], a[13]
+assert "first row alone" in a[14]["error"], a[14]
+print("refused: DELETE, two statements, COPY; SET and an advisory lock end with their call; "
+      "pg_sleep stopped; 1000 of 5000 rows; NaN as text; %d rows still" % n)
 PY
 
 # ------------------------------------------------- d. settings, and a bad url
@@ -194,6 +207,17 @@ ids=$("$ELSPETH" runs -d "$URL" --json | $PY -c 'import json, sys; print(" ".joi
 set -- $ids
 [ $# = 2 ] && [ "$2" = "$RID" ] && pass "e: a second Landscape's run is listed first, beside the first" \
   || fail "e: runs after a second Landscape's run: $ids"
+# A database only ELSPETH wrote has no elspeth_ tables: its runs are
+# listed with their rows counted.
+pg_sql -c "CREATE DATABASE bare" > /dev/null
+BARE="postgresql://elspeth@/bare?host=$PG_DIR&port=$PG_PORT"
+"$ELSPETH" export -d state/audit.lmdb --sqlite "$BARE" > bare.log 2>&1
+pg_sql -d bare -At -c "SELECT 'DROP TABLE ' || string_agg(quote_ident(table_name), ', ') FROM information_schema.tables WHERE table_name LIKE 'elspeth%'" > drop.sql
+pg_sql -d bare -f drop.sql > /dev/null
+"$ELSPETH" runs -d "$BARE" --json > bare.json 2>&1 \
+  && $PY -c 'import json, sys; r = json.load(open(sys.argv[1])); assert len(r) == 1 and r[0]["rows"] == int(sys.argv[2]) and "landscape_run_id" not in r[0], r' bare.json "$R" \
+  && pass "e: a database without our tables: its run, rows counted" || { fail "e: runs on ELSPETH's tables alone"; show bare.json; }
+
 # ------------------------------------------- f. not a Landscape, no password
 SECRET="postgresql://elspeth:sekrit@/trail?host=$PG_DIR&port=$PG_PORT"
 bad=""

@@ -512,6 +512,8 @@ Test(story, a_pass_over_several_tables_reads_row_by_row)
 	pass_seen_ctx mc[3] = { { &multi, 0 }, { &multi, 1 }, { &multi, 2 } };
 	void *ctxs[3] = { &mc[0], &mc[1], &mc[2] };
 	rec_table calls = REC_CALLS;
+	Elspeth__NodeStateRecord s = ELSPETH__NODE_STATE_RECORD__INIT;
+	char hex[CORE_SHA256_HEX_LEN + 1];
 	expects x = { 0 };
 	rec_env *env;
 	rec_txn *t;
@@ -523,8 +525,19 @@ Test(story, a_pass_over_several_tables_reads_row_by_row)
 		row_write(env, &x, 2, seq);
 		story_seal(env, 2, seq);
 	}
+	/* Row 3 in a second fragment: a state recorded after its seal (an
+	 * aggregation's member) is read with the row, in key order. */
+	hex_of("late", hex);
+	s.run_id = 2;
+	s.state_id = 1;
+	s.token_id = tok_id(3, 0);
+	s.input_hash = hex;
+	s.status = "completed";
+	put_exp(env, &x, 2, 3, &s.base);
+	story_seal(env, 2, 3);
 	env_flush(env);
 	t = txn_begin(env);
+	cr_assert_eq(fragments(t, 2, 3), 2);
 	cr_assert_eq(rec_scan_rows_multi(t, tabs, 3, 2, 2, 4, pass_seen_fn, ctxs), 0);
 	for (uint64_t seq = 2; seq <= 4; seq++)
 		for (size_t i = 0; i < 3; i++) {
