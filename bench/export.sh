@@ -6,8 +6,9 @@
 # written live beside the engine, ADR 0041, its last step included),
 # pipelined and --sequential; then, when Debian's postgresql is installed, the
 # same against a private PostgreSQL server (a unix socket, fsync on):
-# `export --sqlite postgresql://…` and a run with landscape.url
-# postgresql://…. Prints seconds, rows/s and the ratios.
+# `export --sqlite postgresql://…`, a run with landscape.url
+# postgresql://… and the readers' copy of that database (`export -d
+# postgresql://… --sqlite NEW`). Prints seconds, rows/s and the ratios.
 # Usage: bench/export.sh [ROWS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -57,6 +58,10 @@ if bench_pg_start "$OUT/pg"; then
   echo "export to PostgreSQL        ${t_pexp} s  ratio to the run $(awk -v a="$t_pexp" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
   echo "export again (replaces it)  ${t_pagain} s  ratio $(awk -v a="$t_pagain" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
   echo "run with postgresql:// url  ${t_prun} s  ratio to the LMDB run $(awk -v a="$t_prun" -v b="$t_run" 'BEGIN { printf "%.2f", a / b }')"
+  # the readers' copy of the database (mcp -d, export -d: ADR 0043)
+  rm -f "$OUT/copy.db"
+  t_copy=$(secs "$ROOT/build-release/elspeth" export -d "$BENCH_PG_URL" --sqlite "$OUT/copy.db")
+  echo "copy of the database        ${t_copy} s  (both runs above; export -d postgresql://… --sqlite NEW: what mcp -d reads)"
 else
   echo "(no PostgreSQL server binaries: apt-get install postgresql for its rows)"
 fi

@@ -315,8 +315,10 @@ int sqlt_import_pg(const char *url, const char *file, core_err *err)
 	if ((rc = core_pg_connect(url, true, &m.pg, &shown, err)))
 		goto out;
 	m.shown = shown;
+	/* a table another session holds for DDL is waited for, not forever */
 	if ((rc = pg_exec(&m, "BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")) ||
-	    (rc = pg_exec(&m, "SET LOCAL TimeZone = 'UTC'")))
+	    (rc = pg_exec(&m, "SET LOCAL TimeZone = 'UTC'")) ||
+	    (rc = pg_exec(&m, "SET LOCAL lock_timeout = '30s'")))
 		goto out;
 	if ((rc = sqlt__open(part, &m.db, &fresh, err)))
 		goto out;
