@@ -190,13 +190,27 @@ int sqlt__open(const char *path, sqlite3 **out, bool *fresh, core_err *err)
 		goto fail;
 	}
 	sqlite3_busy_timeout(db, 10000);
-	if ((rc = exec_all(db, sqlt__elspeth_tables, err)) ||
-	    (rc = exec_all(db, sqlt__own_tables, err)))
-		goto fail;
-	if (*fresh && sqlite3_exec(db, "PRAGMA user_version = "
-				   SQLT_STR(SQLT_SCHEMA_EPOCH), NULL, NULL,
-				   NULL) != SQLITE_OK) {
+	/* The schema in one transaction: a process killed while making it
+	 * leaves none of it, never some of ELSPETH's tables (a file the next
+	 * open would refuse). Counted again inside: another process may have
+	 * made it meanwhile. */
+	if (sqlite3_exec(db, "BEGIN IMMEDIATE", NULL, NULL, NULL) != SQLITE_OK) {
 		rc = sqlt__db_error(db, err, path);
+		goto fail;
+	}
+	if ((rc = count_tables(db, &n, err)) ||
+	    (rc = exec_all(db, sqlt__elspeth_tables, err)) ||
+	    (rc = exec_all(db, sqlt__own_tables, err))) {
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
+		goto fail;
+	}
+	*fresh = n == 0;
+	if ((*fresh && sqlite3_exec(db, "PRAGMA user_version = "
+				    SQLT_STR(SQLT_SCHEMA_EPOCH), NULL, NULL,
+				    NULL) != SQLITE_OK) ||
+	    sqlite3_exec(db, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		rc = sqlt__db_error(db, err, path);
+		sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL);
 		goto fail;
 	}
 	*out = db;
