@@ -93,18 +93,24 @@ static void print_node(FILE *f, const dag_graph *g, const dag_node *n)
 			fprintf(f, " (failed writes -> %s)", dest_name(g, n->on_error));
 		fputc('\n', f);
 		break;
+	case DAG_QUEUE:
+		fprintf(f, "Queue: %s -> %s\n", n->name, dest_name(g, n->next.node));
+		break;
 	case DAG_SOURCE:
+		if (g->nsources == 1)
+			fprintf(f, "Source: %s -> %s (invalid rows -> %s)\n", n->plugin,
+				dest_name(g, n->next.node), dest_name(g, n->on_error));
+		else
+			fprintf(f, "Source: %s [%s] -> %s (invalid rows -> %s)\n", n->name,
+				n->plugin, dest_name(g, n->next.node),
+				dest_name(g, n->on_error));
 		break;
 	}
 }
 
 void cli_print_pipeline(FILE *f, const dag_graph *g)
 {
-	const core_settings *s = g->settings;
-
-	fprintf(f, "Source: %s -> %s (invalid rows -> %s)\n", s->source.plugin,
-		dest_name(g, g->nodes[0].next.node), dest_name(g, g->nodes[0].on_error));
-	for (size_t i = 1; i < g->nnodes; i++)
+	for (size_t i = 0; i < g->nnodes; i++)
 		print_node(f, g, &g->nodes[i]);
 	fprintf(f, "Graph: %zu nodes, %zu edges\n", g->nnodes, g->nedges);
 }

@@ -332,15 +332,27 @@ char *core_url_sanitize(const char *url);
 #define CORE_DISCARD "discard"
 
 typedef struct core_source_cfg {
-	const core_node *node;         /* the `source` map */
-	/* The key of ELSPETH 0.7's one-entry `sources` map (ADR 0027), or
-	 * NULL for `source`. */
+	const core_node *node;         /* the `source` map, or a `sources` entry */
+	/* Its key in ELSPETH 0.7's `sources` map (ADR 0027, 0044), or NULL
+	 * for `source`. */
 	const char *name;
 	const char *plugin;
 	const char *on_success;        /* connection or sink name */
 	const char *on_validation_failure; /* sink name or "discard" */
 	const core_node *options;      /* MAP (an empty one when absent) */
 } core_source_cfg;
+
+/* One entry of ELSPETH 0.7's `queues` map (ADR 0044): a pass-through
+ * node whose name is a connection that several producers may feed. */
+typedef struct core_queue_cfg {
+	const core_node *node;         /* the entry's value (a map) */
+	const char *name;
+	const char *description;       /* or NULL */
+} core_queue_cfg;
+
+/* Which ELSPETH settings format a file is in, decided by its keys
+ * (ADR 0044): `source:` is 0.4.1's, `sources:` 0.7.1's. */
+typedef enum core_format { CORE_FORMAT_V04 = 0, CORE_FORMAT_V07 } core_format;
 
 typedef struct core_transform_cfg {
 	const core_node *node;
@@ -506,7 +518,14 @@ typedef struct core_settings {
 	const char *path;              /* the file (or name) given, copied:
 					* valid as long as the settings */
 	char *path_copy;               /* owned: what path points to */
+	core_format format;
+	/* The sources in file order (one for `source:`); `source` is a copy
+	 * of the first, for what only ever sees one. */
+	size_t nsources;
+	core_source_cfg *sources;
 	core_source_cfg source;
+	size_t nqueues;                /* 0.7's `queues` */
+	core_queue_cfg *queues;
 	size_t ntransforms;
 	core_transform_cfg *transforms;
 	size_t ngates;

@@ -70,11 +70,13 @@ int core__refuse_cloud(const core_node *root, core_err *err);
 int core__settings_prepass(const char *name, const char *text, size_t len,
 			   core_err *err);
 int core__settings_prepass_file(const char *path, core_err *err);
-/* The source's node: `source`, or the one entry of `sources` (its key
- * becomes s->source.name); both, none in `sources` or several are
- * errors. *out is NULL when neither is given. */
-int core__pick_source(core_settings *s, const core_node *root,
-		      const core_node **out, core_err *err);
+/* settings_sources.c (ADR 0044): `source` (0.4.1's format) or the
+ * `sources` map and `queues` (0.7.1's): s->format, s->sources,
+ * s->source (the first), s->queues; names checked as 0.7.1 does. */
+int core__load_sources(core_settings *s, const core_node *root, core_err *err);
+/* settings.c: one source's map into *src. */
+int core__load_source(core_settings *s, const core_node *n,
+		      core_source_cfg *src, core_err *err);
 int core__load_secrets(core_settings *s, const core_node *n, core_err *err);
 int core__load_depends_on(core_settings *s, const core_node *n, core_err *err);
 void core__depends_on_free(core_settings *s);

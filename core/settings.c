@@ -35,7 +35,8 @@ static const key_spec source_keys[] = {
 	{ "options", K_MAP, false }, { NULL }
 };
 
-static int load_source(core_settings *s, const core_node *n, core_err *err)
+int core__load_source(core_settings *s, const core_node *n,
+		      core_source_cfg *src, core_err *err)
 {
 	const core_node *opts;
 	int rc;
@@ -48,14 +49,14 @@ static int load_source(core_settings *s, const core_node *n, core_err *err)
 	opts = core__options_of(s, n);
 	if (!opts)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	s->source.node = n;
-	s->source.plugin = core__str_of(n, "plugin");
-	s->source.on_success = core__str_of(n, "on_success");
-	s->source.options = opts;
+	src->node = n;
+	src->plugin = core__str_of(n, "plugin");
+	src->on_success = core__str_of(n, "on_success");
+	src->options = opts;
 	if ((rc = core_opt_str(opts, "on_validation_failure", false,
-			       &s->source.on_validation_failure, err)))
+			       &src->on_validation_failure, err)))
 		return rc;
-	if (!s->source.on_validation_failure)
+	if (!src->on_validation_failure)
 		return core_err_missing(err, core_map_get(n, "options") ?
 					core_map_get(n, "options") : n,
 					"on_validation_failure", "options.on_validation_failure",
@@ -341,12 +342,13 @@ static int load_metrics(core_settings *s, const core_node *n, core_err *err)
 static const char *const top_keys[] = {
 	"source", "transforms", "gates", "coalesce", "aggregations", "sinks",
 	"landscape", "concurrency", "checkpoint", "retry", "rate_limit",
-	"sources", "secrets", "depends_on", "payload_store", "telemetry", "metrics", NULL
+	"sources", "queues", "secrets", "depends_on", "payload_store", "telemetry",
+	"metrics", NULL
 };
 
 static int settings_build(core_settings *s, core_err *err)
 {
-	const core_node *root = core_doc_root(s->doc), *source = NULL;
+	const core_node *root = core_doc_root(s->doc);
 	uint8_t digest[CORE_SHA256_LEN];
 	json_t *j;
 	int rc;
@@ -359,8 +361,7 @@ static int settings_build(core_settings *s, core_err *err)
 	    (rc = core__load_secrets(s, core_map_get(root, "secrets"), err)) ||
 	    (rc = core__load_depends_on(s, core_map_get(root, "depends_on"), err)) ||
 	    (rc = core__expand_files(s, err)) ||
-	    (rc = core__pick_source(s, root, &source, err)) ||
-	    (rc = load_source(s, source, err)) ||
+	    (rc = core__load_sources(s, root, err)) ||
 	    (rc = load_transforms(s, core_map_get(root, "transforms"), err)) ||
 	    (rc = load_gates(s, core_map_get(root, "gates"), err)) ||
 	    (rc = load_sinks(s, core_map_get(root, "sinks"), err)) ||
@@ -475,6 +476,8 @@ void core_settings_free(core_settings *s)
 		free(s->coalesce[i].inputs);
 	}
 	free(s->coalesce);
+	free(s->sources);
+	free(s->queues);
 	core__depends_on_free(s);
 	free(s->aggregations);
 	free(s->transforms);

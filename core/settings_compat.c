@@ -153,34 +153,6 @@ int core__settings_prepass_file(const char *path, core_err *err)
 	return rc;
 }
 
-/* ----------------------------------------------------- source / sources */
-
-int core__pick_source(core_settings *s, const core_node *root,
-		      const core_node **out, core_err *err)
-{
-	const core_node *one = core_map_get(root, "source");
-	const core_node *many = core_map_get(root, "sources");
-
-	*out = one;
-	if (!many)
-		return 0;
-	if (one)
-		return core_err_at(err, CORE_ECONFIG, many,
-			"both 'source' and 'sources' are given: write one source, under "
-			"either key");
-	if (many->kind != CORE_NODE_MAP || many->len == 0)
-		return core_err_at(err, CORE_ECONFIG, many,
-			"expected a map of source name to source (exactly one)");
-	if (many->len > 1)
-		return core_err_at(err, CORE_EUNSUPPORTED, many->keys[1],
-			"%zu sources are given ('%s', '%s'%s); this build runs one source "
-			"per pipeline: split it into one pipeline per source", many->len,
-			many->keys[0]->value, many->keys[1]->value, many->len > 2 ? ", ..." : "");
-	s->source.name = many->keys[0]->value;
-	*out = many->items[0];
-	return 0;
-}
-
 /* -------------------------------------------------------------- secrets */
 
 static const char *const secret_sources[] = { "env", "keyvault", NULL };

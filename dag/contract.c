@@ -97,6 +97,7 @@ static int own_contract(dag__build *c, dag_node *n)
 		return plg_contract_of(PLG_SINK, n->plugin, n->options, &n->contract, c->err);
 	case DAG_GATE:
 	case DAG_COALESCE:
+	case DAG_QUEUE: /* ELSPETH 0.7.1: its output schema is observed */
 		break;
 	}
 	return 0;
@@ -131,7 +132,8 @@ int dag__check_contracts(dag__build *c)
 		const plg_contract *p;
 		char by[300];
 
-		if (diverts(ed) || to->kind == DAG_COALESCE || to->kind == DAG_GATE)
+		if (diverts(ed) || to->kind == DAG_COALESCE || to->kind == DAG_GATE ||
+		    to->kind == DAG_QUEUE)
 			continue;
 		snprintf(by, sizeof(by), "config_gate:%s", from->name);
 		if ((rc = producer(c, ed->from, &p)) ||

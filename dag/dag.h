@@ -51,8 +51,9 @@ int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
 
 /* ------------------------------------------------------------------ graph
  *
- * The pipeline as a graph: one source node, transforms, gates, coalesce
- * nodes, aggregations, sinks (in that order in graph->nodes).
+ * The pipeline as a graph: source nodes (one per source, in file order),
+ * transforms, gates, coalesce nodes, aggregations, queues, sinks (in that
+ * order in graph->nodes).
  * Connections are resolved by name (docs/architecture.md §7): a destination
  * (`on_success`, a route, `on_error`, `on_validation_failure`) is a sink
  * name, a connection consumed by exactly one transform or gate `input`, or
@@ -71,7 +72,9 @@ int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
 
 typedef enum dag_kind {
 	DAG_SOURCE, DAG_TRANSFORM, DAG_GATE, DAG_COALESCE, DAG_AGGREGATION,
-	DAG_SINK
+	DAG_SINK,
+	DAG_QUEUE   /* ELSPETH 0.7's queue: passes tokens on unchanged to
+		     * the one consumer of its name (ADR 0044) */
 } dag_kind;
 
 /* Where a token goes next: a node, and for a coalesce the branch port it
@@ -89,11 +92,14 @@ typedef struct dag_route {
 typedef struct dag_node {
 	dag_kind kind;
 	int id;                     /* index in graph->nodes */
-	const char *name;           /* "source" for the source */
+	const char *name;           /* "source" for a pipeline's only
+				     * source; its key in `sources` when
+				     * there are several */
 	const char *plugin;
 	const core_node *options;
 	dag_dest next;              /* SOURCE, TRANSFORM, COALESCE,
-				     * AGGREGATION: on_success */
+				     * AGGREGATION: on_success; QUEUE: the
+				     * consumer of its name */
 	int on_error;               /* TRANSFORM, AGGREGATION: sink,
 				     * DAG_DISCARD or DAG_NONE; SOURCE:
 				     * on_validation_failure; SINK:
@@ -140,7 +146,9 @@ typedef struct dag_edge {
 typedef struct dag_graph {
 	const core_settings *settings; /* borrowed; outlives the graph */
 	size_t nnodes;
-	dag_node *nodes;            /* nodes[0] is the source */
+	dag_node *nodes;            /* nodes[0 .. nsources-1] are the sources,
+				     * in the settings' order */
+	size_t nsources;
 	size_t nedges;
 	dag_edge *edges;
 	/* What the run of this graph gives its plugins (plugins.h: plg_env):

@@ -1,7 +1,7 @@
 /*
  * graph.c — builds the pipeline graph from the settings: nodes in the
- * order source, transforms, gates, coalesce, aggregations, sinks; then
- * wires every destination by name and validates (validate.c).
+ * order sources, transforms, gates, coalesce, aggregations, queues,
+ * sinks; then wires every destination by name and validates (validate.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -82,9 +82,11 @@ const char *dag__input_of(const dag__build *c, size_t i, int port)
 
 	switch (n->kind) {
 	case DAG_TRANSFORM:
-		return s->transforms[i - 1].input;
+		return s->transforms[i - c->g->nsources].input;
 	case DAG_GATE:
-		return s->gates[i - 1 - s->ntransforms].input;
+		return s->gates[i - c->g->nsources - s->ntransforms].input;
+	case DAG_QUEUE:
+		return n->name;
 	case DAG_AGGREGATION:
 		return n->agg->input;
 	case DAG_COALESCE:
@@ -100,11 +102,20 @@ static int nports(const dag_node *n)
 	return n->kind == DAG_COALESCE ? (int)n->coalesce->nbranches : 1;
 }
 
-static dag_dest find_consumer(const dag__build *c, const char *conn)
+/* The node (and port) that consumes connection conn. A queue takes what
+ * is sent to its name; what it passes on (`from_queue`) goes to the
+ * other consumer of that name. */
+static dag_dest find_consumer(const dag__build *c, const char *conn,
+			      bool from_queue)
 {
+	for (size_t i = 0; i < c->g->nnodes && !from_queue; i++)
+		if (c->g->nodes[i].kind == DAG_QUEUE && !strcmp(c->g->nodes[i].name, conn))
+			return (dag_dest){ (int)i, -1 };
 	for (size_t i = 0; i < c->g->nnodes; i++) {
 		const dag_node *n = &c->g->nodes[i];
 
+		if (n->kind == DAG_QUEUE)
+			continue;
 		for (int p = 0; p < nports(n); p++) {
 			const char *in = dag__input_of(c, i, n->kind == DAG_COALESCE ? p : -1);
 
@@ -120,7 +131,9 @@ static int resolve(dag__build *c, const core_node *at, const char *dest,
 		   bool sink_only, bool discard_ok, dag_dest *out)
 {
 	int sink = find_sink(c->g, dest);
-	dag_dest cons = sink_only ? (dag_dest){ DAG_NONE, -1 } : find_consumer(c, dest);
+	bool from_queue = c->wiring >= 0 && c->g->nodes[c->wiring].kind == DAG_QUEUE;
+	dag_dest cons = sink_only ? (dag_dest){ DAG_NONE, -1 } :
+		find_consumer(c, dest, from_queue);
 
 	if (discard_ok && strcmp(dest, CORE_DISCARD) == 0) {
 		*out = (dag_dest){ DAG_DISCARD, -1 };
@@ -132,7 +145,7 @@ static int resolve(dag__build *c, const core_node *at, const char *dest,
 			dest, c->g->nodes[cons.node].name);
 	if (sink >= 0 || cons.node >= 0) {
 		*out = sink >= 0 ? (dag_dest){ sink, -1 } : cons;
-		return 0;
+		return sink >= 0 ? 0 : dag__note_producer(c, at, cons, dest);
 	}
 	if (sink_only)
 		return core_err_at(c->err, CORE_ECONFIG, at,
@@ -186,6 +199,16 @@ static int add_gates(dag__build *c, size_t *k)
 	return 0;
 }
 
+static void add_queues(dag__build *c, size_t *k)
+{
+	for (size_t i = 0; i < c->s->nqueues; i++) {
+		const core_queue_cfg *q = &c->s->queues[i];
+
+		c->g->nodes[++*k] = (dag_node){ .kind = DAG_QUEUE, .name = q->name,
+			.plugin = "queue", .options = q->node };
+	}
+}
+
 static int add_coalesce_and_aggregations(dag__build *c, size_t *k)
 {
 	for (size_t i = 0; i < c->s->ncoalesce; i++) {
@@ -226,18 +249,25 @@ static int add_nodes(dag__build *c)
 {
 	const core_settings *s = c->s;
 	dag_graph *g = c->g;
-	size_t k = 0;
+	size_t k = s->nsources - 1;
 	int rc;
 
-	g->nodes[0] = (dag_node){ .kind = DAG_SOURCE, .name = "source",
-		.plugin = s->source.plugin, .options = s->source.options };
-	g->nodes[0].sops = plg_find_source(s->source.plugin);
-	if (!g->nodes[0].sops)
-		return unknown_plugin(c, at_key(s->source.node, "plugin"), PLG_SOURCE,
-				      s->source.plugin);
+	for (size_t i = 0; i < s->nsources; i++) {
+		const core_source_cfg *sc = &s->sources[i];
+		dag_node *n = &g->nodes[i];
+
+		*n = (dag_node){ .kind = DAG_SOURCE,
+			.name = s->nsources > 1 ? sc->name : "source",
+			.plugin = sc->plugin, .options = sc->options };
+		n->sops = plg_find_source(sc->plugin);
+		if (!n->sops)
+			return unknown_plugin(c, at_key(sc->node, "plugin"), PLG_SOURCE,
+					      sc->plugin);
+	}
 	if ((rc = add_transforms(c, &k)) || (rc = add_gates(c, &k)) ||
 	    (rc = add_coalesce_and_aggregations(c, &k)))
 		return rc;
+	add_queues(c, &k);
 	for (size_t i = 0; i < s->nsinks; i++) {
 		const core_sink_cfg *sc = &s->sinks[i];
 		dag_node *n = &g->nodes[++k];
@@ -262,6 +292,7 @@ static int wire_next(dag__build *c, dag_node *n, const core_node *cfg,
 {
 	int rc;
 
+	c->wiring = n->id;
 	n->on_error = DAG_NONE;
 	if ((rc = resolve(c, at_key(cfg, "on_success"), on_success, false, false,
 			  &n->next)) ||
@@ -302,6 +333,7 @@ static int wire_gate(dag__build *c, dag_node *n, const core_gate_cfg *gc)
 {
 	int rc;
 
+	c->wiring = n->id;
 	n->next = (dag_dest){ DAG_NONE, -1 };
 	n->on_error = DAG_NONE;
 	n->routes = calloc(gc->nroutes, sizeof(*n->routes));
@@ -341,18 +373,38 @@ static int wire_sink(dag__build *c, dag_node *n, const core_sink_cfg *sc)
 	return add_divert(c, n->id, n->on_error, "on_write_failure");
 }
 
+/* A queue passes what it takes to the one other consumer of its name. */
+static int wire_queue(dag__build *c, dag_node *n)
+{
+	dag_dest cons;
+
+	c->wiring = n->id;
+	n->on_error = DAG_NONE;
+	cons = find_consumer(c, n->name, true);
+	if (cons.node < 0)
+		return core_err_at(c->err, CORE_ECONFIG, n->options,
+			"queue '%s' has no downstream consumer: no transform, gate, "
+			"aggregation or coalesce takes input '%s'", n->name, n->name);
+	n->next = cons;
+	return dag__add_edge(c, n->id, cons, "continue");
+}
+
 static int wire(dag__build *c)
 {
 	const core_settings *s = c->s;
-	dag_node *src = &c->g->nodes[0];
-	size_t k = 0;
+	size_t k = s->nsources - 1;
 	int rc;
 
-	if ((rc = wire_next(c, src, s->source.node, s->source.on_success, NULL)) ||
-	    (rc = resolve_sink(c, at_key(s->source.options, "on_validation_failure"),
-			       s->source.on_validation_failure, &src->on_error)) ||
-	    (rc = add_divert(c, 0, src->on_error, "on_validation_failure")))
-		return rc;
+	for (size_t i = 0; i < s->nsources; i++) {
+		const core_source_cfg *sc = &s->sources[i];
+		dag_node *src = &c->g->nodes[i];
+
+		if ((rc = wire_next(c, src, sc->node, sc->on_success, NULL)) ||
+		    (rc = resolve_sink(c, at_key(sc->options, "on_validation_failure"),
+				       sc->on_validation_failure, &src->on_error)) ||
+		    (rc = add_divert(c, (int)i, src->on_error, "on_validation_failure")))
+			return rc;
+	}
 	for (size_t i = 0; i < s->ntransforms; i++, k++)
 		if ((rc = wire_next(c, &c->g->nodes[k + 1], s->transforms[i].node,
 				    s->transforms[i].on_success, s->transforms[i].on_error)))
@@ -368,6 +420,9 @@ static int wire(dag__build *c)
 		if ((rc = wire_next(c, &c->g->nodes[k + 1], s->aggregations[i].node,
 				    s->aggregations[i].on_success, s->aggregations[i].on_error)))
 			return rc;
+	for (size_t i = 0; i < s->nqueues; i++, k++)
+		if ((rc = wire_queue(c, &c->g->nodes[k + 1])))
+			return rc;
 	for (size_t i = 0; i < s->nsinks; i++, k++)
 		if ((rc = wire_sink(c, &c->g->nodes[k + 1], &s->sinks[i])))
 			return rc;
@@ -376,7 +431,7 @@ static int wire(dag__build *c)
 
 int dag_build(const core_settings *s, dag_graph **out, core_err *err)
 {
-	dag__build c = { .s = s, .err = err };
+	dag__build c = { .s = s, .err = err, .wiring = -1 };
 	dag_graph *g;
 	int rc;
 
@@ -388,21 +443,27 @@ int dag_build(const core_settings *s, dag_graph **out, core_err *err)
 	g->settings = s;
 	plg_env_init(&g->env, &s->rate_limit);
 	g->env.max_workers = (unsigned)s->max_workers;
-	g->nnodes = 1 + s->ntransforms + s->ngates + s->ncoalesce +
-		    s->naggregations + s->nsinks;
+	g->nsources = s->nsources;
+	g->nnodes = s->nsources + s->ntransforms + s->ngates + s->ncoalesce +
+		    s->naggregations + s->nqueues + s->nsinks;
 	g->nodes = calloc(g->nnodes, sizeof(*g->nodes));
-	if (!g->nodes) {
+	c.producer = malloc(g->nnodes * sizeof(*c.producer));
+	if (!g->nodes || !c.producer) {
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		goto out_fail;
 	}
+	for (size_t i = 0; i < g->nnodes; i++)
+		c.producer[i] = DAG_NONE;
 	if ((rc = add_nodes(&c)) || (rc = dag__check_names(&c)) ||
 	    (rc = dag__check_inputs(&c)) || (rc = wire(&c)) ||
 	    (rc = dag__check_cycles(&c)) || (rc = dag__check_reachable(&c)) ||
 	    (rc = dag__check_coalesce(&c)) || (rc = dag__check_contracts(&c)))
 		goto out_fail;
+	free(c.producer);
 	*out = g;
 	return 0;
 out_fail:
+	free(c.producer);
 	dag_free(g);
 	return rc;
 }

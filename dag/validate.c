@@ -23,6 +23,7 @@ static const char *kind_word(dag_kind k)
 	case DAG_COALESCE: return "coalesce";
 	case DAG_AGGREGATION: return "aggregation";
 	case DAG_SINK: return "sink";
+	case DAG_QUEUE: return "queue";
 	}
 	return "node";
 }
@@ -70,16 +71,49 @@ int dag__check_names(dag__build *c)
 	const dag_graph *g = c->g;
 	int rc;
 
-	for (size_t i = 1; i < g->nnodes; i++) {
-		if ((rc = check_one_name(c, &g->nodes[i])))
+	/* a pipeline's only source is "source", outside the name space;
+	 * several sources are named by their keys (ADR 0044) */
+	size_t first = g->nsources > 1 ? 0 : g->nsources;
+
+	for (size_t i = first; i < g->nnodes; i++) {
+		if (i >= g->nsources && (rc = check_one_name(c, &g->nodes[i])))
 			return rc;
 		/* ELSPETH's rule and words (its core/config.py): one name space
-		 * for transforms, gates, aggregations, coalesces and sinks. */
-		for (size_t j = 1; j < i; j++)
+		 * for transforms, gates, aggregations, coalesces, sources,
+		 * queues and sinks. */
+		for (size_t j = first; j < i; j++)
 			if (!strcmp(g->nodes[i].name, g->nodes[j].name))
 				return dup_name(c, &g->nodes[j], &g->nodes[i]);
 	}
 	return 0;
+}
+
+int dag__note_producer(dag__build *c, const core_node *at, dag_dest cons,
+		       const char *dest)
+{
+	const dag_graph *g = c->g;
+	dag_kind k = g->nodes[cons.node].kind;
+	int *first = &c->producer[cons.node];
+
+	if (k == DAG_QUEUE || k == DAG_COALESCE || k == DAG_SINK || c->wiring < 0)
+		return 0;
+	if (*first == DAG_NONE || *first == c->wiring) {
+		*first = c->wiring;
+		return 0;
+	}
+	if (c->s->format == CORE_FORMAT_V07)
+		return core_err_at(c->err, CORE_ECONFIG, at,
+			"Duplicate producer for connection '%s': %s '%s' and %s '%s'. "
+			"Route multiple producers through an explicit queue node "
+			"(queues: {%s: {}}) before ordinary processing.", dest,
+			kind_word(g->nodes[*first].kind), g->nodes[*first].name,
+			kind_word(g->nodes[c->wiring].kind), g->nodes[c->wiring].name, dest);
+	return core_err_at(c->err, CORE_ECONFIG, at,
+		"Duplicate producer for connection '%s': %s '%s' and %s '%s' "
+		"(a connection has one producer; send both to a sink, or write the "
+		"pipeline in ELSPETH 0.7.1's format and join them in a queue)", dest,
+		kind_word(g->nodes[*first].kind), g->nodes[*first].name,
+		kind_word(g->nodes[c->wiring].kind), g->nodes[c->wiring].name);
 }
 
 static int ports_of(const dag_node *n)
@@ -92,13 +126,17 @@ int dag__check_inputs(dag__build *c)
 {
 	const dag_graph *g = c->g;
 
-	for (size_t i = 1; i < g->nnodes; i++) {
+	for (size_t i = g->nsources; i < g->nnodes; i++) {
+		if (g->nodes[i].kind == DAG_QUEUE)
+			continue; /* it shares its name with its consumer */
 		for (int p = 0; p < ports_of(&g->nodes[i]); p++) {
 			const char *in = dag__input_of(c, i, g->nodes[i].kind == DAG_COALESCE ? p : -1);
 
-			for (size_t j = 1; in && j <= i; j++) {
+			for (size_t j = g->nsources; in && j <= i; j++) {
 				int lim = j == i ? p : ports_of(&g->nodes[j]);
 
+				if (g->nodes[j].kind == DAG_QUEUE)
+					continue;
 				for (int q = 0; q < lim; q++) {
 					const char *other = dag__input_of(c, j,
 						g->nodes[j].kind == DAG_COALESCE ? q : -1);
@@ -186,12 +224,19 @@ int dag__check_reachable(dag__build *c)
 
 	if (!seen)
 		return core_err_set(c->err, CORE_ENOMEM, "out of memory");
-	reach(g, 0, seen);
-	for (size_t i = 1; i < g->nnodes && !rc; i++) {
+	for (size_t i = 0; i < g->nsources; i++)
+		reach(g, (int)i, seen);
+	for (size_t i = g->nsources; i < g->nnodes && !rc; i++) {
 		const dag_node *n = &g->nodes[i];
 
 		if (seen[i] || n->kind == DAG_SINK)
 			continue;
+		if (n->kind == DAG_QUEUE) {
+			rc = core_err_at(c->err, CORE_ECONFIG, n->options,
+				"Queue '%s' has no upstream producers: no source, transform, "
+				"gate or aggregation sends rows to '%s'", n->name, n->name);
+			break;
+		}
 		rc = core_err_set(c->err, CORE_ECONFIG,
 			"%s: %s '%s' is never reached: nothing sends rows to its input '%s' "
 			"(check the on_success, routes and fork_to that should lead to it)",

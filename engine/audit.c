@@ -91,6 +91,8 @@ static const char *kind_name(dag_kind k)
 		return "aggregation";
 	case DAG_SINK:
 		return "sink";
+	case DAG_QUEUE:
+		return "queue";
 	}
 	return "unknown";
 }
@@ -485,6 +487,8 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 	r.source_hash = r.payload_ref = row->hash;
 	r.where = STR(row->where);
 	r.created_at_ns = core_now_wall_ns();
+	r.source = row->source;
+	r.source_row_index = a->g->nsources > 1 ? row->source_index : row->seq - 1;
 	story_put(a, row->seq, &r.base);
 	*token_id = eng__audit_token(a, row->seq, 0, 0, NULL);
 	if (row->error) {
@@ -492,7 +496,7 @@ int eng__audit_row(eng_audit *a, eng_row *row, uint64_t *token_id,
 
 		v.run_id = a->run_id;
 		v.row_id = row->seq;
-		v.node = "source";
+		v.node = (char *)a->g->nodes[row->source].name;
 		v.error = row->error;
 		v.data_ref = row->hash;
 		story_put(a, row->seq, &v.base);

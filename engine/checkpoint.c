@@ -126,6 +126,8 @@ static void add_rows(arena *a, Elspeth__Checkpoint *ck, const eng_ckpt_at *at)
 		m->has_after_pos = r->row->has_pos;
 		m->after_offset = r->row->pos.offset;
 		m->after_line = r->row->pos.line;
+		m->after_source = r->row->pos.source;
+		m->after_index = r->row->pos.index;
 		if (r->res) {
 			m->done = true;
 			m->failed = r->res->failed;
@@ -138,6 +140,8 @@ static void add_rows(arena *a, Elspeth__Checkpoint *ck, const eng_ckpt_at *at)
 			m->has_source_pos = r->has_before;
 			m->source_offset = r->before.offset;
 			m->source_line = r->before.line;
+			m->before_source = r->before.source;
+			m->before_index = r->before.index;
 		}
 		ck->rows[ck->n_rows++] = m;
 	}
@@ -296,6 +300,8 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 	ck.has_source_pos = at->has_pos;
 	ck.source_offset = at->has_pos ? at->pos.offset : 0;
 	ck.source_line = at->has_pos ? at->pos.line : 0;
+	ck.source_pos_source = at->has_pos ? at->pos.source : 0;
+	ck.source_pos_index = at->has_pos ? at->pos.index : 0;
 	ck.source_done = at->source_done;
 	ck.topology_hash = (char *)au->topology_hash;
 	ck.config_hash = (char *)c->g->settings->config_hash;

@@ -35,6 +35,10 @@ struct eng_result;
 /* A row as pulled from the source. */
 typedef struct eng_row {
 	uint64_t seq;
+	/* Its source: the index of its node (graph->nodes[source]) and its
+	 * 0-based index among that source's rows (ADR 0044). */
+	unsigned source;
+	uint64_t source_index;
 	json_t *data;      /* owned */
 	char *error;       /* validation failure, or NULL (owned) */
 	char *where;       /* "line 17" or NULL (owned) */
@@ -273,6 +277,9 @@ typedef struct eng_ctx {
 	atomic_uint_fast64_t calls_by_class[ENG_CALL_CLASSES];
 	eng_ckpt *ckpt;            /* NULL: no checkpoints */
 	eng_sampler *sampler;      /* NULL: no samples (audit off) */
+	/* What reads the rows once the source is open (sources.c): the
+	 * plugin's ops, or the chain of several sources' */
+	const plg_source_ops *sops;
 	/* resume (resume.c): answers to reuse, the checkpoint's unreleased
 	 * rows to go first, and where the pipeline starts */
 	eng_replay *replay;
@@ -321,6 +328,12 @@ bool eng__sample_due(const eng_ctx *c, uint64_t now);
 void eng__sample(eng_ctx *c, const eng_sample_at *at);
 /* run.c: everything of a run after its audit record is started. */
 int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
+/* sources.c: opens every source of g (all of them before any row is
+ * read) as one: *ops reads them one after another in the settings'
+ * order, tagging each row with its source (plg_source_row.source);
+ * with one source, *ops are its plugin's. Close with (*ops)->close. */
+int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
+		      void **state, core_err *err);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* The rows in flight a run uses: o's, else the settings' (1 when the
  * settings do not pipeline). */

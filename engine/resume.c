@@ -190,6 +190,13 @@ static int done_row(eng_ctx *c, const Elspeth__CheckpointRow *m, eng_row *row,
 	return rc;
 }
 
+/* Where the checkpoint's source stands. */
+static plg_source_pos ck_pos(const Elspeth__Checkpoint *ck)
+{
+	return (plg_source_pos){ ck->source_offset, ck->source_line,
+		.source = ck->source_pos_source, .index = ck->source_pos_index };
+}
+
 static int pre_build(eng_ctx *c, rstate *r, core_err *err)
 {
 	const Elspeth__Checkpoint *ck = r->ck;
@@ -205,7 +212,8 @@ static int pre_build(eng_ctx *c, rstate *r, core_err *err)
 
 		row->seq = m->seq;
 		snprintf(row->hash, sizeof(row->hash), "%s", m->payload_ref);
-		row->pos = (plg_source_pos){ m->after_offset, m->after_line };
+		row->pos = (plg_source_pos){ m->after_offset, m->after_line,
+			.source = m->after_source, .index = m->after_index };
 		row->has_pos = m->has_after_pos;
 		if (m->seq != ck->released_through_seq + 1 + i)
 			rc = core_err_set(err, CORE_EDATA,
@@ -216,7 +224,8 @@ static int pre_build(eng_ctx *c, rstate *r, core_err *err)
 			r->rows_reused++;
 		} else {
 			/* Read again from the source when it opens. */
-			row->before = (plg_source_pos){ m->source_offset, m->source_line };
+			row->before = (plg_source_pos){ m->source_offset, m->source_line,
+				.source = m->before_source, .index = m->before_index };
 			row->has_before = m->has_source_pos;
 			r->rows_rerun++;
 		}
@@ -227,7 +236,7 @@ static int pre_build(eng_ctx *c, rstate *r, core_err *err)
 	if (!rc && ck->has_source_pos) {
 		eng_row *last = &r->pre.rows[r->pre.n - 1];
 
-		last->pos = (plg_source_pos){ ck->source_offset, ck->source_line };
+		last->pos = ck_pos(ck);
 		last->has_pos = true;
 	}
 	return rc;
@@ -292,7 +301,7 @@ static eng_row *rerun_row(eng_pre *p, uint64_t seq)
  * the run had read (the same canonical hash). */
 static int reread(eng_ctx *c, void *src, eng_row *row, core_err *err)
 {
-	const plg_source_ops *sops = c->g->nodes[0].sops;
+	const plg_source_ops *sops = c->sops;
 	plg_source_row r = { 0 };
 	eng_hash h;
 	int n = sops->next(src, &r, err);
@@ -316,6 +325,8 @@ static int reread(eng_ctx *c, void *src, eng_row *row, core_err *err)
 	row->data = r.row;
 	row->error = r.error;
 	row->where = r.where;
+	row->source = r.source;
+	row->source_index = r.source_index;
 	if (sops->position) {
 		sops->position(src, &row->pos);
 		row->has_pos = true;
@@ -329,7 +340,7 @@ static int reread(eng_ctx *c, void *src, eng_row *row, core_err *err)
 static int source_on(eng_ctx *c, void *src, core_err *err)
 {
 	const Elspeth__Checkpoint *ck = c->resume->ck;
-	const plg_source_ops *sops = c->g->nodes[0].sops;
+	const plg_source_ops *sops = c->sops;
 	eng_pre *pre = &c->resume->pre;
 	bool seek = sops->seek && sops->position && ck->has_source_pos;
 	int rc = 0;
@@ -367,10 +378,10 @@ static int source_on(eng_ctx *c, void *src, core_err *err)
 		if (!(rc = sops->seek(src, &row->before, err)))
 			rc = reread(c, src, row, err);
 		if (last) /* the checkpoint's position is the one kept */
-			row->pos = (plg_source_pos){ ck->source_offset, ck->source_line };
+			row->pos = ck_pos(ck);
 	}
 	if (!rc && ck->pulled_through_seq) {
-		plg_source_pos at = { ck->source_offset, ck->source_line };
+		plg_source_pos at = ck_pos(ck);
 
 		rc = sops->seek(src, &at, err);
 	}
@@ -693,7 +704,7 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 	c->replay = &r->replay;
 	c->pre = &r->pre;
 	c->start_seq = r->ck->released_through_seq;
-	c->start_pos = (plg_source_pos){ r->ck->source_offset, r->ck->source_line };
+	c->start_pos = ck_pos(r->ck);
 	c->has_start_pos = !r->ck->n_rows && r->ck->has_source_pos;
 	return 0;
 }

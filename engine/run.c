@@ -119,7 +119,7 @@ static void phase(eng_ctx *c, const char *phase, const char *action)
 /* ELSPETH's FieldResolutionApplied: how the source named its fields. */
 static void fields_event(eng_ctx *c, void *src)
 {
-	const plg_source_ops *ops = c->g->nodes[0].sops;
+	const plg_source_ops *ops = c->sops;
 	eng_event ev = { .kind = ENG_EV_FIELDS };
 
 	if (!ops->fields || !eng__wants(c->audit, ENG_EV_FIELDS))
@@ -139,14 +139,14 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 
 	phase(c, "source", "initializing");
 	/* The source first: a missing input must not leave empty outputs. */
-	if ((rc = g->nodes[0].sops->open(&g->env, g->nodes[0].options, &src, err)))
+	if ((rc = eng__sources_open(g, &c->sops, &src, err)))
 		return rc;
 	/* A resume reopens the sinks at their checkpointed positions and
 	 * moves the source on before the rest opens as usual. */
 	if (c->resume)
 		rc = eng__resume_open(c, src, err);
 	else if (c->limited && c->start_seq)
-		rc = g->nodes[0].sops->seek(src, &c->start_pos, err);
+		rc = c->sops->seek(src, &c->start_pos, err);
 	if (!rc)
 		rc = dag_open(g, true, err);
 	if (!rc)
@@ -163,7 +163,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		busiest_upstream(g, sum);
 	}
 	eng__aggs_free(c);
-	g->nodes[0].sops->close(src);
+	c->sops->close(src);
 	/* Queued checkpoints name the sinks' descriptors: they are committed
 	 * before the sinks close. */
 	if (c->ckpt && c->audit->rec) {
@@ -408,6 +408,10 @@ int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err)
 {
 	const plg_source_ops *ops = c->g->nodes[0].sops;
 
+	if (c->g->nsources > 1)
+		return core_err_set(err, CORE_EUNSUPPORTED,
+			"a pipeline with %zu sources cannot be sharded yet: run it as one "
+			"process (its rows in flight are many)", c->g->nsources);
 	if (sh->first_seq < 1 || sh->last_seq + 1 < sh->first_seq)
 		return core_err_set(err, CORE_ECONFIG, "shard %u: rows %llu..%llu is no range",
 				    sh->index, (unsigned long long)sh->first_seq,

@@ -12,7 +12,7 @@
  * source's, with its position after each. */
 int eng__pl_pull(pline *p, uint64_t seq, eng_row *row)
 {
-	const plg_source_ops *ops = p->c->g->nodes[0].sops;
+	const plg_source_ops *ops = p->c->sops;
 	plg_source_row r = { 0 };
 	int rc;
 
@@ -23,6 +23,8 @@ int eng__pl_pull(pline *p, uint64_t seq, eng_row *row)
 	if ((rc = ops->next(p->src, &r, &p->source_err)) <= 0)
 		return rc;
 	row->seq = seq;
+	row->source = r.source;
+	row->source_index = r.source_index;
 	row->data = r.row;
 	row->error = r.error;
 	row->where = r.where;
@@ -36,7 +38,7 @@ int eng__pl_pull(pline *p, uint64_t seq, eng_row *row)
 /* Asks the source how far it is (the pull role or the sequential loop). */
 void eng__pl_source_progress(pline *p)
 {
-	const plg_source_ops *ops = p->c->g->nodes[0].sops;
+	const plg_source_ops *ops = p->c->sops;
 
 	if (ops->progress)
 		ops->progress(p->src, &p->src_done, &p->src_total);

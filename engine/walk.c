@@ -487,6 +487,9 @@ static int walk(walker *w, tok *t, dag_dest at, eng_outcome how)
 			}
 			how = ENG_ROUTED;
 			break;
+		case DAG_QUEUE: /* passes the token on as it came */
+			at = n->next;
+			break;
 		case DAG_SOURCE:
 			rc = core_err_set(w->err, CORE_EINTERNAL,
 					  "row %llu: the walk reached the source",
@@ -532,7 +535,7 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 	t.data = json_incref(row->data);
 	if (row->error) {
 		char msg[1024];
-		int to = c->g->nodes[0].on_error;
+		int to = c->g->nodes[row->source].on_error;
 
 		if (to >= 0 && eng__wants(c->audit, ENG_EV_ROW_CREATED)) {
 			eng_event ev = { .kind = ENG_EV_ROW_CREATED, .row = row->seq,
@@ -545,11 +548,11 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 			snprintf(msg, sizeof(msg), "%s: %s", row->where, row->error);
 		else
 			snprintf(msg, sizeof(msg), "%s", row->error);
-		rc = eng__walk_error(&w, &t, c->g->nodes[0].on_error,
+		rc = eng__walk_error(&w, &t, c->g->nodes[row->source].on_error,
 				     ENG_QUARANTINED, "source", msg);
 		json_decref(t.data);
 	} else {
-		rc = walk(&w, &t, c->g->nodes[0].next, ENG_COMPLETED);
+		rc = walk(&w, &t, c->g->nodes[row->source].next, ENG_COMPLETED);
 	}
 	walker_done(&w);
 	return rc;

@@ -97,6 +97,11 @@ typedef struct plg_source_row {
 	json_t *row;
 	char *error;
 	char *where;
+	/* Set by the engine's chain of several sources (ADR 0044): which
+	 * source (its node) and the row's 0-based index among its rows. A
+	 * plugin leaves them 0. */
+	unsigned source;
+	uint64_t source_index;
 } plg_source_row;
 
 /* Where a source stands between two records (resume, ADR 0012): what
@@ -108,6 +113,11 @@ typedef struct plg_source_pos {
 	 * input() names (a shard checks the bytes of its range; a JSON
 	 * array's offset is an element index) */
 	bool bytes;
+	/* The engine's chain of several sources: the source that offset
+	 * and line are in, and how many of its rows come before (a plugin
+	 * leaves them 0). */
+	unsigned source;
+	uint64_t index;
 } plg_source_pos;
 
 /* One option of a plugin: what `elspeth serve`'s catalog and `mcp`'s

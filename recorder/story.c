@@ -31,6 +31,7 @@ typedef struct story {
 	bool has_base;          /* base_ns is set (by the first time put) */
 	core_buf buf;
 	size_t hdr_len;         /* the header's bytes: nothing recorded yet */
+	size_t kind_at;         /* the entry being encoded: its kind's byte */
 	uint8_t (*hashes)[CORE_SHA256_LEN];
 	char (*hex)[CORE_SHA256_HEX_LEN]; /* the same, as the engine has them */
 	bool *stored;           /* hashes[i]'s payload is in the fragment */
@@ -220,7 +221,17 @@ static int encode_row(story *s, const Elspeth__RowRecord *r)
 	TRY(put_hash(s, r->source_hash));
 	TRY(put_hash(s, r->payload_ref));
 	TRY(story_str(&s->buf, r->where));
-	return put_time(s, r->created_at_ns);
+	TRY(put_time(s, r->created_at_ns));
+	if (s->buf.data[s->kind_at] != STORY_ROW_SOURCE)
+		return 0;
+	TRY(story_uv(&s->buf, r->source));
+	return story_uv(&s->buf, r->source_row_index);
+}
+
+/* A row of the first source, at index seq - 1, is a plain STORY_ROW. */
+static bool row_has_source(const Elspeth__RowRecord *r)
+{
+	return r->source || r->source_row_index + 1 != r->seq;
 }
 
 static int encode_token(story *s, const Elspeth__TokenRecord *r)
@@ -339,10 +350,14 @@ static int encode(story *s, const ProtobufCMessage *m)
 #undef IS
 	if (!kind)
 		return CORE_EINTERNAL;
+	if (kind == STORY_ROW && row_has_source((const void *)m))
+		kind = STORY_ROW_SOURCE;
+	s->kind_at = s->buf.len;
 	if (core_buf_putc(&s->buf, (char)kind))
 		return CORE_ENOMEM;
 	switch (kind) {
-	case STORY_ROW: rc = encode_row(s, (const void *)m); break;
+	case STORY_ROW:
+	case STORY_ROW_SOURCE: rc = encode_row(s, (const void *)m); break;
 	case STORY_TOKEN: rc = encode_token(s, (const void *)m); break;
 	case STORY_PARENT: rc = encode_parent(s, (const void *)m); break;
 	case STORY_STATE: rc = encode_state(s, (const void *)m); break;

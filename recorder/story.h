@@ -46,6 +46,9 @@ enum story_kind {
 	STORY_OUTCOME,
 	STORY_ARTIFACT,
 	STORY_VERROR,
+	/* a row of a pipeline's second or later source (ADR 0044): a row's
+	 * fields, then uv source (its node) and uv its index there */
+	STORY_ROW_SOURCE,
 	STORY_KIND_LAST
 };
 

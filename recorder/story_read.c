@@ -241,7 +241,7 @@ static int dec_payload(dec *d)
 	return add_rec(d->v, REC_PAYLOADS, &k, NULL, d->in.p - n, (size_t)n);
 }
 
-static int dec_row(dec *d)
+static int dec_row(dec *d, bool with_source)
 {
 	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
 	rec_key k = key_of(d->run, 1, d->seq, 0);
@@ -252,6 +252,15 @@ static int dec_row(dec *d)
 	r.payload_ref = get_hash(d, NULL);
 	r.where = get_str(d);
 	r.created_at_ns = get_time(d);
+	r.source_row_index = d->seq - 1;
+	if (with_source) {
+		uint64_t src = story_get_uv(&d->in);
+
+		r.source = (uint32_t)src;
+		r.source_row_index = story_get_uv(&d->in);
+		if (src > UINT32_MAX)
+			d->in.bad = 1;
+	}
 	return d->in.bad ? CORE_EDATA : add_rec(d->v, REC_ROWS, &k, &r.base, NULL, 0);
 }
 
@@ -434,7 +443,8 @@ static int fragment_decode(rec__view *v, uint64_t run, uint64_t seq,
 		}
 		switch (kind) {
 		case STORY_PAYLOAD: rc = dec_payload(&d); break;
-		case STORY_ROW: rc = dec_row(&d); break;
+		case STORY_ROW: rc = dec_row(&d, false); break;
+		case STORY_ROW_SOURCE: rc = dec_row(&d, true); break;
 		case STORY_TOKEN: rc = dec_token(&d); break;
 		case STORY_PARENT: rc = dec_parent(&d); break;
 		case STORY_STATE: rc = dec_state(&d); break;

@@ -14,6 +14,7 @@
 static const char *const kind_names[] = {
 	[DAG_SOURCE] = "source", [DAG_TRANSFORM] = "transform", [DAG_GATE] = "gate",
 	[DAG_COALESCE] = "coalesce", [DAG_AGGREGATION] = "aggregation", [DAG_SINK] = "sink",
+	[DAG_QUEUE] = "queue",
 };
 
 static json_t *upstreams_json(const eng_sample *s)

@@ -571,8 +571,10 @@ static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	n->config = json_loads(r->config_json, 0, NULL);
 	node_ident(n, r->config_hash);
-	if (!strcmp(r->kind, "source"))
-		x->source = r->node_id;
+	if (!strcmp(r->kind, "source") && (!x->has_source || r->node_id < x->source)) {
+		x->source = r->node_id; /* the first source */
+		x->has_source = true;
+	}
 	if (!strcmp(r->kind, "gate") || !strcmp(r->kind, "coalesce"))
 		snprintf(plugin, sizeof(plugin), "%s:%s",
 			 !strcmp(r->kind, "gate") ? "config_gate" : r->kind, r->name);
@@ -742,6 +744,7 @@ void sqlt__run_reset(xp *x)
 	x->branches = NULL, x->nbranches = 0;
 	x->last_row_at = 0, x->rows_read = 0;
 	x->source = 0;
+	x->has_source = false;
 	x->max_row = 0;
 	free(x->step_states);
 	x->step_states = NULL, x->nstep_states = x->cap_step_states = 0;

@@ -108,10 +108,10 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 {
 	const Elspeth__ValidationErrorRecord *r = msg;
 	xrow *s = &x->st[ST_VALIDATION_ERRORS];
-	const xnode *src = x->source < x->nnodes ? &x->nodes[x->source] : NULL;
-	const char *mode = src ? json_string_value(json_object_get(
-		json_object_get(src->config, "schema"), "mode")) : NULL;
-	char *data = payload_text(x, r->data_ref);
+	uint32_t source = x->source;
+	const xnode *src;
+	const char *mode;
+	char *data;
 	violation vi;
 	const void *rv;
 	size_t rl;
@@ -120,10 +120,8 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 	int rc;
 
 	(void)key, (void)klen;
-	if (x->late) {
-		free(data);
+	if (x->late)
 		return 0; /* made at ingest: never late */
-	}
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
 	rec_key_u64(&k, r->row_id);
@@ -132,17 +130,22 @@ static int one_validation_error(xp *x, const void *key, size_t klen, const void 
 
 		if (row) {
 			at = row->created_at_ns;
+			source = row->source;
 			elspeth__row_record__free_unpacked(row, NULL);
 		}
 	}
+	src = source < x->nnodes ? &x->nodes[source] : NULL;
+	mode = src ? json_string_value(json_object_get(
+		json_object_get(src->config, "schema"), "mode")) : NULL;
+	data = payload_text(x, r->data_ref);
 	sqlt__bind_ref(x, s, 1, "ve", r->row_id);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
+	sqlt__bind_text(s, 3, sqlt__node_id(x, source));
 	sqlt__bind_text(s, 4, r->data_ref);
 	sqlt__bind_text(s, 5, data);
 	sqlt__bind_text(s, 6, r->error);
 	sqlt__bind_text(s, 7, mode ? mode : "observed");
-	sqlt__bind_text(s, 8, error_destination(x, x->source, "on_validation_failure"));
+	sqlt__bind_text(s, 8, error_destination(x, source, "on_validation_failure"));
 	sqlt__bind_time(s, 9, at ? at : x->rr->started_at_ns);
 	if (parse_violation(r->error, &vi)) {
 		sqlt__bind_text(s, 10, vi.type);

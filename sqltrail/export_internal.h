@@ -169,7 +169,8 @@ typedef struct xp {
 	uint64_t *state_at;     /* by state id: its end (or start) */
 	uint64_t nstates;
 	size_t nbatches;
-	uint32_t source;        /* the source node */
+	uint32_t source;        /* the (first) source node */
+	bool has_source;
 	uint64_t max_row;       /* the highest row written */
 	/* A live step (follow.c): rows row_lo..row_hi of a run that goes on,
 	 * appended to what earlier steps wrote (row_hi UINT64_MAX and live

@@ -444,7 +444,9 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	x->rows_read++;
 	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
+	/* the row's own source (ADR 0044); row_index is unique in a run:
+	 * the ingest order over all sources */
+	sqlt__bind_text(s, 3, sqlt__node_id(x, r->source));
 	sqlt__bind_i64(s, 4, (int64_t)r->seq - 1);
 	sqlt__bind_text(s, 5, r->source_hash);
 	sqlt__bind_nz(s, 6, r->payload_ref);

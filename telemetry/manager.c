@@ -617,6 +617,7 @@ static const char *kind_prefix(dag_kind k)
 	case DAG_COALESCE: return "coalesce";
 	case DAG_AGGREGATION: return "aggregation";
 	case DAG_SINK: return "sink";
+	case DAG_QUEUE: return "queue";
 	}
 	return "node";
 }

@@ -665,6 +665,7 @@ static inline void eng_install(dag_graph *g)
 			break;
 		case DAG_GATE:
 		case DAG_COALESCE:
+		case DAG_QUEUE:
 			break;
 		}
 	}
