@@ -17,7 +17,8 @@ static const char validate_usage[] =
 	"is read from the source or written.\n"
 	"\n"
 	"  -s, --settings FILE   the pipeline settings (YAML)\n"
-	"  -v, --verbose         also print every edge and what flows along it\n"
+	"  -v, --verbose         also print the settings format (ELSPETH 0.4.1 or\n"
+	"                        0.7.1) and every edge and what flows along it\n"
 	"  -h, --help            this help\n";
 
 /* Every edge that carries rows onward, with what its producer's rows
@@ -78,6 +79,10 @@ int cli_validate(int argc, char **argv)
 		cli_error(&err);
 		rc = CLI_ERROR;
 	} else {
+		if (verbose)
+			printf("Format: ELSPETH %s (the file has '%s:')\n",
+			       s->format == CORE_FORMAT_V07 ? "0.7.1" : "0.4.1",
+			       s->format == CORE_FORMAT_V07 ? "sources" : "source");
 		cli_print_pipeline(stdout, g);
 		if (verbose)
 			print_edges(stdout, g);

@@ -391,6 +391,12 @@ typedef enum core_merge {
 	CORE_MERGE_UNION, CORE_MERGE_NESTED, CORE_MERGE_SELECT
 } core_merge;
 
+/* A union's field given by two branches (ELSPETH 0.7.1): the later
+ * branch's value, the earlier's, or the join fails. */
+typedef enum core_collision {
+	CORE_COLLISION_LAST_WINS, CORE_COLLISION_FIRST_WINS, CORE_COLLISION_FAIL
+} core_collision;
+
 typedef struct core_coalesce_cfg {
 	const core_node *node;
 	const char *name;
@@ -399,6 +405,8 @@ typedef struct core_coalesce_cfg {
 	const char **inputs;           /* the connection of each branch */
 	core_policy policy;            /* default require_all */
 	core_merge merge;              /* default union */
+	core_collision collision;      /* union_collision_policy (0.7.1);
+					* default last_wins */
 	double timeout_seconds;        /* best_effort; 0 = none */
 	long long quorum_count;        /* quorum */
 	const char *select_branch;     /* select */

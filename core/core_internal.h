@@ -74,6 +74,10 @@ int core__settings_prepass_file(const char *path, core_err *err);
  * `sources` map and `queues` (0.7.1's): s->format, s->sources,
  * s->source (the first), s->queues; names checked as 0.7.1 does. */
 int core__load_sources(core_settings *s, const core_node *root, core_err *err);
+/* settings_v07.c: for a file in ELSPETH 0.7.1's format (it has
+ * `sources:`), sets s->format and applies 0.7.1's meaning of the keys
+ * the formats disagree on, before the sections are read. */
+int core__v07_prepare(core_settings *s, const core_node *root, core_err *err);
 /* settings.c: one source's map into *src. */
 int core__load_source(core_settings *s, const core_node *n,
 		      core_source_cfg *src, core_err *err);

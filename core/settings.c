@@ -358,6 +358,7 @@ static int settings_build(core_settings *s, core_err *err)
 				    "%s: the settings file is empty", s->path);
 	if ((rc = core__refuse_cloud(root, err)) ||
 	    (rc = core_map_check_keys(root, top_keys, err)) ||
+	    (rc = core__v07_prepare(s, root, err)) ||
 	    (rc = core__load_secrets(s, core_map_get(root, "secrets"), err)) ||
 	    (rc = core__load_depends_on(s, core_map_get(root, "depends_on"), err)) ||
 	    (rc = core__expand_files(s, err)) ||

@@ -20,6 +20,19 @@ static const key_spec coalesce_keys[] = {
 	{ "select_branch", K_STR, false }, { "on_success", K_STR, false },
 	{ NULL }
 };
+/* ELSPETH 0.7.1's coalesce (ADR 0044): the same, and how a union
+ * resolves a field two branches give. */
+static const char *const collisions[] = { "last_wins", "first_wins", "fail", NULL };
+static const key_spec coalesce_keys_v07[] = {
+	{ "name", K_STR, true }, { "branches", K_ANY, true },
+	{ "policy", K_ENUM, false, 0, 0, policies },
+	{ "merge", K_ENUM, false, 0, 0, merges },
+	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
+	{ "quorum_count", K_INT, false, 1, 1e6 },
+	{ "select_branch", K_STR, false }, { "on_success", K_STR, false },
+	{ "union_collision_policy", K_ENUM, false, 0, 0, collisions },
+	{ NULL }
+};
 
 static const char *const output_modes[] = { "transform", "passthrough", NULL };
 static const key_spec aggregation_keys[] = {
@@ -113,9 +126,15 @@ static int load_one_coalesce(core_settings *s, core_coalesce_cfg *c,
 {
 	int idx, rc;
 
-	if ((rc = core__check_section(n, coalesce_keys, err)))
+	if ((rc = core__check_section(n, s->format == CORE_FORMAT_V07 ?
+				       coalesce_keys_v07 : coalesce_keys, err)))
 		return rc;
 	c->node = n;
+	if (core_map_get(n, "union_collision_policy")) {
+		core_node_enum(core_map_get(n, "union_collision_policy"), collisions,
+			       &idx, err);
+		c->collision = (core_collision)idx;
+	}
 	c->name = core__str_of(n, "name");
 	/* Without on_success (ELSPETH 0.4.1), the merged rows go to the
 	 * connection named after the coalesce. */
@@ -135,7 +154,6 @@ static int load_one_coalesce(core_settings *s, core_coalesce_cfg *c,
 	    (rc = core_opt_int(n, "quorum_count", 1, 1000000, &c->quorum_count, err)) ||
 	    (rc = load_branches(c, core_map_get(n, "branches"), err)))
 		return rc;
-	(void)s;
 	return check_policy(c, n, err);
 }
 

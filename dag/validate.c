@@ -216,13 +216,36 @@ static void reach(const dag_graph *g, int start, bool *seen)
 	free(stack);
 }
 
+/* A queue no edge enters (ELSPETH's words). */
+static int check_queue_producers(dag__build *c)
+{
+	const dag_graph *g = c->g;
+
+	for (size_t i = g->nsources; i < g->nnodes; i++) {
+		size_t e = 0;
+
+		if (g->nodes[i].kind != DAG_QUEUE)
+			continue;
+		while (e < g->nedges && g->edges[e].to != (int)i)
+			e++;
+		if (e == g->nedges)
+			return core_err_at(c->err, CORE_ECONFIG, g->nodes[i].options,
+				"Queue '%s' has no upstream producers: no source, transform, "
+				"gate or aggregation sends rows to '%s'", g->nodes[i].name,
+				g->nodes[i].name);
+	}
+	return 0;
+}
+
 int dag__check_reachable(dag__build *c)
 {
 	const dag_graph *g = c->g;
-	bool *seen = calloc(g->nnodes, sizeof(*seen));
-	int rc = 0;
+	bool *seen;
+	int rc = check_queue_producers(c);
 
-	if (!seen)
+	if (rc)
+		return rc;
+	if (!(seen = calloc(g->nnodes, sizeof(*seen))))
 		return core_err_set(c->err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < g->nsources; i++)
 		reach(g, (int)i, seen);
@@ -231,12 +254,6 @@ int dag__check_reachable(dag__build *c)
 
 		if (seen[i] || n->kind == DAG_SINK)
 			continue;
-		if (n->kind == DAG_QUEUE) {
-			rc = core_err_at(c->err, CORE_ECONFIG, n->options,
-				"Queue '%s' has no upstream producers: no source, transform, "
-				"gate or aggregation sends rows to '%s'", n->name, n->name);
-			break;
-		}
 		rc = core_err_set(c->err, CORE_ECONFIG,
 			"%s: %s '%s' is never reached: nothing sends rows to its input '%s' "
 			"(check the on_success, routes and fork_to that should lead to it)",

@@ -148,11 +148,18 @@ static json_t *merge(const group *gr, const bool *take, json_t *collisions)
 			}
 		} else {
 			json_object_foreach((json_t *)row, key, v) {
-				if (json_object_get(out, key) &&
-				    !json_equal(json_object_get(out, key), v))
+				json_t *had = json_object_get(out, key);
+
+				if (had && cc->collision == CORE_COLLISION_FAIL) {
 					json_object_set_new(collisions, key,
 						json_string(cc->branches[i]));
-				json_object_set(out, key, v);
+					continue;
+				}
+				if (had && !json_equal(had, v))
+					json_object_set_new(collisions, key,
+						json_string(cc->branches[i]));
+				if (!had || cc->collision == CORE_COLLISION_LAST_WINS)
+					json_object_set(out, key, v);
 			}
 		}
 	}
@@ -207,6 +214,43 @@ static int fail_group(walker *w, group *gr, const char *why)
 	return rc;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* union_collision_policy: fail — a field two branches give fails the
+ * join, naming the fields as ELSPETH does (sorted, a Python list). */
+static int fail_collisions(walker *w, group *gr, tok *m, json_t *collisions)
+{
+	const char **keys = calloc(json_object_size(collisions), sizeof(*keys));
+	size_t n = 0;
+	core_buf why;
+	const char *k;
+	json_t *v;
+	int rc;
+
+	json_decref(m->data);
+	m->data = NULL;
+	if (!keys) {
+		json_decref(collisions);
+		return core_err_set(w->err, CORE_ENOMEM, "out of memory");
+	}
+	json_object_foreach(collisions, k, v)
+		keys[n++] = k;
+	qsort(keys, n, sizeof(*keys), cmp_str);
+	core_buf_init(&why);
+	core_buf_printf(&why, "union merge collisions: [");
+	for (size_t i = 0; i < n; i++)
+		core_buf_printf(&why, "%s'%s'", i ? ", " : "", keys[i]);
+	core_buf_printf(&why, "]");
+	rc = fail_group(w, gr, why.data ? why.data : "union merge collisions");
+	core_buf_release(&why);
+	free(keys);
+	json_decref(collisions);
+	return rc;
+}
+
 /* Records the merge as the merged token's node state. */
 static void record_merge(walker *w, const group *gr, tok *m, const bool *take,
 			 json_t *collisions)
@@ -253,6 +297,8 @@ static int join(walker *w, group *gr, const tok_ctx *ctx)
 		json_decref(collisions);
 		return core_err_set(w->err, CORE_ENOMEM, "out of memory");
 	}
+	if (cc->collision == CORE_COLLISION_FAIL && json_object_size(collisions))
+		return fail_collisions(w, gr, &m, collisions);
 	m.id = eng__audit_token(w->c->audit, w->seq, 0, 0, ctx->branch);
 	for (size_t i = 0; i < cc->nbranches; i++) {
 		tok *in = &gr->arrived[i];

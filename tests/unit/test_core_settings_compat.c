@@ -151,15 +151,79 @@ Test(compat, one_entry_sources_map_is_the_source)
 Test(compat, sources_errors)
 {
 	expect_error(SOURCE "sources:\n  a: {plugin: csv, on_success: out}\n" SINKS,
-		     CORE_ECONFIG, "both 'source' and 'sources'");
-	expect_error("sources:\n  a: {plugin: csv, on_success: out}\n"
-		     "  b: {plugin: json, on_success: out}\n" SINKS,
-		     CORE_EUNSUPPORTED, "p.yaml:3:3: sources.b: 2 sources are given ('a', 'b')");
-	expect_error("sources: {}\n" SINKS, CORE_ECONFIG, "exactly one");
+		     CORE_ECONFIG, "both 'source' (ELSPETH 0.4.1's format) and 'sources'");
+	expect_error("sources: {}\n" SINKS, CORE_ECONFIG, "at least one");
 	expect_error("sources:\n  a: {plugin: csv, on_success: out, option: {}}\n" SINKS,
 		     CORE_ECONFIG, "option");
 	expect_error("sources:\n  a: {plugin: azure_blob, on_success: out}\n" SINKS,
 		     CORE_EUNSUPPORTED, "sources.a.plugin: plugin 'azure_blob'");
+	/* 0.7.1's names: lowercase, a letter first, not reserved */
+	expect_error("sources:\n  Orders: {plugin: csv, on_success: out}\n" SINKS,
+		     CORE_ECONFIG, "p.yaml:2:3: sources.Orders: Source names must be lowercase");
+	expect_error("sources:\n  __x: {plugin: csv, on_success: out}\n" SINKS,
+		     CORE_ECONFIG, "contains invalid characters");
+	expect_error("sources:\n  fork: {plugin: csv, on_success: out}\n" SINKS,
+		     CORE_ECONFIG, "Source name 'fork' is reserved");
+	expect_error("sources:\n  a: [1]\n" SINKS, CORE_ECONFIG, "expected a map");
+}
+
+#define TWO_SOURCES "sources:\n" \
+	"  orders: {plugin: csv, on_success: inbound, options: {path: o.csv, on_validation_failure: discard}}\n" \
+	"  refunds: {plugin: json, on_success: inbound, options: {path: r.json, on_validation_failure: discard}}\n"
+
+Test(compat, several_sources_and_queues)
+{
+	core_settings *s;
+	core_err err;
+
+	cr_assert_eq(load(TWO_SOURCES "queues:\n  inbound: {description: both}\n" SINKS,
+			  &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->format, CORE_FORMAT_V07);
+	cr_assert_eq(s->nsources, 2);
+	cr_assert_str_eq(s->sources[0].name, "orders");
+	cr_assert_str_eq(s->sources[1].name, "refunds");
+	cr_assert_str_eq(s->sources[1].plugin, "json");
+	cr_assert_str_eq(s->source.name, "orders");
+	cr_assert_eq(s->nqueues, 1);
+	cr_assert_str_eq(s->queues[0].name, "inbound");
+	cr_assert_str_eq(s->queues[0].description, "both");
+	/* 0.7.1's default database */
+	cr_assert_str_eq(s->landscape_url, "sqlite:///./data/audit.db");
+	core_settings_free(s);
+	cr_assert_eq(load(SOURCE SINKS, &s, &err), 0, "%s", err.msg);
+	cr_assert_eq(s->format, CORE_FORMAT_V04);
+	cr_assert_eq(s->nsources, 1);
+	cr_assert_eq(s->nqueues, 0);
+	core_settings_free(s);
+	expect_error(SOURCE "queues: {q: {}}\n" SINKS, CORE_ECONFIG,
+		     "ELSPETH 0.4.1's format (this file has 'source:') has no queues");
+	expect_error(TWO_SOURCES "queues: {inbound: {size: 3}}\n" SINKS, CORE_ECONFIG,
+		     "queues.inbound.size");
+	expect_error(TWO_SOURCES "queues: {Inbound: {}}\n" SINKS, CORE_ECONFIG,
+		     "Queue names must be lowercase");
+	expect_error(TWO_SOURCES "queues: {inbound: 1}\n" SINKS, CORE_ECONFIG,
+		     "expected a map");
+}
+
+Test(compat, v07_rules)
+{
+	expect_error(TWO_SOURCES "landscape: {enabled: false}\n" SINKS, CORE_ECONFIG,
+		     "landscape.enabled=false is not supported");
+	expect_error(TWO_SOURCES "checkpoint: {aggregation_boundaries: true}\n" SINKS,
+		     CORE_ECONFIG, "removed in ELSPETH 0.7.1");
+	expect_error(TWO_SOURCES "landscape: {export: {enabled: false, signing_mode: unsigned}}\n"
+		     SINKS, CORE_EUNSUPPORTED, "audit-export-v2");
+	expect_error(TWO_SOURCES "aggregations:\n- {name: b, plugin: openrouter_batch_llm, "
+		     "input: x}\n" SINKS, CORE_ECONFIG, "was removed in ELSPETH 0.7.1");
+	expect_error(TWO_SOURCES "transforms:\n- {name: l, plugin: llm, input: inbound, "
+		     "on_success: out, options: {template: hi}}\n" SINKS, CORE_ECONFIG,
+		     "the llm transform's template is 'prompt_template'");
+	expect_error(TWO_SOURCES "coalesce:\n- {name: m, branches: [a, b], "
+		     "union_collision_policy: maybe}\n" SINKS, CORE_ECONFIG, "maybe");
+	/* 0.4.1 has none of these */
+	expect_error(SOURCE "coalesce:\n- {name: m, branches: [a, b], "
+		     "union_collision_policy: fail}\n" SINKS, CORE_ECONFIG,
+		     "unknown key 'union_collision_policy'");
 }
 
 /* --------------------------------------------------------- depends_on */

@@ -113,10 +113,23 @@ Test(graph, llm_options_are_checked)
 
 Test(graph, cycle_is_detected)
 {
+	/* a loop the source feeds would give its entry two producers
+	 * (below): this one is fed by nothing */
+	expect_graph_error("transforms:\n"
+			   "  - {name: a, plugin: passthrough, input: a_in, on_success: out}\n"
+			   "  - {name: c, plugin: passthrough, input: c_in, on_success: d_in}\n"
+			   "  - {name: d, plugin: passthrough, input: d_in, on_success: c_in}\n",
+			   CORE_ECONFIG, "cycle");
+}
+
+Test(graph, two_producers_of_a_connection_are_refused)
+{
+	/* ELSPETH's "Duplicate producer": a loop back to the first input */
 	expect_graph_error("transforms:\n"
 			   "  - {name: a, plugin: passthrough, input: a_in, on_success: b_in}\n"
 			   "  - {name: b, plugin: passthrough, input: b_in, on_success: a_in}\n",
-			   CORE_ECONFIG, "cycle");
+			   CORE_ECONFIG, "Duplicate producer for connection 'a_in': "
+			   "source 'source' and transform 'b'");
 }
 
 Test(graph, unreachable_node_is_detected)
@@ -311,4 +324,84 @@ Test(graph, coalesced_branch_must_stay_one_token)
 		 "coalesce:\n"
 		 "  - {name: j, branches: {left: l_done, right: right}, on_success: out}\n", fork_gate);
 	expect_graph_error(mid, CORE_ECONFIG, "passes through aggregation 's'");
+}
+
+/* ------------------------------------------ ELSPETH 0.7.1: sources, queues */
+
+#define TWO_SOURCES "sources:\n" \
+	"  orders: {plugin: csv, on_success: %s, options: {path: o.csv, on_validation_failure: discard}}\n" \
+	"  refunds: {plugin: csv, on_success: %s, options: {path: r.csv, on_validation_failure: bad}}\n"
+
+static int build_v07(const char *to, const char *middle, core_settings **s,
+		     dag_graph **g, core_err *err)
+{
+	char text[4096];
+	int n = snprintf(text, sizeof(text), TWO_SOURCES, to, to);
+
+	snprintf(text + n, sizeof(text) - (size_t)n, "%s%s", middle, sinks);
+	memset(err, 0, sizeof(*err));
+	*g = NULL;
+	cr_assert_eq(core_settings_parse("q.yaml", text, s, err), 0, "settings: %s", err->msg);
+	return dag_build(*s, g, err);
+}
+
+static void expect_v07_error(const char *to, const char *middle, const char *needle)
+{
+	core_settings *s;
+	dag_graph *g;
+	core_err err;
+
+	cr_assert_eq(build_v07(to, middle, &s, &g, &err), CORE_ECONFIG, "%s", err.msg);
+	cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+	core_settings_free(s);
+}
+
+Test(graph, sources_feed_a_queue_that_feeds_one_node)
+{
+	core_settings *s;
+	dag_graph *g;
+	core_err err;
+
+	cr_assert_eq(build_v07("inbound", "queues: {inbound: {}}\n"
+			       "transforms:\n"
+			       "  - {name: t, plugin: passthrough, input: inbound, on_success: out}\n",
+			       &s, &g, &err), 0, "%s", err.msg);
+	cr_assert_eq(g->nsources, 2);
+	cr_assert_eq(g->nodes[0].kind, DAG_SOURCE);
+	cr_assert_str_eq(g->nodes[0].name, "orders");
+	cr_assert_str_eq(g->nodes[1].name, "refunds");
+	cr_assert_eq(g->nodes[2].kind, DAG_TRANSFORM);
+	cr_assert_eq(g->nodes[3].kind, DAG_QUEUE);
+	/* both sources go to the queue, the queue to the transform */
+	cr_assert_eq(g->nodes[0].next.node, 3);
+	cr_assert_eq(g->nodes[1].next.node, 3);
+	cr_assert_eq(g->nodes[3].next.node, 2);
+	cr_assert_eq(g->nodes[1].on_error, sink_index(g, "bad"));
+	cr_assert_eq(g->nodes[0].on_error, DAG_DISCARD);
+	dag_free(g);
+	core_settings_free(s);
+	/* sinks take several producers directly */
+	cr_assert_eq(build_v07("out", "", &s, &g, &err), 0, "%s", err.msg);
+	dag_free(g);
+	core_settings_free(s);
+}
+
+Test(graph, fan_in_needs_a_queue)
+{
+	expect_v07_error("merged", "transforms:\n"
+			 "  - {name: t, plugin: passthrough, input: merged, on_success: out}\n",
+			 "Duplicate producer for connection 'merged': source 'orders' and "
+			 "source 'refunds'. Route multiple producers through an explicit "
+			 "queue node (queues: {merged: {}})");
+	expect_v07_error("inbound", "queues: {inbound: {}}\n",
+			 "queue 'inbound' has no downstream consumer");
+	expect_v07_error("out", "queues: {spare: {}}\n"
+			 "transforms:\n"
+			 "  - {name: t, plugin: passthrough, input: spare, on_success: out}\n",
+			 "Queue 'spare' has no upstream producers");
+	/* one name space over sources, queues and the rest */
+	expect_v07_error("inbound", "queues: {inbound: {}}\n"
+			 "transforms:\n"
+			 "  - {name: orders, plugin: passthrough, input: inbound, on_success: out}\n",
+			 "Node name 'orders' is used by both source and transform");
 }

@@ -1,0 +1,132 @@
+/*
+ * settings_v07.c — where ELSPETH 0.7.1's settings format differs from
+ * 0.4.1's (ADR 0044). A file with `sources:` is in 0.7.1's format; before
+ * its sections are read as usual, this pass applies 0.7.1's meaning of
+ * the keys the two formats disagree on: the llm transform's template is
+ * `prompt_template`, the audit trail cannot be turned off, the default
+ * database is ./data/audit.db, checkpoint.aggregation_boundaries and the
+ * batch LLM aggregations are gone. What 0.7.1 adds elsewhere (queues,
+ * union_collision_policy, collision_policy) is read where its section is.
+ */
+#include <string.h>
+
+#include "core/core_internal.h"
+
+/* The llm transform's template (0.7.1's LLMConfig.prompt_template) is
+ * read under our name for it, `template`; 0.4.1's name is unknown. */
+static int llm_template(core_settings *s, core_node *opts, core_err *err)
+{
+	const core_node *old = core_map_get(opts, "template");
+	core_node *pt = (core_node *)core_map_get(opts, "prompt_template");
+
+	if (old)
+		return core_err_at(err, CORE_ECONFIG, old,
+			"unknown key 'template': in ELSPETH 0.7.1's format (this file has "
+			"'sources:') the llm transform's template is 'prompt_template'");
+	if (!pt)
+		return 0;
+	core__doc_map_del(opts, "prompt_template");
+	return core__doc_map_set(s->doc, opts, pt, "template", pt) ?
+		core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
+}
+
+static int transforms(core_settings *s, const core_node *list, core_err *err)
+{
+	int rc;
+
+	for (size_t i = 0; list && list->kind == CORE_NODE_SEQ && i < list->len; i++) {
+		const char *plugin = core__str_of(list->items[i], "plugin");
+		core_node *opts = (core_node *)core_map_get(list->items[i], "options");
+
+		if (!plugin || !opts || opts->kind != CORE_NODE_MAP || strcmp(plugin, "llm"))
+			continue;
+		if ((rc = llm_template(s, opts, err)))
+			return rc;
+	}
+	return 0;
+}
+
+static int aggregations(const core_node *list, core_err *err)
+{
+	static const char *const removed[] = { "openrouter_batch_llm", "azure_batch_llm", NULL };
+
+	for (size_t i = 0; list && list->kind == CORE_NODE_SEQ && i < list->len; i++) {
+		const core_node *p = core_map_get(list->items[i], "plugin");
+
+		for (size_t k = 0; p && p->value && removed[k]; k++)
+			if (!strcmp(p->value, removed[k]))
+				return core_err_at(err, CORE_ECONFIG, p,
+					"aggregation plugin '%s' was removed in ELSPETH 0.7.1 (this "
+					"file is in 0.7.1's format: it has 'sources:'); send the "
+					"rows through the llm transform", p->value);
+	}
+	return 0;
+}
+
+static int landscape(core_settings *s, const core_node *n, core_err *err)
+{
+	const core_node *en = core_map_get(n, "enabled");
+	const core_node *x = core_map_get(n, "export");
+	static const char *const v07_export[] = {
+		"signing_mode", "signer_key_id", "signing_secret_ref",
+		"signer_rotation_policy", "exporter_version", "serialization_version",
+		"chunking_algorithm_version", "include_raw_error_rows",
+		"total_record_limit", "total_byte_limit", "chunk_limit",
+		"per_chunk_record_limit", "per_chunk_byte_limit", "spool_root",
+		"content_store", NULL
+	};
+
+	if (en && en->kind == CORE_NODE_SCALAR && en->value && !strcmp(en->value, "false"))
+		return core_err_at(err, CORE_ECONFIG, en,
+			"landscape.enabled=false is not supported — the audit trail is "
+			"mandatory (ELSPETH 0.7.1's rule; this file has 'sources:')");
+	if (!core_map_get(n, "url") &&
+	    core_landscape_paths(s->landscape_url, s->landscape_lmdb,
+				 sizeof(s->landscape_lmdb), s->landscape_sql,
+				 sizeof(s->landscape_sql), err))
+		return err->code;
+	/* 0.7.1's export is a new format (audit-export-v2: chunks, signer
+	 * ids, a spool); ours writes 0.4.1's. Its keys are refused rather
+	 * than taken to mean what they do not. */
+	for (size_t i = 0; x && x->kind == CORE_NODE_MAP && v07_export[i]; i++) {
+		const core_node *k = core_map_get(x, v07_export[i]);
+
+		if (k)
+			return core_err_at(err, CORE_EUNSUPPORTED, k,
+				"ELSPETH 0.7.1's audit export "
+				"(audit-export-v2, signed by signer key ids) is not supported "
+				"by this build; leave the export out, or use 0.4.1's format "
+				"(landscape.export.sign)");
+	}
+	if (x && core_map_get(x, "sign"))
+		return core_err_at(err, CORE_ECONFIG, core_map_get(x, "sign"),
+			"unknown key 'sign': ELSPETH 0.7.1 signs its export with "
+			"signing_mode: hmac_sha256");
+	return 0;
+}
+
+int core__v07_prepare(core_settings *s, const core_node *root, core_err *err)
+{
+	const core_node *ck = core_map_get(root, "checkpoint");
+	const core_node *n;
+	int rc;
+
+	if (!core_map_get(root, "sources"))
+		return 0;
+	s->format = CORE_FORMAT_V07;
+	/* 0.7.1's default database (its LandscapeSettings.url). */
+	s->landscape_url = "sqlite:///./data/audit.db";
+	if ((n = core_map_get(ck, "aggregation_boundaries")))
+		return core_err_at(err, CORE_ECONFIG, n,
+			"unknown key 'aggregation_boundaries': removed in ELSPETH 0.7.1 "
+			"(this file is in 0.7.1's format: it has 'sources:')");
+	if ((rc = transforms(s, core_map_get(root, "transforms"), err)) ||
+	    (rc = aggregations(core_map_get(root, "aggregations"), err)))
+		return rc;
+	n = core_map_get(root, "landscape");
+	if (!n || n->kind != CORE_NODE_MAP)
+		return core_landscape_paths(s->landscape_url, s->landscape_lmdb,
+					    sizeof(s->landscape_lmdb), s->landscape_sql,
+					    sizeof(s->landscape_sql), err);
+	return landscape(s, n, err);
+}
