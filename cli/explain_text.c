@@ -238,6 +238,9 @@ int cli_explain_text(FILE *f, const json_t *doc, const char *sink)
 	fprintf(f, "Row %lld (%s), source hash %s\n", num(row, "seq"),
 		str(row, "where")[0] ? str(row, "where") : "no position",
 		str(row, "source_hash"));
+	if (json_object_get(row, "source_node"))
+		fprintf(f, "      from source '%s', its row %lld (0-based)\n",
+			str(row, "source_node"), num(row, "source_row_index"));
 	print_payload(f, "source (canonical)", json_object_get(row, "source"));
 	if (json_object_get(row, "validation_error"))
 		fprintf(f, "      validation error: %s\n", str(row, "validation_error"));

@@ -105,6 +105,21 @@ static int landscape(core_settings *s, const core_node *n, core_err *err)
 	return 0;
 }
 
+/* 0.4.1's file sinks have no collision_policy: it is 0.7.1's. */
+static int v04_sinks(const core_node *sinks, core_err *err)
+{
+	for (size_t i = 0; sinks && sinks->kind == CORE_NODE_MAP && i < sinks->len; i++) {
+		const core_node *cp = core_map_get(core_map_get(sinks->items[i], "options"),
+						   "collision_policy");
+
+		if (cp)
+			return core_err_at(err, CORE_ECONFIG, cp,
+				"unknown key 'collision_policy': it is ELSPETH 0.7.1's (a file "
+				"in its format has 'sources:'); 0.4.1's sinks replace the file");
+	}
+	return 0;
+}
+
 int core__v07_prepare(core_settings *s, const core_node *root, core_err *err)
 {
 	const core_node *ck = core_map_get(root, "checkpoint");
@@ -112,7 +127,7 @@ int core__v07_prepare(core_settings *s, const core_node *root, core_err *err)
 	int rc;
 
 	if (!core_map_get(root, "sources"))
-		return 0;
+		return v04_sinks(core_map_get(root, "sinks"), err);
 	s->format = CORE_FORMAT_V07;
 	/* 0.7.1's default database (its LandscapeSettings.url). */
 	s->landscape_url = "sqlite:///./data/audit.db";

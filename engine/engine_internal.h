@@ -334,6 +334,13 @@ int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
  * with one source, *ops are its plugin's. Close with (*ops)->close. */
 int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 		      void **state, core_err *err);
+/* sink_paths.c: the files sinks write, settled before the trail records
+ * them: a new run's collision_policy auto_increment picks a free
+ * sibling of an existing file; a resume's are those its checkpoint
+ * names. */
+int eng__sink_paths_new(dag_graph *g, core_err *err);
+int eng__sink_paths_resume(dag_graph *g, const Elspeth__Checkpoint *ck,
+			   core_err *err);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* The rows in flight a run uses: o's, else the settings' (1 when the
  * settings do not pipeline). */

@@ -696,6 +696,7 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 				 &r->superseded, err)) ||
 	    (rc = rec_replay_load(r->rec, r->ck, &r->replay.r, err)) ||
 	    (rc = pre_build(c, r, err)) ||
+	    (rc = eng__sink_paths_resume(c->g, r->ck, err)) ||
 	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, o->shard, r->run,
 				    next, err)))
 		return rc;

@@ -392,6 +392,8 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 		return rc;
 	if (o && o->shard && (rc = eng__shard_setup(&c, o->shard, err)))
 		return rc;
+	if (!(o && o->shard) && (rc = eng__sink_paths_new(g, err)))
+		return rc;
 	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
 	if (!sum->per_sink)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

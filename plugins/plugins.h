@@ -81,6 +81,13 @@ const core_rate_limit_cfg *plg_env_rate_limits(const plg_env *env);
  * each path: its SHA-256 prefix and base name. Set before the sinks open;
  * the strings plg_part_path handed out before are freed. */
 int plg_env_set_part_dir(plg_env *env, const char *dir, core_err *err);
+/* Names the file a sink writes instead of `from` (the path its options
+ * give): ELSPETH 0.7.1's collision_policy auto_increment picks a free
+ * sibling for a new run, and a resume goes on writing what the run
+ * wrote (ADR 0044). A path is mapped once. Before dag_open; the map
+ * lives in the same table as a sharded run's part files. */
+int plg_env_map_path(plg_env *env, const char *from, const char *to,
+		     core_err *err);
 /* The file a sink writes for `path`: its part file when the run is
  * sharded, else path. Thread-safe; valid until the part directory
  * changes or the environment is released. NULL when out of memory. */

@@ -163,6 +163,20 @@ int plg__outfile_flush(plg__outfile *f, core_err *err); /* fflush + fsync */
 /* plg_sink_ops.target and .verify for the sinks that write the file their
  * `path` option names. */
 const char *plg__outfile_target(const plg_env *env, const core_node *options);
+/* ELSPETH 0.7.1's collision_policy of a file sink (ADR 0044): what a new
+ * run does when its file exists. fail_if_exists refuses it here (open);
+ * auto_increment is mapped to a free sibling by the engine before the
+ * sinks open (plg_env_map_path); append_or_create is mode: append's. */
+enum { PLG__COLLIDE_NONE, PLG__COLLIDE_FAIL, PLG__COLLIDE_INCREMENT,
+       PLG__COLLIDE_APPEND };
+extern const plg_option plg__collision_opts[];
+/* Reads and checks it against mode (append or write), as 0.7.1 does. */
+int plg__opt_collision(const core_node *opts, bool append, int *policy,
+		       core_err *err);
+/* fail_if_exists: a new run's file (path, as its options name it) must
+ * not exist. */
+int plg__collision_check(const plg_env *env, const char *path, int policy,
+			 core_err *err);
 int plg__outfile_verify(const plg_env *env, const core_node *options,
 			const plg_sink_pos *at, core_err *err);
 /* Flushes, fsyncs and closes; f is zeroed. A closed f is a no-op. */

@@ -632,6 +632,11 @@ static json_t *row_json(explain *x, uint64_t seq)
 		      "source_hash", r->source_hash, "where", r->where,
 		      "created_at", time_json(r->created_at_ns),
 		      "source", payload_json(x, r->payload_ref, true));
+	/* a pipeline with several sources: which one, and where in it */
+	if (j && (r->source || r->source_row_index + 1 != r->seq)) {
+		json_object_set_new(j, "source_node_id", json_integer(r->source));
+		json_object_set_new(j, "source_row_index", json_integer((json_int_t)r->source_row_index));
+	}
 	free_msg(r);
 	v = x_get(x, REC_VALIDATION_ERRORS, &k,
 		    &elspeth__validation_error_record__descriptor);
@@ -698,6 +703,10 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 		json_decref(resumes);
 		return damaged(x, rc, err);
 	}
+	if (json_object_get(row, "source_node_id"))
+		json_object_set_new(row, "source_node", json_string(node_field(x,
+			(uint32_t)json_integer_value(json_object_get(row, "source_node_id")),
+			"name")));
 	doc = json_pack("{s:s,s:o,s:o,s:o,s:O}", "schema", "elspeth-explain-1",
 			"run", run_json(run), "resumes", resumes, "row", row,
 			"tokens", x->tokens);

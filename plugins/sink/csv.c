@@ -30,6 +30,7 @@
 #include "plugins/plugins_internal.h"
 
 struct csv_sink {
+	int collide;            /* PLG__COLLIDE_* */
 	plg__outfile out;
 	plg_schema *schema;
 	char delim;
@@ -327,7 +328,9 @@ static const plg_option csvk_own[] = {
 	  "utf-8 only" },
 	{ NULL }
 };
-static const plg_option *const csvk_opts[] = { csvk_own, plg__schema_opts, NULL };
+static const plg_option *const csvk_opts[] = {
+	csvk_own, plg__collision_opts, plg__schema_opts, NULL
+};
 
 static int parse_options(void *state, const core_node *opts,
 			 const char **path, bool *append, core_err *err)
@@ -355,6 +358,8 @@ static int parse_options(void *state, const core_node *opts,
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &s->schema, err);
 	s->delim = delim[0];
 	*append = m == 1;
+	if (!rc)
+		rc = plg__opt_collision(opts, *append, &s->collide, err);
 	return rc;
 }
 
@@ -381,6 +386,8 @@ static int csv_start(const plg_env *env, const core_node *options,
 		rc = (file = plg_part_path(env, path)) ?
 		     read_existing_header(s, file, err) :
 		     core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (!rc && !at)
+		rc = plg__collision_check(env, path, s->collide, err);
 	if (!rc && !at)
 		rc = plg__outfile_open(&s->out, env, path, append, err);
 	if (!rc && s->out.pos == 0 && s->header_done) {

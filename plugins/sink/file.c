@@ -77,6 +77,45 @@ int plg_env_set_part_dir(plg_env *env, const char *dir, core_err *err)
 	return 0;
 }
 
+int plg_env_map_path(plg_env *env, const char *from, const char *to,
+		     core_err *err)
+{
+	plg_parts *p = env->parts;
+	part_map *grown;
+	int rc = 0;
+
+	if (!p) {
+		if (!(p = calloc(1, sizeof(*p))))
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		pthread_mutex_init(&p->lock, NULL);
+		env->parts = p;
+	}
+	pthread_mutex_lock(&p->lock);
+	for (size_t i = 0; i < p->n; i++)
+		if (!strcmp(p->map[i].from, from)) {
+			/* strings handed out stay valid: a map is never changed */
+			rc = strcmp(p->map[i].to, to) ? core_err_set(err, CORE_EINTERNAL,
+				"'%s' is mapped to '%s' already", from, p->map[i].to) : 0;
+			goto out;
+		}
+	if (!(grown = realloc(p->map, (p->n + 1) * sizeof(*p->map)))) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
+	p->map = grown;
+	p->map[p->n] = (part_map){ strdup(from), strdup(to) };
+	if (p->map[p->n].from && p->map[p->n].to) {
+		p->n++;
+	} else {
+		free(p->map[p->n].from);
+		free(p->map[p->n].to);
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+out:
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
 static char *part_of(const char *dir, const char *path)
 {
 	const char *base = strrchr(path, '/');
@@ -106,6 +145,8 @@ const char *plg_part_path(const plg_env *env, const char *path)
 	for (size_t i = 0; i < p->n && !to; i++)
 		if (!strcmp(p->map[i].from, path))
 			to = p->map[i].to;
+	if (!to && !p->dir)
+		to = path; /* only named files are mapped (plg_env_map_path) */
 	if (!to && (grown = realloc(p->map, (p->n + 1) * sizeof(*p->map)))) {
 		p->map = grown;
 		p->map[p->n].from = strdup(path);
@@ -382,4 +423,56 @@ int plg__sink_check(const core_node *options, size_t size,
 	rc = parse(state, options, &path, &append, err);
 	close_state(state, NULL); /* no file was opened: nothing is written */
 	return rc;
+}
+
+/* ---------------------------------------------------- collision policy */
+
+const plg_option plg__collision_opts[] = {
+	{ "collision_policy", "string", false, NULL,
+	  "ELSPETH 0.7.1: fail_if_exists, auto_increment (a free sibling "
+	  "path-N.ext) or append_or_create (mode: append); none: replace" },
+	{ NULL }
+};
+
+int plg__opt_collision(const core_node *opts, bool append, int *policy,
+		       core_err *err)
+{
+	static const char *const names[] = {
+		"fail_if_exists", "auto_increment", "append_or_create", NULL
+	};
+	const core_node *n = core_map_get(opts, "collision_policy");
+	int i, rc;
+
+	*policy = PLG__COLLIDE_NONE;
+	if (!n || core_node_is_null(n))
+		return 0;
+	if ((rc = core_node_enum(n, names, &i, err)))
+		return rc;
+	*policy = i + 1;
+	if (append && *policy != PLG__COLLIDE_APPEND)
+		return core_err_at(err, CORE_ECONFIG, n,
+			"mode='append' requires collision_policy='append_or_create', "
+			"got '%s'", names[i]);
+	if (!append && *policy == PLG__COLLIDE_APPEND)
+		return core_err_at(err, CORE_ECONFIG, n,
+			"collision_policy='append_or_create' requires mode='append'. Use "
+			"'fail_if_exists' or 'auto_increment' for mode='write'.");
+	return 0;
+}
+
+int plg__collision_check(const plg_env *env, const char *path, int policy,
+			 core_err *err)
+{
+	const char *file = plg_part_path(env, path);
+	struct stat st;
+
+	if (policy != PLG__COLLIDE_FAIL)
+		return 0;
+	if (!file)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (!stat(file, &st))
+		return core_err_set(err, CORE_ECONFIG,
+			"Output path already exists: %s. Choose a different path or use "
+			"collision_policy='auto_increment'.", file);
+	return 0;
 }

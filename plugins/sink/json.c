@@ -28,6 +28,7 @@
 #include "plugins/plugins_internal.h"
 
 struct json_sink {
+	int collide;            /* PLG__COLLIDE_* */
 	plg__outfile out;
 	plg_schema *schema;
 	bool jsonl;
@@ -112,7 +113,9 @@ static const plg_option jsonk_own[] = {
 	  "utf-8 only" },
 	{ NULL }
 };
-static const plg_option *const jsonk_opts[] = { jsonk_own, plg__schema_opts, NULL };
+static const plg_option *const jsonk_opts[] = {
+	jsonk_own, plg__collision_opts, plg__schema_opts, NULL
+};
 
 static int parse_options(void *state, const core_node *opts,
 			 const char **path, bool *append, core_err *err)
@@ -133,6 +136,8 @@ static int parse_options(void *state, const core_node *opts,
 		rc = plg__opt_encoding(opts, PLG__ENC_WRITE, err);
 	if (!rc)
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &s->schema, err);
+	if (!rc)
+		rc = plg__opt_collision(opts, *append, &s->collide, err);
 	/* jsonl is one row per line: indent is accepted (as ELSPETH does)
 	 * but only shapes format: json. */
 	s->indent = s->jsonl ? -1 : (int)indent;
@@ -155,6 +160,8 @@ static int json_start(const plg_env *env, const core_node *options,
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
+	if (!rc && !at)
+		rc = plg__collision_check(env, path, s->collide, err);
 	if (!rc)
 		rc = at ? plg__outfile_resume(&s->out, env, path, at, err)
 			: plg__outfile_open(&s->out, env, path, append, err);

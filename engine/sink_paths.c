@@ -1,0 +1,82 @@
+/*
+ * sink_paths.c — which file each sink writes (ADR 0044). ELSPETH 0.7.1's
+ * collision_policy auto_increment gives a new run a free sibling of an
+ * existing file (out.jsonl → out-1.jsonl, ... as its
+ * next_available_output_path does); a resume goes on writing the files
+ * its checkpoint names. Both are settled before the trail records the
+ * sinks' targets and the sinks open (plg_env_map_path).
+ */
+#include <string.h>
+#include <sys/stat.h>
+
+#include "engine/engine_internal.h"
+
+static bool exists(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0;
+}
+
+/* pathlib's stem-N + every suffix of the name ("a.tar.gz" → "a-1.tar.gz";
+ * a leading dot is not a suffix). */
+static int free_sibling(const char *path, char *out, size_t cap, core_err *err)
+{
+	const char *base = strrchr(path, '/');
+	const char *dot;
+
+	base = base ? base + 1 : path;
+	dot = strchr(base + (*base == '.'), '.');
+	if (!dot || !dot[1])
+		dot = base + strlen(base);
+	for (unsigned i = 1; i < 10000; i++) {
+		if ((size_t)snprintf(out, cap, "%.*s-%u%s", (int)(dot - path), path, i, dot) >= cap)
+			return core_err_set(err, CORE_ECONFIG, "sink path too long: %s", path);
+		if (!exists(out))
+			return 0;
+	}
+	return core_err_set(err, CORE_ECONFIG, "No free output path found near %s.", path);
+}
+
+int eng__sink_paths_new(dag_graph *g, core_err *err)
+{
+	char to[4096];
+	int rc;
+
+	for (size_t i = 0; i < g->nnodes; i++) {
+		const dag_node *n = &g->nodes[i];
+		const core_node *cp = core_map_get(n->options, "collision_policy");
+		const char *path;
+
+		if (n->kind != DAG_SINK || !cp || !cp->value ||
+		    strcmp(cp->value, "auto_increment"))
+			continue;
+		path = dag_sink_target(g, n);
+		if (!path || !exists(path))
+			continue;
+		if ((rc = free_sibling(path, to, sizeof(to), err)) ||
+		    (rc = plg_env_map_path(&g->env, path, to, err)))
+			return core_err_prefix(err, "sink '%s'", n->name);
+	}
+	return 0;
+}
+
+int eng__sink_paths_resume(dag_graph *g, const Elspeth__Checkpoint *ck,
+			   core_err *err)
+{
+	int rc;
+
+	for (size_t i = 0; i < ck->n_sinks; i++) {
+		const Elspeth__CheckpointSink *s = ck->sinks[i];
+		const char *path;
+
+		if (s->node_id >= g->nnodes || g->nodes[s->node_id].kind != DAG_SINK ||
+		    !s->path || !s->path[0])
+			continue;
+		path = dag_sink_target(g, &g->nodes[s->node_id]);
+		if (path && strcmp(path, s->path) &&
+		    (rc = plg_env_map_path(&g->env, path, s->path, err)))
+			return rc;
+	}
+	return 0;
+}
