@@ -25,6 +25,8 @@ typedef struct agg_buf {
 	uint64_t *seqs;
 	size_t n, cap;
 	uint64_t first_mono;    /* when the first member arrived */
+	uint64_t accepted;      /* members taken in the run so far */
+	uint64_t flushes;       /* batches flushed in the run so far */
 } agg_buf;
 
 struct eng_aggs {
@@ -171,13 +173,23 @@ static void keep_context(plg_ctx *ctx, uint64_t batch, eng_state *st)
 /* The plugin's outputs for the batch; a plugin that calls out gets each
  * member's call context. */
 static int run_flush(eng_ctx *c, agg_buf *b, uint64_t batch, json_t **rows,
-		     eng_state *st, json_t **outs, core_err *err)
+		     eng_state *st, const char *trigger, json_t **outs, core_err *err)
 {
 	const dag_node *n = b->node;
 	eng_call_ctx *cc;
 	plg_ctx **ctx;
 	int rc = 0;
 
+	if (n->aops->flush_batch) {
+		plg_batch info = { .flush_index = b->flushes + 1,
+			.rows_seen_total = b->accepted, .batch_size = b->n,
+			.row_start = b->accepted - b->n + 1, .row_end = b->accepted,
+			.trigger = trigger,
+			.end_of_source = !strcmp(trigger, "end_of_source") };
+
+		return n->aops->flush_batch(n->astate, rows, b->n, n->agg->passthrough,
+					    &info, outs, err);
+	}
 	if (!n->aops->flush_calls)
 		return n->aops->flush(n->astate, rows, b->n, n->agg->passthrough,
 				      outs, err);
@@ -267,7 +279,8 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 				 core_now_wall_ns());
 	member_states(c, b, st);
 	sum->batches++;
-	rc = run_flush(c, b, batch, rows, st, &outs, err);
+	rc = run_flush(c, b, batch, rows, st, trigger, &outs, err);
+	b->flushes++;
 	record_members(c, b, batch, st);
 	for (size_t i = 0; n->aops->flush_calls && i < b->n; i++)
 		free((char *)st[i].context_json); /* keep_context's */
@@ -356,6 +369,7 @@ int eng__agg_accept(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 	a = b->node->agg;
 	if ((rc = buf_push(b, seq, t, 0, err)))
 		return rc;
+	b->accepted++;
 	if (a->trigger_count && b->n >= (size_t)a->trigger_count)
 		return flush(c, b, "count", seq, sum, err);
 	if (b->node->trigger && condition_fires(b, err, &rc))
@@ -456,4 +470,25 @@ int eng__aggs_put_back(eng_ctx *c, uint64_t seq, eng_token *t, uint64_t age_ns,
 			"the checkpoint names aggregation node %d, which the pipeline lacks",
 			t->node);
 	return buf_push(b, seq, t, age_ns, err);
+}
+
+void eng__aggs_counts(const eng_ctx *c, size_t i, uint64_t *accepted,
+		      uint64_t *flushes)
+{
+	*accepted = c->aggs->bufs[i].accepted;
+	*flushes = c->aggs->bufs[i].flushes;
+}
+
+int eng__aggs_set_counts(eng_ctx *c, int node, uint64_t accepted,
+			 uint64_t flushes, core_err *err)
+{
+	agg_buf *b = buf_of(c, node);
+
+	if (!b)
+		return core_err_set(err, CORE_EDATA,
+			"the checkpoint names aggregation node %d, which the pipeline lacks",
+			node);
+	b->accepted = accepted;
+	b->flushes = flushes;
+	return 0;
 }

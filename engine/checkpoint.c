@@ -165,6 +165,7 @@ static void add_aggregations(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck)
 		node = eng__aggs_get(c, i, &members, &seqs, &nm, &m->age_ns);
 		m->node_id = (uint32_t)node->id;
 		m->name = (char *)node->name;
+		eng__aggs_counts(c, i, &m->accepted, &m->flushes);
 		m->members = alloc(a, nm * sizeof(*m->members));
 		for (size_t j = 0; m->members && j < nm; j++)
 			if ((m->members[j] = token_msg(a, &members[j], seqs[j])))

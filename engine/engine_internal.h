@@ -435,6 +435,11 @@ const dag_node *eng__aggs_get(const eng_ctx *c, size_t i,
 			      size_t *n, uint64_t *age_ns);
 int eng__aggs_put_back(eng_ctx *c, uint64_t seq, eng_token *t, uint64_t age_ns,
 		       core_err *err);
+/* ... and the i-th's run-wide counts (plg_batch), kept by checkpoints. */
+void eng__aggs_counts(const eng_ctx *c, size_t i, uint64_t *accepted,
+		      uint64_t *flushes);
+int eng__aggs_set_counts(eng_ctx *c, int node, uint64_t accepted,
+			 uint64_t flushes, core_err *err);
 
 /* pipeline.c */
 /* Runs the source through the graph with at most in_flight rows being

@@ -419,6 +419,7 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 	for (size_t i = 0; i < ck->n_aggregations && !rc; i++) {
 		const Elspeth__CheckpointAggregation *a = ck->aggregations[i];
 
+		rc = eng__aggs_set_counts(c, (int)a->node_id, a->accepted, a->flushes, err);
 		for (size_t j = 0; j < a->n_members && !rc; j++) {
 			eng_token tok;
 

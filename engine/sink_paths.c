@@ -2,7 +2,8 @@
  * sink_paths.c — which file each sink writes (ADR 0044). ELSPETH 0.7.1's
  * collision_policy auto_increment gives a new run a free sibling of an
  * existing file (out.jsonl → out-1.jsonl, ... as its
- * next_available_output_path does); a resume goes on writing the files
+ * next_available_output_path does), and fail_if_exists refuses it before
+ * any sink opens; a resume goes on writing the files
  * its checkpoint names. Both are settled before the trail records the
  * sinks' targets and the sinks open (plg_env_map_path).
  */
@@ -48,11 +49,17 @@ int eng__sink_paths_new(dag_graph *g, core_err *err)
 		const core_node *cp = core_map_get(n->options, "collision_policy");
 		const char *path;
 
-		if (n->kind != DAG_SINK || !cp || !cp->value ||
-		    strcmp(cp->value, "auto_increment"))
+		if (n->kind != DAG_SINK || !cp || !cp->value)
 			continue;
 		path = dag_sink_target(g, n);
 		if (!path || !exists(path))
+			continue;
+		/* before any sink opens: a refused run writes nothing */
+		if (!strcmp(cp->value, "fail_if_exists"))
+			return core_err_set(err, CORE_ECONFIG,
+				"sink '%s': Output path already exists: %s. Choose a different "
+				"path or use collision_policy='auto_increment'.", n->name, path);
+		if (strcmp(cp->value, "auto_increment"))
 			continue;
 		if ((rc = free_sibling(path, to, sizeof(to), err)) ||
 		    (rc = plg_env_map_path(&g->env, path, to, err)))

@@ -140,6 +140,7 @@ static const struct {
 } classes[] = {
 	{ "csv", "CSVRowSchema", "CSVRowSchema" },
 	{ "json", "JSONRowSchema", "JSONRowSchema" },
+	{ "text", "TextSinkRowSchema", "TextRowSchema" },
 	{ "database", "DatabaseRowSchema", NULL },
 	{ "passthrough", "PassThroughInput", "PassThroughInput" },
 	{ "truncate", "TruncateInput", "TruncateInput" },

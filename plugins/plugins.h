@@ -474,6 +474,18 @@ typedef struct plg_sink_ops {
 
 /* ----------------------------------------------------------- aggregations */
 
+/* Where a batch stands among the batches of its aggregation in the run
+ * (ELSPETH 0.7.1's AggregationBatchContext; ADR 0045). Counts are over
+ * the whole run, resumes included. */
+typedef struct plg_batch {
+	uint64_t flush_index;      /* 1 for the first batch */
+	uint64_t rows_seen_total;  /* rows the aggregation took so far */
+	uint64_t row_start, row_end; /* this batch's: 1-based, inclusive */
+	uint64_t batch_size;
+	const char *trigger;       /* count, timeout, condition, end_of_source */
+	bool end_of_source;
+} plg_batch;
+
 /* An aggregation plugin computes the outputs of one batch of rows. */
 typedef struct plg_aggregation_ops {
 	const char *name;
@@ -501,6 +513,11 @@ typedef struct plg_aggregation_ops {
 			   core_err *err);
 	/* Optional: as plg_transform_ops.outputs, for the rows a batch gives. */
 	int (*outputs)(const core_node *options, plg_outputs *out, core_err *err);
+	/* Optional, used instead of flush when set: the same, told where the
+	 * batch stands (report_assemble's pages). */
+	int (*flush_batch)(void *state, json_t *const *members, size_t n,
+			   bool passthrough, const plg_batch *batch, json_t **out,
+			   core_err *err);
 } plg_aggregation_ops;
 
 /* --------------------------------------------------------------- registry */

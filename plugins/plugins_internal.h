@@ -15,6 +15,7 @@
 /* ---- the plugins, defined in their own files ---- */
 extern const plg_source_ops plg__csv_source;
 extern const plg_source_ops plg__json_source;
+extern const plg_source_ops plg__text_source;
 extern const plg_transform_ops plg__passthrough;
 extern const plg_transform_ops plg__field_mapper;
 extern const plg_transform_ops plg__truncate;
@@ -27,8 +28,10 @@ extern const plg_transform_ops plg__keyword_filter;
 extern const plg_aggregation_ops plg__batch_stats;
 extern const plg_aggregation_ops plg__batch_replicate;
 extern const plg_aggregation_ops plg__openrouter_batch_llm;
+extern const plg_aggregation_ops plg__report_assemble;
 extern const plg_sink_ops plg__csv_sink;
 extern const plg_sink_ops plg__json_sink;
+extern const plg_sink_ops plg__text_sink;
 extern const plg_sink_ops plg__database_sink;
 
 /* ---- schema (ELSPETH's `schema` block) ----
@@ -266,6 +269,9 @@ int plg__csv_reader_seek(plg__csv_reader *r, uint64_t offset, long line,
  * either end, '_' before a leading digit and after a Python keyword): ""
  * when nothing is left. 0 or CORE_ENOMEM. plugins/source/field_name.c. */
 int plg__field_name(const char *raw, size_t n, core_buf *out);
+/* Whether s is a Python identifier that is not a keyword (non-ASCII
+ * letters are taken as letters). */
+bool plg__py_identifier(const char *s);
 
 /* Field i (< r->nfields) of the current record, NUL-terminated; *len
  * receives its length (it may hold NUL bytes). */

@@ -10,6 +10,7 @@
 static const plg_source_ops *const sources[] = {
 	&plg__csv_source,
 	&plg__json_source,
+	&plg__text_source,
 };
 
 static const plg_transform_ops *const transforms[] = {
@@ -28,12 +29,14 @@ static const plg_sink_ops *const sinks[] = {
 	&plg__csv_sink,
 	&plg__json_sink,
 	&plg__database_sink,
+	&plg__text_sink,
 };
 
 static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_stats,
 	&plg__batch_replicate,
 	&plg__openrouter_batch_llm,
+	&plg__report_assemble,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

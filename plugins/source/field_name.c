@@ -14,6 +14,7 @@
  * a decomposed accent is kept as its own character. docs/settings.md
  * ("ELSPETH compatibility") says so.
  */
+#include <ctype.h>
 #include <string.h>
 
 #include "plugins/plugins_internal.h"
@@ -106,4 +107,19 @@ int plg__field_name(const char *raw, size_t n, core_buf *out)
 	if (is_keyword(out->data) && core_buf_putc(out, '_'))
 		return CORE_ENOMEM;
 	return 0;
+}
+
+bool plg__py_identifier(const char *s)
+{
+	static const char *const consts[] = { "False", "None", "True", NULL };
+
+	if (!s || !*s || (*s >= '0' && *s <= '9') || is_keyword(s))
+		return false;
+	for (size_t i = 0; consts[i]; i++)
+		if (!strcmp(s, consts[i]))
+			return false;
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
+		if (*p < 0x80 && !isalnum(*p) && *p != '_')
+			return false;
+	return core_utf8_valid(s, strlen(s));
 }
