@@ -51,7 +51,7 @@ static const char *dest_name(const dag_graph *g, int to)
 
 static void print_gate(FILE *f, const dag_graph *g, const dag_node *n)
 {
-	fprintf(f, "Gate: %s if %s:", n->name, dag_expr_source(n->cond));
+	fprintf(f, "Gate: %s if %s:", n->name, expr_source(n->cond));
 	for (size_t r = 0; r < n->nroutes; r++)
 		fprintf(f, " %s -> %s%s", n->routes[r].key,
 			dest_name(g, n->routes[r].to.node),

@@ -191,7 +191,7 @@ static int add_gates(dag__build *c, size_t *k)
 		dag_node *n = &c->g->nodes[++*k];
 
 		*n = (dag_node){ .kind = DAG_GATE, .name = gc->name, .plugin = "gate" };
-		if (dag_expr_compile(gc->condition, &n->cond, c->err))
+		if (expr_compile(gc->condition, &n->cond, c->err))
 			return core_err_prefix(c->err, "%s:%d:%d: %s: invalid condition",
 				gc->condition_node->file, gc->condition_node->line,
 				gc->condition_node->col, gc->condition_node->path);
@@ -228,7 +228,7 @@ static int add_coalesce_and_aggregations(dag__build *c, size_t *k)
 			return unknown_plugin(c, at_key(a->node, "plugin"), PLG_AGGREGATION,
 					      a->plugin);
 		if (a->trigger_condition &&
-		    dag_expr_compile(a->trigger_condition, &n->trigger, c->err))
+		    expr_compile(a->trigger_condition, &n->trigger, c->err))
 			return core_err_prefix(c->err, "%s:%d:%d: %s: invalid trigger condition",
 				a->condition_node->file, a->condition_node->line,
 				a->condition_node->col, a->condition_node->path);

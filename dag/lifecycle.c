@@ -72,8 +72,8 @@ void dag_free(dag_graph *g)
 		return;
 	dag_close(g, NULL);
 	for (size_t i = 0; i < g->nnodes; i++) {
-		dag_expr_free(g->nodes[i].cond);
-		dag_expr_free(g->nodes[i].trigger);
+		expr_free(g->nodes[i].cond);
+		expr_free(g->nodes[i].trigger);
 		free(g->nodes[i].routes);
 		free(g->nodes[i].fork_dest);
 		plg_contract_free(g->nodes[i].contract);

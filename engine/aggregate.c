@@ -347,7 +347,7 @@ static bool condition_fires(agg_buf *b, core_err *err, int *rc)
 	json_t *v = NULL;
 	bool fire = false;
 
-	*rc = dag_expr_eval(b->node->trigger, ctx, &v, err);
+	*rc = expr_eval(b->node->trigger, ctx, &v, err);
 	if (!*rc)
 		fire = json_is_true(v);
 	else

@@ -107,7 +107,7 @@ static int node_config(const dag_node *n, char **json, eng_hash hash,
 	int rc;
 
 	if (n->kind == DAG_GATE) {
-		j = json_pack("{s:s}", "condition", dag_expr_source(n->cond));
+		j = json_pack("{s:s}", "condition", expr_source(n->cond));
 		for (size_t i = 0; j && i < n->nroutes; i++)
 			json_object_set_new(j, n->routes[i].key,
 					    json_integer(n->routes[i].to.node));

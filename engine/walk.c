@@ -399,7 +399,7 @@ static int run_gate(walker *w, tok *t, const dag_node *n, dag_dest *next)
 	int rc;
 
 	st.started_ns = core_now_wall_ns();
-	rc = dag_expr_route_key(n->cond, t->data, key, sizeof(key), w->err);
+	rc = expr_route_key(n->cond, t->data, key, sizeof(key), w->err);
 	if (rc)
 		core_err_prefix(w->err, "row %llu: gate '%s'",
 				(unsigned long long)w->seq, n->name);

@@ -43,21 +43,21 @@ static void check_error(int rc, const core_err *err, bool compile)
 		abort();
 }
 
-static void run(const dag_expr *e, const json_t *row)
+static void run(const expr_code *e, const json_t *row)
 {
 	core_err err = { 0 };
 	json_t *res = NULL;
 	char key[64];
 	int rc;
 
-	rc = dag_expr_eval(e, row, &res, &err);
+	rc = expr_eval(e, row, &res, &err);
 	if (rc)
 		check_error(rc, &err, false);
 	else if (!res)
 		abort();
 	json_decref(res);
 	memset(&err, 0, sizeof(err));
-	rc = dag_expr_route_key(e, row, key, sizeof(key), &err);
+	rc = expr_route_key(e, row, key, sizeof(key), &err);
 	if (rc)
 		check_error(rc, &err, false);
 	else if (strlen(key) >= sizeof(key))
@@ -68,24 +68,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	char *src = malloc(size + 1);
 	core_err err = { 0 };
-	dag_expr *e = NULL;
+	expr_code *e = NULL;
 	int rc;
 
 	if (!src)
 		return 0;
 	memcpy(src, data, size);
 	src[size] = '\0';
-	rc = dag_expr_compile(src, &e, &err);
+	rc = expr_compile(src, &e, &err);
 	if (rc) {
 		if (e)
 			abort();
 		check_error(rc, &err, true);
 	} else {
-		if (strcmp(dag_expr_source(e), src))
+		if (strcmp(expr_source(e), src))
 			abort();
 		run(e, fixed_row());
 	}
-	dag_expr_free(e);
+	expr_free(e);
 	free(src);
 	return 0;
 }

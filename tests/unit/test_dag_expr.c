@@ -25,11 +25,11 @@ static json_t *make_row(void)
 	return row;
 }
 
-static dag_expr *compile_ok(const char *src)
+static expr_code *compile_ok(const char *src)
 {
-	dag_expr *e = NULL;
+	expr_code *e = NULL;
 	core_err err = { 0 };
-	int rc = dag_expr_compile(src, &e, &err);
+	int rc = expr_compile(src, &e, &err);
 
 	cr_assert_eq(rc, 0, "compile `%s`: %s", src, err.msg);
 	cr_assert_not_null(e);
@@ -41,12 +41,12 @@ static dag_expr *compile_ok(const char *src)
 static void expect(const char *src, const char *want)
 {
 	json_t *row = make_row(), *got = NULL, *w;
-	dag_expr *e = compile_ok(src);
+	expr_code *e = compile_ok(src);
 	core_err err = { 0 };
 	char *gs;
 	int rc;
 
-	rc = dag_expr_eval(e, row, &got, &err);
+	rc = expr_eval(e, row, &got, &err);
 	cr_assert_eq(rc, 0, "eval `%s`: %s", src, err.msg);
 	w = json_loads(want, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL);
 	cr_assert_not_null(w, "bad want %s", want);
@@ -55,32 +55,32 @@ static void expect(const char *src, const char *want)
 	free(gs);
 	json_decref(w);
 	json_decref(got);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 }
 
 static void expect_key(const char *src, const char *want)
 {
 	json_t *row = make_row();
-	dag_expr *e = compile_ok(src);
+	expr_code *e = compile_ok(src);
 	core_err err = { 0 };
 	char buf[256];
 	int rc;
 
 	memset(buf, 'X', sizeof(buf));
-	rc = dag_expr_route_key(e, row, buf, sizeof(buf), &err);
+	rc = expr_route_key(e, row, buf, sizeof(buf), &err);
 	cr_assert_eq(rc, 0, "route key `%s`: %s", src, err.msg);
 	cr_assert_str_eq(buf, want, "`%s` keyed '%s', want '%s'", src, buf, want);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 }
 
 static void expect_syntax(const char *src, int col, const char *needle)
 {
-	dag_expr *e = (dag_expr *)1;
+	expr_code *e = (expr_code *)1;
 	core_err err = { 0 };
 	char prefix[32];
-	int rc = dag_expr_compile(src, &e, &err);
+	int rc = expr_compile(src, &e, &err);
 
 	cr_assert_eq(rc, CORE_EEXPR, "`%s` compiled (rc %d)", src, rc);
 	cr_assert_null(e);
@@ -95,22 +95,22 @@ static void expect_syntax(const char *src, int col, const char *needle)
 static void expect_runtime(const char *src, const char *needle)
 {
 	json_t *row = make_row(), *got = (json_t *)1;
-	dag_expr *e = compile_ok(src);
+	expr_code *e = compile_ok(src);
 	core_err err = { 0 };
 	char buf[64];
 	int rc;
 
-	rc = dag_expr_eval(e, row, &got, &err);
+	rc = expr_eval(e, row, &got, &err);
 	cr_assert_eq(rc, CORE_EEXPR, "`%s` evaluated (rc %d)", src, rc);
 	cr_assert_null(got);
 	cr_assert(strstr(err.msg, needle), "`%s`: '%s' lacks '%s'", src,
 		  err.msg, needle);
 	memset(&err, 0, sizeof(err));
-	rc = dag_expr_route_key(e, row, buf, sizeof(buf), &err);
+	rc = expr_route_key(e, row, buf, sizeof(buf), &err);
 	cr_assert_eq(rc, CORE_EEXPR, "`%s` keyed (rc %d)", src, rc);
 	cr_assert(strstr(err.msg, needle), "`%s` key: '%s' lacks '%s'", src,
 		  err.msg, needle);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 }
 
@@ -198,14 +198,14 @@ Test(expr, row_access)
 Test(expr, row_alone_is_the_row_object)
 {
 	json_t *row = make_row(), *got;
-	dag_expr *e = compile_ok("row");
+	expr_code *e = compile_ok("row");
 	core_err err = { 0 };
 
-	cr_assert_eq(dag_expr_eval(e, row, &got, &err), 0, "%s", err.msg);
+	cr_assert_eq(expr_eval(e, row, &got, &err), 0, "%s", err.msg);
 	cr_assert(json_equal(got, row));
 	cr_assert_neq(got, row, "result must be a new value, not the row");
 	json_decref(got);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 }
 
@@ -577,7 +577,7 @@ Test(expr, dict_literals)
 Test(expr, set_and_dict_errors)
 {
 	json_t *row = make_row(), *got = (json_t *)1;
-	dag_expr *e = compile_ok("{1: 'a'}");
+	expr_code *e = compile_ok("{1: 'a'}");
 	core_err err = { 0 };
 
 	expect_runtime("{[1]}", "unhashable type: 'list'");
@@ -597,10 +597,10 @@ Test(expr, set_and_dict_errors)
 	expect_runtime("{1}[0]", "'set' object is not subscriptable");
 	/* A dict with a key that is not a string has no JSON form; its route
 	 * key is still Python's str(). */
-	cr_assert_eq(dag_expr_eval(e, row, &got, &err), CORE_EEXPR);
+	cr_assert_eq(expr_eval(e, row, &got, &err), CORE_EEXPR);
 	cr_assert_null(got);
 	cr_assert(strstr(err.msg, "no JSON form"), "%s", err.msg);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 	expect_key("{1: 'a'}", "{1: 'a'}");
 }
@@ -679,16 +679,16 @@ Test(expr, route_keys_print_floats_like_python)
 Test(expr, route_key_truncation_is_an_error)
 {
 	json_t *row = make_row();
-	dag_expr *e = compile_ok("row['name']");
+	expr_code *e = compile_ok("row['name']");
 	core_err err = { 0 };
 	char buf[6];
 
-	cr_assert_eq(dag_expr_route_key(e, row, buf, 6, &err), 0, "%s", err.msg);
+	cr_assert_eq(expr_route_key(e, row, buf, 6, &err), 0, "%s", err.msg);
 	cr_assert_str_eq(buf, "alice");
-	cr_assert_eq(dag_expr_route_key(e, row, buf, 5, &err), CORE_EEXPR);
+	cr_assert_eq(expr_route_key(e, row, buf, 5, &err), CORE_EEXPR);
 	cr_assert(strstr(err.msg, "route key"), "%s", err.msg);
-	cr_assert_eq(dag_expr_route_key(e, row, buf, 0, &err), CORE_EEXPR);
-	dag_expr_free(e);
+	cr_assert_eq(expr_route_key(e, row, buf, 0, &err), CORE_EEXPR);
+	expr_free(e);
 	json_decref(row);
 }
 
@@ -900,13 +900,13 @@ Test(expr, arithmetic_errors)
 Test(expr, non_finite_result_has_no_json_form)
 {
 	json_t *row = make_row(), *got = (json_t *)1;
-	dag_expr *e = compile_ok("float('inf')");
+	expr_code *e = compile_ok("float('inf')");
 	core_err err = { 0 };
 
-	cr_assert_eq(dag_expr_eval(e, row, &got, &err), CORE_EEXPR);
+	cr_assert_eq(expr_eval(e, row, &got, &err), CORE_EEXPR);
 	cr_assert_null(got);
 	cr_assert(strstr(err.msg, "result inf is not a finite number"), "%s", err.msg);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 	expect_key("float('-infinity')", "-inf");
 	expect("float('inf') > 1e308", "true");
@@ -919,38 +919,38 @@ Test(expr, non_finite_result_has_no_json_form)
 Test(expr, api_contract)
 {
 	json_t *arr = json_array(), *got = (json_t *)1;
-	dag_expr *e = compile_ok("  row['a'] == 1 "), *none = (dag_expr *)1;
+	expr_code *e = compile_ok("  row['a'] == 1 "), *none = (expr_code *)1;
 	core_err err = { 0 };
 
-	cr_assert_str_eq(dag_expr_source(e), "  row['a'] == 1 ");
-	cr_assert_eq(dag_expr_eval(e, arr, &got, &err), CORE_EEXPR);
+	cr_assert_str_eq(expr_source(e), "  row['a'] == 1 ");
+	cr_assert_eq(expr_eval(e, arr, &got, &err), CORE_EEXPR);
 	cr_assert_null(got);
 	cr_assert(strstr(err.msg, "not a JSON object"), "%s", err.msg);
-	cr_assert_eq(dag_expr_compile(NULL, &none, &err), CORE_EEXPR);
+	cr_assert_eq(expr_compile(NULL, &none, &err), CORE_EEXPR);
 	cr_assert_null(none);
-	dag_expr_free(e);
-	dag_expr_free(NULL);
-	cr_assert_null(dag_expr_source(NULL));
+	expr_free(e);
+	expr_free(NULL);
+	cr_assert_null(expr_source(NULL));
 	json_decref(arr);
 }
 
 Test(expr, results_are_new_references)
 {
 	json_t *row = make_row(), *got;
-	dag_expr *e = compile_ok("row['tags']");
+	expr_code *e = compile_ok("row['tags']");
 	core_err err = { 0 };
 
-	cr_assert_eq(dag_expr_eval(e, row, &got, &err), 0, "%s", err.msg);
+	cr_assert_eq(expr_eval(e, row, &got, &err), 0, "%s", err.msg);
 	cr_assert_neq(got, json_object_get(row, "tags"));
 	json_array_append_new(got, json_integer(1));
 	cr_assert_eq(json_array_size(json_object_get(row, "tags")), 3);
 	json_decref(got);
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 }
 
 struct shared {
-	const dag_expr *e;
+	const expr_code *e;
 	const json_t *row;
 	int failures;
 };
@@ -963,7 +963,7 @@ static void *worker(void *arg)
 	int i;
 
 	for (i = 0; i < 2000; i++)
-		if (dag_expr_route_key(s->e, s->row, key, sizeof(key), &err) ||
+		if (expr_route_key(s->e, s->row, key, sizeof(key), &err) ||
 		    strcmp(key, "alice-30"))
 			s->failures++;
 	return NULL;
@@ -972,7 +972,7 @@ static void *worker(void *arg)
 Test(expr, one_expression_many_threads, .timeout = 60)
 {
 	json_t *row = make_row();
-	dag_expr *e = compile_ok("row['name'] + '-' + str(row['age']) if 'a' in row['tags'] else 'no'");
+	expr_code *e = compile_ok("row['name'] + '-' + str(row['age']) if 'a' in row['tags'] else 'no'");
 	struct shared s[4];
 	pthread_t t[4];
 	int i;
@@ -985,14 +985,14 @@ Test(expr, one_expression_many_threads, .timeout = 60)
 		pthread_join(t[i], NULL);
 		cr_assert_eq(s[i].failures, 0);
 	}
-	dag_expr_free(e);
+	expr_free(e);
 	json_decref(row);
 }
 
 struct deep {
 	const char *src;
 	const char *want;	/* the route key */
-	dag_expr *e;
+	expr_code *e;
 	int rc;
 	char key[64];
 	core_err err;
@@ -1003,7 +1003,7 @@ static void *deep_worker(void *arg)
 	struct deep *d = arg;
 	json_t *row = json_object();
 
-	d->rc = dag_expr_route_key(d->e, row, d->key, sizeof(d->key), &d->err);
+	d->rc = expr_route_key(d->e, row, d->key, sizeof(d->key), &d->err);
 	json_decref(row);
 	return NULL;
 }
@@ -1047,7 +1047,7 @@ Test(expr, deepest_expressions_fit_a_worker_stack, .timeout = 60)
 		pthread_join(t, NULL);
 		cr_assert_eq(d[i].rc, 0, "%.40s...: %s", d[i].src, d[i].err.msg);
 		cr_assert_str_eq(d[i].key, d[i].want);
-		dag_expr_free(d[i].e);
+		expr_free(d[i].e);
 	}
 	pthread_attr_destroy(&attr);
 	free(src);

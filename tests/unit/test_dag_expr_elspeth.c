@@ -90,7 +90,7 @@ static const char *want_key(const json_t *ev, char *buf, size_t cap)
 }
 
 static void check_eval(report *r, const char *test, const char *expr,
-		       const dag_expr *e, const json_t *ev)
+		       const expr_code *e, const json_t *ev)
 {
 	const json_t *row = json_object_get(ev, "row");
 	const json_t *want_json = json_object_get(ev, "json");
@@ -101,7 +101,7 @@ static void check_eval(report *r, const char *test, const char *expr,
 	json_t *got = NULL;
 	int rc;
 
-	rc = dag_expr_route_key(e, row, key, sizeof(key), &err);
+	rc = expr_route_key(e, row, key, sizeof(key), &err);
 	if (want_err) {
 		if (!rc)
 			fail(r, test, expr, "evaluated to '%s' where ELSPETH failed: %s",
@@ -118,7 +118,7 @@ static void check_eval(report *r, const char *test, const char *expr,
 		     wbuf);
 	if (!want_json)
 		return;
-	if ((rc = dag_expr_eval(e, row, &got, &err))) {
+	if ((rc = expr_eval(e, row, &got, &err))) {
 		fail(r, test, expr, "eval failed: %s", err.msg);
 		return;
 	}
@@ -139,7 +139,7 @@ static void check_case(report *r, const json_t *c, unsigned *evals)
 	const char *refused = json_string_value(json_object_get(c, "refused"));
 	const json_t *evs = json_object_get(c, "evals"), *ev;
 	core_err err = { 0 };
-	dag_expr *e = NULL;
+	expr_code *e = NULL;
 	size_t i;
 	int rc;
 
@@ -150,13 +150,13 @@ static void check_case(report *r, const json_t *c, unsigned *evals)
 		cr_assert(refused, "ELSPETH accepted a NUL byte in `%s`", expr);
 		return;
 	}
-	rc = dag_expr_compile(expr, &e, &err);
+	rc = expr_compile(expr, &e, &err);
 	if (known_reason(expr)) {
 		if (!refused || rc)
 			fail(r, test, expr, "listed as a known difference (%s) but %s",
 			     known_reason(expr), rc ? "we refuse it too" :
 			     "ELSPETH accepts it");
-		dag_expr_free(e);
+		expr_free(e);
 		return;
 	}
 	if (refused) {
@@ -175,7 +175,7 @@ static void check_case(report *r, const json_t *c, unsigned *evals)
 		check_eval(r, test, expr, e, ev);
 		(*evals)++;
 	}
-	dag_expr_free(e);
+	expr_free(e);
 }
 
 Test(expr_elspeth, its_parser_tests_agree, .timeout = 120)

@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
 static int append_repr_str(core_buf *b, const char *s, size_t n)
 {
@@ -38,20 +38,20 @@ static int append_repr_str(core_buf *b, const char *s, size_t n)
 	return rc ? CORE_ENOMEM : 0;
 }
 
-static int append_list(core_buf *b, const dag__val *v)
+static int append_list(core_buf *b, const expr__val *v)
 {
 	bool tuple = v->kind == DAG__V_ARR && v->tuple;
-	size_t i, n = dag__list_len(v);
-	dag__val x;
+	size_t i, n = expr__list_len(v);
+	expr__val x;
 	int rc;
 
 	rc = core_buf_putc(b, tuple ? '(' : '[');
 	for (i = 0; !rc && i < n; i++) {
-		dag__list_at(v, i, &x);
+		expr__list_at(v, i, &x);
 		if (i)
 			rc = core_buf_puts(b, ", ");
 		if (!rc)
-			rc = dag__append_str(b, &x, true);
+			rc = expr__append_str(b, &x, true);
 	}
 	if (!rc && tuple && n == 1)
 		rc = core_buf_putc(b, ',');
@@ -60,11 +60,11 @@ static int append_list(core_buf *b, const dag__val *v)
 
 /* A dict (the row's or a built one) or a set; Python writes an empty set
  * as set(). */
-static int append_coll(core_buf *b, const dag__val *v)
+static int append_coll(core_buf *b, const expr__val *v)
 {
 	bool set = v->kind == DAG__V_SET;
-	size_t i, n = set ? v->u.l.n : dag__dict_len(v);
-	dag__val k, x;
+	size_t i, n = set ? v->u.l.n : expr__dict_len(v);
+	expr__val k, x;
 	void *it = NULL;
 	int rc;
 
@@ -72,18 +72,18 @@ static int append_coll(core_buf *b, const dag__val *v)
 		return core_buf_puts(b, "set()");
 	rc = core_buf_putc(b, '{');
 	for (i = 0; !rc && i < n; i++) {
-		dag__coll_at(v, i, &it, &k, set ? NULL : &x);
+		expr__coll_at(v, i, &it, &k, set ? NULL : &x);
 		if (i)
 			rc = core_buf_puts(b, ", ");
 		if (!rc)
-			rc = dag__append_str(b, &k, true);
+			rc = expr__append_str(b, &k, true);
 		if (!rc && !set && !(rc = core_buf_puts(b, ": ")))
-			rc = dag__append_str(b, &x, true);
+			rc = expr__append_str(b, &x, true);
 	}
 	return rc ? rc : core_buf_putc(b, '}');
 }
 
-int dag__append_str(core_buf *b, const dag__val *v, bool repr)
+int expr__append_str(core_buf *b, const expr__val *v, bool repr)
 {
 	char num[40];
 
@@ -112,13 +112,13 @@ int dag__append_str(core_buf *b, const dag__val *v, bool repr)
 	return CORE_EINTERNAL;
 }
 
-static json_t *list_to_json(const dag__val *v)
+static json_t *list_to_json(const expr__val *v)
 {
 	json_t *arr = json_array();
 	size_t i;
 
 	for (i = 0; arr && i < v->u.l.n; i++) {
-		if (json_array_append_new(arr, dag__to_json(&v->u.l.items[i]))) {
+		if (json_array_append_new(arr, expr__to_json(&v->u.l.items[i]))) {
 			json_decref(arr);
 			return NULL;
 		}
@@ -128,7 +128,7 @@ static json_t *list_to_json(const dag__val *v)
 
 /* A set becomes an array (in the order written), a dict an object; a
  * dict with a key that is not a string has no JSON form. */
-static json_t *coll_to_json(const dag__val *v)
+static json_t *coll_to_json(const expr__val *v)
 {
 	bool set = v->kind == DAG__V_SET;
 	json_t *out = set ? json_array() : json_object();
@@ -136,15 +136,15 @@ static json_t *coll_to_json(const dag__val *v)
 	int rc;
 
 	for (i = 0; out && i < v->u.l.n; i++) {
-		const dag__val *k = &v->u.l.items[set ? i : 2 * i];
+		const expr__val *k = &v->u.l.items[set ? i : 2 * i];
 
 		if (set)
-			rc = json_array_append_new(out, dag__to_json(k));
+			rc = json_array_append_new(out, expr__to_json(k));
 		else if (k->kind != DAG__V_STR)
 			rc = -1;
 		else
 			rc = json_object_setn_new(out, k->u.s.p, k->u.s.n,
-				dag__to_json(&v->u.l.items[2 * i + 1]));
+				expr__to_json(&v->u.l.items[2 * i + 1]));
 		if (rc) {
 			json_decref(out);
 			return NULL;
@@ -153,7 +153,7 @@ static json_t *coll_to_json(const dag__val *v)
 	return out;
 }
 
-json_t *dag__to_json(const dag__val *v)
+json_t *expr__to_json(const expr__val *v)
 {
 	switch (v->kind) {
 	case DAG__V_NONE:

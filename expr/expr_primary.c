@@ -9,9 +9,9 @@
  */
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-const char *const dag__builtin_names[DAG__FN_LAST] = {
+const char *const expr__builtin_names[DAG__FN_LAST] = {
 	[DAG__FN_LEN] = "len", [DAG__FN_STR] = "str", [DAG__FN_INT] = "int",
 	[DAG__FN_FLOAT] = "float", [DAG__FN_BOOL] = "bool",
 	[DAG__FN_ABS] = "abs",
@@ -19,7 +19,7 @@ const char *const dag__builtin_names[DAG__FN_LAST] = {
 
 #define ALLOWED_NAMES "row, True, False, None, len, str, int, float, bool, abs"
 
-static bool tok_is(const dag__parser *p, const char *word)
+static bool tok_is(const expr__parser *p, const char *word)
 {
 	size_t n = p->tok.end - p->tok.start;
 
@@ -27,13 +27,13 @@ static bool tok_is(const dag__parser *p, const char *word)
 	       !memcmp(p->lx.src + p->tok.start, word, n);
 }
 
-static int literal(dag__parser *p, dag__node_kind kind, uint32_t *out)
+static int literal(expr__parser *p, expr__node_kind kind, uint32_t *out)
 {
-	dag__tok t = p->tok;
+	expr__tok t = p->tok;
 	int rc;
 
-	if ((rc = dag__advance(p)) ||
-	    (rc = dag__new_node(p, kind, t.start, DAG__NONE, DAG__NONE,
+	if ((rc = expr__advance(p)) ||
+	    (rc = expr__new_node(p, kind, t.start, DAG__NONE, DAG__NONE,
 				DAG__NONE, out)))
 		return rc;
 	if (kind == DAG__N_FLOAT)
@@ -48,17 +48,17 @@ static int literal(dag__parser *p, dag__node_kind kind, uint32_t *out)
 /* Adjacent literals concatenate, as in Python: 'a' "b" == 'ab'. Their
  * decoded bytes are adjacent in the pool because nothing else is lexed in
  * between. */
-static int string_literal(dag__parser *p, uint32_t *out)
+static int string_literal(expr__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start, off = p->tok.u.s.off, len = 0;
 	int rc;
 
 	while (p->tok.kind == DAG__T_STR) {
 		len += p->tok.u.s.len;
-		if ((rc = dag__advance(p)))
+		if ((rc = expr__advance(p)))
 			return rc;
 	}
-	if ((rc = dag__new_node(p, DAG__N_STR, start, DAG__NONE, DAG__NONE,
+	if ((rc = expr__new_node(p, DAG__N_STR, start, DAG__NONE, DAG__NONE,
 				DAG__NONE, out)))
 		return rc;
 	p->nodes[*out].u.s.off = off;
@@ -67,67 +67,67 @@ static int string_literal(dag__parser *p, uint32_t *out)
 }
 
 /* Items up to `close` (trailing comma allowed) appended to node. */
-static int sequence_items(dag__parser *p, uint32_t node, uint32_t tail,
-			  dag__tok_kind close, const char *what, uint32_t open_at)
+static int sequence_items(expr__parser *p, uint32_t node, uint32_t tail,
+			  expr__tok_kind close, const char *what, uint32_t open_at)
 {
 	uint32_t x;
 	int rc;
 
 	while (p->tok.kind != close) {
-		if ((rc = dag__parse_expr(p, &x)) ||
-		    (rc = dag__add_child(p, node, &tail, x)))
+		if ((rc = expr__parse_expr(p, &x)) ||
+		    (rc = expr__add_child(p, node, &tail, x)))
 			return rc;
 		if (p->tok.kind == close)
 			break;
 		if (p->tok.kind != DAG__T_COMMA) {
 			char desc[64];
 
-			return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 				"expected ',' or '%c' to close %s opened at column %u, found %s",
 				close == DAG__T_RBRACK ? ']' : ')', what,
-				dag__column(p->lx.src, open_at),
-				dag__tok_desc(p, desc, sizeof(desc)));
+				expr__column(p->lx.src, open_at),
+				expr__tok_desc(p, desc, sizeof(desc)));
 		}
-		if ((rc = dag__advance(p)))
+		if ((rc = expr__advance(p)))
 			return rc;
 	}
-	if ((rc = dag__advance(p)))
+	if ((rc = expr__advance(p)))
 		return rc;
 	p->nodes[node].end = p->prev_end;
 	return 0;
 }
 
 /* At '*': Python's unpacking and power, refused with their names. */
-static int star(dag__parser *p)
+static int star(expr__parser *p)
 {
 	const char *s = p->lx.src + p->tok.start;
 
 	if (s[1] == '*')
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"dict spread (**) is not allowed");
 	if (p->tok.start && s[-1] == '*')
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start - 1,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start - 1,
 			"'**' (power) is not allowed; use * to multiply");
-	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+	return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 		"starred expressions (*x) are not allowed");
 }
 
-static int brace_error(dag__parser *p, bool dict, uint32_t open_at)
+static int brace_error(expr__parser *p, bool dict, uint32_t open_at)
 {
 	char desc[64];
 
 	if (tok_is(p, "for"))
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"comprehensions are not allowed");
-	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+	return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 		"expected ',' or '}' to close the %s opened at column %u, found %s",
 		dict ? "dict" : "set",
-		dag__column(p->lx.src, open_at),
-		dag__tok_desc(p, desc, sizeof(desc)));
+		expr__column(p->lx.src, open_at),
+		expr__tok_desc(p, desc, sizeof(desc)));
 }
 
 /* After a dict key: ':' and the value, added to node. */
-static int dict_value(dag__parser *p, uint32_t node, uint32_t *tail,
+static int dict_value(expr__parser *p, uint32_t node, uint32_t *tail,
 		      uint32_t open_at)
 {
 	uint32_t x;
@@ -135,37 +135,37 @@ static int dict_value(dag__parser *p, uint32_t node, uint32_t *tail,
 	int rc;
 
 	if (p->tok.kind != DAG__T_COLON)
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected ':' after the key in the dict opened at column %u, found %s",
-			dag__column(p->lx.src, open_at),
-			dag__tok_desc(p, desc, sizeof(desc)));
-	if ((rc = dag__advance(p)) || (rc = dag__parse_expr(p, &x)))
+			expr__column(p->lx.src, open_at),
+			expr__tok_desc(p, desc, sizeof(desc)));
+	if ((rc = expr__advance(p)) || (rc = expr__parse_expr(p, &x)))
 		return rc;
-	return dag__add_child(p, node, tail, x);
+	return expr__add_child(p, node, tail, x);
 }
 
 /* {} (an empty dict, as in Python), {a, b, ...} a set, {k: v, ...} a
  * dict; a trailing comma is allowed. */
-static int brace_literal(dag__parser *p, uint32_t *out)
+static int brace_literal(expr__parser *p, uint32_t *out)
 {
 	uint32_t open_at = p->tok.start, tail, x;
 	bool dict;
 	int rc;
 
-	if ((rc = dag__advance(p)))
+	if ((rc = expr__advance(p)))
 		return rc;
 	if (p->tok.kind == DAG__T_RBRACE) {
-		if ((rc = dag__advance(p)))
+		if ((rc = expr__advance(p)))
 			return rc;
-		return dag__new_node(p, DAG__N_DICT, open_at, DAG__NONE,
+		return expr__new_node(p, DAG__N_DICT, open_at, DAG__NONE,
 				     DAG__NONE, DAG__NONE, out);
 	}
 	if (p->tok.kind == DAG__T_STAR)
 		return star(p);
-	if ((rc = dag__parse_expr(p, &x)))
+	if ((rc = expr__parse_expr(p, &x)))
 		return rc;
 	dict = p->tok.kind == DAG__T_COLON;
-	if ((rc = dag__new_node(p, dict ? DAG__N_DICT : DAG__N_SET, open_at, x,
+	if ((rc = expr__new_node(p, dict ? DAG__N_DICT : DAG__N_SET, open_at, x,
 				DAG__NONE, DAG__NONE, out)))
 		return rc;
 	tail = x;
@@ -176,29 +176,29 @@ static int brace_literal(dag__parser *p, uint32_t *out)
 			break;
 		if (p->tok.kind != DAG__T_COMMA)
 			return brace_error(p, dict, open_at);
-		if ((rc = dag__advance(p)))
+		if ((rc = expr__advance(p)))
 			return rc;
 		if (p->tok.kind == DAG__T_RBRACE)
 			break;
 		if (p->tok.kind == DAG__T_STAR)
 			return star(p);
-		if ((rc = dag__parse_expr(p, &x)) ||
-		    (rc = dag__add_child(p, *out, &tail, x)))
+		if ((rc = expr__parse_expr(p, &x)) ||
+		    (rc = expr__add_child(p, *out, &tail, x)))
 			return rc;
 	}
-	if ((rc = dag__advance(p)))
+	if ((rc = expr__advance(p)))
 		return rc;
 	p->nodes[*out].end = p->prev_end;
 	return 0;
 }
 
-static int list_literal(dag__parser *p, uint32_t *out)
+static int list_literal(expr__parser *p, uint32_t *out)
 {
 	uint32_t open_at = p->tok.start;
 	int rc;
 
-	if ((rc = dag__advance(p)) ||
-	    (rc = dag__new_node(p, DAG__N_LIST, open_at, DAG__NONE, DAG__NONE,
+	if ((rc = expr__advance(p)) ||
+	    (rc = expr__new_node(p, DAG__N_LIST, open_at, DAG__NONE, DAG__NONE,
 				DAG__NONE, out)))
 		return rc;
 	return sequence_items(p, *out, DAG__NONE, DAG__T_RBRACK, "list",
@@ -206,32 +206,32 @@ static int list_literal(dag__parser *p, uint32_t *out)
 }
 
 /* (x), (x,), (x, y), () */
-static int paren(dag__parser *p, uint32_t *out)
+static int paren(expr__parser *p, uint32_t *out)
 {
 	uint32_t open_at = p->tok.start, x;
 	int rc;
 
-	if ((rc = dag__advance(p)))
+	if ((rc = expr__advance(p)))
 		return rc;
 	if (p->tok.kind == DAG__T_RPAREN) {
-		rc = dag__advance(p);
+		rc = expr__advance(p);
 		x = DAG__NONE;
-	} else if ((rc = dag__parse_expr(p, &x))) {
+	} else if ((rc = expr__parse_expr(p, &x))) {
 		return rc;
 	} else if (p->tok.kind == DAG__T_RPAREN) {
 		*out = x;
-		return dag__advance(p);
+		return expr__advance(p);
 	} else if (p->tok.kind == DAG__T_COMMA) {
-		rc = dag__advance(p);
+		rc = expr__advance(p);
 	} else {
 		char desc[64];
 
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected ')' to close '(' opened at column %u, found %s",
-			dag__column(p->lx.src, open_at),
-			dag__tok_desc(p, desc, sizeof(desc)));
+			expr__column(p->lx.src, open_at),
+			expr__tok_desc(p, desc, sizeof(desc)));
 	}
-	if (rc || (rc = dag__new_node(p, DAG__N_TUPLE, open_at, x, DAG__NONE,
+	if (rc || (rc = expr__new_node(p, DAG__N_TUPLE, open_at, x, DAG__NONE,
 				      DAG__NONE, out)))
 		return rc;
 	if (x == DAG__NONE)
@@ -239,10 +239,10 @@ static int paren(dag__parser *p, uint32_t *out)
 	return sequence_items(p, *out, x, DAG__T_RPAREN, "tuple", open_at);
 }
 
-static int too_many_args(dag__parser *p, const char *fn, unsigned min,
+static int too_many_args(expr__parser *p, const char *fn, unsigned min,
 			 unsigned max)
 {
-	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+	return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 		"%s() takes %s argument%s", fn,
 		min == max ? "exactly one" : min ? "one or two" : "at most one",
 		min == 1 && max == 2 ? "s" : "");
@@ -250,7 +250,7 @@ static int too_many_args(dag__parser *p, const char *fn, unsigned min,
 
 /* "(arg, ...)" after the callee fn: between min and max (<= 2) arguments,
  * a trailing comma allowed; missing ones are DAG__NONE. */
-static int call_args(dag__parser *p, const char *fn, unsigned min,
+static int call_args(expr__parser *p, const char *fn, unsigned min,
 		     unsigned max, uint32_t args[2])
 {
 	uint32_t open_at = p->tok.start;
@@ -260,78 +260,78 @@ static int call_args(dag__parser *p, const char *fn, unsigned min,
 
 	args[0] = args[1] = DAG__NONE;
 	if (p->tok.kind != DAG__T_LPAREN)
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected '(' to call %s, found %s", fn,
-			dag__tok_desc(p, desc, sizeof(desc)));
-	if ((rc = dag__advance(p)))
+			expr__tok_desc(p, desc, sizeof(desc)));
+	if ((rc = expr__advance(p)))
 		return rc;
 	while (p->tok.kind != DAG__T_RPAREN) {
 		if (n == max)
 			return too_many_args(p, fn, min, max);
-		if ((rc = dag__parse_expr(p, &args[n++])))
+		if ((rc = expr__parse_expr(p, &args[n++])))
 			return rc;
 		if (p->tok.kind == DAG__T_RPAREN)
 			break;
 		if (p->tok.kind != DAG__T_COMMA)
-			return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 				"expected %s to close %s( opened at column %u, found %s",
 				n == max ? "')'" : "',' or ')'", fn,
-				dag__column(p->lx.src, open_at),
-				dag__tok_desc(p, desc, sizeof(desc)));
-		if ((rc = dag__advance(p)))
+				expr__column(p->lx.src, open_at),
+				expr__tok_desc(p, desc, sizeof(desc)));
+		if ((rc = expr__advance(p)))
 			return rc;
 	}
 	if (n < min)
 		return too_many_args(p, fn, min, max);
-	return dag__advance(p);
+	return expr__advance(p);
 }
 
 /* bool(), str(), int() and float() may be called without an argument, as
  * in Python (False, '', 0, 0.0); len() and abs() cannot. */
-static int builtin_call(dag__parser *p, int fn, uint32_t *out)
+static int builtin_call(expr__parser *p, int fn, uint32_t *out)
 {
 	uint32_t start = p->tok.start, args[2];
 	unsigned min = fn == DAG__FN_LEN || fn == DAG__FN_ABS;
 	int rc;
 
-	if ((rc = dag__advance(p)) ||
-	    (rc = call_args(p, dag__builtin_names[fn], min, 1, args)) ||
-	    (rc = dag__new_node(p, DAG__N_CALL, start, args[0], DAG__NONE,
+	if ((rc = expr__advance(p)) ||
+	    (rc = call_args(p, expr__builtin_names[fn], min, 1, args)) ||
+	    (rc = expr__new_node(p, DAG__N_CALL, start, args[0], DAG__NONE,
 				DAG__NONE, out)))
 		return rc;
 	p->nodes[*out].op = (uint8_t)fn;
 	return 0;
 }
 
-static int name(dag__parser *p, uint32_t *out)
+static int name(expr__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start, len = p->tok.end - p->tok.start;
 	uint32_t after = p->tok.end;
 	int fn, rc;
 
 	if (tok_is(p, "row")) {
-		if ((rc = dag__advance(p)))
+		if ((rc = expr__advance(p)))
 			return rc;
-		return dag__new_node(p, DAG__N_ROW, start, DAG__NONE, DAG__NONE,
+		return expr__new_node(p, DAG__N_ROW, start, DAG__NONE, DAG__NONE,
 				     DAG__NONE, out);
 	}
 	for (fn = 0; fn < DAG__FN_LAST; fn++)
-		if (tok_is(p, dag__builtin_names[fn]))
+		if (tok_is(p, expr__builtin_names[fn]))
 			return builtin_call(p, fn, out);
 	while (p->lx.src[after] == ' ' || p->lx.src[after] == '\t')
 		after++;
 	if (p->lx.src[after] == '(')
-		return dag__syntax_error(p->err, p->lx.src, start,
+		return expr__syntax_error(p->err, p->lx.src, start,
 			"unknown function '%.*s'; allowed functions: len, str, int, float, bool, abs",
 			len > 40 ? 40 : (int)len, p->lx.src + start);
-	return dag__syntax_error(p->err, p->lx.src, start,
+	return expr__syntax_error(p->err, p->lx.src, start,
 		"unknown name '%.*s' (allowed names: " ALLOWED_NAMES
 		"); read a field with row['%.*s']",
 		len > 40 ? 40 : (int)len, p->lx.src + start,
 		len > 40 ? 40 : (int)len, p->lx.src + start);
 }
 
-static int primary(dag__parser *p, uint32_t *out)
+static int primary(expr__parser *p, uint32_t *out)
 {
 	switch (p->tok.kind) {
 	case DAG__T_INT:
@@ -356,52 +356,52 @@ static int primary(dag__parser *p, uint32_t *out)
 	case DAG__T_STAR:
 		return star(p);
 	default:
-		return dag__expected(p, "an expression");
+		return expr__expected(p, "an expression");
 	}
 }
 
 /* row.get(key) or row.get(key, default); the current token is '.'. */
-static int row_get(dag__parser *p, uint32_t start, uint32_t *out)
+static int row_get(expr__parser *p, uint32_t start, uint32_t *out)
 {
 	uint32_t args[2];
 	int rc;
 
-	if ((rc = dag__advance(p)))
+	if ((rc = expr__advance(p)))
 		return rc;
 	if (!tok_is(p, "get"))
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected 'get' after 'row.': only row.get(...) may be called on row");
-	if ((rc = dag__advance(p)) ||
+	if ((rc = expr__advance(p)) ||
 	    (rc = call_args(p, "row.get", 1, 2, args)))
 		return rc;
-	return dag__new_node(p, DAG__N_GET, start, args[0], args[1], DAG__NONE,
+	return expr__new_node(p, DAG__N_GET, start, args[0], args[1], DAG__NONE,
 			     out);
 }
 
-static int subscript(dag__parser *p, uint32_t start, uint32_t *out)
+static int subscript(expr__parser *p, uint32_t start, uint32_t *out)
 {
 	uint32_t open_at = p->tok.start, idx = DAG__NONE;
 	char desc[64];
 	int rc;
 
-	if ((rc = dag__advance(p)) ||
-	    (p->tok.kind != DAG__T_COLON && (rc = dag__parse_expr(p, &idx))))
+	if ((rc = expr__advance(p)) ||
+	    (p->tok.kind != DAG__T_COLON && (rc = expr__parse_expr(p, &idx))))
 		return rc;
 	if (p->tok.kind == DAG__T_COLON)
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"slices ([a:b]) are not allowed; index with one integer");
 	if (p->tok.kind != DAG__T_RBRACK)
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected ']' to close subscript opened at column %u, found %s",
-			dag__column(p->lx.src, open_at),
-			dag__tok_desc(p, desc, sizeof(desc)));
-	if ((rc = dag__advance(p)))
+			expr__column(p->lx.src, open_at),
+			expr__tok_desc(p, desc, sizeof(desc)));
+	if ((rc = expr__advance(p)))
 		return rc;
-	return dag__new_node(p, DAG__N_SUBSCRIPT, start, *out, idx, DAG__NONE,
+	return expr__new_node(p, DAG__N_SUBSCRIPT, start, *out, idx, DAG__NONE,
 			     out);
 }
 
-int dag__parse_postfix(dag__parser *p, uint32_t *out)
+int expr__parse_postfix(expr__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start;
 	int rc;
@@ -414,10 +414,10 @@ int dag__parse_postfix(dag__parser *p, uint32_t *out)
 		else if (p->tok.kind == DAG__T_DOT && p->nodes[*out].kind == DAG__N_ROW)
 			rc = row_get(p, start, out);
 		else if (p->tok.kind == DAG__T_DOT)
-			return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 				"attributes and methods are not allowed; only row.get(...) may be called");
 		else if (p->tok.kind == DAG__T_LPAREN)
-			return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 				"only len, str, int, float, bool, abs and row.get can be called");
 		else
 			return 0;

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
 static uint64_t mix(uint64_t x)
 {
@@ -27,7 +27,7 @@ static uint64_t mix(uint64_t x)
 }
 
 /* Equal values hash alike: an integral float hashes as the integer. */
-static uint64_t hash(const dag__val *v)
+static uint64_t hash(const expr__val *v)
 {
 	uint64_t h = 0xcbf29ce484222325ULL, bits;
 	size_t i;
@@ -56,7 +56,7 @@ static uint64_t hash(const dag__val *v)
 	}
 }
 
-bool dag__hashable(const dag__val *v)
+bool expr__hashable(const expr__val *v)
 {
 	size_t i;
 
@@ -71,7 +71,7 @@ bool dag__hashable(const dag__val *v)
 		if (!v->tuple)
 			return false;
 		for (i = 0; i < v->u.l.n; i++)
-			if (!dag__hashable(&v->u.l.items[i]))
+			if (!expr__hashable(&v->u.l.items[i]))
 				return false;
 		return true;
 	default:
@@ -79,49 +79,49 @@ bool dag__hashable(const dag__val *v)
 	}
 }
 
-int dag__unhashable(dag__ctx *c, uint32_t n, const dag__val *v)
+int expr__unhashable(expr__ctx *c, uint32_t n, const expr__val *v)
 {
 	char where[128];
 
-	return dag__rt_error(c, "unhashable type: '%s' (in `%s`)",
-			     dag__type_name(v),
-			     dag__snippet(c->e, n, where, sizeof(where)));
+	return expr__rt_error(c, "unhashable type: '%s' (in `%s`)",
+			     expr__type_name(v),
+			     expr__snippet(c->e, n, where, sizeof(where)));
 }
 
 /* The slot holding key in coll's table, or the free slot where it goes. */
-static size_t probe(const dag__val *coll, const dag__val *key)
+static size_t probe(const expr__val *coll, const expr__val *key)
 {
-	const dag__table *t = coll->u.l.tab;
+	const expr__table *t = coll->u.l.tab;
 	size_t per = coll->kind == DAG__V_MAP ? 2 : 1;
 	size_t j = (size_t)hash(key) & t->mask;
 
 	while (t->slots[j] &&
-	       !dag__equal(&coll->u.l.items[(t->slots[j] - 1) * per], key))
+	       !expr__equal(&coll->u.l.items[(t->slots[j] - 1) * per], key))
 		j = (j + 1) & t->mask;
 	return j;
 }
 
-static size_t entry_weight(const dag__val *items, size_t i, bool map)
+static size_t entry_weight(const expr__val *items, size_t i, bool map)
 {
 	if (!map)
-		return 2 + dag__weight(&items[i]);
-	return 4 + dag__weight(&items[2 * i]) + dag__weight(&items[2 * i + 1]);
+		return 2 + expr__weight(&items[i]);
+	return 4 + expr__weight(&items[2 * i]) + expr__weight(&items[2 * i + 1]);
 }
 
-int dag__make_coll(dag__ctx *c, uint32_t n, dag__vkind kind, dag__val *items,
-		   size_t count, dag__val *out)
+int expr__make_coll(expr__ctx *c, uint32_t n, expr__vkind kind, expr__val *items,
+		   size_t count, expr__val *out)
 {
 	bool map = kind == DAG__V_MAP;
 	size_t per = map ? 2 : 1, cap = 8, i, j, k = 0, weight = 2;
-	dag__table *t;
+	expr__table *t;
 
 	for (i = 0; i < count; i++)
-		if (!dag__hashable(&items[i * per]))
-			return dag__unhashable(c, n, &items[i * per]);
+		if (!expr__hashable(&items[i * per]))
+			return expr__unhashable(c, n, &items[i * per]);
 	while (cap < 2 * count)
 		cap *= 2;
-	if (!(t = dag__arena_alloc(&c->arena, sizeof(*t) + cap * sizeof(t->slots[0]))))
-		return dag__alloc_error(c);
+	if (!(t = expr__arena_alloc(&c->arena, sizeof(*t) + cap * sizeof(t->slots[0]))))
+		return expr__alloc_error(c);
 	memset(t->slots, 0, cap * sizeof(t->slots[0]));
 	t->mask = cap - 1;
 	memset(out, 0, sizeof(*out));
@@ -142,24 +142,24 @@ int dag__make_coll(dag__ctx *c, uint32_t n, dag__vkind kind, dag__val *items,
 	}
 	for (i = 0; i < k && weight <= DAG__ARENA_LIMIT; i++)
 		weight += entry_weight(items, i, map);
-	if (dag__arena_charge(&c->arena, weight))
-		return dag__alloc_error(c);
+	if (expr__arena_charge(&c->arena, weight))
+		return expr__alloc_error(c);
 	out->u.l.n = k;
 	out->u.l.weight = weight;
 	return 0;
 }
 
-bool dag__is_dict(const dag__val *v)
+bool expr__is_dict(const expr__val *v)
 {
 	return v->kind == DAG__V_DICT || v->kind == DAG__V_MAP;
 }
 
-size_t dag__dict_len(const dag__val *v)
+size_t expr__dict_len(const expr__val *v)
 {
 	return v->kind == DAG__V_DICT ? json_object_size(v->u.j) : v->u.l.n;
 }
 
-bool dag__lookup(const dag__val *coll, const dag__val *key, dag__val *value)
+bool expr__lookup(const expr__val *coll, const expr__val *key, expr__val *value)
 {
 	const json_t *j;
 	size_t at;
@@ -168,7 +168,7 @@ bool dag__lookup(const dag__val *coll, const dag__val *key, dag__val *value)
 		j = key->kind == DAG__V_STR ?
 		    json_object_getn(coll->u.j, key->u.s.p, key->u.s.n) : NULL;
 		if (j && value)
-			dag__from_json(j, value);
+			expr__from_json(j, value);
 		return j != NULL;
 	}
 	at = probe(coll, key);
@@ -179,8 +179,8 @@ bool dag__lookup(const dag__val *coll, const dag__val *key, dag__val *value)
 	return true;
 }
 
-void dag__coll_at(const dag__val *v, size_t i, void **iter, dag__val *key,
-		  dag__val *value)
+void expr__coll_at(const expr__val *v, size_t i, void **iter, expr__val *key,
+		  expr__val *value)
 {
 	json_t *o = (json_t *)v->u.j;
 
@@ -200,53 +200,53 @@ void dag__coll_at(const dag__val *v, size_t i, void **iter, dag__val *key,
 	key->u.s.p = json_object_iter_key(*iter);
 	key->u.s.n = json_object_iter_key_len(*iter);
 	if (value)
-		dag__from_json(json_object_iter_value(*iter), value);
+		expr__from_json(json_object_iter_value(*iter), value);
 }
 
 /* Every item (key) of a is in b, with an equal value for dicts. */
-static bool all_in(const dag__val *a, const dag__val *b)
+static bool all_in(const expr__val *a, const expr__val *b)
 {
-	size_t i, n = a->kind == DAG__V_SET ? a->u.l.n : dag__dict_len(a);
+	size_t i, n = a->kind == DAG__V_SET ? a->u.l.n : expr__dict_len(a);
 	bool dict = a->kind != DAG__V_SET;
-	dag__val k, x, y;
+	expr__val k, x, y;
 	void *it = NULL;
 
 	for (i = 0; i < n; i++) {
-		dag__coll_at(a, i, &it, &k, dict ? &x : NULL);
-		if (!dag__lookup(b, &k, dict ? &y : NULL) ||
-		    (dict && !dag__equal(&x, &y)))
+		expr__coll_at(a, i, &it, &k, dict ? &x : NULL);
+		if (!expr__lookup(b, &k, dict ? &y : NULL) ||
+		    (dict && !expr__equal(&x, &y)))
 			return false;
 	}
 	return true;
 }
 
-bool dag__coll_equal(const dag__val *a, const dag__val *b)
+bool expr__coll_equal(const expr__val *a, const expr__val *b)
 {
 	if (a->kind == DAG__V_SET && b->kind == DAG__V_SET)
 		return a->u.l.n == b->u.l.n && all_in(a, b);
-	if (dag__is_dict(a) && dag__is_dict(b))
-		return dag__dict_len(a) == dag__dict_len(b) && all_in(a, b);
+	if (expr__is_dict(a) && expr__is_dict(b))
+		return expr__dict_len(a) == expr__dict_len(b) && all_in(a, b);
 	return false;
 }
 
-bool dag__subset(const dag__val *a, const dag__val *b, bool strict)
+bool expr__subset(const expr__val *a, const expr__val *b, bool strict)
 {
 	if (a->u.l.n > b->u.l.n || (strict && a->u.l.n == b->u.l.n))
 		return false;
 	return all_in(a, b);
 }
 
-int dag__set_difference(dag__ctx *c, uint32_t n, const dag__val *a,
-			const dag__val *b, dag__val *out)
+int expr__set_difference(expr__ctx *c, uint32_t n, const expr__val *a,
+			const expr__val *b, expr__val *out)
 {
-	dag__val *items = NULL;
+	expr__val *items = NULL;
 	size_t i, k = 0;
 
 	if (a->u.l.n &&
-	    !(items = dag__arena_alloc(&c->arena, a->u.l.n * sizeof(*items))))
-		return dag__alloc_error(c);
+	    !(items = expr__arena_alloc(&c->arena, a->u.l.n * sizeof(*items))))
+		return expr__alloc_error(c);
 	for (i = 0; i < a->u.l.n; i++)
-		if (!dag__lookup(b, &a->u.l.items[i], NULL))
+		if (!expr__lookup(b, &a->u.l.items[i], NULL))
 			items[k++] = a->u.l.items[i];
-	return dag__make_coll(c, n, DAG__V_SET, items, k, out);
+	return expr__make_coll(c, n, DAG__V_SET, items, k, out);
 }

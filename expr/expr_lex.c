@@ -13,14 +13,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-unsigned dag__column(const char *src, uint32_t off)
+unsigned expr__column(const char *src, uint32_t off)
 {
 	return 1 + (unsigned)core_utf8_count(src, strnlen(src, off));
 }
 
-int dag__syntax_error(core_err *err, const char *src, uint32_t off,
+int expr__syntax_error(core_err *err, const char *src, uint32_t off,
 		      const char *fmt, ...)
 {
 	char msg[768];
@@ -30,7 +30,7 @@ int dag__syntax_error(core_err *err, const char *src, uint32_t off,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	return core_err_set(err, CORE_EEXPR, "column %u: %s",
-			    dag__column(src, off), msg);
+			    expr__column(src, off), msg);
 }
 
 /* Appends the UTF-8 form of cp (a code point the escape checks let
@@ -54,7 +54,7 @@ static int hexval(char ch)
 }
 
 /* \xNN, \uNNNN, \UNNNNNNNN at src[pos] (the letter); *pos ends after. */
-static int lex_hex_escape(dag__lexer *lx, uint32_t *pos, uint32_t *cp)
+static int lex_hex_escape(expr__lexer *lx, uint32_t *pos, uint32_t *cp)
 {
 	uint32_t at = *pos - 1, ndig, i;
 	char kind = lx->src[*pos];
@@ -65,14 +65,14 @@ static int lex_hex_escape(dag__lexer *lx, uint32_t *pos, uint32_t *cp)
 	for (i = 1; i <= ndig; i++) {
 		h = hexval(lx->src[*pos + i]);	/* NUL stops: not hex */
 		if (h < 0)
-			return dag__syntax_error(lx->err, lx->src, at,
+			return expr__syntax_error(lx->err, lx->src, at,
 				"invalid escape '\\%c' in string: expected %u hex digits",
 				kind, (unsigned)ndig);
 		*cp = *cp << 4 | (uint32_t)h;
 	}
 	*pos += ndig + 1;
 	if (*cp > 0x10FFFF || (*cp >= 0xD800 && *cp <= 0xDFFF))
-		return dag__syntax_error(lx->err, lx->src, at,
+		return expr__syntax_error(lx->err, lx->src, at,
 			"escape '\\%c' is not a valid character (U+%04X)",
 			kind, (unsigned)*cp);
 	return 0;
@@ -96,7 +96,7 @@ static int simple_escape(char ch)
 }
 
 /* One escape sequence; src[*pos] is the character after the backslash. */
-static int lex_escape(dag__lexer *lx, uint32_t *pos)
+static int lex_escape(expr__lexer *lx, uint32_t *pos)
 {
 	char ch = lx->src[*pos];
 	uint32_t cp = 0, n;
@@ -116,14 +116,14 @@ static int lex_escape(dag__lexer *lx, uint32_t *pos)
 		return put_utf8(lx->pool, cp);
 	}
 	if (ch == '\0' || ch == '\n')
-		return dag__syntax_error(lx->err, lx->src, *pos - 1,
+		return expr__syntax_error(lx->err, lx->src, *pos - 1,
 					 "unterminated string: backslash at end of line");
-	return dag__syntax_error(lx->err, lx->src, *pos - 1,
+	return expr__syntax_error(lx->err, lx->src, *pos - 1,
 		"invalid escape '\\%c' in string (allowed: \\n \\t \\r \\\\ \\' \\\" \\xNN \\uNNNN \\UNNNNNNNN)",
 		(unsigned char)ch >= 0x20 && (unsigned char)ch < 0x7F ? ch : '?');
 }
 
-static int lex_string(dag__lexer *lx, dag__tok *t)
+static int lex_string(expr__lexer *lx, expr__tok *t)
 {
 	char quote = lx->src[lx->pos];
 	uint32_t pos = lx->pos + 1;
@@ -138,7 +138,7 @@ static int lex_string(dag__lexer *lx, dag__tok *t)
 		if (ch == quote)
 			break;
 		if (ch == '\0' || ch == '\n')
-			return dag__syntax_error(lx->err, lx->src, t->start,
+			return expr__syntax_error(lx->err, lx->src, t->start,
 				"unterminated string: missing closing %c", quote);
 		if (ch == '\\') {
 			pos++;
@@ -149,7 +149,7 @@ static int lex_string(dag__lexer *lx, dag__tok *t)
 		}
 		seq = core_utf8_decode(lx->src + pos, lx->len - pos, NULL);
 		if (!seq)
-			return dag__syntax_error(lx->err, lx->src, pos,
+			return expr__syntax_error(lx->err, lx->src, pos,
 						 "invalid UTF-8 in string");
 		if (core_buf_append(lx->pool, lx->src + pos, seq))
 			return core_err_set(lx->err, CORE_ENOMEM, "out of memory");
@@ -180,19 +180,19 @@ static uint32_t skip_digits(const char *s, uint32_t pos)
 	return pos;
 }
 
-static int lex_int(dag__lexer *lx, dag__tok *t, uint32_t end)
+static int lex_int(expr__lexer *lx, expr__tok *t, uint32_t end)
 {
 	const char *s = lx->src;
 	unsigned long long v = 0;
 	uint32_t i;
 
 	if (s[t->start] == '0' && strspn(s + t->start, "0") < end - t->start)
-		return dag__syntax_error(lx->err, s, t->start,
+		return expr__syntax_error(lx->err, s, t->start,
 			"leading zeros are not allowed in integer literals");
 	for (i = t->start; i < end; i++) {
 		v = v * 10 + (unsigned long long)(s[i] - '0');
 		if (v > (unsigned long long)LLONG_MAX)
-			return dag__syntax_error(lx->err, s, t->start,
+			return expr__syntax_error(lx->err, s, t->start,
 				"integer literal too large (limit %lld)", LLONG_MAX);
 	}
 	t->kind = DAG__T_INT;
@@ -200,7 +200,7 @@ static int lex_int(dag__lexer *lx, dag__tok *t, uint32_t end)
 	return 0;
 }
 
-static int lex_number(dag__lexer *lx, dag__tok *t)
+static int lex_number(expr__lexer *lx, expr__tok *t)
 {
 	const char *s = lx->src;
 	uint32_t pos = skip_digits(s, lx->pos);
@@ -218,12 +218,12 @@ static int lex_number(dag__lexer *lx, dag__tok *t)
 		if (s[exp] == '+' || s[exp] == '-')
 			exp++;
 		if (!is_digit(s[exp]))
-			return dag__syntax_error(lx->err, s, t->start,
+			return expr__syntax_error(lx->err, s, t->start,
 				"invalid number: exponent has no digits");
 		pos = skip_digits(s, exp);
 	}
 	if (is_name_char(s[pos]) || s[pos] == '.')
-		return dag__syntax_error(lx->err, s, t->start,
+		return expr__syntax_error(lx->err, s, t->start,
 					 "invalid number literal");
 	lx->pos = pos;
 	if (!is_float)
@@ -231,19 +231,19 @@ static int lex_number(dag__lexer *lx, dag__tok *t)
 	t->kind = DAG__T_FLOAT;
 	t->u.d = strtod(s + t->start, &endp);
 	if (endp != s + pos)
-		return dag__syntax_error(lx->err, s, t->start,
+		return expr__syntax_error(lx->err, s, t->start,
 					 "invalid number literal");
 	return 0;
 }
 
-static const struct { const char *word; dag__tok_kind kind; } keywords[] = {
+static const struct { const char *word; expr__tok_kind kind; } keywords[] = {
 	{ "and", DAG__T_AND }, { "or", DAG__T_OR }, { "not", DAG__T_NOT },
 	{ "in", DAG__T_IN }, { "is", DAG__T_IS }, { "if", DAG__T_IF },
 	{ "else", DAG__T_ELSE }, { "True", DAG__T_TRUE },
 	{ "False", DAG__T_FALSE }, { "None", DAG__T_NONE_KW },
 };
 
-static void lex_name(dag__lexer *lx, dag__tok *t)
+static void lex_name(expr__lexer *lx, expr__tok *t)
 {
 	uint32_t pos = lx->pos, n;
 	size_t i;
@@ -260,9 +260,9 @@ static void lex_name(dag__lexer *lx, dag__tok *t)
 }
 
 /* Two-character operators first, then one-character ones. */
-static int lex_op(dag__lexer *lx, dag__tok *t)
+static int lex_op(expr__lexer *lx, expr__tok *t)
 {
-	static const struct { const char *op; dag__tok_kind kind; } ops[] = {
+	static const struct { const char *op; expr__tok_kind kind; } ops[] = {
 		{ "//", DAG__T_DSLASH }, { "==", DAG__T_EQ }, { "!=", DAG__T_NE },
 		{ "<=", DAG__T_LE }, { ">=", DAG__T_GE }, { "(", DAG__T_LPAREN },
 		{ ")", DAG__T_RPAREN }, { "[", DAG__T_LBRACK },
@@ -287,37 +287,37 @@ static int lex_op(dag__lexer *lx, dag__tok *t)
 	return -1;
 }
 
-static int lex_bad_char(dag__lexer *lx)
+static int lex_bad_char(expr__lexer *lx)
 {
 	const unsigned char *s = (const unsigned char *)lx->src + lx->pos;
 	size_t seq;
 
 	switch (*s) {
 	case '=':
-		return dag__syntax_error(lx->err, lx->src, lx->pos,
+		return expr__syntax_error(lx->err, lx->src, lx->pos,
 			"unexpected '=': use '==' to compare");
 	case '!':
-		return dag__syntax_error(lx->err, lx->src, lx->pos,
+		return expr__syntax_error(lx->err, lx->src, lx->pos,
 			"unexpected '!': use 'not' or '!='");
 	case '&':
-		return dag__syntax_error(lx->err, lx->src, lx->pos,
+		return expr__syntax_error(lx->err, lx->src, lx->pos,
 			"unexpected '&': use 'and'");
 	case '|':
-		return dag__syntax_error(lx->err, lx->src, lx->pos,
+		return expr__syntax_error(lx->err, lx->src, lx->pos,
 			"unexpected '|': use 'or'");
 	}
 	if (*s >= 0x20 && *s < 0x7F)
-		return dag__syntax_error(lx->err, lx->src, lx->pos,
+		return expr__syntax_error(lx->err, lx->src, lx->pos,
 					 "unexpected character '%c'", *s);
 	seq = core_utf8_decode((const char *)s, lx->len - lx->pos, NULL);
 	if (seq > 1)
-		return dag__syntax_error(lx->err, lx->src, lx->pos,
+		return expr__syntax_error(lx->err, lx->src, lx->pos,
 			"unexpected character '%.*s'", (int)seq, (const char *)s);
-	return dag__syntax_error(lx->err, lx->src, lx->pos,
+	return expr__syntax_error(lx->err, lx->src, lx->pos,
 				 "unexpected byte 0x%02X", *s);
 }
 
-int dag__lex_next(dag__lexer *lx, dag__tok *t)
+int expr__lex_next(expr__lexer *lx, expr__tok *t)
 {
 	const char *s = lx->src;
 	int rc = 0;

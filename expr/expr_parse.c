@@ -1,7 +1,7 @@
 /*
  * expr_parse.c — the parser of gate expressions (operators, by Python
  * precedence from lowest: ternary, or, and, not, comparisons, + -,
- * * / // %, unary - +) and dag_expr_compile().
+ * * / // %, unary - +) and expr_compile().
  *
  * Recursion is bounded twice: `nest` counts open brackets and unary
  * operators while parsing (so "((((..." cannot exhaust the stack), and each
@@ -13,18 +13,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-int dag__advance(dag__parser *p)
+int expr__advance(expr__parser *p)
 {
 	p->prev_end = p->tok.end;
-	return dag__lex_next(&p->lx, &p->tok);
+	return expr__lex_next(&p->lx, &p->tok);
 }
 
-static int grow_nodes(dag__parser *p)
+static int grow_nodes(expr__parser *p)
 {
 	uint32_t cap = p->cap ? p->cap * 2 : 16;
-	dag__node *n;
+	expr__node *n;
 
 	if (p->cap >= UINT32_MAX / 4)
 		return core_err_set(p->err, CORE_ENOMEM, "out of memory");
@@ -36,24 +36,24 @@ static int grow_nodes(dag__parser *p)
 	return 0;
 }
 
-static uint16_t depth_of(const dag__parser *p, uint32_t n)
+static uint16_t depth_of(const expr__parser *p, uint32_t n)
 {
 	return n == DAG__NONE ? 0 : p->nodes[n].depth;
 }
 
-static int check_depth(dag__parser *p, uint32_t n)
+static int check_depth(expr__parser *p, uint32_t n)
 {
 	if (p->nodes[n].depth <= DAG__MAX_DEPTH)
 		return 0;
-	return dag__syntax_error(p->err, p->lx.src, p->nodes[n].start,
+	return expr__syntax_error(p->err, p->lx.src, p->nodes[n].start,
 		"expression too complex (more than %d levels of operators); use 'in [...]' or split the condition",
 		DAG__MAX_DEPTH);
 }
 
-int dag__new_node(dag__parser *p, dag__node_kind kind, uint32_t start,
+int expr__new_node(expr__parser *p, expr__node_kind kind, uint32_t start,
 		  uint32_t a, uint32_t b, uint32_t c, uint32_t *out)
 {
-	dag__node *n;
+	expr__node *n;
 	uint16_t d = depth_of(p, a);
 	int rc;
 
@@ -78,10 +78,10 @@ int dag__new_node(dag__parser *p, dag__node_kind kind, uint32_t start,
 	return check_depth(p, *out);
 }
 
-int dag__add_child(dag__parser *p, uint32_t parent, uint32_t *tail,
+int expr__add_child(expr__parser *p, uint32_t parent, uint32_t *tail,
 		   uint32_t child)
 {
-	dag__node *n = &p->nodes[parent];
+	expr__node *n = &p->nodes[parent];
 
 	if (*tail == DAG__NONE)
 		n->a = child;
@@ -95,9 +95,9 @@ int dag__add_child(dag__parser *p, uint32_t parent, uint32_t *tail,
 	return check_depth(p, parent);
 }
 
-const char *dag__tok_desc(const dag__parser *p, char *buf, size_t cap)
+const char *expr__tok_desc(const expr__parser *p, char *buf, size_t cap)
 {
-	const dag__tok *t = &p->tok;
+	const expr__tok *t = &p->tok;
 	unsigned len = t->end - t->start;
 
 	if (t->kind == DAG__T_EOF)
@@ -113,40 +113,40 @@ const char *dag__tok_desc(const dag__parser *p, char *buf, size_t cap)
 	return buf;
 }
 
-int dag__expected(dag__parser *p, const char *what)
+int expr__expected(expr__parser *p, const char *what)
 {
 	char desc[64];
 
-	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+	return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 				 "expected %s, found %s", what,
-				 dag__tok_desc(p, desc, sizeof(desc)));
+				 expr__tok_desc(p, desc, sizeof(desc)));
 }
 
-int dag__nest_enter(dag__parser *p)
+int expr__nest_enter(expr__parser *p)
 {
 	if (++p->nest <= DAG__MAX_NEST)
 		return 0;
-	return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+	return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 		"expression nested too deeply (limit %d levels)", DAG__MAX_NEST);
 }
 
-static int parse_unary(dag__parser *p, uint32_t *out)
+static int parse_unary(expr__parser *p, uint32_t *out)
 {
-	dag__node_kind kind;
+	expr__node_kind kind;
 	uint32_t start = p->tok.start, x;
 	int rc;
 
 	if (p->tok.kind != DAG__T_MINUS && p->tok.kind != DAG__T_PLUS)
-		return dag__parse_postfix(p, out);
+		return expr__parse_postfix(p, out);
 	kind = p->tok.kind == DAG__T_MINUS ? DAG__N_NEG : DAG__N_POS;
-	if ((rc = dag__nest_enter(p)) || (rc = dag__advance(p)) ||
+	if ((rc = expr__nest_enter(p)) || (rc = expr__advance(p)) ||
 	    (rc = parse_unary(p, &x)))
 		return rc;
 	p->nest--;
-	return dag__new_node(p, kind, start, x, DAG__NONE, DAG__NONE, out);
+	return expr__new_node(p, kind, start, x, DAG__NONE, DAG__NONE, out);
 }
 
-static int binop_of(dag__tok_kind k, int level)
+static int binop_of(expr__tok_kind k, int level)
 {
 	if (level == 0)
 		return k == DAG__T_PLUS ? DAG__OP_ADD :
@@ -157,16 +157,16 @@ static int binop_of(dag__tok_kind k, int level)
 }
 
 /* level 0: + -; level 1: * / // %. Left-associative. */
-static int parse_arith(dag__parser *p, int level, uint32_t *out)
+static int parse_arith(expr__parser *p, int level, uint32_t *out)
 {
 	uint32_t start = p->tok.start, rhs;
 	int op, rc;
 
 	rc = level ? parse_unary(p, out) : parse_arith(p, 1, out);
 	while (!rc && (op = binop_of(p->tok.kind, level)) >= 0) {
-		if ((rc = dag__advance(p)) ||
+		if ((rc = expr__advance(p)) ||
 		    (rc = level ? parse_unary(p, &rhs) : parse_arith(p, 1, &rhs)) ||
-		    (rc = dag__new_node(p, DAG__N_BINOP, start, *out, rhs,
+		    (rc = expr__new_node(p, DAG__N_BINOP, start, *out, rhs,
 					DAG__NONE, out)))
 			return rc;
 		p->nodes[*out].op = (uint8_t)op;
@@ -175,7 +175,7 @@ static int parse_arith(dag__parser *p, int level, uint32_t *out)
 }
 
 /* Reads a comparison operator, or returns -1 when there is none. */
-static int read_cmpop(dag__parser *p, int *op)
+static int read_cmpop(expr__parser *p, int *op)
 {
 	static const int simple[] = {
 		[DAG__T_EQ] = DAG__CMP_EQ + 1, [DAG__T_NE] = DAG__CMP_NE + 1,
@@ -184,22 +184,22 @@ static int read_cmpop(dag__parser *p, int *op)
 		[DAG__T_IN] = DAG__CMP_IN + 1, [DAG__T_IS] = DAG__CMP_IS + 1,
 		[DAG__T_NOT] = DAG__CMP_NOT_IN + 1,
 	};
-	dag__tok_kind k = p->tok.kind;
+	expr__tok_kind k = p->tok.kind;
 	int rc;
 
 	*op = (size_t)k < sizeof(simple) / sizeof(simple[0]) ? simple[k] - 1 : -1;
 	if (*op < 0)
 		return 0;
-	if ((rc = dag__advance(p)))
+	if ((rc = expr__advance(p)))
 		return rc;
 	if (k == DAG__T_NOT) {
 		if (p->tok.kind != DAG__T_IN)
-			return dag__expected(p, "'in' after 'not'");
-		return dag__advance(p);
+			return expr__expected(p, "'in' after 'not'");
+		return expr__advance(p);
 	}
 	if (k == DAG__T_IS && p->tok.kind == DAG__T_NOT) {
 		*op = DAG__CMP_IS_NOT;
-		return dag__advance(p);
+		return expr__advance(p);
 	}
 	return 0;
 }
@@ -214,7 +214,7 @@ static int read_cmpop(dag__parser *p, int *op)
  * ==. lhs is the operand before the operator at op_start, rhs the one after;
  * start..p->prev_end is the comparison so far, quoted in the error.
  */
-static int check_is(dag__parser *p, int op, uint32_t start, uint32_t op_start,
+static int check_is(expr__parser *p, int op, uint32_t start, uint32_t op_start,
 		    uint32_t lhs, uint32_t rhs)
 {
 	const char *src = p->lx.src + start;
@@ -225,13 +225,13 @@ static int check_is(dag__parser *p, int op, uint32_t start, uint32_t op_start,
 		return 0;
 	if (len > 80)
 		cut = core_utf8_cut(src, 77);
-	return dag__syntax_error(p->err, p->lx.src, op_start,
+	return expr__syntax_error(p->err, p->lx.src, op_start,
 		"'is' and 'is not' operators are only allowed for None checks "
 		"(in `%.*s%s`); compare values with == or !=",
 		(int)cut, src, cut < len ? "..." : "");
 }
 
-static int parse_comparison(dag__parser *p, uint32_t *out)
+static int parse_comparison(expr__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start, chain = DAG__NONE, tail = DAG__NONE;
 	uint32_t rhs, cmp, lhs;
@@ -246,7 +246,7 @@ static int parse_comparison(dag__parser *p, uint32_t *out)
 		if ((rc = read_cmpop(p, &op)) || op < 0)
 			return rc;
 		if (chain == DAG__NONE) {
-			if ((rc = dag__new_node(p, DAG__N_CHAIN, start, *out,
+			if ((rc = expr__new_node(p, DAG__N_CHAIN, start, *out,
 						DAG__NONE, DAG__NONE, &chain)))
 				return rc;
 			tail = *out;
@@ -254,71 +254,71 @@ static int parse_comparison(dag__parser *p, uint32_t *out)
 		}
 		if ((rc = parse_arith(p, 0, &rhs)) ||
 		    (rc = check_is(p, op, start, op_start, lhs, rhs)) ||
-		    (rc = dag__new_node(p, DAG__N_CMP, op_start, rhs, DAG__NONE,
+		    (rc = expr__new_node(p, DAG__N_CMP, op_start, rhs, DAG__NONE,
 					DAG__NONE, &cmp)))
 			return rc;
 		lhs = rhs;
 		p->nodes[cmp].op = (uint8_t)op;
-		if ((rc = dag__add_child(p, chain, &tail, cmp)))
+		if ((rc = expr__add_child(p, chain, &tail, cmp)))
 			return rc;
 	}
 }
 
-static int parse_not(dag__parser *p, uint32_t *out)
+static int parse_not(expr__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start, x;
 	int rc;
 
 	if (p->tok.kind != DAG__T_NOT)
 		return parse_comparison(p, out);
-	if ((rc = dag__nest_enter(p)) || (rc = dag__advance(p)) ||
+	if ((rc = expr__nest_enter(p)) || (rc = expr__advance(p)) ||
 	    (rc = parse_not(p, &x)))
 		return rc;
 	p->nest--;
-	return dag__new_node(p, DAG__N_NOT, start, x, DAG__NONE, DAG__NONE, out);
+	return expr__new_node(p, DAG__N_NOT, start, x, DAG__NONE, DAG__NONE, out);
 }
 
 /* level 0: or; level 1: and. Operands form one n-ary node. */
-static int parse_bool(dag__parser *p, int level, uint32_t *out)
+static int parse_bool(expr__parser *p, int level, uint32_t *out)
 {
-	dag__tok_kind k = level ? DAG__T_AND : DAG__T_OR;
+	expr__tok_kind k = level ? DAG__T_AND : DAG__T_OR;
 	uint32_t start = p->tok.start, node = DAG__NONE, tail = DAG__NONE, x;
 	int rc;
 
 	rc = level ? parse_not(p, out) : parse_bool(p, 1, out);
 	while (!rc && p->tok.kind == k) {
 		if (node == DAG__NONE) {
-			rc = dag__new_node(p, level ? DAG__N_AND : DAG__N_OR,
+			rc = expr__new_node(p, level ? DAG__N_AND : DAG__N_OR,
 					   start, *out, DAG__NONE, DAG__NONE,
 					   &node);
 			tail = *out;
 			*out = node;
 		}
-		if (rc || (rc = dag__advance(p)) ||
+		if (rc || (rc = expr__advance(p)) ||
 		    (rc = level ? parse_not(p, &x) : parse_bool(p, 1, &x)))
 			return rc;
-		rc = dag__add_child(p, node, &tail, x);
+		rc = expr__add_child(p, node, &tail, x);
 	}
 	return rc;
 }
 
-int dag__parse_expr(dag__parser *p, uint32_t *out)
+int expr__parse_expr(expr__parser *p, uint32_t *out)
 {
 	uint32_t start = p->tok.start, if_at, cond, other;
 	int rc;
 
-	if ((rc = dag__nest_enter(p)) || (rc = parse_bool(p, 0, out)))
+	if ((rc = expr__nest_enter(p)) || (rc = parse_bool(p, 0, out)))
 		return rc;
 	if (p->tok.kind == DAG__T_IF) {
 		if_at = p->tok.start;
-		if ((rc = dag__advance(p)) || (rc = parse_bool(p, 0, &cond)))
+		if ((rc = expr__advance(p)) || (rc = parse_bool(p, 0, &cond)))
 			return rc;
 		if (p->tok.kind != DAG__T_ELSE)
-			return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+			return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 				"expected 'else' to complete the 'if' at column %u",
-				dag__column(p->lx.src, if_at));
-		if ((rc = dag__advance(p)) || (rc = dag__parse_expr(p, &other)) ||
-		    (rc = dag__new_node(p, DAG__N_TERNARY, start, *out, cond,
+				expr__column(p->lx.src, if_at));
+		if ((rc = expr__advance(p)) || (rc = expr__parse_expr(p, &other)) ||
+		    (rc = expr__new_node(p, DAG__N_TERNARY, start, *out, cond,
 					other, out)))
 			return rc;
 	}
@@ -326,25 +326,25 @@ int dag__parse_expr(dag__parser *p, uint32_t *out)
 	return 0;
 }
 
-static int parse_all(dag__parser *p, uint32_t *root)
+static int parse_all(expr__parser *p, uint32_t *root)
 {
 	char desc[64];
 	int rc;
 
-	if ((rc = dag__advance(p)) || (rc = dag__parse_expr(p, root)))
+	if ((rc = expr__advance(p)) || (rc = expr__parse_expr(p, root)))
 		return rc;
 	if (p->tok.kind != DAG__T_EOF)
-		return dag__syntax_error(p->err, p->lx.src, p->tok.start,
+		return expr__syntax_error(p->err, p->lx.src, p->tok.start,
 			"expected end of expression, found %s",
-			dag__tok_desc(p, desc, sizeof(desc)));
+			expr__tok_desc(p, desc, sizeof(desc)));
 	return 0;
 }
 
-int dag_expr_compile(const char *src, dag_expr **out, core_err *err)
+int expr_compile(const char *src, expr_code **out, core_err *err)
 {
-	dag__parser p = { .err = err };
+	expr__parser p = { .err = err };
 	core_buf pool = { 0 };
-	dag_expr *e;
+	expr_code *e;
 	size_t len;
 	int rc;
 
@@ -362,7 +362,7 @@ int dag_expr_compile(const char *src, dag_expr **out, core_err *err)
 		goto out_free_expr;
 	}
 	e->src_len = (uint32_t)len;
-	p.lx = (dag__lexer){ .src = e->src, .len = e->src_len, .pool = &pool,
+	p.lx = (expr__lexer){ .src = e->src, .len = e->src_len, .pool = &pool,
 			     .err = err };
 	rc = parse_all(&p, &e->root);
 	if (rc)
@@ -381,11 +381,11 @@ out_free_nodes:
 	free(p.nodes);
 	core_buf_release(&pool);
 out_free_expr:
-	dag_expr_free(e);
+	expr_free(e);
 	return rc;
 }
 
-void dag_expr_free(dag_expr *e)
+void expr_free(expr_code *e)
 {
 	if (!e)
 		return;
@@ -395,7 +395,7 @@ void dag_expr_free(dag_expr *e)
 	free(e);
 }
 
-const char *dag_expr_source(const dag_expr *e)
+const char *expr_source(const expr_code *e)
 {
 	return e ? e->src : NULL;
 }

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-struct dag__chunk {
-	dag__chunk *next;
+struct expr__chunk {
+	expr__chunk *next;
 	size_t cap, used;
 	max_align_t data[];
 };
@@ -22,9 +22,9 @@ struct dag__chunk {
 		     ~(size_t)(alignof(max_align_t) - 1))
 
 /* NULL when out of memory or over DAG__ARENA_LIMIT (a->over is set). */
-void *dag__arena_alloc(dag__arena *a, size_t size)
+void *expr__arena_alloc(expr__arena *a, size_t size)
 {
-	dag__chunk *ch = a->head;
+	expr__chunk *ch = a->head;
 	size_t cap;
 	void *p;
 
@@ -51,7 +51,7 @@ void *dag__arena_alloc(dag__arena *a, size_t size)
 	return p;
 }
 
-int dag__arena_charge(dag__arena *a, size_t weight)
+int expr__arena_charge(expr__arena *a, size_t weight)
 {
 	if (weight > DAG__ARENA_LIMIT || a->total + weight > DAG__ARENA_LIMIT) {
 		a->over = true;
@@ -61,9 +61,9 @@ int dag__arena_charge(dag__arena *a, size_t weight)
 	return 0;
 }
 
-void dag__arena_release(dag__arena *a)
+void expr__arena_release(expr__arena *a)
 {
-	dag__chunk *ch, *next;
+	expr__chunk *ch, *next;
 
 	for (ch = a->head; ch; ch = next) {
 		next = ch->next;
@@ -74,21 +74,21 @@ void dag__arena_release(dag__arena *a)
 	a->over = false;
 }
 
-void dag__set_int(dag__val *out, long long i)
+void expr__set_int(expr__val *out, long long i)
 {
 	memset(out, 0, sizeof(*out));
 	out->kind = DAG__V_INT;
 	out->u.i = i;
 }
 
-void dag__set_float(dag__val *out, double d)
+void expr__set_float(expr__val *out, double d)
 {
 	memset(out, 0, sizeof(*out));
 	out->kind = DAG__V_FLOAT;
 	out->u.d = d;
 }
 
-void dag__from_json(const json_t *j, dag__val *out)
+void expr__from_json(const json_t *j, expr__val *out)
 {
 	memset(out, 0, sizeof(*out));
 	switch (j ? json_typeof(j) : JSON_NULL) {
@@ -124,7 +124,7 @@ void dag__from_json(const json_t *j, dag__val *out)
 	}
 }
 
-const char *dag__type_name(const dag__val *v)
+const char *expr__type_name(const expr__val *v)
 {
 	switch (v->kind) {
 	case DAG__V_NONE: return "NoneType";
@@ -141,26 +141,26 @@ const char *dag__type_name(const dag__val *v)
 	return "?";
 }
 
-bool dag__is_list(const dag__val *v)
+bool expr__is_list(const expr__val *v)
 {
 	return v->kind == DAG__V_JARR || v->kind == DAG__V_ARR;
 }
 
-bool dag__is_num(const dag__val *v)
+bool expr__is_num(const expr__val *v)
 {
 	return v->kind == DAG__V_BOOL || v->kind == DAG__V_INT ||
 	       v->kind == DAG__V_FLOAT;
 }
 
-size_t dag__list_len(const dag__val *v)
+size_t expr__list_len(const expr__val *v)
 {
 	return v->kind == DAG__V_JARR ? json_array_size(v->u.j) : v->u.l.n;
 }
 
-void dag__list_at(const dag__val *v, size_t i, dag__val *out)
+void expr__list_at(const expr__val *v, size_t i, expr__val *out)
 {
 	if (v->kind == DAG__V_JARR)
-		dag__from_json(json_array_get(v->u.j, i), out);
+		expr__from_json(json_array_get(v->u.j, i), out);
 	else
 		*out = v->u.l.items[i];
 }
@@ -189,7 +189,7 @@ static size_t json_weight(const json_t *j, size_t budget)
 	}
 }
 
-size_t dag__weight(const dag__val *v)
+size_t expr__weight(const expr__val *v)
 {
 	switch (v->kind) {
 	case DAG__V_STR:
@@ -206,7 +206,7 @@ size_t dag__weight(const dag__val *v)
 	}
 }
 
-bool dag__truthy(const dag__val *v)
+bool expr__truthy(const expr__val *v)
 {
 	switch (v->kind) {
 	case DAG__V_NONE: return false;
@@ -215,7 +215,7 @@ bool dag__truthy(const dag__val *v)
 	case DAG__V_FLOAT: return v->u.d != 0.0;
 	case DAG__V_STR: return v->u.s.n != 0;
 	case DAG__V_JARR:
-	case DAG__V_ARR: return dag__list_len(v) != 0;
+	case DAG__V_ARR: return expr__list_len(v) != 0;
 	case DAG__V_DICT: return json_object_size(v->u.j) != 0;
 	case DAG__V_SET:
 	case DAG__V_MAP: return v->u.l.n != 0;
@@ -223,22 +223,22 @@ bool dag__truthy(const dag__val *v)
 	return false;
 }
 
-static bool is_tuple(const dag__val *v)
+static bool is_tuple(const expr__val *v)
 {
 	return v->kind == DAG__V_ARR && v->tuple;
 }
 
-static bool list_equal(const dag__val *a, const dag__val *b)
+static bool list_equal(const expr__val *a, const expr__val *b)
 {
-	size_t i, n = dag__list_len(a);
-	dag__val x, y;
+	size_t i, n = expr__list_len(a);
+	expr__val x, y;
 
-	if (is_tuple(a) != is_tuple(b) || n != dag__list_len(b))
+	if (is_tuple(a) != is_tuple(b) || n != expr__list_len(b))
 		return false;
 	for (i = 0; i < n; i++) {
-		dag__list_at(a, i, &x);
-		dag__list_at(b, i, &y);
-		if (!dag__equal(&x, &y))
+		expr__list_at(a, i, &x);
+		expr__list_at(b, i, &y);
+		if (!expr__equal(&x, &y))
 			return false;
 	}
 	return true;
@@ -247,16 +247,16 @@ static bool list_equal(const dag__val *a, const dag__val *b)
 /* Python 3 ==: numbers by value across bool/int/float, containers
  * element-wise (sets and dicts whatever their order), different types
  * unequal. */
-bool dag__equal(const dag__val *a, const dag__val *b)
+bool expr__equal(const expr__val *a, const expr__val *b)
 {
-	if (dag__is_num(a) && dag__is_num(b))
-		return dag__num_cmp(a, b) == 0;
-	if (dag__is_list(a) && dag__is_list(b))
+	if (expr__is_num(a) && expr__is_num(b))
+		return expr__num_cmp(a, b) == 0;
+	if (expr__is_list(a) && expr__is_list(b))
 		return list_equal(a, b);
-	if ((dag__is_dict(a) && dag__is_dict(b)) ||
+	if ((expr__is_dict(a) && expr__is_dict(b)) ||
 	    (a->kind == DAG__V_SET && b->kind == DAG__V_SET))
 		return (a->kind == DAG__V_DICT && a->u.j == b->u.j) ||
-		       dag__coll_equal(a, b);
+		       expr__coll_equal(a, b);
 	if (a->kind != b->kind)
 		return false;
 	switch (a->kind) {
@@ -268,10 +268,10 @@ bool dag__equal(const dag__val *a, const dag__val *b)
 	}
 }
 
-const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
+const char *expr__snippet(const expr_code *e, uint32_t n, char *buf,
 			 size_t cap)
 {
-	const dag__node *node = &e->nodes[n];
+	const expr__node *node = &e->nodes[n];
 	size_t len = node->end - node->start;
 
 	if (len + 1 > cap) {
@@ -285,7 +285,7 @@ const char *dag__snippet(const dag_expr *e, uint32_t n, char *buf,
 	return buf;
 }
 
-int dag__rt_error(dag__ctx *c, const char *fmt, ...)
+int expr__rt_error(expr__ctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -295,10 +295,10 @@ int dag__rt_error(dag__ctx *c, const char *fmt, ...)
 	return CORE_EEXPR;
 }
 
-int dag__alloc_error(dag__ctx *c)
+int expr__alloc_error(expr__ctx *c)
 {
 	if (c->arena.over)
-		return dag__rt_error(c,
+		return expr__rt_error(c,
 			"expression builds values larger than %u bytes",
 			DAG__ARENA_LIMIT);
 	return core_err_set(c->err, CORE_ENOMEM, "out of memory");

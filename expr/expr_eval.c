@@ -4,28 +4,28 @@
  * A tree walk over the immutable AST; recursion depth is bounded by
  * DAG__MAX_DEPTH, checked at compile time. Values borrow from the row and
  * the expression; anything built (strings, lists) goes to the per-call
- * arena in the dag__ctx on the caller's stack, so concurrent evaluations
+ * arena in the expr__ctx on the caller's stack, so concurrent evaluations
  * share nothing mutable.
  */
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-static void set_bool(dag__val *out, bool b)
+static void set_bool(expr__val *out, bool b)
 {
 	memset(out, 0, sizeof(*out));
 	out->kind = DAG__V_BOOL;
 	out->u.b = b;
 }
 
-static const dag__node *node(const dag__ctx *c, uint32_t n)
+static const expr__node *node(const expr__ctx *c, uint32_t n)
 {
 	return &c->e->nodes[n];
 }
 
-static int eval_literal(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_literal(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	const dag__node *x = node(c, n);
+	const expr__node *x = node(c, n);
 
 	memset(out, 0, sizeof(*out));
 	switch (x->kind) {
@@ -79,39 +79,39 @@ static const char *fields_hint(const json_t *o, char *buf, size_t cap)
 	return buf;
 }
 
-static int missing_field(dag__ctx *c, uint32_t n, const json_t *o,
-			 const dag__val *key)
+static int missing_field(expr__ctx *c, uint32_t n, const json_t *o,
+			 const expr__val *key)
 {
 	char where[128], hint[200];
 	core_buf k = { 0 };
 	int rc;
 
-	dag__append_str(&k, key, true);
-	rc = dag__rt_error(c, "field %.100s%s not found in %s (%s)",
+	expr__append_str(&k, key, true);
+	rc = expr__rt_error(c, "field %.100s%s not found in %s (%s)",
 			   k.data ? k.data : "?", k.len > 100 ? "..." : "",
-			   dag__snippet(c->e, node(c, n)->a, where, sizeof(where)),
+			   expr__snippet(c->e, node(c, n)->a, where, sizeof(where)),
 			   fields_hint(o, hint, sizeof(hint)));
 	core_buf_release(&k);
 	return rc;
 }
 
 /* A key a dict built by the expression lacks. */
-static int missing_key(dag__ctx *c, uint32_t n, const dag__val *key)
+static int missing_key(expr__ctx *c, uint32_t n, const expr__val *key)
 {
 	char where[128];
 	core_buf k = { 0 };
 	int rc;
 
-	dag__append_str(&k, key, true);
-	rc = dag__rt_error(c, "key %.100s%s not found in `%s`",
+	expr__append_str(&k, key, true);
+	rc = expr__rt_error(c, "key %.100s%s not found in `%s`",
 			   k.data ? k.data : "?", k.len > 100 ? "..." : "",
-			   dag__snippet(c->e, node(c, n)->a, where, sizeof(where)));
+			   expr__snippet(c->e, node(c, n)->a, where, sizeof(where)));
 	core_buf_release(&k);
 	return rc;
 }
 
 /* The code point at index i of a UTF-8 string, as a view. */
-static void str_at(const dag__val *s, long long i, dag__val *out)
+static void str_at(const expr__val *s, long long i, expr__val *out)
 {
 	size_t at = core_utf8_prefix(s->u.s.p, s->u.s.n, (size_t)i);
 
@@ -120,76 +120,76 @@ static void str_at(const dag__val *s, long long i, dag__val *out)
 	out->u.s.n = core_utf8_prefix(out->u.s.p, s->u.s.n - at, 1);
 }
 
-static int index_seq(dag__ctx *c, uint32_t n, const dag__val *seq,
-		     const dag__val *idx, dag__val *out)
+static int index_seq(expr__ctx *c, uint32_t n, const expr__val *seq,
+		     const expr__val *idx, expr__val *out)
 {
 	bool str = seq->kind == DAG__V_STR;
 	long long len, i;
 	char where[128];
 
 	if (idx->kind != DAG__V_INT && idx->kind != DAG__V_BOOL)
-		return dag__rt_error(c, "%s indices must be integers, not '%s' (in `%s`)",
-			dag__type_name(seq), dag__type_name(idx),
-			dag__snippet(c->e, n, where, sizeof(where)));
+		return expr__rt_error(c, "%s indices must be integers, not '%s' (in `%s`)",
+			expr__type_name(seq), expr__type_name(idx),
+			expr__snippet(c->e, n, where, sizeof(where)));
 	i = idx->kind == DAG__V_INT ? idx->u.i : idx->u.b;
 	len = (long long)(str ? core_utf8_count(seq->u.s.p, seq->u.s.n) :
-			  dag__list_len(seq));
+			  expr__list_len(seq));
 	if (i < 0)
 		i += len;
 	if (i < 0 || i >= len)
-		return dag__rt_error(c, "index %lld out of range for %s (length %lld)",
+		return expr__rt_error(c, "index %lld out of range for %s (length %lld)",
 			idx->kind == DAG__V_INT ? idx->u.i : idx->u.b,
-			dag__snippet(c->e, node(c, n)->a, where, sizeof(where)), len);
+			expr__snippet(c->e, node(c, n)->a, where, sizeof(where)), len);
 	if (str)
 		str_at(seq, i, out);
 	else
-		dag__list_at(seq, (size_t)i, out);
+		expr__list_at(seq, (size_t)i, out);
 	return 0;
 }
 
-static int eval_subscript(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_subscript(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	dag__val obj, key;
+	expr__val obj, key;
 	char where[128];
 	int rc;
 
-	if ((rc = dag__eval_node(c, node(c, n)->a, &obj)) ||
-	    (rc = dag__eval_node(c, node(c, n)->b, &key)))
+	if ((rc = expr__eval_node(c, node(c, n)->a, &obj)) ||
+	    (rc = expr__eval_node(c, node(c, n)->b, &key)))
 		return rc;
-	if (dag__is_dict(&obj)) {
-		if (!dag__hashable(&key))
-			return dag__unhashable(c, n, &key);
-		if (dag__lookup(&obj, &key, out))
+	if (expr__is_dict(&obj)) {
+		if (!expr__hashable(&key))
+			return expr__unhashable(c, n, &key);
+		if (expr__lookup(&obj, &key, out))
 			return 0;
 		if (obj.kind == DAG__V_DICT)
 			return missing_field(c, n, obj.u.j, &key);
 		return missing_key(c, n, &key);
 	}
-	if (obj.kind == DAG__V_STR || dag__is_list(&obj))
+	if (obj.kind == DAG__V_STR || expr__is_list(&obj))
 		return index_seq(c, n, &obj, &key, out);
-	return dag__rt_error(c, "cannot subscript `%s`: '%s' object is not subscriptable",
-		dag__snippet(c->e, node(c, n)->a, where, sizeof(where)),
-		dag__type_name(&obj));
+	return expr__rt_error(c, "cannot subscript `%s`: '%s' object is not subscriptable",
+		expr__snippet(c->e, node(c, n)->a, where, sizeof(where)),
+		expr__type_name(&obj));
 }
 
 /* row.get(key[, default]): Python evaluates the default eagerly. */
-static int eval_get(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_get(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	const dag__node *x = node(c, n);
+	const expr__node *x = node(c, n);
 	const json_t *j = NULL;
-	dag__val key;
+	expr__val key;
 	int rc;
 
-	if ((rc = dag__eval_node(c, x->a, &key)))
+	if ((rc = expr__eval_node(c, x->a, &key)))
 		return rc;
-	if (!dag__hashable(&key))
-		return dag__unhashable(c, n, &key);
-	if (x->b != DAG__NONE && (rc = dag__eval_node(c, x->b, out)))
+	if (!expr__hashable(&key))
+		return expr__unhashable(c, n, &key);
+	if (x->b != DAG__NONE && (rc = expr__eval_node(c, x->b, out)))
 		return rc;
 	if (key.kind == DAG__V_STR)
 		j = json_object_getn(c->row, key.u.s.p, key.u.s.n);
 	if (j)
-		dag__from_json(j, out);
+		expr__from_json(j, out);
 	else if (x->b == DAG__NONE)
 		memset(out, 0, sizeof(*out));	/* None */
 	return 0;
@@ -197,35 +197,35 @@ static int eval_get(dag__ctx *c, uint32_t n, dag__val *out)
 
 /* `left in [a, b, ...]` without building the list; every item is still
  * evaluated, as Python would. */
-static int member_of_literal(dag__ctx *c, uint32_t items, const dag__val *left,
+static int member_of_literal(expr__ctx *c, uint32_t items, const expr__val *left,
 			     bool *res)
 {
-	dag__val item;
+	expr__val item;
 	uint32_t k;
 	int rc;
 
 	*res = false;
 	for (k = node(c, items)->a; k != DAG__NONE; k = node(c, k)->next) {
-		if ((rc = dag__eval_node(c, k, &item)))
+		if ((rc = expr__eval_node(c, k, &item)))
 			return rc;
-		*res = *res || dag__equal(left, &item);
+		*res = *res || expr__equal(left, &item);
 	}
 	return 0;
 }
 
-static int eval_chain(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_chain(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	dag__val left, right;
+	expr__val left, right;
 	uint32_t k, rhs;
-	dag__cmpop op;
+	expr__cmpop op;
 	bool res = true;
 	int rc;
 
-	if ((rc = dag__eval_node(c, node(c, n)->a, &left)))
+	if ((rc = expr__eval_node(c, node(c, n)->a, &left)))
 		return rc;
 	for (k = node(c, node(c, n)->a)->next; res && k != DAG__NONE;
 	     k = node(c, k)->next) {
-		op = (dag__cmpop)node(c, k)->op;
+		op = (expr__cmpop)node(c, k)->op;
 		rhs = node(c, k)->a;
 		if ((op == DAG__CMP_IN || op == DAG__CMP_NOT_IN) &&
 		    node(c, k)->next == DAG__NONE &&
@@ -236,8 +236,8 @@ static int eval_chain(dag__ctx *c, uint32_t n, dag__val *out)
 			res = res == (op == DAG__CMP_IN);
 			break;
 		}
-		if ((rc = dag__eval_node(c, rhs, &right)) ||
-		    (rc = dag__compare(c, n, op, &left, &right, &res)))
+		if ((rc = expr__eval_node(c, rhs, &right)) ||
+		    (rc = expr__compare(c, n, op, &left, &right, &res)))
 			return rc;
 		left = right;
 	}
@@ -246,16 +246,16 @@ static int eval_chain(dag__ctx *c, uint32_t n, dag__val *out)
 }
 
 /* and/or return the deciding operand, as in Python. */
-static int eval_logic(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_logic(expr__ctx *c, uint32_t n, expr__val *out)
 {
 	bool is_and = node(c, n)->kind == DAG__N_AND;
 	uint32_t k;
 	int rc;
 
 	for (k = node(c, n)->a; k != DAG__NONE; k = node(c, k)->next) {
-		if ((rc = dag__eval_node(c, k, out)))
+		if ((rc = expr__eval_node(c, k, out)))
 			return rc;
-		if (dag__truthy(out) != is_and)
+		if (expr__truthy(out) != is_and)
 			break;
 	}
 	return 0;
@@ -264,7 +264,7 @@ static int eval_logic(dag__ctx *c, uint32_t n, dag__val *out)
 /* The items of a list, tuple, set or dict node, evaluated in order, and
  * their weight (2 for the container, 2 + each item's); one over the arena
  * limit is an allocation error. */
-static int eval_items(dag__ctx *c, uint32_t n, dag__val **items, size_t *weight)
+static int eval_items(expr__ctx *c, uint32_t n, expr__val **items, size_t *weight)
 {
 	size_t count = node(c, n)->count, i = 0;
 	uint32_t k;
@@ -272,30 +272,30 @@ static int eval_items(dag__ctx *c, uint32_t n, dag__val **items, size_t *weight)
 
 	*items = NULL;
 	*weight = 2;
-	if (count && !(*items = dag__arena_alloc(&c->arena, count * sizeof(**items))))
-		return dag__alloc_error(c);
+	if (count && !(*items = expr__arena_alloc(&c->arena, count * sizeof(**items))))
+		return expr__alloc_error(c);
 	for (k = node(c, n)->a; k != DAG__NONE && i < count; k = node(c, k)->next) {
-		if ((rc = dag__eval_node(c, k, &(*items)[i])))
+		if ((rc = expr__eval_node(c, k, &(*items)[i])))
 			return rc;
-		*weight += 2 + dag__weight(&(*items)[i++]);
+		*weight += 2 + expr__weight(&(*items)[i++]);
 		if (*weight > DAG__ARENA_LIMIT) {
 			c->arena.over = true;
-			return dag__alloc_error(c);
+			return expr__alloc_error(c);
 		}
 	}
 	return 0;
 }
 
-static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_seq(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	dag__val *items;
+	expr__val *items;
 	size_t weight;
 	int rc;
 
 	if ((rc = eval_items(c, n, &items, &weight)))
 		return rc;
-	if (dag__arena_charge(&c->arena, weight))
-		return dag__alloc_error(c);
+	if (expr__arena_charge(&c->arena, weight))
+		return expr__alloc_error(c);
 	memset(out, 0, sizeof(*out));
 	out->kind = DAG__V_ARR;
 	out->tuple = node(c, n)->kind == DAG__N_TUPLE;
@@ -308,63 +308,63 @@ static int eval_seq(dag__ctx *c, uint32_t n, dag__val *out)
 /* {a, b} and {k: v}: every item evaluated in order, then the set or dict
  * built (Python's order: an unhashable item fails after all are
  * evaluated). */
-static int eval_coll(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_coll(expr__ctx *c, uint32_t n, expr__val *out)
 {
 	size_t count = node(c, n)->count, weight;
 	bool map = node(c, n)->kind == DAG__N_DICT;
-	dag__val *items;
+	expr__val *items;
 	int rc;
 
 	if ((rc = eval_items(c, n, &items, &weight)))
 		return rc;
-	return dag__make_coll(c, n, map ? DAG__V_MAP : DAG__V_SET, items,
+	return expr__make_coll(c, n, map ? DAG__V_MAP : DAG__V_SET, items,
 			      map ? count / 2 : count, out);
 }
 
-static int eval_unary(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_unary(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	const dag__node *x = node(c, n);
-	dag__val a;
+	const expr__node *x = node(c, n);
+	expr__val a;
 	int rc;
 
 	if (x->kind == DAG__N_CALL && x->a == DAG__NONE)
-		return dag__call_builtin(c, n, NULL, out);
-	if ((rc = dag__eval_node(c, x->a, &a)))
+		return expr__call_builtin(c, n, NULL, out);
+	if ((rc = expr__eval_node(c, x->a, &a)))
 		return rc;
 	if (x->kind == DAG__N_NOT) {
-		set_bool(out, !dag__truthy(&a));
+		set_bool(out, !expr__truthy(&a));
 		return 0;
 	}
 	if (x->kind == DAG__N_CALL)
-		return dag__call_builtin(c, n, &a, out);
-	return dag__unary_eval(c, n, &a, out);
+		return expr__call_builtin(c, n, &a, out);
+	return expr__unary_eval(c, n, &a, out);
 }
 
-static int eval_binop(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_binop(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	dag__val a, b;
+	expr__val a, b;
 	int rc;
 
-	if ((rc = dag__eval_node(c, node(c, n)->a, &a)) ||
-	    (rc = dag__eval_node(c, node(c, n)->b, &b)))
+	if ((rc = expr__eval_node(c, node(c, n)->a, &a)) ||
+	    (rc = expr__eval_node(c, node(c, n)->b, &b)))
 		return rc;
-	return dag__binop_eval(c, n, &a, &b, out);
+	return expr__binop_eval(c, n, &a, &b, out);
 }
 
-static int eval_ternary(dag__ctx *c, uint32_t n, dag__val *out)
+static int eval_ternary(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	const dag__node *x = node(c, n);
-	dag__val cond;
+	const expr__node *x = node(c, n);
+	expr__val cond;
 	int rc;
 
-	if ((rc = dag__eval_node(c, x->b, &cond)))
+	if ((rc = expr__eval_node(c, x->b, &cond)))
 		return rc;
-	return dag__eval_node(c, dag__truthy(&cond) ? x->a : x->c, out);
+	return expr__eval_node(c, expr__truthy(&cond) ? x->a : x->c, out);
 }
 
-int dag__eval_node(dag__ctx *c, uint32_t n, dag__val *out)
+int expr__eval_node(expr__ctx *c, uint32_t n, expr__val *out)
 {
-	switch ((dag__node_kind)node(c, n)->kind) {
+	switch ((expr__node_kind)node(c, n)->kind) {
 	case DAG__N_SUBSCRIPT:
 		return eval_subscript(c, n, out);
 	case DAG__N_GET:

@@ -1,14 +1,14 @@
 /*
  * expr_run.c — the public entry points that evaluate a compiled
- * expression: dag_expr_eval (a JSON result) and dag_expr_route_key (a
+ * expression: expr_eval (a JSON result) and expr_route_key (a
  * string key, written without building JSON).
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-static int check_args(const dag_expr *e, const json_t *row, core_err *err)
+static int check_args(const expr_code *e, const json_t *row, core_err *err)
 {
 	if (!e)
 		return core_err_set(err, CORE_EINTERNAL, "no expression given");
@@ -19,19 +19,19 @@ static int check_args(const dag_expr *e, const json_t *row, core_err *err)
 	return 0;
 }
 
-int dag_expr_eval(const dag_expr *e, const json_t *row, json_t **result,
+int expr_eval(const expr_code *e, const json_t *row, json_t **result,
 		  core_err *err)
 {
-	dag__ctx c = { .e = e, .row = row, .err = err };
+	expr__ctx c = { .e = e, .row = row, .err = err };
 	char num[40];
-	dag__val v;
+	expr__val v;
 	int rc;
 
 	*result = NULL;
 	if ((rc = check_args(e, row, err)) ||
-	    (rc = dag__eval_node(&c, e->root, &v)))
+	    (rc = expr__eval_node(&c, e->root, &v)))
 		goto out_release;
-	*result = dag__to_json(&v);
+	*result = expr__to_json(&v);
 	if (*result)
 		goto out_release;
 	if (v.kind == DAG__V_FLOAT) {
@@ -43,10 +43,10 @@ int dag_expr_eval(const dag_expr *e, const json_t *row, json_t **result,
 		/* (jansson's out of memory aside) a container holding one */
 		rc = core_err_set(err, CORE_EEXPR,
 				  "the result (a %s) has no JSON form: it holds a number that is not finite or a dict key that is not a string",
-				  dag__type_name(&v));
+				  expr__type_name(&v));
 	}
 out_release:
-	dag__arena_release(&c.arena);
+	expr__arena_release(&c.arena);
 	return rc;
 }
 
@@ -62,7 +62,7 @@ static int put_key(char *buf, size_t cap, const char *s, size_t n,
 	return 0;
 }
 
-static int format_key(const dag__val *v, char *buf, size_t cap,
+static int format_key(const expr__val *v, char *buf, size_t cap,
 		      core_err *err)
 {
 	core_buf b = { 0 };
@@ -86,7 +86,7 @@ static int format_key(const dag__val *v, char *buf, size_t cap,
 	default:
 		break;
 	}
-	if (dag__append_str(&b, v, false))
+	if (expr__append_str(&b, v, false))
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	else
 		rc = put_key(buf, cap, b.data, b.len, err);
@@ -94,18 +94,18 @@ static int format_key(const dag__val *v, char *buf, size_t cap,
 	return rc;
 }
 
-int dag_expr_route_key(const dag_expr *e, const json_t *row, char *buf,
+int expr_route_key(const expr_code *e, const json_t *row, char *buf,
 		       size_t cap, core_err *err)
 {
-	dag__ctx c = { .e = e, .row = row, .err = err };
-	dag__val v;
+	expr__ctx c = { .e = e, .row = row, .err = err };
+	expr__val v;
 	int rc;
 
 	if (cap)
 		buf[0] = '\0';
 	if (!(rc = check_args(e, row, err)) &&
-	    !(rc = dag__eval_node(&c, e->root, &v)))
+	    !(rc = expr__eval_node(&c, e->root, &v)))
 		rc = format_key(&v, buf, cap, err);
-	dag__arena_release(&c.arena);
+	expr__arena_release(&c.arena);
 	return rc;
 }

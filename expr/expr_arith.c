@@ -11,27 +11,27 @@
 #include <math.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
 static const char *const op_names[] = {
 	[DAG__OP_ADD] = "+", [DAG__OP_SUB] = "-", [DAG__OP_MUL] = "*",
 	[DAG__OP_DIV] = "/", [DAG__OP_FLOORDIV] = "//", [DAG__OP_MOD] = "%",
 };
 
-static int op_error(dag__ctx *c, uint32_t n, const char *what)
+static int op_error(expr__ctx *c, uint32_t n, const char *what)
 {
 	char snip[128];
 
-	return dag__rt_error(c, "%s (in `%s`)", what,
-			     dag__snippet(c->e, n, snip, sizeof(snip)));
+	return expr__rt_error(c, "%s (in `%s`)", what,
+			     expr__snippet(c->e, n, snip, sizeof(snip)));
 }
 
-int dag__make_str(dag__ctx *c, const char *p, size_t n, dag__val *out)
+int expr__make_str(expr__ctx *c, const char *p, size_t n, expr__val *out)
 {
-	char *s = n ? dag__arena_alloc(&c->arena, n) : NULL;
+	char *s = n ? expr__arena_alloc(&c->arena, n) : NULL;
 
 	if (n && !s)
-		return dag__alloc_error(c);
+		return expr__alloc_error(c);
 	if (n)
 		memcpy(s, p, n);
 	memset(out, 0, sizeof(*out));
@@ -41,18 +41,18 @@ int dag__make_str(dag__ctx *c, const char *p, size_t n, dag__val *out)
 	return 0;
 }
 
-static long long as_int(const dag__val *v)
+static long long as_int(const expr__val *v)
 {
 	return v->kind == DAG__V_BOOL ? v->u.b : v->u.i;
 }
 
-static double as_double(const dag__val *v)
+static double as_double(const expr__val *v)
 {
 	return v->kind == DAG__V_FLOAT ? v->u.d : (double)as_int(v);
 }
 
-static int int_divmod(dag__ctx *c, uint32_t n, dag__binop op, long long x,
-		      long long y, dag__val *out)
+static int int_divmod(expr__ctx *c, uint32_t n, expr__binop op, long long x,
+		      long long y, expr__val *out)
 {
 	long long q, r;
 
@@ -61,7 +61,7 @@ static int int_divmod(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 	if (y == -1) {	/* x / -1 and x % -1 can trap for LLONG_MIN */
 		if (op == DAG__OP_FLOORDIV && x == LLONG_MIN)
 			return op_error(c, n, "integer overflow");
-		dag__set_int(out, op == DAG__OP_FLOORDIV ? -x : 0);
+		expr__set_int(out, op == DAG__OP_FLOORDIV ? -x : 0);
 		return 0;
 	}
 	q = x / y;
@@ -70,12 +70,12 @@ static int int_divmod(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 		q--;
 		r += y;
 	}
-	dag__set_int(out, op == DAG__OP_FLOORDIV ? q : r);
+	expr__set_int(out, op == DAG__OP_FLOORDIV ? q : r);
 	return 0;
 }
 
-static int int_op(dag__ctx *c, uint32_t n, dag__binop op, long long x,
-		  long long y, dag__val *out)
+static int int_op(expr__ctx *c, uint32_t n, expr__binop op, long long x,
+		  long long y, expr__val *out)
 {
 	long long r = 0;
 	bool ovf = false;
@@ -93,14 +93,14 @@ static int int_op(dag__ctx *c, uint32_t n, dag__binop op, long long x,
 	case DAG__OP_DIV:
 		if (y == 0)
 			return op_error(c, n, "division by zero");
-		dag__set_float(out, (double)x / (double)y);
+		expr__set_float(out, (double)x / (double)y);
 		return 0;
 	default:
 		return int_divmod(c, n, op, x, y, out);
 	}
 	if (ovf)
 		return op_error(c, n, "integer overflow (result outside the 64-bit range)");
-	dag__set_int(out, r);
+	expr__set_int(out, r);
 	return 0;
 }
 
@@ -128,20 +128,20 @@ static void float_divmod(double x, double y, double *floordiv, double *mod)
 	}
 }
 
-static int float_op(dag__ctx *c, uint32_t n, dag__binop op, double x,
-		    double y, dag__val *out)
+static int float_op(expr__ctx *c, uint32_t n, expr__binop op, double x,
+		    double y, expr__val *out)
 {
 	double q, r;
 
 	switch (op) {
 	case DAG__OP_ADD:
-		dag__set_float(out, x + y);
+		expr__set_float(out, x + y);
 		return 0;
 	case DAG__OP_SUB:
-		dag__set_float(out, x - y);
+		expr__set_float(out, x - y);
 		return 0;
 	case DAG__OP_MUL:
-		dag__set_float(out, x * y);
+		expr__set_float(out, x * y);
 		return 0;
 	default:
 		break;
@@ -151,16 +151,16 @@ static int float_op(dag__ctx *c, uint32_t n, dag__binop op, double x,
 				op == DAG__OP_MOD ? "float modulo by zero" :
 				"float floor division by zero");
 	if (op == DAG__OP_DIV) {
-		dag__set_float(out, x / y);
+		expr__set_float(out, x / y);
 		return 0;
 	}
 	float_divmod(x, y, &q, &r);
-	dag__set_float(out, op == DAG__OP_FLOORDIV ? q : r);
+	expr__set_float(out, op == DAG__OP_FLOORDIV ? q : r);
 	return 0;
 }
 
-static int concat_str(dag__ctx *c, const dag__val *a, const dag__val *b,
-		      dag__val *out)
+static int concat_str(expr__ctx *c, const expr__val *a, const expr__val *b,
+		      expr__val *out)
 {
 	size_t n = a->u.s.n + b->u.s.n;	/* both in memory: cannot wrap */
 	char *s;
@@ -169,8 +169,8 @@ static int concat_str(dag__ctx *c, const dag__val *a, const dag__val *b,
 		*out = a->u.s.n ? *a : *b;
 		return 0;
 	}
-	if (!(s = dag__arena_alloc(&c->arena, n)))
-		return dag__alloc_error(c);
+	if (!(s = expr__arena_alloc(&c->arena, n)))
+		return expr__alloc_error(c);
 	memcpy(s, a->u.s.p, a->u.s.n);
 	memcpy(s + a->u.s.n, b->u.s.p, b->u.s.n);
 	memset(out, 0, sizeof(*out));
@@ -182,9 +182,9 @@ static int concat_str(dag__ctx *c, const dag__val *a, const dag__val *b,
 
 /* The weight of a repeated `times` times followed by b, or
  * SIZE_MAX when over the limit. */
-static size_t list_weight(const dag__val *a, size_t times, const dag__val *b)
+static size_t list_weight(const expr__val *a, size_t times, const expr__val *b)
 {
-	size_t wa = dag__weight(a), wb = b ? dag__weight(b) : 2;
+	size_t wa = expr__weight(a), wb = b ? expr__weight(b) : 2;
 
 	if (wa > DAG__ARENA_LIMIT || wb > DAG__ARENA_LIMIT ||
 	    (times && wa > DAG__ARENA_LIMIT / times))
@@ -193,26 +193,26 @@ static size_t list_weight(const dag__val *a, size_t times, const dag__val *b)
 }
 
 /* The items of a, `times` times, then those of b (b may be NULL). */
-static int build_list(dag__ctx *c, const dag__val *a, size_t times,
-		      const dag__val *b, bool tuple, dag__val *out)
+static int build_list(expr__ctx *c, const expr__val *a, size_t times,
+		      const expr__val *b, bool tuple, expr__val *out)
 {
-	size_t la = dag__list_len(a), lb = b ? dag__list_len(b) : 0, i, k = 0;
+	size_t la = expr__list_len(a), lb = b ? expr__list_len(b) : 0, i, k = 0;
 	size_t weight = list_weight(a, times, b);
-	dag__val *items = NULL;
+	expr__val *items = NULL;
 
-	if (weight == SIZE_MAX || dag__arena_charge(&c->arena, weight) ||
+	if (weight == SIZE_MAX || expr__arena_charge(&c->arena, weight) ||
 	    (times && la > (DAG__ARENA_LIMIT / sizeof(*items)) / times)) {
 		c->arena.over = true;
-		return dag__alloc_error(c);
+		return expr__alloc_error(c);
 	}
 	if (la * times + lb &&
-	    !(items = dag__arena_alloc(&c->arena, (la * times + lb) * sizeof(*items))))
-		return dag__alloc_error(c);
+	    !(items = expr__arena_alloc(&c->arena, (la * times + lb) * sizeof(*items))))
+		return expr__alloc_error(c);
 	for (; times; times--)
 		for (i = 0; i < la; i++)
-			dag__list_at(a, i, &items[k++]);
+			expr__list_at(a, i, &items[k++]);
 	for (i = 0; i < lb; i++)
-		dag__list_at(b, i, &items[k++]);
+		expr__list_at(b, i, &items[k++]);
 	memset(out, 0, sizeof(*out));
 	out->kind = DAG__V_ARR;
 	out->tuple = tuple;
@@ -222,25 +222,25 @@ static int build_list(dag__ctx *c, const dag__val *a, size_t times,
 	return 0;
 }
 
-static int repeat(dag__ctx *c, const dag__val *seq, long long times,
-		  dag__val *out)
+static int repeat(expr__ctx *c, const expr__val *seq, long long times,
+		  expr__val *out)
 {
 	size_t n, i;
 	char *s;
 
-	if (dag__is_list(seq))
-		return build_list(c, seq, times > 0 && dag__list_len(seq) ?
+	if (expr__is_list(seq))
+		return build_list(c, seq, times > 0 && expr__list_len(seq) ?
 				  (size_t)times : 0, NULL,
 				  seq->kind == DAG__V_ARR && seq->tuple, out);
 	n = seq->u.s.n;
 	if (times <= 0 || !n)
-		return dag__make_str(c, "", 0, out);
+		return expr__make_str(c, "", 0, out);
 	if ((size_t)times > DAG__ARENA_LIMIT / n) {
 		c->arena.over = true;
-		return dag__alloc_error(c);
+		return expr__alloc_error(c);
 	}
-	if (!(s = dag__arena_alloc(&c->arena, n * (size_t)times)))
-		return dag__alloc_error(c);
+	if (!(s = expr__arena_alloc(&c->arena, n * (size_t)times)))
+		return expr__alloc_error(c);
 	for (i = 0; i < (size_t)times; i++)
 		memcpy(s + i * n, seq->u.s.p, n);
 	*out = *seq;
@@ -249,51 +249,51 @@ static int repeat(dag__ctx *c, const dag__val *seq, long long times,
 	return 0;
 }
 
-static bool is_int(const dag__val *v)
+static bool is_int(const expr__val *v)
 {
 	return v->kind == DAG__V_INT || v->kind == DAG__V_BOOL;
 }
 
-static bool is_seq(const dag__val *v)
+static bool is_seq(const expr__val *v)
 {
-	return v->kind == DAG__V_STR || dag__is_list(v);
+	return v->kind == DAG__V_STR || expr__is_list(v);
 }
 
-static int type_error(dag__ctx *c, uint32_t n, dag__binop op,
-		      const dag__val *a, const dag__val *b)
+static int type_error(expr__ctx *c, uint32_t n, expr__binop op,
+		      const expr__val *a, const expr__val *b)
 {
 	char snip[128];
 
 	if (op == DAG__OP_MUL && (is_seq(a) || is_seq(b)))
-		return dag__rt_error(c,
+		return expr__rt_error(c,
 			"can't multiply sequence by non-int of type '%s' (in `%s`)",
-			dag__type_name(is_seq(a) ? b : a),
-			dag__snippet(c->e, n, snip, sizeof(snip)));
-	if (op == DAG__OP_ADD && (a->kind == DAG__V_STR || dag__is_list(a)))
-		return dag__rt_error(c,
+			expr__type_name(is_seq(a) ? b : a),
+			expr__snippet(c->e, n, snip, sizeof(snip)));
+	if (op == DAG__OP_ADD && (a->kind == DAG__V_STR || expr__is_list(a)))
+		return expr__rt_error(c,
 			"can only concatenate %s (not \"%s\") to %s (in `%s`)",
-			dag__type_name(a), dag__type_name(b), dag__type_name(a),
-			dag__snippet(c->e, n, snip, sizeof(snip)));
-	return dag__rt_error(c,
+			expr__type_name(a), expr__type_name(b), expr__type_name(a),
+			expr__snippet(c->e, n, snip, sizeof(snip)));
+	return expr__rt_error(c,
 		"unsupported operand type(s) for %s: '%s' and '%s' (in `%s`)",
-		op_names[op], dag__type_name(a), dag__type_name(b),
-		dag__snippet(c->e, n, snip, sizeof(snip)));
+		op_names[op], expr__type_name(a), expr__type_name(b),
+		expr__snippet(c->e, n, snip, sizeof(snip)));
 }
 
-int dag__binop_eval(dag__ctx *c, uint32_t n, const dag__val *a,
-		    const dag__val *b, dag__val *out)
+int expr__binop_eval(expr__ctx *c, uint32_t n, const expr__val *a,
+		    const expr__val *b, expr__val *out)
 {
-	dag__binop op = (dag__binop)c->e->nodes[n].op;
+	expr__binop op = (expr__binop)c->e->nodes[n].op;
 
-	if (dag__is_num(a) && dag__is_num(b)) {
+	if (expr__is_num(a) && expr__is_num(b)) {
 		if (a->kind == DAG__V_FLOAT || b->kind == DAG__V_FLOAT)
 			return float_op(c, n, op, as_double(a), as_double(b), out);
 		return int_op(c, n, op, as_int(a), as_int(b), out);
 	}
 	if (op == DAG__OP_ADD && a->kind == DAG__V_STR && b->kind == DAG__V_STR)
 		return concat_str(c, a, b, out);
-	if (op == DAG__OP_ADD && dag__is_list(a) && dag__is_list(b) &&
-	    !strcmp(dag__type_name(a), dag__type_name(b)))
+	if (op == DAG__OP_ADD && expr__is_list(a) && expr__is_list(b) &&
+	    !strcmp(expr__type_name(a), expr__type_name(b)))
 		return build_list(c, a, 1, b, a->kind == DAG__V_ARR && a->tuple,
 				  out);
 	if (op == DAG__OP_MUL && is_seq(a) && is_int(b))
@@ -301,27 +301,27 @@ int dag__binop_eval(dag__ctx *c, uint32_t n, const dag__val *a,
 	if (op == DAG__OP_MUL && is_int(a) && is_seq(b))
 		return repeat(c, b, as_int(a), out);
 	if (op == DAG__OP_SUB && a->kind == DAG__V_SET && b->kind == DAG__V_SET)
-		return dag__set_difference(c, n, a, b, out);
+		return expr__set_difference(c, n, a, b, out);
 	return type_error(c, n, op, a, b);
 }
 
-int dag__unary_eval(dag__ctx *c, uint32_t n, const dag__val *a,
-		    dag__val *out)
+int expr__unary_eval(expr__ctx *c, uint32_t n, const expr__val *a,
+		    expr__val *out)
 {
 	bool neg = c->e->nodes[n].kind == DAG__N_NEG;
 	char snip[128];
 
 	if (a->kind == DAG__V_FLOAT) {
-		dag__set_float(out, neg ? -a->u.d : a->u.d);
+		expr__set_float(out, neg ? -a->u.d : a->u.d);
 		return 0;
 	}
 	if (is_int(a)) {
 		if (neg && as_int(a) == LLONG_MIN)
 			return op_error(c, n, "integer overflow (result outside the 64-bit range)");
-		dag__set_int(out, neg ? -as_int(a) : as_int(a));
+		expr__set_int(out, neg ? -as_int(a) : as_int(a));
 		return 0;
 	}
-	return dag__rt_error(c, "bad operand type for unary %c: '%s' (in `%s`)",
-			     neg ? '-' : '+', dag__type_name(a),
-			     dag__snippet(c->e, n, snip, sizeof(snip)));
+	return expr__rt_error(c, "bad operand type for unary %c: '%s' (in `%s`)",
+			     neg ? '-' : '+', expr__type_name(a),
+			     expr__snippet(c->e, n, snip, sizeof(snip)));
 }

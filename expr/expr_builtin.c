@@ -12,23 +12,23 @@
 #include <string.h>
 #include <strings.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
-static const char *snip(dag__ctx *c, uint32_t n, char *buf, size_t cap)
+static const char *snip(expr__ctx *c, uint32_t n, char *buf, size_t cap)
 {
-	return dag__snippet(c->e, n, buf, cap);
+	return expr__snippet(c->e, n, buf, cap);
 }
 
 /* ValueError naming the offending string, shortened. */
-static int value_error(dag__ctx *c, uint32_t n, const char *what,
-		       const dag__val *v)
+static int value_error(expr__ctx *c, uint32_t n, const char *what,
+		       const expr__val *v)
 {
 	core_buf b = { 0 };
 	char s[128];
 	int rc;
 
-	dag__append_str(&b, v, true);
-	rc = dag__rt_error(c, "%s: %.60s%s (in `%s`)", what,
+	expr__append_str(&b, v, true);
+	rc = expr__rt_error(c, "%s: %.60s%s (in `%s`)", what,
 			   b.data ? b.data : "?", b.len > 60 ? "..." : "",
 			   snip(c, n, s, sizeof(s)));
 	core_buf_release(&b);
@@ -75,7 +75,7 @@ static int parse_int(const char *p, size_t n, long long *out, bool *range)
 	return 0;
 }
 
-static int to_int(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+static int to_int(expr__ctx *c, uint32_t n, const expr__val *v, expr__val *out)
 {
 	char s[128];
 	long long i;
@@ -84,30 +84,30 @@ static int to_int(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	switch (v->kind) {
 	case DAG__V_INT:
 	case DAG__V_BOOL:
-		dag__set_int(out, v->kind == DAG__V_INT ? v->u.i : v->u.b);
+		expr__set_int(out, v->kind == DAG__V_INT ? v->u.i : v->u.b);
 		return 0;
 	case DAG__V_FLOAT:
 		if (isnan(v->u.d) || isinf(v->u.d))
-			return dag__rt_error(c, "cannot convert float %s to integer (in `%s`)",
+			return expr__rt_error(c, "cannot convert float %s to integer (in `%s`)",
 				isnan(v->u.d) ? "NaN" : "infinity", snip(c, n, s, sizeof(s)));
 		if (!(v->u.d > -9223372036854775809.0 && v->u.d < 9223372036854775808.0))
-			return dag__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
+			return expr__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
 					     snip(c, n, s, sizeof(s)));
-		dag__set_int(out, (long long)v->u.d);
+		expr__set_int(out, (long long)v->u.d);
 		return 0;
 	case DAG__V_STR:
 		if (!parse_int(v->u.s.p, v->u.s.n, &i, &range)) {
-			dag__set_int(out, i);
+			expr__set_int(out, i);
 			return 0;
 		}
 		if (range)
-			return dag__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
+			return expr__rt_error(c, "int() result outside the 64-bit range (in `%s`)",
 					     snip(c, n, s, sizeof(s)));
 		return value_error(c, n, "invalid literal for int() with base 10", v);
 	default:
-		return dag__rt_error(c,
+		return expr__rt_error(c,
 			"int() argument must be a string or a number, not '%s' (in `%s`)",
-			dag__type_name(v), snip(c, n, s, sizeof(s)));
+			expr__type_name(v), snip(c, n, s, sizeof(s)));
 	}
 }
 
@@ -140,8 +140,8 @@ static bool float_syntax(const char *p, size_t n)
 	return i == n;
 }
 
-static int parse_float(dag__ctx *c, uint32_t n, const dag__val *v,
-		       dag__val *out)
+static int parse_float(expr__ctx *c, uint32_t n, const expr__val *v,
+		       expr__val *out)
 {
 	const char *p = v->u.s.p;
 	size_t len = v->u.s.n;
@@ -150,24 +150,24 @@ static int parse_float(dag__ctx *c, uint32_t n, const dag__val *v,
 	trim(&p, &len);
 	if (!float_syntax(p, len))
 		return value_error(c, n, "could not convert string to float", v);
-	if (!(z = dag__arena_alloc(&c->arena, len + 1)))
-		return dag__alloc_error(c);
+	if (!(z = expr__arena_alloc(&c->arena, len + 1)))
+		return expr__alloc_error(c);
 	memcpy(z, p, len);
 	z[len] = '\0';
-	dag__set_float(out, strtod(z, NULL));
+	expr__set_float(out, strtod(z, NULL));
 	return 0;
 }
 
-static int to_float(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+static int to_float(expr__ctx *c, uint32_t n, const expr__val *v, expr__val *out)
 {
 	char s[128];
 
 	switch (v->kind) {
 	case DAG__V_INT:
-		dag__set_float(out, (double)v->u.i);
+		expr__set_float(out, (double)v->u.i);
 		return 0;
 	case DAG__V_BOOL:
-		dag__set_float(out, v->u.b);
+		expr__set_float(out, v->u.b);
 		return 0;
 	case DAG__V_FLOAT:
 		*out = *v;
@@ -175,13 +175,13 @@ static int to_float(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
 	case DAG__V_STR:
 		return parse_float(c, n, v, out);
 	default:
-		return dag__rt_error(c,
+		return expr__rt_error(c,
 			"float() argument must be a string or a real number, not '%s' (in `%s`)",
-			dag__type_name(v), snip(c, n, s, sizeof(s)));
+			expr__type_name(v), snip(c, n, s, sizeof(s)));
 	}
 }
 
-static int to_str(dag__ctx *c, const dag__val *v, dag__val *out)
+static int to_str(expr__ctx *c, const expr__val *v, expr__val *out)
 {
 	core_buf b = { 0 };
 	char num[40];
@@ -201,65 +201,65 @@ static int to_str(dag__ctx *c, const dag__val *v, dag__val *out)
 		return 0;
 	case DAG__V_INT:
 		snprintf(num, sizeof(num), "%lld", v->u.i);
-		return dag__make_str(c, num, strlen(num), out);
+		return expr__make_str(c, num, strlen(num), out);
 	case DAG__V_FLOAT:
 		core_format_double_py(v->u.d, num, sizeof(num));
-		return dag__make_str(c, num, strlen(num), out);
+		return expr__make_str(c, num, strlen(num), out);
 	default:
 		break;
 	}
-	rc = dag__append_str(&b, v, false);
+	rc = expr__append_str(&b, v, false);
 	if (!rc)
-		rc = dag__make_str(c, b.data, b.len, out);
+		rc = expr__make_str(c, b.data, b.len, out);
 	else
 		rc = core_err_set(c->err, CORE_ENOMEM, "out of memory");
 	core_buf_release(&b);
 	return rc;
 }
 
-static int length(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+static int length(expr__ctx *c, uint32_t n, const expr__val *v, expr__val *out)
 {
 	char s[128];
 
 	if (v->kind == DAG__V_STR)
-		dag__set_int(out, (long long)core_utf8_count(v->u.s.p, v->u.s.n));
-	else if (dag__is_list(v))
-		dag__set_int(out, (long long)dag__list_len(v));
-	else if (dag__is_dict(v))
-		dag__set_int(out, (long long)dag__dict_len(v));
+		expr__set_int(out, (long long)core_utf8_count(v->u.s.p, v->u.s.n));
+	else if (expr__is_list(v))
+		expr__set_int(out, (long long)expr__list_len(v));
+	else if (expr__is_dict(v))
+		expr__set_int(out, (long long)expr__dict_len(v));
 	else if (v->kind == DAG__V_SET)
-		dag__set_int(out, (long long)v->u.l.n);
+		expr__set_int(out, (long long)v->u.l.n);
 	else
-		return dag__rt_error(c, "object of type '%s' has no len() (in `%s`)",
-				     dag__type_name(v), snip(c, n, s, sizeof(s)));
+		return expr__rt_error(c, "object of type '%s' has no len() (in `%s`)",
+				     expr__type_name(v), snip(c, n, s, sizeof(s)));
 	return 0;
 }
 
-static int absolute(dag__ctx *c, uint32_t n, const dag__val *v, dag__val *out)
+static int absolute(expr__ctx *c, uint32_t n, const expr__val *v, expr__val *out)
 {
 	char s[128];
 
 	if (v->kind == DAG__V_FLOAT) {
-		dag__set_float(out, fabs(v->u.d));
+		expr__set_float(out, fabs(v->u.d));
 		return 0;
 	}
 	if (v->kind == DAG__V_BOOL) {
-		dag__set_int(out, v->u.b);
+		expr__set_int(out, v->u.b);
 		return 0;
 	}
 	if (v->kind != DAG__V_INT)
-		return dag__rt_error(c, "bad operand type for abs(): '%s' (in `%s`)",
-				     dag__type_name(v), snip(c, n, s, sizeof(s)));
+		return expr__rt_error(c, "bad operand type for abs(): '%s' (in `%s`)",
+				     expr__type_name(v), snip(c, n, s, sizeof(s)));
 	if (v->u.i == LLONG_MIN)
-		return dag__rt_error(c, "integer overflow (result outside the 64-bit range) (in `%s`)",
+		return expr__rt_error(c, "integer overflow (result outside the 64-bit range) (in `%s`)",
 				     snip(c, n, s, sizeof(s)));
-	dag__set_int(out, v->u.i < 0 ? -v->u.i : v->u.i);
+	expr__set_int(out, v->u.i < 0 ? -v->u.i : v->u.i);
 	return 0;
 }
 
 /* bool(), str(), int(), float(): False, '', 0, 0.0 as in Python (the
  * parser lets only these be called without an argument). */
-static int no_argument(dag__ctx *c, dag__builtin fn, dag__val *out)
+static int no_argument(expr__ctx *c, expr__builtin fn, expr__val *out)
 {
 	memset(out, 0, sizeof(*out));
 	switch (fn) {
@@ -267,12 +267,12 @@ static int no_argument(dag__ctx *c, dag__builtin fn, dag__val *out)
 		out->kind = DAG__V_BOOL;
 		return 0;
 	case DAG__FN_STR:
-		return dag__make_str(c, "", 0, out);
+		return expr__make_str(c, "", 0, out);
 	case DAG__FN_INT:
-		dag__set_int(out, 0);
+		expr__set_int(out, 0);
 		return 0;
 	case DAG__FN_FLOAT:
-		dag__set_float(out, 0.0);
+		expr__set_float(out, 0.0);
 		return 0;
 	case DAG__FN_LEN:
 	case DAG__FN_ABS:
@@ -280,15 +280,15 @@ static int no_argument(dag__ctx *c, dag__builtin fn, dag__val *out)
 		break;
 	}
 	return core_err_set(c->err, CORE_EINTERNAL, "%s() without an argument",
-			    dag__builtin_names[fn]);
+			    expr__builtin_names[fn]);
 }
 
-int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
-		      dag__val *out)
+int expr__call_builtin(expr__ctx *c, uint32_t n, const expr__val *arg,
+		      expr__val *out)
 {
 	if (!arg)
-		return no_argument(c, (dag__builtin)c->e->nodes[n].op, out);
-	switch ((dag__builtin)c->e->nodes[n].op) {
+		return no_argument(c, (expr__builtin)c->e->nodes[n].op, out);
+	switch ((expr__builtin)c->e->nodes[n].op) {
 	case DAG__FN_LEN:
 		return length(c, n, arg, out);
 	case DAG__FN_STR:
@@ -300,7 +300,7 @@ int dag__call_builtin(dag__ctx *c, uint32_t n, const dag__val *arg,
 	case DAG__FN_BOOL:
 		memset(out, 0, sizeof(*out));
 		out->kind = DAG__V_BOOL;
-		out->u.b = dag__truthy(arg);
+		out->u.b = expr__truthy(arg);
 		return 0;
 	case DAG__FN_ABS:
 		return absolute(c, n, arg, out);

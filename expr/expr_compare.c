@@ -15,7 +15,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "dag/expr_internal.h"
+#include "expr/expr_internal.h"
 
 static const char *const cmp_names[] = {
 	[DAG__CMP_EQ] = "==", [DAG__CMP_NE] = "!=", [DAG__CMP_LT] = "<",
@@ -43,12 +43,12 @@ static int int_float_cmp(long long i, double d)
 	return frac > 0 ? -1 : frac < 0 ? 1 : 0;
 }
 
-static long long as_int(const dag__val *v)
+static long long as_int(const expr__val *v)
 {
 	return v->kind == DAG__V_BOOL ? v->u.b : v->u.i;
 }
 
-int dag__num_cmp(const dag__val *a, const dag__val *b)
+int expr__num_cmp(const expr__val *a, const expr__val *b)
 {
 	bool af = a->kind == DAG__V_FLOAT, bf = b->kind == DAG__V_FLOAT;
 	long long x, y;
@@ -70,7 +70,7 @@ int dag__num_cmp(const dag__val *a, const dag__val *b)
 	return x < y ? -1 : x > y;
 }
 
-static bool holds(dag__cmpop op, int r)
+static bool holds(expr__cmpop op, int r)
 {
 	switch (op) {
 	case DAG__CMP_LT: return r < 0;
@@ -80,44 +80,44 @@ static bool holds(dag__cmpop op, int r)
 	}
 }
 
-static int type_error(dag__ctx *c, uint32_t n, dag__cmpop op,
-		      const dag__val *a, const dag__val *b)
+static int type_error(expr__ctx *c, uint32_t n, expr__cmpop op,
+		      const expr__val *a, const expr__val *b)
 {
 	char snip[128];
 
-	return dag__rt_error(c,
+	return expr__rt_error(c,
 		"'%s' not supported between instances of '%s' and '%s' (in `%s`)",
-		cmp_names[op], dag__type_name(a), dag__type_name(b),
-		dag__snippet(c->e, n, snip, sizeof(snip)));
+		cmp_names[op], expr__type_name(a), expr__type_name(b),
+		expr__snippet(c->e, n, snip, sizeof(snip)));
 }
 
-static int order(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
-		 const dag__val *b, bool *res);
+static int order(expr__ctx *c, uint32_t n, expr__cmpop op, const expr__val *a,
+		 const expr__val *b, bool *res);
 
-static int order_lists(dag__ctx *c, uint32_t n, dag__cmpop op,
-		       const dag__val *a, const dag__val *b, bool *res)
+static int order_lists(expr__ctx *c, uint32_t n, expr__cmpop op,
+		       const expr__val *a, const expr__val *b, bool *res)
 {
-	size_t i, la = dag__list_len(a), lb = dag__list_len(b);
-	dag__val x, y;
+	size_t i, la = expr__list_len(a), lb = expr__list_len(b);
+	expr__val x, y;
 
 	for (i = 0; i < la && i < lb; i++) {
-		dag__list_at(a, i, &x);
-		dag__list_at(b, i, &y);
-		if (!dag__equal(&x, &y))
+		expr__list_at(a, i, &x);
+		expr__list_at(b, i, &y);
+		if (!expr__equal(&x, &y))
 			return order(c, n, op, &x, &y, res);
 	}
 	*res = holds(op, la < lb ? -1 : la > lb);
 	return 0;
 }
 
-static int order(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
-		 const dag__val *b, bool *res)
+static int order(expr__ctx *c, uint32_t n, expr__cmpop op, const expr__val *a,
+		 const expr__val *b, bool *res)
 {
 	size_t m;
 	int r;
 
-	if (dag__is_num(a) && dag__is_num(b)) {
-		r = dag__num_cmp(a, b);
+	if (expr__is_num(a) && expr__is_num(b)) {
+		r = expr__num_cmp(a, b);
 		*res = r != 2 && holds(op, r);
 		return 0;
 	}
@@ -129,52 +129,52 @@ static int order(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
 		*res = holds(op, r);
 		return 0;
 	}
-	if (dag__is_list(a) && dag__is_list(b) &&
-	    !strcmp(dag__type_name(a), dag__type_name(b)))
+	if (expr__is_list(a) && expr__is_list(b) &&
+	    !strcmp(expr__type_name(a), expr__type_name(b)))
 		return order_lists(c, n, op, a, b, res);
 	if (a->kind == DAG__V_SET && b->kind == DAG__V_SET) {
 		*res = op == DAG__CMP_LT || op == DAG__CMP_LE ?
-		       dag__subset(a, b, op == DAG__CMP_LT) :
-		       dag__subset(b, a, op == DAG__CMP_GT);
+		       expr__subset(a, b, op == DAG__CMP_LT) :
+		       expr__subset(b, a, op == DAG__CMP_GT);
 		return 0;
 	}
 	return type_error(c, n, op, a, b);
 }
 
-static int contains(dag__ctx *c, uint32_t n, const dag__val *a,
-		    const dag__val *b, bool *res)
+static int contains(expr__ctx *c, uint32_t n, const expr__val *a,
+		    const expr__val *b, bool *res)
 {
 	char snip[128];
 	size_t i, len;
-	dag__val x;
+	expr__val x;
 
 	if (b->kind == DAG__V_STR && a->kind == DAG__V_STR) {
 		*res = !a->u.s.n || memmem(b->u.s.p, b->u.s.n, a->u.s.p, a->u.s.n);
 		return 0;
 	}
 	if (b->kind == DAG__V_STR)
-		return dag__rt_error(c,
+		return expr__rt_error(c,
 			"'in <string>' requires a string as left operand, not '%s' (in `%s`)",
-			dag__type_name(a), dag__snippet(c->e, n, snip, sizeof(snip)));
-	if (dag__is_list(b)) {
-		len = dag__list_len(b);
+			expr__type_name(a), expr__snippet(c->e, n, snip, sizeof(snip)));
+	if (expr__is_list(b)) {
+		len = expr__list_len(b);
 		for (*res = false, i = 0; i < len && !*res; i++) {
-			dag__list_at(b, i, &x);
-			*res = dag__equal(a, &x);
+			expr__list_at(b, i, &x);
+			*res = expr__equal(a, &x);
 		}
 		return 0;
 	}
-	if (dag__is_dict(b) || b->kind == DAG__V_SET) {
-		if (!dag__hashable(a))
-			return dag__unhashable(c, n, a);
-		*res = dag__lookup(b, a, NULL);
+	if (expr__is_dict(b) || b->kind == DAG__V_SET) {
+		if (!expr__hashable(a))
+			return expr__unhashable(c, n, a);
+		*res = expr__lookup(b, a, NULL);
 		return 0;
 	}
-	return dag__rt_error(c, "argument of type '%s' is not iterable (in `%s`)",
-		dag__type_name(b), dag__snippet(c->e, n, snip, sizeof(snip)));
+	return expr__rt_error(c, "argument of type '%s' is not iterable (in `%s`)",
+		expr__type_name(b), expr__snippet(c->e, n, snip, sizeof(snip)));
 }
 
-static bool identical(const dag__val *a, const dag__val *b)
+static bool identical(const expr__val *a, const expr__val *b)
 {
 	if (a->kind != b->kind)
 		return false;
@@ -191,19 +191,19 @@ static bool identical(const dag__val *a, const dag__val *b)
 	case DAG__V_MAP:
 		return false;	/* each literal or operation builds a new one */
 	default:
-		return dag__equal(a, b);
+		return expr__equal(a, b);
 	}
 }
 
-int dag__compare(dag__ctx *c, uint32_t n, dag__cmpop op, const dag__val *a,
-		 const dag__val *b, bool *res)
+int expr__compare(expr__ctx *c, uint32_t n, expr__cmpop op, const expr__val *a,
+		 const expr__val *b, bool *res)
 {
 	int rc;
 
 	switch (op) {
 	case DAG__CMP_EQ:
 	case DAG__CMP_NE:
-		*res = dag__equal(a, b) == (op == DAG__CMP_EQ);
+		*res = expr__equal(a, b) == (op == DAG__CMP_EQ);
 		return 0;
 	case DAG__CMP_IN:
 	case DAG__CMP_NOT_IN:
