@@ -23,6 +23,8 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__llm_multi_query,
 	&plg__web_scrape,
 	&plg__keyword_filter,
+	&plg__type_coerce,
+	&plg__value_transform,
 };
 
 static const plg_sink_ops *const sinks[] = {
