@@ -25,6 +25,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__keyword_filter,
 	&plg__type_coerce,
 	&plg__value_transform,
+	&plg__line_explode,
 };
 
 static const plg_sink_ops *const sinks[] = {
