@@ -40,6 +40,7 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_replicate,
 	&plg__openrouter_batch_llm,
 	&plg__report_assemble,
+	&plg__batch_top_k,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
