@@ -41,6 +41,7 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__openrouter_batch_llm,
 	&plg__report_assemble,
 	&plg__batch_top_k,
+	&plg__batch_threshold_summary,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
