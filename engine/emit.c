@@ -18,6 +18,29 @@ static uint64_t home_of(uint64_t seq, const eng_token *t)
 	return t->home ? t->home : seq;
 }
 
+/* ELSPETH 0.7.1 hands a sink each row as its canonical JSON read back
+ * (its sink-effect snapshot): keys sorted, a float without a fraction an
+ * int (149.0 -> 149). A file in 0.7.1's format gets its bytes (ADR 0044).
+ * A row canonical JSON cannot hold (NaN) is the write's error. */
+static int v07_row(json_t **data, core_err *err)
+{
+	json_error_t jerr;
+	char *text;
+	size_t len;
+	json_t *back;
+	int rc;
+
+	if ((rc = core_canon(*data, &text, &len, err)))
+		return rc;
+	back = json_loadb(text, len, JSON_DECODE_ANY, &jerr);
+	free(text);
+	if (!back)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	json_decref(*data);
+	*data = back;
+	return 0;
+}
+
 /* Writes t to sink k; on failure diverts it. */
 static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 		       core_err *err)
@@ -31,7 +54,9 @@ static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
 
 	eng__audit_outcome(c->audit, home, t);
 	t0 = core_now_wall_ns();
-	rc = k->kops->write(k->kstate, t->data, &info, err);
+	rc = c->g->settings->format == CORE_FORMAT_V07 ? v07_row(&t->data, err) : 0;
+	if (!rc)
+		rc = k->kops->write(k->kstate, t->data, &info, err);
 	eng__hist_add(c, k->id, core_now_wall_ns() - t0);
 	if (!rc) {
 		eng__audit_artifact(c->audit, home, t, &info, t0);
