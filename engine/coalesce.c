@@ -220,7 +220,9 @@ static int cmp_str(const void *a, const void *b)
 }
 
 /* union_collision_policy: fail — a field two branches give fails the
- * join, naming the fields as ELSPETH does (sorted, a Python list). */
+ * join and, as in ELSPETH 0.7.1 (its CoalesceCollisionError propagates),
+ * stops the run, naming the fields as it does (sorted, a Python list).
+ * The arrivals are FAILED first. */
 static int fail_collisions(walker *w, group *gr, tok *m, json_t *collisions)
 {
 	const char **keys = calloc(json_object_size(collisions), sizeof(*keys));
@@ -245,6 +247,12 @@ static int fail_collisions(walker *w, group *gr, tok *m, json_t *collisions)
 		core_buf_printf(&why, "%s'%s'", i ? ", " : "", keys[i]);
 	core_buf_printf(&why, "]");
 	rc = fail_group(w, gr, why.data ? why.data : "union merge collisions");
+	if (!rc) {
+		w->failed_recorded = true; /* the arrivals have their outcome */
+		rc = core_err_set(w->err, CORE_EDATA, "row %llu: coalesce '%s': %s",
+				  (unsigned long long)w->seq, gr->node->name,
+				  why.data ? why.data : "union merge collisions");
+	}
 	core_buf_release(&why);
 	free(keys);
 	json_decref(collisions);
