@@ -631,6 +631,11 @@ static void report_live(const run_result *r, const cli_run_args *a)
 
 	if (!l->on || a->json) /* JSON: in run_completed (live_json) */
 		return;
+	if (!l->steps && !l->failures) {
+		/* a short run: the whole export at the end wrote it all */
+		printf("  SQL trail while running: nothing before the end of the run\n");
+		return;
+	}
 	printf("  SQL trail while running: %llu transactions, rows 1..%llu, a released row "
 	       "waited at most %.2f s", (unsigned long long)l->steps,
 	       (unsigned long long)l->rows, l->max_behind_s);

@@ -341,6 +341,10 @@ int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 int eng__sink_paths_new(dag_graph *g, core_err *err);
 int eng__sink_paths_resume(dag_graph *g, const Elspeth__Checkpoint *ck,
 			   core_err *err);
+/* After a completed run in ELSPETH 0.7.1's format: removes the file of
+ * each file sink (csv, json, text; not appending) that got no row in the
+ * whole run, as 0.7.1 never creates one. */
+void eng__sink_paths_unused(dag_graph *g, const eng_summary *sum);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* The rows in flight a run uses: o's, else the settings' (1 when the
  * settings do not pipeline). */

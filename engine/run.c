@@ -343,6 +343,9 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		snprintf(sum->halt_msg, sizeof(sum->halt_msg), "%s", c->halt_msg);
 	}
 	status = eng_run_status(rc, sum);
+	if (!strcmp(status, "completed") && c->g->settings->format == CORE_FORMAT_V07 &&
+	    !(o && o->shard))
+		eng__sink_paths_unused(c->g, sum);
 	metrics = metrics_json(sum);
 	/* The resume's record first: the run record, chained, is the last
 	 * write (rec_run_chain). */

@@ -3,12 +3,14 @@
  * collision_policy auto_increment gives a new run a free sibling of an
  * existing file (out.jsonl → out-1.jsonl, ... as its
  * next_available_output_path does), and fail_if_exists refuses it before
- * any sink opens; a resume goes on writing the files
- * its checkpoint names. Both are settled before the trail records the
- * sinks' targets and the sinks open (plg_env_map_path).
+ * any sink opens; a resume goes on writing the files its checkpoint
+ * names. Both are settled before the trail records the sinks' targets and
+ * the sinks open (plg_env_map_path). And as 0.7.1 writes no file for a
+ * sink that got no row, a completed run in its format removes one.
  */
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "engine/engine_internal.h"
 
@@ -86,4 +88,24 @@ int eng__sink_paths_resume(dag_graph *g, const Elspeth__Checkpoint *ck,
 			return rc;
 	}
 	return 0;
+}
+
+void eng__sink_paths_unused(dag_graph *g, const eng_summary *sum)
+{
+	static const char *const files[] = { "csv", "json", "text", NULL };
+
+	for (size_t i = 0; i < g->nnodes; i++) {
+		const dag_node *n = &g->nodes[i];
+		const core_node *mode = core_map_get(n->options, "mode");
+		const char *path;
+		size_t k;
+
+		if (n->kind != DAG_SINK || sum->per_sink[i] ||
+		    (mode && mode->value && !strcmp(mode->value, "append")))
+			continue;
+		for (k = 0; files[k] && strcmp(files[k], n->plugin); k++)
+			;
+		if (files[k] && (path = dag_sink_target(g, n)))
+			(void)unlink(path); /* gone already is as good */
+	}
 }
