@@ -42,6 +42,7 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__report_assemble,
 	&plg__batch_top_k,
 	&plg__batch_threshold_summary,
+	&plg__batch_data_quality_report,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
