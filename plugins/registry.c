@@ -43,6 +43,7 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_top_k,
 	&plg__batch_threshold_summary,
 	&plg__batch_data_quality_report,
+	&plg__batch_classifier_metrics,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
