@@ -11,19 +11,10 @@ static const char *const policies[] = {
 	"require_all", "quorum", "best_effort", "first", NULL
 };
 static const char *const merges[] = { "union", "nested", "select", NULL };
-static const key_spec coalesce_keys[] = {
-	{ "name", K_STR, true }, { "branches", K_ANY, true },
-	{ "policy", K_ENUM, false, 0, 0, policies },
-	{ "merge", K_ENUM, false, 0, 0, merges },
-	{ "timeout_seconds", K_NUM, false, 0, 1e9 },
-	{ "quorum_count", K_INT, false, 1, 1e6 },
-	{ "select_branch", K_STR, false }, { "on_success", K_STR, false },
-	{ NULL }
-};
-/* ELSPETH 0.7.1's coalesce (ADR 0044): the same, and how a union
- * resolves a field two branches give. */
+/* union_collision_policy is ELSPETH 0.7.1's (ADR 0044): a union's field
+ * given by two branches; unknown in a 0.4.1 file. */
 static const char *const collisions[] = { "last_wins", "first_wins", "fail", NULL };
-static const key_spec coalesce_keys_v07[] = {
+static const key_spec coalesce_keys[] = {
 	{ "name", K_STR, true }, { "branches", K_ANY, true },
 	{ "policy", K_ENUM, false, 0, 0, policies },
 	{ "merge", K_ENUM, false, 0, 0, merges },
@@ -126,10 +117,13 @@ static int load_one_coalesce(core_settings *s, core_coalesce_cfg *c,
 {
 	int idx, rc;
 
-	if ((rc = core__check_section(n, s->format == CORE_FORMAT_V07 ?
-				       coalesce_keys_v07 : coalesce_keys, err)))
+	if ((rc = core__check_section(n, coalesce_keys, err)))
 		return rc;
 	c->node = n;
+	if (core_map_get(n, "union_collision_policy") && s->format != CORE_FORMAT_V07)
+		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "union_collision_policy"),
+			"unknown key 'union_collision_policy': it is ELSPETH 0.7.1's (a file "
+			"in its format has 'sources:'); 0.4.1's union keeps the later branch's value");
 	if (core_map_get(n, "union_collision_policy")) {
 		core_node_enum(core_map_get(n, "union_collision_policy"), collisions,
 			       &idx, err);

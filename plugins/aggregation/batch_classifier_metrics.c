@@ -48,8 +48,9 @@ static void cm_close(void *state)
 	free(t);
 }
 
-static int parse_options(struct cm *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct cm *t = state;
 	const core_node *pl = core_map_get(opts, "positive_label");
 	int rc;
 
@@ -78,32 +79,14 @@ static int parse_options(struct cm *t, const core_node *opts, core_err *err)
 static int cm_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct cm *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		cm_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
-}
-
-/* Python's `type(a) is type(b) and a == b` for JSON scalars. */
-static bool same_bucket(const json_t *a, const json_t *b)
-{
-	if (json_is_boolean(a) && json_is_boolean(b))
-		return json_equal(a, b);
-	return json_typeof(a) == json_typeof(b) && json_equal(a, b);
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct cm), parse_options, cm_close, options, state, err);
 }
 
 static size_t label_of(const json_t **labels, size_t *n, const json_t *v)
 {
 	for (size_t i = 0; i < *n; i++)
-		if (same_bucket(labels[i], v))
+		if (plg__same_bucket(labels[i], v))
 			return i;
 	labels[*n] = v;
 	return (*n)++;
@@ -162,8 +145,7 @@ static int cm_flush(void *state, json_t *const *members, size_t n,
 	int rc = 0;
 
 	if (passthrough)
-		rc = core_err_set(err, CORE_EDATA,
-			"batch_classifier_metrics gives one metrics row: use output_mode: transform");
+		rc = plg__summary_only("batch_classifier_metrics", passthrough, err);
 	else if (!missing || !(act = calloc(n + 1, sizeof(*act))) ||
 		 !(pred = calloc(n + 1, sizeof(*pred))) ||
 		 !(labels = calloc(2 * n + 1, sizeof(*labels))))
@@ -311,13 +293,9 @@ static int cm_outputs(const core_node *options, plg_outputs *out, core_err *err)
 		"micro_precision", "micro_recall", "missing_count", "per_label",
 		"predicted_field", "summary", "weighted_f1", NULL
 	};
-	int rc = 0;
 
 	(void)options;
-	out->shape = PLG_SHAPE_OBSERVED;
-	for (size_t i = 0; fields[i] && !rc; i++)
-		rc = plg_outputs_add(out, err, "%s", fields[i]);
-	return rc;
+	return plg__outputs_list(out, fields, err);
 }
 
 const plg_aggregation_ops plg__batch_classifier_metrics = {

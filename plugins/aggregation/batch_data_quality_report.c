@@ -44,8 +44,9 @@ static void dq_close(void *state)
 	free(t);
 }
 
-static int parse_options(struct dq *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct dq *t = state;
 	const core_node *list = core_map_get(opts, "inspect_fields");
 	int rc;
 
@@ -78,26 +79,8 @@ static int parse_options(struct dq *t, const core_node *opts, core_err *err)
 static int dq_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct dq *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		dq_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
-}
-
-/* Python's `type(a) is type(b) and a == b` for JSON scalars. */
-static bool same_bucket(const json_t *a, const json_t *b)
-{
-	if (json_is_boolean(a) && json_is_boolean(b))
-		return json_equal(a, b);
-	return json_typeof(a) == json_typeof(b) && json_equal(a, b);
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct dq), parse_options, dq_close, options, state, err);
 }
 
 static bool blank(const json_t *v)
@@ -140,7 +123,7 @@ static json_t *field_row(const char *field, json_t *const *members, size_t n)
 	for (size_t i = 0; i < nvalid; i++) {
 		size_t j = 0;
 
-		while (j < i && !same_bucket(valid[j], valid[i]))
+		while (j < i && !plg__same_bucket(valid[j], valid[i]))
 			j++;
 		distinct += j == i;
 	}
@@ -168,8 +151,7 @@ static int dq_flush(void *state, json_t *const *members, size_t n,
 	json_t *rows;
 
 	if (passthrough)
-		return core_err_set(err, CORE_EDATA,
-			"batch_data_quality_report gives report rows: use output_mode: transform");
+		return plg__summary_only("batch_data_quality_report", passthrough, err);
 	if (!(rows = json_array()))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < t->n; i++) {
@@ -192,13 +174,9 @@ static int dq_outputs(const core_node *options, plg_outputs *out, core_err *err)
 		"non_finite_count", "non_scalar_count", "observed_count",
 		"observed_type_counts", "valid_count", "valid_rate", NULL
 	};
-	int rc = 0;
 
 	(void)options;
-	out->shape = PLG_SHAPE_OBSERVED;
-	for (size_t i = 0; fields[i] && !rc; i++)
-		rc = plg_outputs_add(out, err, "%s", fields[i]);
-	return rc;
+	return plg__outputs_list(out, fields, err);
 }
 
 const plg_aggregation_ops plg__batch_data_quality_report = {

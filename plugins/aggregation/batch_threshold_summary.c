@@ -97,8 +97,9 @@ static int parse_thresholds(struct ts *t, const core_node *list, core_err *err)
 	return 0;
 }
 
-static int parse_options(struct ts *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct ts *t = state;
 	const core_node *list = core_map_get(opts, "thresholds");
 	int rc;
 
@@ -115,18 +116,8 @@ static int parse_options(struct ts *t, const core_node *opts, core_err *err)
 static int ts_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct ts *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		ts_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct ts), parse_options, ts_close, options, state, err);
 }
 
 static bool matches(double v, const struct threshold *th)
@@ -151,8 +142,7 @@ static int ts_flush(void *state, json_t *const *members, size_t n,
 	int rc = 0;
 
 	if (passthrough)
-		rc = core_err_set(err, CORE_EDATA,
-			"batch_threshold_summary gives summary rows: use output_mode: transform");
+		rc = plg__summary_only("batch_threshold_summary", passthrough, err);
 	else if (!vals)
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && i < n; i++) {
@@ -209,13 +199,9 @@ static int ts_outputs(const core_node *options, plg_outputs *out, core_err *err)
 		"non_finite_count", "non_match_count", "operator", "threshold",
 		"threshold_name", "valid_count", "value_field", NULL
 	};
-	int rc = 0;
 
 	(void)options;
-	out->shape = PLG_SHAPE_OBSERVED;
-	for (size_t i = 0; fields[i] && !rc; i++)
-		rc = plg_outputs_add(out, err, "%s", fields[i]);
-	return rc;
+	return plg__outputs_list(out, fields, err);
 }
 
 const plg_aggregation_ops plg__batch_threshold_summary = {

@@ -46,8 +46,9 @@ static void tk_close(void *state)
 	free(t);
 }
 
-static int parse_options(struct top_k *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct top_k *t = state;
 	int rc;
 
 	t->k = 10;
@@ -67,26 +68,8 @@ static int parse_options(struct top_k *t, const core_node *opts, core_err *err)
 static int tk_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct top_k *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		tk_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
-}
-
-/* Python's `type(a) is type(b) and a == b` for JSON scalars. */
-static bool same_bucket(const json_t *a, const json_t *b)
-{
-	if (json_typeof(a) != json_typeof(b))
-		return (json_is_boolean(a) && json_is_boolean(b)) ? json_equal(a, b) : false;
-	return json_equal(a, b);
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct top_k), parse_options, tk_close, options, state, err);
 }
 
 static bool non_finite(const json_t *v)
@@ -143,7 +126,7 @@ static json_t *group_row(const struct top_k *t, json_t *const *members,
 			nonfin++;
 			continue;
 		}
-		for (j = 0; j < ne && !same_bucket(e[j].value, v); j++)
+		for (j = 0; j < ne && !plg__same_bucket(e[j].value, v); j++)
 			;
 		if (j == ne)
 			e[ne++] = (entry){ v, 0, j };
@@ -181,8 +164,7 @@ static int tk_flush(void *state, json_t *const *members, size_t n,
 	int rc = 0;
 
 	if (passthrough)
-		rc = core_err_set(err, CORE_EDATA,
-			"batch_top_k gives summary rows: use output_mode: transform");
+		rc = plg__summary_only("batch_top_k", passthrough, err);
 	else if (!idx || !done || !rows)
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; !rc && t->group_by && i < n; i++)
@@ -202,7 +184,7 @@ static int tk_flush(void *state, json_t *const *members, size_t n,
 		for (size_t j = i; j < n; j++) {
 			const json_t *h = t->group_by ? json_object_get(members[j], t->group_by) : NULL;
 
-			if (!done[j] && (!t->group_by || same_bucket(g, h ? h : json_null()))) {
+			if (!done[j] && (!t->group_by || plg__same_bucket(g, h ? h : json_null()))) {
 				done[j] = true;
 				idx[m++] = j;
 			}
@@ -228,13 +210,9 @@ static int tk_outputs(const core_node *options, plg_outputs *out, core_err *err)
 		"batch_size", "count", "distinct_count", "field", "group_by",
 		"group_value", "k", "missing_count", "non_finite_count", "top_values", NULL
 	};
-	int rc = 0;
 
 	(void)options;
-	out->shape = PLG_SHAPE_OBSERVED;
-	for (size_t i = 0; fields[i] && !rc; i++)
-		rc = plg_outputs_add(out, err, "%s", fields[i]);
-	return rc;
+	return plg__outputs_list(out, fields, err);
 }
 
 const plg_aggregation_ops plg__batch_top_k = {

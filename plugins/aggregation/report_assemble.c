@@ -52,8 +52,9 @@ static void ra_close(void *state)
 	free(r);
 }
 
-static int parse_options(struct report *r, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct report *r = state;
 	static const char *const formats[] = { "plain_text", "markdown", "html_fragment", NULL };
 	const core_node *f = core_map_get(opts, "format");
 	int rc;
@@ -85,18 +86,8 @@ static int parse_options(struct report *r, const core_node *opts, core_err *err)
 static int ra_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct report *r = calloc(1, sizeof(*r));
-	int rc;
-
-	(void)env;
-	if (!r)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(r, options, err))) {
-		ra_close(r);
-		return rc;
-	}
-	*state = r;
-	return 0;
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct report), parse_options, ra_close, options, state, err);
 }
 
 /* Python's html.escape(s) (quote=True). */

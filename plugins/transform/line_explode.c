@@ -56,8 +56,9 @@ static int differ(const core_node *opts, const char *a, const char *an,
 		"%s and %s must differ, both are '%s'", an, bn, a);
 }
 
-static int parse_options(struct lexp *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct lexp *t = state;
 	int rc;
 
 	t->output_field = "line";
@@ -93,18 +94,8 @@ static int parse_options(struct lexp *t, const core_node *opts, core_err *err)
 static int le_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct lexp *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		le_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct lexp), parse_options, le_close, options, state, err);
 }
 
 /* The length of the line end at p (0: none): str.splitlines()'s. */

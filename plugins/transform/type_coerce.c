@@ -59,8 +59,9 @@ static void tc_close(void *state)
 	free(t);
 }
 
-static int parse_options(struct coerce *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct coerce *t = state;
 	static const char *const keys[] = { "field", "to", NULL };
 	const core_node *list = core_map_get(opts, "conversions");
 	int rc;
@@ -97,18 +98,8 @@ static int parse_options(struct coerce *t, const core_node *opts, core_err *err)
 static int tc_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct coerce *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		tc_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct coerce), parse_options, tc_close, options, state, err);
 }
 
 /* ------------------------------------------------------------- values */

@@ -47,8 +47,9 @@ static void vt_close(void *state)
 	free(t);
 }
 
-static int parse_options(struct vt *t, const core_node *opts, core_err *err)
+static int parse_options(void *state, const core_node *opts, core_err *err)
 {
+	struct vt *t = state;
 	static const char *const keys[] = { "target", "expression", NULL };
 	const core_node *list = core_map_get(opts, "operations");
 	int rc;
@@ -92,18 +93,8 @@ static int parse_options(struct vt *t, const core_node *opts, core_err *err)
 static int vt_open(const plg_env *env, const core_node *options, void **state,
 		   core_err *err)
 {
-	struct vt *t = calloc(1, sizeof(*t));
-	int rc;
-
-	(void)env;
-	if (!t)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse_options(t, options, err))) {
-		vt_close(t);
-		return rc;
-	}
-	*state = t;
-	return 0;
+	(void)env; /* needs nothing of the run's */
+	return plg__open_state(sizeof(struct vt), parse_options, vt_close, options, state, err);
 }
 
 static int vt_process(void *state, const json_t *row, json_t **out,
