@@ -395,6 +395,9 @@ int sqlt__scan_rows(xp *x, const sqlt_pass *passes, size_t n)
 	return rc == REC_SCAN_STOP ? 0 : rc;
 }
 
+static int scan_ids_sorted(xp *x, rec_table t, const uint64_t *ids, size_t n,
+			   uint64_t from, scan_ctx *c);
+
 static bool per_row(rec_table t)
 {
 	switch (t) {
@@ -408,11 +411,43 @@ static bool per_row(rec_table t)
 	}
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
 /* A live step's share of a table keyed (run, id, ...): the keys under
- * (run, id) for each id given, or for every id from `from` to the
- * table's last. */
-static int scan_ids(xp *x, rec_table t, const uint64_t *ids, size_t n, uint64_t from,
-		    scan_ctx *c)
+ * (run, id) for each id given — each once: a state a row's story holds
+ * twice (opened in a checkpoint's fragment, completed in its last) is
+ * listed twice, and its calls must be written once — or for every id
+ * from `from` to the table's last. */
+static int scan_ids(xp *x, rec_table t, const uint64_t *ids_given, size_t n,
+		    uint64_t from, scan_ctx *c)
+{
+	uint64_t *ids = NULL;
+	int rc;
+
+	if (ids_given && n) {
+		size_t m = 1;
+
+		if (!(ids = malloc(n * sizeof(*ids))))
+			return core_err_set(x->err, CORE_ENOMEM, "out of memory");
+		memcpy(ids, ids_given, n * sizeof(*ids));
+		qsort(ids, n, sizeof(*ids), cmp_u64);
+		for (size_t i = 1; i < n; i++)
+			if (ids[i] != ids[m - 1])
+				ids[m++] = ids[i];
+		n = m;
+	}
+	rc = scan_ids_sorted(x, t, ids_given ? ids : NULL, n, from, c);
+	free(ids);
+	return rc;
+}
+
+static int scan_ids_sorted(xp *x, rec_table t, const uint64_t *ids, size_t n,
+			   uint64_t from, scan_ctx *c)
 {
 	uint64_t last = 0;
 	rec_key k;
@@ -453,7 +488,8 @@ int sqlt__scan(xp *x, rec_table t, const ProtobufCMessageDescriptor *d,
 	if (x->live && per_row(t))
 		rc = rec_scan_rows(x->t, t, x->run, x->row_lo, x->row_hi, scan_one, &c);
 	else if (x->live && t == REC_CALLS)
-		rc = scan_ids(x, t, x->step_states, x->nstep_states, 0, &c);
+		/* a step without states has no calls: no list is not "all" */
+		rc = x->nstep_states ? scan_ids(x, t, x->step_states, x->nstep_states, 0, &c) : 0;
 	else if (x->live && (t == REC_BATCHES || t == REC_BATCH_MEMBERS))
 		rc = scan_ids(x, t, NULL, 0, x->batch_from, &c);
 	else

@@ -344,4 +344,24 @@ got=$(pg_sql -d shards -c "SELECT count(DISTINCT run_id) || ' ' || count(*) || '
   || { fail "h: export --manifest into the shared database"; show h/exp2.log; }
 "$ELSPETH" runs --manifest h/m.json > h/runs.log 2>&1 && [ "$(grep -c completed h/runs.log)" -ge 3 ] \
   && pass "h: runs --manifest lists the three shards' runs" || { fail "h: runs --manifest"; show h/runs.log; }
+# i. LLM calls with rows in flight (sqlite:///): a step that came before
+#    any row was released scanned every call (calls of rows still in
+#    flight), and the next step wrote them again (UNIQUE calls.call_id)
+mock_start --latency fixed:100
+$PY -c "print('id,text'); [print(f'{i},t{i}') for i in range(60)]" > i.csv
+cat > i.yaml <<YAML
+source: {plugin: csv, on_success: l_in, options: {path: i.csv, on_validation_failure: discard}}
+transforms:
+- {name: l, plugin: llm, input: l_in, on_success: out,
+   options: {provider: openrouter, api_key: k, base_url: "\${ELSPETH_LLM_URL}", model: m,
+             template: "hi {{ row.text }}", schema: {mode: observed}}}
+sinks: {out: {plugin: json, options: {path: i/out.jsonl, format: jsonl}}}
+landscape: {url: "sqlite:///i/trail.db"}
+YAML
+"$ELSPETH" run -s i.yaml --execute --max-rows-in-flight 16 > i.log 2>&1 \
+  && grep -q "SQL trail while running" i.log && ! grep -q "failed (the last" i.log \
+  && [ "$(sqlite3 i/trail.db 'SELECT count(DISTINCT call_id) FROM calls')" = 60 ] \
+  && pass "i: 60 calls, 16 rows in flight: every live step wrote, each call once" \
+  || { fail "i: live steps with calls in flight"; show i.log; }
+mock_stop
 finish

@@ -6,7 +6,7 @@
 Only what does not change between runs of the same pipeline: every table's
 row count; run_sources (without run_id and time); the rows table's source
 columns (source name, node, row_index, source_row_index, ingest_sequence,
-source_data_hash) in row_index order; token outcomes counted by outcome,
+source_data_hash) in ingest_sequence order; token outcomes counted by outcome,
 path, completed and sink; runs' status. Random ids and timestamps are left out.
 """
 import sqlite3
@@ -38,7 +38,7 @@ def main(path):
             "r.source_node_id, r.row_index, r.source_row_index, r.ingest_sequence, r.source_data_hash"
         join = " left join run_sources s on s.run_id = r.run_id and s.source_node_id = r.source_node_id" if has_src else ""
         print("\n# rows: source_name\tsource_node_id\trow_index\tsource_row_index\tingest_sequence\tsource_data_hash")
-        for r in q(f"select {sel} from rows r{join} order by r.row_index, r.ingest_sequence"):
+        for r in q(f"select {sel} from rows r{join} order by r.ingest_sequence, r.row_index"):
             print("\t".join("" if v is None else str(v) for v in r))
     if "token_outcomes" in tables:
         oc = cols("token_outcomes")

@@ -8,8 +8,9 @@
 # working directory. Files the run created or changed under examples/ are copied
 # to OUT_DIR/<example>/<settings-stem>/ (relative to examples/<example>/), except
 # SQLite databases, *-wal/-shm, ELSPETH's empty .*.elspeth.lock files and the
-# payload store; the audit db becomes audit_summary.txt (audit_summary.py) and
-# the console output run.log. A failing run's output goes to FAILED/<...>.log.
+# payload store (payloads/, runs/payloads/); a SQLite database a sink wrote becomes
+# NAME.db.dump.txt; the audit db becomes audit_summary.txt (audit_summary.py) and
+# the console output (ending with the exit status) run.log.
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 ref=${ELSPETH_REF071:-$HOME/.cache/elspeth-ref071}
@@ -30,7 +31,8 @@ if [ ${#list[@]} -eq 0 ]; then
   for f in "$ref"/examples/statistical_batch_plugins/settings_*.yaml; do list+=("statistical_batch_plugins/$(basename "$f")"); done
 fi
 export PYTHONPATH="$ref/shim:$ref/src:$ref/vendor/usr/lib/python3/dist-packages"
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
+# a fixed work folder: blob_transforms' manifest records the absolute path of its inputs
+work=${ELSPETH_REF071_WORK:-/tmp/elspeth-ref071-work}; rm -rf "$work"; mkdir -p "$work"
 for rel in "${list[@]}"; do
   ex=${rel%%/*}; stem=$(basename "$rel" .yaml)
   tree="$work/$ex.$stem"; rm -rf "$tree"; mkdir -p "$tree"
@@ -43,6 +45,9 @@ for rel in "${list[@]}"; do
     large_scale_test)  # generate_data.py is unseeded: seed it, and keep its input as a fixture
       (cd "$tree" && python3 -c 'import random, runpy, sys; random.seed(71); sys.argv = ["generate_data.py", "300"]; runpy.run_path("examples/large_scale_test/generate_data.py", run_name="__main__")') > /dev/null
       cp "$tree/examples/large_scale_test/input.csv" "$dest/input.csv" ;;
+    blob_transforms)  # README: prepare the manifest and payload-store blobs first
+      (cd "$tree" && python3 examples/blob_transforms/scripts/prepare_csv_blob_manifest.py) > "$dest/prepare.log" 2>&1
+      mkdir -p "$dest/input"; cp "$tree/examples/blob_transforms/input/csv_blob_manifest.csv" "$dest/input/" ;;
   esac
   find "$tree/examples" -newer "$work/stamp" -type f > "$work/before" 2>/dev/null
   echo "== $rel"
@@ -52,9 +57,9 @@ for rel in "${list[@]}"; do
   echo "exit status: $rc" >> "$dest/run.log"
   (cd "$tree/examples/$ex" && find . -newer "$work/stamp" -type f | sort) | while read -r f; do
     f=${f#./}
-    case $f in *.db|*.db-wal|*.db-shm|*.db-journal|*.elspeth.lock|runs/payloads/*) continue ;; esac
+    case $f in *.db|*.db-wal|*.db-shm|*.db-journal|*.elspeth.lock|runs/payloads/*|payloads/*) continue ;; esac
     grep -qxF "$tree/examples/$ex/$f" "$work/before" && [ "$ex" != large_scale_test ] && continue
-    [ "$ex/$f" = large_scale_test/input.csv ] && continue
+    case $ex/$f in large_scale_test/input.csv|blob_transforms/input/csv_blob_manifest.csv) continue ;; esac
     mkdir -p "$dest/$(dirname "$f")"; cp "$tree/examples/$ex/$f" "$dest/$f"
   done
   # files written outside the example's own folder
@@ -76,5 +81,4 @@ PY
       ;;
     esac
   done
-  if [ $rc -ne 0 ]; then mkdir -p "$out/FAILED"; cp "$dest/run.log" "$out/FAILED/$ex.$stem.log"; fi
 done

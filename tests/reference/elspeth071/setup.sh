@@ -28,6 +28,9 @@ apt-get "${apt_opts[@]}" update -qq
 for deb in "$ref"/apt/debs/*.deb; do dpkg -x "$deb" "$ref/vendor"; done
 git --git-dir="$git_dir" archive "$commit" src examples | tar -x -C "$ref"
 git --git-dir="$git_dir" archive "$commit" src | tar -x -C "$ref/pristine"
+# git archive's modes are 0775/0664; as a checkout under umask 022 would have them
+# (0.7.1's payload store refuses a group-writable directory)
+chmod -R go-w "$ref/src" "$ref/examples" "$ref/pristine"
 python3 "$here/rewrite_py312.py" "$ref/src"
 # the mechanical rewrite must give exactly the reviewed patch
 (cd "$ref" && diff -ru -x __pycache__ pristine/src src > rewrite.diff || true)
@@ -37,5 +40,5 @@ if ! diff -q <(grep -v '^[-+][-+][-+] \|^diff ' "$ref/rewrite.diff") \
 fi
 (cd "$ref" && patch -s -p0 < "$here/elspeth-0.7.1-on-python3.11.patch")
 rm -rf "$ref/pristine" "$ref/rewrite.diff"
-cp "$here"/{sitecustomize.py,sitecustomize_stub.py,rfc8785.py,elspeth_run.py} "$ref/shim/"
+cp "$here"/{sitecustomize.py,sitecustomize_stub.py,elspeth_run.py} "$ref/shim/"
 echo "ready: $here/elspeth-ref071 SETTINGS.yaml [WORKDIR]   (runs ELSPETH 0.7.1's 'run --execute')"
