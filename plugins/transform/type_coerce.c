@@ -269,13 +269,13 @@ static int to_bool(const char *field, const json_t *v, json_t **out, core_err *e
 		return fail(err, field, "bool", v, "unsupported type %s", core_py_type(v));
 	if (!(s = trimmed(v)))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	for (size_t i = 0; yes[i] || no[i]; i++) {
-		if ((yes[i] && !strcasecmp(s, yes[i])) || (no[i] && !strcasecmp(s, no[i]))) {
-			*out = json_boolean(yes[i] && !strcasecmp(s, yes[i]));
-			free(s);
-			return 0;
-		}
-	}
+	for (int truth = 1; truth >= 0; truth--)
+		for (const char *const *w = truth ? yes : no; *w; w++)
+			if (!strcasecmp(s, *w)) {
+				*out = json_boolean(truth);
+				free(s);
+				return 0;
+			}
 	free(s);
 	return fail(err, field, "bool", v, "'%s' is not a valid boolean string",
 		    json_string_value(v));
