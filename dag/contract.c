@@ -85,16 +85,20 @@ static int producer(dag__build *c, int v, const plg_contract **out)
 
 static int own_contract(dag__build *c, dag_node *n)
 {
+	/* a file in 0.7.1's format is judged by its rules (ADR 0044) */
+	int (*of)(plg_kind, const char *, const core_node *, plg_contract **, core_err *) =
+		c->s->format == CORE_FORMAT_V07 ? plg_contract_of_v07 : plg_contract_of;
+
 	switch (n->kind) {
 	case DAG_SOURCE:
-		return plg_contract_of(PLG_SOURCE, n->plugin, n->options, &n->contract, c->err);
+		return of(PLG_SOURCE, n->plugin, n->options, &n->contract, c->err);
 	case DAG_TRANSFORM:
-		return plg_contract_of(PLG_TRANSFORM, n->plugin, n->options, &n->contract, c->err);
+		return of(PLG_TRANSFORM, n->plugin, n->options, &n->contract, c->err);
 	case DAG_AGGREGATION:
-		return plg_contract_of(PLG_AGGREGATION, n->plugin, n->options, &n->contract,
+		return of(PLG_AGGREGATION, n->plugin, n->options, &n->contract,
 				       c->err);
 	case DAG_SINK:
-		return plg_contract_of(PLG_SINK, n->plugin, n->options, &n->contract, c->err);
+		return of(PLG_SINK, n->plugin, n->options, &n->contract, c->err);
 	case DAG_GATE:
 	case DAG_COALESCE:
 	case DAG_QUEUE: /* ELSPETH 0.7.1: its output schema is observed */

@@ -56,7 +56,31 @@ int plg_outputs_add(plg_outputs *o, core_err *err, const char *fmt, ...)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	o->fields = grown;
+	if (o->types) {
+		const char **t = realloc(o->types, (o->nfields + 1) * sizeof(*t));
+
+		if (!t) {
+			core_buf_release(&b);
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		}
+		o->types = t;
+		t[o->nfields] = NULL;
+	}
 	o->fields[o->nfields++] = core_buf_steal(&b);
+	return 0;
+}
+
+int plg_outputs_type(plg_outputs *o, const char *name, const char *type,
+		     core_err *err)
+{
+	for (size_t i = 0; i < o->nfields; i++) {
+		if (strcmp(o->fields[i], name))
+			continue;
+		if (!o->types && !(o->types = calloc(o->nfields, sizeof(*o->types))))
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		o->types[i] = type;
+		return 0;
+	}
 	return 0;
 }
 
@@ -65,6 +89,7 @@ void plg_outputs_release(plg_outputs *o)
 	for (size_t i = 0; i < o->nfields; i++)
 		free(o->fields[i]);
 	free(o->fields);
+	free(o->types);
 	memset(o, 0, sizeof(*o));
 }
 
@@ -176,6 +201,18 @@ static int set_classes(plg_contract *c, const char *name, const plg_outputs *o)
 /* The producer schema of a plugin that adds `fields` as optional fields
  * of any type to a schema that declares fields: flexible, as ELSPETH
  * builds it for its LLM transforms. */
+/* An added field's type (plg_outputs_type), PLG_F_ANY when not said. */
+static plg_ftype added_type(const plg_outputs *o, size_t i)
+{
+	static const char *const names[] = { "str", "int", "float", "bool" };
+	const char *t = o->types ? o->types[i] : NULL;
+
+	for (size_t k = 0; t && k < sizeof(names) / sizeof(names[0]); k++)
+		if (!strcmp(t, names[k]))
+			return (plg_ftype)k;
+	return PLG_F_ANY;
+}
+
 static int added_schema(plg_contract *c)
 {
 	const plg_schema *in = c->input;
@@ -200,8 +237,10 @@ static int added_schema(plg_contract *c)
 			continue;
 		if (!(s->fields[s->nfields].name = strdup(name)))
 			return CORE_ENOMEM;
-		s->fields[s->nfields].type = i < in->nfields ? in->fields[i].type : PLG_F_ANY;
-		s->fields[s->nfields].optional = i < in->nfields ? in->fields[i].optional : true;
+		s->fields[s->nfields].type = i < in->nfields ? in->fields[i].type :
+			added_type(&c->added, i - in->nfields);
+		s->fields[s->nfields].optional = i < in->nfields ? in->fields[i].optional :
+			added_type(&c->added, i - in->nfields) == PLG_F_ANY;
 		s->nfields++;
 	}
 	c->output = s;
@@ -268,8 +307,8 @@ static int plugin_outputs(plg_kind kind, const char *name, const core_node *opti
 	return rc;
 }
 
-int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
-		    plg_contract **out, core_err *err)
+static int contract_of(plg_kind kind, const char *name, const core_node *options,
+		       bool v07, plg_contract **out, core_err *err)
 {
 	plg_contract *c = calloc(1, sizeof(*c));
 	plg_schema *schema = NULL;
@@ -289,6 +328,8 @@ int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
 	if ((rc = plugin_outputs(kind, name, options, &c->added, &c->unknown, err)) ||
 	    (kind != PLG_SOURCE && (rc = requirements(c, options, err))))
 		goto fail;
+	if (v07 && c->added.shape == PLG_SHAPE_SAME && c->added.nfields)
+		c->added.shape = PLG_SHAPE_ADDED;
 	if (set_classes(c, name, &c->added))
 		goto oom;
 	if (kind == PLG_SOURCE || kind == PLG_SINK || c->added.shape == PLG_SHAPE_SAME ||
@@ -536,4 +577,16 @@ int plg_contract_describe(const plg_contract *c, bool output, core_buf *b)
 		name_list(b, c->required, c->nrequired);
 	}
 	return b->data ? 0 : CORE_ENOMEM;
+}
+
+int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
+		    plg_contract **out, core_err *err)
+{
+	return contract_of(kind, name, options, false, out, err);
+}
+
+int plg_contract_of_v07(plg_kind kind, const char *name, const core_node *options,
+			plg_contract **out, core_err *err)
+{
+	return contract_of(kind, name, options, true, out, err);
 }

@@ -338,15 +338,22 @@ typedef struct plg_outputs {
 	/* ELSPETH's names of its input and output schema classes, which
 	 * its messages print ("PassThroughInput"); NULL: "<Plugin>Input". */
 	const char *in_class, *out_class;
-	/* Fields every output row has (malloc'd; plg_outputs_add). */
+	/* Fields every output row has (malloc'd; plg_outputs_add), and the
+	 * type of each when known: "str", "int", "float", "bool" or NULL
+	 * (static strings; plg_outputs_type). A typed field is a required
+	 * one of an ELSPETH 0.7.1 output schema. */
 	size_t nfields;
 	char **fields;
+	const char **types;
 } plg_outputs;
 
 /* Adds a field name made from fmt to o->fields (once). */
 int plg_outputs_add(plg_outputs *o, core_err *err, const char *fmt, ...)
 	CORE_PRINTF(3, 4);
 void plg_outputs_release(plg_outputs *o);
+/* Says the type of added field `name` ("str", "int", ...; static). */
+int plg_outputs_type(plg_outputs *o, const char *name, const char *type,
+		     core_err *err);
 
 typedef struct plg_transform_ops {
 	const char *name;
@@ -572,6 +579,11 @@ typedef struct plg_contract plg_contract;
  * and `required_input_fields`, and what its outputs op says). */
 int plg_contract_of(plg_kind kind, const char *name, const core_node *options,
 		    plg_contract **out, core_err *err);
+/* The same as ELSPETH 0.7.1 judges it (ADR 0044): a plugin that keeps
+ * its rows' shape but adds fields (web_scrape) declares them in its
+ * output schema, as if its shape were PLG_SHAPE_ADDED. */
+int plg_contract_of_v07(plg_kind kind, const char *name, const core_node *options,
+			plg_contract **out, core_err *err);
 /* A coalesce's (its `merge`): "union" guarantees what every branch
  * guarantees, "nested" a field per branch, "select" what the selected
  * branch does; after union or nested, no type is known. `branches` are

@@ -451,6 +451,13 @@ static int ws_outputs(const core_node *options, plg_outputs *out, core_err *err)
 	for (size_t i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++)
 		if ((rc = plg_outputs_add(out, err, "%s", fixed[i])))
 			return rc;
+	/* the types ELSPETH 0.7.1's WebScrapeOutput declares */
+	if ((rc = plg_outputs_type(out, content, "str", err)) ||
+	    (rc = plg_outputs_type(out, fp, "str", err)) ||
+	    (rc = plg_outputs_type(out, "fetch_status", "int", err)) ||
+	    (rc = plg_outputs_type(out, "fetch_url_final", "str", err)) ||
+	    (rc = plg_outputs_type(out, "fetch_url_final_ip", "str", err)))
+		return rc;
 	return 0;
 }
 

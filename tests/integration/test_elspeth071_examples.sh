@@ -34,7 +34,6 @@ declare -A REFUSED=(
   [examples/blob_transforms/settings_expand_csv_blobs.yaml]="unknown transform plugin 'blob_csv_expand'"
   [examples/blob_transforms/settings_fetch_tutorial_html.yaml]="unknown transform plugin 'blob_fetch'"
   [examples/database_sink/settings.yaml]="unknown key 'effect_ledger'"
-  [examples/chaosweb/settings.yaml]="incompatible with consumer schema"
   [examples/statistical_batch_plugins/settings_distribution_profile.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_drift_compare.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_effect_size.yaml]="unknown aggregation plugin"
