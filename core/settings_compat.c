@@ -29,6 +29,11 @@ static const struct cloud_plugin {
 	{ "azure_content_safety", "Azure AI Content Safety" },
 	{ "azure_prompt_shield", "Azure AI Content Safety (Prompt Shields)" },
 	{ "azure_batch_llm", "the Azure OpenAI Batch API" },
+	/* ELSPETH 0.7.1's (ADR 0045) */
+	{ "aws_s3", "Amazon S3" },
+	{ "azure_document_intelligence", "Azure AI Document Intelligence" },
+	{ "aws_bedrock_content_safety", "Amazon Bedrock Guardrails" },
+	{ "aws_bedrock_prompt_shield", "Amazon Bedrock Guardrails" },
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
@@ -36,9 +41,16 @@ static const struct cloud_plugin {
 static int refuse_plugin(const core_node *entry, core_err *err)
 {
 	const core_node *p = core_map_get(entry, "plugin");
+	const core_node *prov = core_map_get(core_map_get(entry, "options"), "provider");
 
 	if (!p || p->kind != CORE_NODE_SCALAR)
 		return 0;
+	/* ELSPETH 0.7.1's llm with provider: bedrock */
+	if (prov && prov->kind == CORE_NODE_SCALAR && prov->value &&
+	    !strcmp(prov->value, "bedrock") && !strcmp(p->value, "llm"))
+		return core_err_at(err, CORE_EUNSUPPORTED, prov,
+			"the llm provider 'bedrock' needs Amazon Bedrock, which this build "
+			"does not support (providers here: openrouter, azure, openai)");
 	for (size_t i = 0; i < COUNT(cloud_plugins); i++)
 		if (!strcmp(p->value, cloud_plugins[i].name))
 			return core_err_at(err, CORE_EUNSUPPORTED, p,
