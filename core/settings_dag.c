@@ -125,8 +125,9 @@ static int load_one_coalesce(core_settings *s, core_coalesce_cfg *c,
 			"unknown key 'union_collision_policy': it is ELSPETH 0.7.1's (a file "
 			"in its format has 'sources:'); 0.4.1's union keeps the later branch's value");
 	if (core_map_get(n, "union_collision_policy")) {
-		core_node_enum(core_map_get(n, "union_collision_policy"), collisions,
-			       &idx, err);
+		if ((rc = core_node_enum(core_map_get(n, "union_collision_policy"),
+					 collisions, &idx, err)))
+			return rc;
 		c->collision = (core_collision)idx;
 	}
 	c->name = core__str_of(n, "name");

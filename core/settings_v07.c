@@ -76,7 +76,11 @@ static int landscape(core_settings *s, const core_node *n, core_err *err)
 		"content_store", NULL
 	};
 
-	if (en && en->kind == CORE_NODE_SCALAR && en->value && !strcmp(en->value, "false"))
+	bool on = true;
+
+	if (en && core_node_bool(en, &on, err))
+		return err->code;
+	if (!on)
 		return core_err_at(err, CORE_ECONFIG, en,
 			"landscape.enabled=false is not supported — the audit trail is "
 			"mandatory (ELSPETH 0.7.1's rule; this file has 'sources:')");

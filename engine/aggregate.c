@@ -280,7 +280,7 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	member_states(c, b, st);
 	sum->batches++;
 	rc = run_flush(c, b, batch, rows, st, trigger, &outs, err);
-	b->flushes++;
+	b->flushes += !rc; /* a failed batch is no page (report_assemble) */
 	record_members(c, b, batch, st);
 	for (size_t i = 0; n->aops->flush_calls && i < b->n; i++)
 		free((char *)st[i].context_json); /* keep_context's */

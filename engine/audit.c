@@ -159,6 +159,10 @@ static int record_nodes(eng_audit *a, json_t *topo, bool put, core_err *err)
 		r.plugin_version = ELSPETH_VERSION;
 		r.config_hash = h;
 		r.config_json = cfg;
+		if (n->kind == DAG_SINK && n->kops->target && dag_sink_target(g, n) &&
+		    n->kops->target(NULL, n->options) &&
+		    strcmp(dag_sink_target(g, n), n->kops->target(NULL, n->options)))
+			r.sink_path = (char *)dag_sink_target(g, n);
 		if (put)
 			rc = rec_put_msg(a->rec, REC_NODES, &k, &r.base);
 		json_array_append_new(json_object_get(topo, "nodes"),

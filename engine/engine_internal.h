@@ -280,6 +280,9 @@ typedef struct eng_ctx {
 	/* What reads the rows once the source is open (sources.c): the
 	 * plugin's ops, or the chain of several sources' */
 	const plg_source_ops *sops;
+	/* A new run: per node, whether its sink's file did not exist before
+	 * the run (sink_paths.c); NULL for a resume or a shard. */
+	bool *sink_fresh;
 	/* resume (resume.c): answers to reuse, the checkpoint's unreleased
 	 * rows to go first, and where the pipeline starts */
 	eng_replay *replay;
@@ -335,16 +338,14 @@ int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
 int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 		      void **state, core_err *err);
 /* sink_paths.c: the files sinks write, settled before the trail records
- * them: a new run's collision_policy auto_increment picks a free
- * sibling of an existing file; a resume's are those its checkpoint
- * names. */
-int eng__sink_paths_new(dag_graph *g, core_err *err);
-int eng__sink_paths_resume(dag_graph *g, const Elspeth__Checkpoint *ck,
-			   core_err *err);
+ * them (a resume's are those the sinks' node records name, resume.c): a
+ * new run's collision_policy auto_increment picks a free sibling of an
+ * existing file, fail_if_exists refuses one. */
+int eng__sink_paths_new(eng_ctx *c, core_err *err);
 /* After a completed run in ELSPETH 0.7.1's format: removes the file of
  * each file sink (csv, json, text; not appending) that got no row in the
  * whole run, as 0.7.1 never creates one. */
-void eng__sink_paths_unused(dag_graph *g, const eng_summary *sum);
+void eng__sink_paths_unused(eng_ctx *c, const eng_summary *sum);
 int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err);
 /* The rows in flight a run uses: o's, else the settings' (1 when the
  * settings do not pipeline). */

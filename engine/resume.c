@@ -50,6 +50,40 @@ typedef struct eng_resume {
 
 /* ------------------------------------------------------------- reading */
 
+/* The files the run's sinks write, as its node records name them
+ * (collision_policy auto_increment moved them): the resume, and the
+ * checks before it, are of those (ADR 0044). */
+static int recorded_sink_paths(dag_graph *g, rec_env *rec, uint64_t run, core_err *err)
+{
+	rec_txn *t;
+	int rc;
+
+	if ((rc = rec_read_begin(rec, &t, err)))
+		return rc;
+	for (size_t i = 0; i < g->nnodes && !rc; i++) {
+		Elspeth__NodeRecord *n;
+		const char *path;
+		const void *v;
+		size_t vl;
+		rec_key k;
+
+		if (g->nodes[i].kind != DAG_SINK)
+			continue;
+		rec_key_init(&k);
+		rec_key_u64(&k, run);
+		rec_key_u32(&k, (uint32_t)i);
+		if (rec_get(t, REC_NODES, &k, &v, &vl) ||
+		    !(n = elspeth__node_record__unpack(NULL, vl, v)))
+			continue; /* no record: the options' path */
+		path = dag_sink_target(g, &g->nodes[i]);
+		if (n->sink_path[0] && path && strcmp(path, n->sink_path))
+			rc = plg_env_map_path(&g->env, path, n->sink_path, err);
+		elspeth__node_record__free_unpacked(n, NULL);
+	}
+	rec_read_end(t);
+	return rc;
+}
+
 static int load_run(rec_env *rec, uint64_t run, Elspeth__RunRecord **out,
 		    core_err *err)
 {
@@ -419,7 +453,11 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 	for (size_t i = 0; i < ck->n_aggregations && !rc; i++) {
 		const Elspeth__CheckpointAggregation *a = ck->aggregations[i];
 
-		rc = eng__aggs_set_counts(c, (int)a->node_id, a->accepted, a->flushes, err);
+		/* a checkpoint from before the counts were kept has 0: at
+		 * least the members it holds were taken */
+		rc = eng__aggs_set_counts(c, (int)a->node_id,
+			a->accepted > a->n_members ? a->accepted : a->n_members,
+			a->flushes, err);
 		for (size_t j = 0; j < a->n_members && !rc; j++) {
 			eng_token tok;
 
@@ -610,8 +648,11 @@ static int prepare(dag_graph *g, rec_env *rec, const char *spec, rstate *r,
 			"the settings changed since run %llu (config hash %.12s..., now %.12s...); "
 			"resume with the settings it ran with", (unsigned long long)run,
 			r->run->config_hash, g->settings->config_hash);
-	/* The sinks verify (and later resume) what this run wrote. */
+	/* The sinks verify (and later resume) what this run wrote, in the
+	 * files it wrote. */
 	eng__set_run_key(g, r->run->run_id, r->run->started_at_ns);
+	if ((rc = recorded_sink_paths(g, rec, run, err)))
+		return rc;
 	rc = rec_ckpt_load(rec, run, &r->ck, err);
 	/* Checkpoints on, none written: killed while starting. */
 	if (rc == REC_NOTFOUND && g->settings->checkpoint_enabled)
@@ -697,7 +738,6 @@ static int start(eng_ctx *c, rstate *r, eng_audit *audit, const eng_opts *o,
 				 &r->superseded, err)) ||
 	    (rc = rec_replay_load(r->rec, r->ck, &r->replay.r, err)) ||
 	    (rc = pre_build(c, r, err)) ||
-	    (rc = eng__sink_paths_resume(c->g, r->ck, err)) ||
 	    (rc = eng__audit_resume(audit, r->rec, c->g, o->settings_path, o->shard, r->run,
 				    next, err)))
 		return rc;

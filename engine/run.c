@@ -345,7 +345,7 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	status = eng_run_status(rc, sum);
 	if (!strcmp(status, "completed") && c->g->settings->format == CORE_FORMAT_V07 &&
 	    !(o && o->shard))
-		eng__sink_paths_unused(c->g, sum);
+		eng__sink_paths_unused(c, sum);
 	metrics = metrics_json(sum);
 	/* The resume's record first: the run record, chained, is the last
 	 * write (rec_run_chain). */
@@ -395,16 +395,20 @@ int eng_run(dag_graph *g, const eng_opts *o, eng_summary *sum, core_err *err)
 		return rc;
 	if (o && o->shard && (rc = eng__shard_setup(&c, o->shard, err)))
 		return rc;
-	if (!(o && o->shard) && (rc = eng__sink_paths_new(g, err)))
-		return rc;
+	if (!(o && o->shard) && (rc = eng__sink_paths_new(&c, err)))
+		goto out;
 	sum->per_sink = calloc(g->nnodes, sizeof(*sum->per_sink));
-	if (!sum->per_sink)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if (!sum->per_sink) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		goto out;
+	}
 	rc = eng__audit_start(&audit, o ? o->rec : NULL, g,
 			      o ? o->settings_path : NULL, o ? o->shard : NULL, err);
-	if (rc)
-		return rc;
-	return eng__run_ctx(&c, sum, err);
+	if (!rc)
+		rc = eng__run_ctx(&c, sum, err);
+out:
+	free(c.sink_fresh);
+	return rc;
 }
 
 /* A shard's rows: the source starts at its range (a seek, when the range

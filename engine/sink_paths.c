@@ -3,11 +3,12 @@
  * collision_policy auto_increment gives a new run a free sibling of an
  * existing file (out.jsonl → out-1.jsonl, ... as its
  * next_available_output_path does), and fail_if_exists refuses it before
- * any sink opens; a resume goes on writing the files its checkpoint
- * names. Both are settled before the trail records the sinks' targets and
- * the sinks open (plg_env_map_path). And as 0.7.1 writes no file for a
+ * any sink opens. Settled before the trail records the nodes (a sink's
+ * record names the file it writes: a resume goes on writing it, resume.c)
+ * and the sinks open (plg_env_map_path). And as 0.7.1 writes no file for a
  * sink that got no row, a completed run in its format removes one.
  */
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -41,20 +42,24 @@ static int free_sibling(const char *path, char *out, size_t cap, core_err *err)
 	return core_err_set(err, CORE_ECONFIG, "No free output path found near %s.", path);
 }
 
-int eng__sink_paths_new(dag_graph *g, core_err *err)
+int eng__sink_paths_new(eng_ctx *c, core_err *err)
 {
+	dag_graph *g = c->g;
 	char to[4096];
 	int rc;
 
+	if (!(c->sink_fresh = calloc(g->nnodes, sizeof(*c->sink_fresh))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (size_t i = 0; i < g->nnodes; i++) {
 		const dag_node *n = &g->nodes[i];
 		const core_node *cp = core_map_get(n->options, "collision_policy");
 		const char *path;
 
-		if (n->kind != DAG_SINK || !cp || !cp->value)
+		if (n->kind != DAG_SINK)
 			continue;
 		path = dag_sink_target(g, n);
-		if (!path || !exists(path))
+		c->sink_fresh[i] = path && !exists(path);
+		if (!cp || !cp->value || !path || !exists(path))
 			continue;
 		/* before any sink opens: a refused run writes nothing */
 		if (!strcmp(cp->value, "fail_if_exists"))
@@ -70,37 +75,20 @@ int eng__sink_paths_new(dag_graph *g, core_err *err)
 	return 0;
 }
 
-int eng__sink_paths_resume(dag_graph *g, const Elspeth__Checkpoint *ck,
-			   core_err *err)
-{
-	int rc;
-
-	for (size_t i = 0; i < ck->n_sinks; i++) {
-		const Elspeth__CheckpointSink *s = ck->sinks[i];
-		const char *path;
-
-		if (s->node_id >= g->nnodes || g->nodes[s->node_id].kind != DAG_SINK ||
-		    !s->path || !s->path[0])
-			continue;
-		path = dag_sink_target(g, &g->nodes[s->node_id]);
-		if (path && strcmp(path, s->path) &&
-		    (rc = plg_env_map_path(&g->env, path, s->path, err)))
-			return rc;
-	}
-	return 0;
-}
-
-void eng__sink_paths_unused(dag_graph *g, const eng_summary *sum)
+void eng__sink_paths_unused(eng_ctx *c, const eng_summary *sum)
 {
 	static const char *const files[] = { "csv", "json", "text", NULL };
+	dag_graph *g = c->g;
 
-	for (size_t i = 0; i < g->nnodes; i++) {
+	/* only what this run made: not a file that was there before it, not
+	 * one a resume found (it cannot tell) */
+	for (size_t i = 0; c->sink_fresh && i < g->nnodes; i++) {
 		const dag_node *n = &g->nodes[i];
 		const core_node *mode = core_map_get(n->options, "mode");
 		const char *path;
 		size_t k;
 
-		if (n->kind != DAG_SINK || sum->per_sink[i] ||
+		if (!c->sink_fresh[i] || n->kind != DAG_SINK || sum->per_sink[i] ||
 		    (mode && mode->value && !strcmp(mode->value, "append")))
 			continue;
 		for (k = 0; files[k] && strcmp(files[k], n->plugin); k++)

@@ -38,8 +38,10 @@ static int chain_next(void *state, plg_source_row *out, core_err *err)
 			out->source_index = ch->index++;
 			return 1;
 		}
-		if (rc < 0 || ch->cur + 1 == ch->n)
-			return rc;
+		if (rc < 0)
+			return core_err_prefix(err, "source '%s'", ch->g->nodes[ch->cur].name);
+		if (ch->cur + 1 == ch->n)
+			return 0;
 		ch->cur++;
 		ch->index = 0;
 	}

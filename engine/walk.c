@@ -549,7 +549,8 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 		else
 			snprintf(msg, sizeof(msg), "%s", row->error);
 		rc = eng__walk_error(&w, &t, c->g->nodes[row->source].on_error,
-				     ENG_QUARANTINED, "source", msg);
+				     ENG_QUARANTINED,
+				     c->g->nodes[row->source].name, msg);
 		json_decref(t.data);
 	} else {
 		rc = walk(&w, &t, c->g->nodes[row->source].next, ENG_COMPLETED);

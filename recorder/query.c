@@ -284,6 +284,17 @@ static int load_edges(void *ctx, const void *k, size_t kl, const void *v, size_t
 	return 0;
 }
 
+/* How many source nodes the run has (ELSPETH 0.7.1's `sources:`). */
+static size_t sources_in(explain *x)
+{
+	size_t i, n = 0;
+	json_t *v;
+
+	json_array_foreach(x->nodes, i, v)
+		n += !strcmp(json_string_value(json_object_get(v, "kind")), "source");
+	return n;
+}
+
 static const char *node_field(explain *x, uint32_t id, const char *f)
 {
 	json_t *n = json_array_get(x->nodes, id);
@@ -632,8 +643,9 @@ static json_t *row_json(explain *x, uint64_t seq)
 		      "source_hash", r->source_hash, "where", r->where,
 		      "created_at", time_json(r->created_at_ns),
 		      "source", payload_json(x, r->payload_ref, true));
-	/* a pipeline with several sources: which one, and where in it */
-	if (j && (r->source || r->source_row_index + 1 != r->seq)) {
+	/* which source, and where in it: shown when the run has several
+	 * (explain_row, once the nodes are read) */
+	if (j) {
 		json_object_set_new(j, "source_node_id", json_integer(r->source));
 		json_object_set_new(j, "source_row_index", json_integer((json_int_t)r->source_row_index));
 	}
@@ -703,10 +715,14 @@ static int explain_build(explain *x, uint64_t seq, json_t **out, core_err *err)
 		json_decref(resumes);
 		return damaged(x, rc, err);
 	}
-	if (json_object_get(row, "source_node_id"))
+	if (sources_in(x) > 1)
 		json_object_set_new(row, "source_node", json_string(node_field(x,
 			(uint32_t)json_integer_value(json_object_get(row, "source_node_id")),
 			"name")));
+	else {
+		json_object_del(row, "source_node_id");
+		json_object_del(row, "source_row_index");
+	}
 	doc = json_pack("{s:s,s:o,s:o,s:o,s:O}", "schema", "elspeth-explain-1",
 			"run", run_json(run), "resumes", resumes, "row", row,
 			"tokens", x->tokens);

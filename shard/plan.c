@@ -51,6 +51,10 @@ static int shardable(const dag_graph *g, uint32_t shards, core_err *err)
 {
 	const dag_node *src = &g->nodes[0];
 
+	if (g->nsources > 1)
+		return core_err_set(err, CORE_EUNSUPPORTED,
+			"a pipeline with %zu sources cannot be sharded yet: run it as one "
+			"process (its rows in flight are many)", g->nsources);
 	if (!g->settings->audit)
 		return core_err_set(err, CORE_ECONFIG,
 			"a sharded run needs the Landscape (its merge proves every row "
@@ -80,6 +84,12 @@ static int shardable(const dag_graph *g, uint32_t shards, core_err *err)
 			return core_err_set(err, CORE_ECONFIG,
 				"sink '%s' (plugin %s) cannot be merged from shards",
 				n->name, n->plugin);
+		if ((mode = opt_value(n->options, "collision_policy")) &&
+		    strcmp(mode, "append_or_create"))
+			return core_err_set(err, CORE_EUNSUPPORTED,
+				"sink '%s': collision_policy %s cannot be sharded yet (the "
+				"merge writes the file its options name); leave it out",
+				n->name, mode);
 		if ((mode = opt_value(n->options, "mode")) && !strcmp(mode, "append"))
 			return core_err_set(err, CORE_ECONFIG,
 				"sink '%s': mode: append cannot be sharded (the merge "

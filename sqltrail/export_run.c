@@ -88,7 +88,11 @@ static int write_checkpoint(xp *x)
 	sqlt__bind_id(s, 1, "ckpt-%s-%u", x->rid, c->attempt);
 	sqlt__bind_text(s, 2, x->rid);
 	sqlt__bind_ref(x, s, 3, "tok", f.token);
-	sqlt__bind_text(s, 4, sqlt__node_id(x, x->source));
+	/* the source the checkpoint stands in (several: ADR 0044) */
+	sqlt__bind_text(s, 4, sqlt__node_id(x, c->source_pos_source < x->nnodes &&
+		x->nodes[c->source_pos_source].kind &&
+		!strcmp(x->nodes[c->source_pos_source].kind, "source") ?
+		c->source_pos_source : x->source));
 	sqlt__bind_i64(s, 5, (int64_t)c->released_through_seq);
 	sqlt__bind_text(s, 6, aj);
 	sqlt__bind_time(s, 7, c->created_at_ns);
@@ -259,18 +263,27 @@ static int write_operations(xp *x)
 	uint64_t end = x->last_row_at ? x->last_row_at : x->rr->started_at_ns;
 	int rc;
 
-	sqlt__bind_id(s, 1, "op-%s-source_load", x->rid);
-	sqlt__bind_text(s, 2, x->rid);
-	sqlt__bind_text(s, 3, sqlt__node_id(x, x->source));
-	sqlt__bind_text(s, 4, "source_load");
-	sqlt__bind_time(s, 5, x->rr->started_at_ns);
-	sqlt__bind_time(s, 6, end);
-	sqlt__bind_text(s, 7, status);
-	if (!done)
-		sqlt__bind_nz(s, 9, *x->rr->error ? x->rr->error : st);
-	sqlt__bind_ms(s, 10, end - x->rr->started_at_ns);
-	if ((rc = sqlt__step(x, ST_OPERATIONS)))
-		return rc;
+	/* one load a source (ELSPETH 0.7.1's several: ADR 0044), the first
+	 * under the id a run with one source has always had */
+	for (uint32_t i = x->source; i < x->nnodes; i++) {
+		if (!x->nodes[i].kind || strcmp(x->nodes[i].kind, "source"))
+			continue;
+		if (i == x->source)
+			sqlt__bind_id(s, 1, "op-%s-source_load", x->rid);
+		else
+			sqlt__bind_id(s, 1, "op-%s-source_load-%u", x->rid, i);
+		sqlt__bind_text(s, 2, x->rid);
+		sqlt__bind_text(s, 3, sqlt__node_id(x, i));
+		sqlt__bind_text(s, 4, "source_load");
+		sqlt__bind_time(s, 5, x->rr->started_at_ns);
+		sqlt__bind_time(s, 6, end);
+		sqlt__bind_text(s, 7, status);
+		if (!done)
+			sqlt__bind_nz(s, 9, *x->rr->error ? x->rr->error : st);
+		sqlt__bind_ms(s, 10, end - x->rr->started_at_ns);
+		if ((rc = sqlt__step(x, ST_OPERATIONS)))
+			return rc;
+	}
 	for (size_t i = 0; i < x->nnodes; i++) {
 		const xnode *n = &x->nodes[i];
 

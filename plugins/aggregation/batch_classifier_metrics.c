@@ -267,9 +267,12 @@ static int cm_flush(void *state, json_t *const *members, size_t n,
 		json_object_set_new(row, "binary_recall", s->dr ? json_real(s->r) : json_null());
 		json_object_set_new(row, "binary_f1", s->df ? json_real(s->f) : json_null());
 	}
+	*out = NULL;
 	if (!row || !(*out = json_array()) || json_array_append_new(*out, row)) {
-		if (row)
-			json_decref(row);
+		if (!*out)
+			json_decref(row); /* append_new took it even when it failed */
+		json_decref(*out);
+		*out = NULL;
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 out:

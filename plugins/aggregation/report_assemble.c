@@ -173,7 +173,10 @@ static int ra_flush_batch(void *state, json_t *const *members, size_t n,
 		row = NULL;
 	}
 	core_buf_release(&b);
+	*out = NULL;
 	if (!row || !(*out = json_array()) || json_array_append_new(*out, row)) {
+		if (!*out)
+			json_decref(row); /* append_new took it even when it failed */
 		json_decref(*out);
 		*out = NULL;
 		return core_err_set(err, CORE_ENOMEM, "out of memory");

@@ -141,6 +141,12 @@ static int parse_options(void *state, const core_node *opts,
 	*append = m == 1;
 	if (!rc)
 		rc = plg__opt_collision(opts, *append, &s->collide, err);
+	if (!rc) { /* checked as every sink's; the line is the field alone */
+		plg_schema *schema = NULL;
+
+		rc = plg__schema_parse(core_map_get(opts, "schema"), &schema, err);
+		plg__schema_free(schema);
+	}
 	return rc;
 }
 

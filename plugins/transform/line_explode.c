@@ -120,12 +120,13 @@ static int add_row(const struct lexp *t, const json_t *base, const char *b,
 {
 	json_t *o = json_copy((json_t *)base);
 
-	if (!o || json_object_set_new(o, t->output_field, json_stringn(b, n)) ||
-	    (t->include_index &&
-	     json_object_set_new(o, t->index_field, json_integer(i))) ||
-	    json_array_append_new(rows, o))
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	return 0;
+	if (o && !json_object_set_new(o, t->output_field, json_stringn(b, n)) &&
+	    (!t->include_index ||
+	     !json_object_set_new(o, t->index_field, json_integer(i))))
+		return json_array_append_new(rows, o) ?
+			core_err_set(err, CORE_ENOMEM, "out of memory") : 0;
+	json_decref(o);
+	return core_err_set(err, CORE_ENOMEM, "out of memory");
 }
 
 static int le_process(void *state, const json_t *row, json_t **out,

@@ -301,6 +301,11 @@ static int convert(const struct conv *c, const json_t *v, json_t **out, core_err
 	static const int json_kind[] = { JSON_INTEGER, JSON_REAL, -1, JSON_STRING };
 
 	*out = NULL;
+	/* a NUL inside would cut what C reads of it: no number, no word */
+	if (json_is_string(v) && c->to != TO_STR &&
+	    strlen(json_string_value(v)) != json_string_length(v))
+		return fail(err, c->field, to_names[c->to], v,
+			    "the string holds a NUL character");
 	if (json_is_null(v))
 		return core_err_set(err, CORE_EDATA,
 			"type_mismatch: field '%s' is None (expected %s)", c->field,

@@ -106,6 +106,26 @@ done
 [ "$crossed" -gt 0 ] && pass "$crossed kills fell after the first source" ||
   fail "no kill fell after the first source"
 
+# 2b. collision_policy auto_increment: the run writes out-1.jsonl beside
+#     the user's out.jsonl; killed and resumed, it goes on in out-1.jsonl
+#     and the user's file is untouched
+sed 's#path: out.jsonl, format: jsonl#path: out.jsonl, format: jsonl, collision_policy: auto_increment#' p.yaml > pa.yaml
+rm -rf out.jsonl out-1.jsonl bad.jsonl trail.db trail.db.lmdb
+echo precious > out.jsonl
+"$ELSPETH" run -s pa.yaml --execute --max-rows-in-flight 16 > /dev/null 2>&1 &
+pid=$!
+started out-1.jsonl
+for _ in $(seq 1 3000); do
+  [ "$(wc -l < out-1.jsonl)" -ge 2000 ] 2>/dev/null && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.01
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+"$ELSPETH" resume latest -s pa.yaml --execute > resume.log 2>&1 &&
+  cmp -s out-1.jsonl expect.jsonl && [ "$(cat out.jsonl)" = precious ] &&
+  pass "auto_increment: killed, resumed in out-1.jsonl to the same bytes; out.jsonl untouched" ||
+  fail "auto_increment resume: $(tail -2 resume.log); out.jsonl: $(head -c 40 out.jsonl)"
+
 # 3. fan-in without a queue is refused as ELSPETH refuses it
 sed '/^queues:/,+1d' p.yaml > noq.yaml
 expect "fan-in needs a queue" 1 "Duplicate producer for connection 'merged': source 'alpha' and source 'beta'" -- \
@@ -133,6 +153,20 @@ rm flows/c.csv
 expect "auto_increment picks a free sibling" 0 "routed per sink: aout=3000" -- "$ELSPETH" run -s flows.yaml --execute
 [ -s flows/a-1.csv ] && cmp -s flows/a.csv flows/a-1.csv && pass "flows/a-1.csv written beside flows/a.csv" ||
   fail "auto_increment: $(ls flows)"
+# a file sink that gets no row leaves no file (0.7.1 makes none), but a
+# file that was there before the run is not removed
+python3 - <<'PY'
+
+s = open("flows.yaml").read()
+s = s.replace("sinks:\n", "sinks:\n  spare: {plugin: csv, options: {path: flows/spare.csv, schema: {mode: observed}}}\n", 1)
+s = s.replace("collision_policy: auto_increment", "").replace("collision_policy: fail_if_exists", "")
+open("spare.yaml", "w").write(s)
+PY
+"$ELSPETH" run -s spare.yaml --execute > spare.log 2>&1 && [ ! -e flows/spare.csv ] &&
+  pass "a sink that got no row leaves no file" || fail "spare: $(ls flows) $(tail -1 spare.log)"
+echo "keep" > flows/spare.csv
+"$ELSPETH" run -s spare.yaml --execute > spare.log 2>&1 && [ -e flows/spare.csv ] &&
+  pass "a file that was there before the run is not removed" || fail "spare was removed"
 printf 'source: {plugin: csv, on_success: out, options: {path: a.csv, on_validation_failure: discard}}\nsinks:\n  out: {plugin: csv, options: {path: o.csv, collision_policy: auto_increment}}\n' > old.yaml
 expect "0.4.1's format has no collision_policy" 1 "unknown key 'collision_policy': it is ELSPETH 0.7.1's" -- \
   "$ELSPETH" validate -s old.yaml

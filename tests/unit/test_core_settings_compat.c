@@ -215,6 +215,8 @@ Test(compat, v07_rules)
 		     CORE_EUNSUPPORTED, "the llm provider 'bedrock' needs Amazon Bedrock");
 	expect_error(TWO_SOURCES "landscape: {enabled: false}\n" SINKS, CORE_ECONFIG,
 		     "landscape.enabled=false is not supported");
+	expect_error(TWO_SOURCES "landscape: {enabled: False}\n" SINKS, CORE_ECONFIG,
+		     "landscape.enabled=false is not supported");
 	expect_error(TWO_SOURCES "checkpoint: {aggregation_boundaries: true}\n" SINKS,
 		     CORE_ECONFIG, "removed in ELSPETH 0.7.1");
 	expect_error(TWO_SOURCES "landscape: {export: {enabled: false, signing_mode: unsigned}}\n"
