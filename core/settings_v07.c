@@ -63,7 +63,7 @@ static int aggregations(const core_node *list, core_err *err)
 	return 0;
 }
 
-static int landscape(core_settings *s, const core_node *n, core_err *err)
+static int landscape(const core_node *n, core_err *err)
 {
 	const core_node *en = core_map_get(n, "enabled");
 	const core_node *x = core_map_get(n, "export");
@@ -84,11 +84,6 @@ static int landscape(core_settings *s, const core_node *n, core_err *err)
 		return core_err_at(err, CORE_ECONFIG, en,
 			"landscape.enabled=false is not supported — the audit trail is "
 			"mandatory (ELSPETH 0.7.1's rule; this file has 'sources:')");
-	if (!core_map_get(n, "url") &&
-	    core_landscape_paths(s->landscape_url, s->landscape_lmdb,
-				 sizeof(s->landscape_lmdb), s->landscape_sql,
-				 sizeof(s->landscape_sql), err))
-		return err->code;
 	/* 0.7.1's export is a new format (audit-export-v2: chunks, signer
 	 * ids, a spool); ours writes 0.4.1's. Its keys are refused rather
 	 * than taken to mean what they do not. */
@@ -133,8 +128,13 @@ int core__v07_prepare(core_settings *s, const core_node *root, core_err *err)
 	if (!core_map_get(root, "sources"))
 		return v04_sinks(core_map_get(root, "sinks"), err);
 	s->format = CORE_FORMAT_V07;
-	/* 0.7.1's default database (its LandscapeSettings.url). */
+	/* 0.7.1's default database (its LandscapeSettings.url); a url in the
+	 * file replaces it when the landscape section is read */
 	s->landscape_url = "sqlite:///./data/audit.db";
+	if ((rc = core_landscape_paths(s->landscape_url, s->landscape_lmdb,
+				       sizeof(s->landscape_lmdb), s->landscape_sql,
+				       sizeof(s->landscape_sql), err)))
+		return rc;
 	if ((n = core_map_get(ck, "aggregation_boundaries")))
 		return core_err_at(err, CORE_ECONFIG, n,
 			"unknown key 'aggregation_boundaries': removed in ELSPETH 0.7.1 "
@@ -143,9 +143,5 @@ int core__v07_prepare(core_settings *s, const core_node *root, core_err *err)
 	    (rc = aggregations(core_map_get(root, "aggregations"), err)))
 		return rc;
 	n = core_map_get(root, "landscape");
-	if (!n || n->kind != CORE_NODE_MAP)
-		return core_landscape_paths(s->landscape_url, s->landscape_lmdb,
-					    sizeof(s->landscape_lmdb), s->landscape_sql,
-					    sizeof(s->landscape_sql), err);
-	return landscape(s, n, err);
+	return n && n->kind == CORE_NODE_MAP ? landscape(n, err) : 0;
 }

@@ -59,7 +59,7 @@ int eng__sink_paths_new(eng_ctx *c, core_err *err)
 			continue;
 		path = dag_sink_target(g, n);
 		c->sink_fresh[i] = path && !exists(path);
-		if (!cp || !cp->value || !path || !exists(path))
+		if (!cp || !cp->value || !path || c->sink_fresh[i])
 			continue;
 		/* before any sink opens: a refused run writes nothing */
 		if (!strcmp(cp->value, "fail_if_exists"))

@@ -1,4 +1,5 @@
 /* options.c — option checks several plugins share (plugins_internal.h). */
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -82,4 +83,21 @@ int plg__check_options(const core_node *opts, const plg_option *const *tables,
 		}
 	keys[n] = NULL;
 	return core_map_check_keys(opts, keys, err);
+}
+
+int plg__open_state(size_t size, int (*parse)(void *, const core_node *, core_err *),
+		    void (*close_state)(void *), const core_node *options, void **state,
+		    core_err *err)
+{
+	void *s = calloc(1, size);
+	int rc;
+
+	if (!s)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	if ((rc = parse(s, options, err))) {
+		close_state(s);
+		return rc;
+	}
+	*state = s;
+	return 0;
 }

@@ -520,8 +520,8 @@ typedef struct plg_aggregation_ops {
 			   core_err *err);
 	/* Optional: as plg_transform_ops.outputs, for the rows a batch gives. */
 	int (*outputs)(const core_node *options, plg_outputs *out, core_err *err);
-	/* Optional, used instead of flush when set: the same, told where the
-	 * batch stands (report_assemble's pages). */
+	/* Optional, used instead of flush when set (flush may then be NULL):
+	 * the same, told where the batch stands (report_assemble's pages). */
 	int (*flush_batch)(void *state, json_t *const *members, size_t n,
 			   bool passthrough, const plg_batch *batch, json_t **out,
 			   core_err *err);

@@ -276,14 +276,15 @@ int plg__csv_reader_seek(plg__csv_reader *r, uint64_t offset, long line,
  * either end, '_' before a leading digit and after a Python keyword): ""
  * when nothing is left. 0 or CORE_ENOMEM. plugins/source/field_name.c. */
 int plg__field_name(const char *raw, size_t n, core_buf *out);
-/* plugins/aggregation/summary.c, for ELSPETH 0.7.1's summarizing plugins:
- * a state of `size` bytes, zeroed, filled by parse (close_state frees it
- * when that fails); 0.7.1's same_scalar_bucket_value (1, 1.0, true and
- * "1" are four values); the fixed fields a plugin's rows carry (shape
- * observed); CORE_EDATA in passthrough mode. */
+/* plugins/options.c: a plugin's state of `size` bytes, zeroed, filled by
+ * parse from its options (close_state frees it when that fails). */
 int plg__open_state(size_t size, int (*parse)(void *, const core_node *, core_err *),
 		    void (*close_state)(void *), const core_node *options, void **state,
 		    core_err *err);
+/* plugins/aggregation/summary.c, for ELSPETH 0.7.1's summarizing plugins:
+ * 0.7.1's same_scalar_bucket_value (1, 1.0, true and "1" are four
+ * values); the fixed fields a plugin's rows carry (shape observed);
+ * CORE_EDATA in passthrough mode. */
 bool plg__same_bucket(const json_t *a, const json_t *b);
 int plg__outputs_list(plg_outputs *out, const char *const *fields, core_err *err);
 int plg__summary_only(const char *plugin, bool passthrough, core_err *err);

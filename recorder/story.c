@@ -31,7 +31,6 @@ typedef struct story {
 	bool has_base;          /* base_ns is set (by the first time put) */
 	core_buf buf;
 	size_t hdr_len;         /* the header's bytes: nothing recorded yet */
-	size_t kind_at;         /* the entry being encoded: its kind's byte */
 	uint8_t (*hashes)[CORE_SHA256_LEN];
 	char (*hex)[CORE_SHA256_HEX_LEN]; /* the same, as the engine has them */
 	bool *stored;           /* hashes[i]'s payload is in the fragment */
@@ -214,7 +213,7 @@ static int put_time(story *s, uint64_t ns)
 
 #define TRY(x) do { if ((rc = (x))) return rc; } while (0)
 
-static int encode_row(story *s, const Elspeth__RowRecord *r)
+static int encode_row(story *s, const Elspeth__RowRecord *r, bool with_source)
 {
 	int rc;
 
@@ -222,7 +221,7 @@ static int encode_row(story *s, const Elspeth__RowRecord *r)
 	TRY(put_hash(s, r->payload_ref));
 	TRY(story_str(&s->buf, r->where));
 	TRY(put_time(s, r->created_at_ns));
-	if (s->buf.data[s->kind_at] != STORY_ROW_SOURCE)
+	if (!with_source)
 		return 0;
 	TRY(story_uv(&s->buf, r->source));
 	return story_uv(&s->buf, r->source_row_index);
@@ -352,12 +351,13 @@ static int encode(story *s, const ProtobufCMessage *m)
 		return CORE_EINTERNAL;
 	if (kind == STORY_ROW && row_has_source((const void *)m))
 		kind = STORY_ROW_SOURCE;
-	s->kind_at = s->buf.len;
 	if (core_buf_putc(&s->buf, (char)kind))
 		return CORE_ENOMEM;
 	switch (kind) {
 	case STORY_ROW:
-	case STORY_ROW_SOURCE: rc = encode_row(s, (const void *)m); break;
+	case STORY_ROW_SOURCE:
+		rc = encode_row(s, (const void *)m, kind == STORY_ROW_SOURCE);
+		break;
 	case STORY_TOKEN: rc = encode_token(s, (const void *)m); break;
 	case STORY_PARENT: rc = encode_parent(s, (const void *)m); break;
 	case STORY_STATE: rc = encode_state(s, (const void *)m); break;

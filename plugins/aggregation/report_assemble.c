@@ -184,16 +184,6 @@ static int ra_flush_batch(void *state, json_t *const *members, size_t n,
 	return 0;
 }
 
-static int ra_flush(void *state, json_t *const *members, size_t n,
-		    bool passthrough, json_t **out, core_err *err)
-{
-	plg_batch one = { .flush_index = 1, .rows_seen_total = n, .row_start = 1,
-			  .row_end = n, .batch_size = n, .trigger = "end_of_source",
-			  .end_of_source = true };
-
-	return ra_flush_batch(state, members, n, passthrough, &one, out, err);
-}
-
 static int ra_outputs(const core_node *options, plg_outputs *out, core_err *err)
 {
 	const char *field = "report_body";
@@ -214,7 +204,6 @@ const plg_aggregation_ops plg__report_assemble = {
 	.description = "One report row per batch of text rows: plain text, markdown or an HTML fragment, with its page (ELSPETH 0.7.1)",
 	.options = ra_opts,
 	.open = ra_open,
-	.flush = ra_flush,
 	.flush_batch = ra_flush_batch,
 	.close = ra_close,
 	.outputs = ra_outputs,

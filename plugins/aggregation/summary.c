@@ -1,28 +1,9 @@
 /*
  * summary.c — what ELSPETH 0.7.1's summarizing plugins share (ADR 0045):
- * opening a state read from the options, bucketing values by type and
- * value, their fixed output fields, and refusing passthrough mode.
+ * bucketing values by type and value, their fixed output fields, and
+ * refusing passthrough mode.
  */
-#include <stdlib.h>
-
 #include "plugins/plugins_internal.h"
-
-int plg__open_state(size_t size, int (*parse)(void *, const core_node *, core_err *),
-		    void (*close_state)(void *), const core_node *options, void **state,
-		    core_err *err)
-{
-	void *s = calloc(1, size);
-	int rc;
-
-	if (!s)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse(s, options, err))) {
-		close_state(s);
-		return rc;
-	}
-	*state = s;
-	return 0;
-}
 
 bool plg__same_bucket(const json_t *a, const json_t *b)
 {
