@@ -18,11 +18,13 @@ db_input() {
 # db_pipe URL [INTERVAL] [TABLE]: a delay, then every 5th row to table
 # `side` (mode observed, if_exists append) and the others to TABLE
 # (default results; typed columns, if_exists $DB_IF_EXISTS or replace).
+# DB_DELAY="MIN MAX": the delay's bounds in ms (default 2 10).
 # DB_REFUSED=1: main's on_write_failure is a json sink, out/refused.jsonl;
 # DB_INPUT: the input file (default in.jsonl); DB_SOURCE_MODE: the
 # source schema's mode (default fixed).
 db_pipe() {
-  local fail= refused=
+  local fail= refused= dmin dmax
+  read -r dmin dmax <<< "${DB_DELAY:-2 10}"
   if [ -n "${DB_REFUSED:-}" ]; then
     fail=$'\n    on_write_failure: refused'
     refused=$'\n  refused: {plugin: json, options: {path: out/refused.jsonl}}'
@@ -41,7 +43,7 @@ transforms:
     plugin: delay
     input: work_in
     on_success: route_in
-    options: {distribution: uniform, min_ms: 2, max_ms: 10, seed: 7}
+    options: {distribution: uniform, min_ms: $dmin, max_ms: $dmax, seed: 7}
 gates:
   - name: route
     input: route_in

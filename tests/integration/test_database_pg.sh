@@ -69,7 +69,7 @@ db_dump ref > ref.dump
 kill_resume() {
   local d=$1 k DB_CMD=run; shift
   newdb "$d"
-  db_pipe "$(db_url "$d")" > "$d/p.yaml"
+  DB_DELAY="5 25" db_pipe "$(db_url "$d")" > "$d/p.yaml"  # slow: room between kills
   for k in "$@"; do
     db_killed "$d" "$d" "$k" || { fail "kill $d: not killed mid-run at $k rows"; return; }
     DB_CMD="resume latest"

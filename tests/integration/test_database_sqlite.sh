@@ -174,7 +174,7 @@ db_dump ref > ref.dump
 kill_resume() {
   local d=$1 k DB_CMD=run; shift
   mkdir -p "$d"; ln -sf ../in.jsonl "$d/in.jsonl"
-  db_pipe "$(db_url "$d")" > "$d/p.yaml"
+  DB_DELAY="5 25" db_pipe "$(db_url "$d")" > "$d/p.yaml"  # slow: room between kills
   for k in "$@"; do
     db_killed "$d" "$d" "$k" || { fail "kill $d: not killed mid-run at $k rows"; return; }
     DB_CMD="resume latest"
@@ -235,7 +235,7 @@ verify_ok e && pass "row errors: verify OK" || { fail "row errors: verify"; show
 refused_resume() {
   local d=$1 what=$2 sql=$3 needle=$4 before after
   mkdir -p "$d"; ln -sf ../in.jsonl "$d/in.jsonl"
-  db_pipe "$(db_url "$d")" > "$d/p.yaml"
+  DB_DELAY="5 25" db_pipe "$(db_url "$d")" > "$d/p.yaml"  # slow: room between kills
   db_killed "$d" "$d" 100 || { fail "refused $d: not killed mid-run"; return; }
   db_q "$d" "$sql"
   before=$(sha256sum "db/$d.sqlite"; db_dump "$d" 2>/dev/null | sha256sum)
