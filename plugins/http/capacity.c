@@ -30,8 +30,13 @@
  * After a drop the pace remembers two levels: the peak (what the
  * upstream carried before it fell) and the trough (the base that held
  * before a jump back passed). The next drop lands on the trough at once;
- * at the trough, a jump to the peak about once a second is a one-request
- * probe (refused, it costs that request and leaves the peak alone).
+ * far under the peak, jumps alone look for the rise, about once a
+ * second, each starting with a one-request probe sent when the base's
+ * own second is full (refused, it costs that request and leaves the
+ * peak alone; admitted, the jump goes on at the peak). A refusal well
+ * under what the base allows while sends were admitted is a fall, not
+ * a full window; a drop lands no lower than what the refused send found
+ * upstream in the second before it.
  */
 #include <math.h>
 #include <string.h>
@@ -60,11 +65,12 @@
 #define JUMP_MIN_S 1.0       /* within these bounds */
 #define JUMP_MAX_S 30.0
 #define JUMP_PATIENCE_S 20.0 /* then longer, with the square of the time */
+#define JUMP_FAR 2.0         /* a peak this many times base: jumps only */
 #define JUMP_PAUSE 1.0       /* intervals after a jump refused at once */
 #define JUMP_DECAY 0.95      /* a failed jump lowers the peak this much */
 #define HELD_S 2.0           /* a base held this long becomes the peak */
 #define MIN_RATE 0.01        /* one request per 100 s */
-#define BACKOFF_MAX_S 60.0   /* the longest pause without a hint */
+#define BACKOFF_MAX_S 10.0   /* the longest pause without a hint */
 #define BACKOFF_UNPACED_S 0.05 /* the first pause when not paced */
 /* window */
 #define START_WINDOW 8       /* in flight until the first answer */
@@ -193,6 +199,36 @@ static unsigned sent_within(const http_cap *c, uint64_t now, double span)
 	return n;
 }
 
+/* Requests sent in the MEASURE_S before `sent` (refused ones too): what
+ * a one-second window upstream held when that send came. Refused, the
+ * limit is at most that; admitted, above it. */
+static unsigned sent_before(const http_cap *c, uint64_t sent)
+{
+	uint64_t d = (uint64_t)(MEASURE_S * SEC);
+	unsigned n = 0;
+
+	for (unsigned i = c->sends_n; i-- > 0;) {
+		uint64_t t = c->sends[(c->sends_head + i) % HTTP_CAP_LOG].t;
+
+		if (t + d <= sent)
+			break;
+		n += t < sent;
+	}
+	return n;
+}
+
+/* Whether a refusal of the send at `sent` can be the upstream's window
+ * still full of what was sent before, its limit unchanged: what was sent
+ * in the second before reaches what the base allows (less two for the
+ * edges of a second), or nothing of that second was admitted (a longer
+ * window, spent earlier: ADR 0016, rpm300). Refused well under the base
+ * while sends were admitted, the limit fell. */
+static bool full_at(const http_cap *c, uint64_t sent)
+{
+	return sent_before(c, sent) + 2 >= floor(c->base * MEASURE_S + 0.5) ||
+	       !oks_between(c, ago(sent, MEASURE_S), sent);
+}
+
 /* Requests sent per second over the last MEASURE_S (refused ones too). */
 static double seen_rate(const http_cap *c, uint64_t now)
 {
@@ -317,6 +353,51 @@ static uint64_t window_free_at(const http_cap *c, uint64_t now, double rate)
 	return c->sends[i].t + (uint64_t)(MEASURE_S * SEC) + 1;
 }
 
+/* When the pace lets the next send go: 0 now, else the time (the grid,
+ * and the sends of the last MEASURE_S). */
+static uint64_t pace_free_at(const http_cap *c, uint64_t now, double rate)
+{
+	uint64_t t = window_free_at(c, now, rate);
+
+	if (now < c->next_send && c->next_send > t)
+		t = c->next_send;
+	return t;
+}
+
+static void start_probe(http_cap *c, uint64_t now, double rate, bool jump);
+
+/* Far under the peak, a probe of a few per cent above the base is no
+ * use: what is to be won is the rise back to the peak, which only a jump
+ * finds. Jumps alone, then, and on time (ADR 0016, the flaky schedule). */
+static bool jump_first(const http_cap *c)
+{
+	return !c->probing && isfinite(c->rate) && c->base > 0 &&
+	       c->peak >= c->base * JUMP_FAR;
+}
+
+/* A jump starts with one request over the base, its probe: the rest
+ * of the jump waits for that one's answer (at the base). Refused, it is
+ * the only request the low phase paid for the test; admitted, the jump
+ * goes on at its rate for PROBE_S from then. */
+static void start_jump(http_cap *c, uint64_t now)
+{
+	c->jump_rate = fmin(c->peak, c->base * JUMP_STEP);
+	start_probe(c, now, c->jump_rate, true);
+	c->jump_pending = true;
+	c->jump_sent = 0;
+	c->next_send = now; /* the probe goes now, not on the base's grid */
+}
+
+/* The jump's probe was admitted: the jump proper. */
+static void jump_on(http_cap *c, uint64_t now)
+{
+	c->jump_pending = false;
+	c->jump_sent = 0;
+	c->rate = c->jump_rate;
+	c->probe_start = now;
+	c->probe_end = now + (uint64_t)(PROBE_S * SEC);
+}
+
 /* A send goes: counted in flight and logged. */
 static void admit(http_cap *c, uint64_t now, double tokens, unsigned *k)
 {
@@ -328,26 +409,30 @@ static void admit(http_cap *c, uint64_t now, double tokens, unsigned *k)
 	}
 	if (c->inflight >= window_slots(c))
 		c->window_bound = true;
+	if (c->jump_pending && !c->jump_sent) {
+		c->jump_sent = now; /* the jump's probe: the base until it is answered */
+		c->rate = c->base;
+	}
 	log_send(c, now, tokens);
 }
 
 uint64_t http__cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k,
 			   http_cap_reason *why)
 {
-	double rate = c->rate, qrate, trate = c->cfg.max_tps > 0 ? c->cfg.max_tps : INFINITY;
+	double rate, rate_cap, qrate, trate = c->cfg.max_tps > 0 ? c->cfg.max_tps : INFINITY;
 	uint64_t t;
 
 	tokens *= c->tok_ratio; /* what estimates have turned out to be */
 	if (now < c->pause_until)
 		return hold(why, c->pause_why, c->pause_until);
-	if ((t = quota(c, &c->req_quota, now, 1, false, &qrate)))
+	if ((t = quota(c, &c->req_quota, now, 1, false, &rate_cap)))
 		return hold(why, HTTP_CAP_QUOTA, t);
-	rate = fmin(rate, qrate);
 	if ((t = quota(c, &c->tok_quota, now, tokens, true, &qrate)))
 		return hold(why, HTTP_CAP_QUOTA, t);
 	trate = fmin(trate, qrate);
 	if (c->cfg.max_rps > 0)
-		rate = fmin(rate, c->cfg.max_rps);
+		rate_cap = fmin(rate_cap, c->cfg.max_rps);
+	rate = fmin(c->rate, rate_cap);
 	if (c->inflight >= window_slots(c)) {
 		c->window_bound = true;
 		return hold(why, HTTP_CAP_WINDOW, HTTP_CAP_WAIT_DONE);
@@ -358,10 +443,18 @@ uint64_t http__cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k
 	 * one goes, or nothing would ever free room */
 	if (c->first_probe && c->sent_since_react > c->probe_credit && c->inflight)
 		return hold(why, HTTP_CAP_BACKOFF, HTTP_CAP_WAIT_DONE);
-	if (isfinite(rate)) {
-		t = window_free_at(c, now, rate);
-		if (now < c->next_send && c->next_send > t)
-			t = c->next_send;
+	if (isfinite(rate) && (t = pace_free_at(c, now, rate))) {
+		/* held by the pace far under the peak: the jump, when due,
+		 * is this send (the one-request probe of a rise), and it is
+		 * asked for at its time, not at the next answer's */
+		if (jump_first(c) && now >= c->next_jump && window_free_at(c, now, c->base)) {
+			start_jump(c, now);
+			rate = fmin(c->rate, rate_cap);
+			t = pace_free_at(c, now, rate);
+		} else if (jump_first(c) && now < c->next_jump && c->next_jump < t) {
+			c->pace_bound = true;
+			return hold(why, HTTP_CAP_PACE, c->next_jump);
+		}
 		if (t) {
 			c->pace_bound = true;
 			return hold(why, HTTP_CAP_PACE, t);
@@ -498,6 +591,12 @@ static void probe_passed(http_cap *c, uint64_t now)
 		c->jumping = false;
 		c->next_jump = now;
 		c->gain = fmax(c->gain, GAIN0); /* the peak may be below the limit */
+		if (c->rate >= c->peak) {
+			/* back where the limit was before it fell: above it,
+			 * probes are as likely to fail as they were then */
+			c->next_probe = now + (uint64_t)(c->probe_every * SEC);
+			return;
+		}
 	} else
 		c->gain = fmin(c->gain * 2, GAIN_MAX);
 	c->probe_every = PROBE_EVERY_S;
@@ -532,7 +631,7 @@ static void pace_step(http_cap *c, uint64_t now)
 	if (!isfinite(c->rate))
 		return;
 	if (c->probing) {
-		if (now >= c->probe_end)
+		if (!c->jump_pending && now >= c->probe_end)
 			probe_passed(c, now);
 		return;
 	}
@@ -541,11 +640,15 @@ static void pace_step(http_cap *c, uint64_t now)
 	c->pace_bound = false;
 	jump_due = c->peak > c->base && now >= c->next_jump;
 
-	/* jumps and probes take turns when both are due */
+	/* jumps and probes take turns when both are due (far under the
+	 * peak, jumps only, started by acquire when due and the base's
+	 * window is full: its probe is then one request over the base) */
+	if (jump_first(c))
+		return;
 	if (now >= c->next_probe && (c->jumped_last || !jump_due))
 		start_probe(c, now, c->base * (1 + c->gain), false);
 	else if (jump_due)
-		start_probe(c, now, fmin(c->peak, c->base * JUMP_STEP), true);
+		start_jump(c, now);
 }
 
 /* Backoff pauses: `n` intervals of the pace (or of BACKOFF_UNPACED_S). */
@@ -559,27 +662,36 @@ static void pause_intervals(http_cap *c, uint64_t now, double n, bool hinted)
 
 /* A probe was refused: back to the base. What it sent beyond the base,
  * and the refused request, sit in the upstream's window (one second, for
- * the estimate), which is full: pause until they would have left it, two
- * intervals at least. A jump refused at its first send (no more sent
- * than the base would have) is the low phase's one-request probe: it
- * leaves the peak alone and pauses JUMP_PAUSE intervals only (our own
- * one-second window counts the refused send, as the upstream does). */
-static void probe_failed(http_cap *c, uint64_t now, bool hinted)
+ * the estimate), which is full: pause until they would have left it, one
+ * interval at least (our own one-second window holds the sends after
+ * that). A jump refused at its probe (no more sent than the base would
+ * have, and one) is the low phase's one-request probe: it leaves the peak
+ * alone and pauses JUMP_PAUSE intervals only. A jump refused after its
+ * probe passed found the limit between the base and the peak: at most
+ * what the refused send found upstream, and above the base. */
+static void probe_failed(http_cap *c, uint64_t sent_at, uint64_t now, bool hinted)
 {
 	double excess = fmax(seen_rate(c, now) - c->base, 0) + 1, tok;
 	double sent = sent_after(c, c->probe_start ? c->probe_start - 1 : 0, &tok);
 	double base_would = c->base * (double)(now - c->probe_start) / SEC;
+	bool one_over = false;
 
 	c->rate = c->base;
 	c->probing = false;
 	c->probe_end = 0; /* its refusals are answered: a next one is news */
 	if (c->jumping) {
-		/* refused at its first send, it says the limit is still where
-		 * the base is, nothing about the peak; refused later, the limit
-		 * is between them: the peak a little lower */
+		/* refused at its probe, it says the limit is still where the
+		 * base is, nothing about the peak; refused later, the limit is
+		 * between them: the peak a little lower */
 		c->jumping = false;
-		if (sent > base_would + 2)
-			c->peak = fmax(c->base, c->peak * JUMP_DECAY);
+		one_over = c->jump_pending;
+		if (!one_over) {
+			c->base = c->rate = fmax(c->base, sent_before(c, sent_at) * CUT_MARGIN);
+			if (sent > base_would + 2)
+				c->peak = fmax(c->base, c->peak * JUMP_DECAY);
+		}
+		c->jump_pending = false;
+		c->jump_sent = 0;
 	} else {
 		/* the limit is between base and the probe: half as far next */
 		c->gain = fmax(c->gain / 2, GAIN_MIN);
@@ -587,8 +699,8 @@ static void probe_failed(http_cap *c, uint64_t now, bool hinted)
 		c->next_probe = now + (uint64_t)(c->probe_every * SEC);
 	}
 	schedule_jump(c, now);
-	excess = fmax(excess, 2);
-	if (c->jumped_last && sent <= base_would + 2)
+	excess = fmax(excess, 1);
+	if (c->jumped_last && (one_over || sent <= base_would + 2))
 		excess = JUMP_PAUSE; /* one send over: it sits in the window alone */
 	pause_intervals(c, now, excess, hinted);
 }
@@ -598,10 +710,17 @@ static void probe_failed(http_cap *c, uint64_t now, bool hinted)
  * BETA_FLOOR: the last second may have held a pause of ours), and to the
  * trough the last drop found if that is less still. What the last
  * second carried becomes the peak. */
-static void drop(http_cap *c, uint64_t now, bool hinted)
+static void drop(http_cap *c, uint64_t sent_at, uint64_t now, bool hinted)
 {
 	double seen = admitted_rate(c, now), admitted = seen * CUT_MARGIN;
 	double cut = fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted));
+	double found = sent_before(c, sent_at) * CUT_MARGIN;
+
+	/* what the upstream held when it refused the send is the limit or
+	 * more, a better floor than BETA_FLOOR: the second measured a round
+	 * trip ago may hold too few (a pause of ours after the first
+	 * refusals) */
+	cut = fmin(c->base * BETA, fmax(cut, found));
 
 	/* what the upstream carried until it fell is the rate to jump back
 	 * to, even if the base had not held HELD_S (it was still climbing) */
@@ -611,7 +730,6 @@ static void drop(http_cap *c, uint64_t now, bool hinted)
 			       * to where it was before needs no second cut */
 	set_base(c, cut, now);
 	c->gain = GAIN0;
-	c->probe_every = PROBE_EVERY_S;
 	c->next_probe = now + (uint64_t)(c->probe_every * SEC);
 	c->drop_at = now;
 	schedule_jump(c, now);
@@ -638,7 +756,7 @@ static bool within(uint64_t now, uint64_t t, double s)
  *    (an upstream counts a second a little differently): a nudge down;
  *  - cruising, a second within NUDGE_S: the limit fell, a drop.
  */
-static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
+static void on_pace_refusal(http_cap *c, uint64_t sent, uint64_t now, bool hinted)
 {
 	if (!isfinite(c->rate)) {
 		/* not paced yet: what was admitted in the last second */
@@ -647,16 +765,16 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 		pause_intervals(c, now, 1, hinted);
 	} else if ((c->ever_ok && !c->oks_since_react &&
 		    c->refused_since_react >= c->sent_since_react &&
-		    c->react_at != c->nudge_at) ||
+		    c->react_at != c->nudge_at && full_at(c, sent)) ||
 		   within(now, c->drop_at, SETTLE_S)) {
 		pause_intervals(c, now, exp2(++c->streak), hinted);
 		return;
 	} else if (c->probing || within(now, c->probe_end, SETTLE_S)) {
-		probe_failed(c, now, hinted);
+		probe_failed(c, sent, now, hinted);
 	} else if (within(now, c->promoted_at, SETTLE_S + PROBE_S)) {
 		set_base(c, c->prev_base, now);
 		c->promoted_at = 0;
-		probe_failed(c, now, hinted);
+		probe_failed(c, sent, now, hinted);
 	} else if (!within(now, c->nudge_at, NUDGE_S)) {
 		/* a nudge may be the first refusal of a fall: by the drop that
 		 * follows, the last second shows the fallen limit, not the
@@ -669,7 +787,7 @@ static void on_pace_refusal(http_cap *c, uint64_t now, bool hinted)
 		schedule_jump(c, now);
 		pause_intervals(c, now, 2, hinted);
 	} else {
-		drop(c, now, hinted);
+		drop(c, sent, now, hinted);
 	}
 	c->streak = 0;
 }
@@ -778,6 +896,8 @@ static void on_success(http_cap *c, uint64_t sent, unsigned k, uint64_t now)
 		c->first_probe = false; /* the probe came back: there is room */
 	}
 	first_pace_ok(c, sent);
+	if (c->jump_pending && c->jump_sent && sent == c->jump_sent)
+		jump_on(c, now);
 	pace_step(c, now);
 	grow_window(c, now);
 }
@@ -804,7 +924,7 @@ static void on_refusal(http_cap *c, uint64_t sent, unsigned k, uint64_t now, boo
 	if ((!c->ever_ok || c->ok_kmax) && vote_concurrency(c, k))
 		cut_window(c, !c->ever_ok || k > c->ok_kmax ? k - 1 : c->window * BETA, now);
 	else
-		on_pace_refusal(c, now, hinted);
+		on_pace_refusal(c, sent, now, hinted);
 	c->react_at = now;
 	c->ok_kmax = 0;
 	c->sent_since_react = c->oks_since_react = c->refused_since_react = 0;
@@ -890,7 +1010,13 @@ void http__cap_done(http_cap *c, uint64_t sent, unsigned k, uint64_t now,
 		on_success(c, sent, k, now);
 	else if (o == HTTP_CAP_REFUSED)
 		on_refusal(c, sent, k, now, h && h->retry_after_s >= 0);
-	else if (c->first_probe && sent >= c->react_at)
+	else if (c->jump_pending && sent == c->jump_sent) {
+		/* the jump's probe told nothing (a 5xx): the next one, later */
+		c->probing = c->jumping = c->jump_pending = false;
+		c->jump_sent = 0;
+		c->rate = c->base;
+		schedule_jump(c, now);
+	} else if (c->first_probe && sent >= c->react_at)
 		c->probe_credit++; /* the probe told nothing (a 5xx): another */
 }
 

@@ -171,6 +171,9 @@ typedef struct http_cap {
 	double probe_every;           /* seconds of cruise between probes */
 	bool probing, jumping;        /* rate is above base, on trial */
 	bool jumped_last;
+	bool jump_pending;            /* a jump's first send, its probe, is */
+	uint64_t jump_sent;           /* out (sent then): the base until its answer */
+	double jump_rate;             /* the jump's rate once the probe passes */
 	uint64_t probe_start, probe_end, next_probe, next_jump, promoted_at, drop_at, nudge_at;
 	uint64_t base_since;           /* the base was set */
 	uint64_t first_paced;         /* the first refusal set the pace */

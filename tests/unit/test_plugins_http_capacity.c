@@ -801,3 +801,111 @@ Test(http_capacity, a_flaky_limit_is_followed, .timeout = 60)
 	cr_assert_lt(c.base, 6, "the second fall lands at once: %g", c.base);
 	cr_assert_leq(c.refusals - r0, 8, "%llu refusals", c.refusals - r0);
 }
+
+/* Far under the peak (a low phase), at a pace of 5/s: 5 sends a second
+ * apart, all admitted; now is 1 s after the first. */
+static void low_phase(http_cap *c, uint64_t *now)
+{
+	init(c, 64, 0);
+	c->rate = c->base = 5;
+	c->peak = 20;
+	c->next_jump = 10 * S; /* not yet */
+	for (int i = 0; i < 5; i++) {
+		unsigned k = go(c, *now);
+
+		ok(c, *now, k, *now + 100 * MS);
+		*now += 200 * MS;
+	}
+	c->next_jump = *now - 100 * MS; /* due */
+	go(c, *now); /* the base's own send: its grid slot, its window not full */
+	cr_assert(!c->jumping, "a send the base allows is no probe");
+	*now += 50 * MS;
+}
+
+/* A jump's probe is one request over the base: sent when the base's
+ * window is full, and the rest of the jump waits for its answer.
+ * Refused, it leaves the peak and the base alone and the next jump
+ * comes about a second later. */
+Test(http_capacity, a_jump_is_one_request_until_its_answer)
+{
+	http_cap c;
+	uint64_t now = 0, probe;
+	http_cap_reason why;
+	unsigned k;
+
+	low_phase(&c, &now);
+	probe = now;
+	k = go(&c, probe);
+	cr_assert(c.jumping && c.jump_pending && c.jump_sent == probe, "the jump's probe went");
+	cr_assert_neq(held(&c, now + 10 * MS, &why), 0, "the jump waits for its probe");
+	refused(&c, probe, k, probe + MS, -1);
+	cr_assert(!c.jumping && !c.probing);
+	cr_assert_float_eq(c.peak, 20, 1e-9, "the peak kept: %g", c.peak);
+	cr_assert_float_eq(c.base, 5, 1e-9, "the base kept: %g", c.base);
+	cr_assert_geq(c.next_jump, probe + 900 * MS, "next jump in %g s",
+		      ((double)c.next_jump - (double)probe) / S);
+}
+
+/* Admitted, the probe says the limit rose: the jump goes on at the peak. */
+Test(http_capacity, a_jump_whose_probe_passes_goes_to_the_peak)
+{
+	http_cap c;
+	uint64_t now = 0, probe;
+	unsigned k;
+
+	low_phase(&c, &now);
+	probe = now;
+	k = go(&c, probe);
+	ok(&c, probe, k, probe + 100 * MS);
+	cr_assert(c.jumping && !c.jump_pending);
+	cr_assert_float_eq(c.rate, 20, 1e-9, "%g", c.rate);
+	for (int i = 0; i < 4; i++) /* 20/s: one each 50 ms */
+		go(&c, probe + 100 * MS + (uint64_t)i * 50 * MS);
+}
+
+/* Far under the peak, jumps alone look for the rise (a probe of a few
+ * per cent would only move the base, and keep it from having held): the
+ * base of the low phase holds, and when a jump passes it is remembered
+ * as the trough, where the next fall lands. */
+Test(http_capacity, the_low_phase_is_remembered, .timeout = 60)
+{
+	static server s = { .limit = 20 };
+	http_cap c;
+	uint64_t now = 0;
+
+	init(&c, 64, 0);
+	drive(&c, &s, &now, 10, NULL, NULL);
+	s.limit = 5;
+	drive(&c, &s, &now, 10, NULL, NULL);
+	s.limit = 20;
+	drive(&c, &s, &now, 3, NULL, NULL);
+	cr_assert_geq(c.base, 17, "back at the peak: %g", c.base);
+	cr_assert_geq(c.low, 4, "the trough: %g", c.low);
+	cr_assert_lt(c.low, 6, "the trough: %g", c.low);
+}
+
+/* Refusals with nothing admitted and no hint: the pause doubles, to
+ * 10 s at most (a per-minute window that reopens is found within that). */
+Test(http_capacity, an_unhinted_pause_is_at_most_ten_seconds)
+{
+	http_cap c;
+	uint64_t now = 0;
+	unsigned k;
+
+	init(&c, 64, 0);
+	c.rate = c.base = 5;
+	k = go(&c, now);
+	ok(&c, now, k, now + 100 * MS);
+	now += 200 * MS;
+	for (int i = 0; i < 30; i++) {
+		uint64_t t;
+
+		while ((t = http__cap_acquire(&c, now, 0, &k, NULL)))
+			now = t == HTTP_CAP_WAIT_DONE ? now + MS : t;
+		refused(&c, now, k, now + MS, -1);
+		now += MS;
+		cr_assert_leq(c.pause_until > now ? c.pause_until - now : 0, 10 * S + MS,
+			      "pause %d: %g s", i, ((double)c.pause_until - (double)now) / S);
+	}
+	cr_assert_geq(c.pause_until - now, 9 * S, "the pause grew to the cap");
+}
