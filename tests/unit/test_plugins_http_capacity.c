@@ -763,9 +763,12 @@ Test(http_capacity, the_first_burst_into_a_cap_keeps_its_slots_full)
 /* The flaky schedule (20 <-> 5 a second, refused requests counted): the
  * rate the upstream carried before it fell is remembered; at 5 it is
  * tried about once a second, one request at a time, and a jump refused
- * at its first send costs that one refusal and leaves the peak where it
- * was; the rise is found within a couple of seconds and taken at once
- * (no ramp from 5); the next fall lands where the last one did. */
+ * at its probe costs that one refusal and leaves the peak where it was;
+ * the rise is found within about half a second and taken at once (no
+ * ramp from 5); the next fall lands on the trough of the last one. The
+ * bounds are those the build before session 38 missed (27 admitted in
+ * the low phase, 42 in the 3 s after the rise, 6 refusals and a base of
+ * 4.05 after the second fall). */
 Test(http_capacity, a_flaky_limit_is_followed, .timeout = 60)
 {
 	static server s = { .limit = 20 };
@@ -788,18 +791,19 @@ Test(http_capacity, a_flaky_limit_is_followed, .timeout = 60)
 		      c.refusals - r0);
 	cr_assert_leq(c.refusals - r0, 12, "one probe a second at most: %llu refusals in 8 s",
 		      c.refusals - r0);
-	cr_assert_geq(got, 24, "8 s at 5/s, probes paid: %u admitted", got);
+	cr_assert_geq(got, 29, "8 s at 5/s, probes paid: %u admitted", got);
 	cr_assert_geq(c.peak, peak * 0.99, "probes refused at once keep the peak: %g", c.peak);
 	s.limit = 20;
 	got = drive(&c, &s, &now, 3, NULL, NULL);
-	cr_assert_geq(got, 40, "back to the peak within a few seconds: %u in 3 s", got);
+	cr_assert_geq(got, 45, "back to the peak within about half a second: %u in 3 s", got);
 	cr_assert_geq(c.base, 17, "%g", c.base);
 	drive(&c, &s, &now, 7, NULL, NULL);
 	s.limit = 5;
 	r0 = c.refusals;
 	got = drive(&c, &s, &now, 2, NULL, NULL);
 	cr_assert_lt(c.base, 6, "the second fall lands at once: %g", c.base);
-	cr_assert_leq(c.refusals - r0, 8, "%llu refusals", c.refusals - r0);
+	cr_assert_geq(c.base, 4.5, "on the trough of the first: %g", c.base);
+	cr_assert_leq(c.refusals - r0, 4, "%llu refusals", c.refusals - r0);
 }
 
 /* Far under the peak (a low phase), at a pace of 5/s: 5 sends a second
