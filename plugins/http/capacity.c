@@ -746,9 +746,11 @@ static bool within(uint64_t now, uint64_t t, double s)
  * A refusal at the pace (sent after the last reaction):
  *  - not paced yet: pace at what the last second admitted;
  *  - everything sent since the last reaction refused (unless that was a
- *    nudge: then the limit fell), or less than SETTLE_S since the last
- *    drop: the upstream's window is still full of what was sent before;
- *    pause longer (2^n intervals), nothing else;
+ *    nudge, or the second before the refused send held well under what
+ *    the base allows while sends were admitted: then the limit fell), or
+ *    less than SETTLE_S since the last drop: the upstream's window is
+ *    still full of what was sent before; pause longer (2^n intervals, at
+ *    most BACKOFF_MAX_S), nothing else;
  *  - during a probe, or soon after: the probe failed;
  *  - soon after a probe became the base: that base was a little too
  *    much, back to the one before;
