@@ -447,13 +447,12 @@ uint64_t http__cap_acquire(http_cap *c, uint64_t now, double tokens, unsigned *k
 		/* held by the pace far under the peak: the jump, when due,
 		 * is this send (the one-request probe of a rise), and it is
 		 * asked for at its time, not at the next answer's */
-		if (jump_first(c) && now >= c->next_jump && window_free_at(c, now, c->base)) {
+		if (jump_first(c) && now < c->next_jump) {
+			t = c->next_jump < t ? c->next_jump : t;
+		} else if (jump_first(c) && window_free_at(c, now, c->base)) {
 			start_jump(c, now);
 			rate = fmin(c->rate, rate_cap);
 			t = pace_free_at(c, now, rate);
-		} else if (jump_first(c) && now < c->next_jump && c->next_jump < t) {
-			c->pace_bound = true;
-			return hold(why, HTTP_CAP_PACE, c->next_jump);
 		}
 		if (t) {
 			c->pace_bound = true;
@@ -713,14 +712,12 @@ static void probe_failed(http_cap *c, uint64_t sent_at, uint64_t now, bool hinte
 static void drop(http_cap *c, uint64_t sent_at, uint64_t now, bool hinted)
 {
 	double seen = admitted_rate(c, now), admitted = seen * CUT_MARGIN;
-	double cut = fmax(c->base * BETA_FLOOR, fmin(c->base * BETA, admitted));
-	double found = sent_before(c, sent_at) * CUT_MARGIN;
-
 	/* what the upstream held when it refused the send is the limit or
 	 * more, a better floor than BETA_FLOOR: the second measured a round
 	 * trip ago may hold too few (a pause of ours after the first
 	 * refusals) */
-	cut = fmin(c->base * BETA, fmax(cut, found));
+	double found = sent_before(c, sent_at) * CUT_MARGIN;
+	double cut = fmin(c->base * BETA, fmax(c->base * BETA_FLOOR, fmax(admitted, found)));
 
 	/* what the upstream carried until it fell is the rate to jump back
 	 * to, even if the base had not held HELD_S (it was still climbing) */

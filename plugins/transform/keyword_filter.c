@@ -170,8 +170,9 @@ static const plg_option kw_own[] = {
 };
 static const plg_option *const kw_opts[] = { kw_own, plg__input_opts, plg__schema_opts, NULL };
 
-static int parse(kw *k, const core_node *o, core_err *err)
+static int parse(void *state, const core_node *o, core_err *err)
 {
+	kw *k = state;
 	const core_node *n;
 	int rc;
 
@@ -196,18 +197,8 @@ static int parse(kw *k, const core_node *o, core_err *err)
 static int kw_open(const plg_env *env, const core_node *options,
 		   void **state, core_err *err)
 {
-	kw *k = calloc(1, sizeof(*k));
-	int rc;
-
 	(void)env; /* needs nothing of the run's */
-	if (!k)
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = parse(k, options, err))) {
-		kw_close(k);
-		return rc;
-	}
-	*state = k;
-	return 0;
+	return plg__open_state(sizeof(kw), parse, kw_close, options, state, err);
 }
 
 /* ------------------------------------------------------------- process */
