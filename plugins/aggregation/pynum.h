@@ -1,6 +1,6 @@
 /*
  * pynum.h — Python's numbers and its `statistics` arithmetic, for ELSPETH
- * 0.7.1's statistics aggregations (ADR 0048).
+ * 0.7.1's statistics aggregations (ADR 0046).
  *
  * 0.7.1 computes with Python ints and floats: `sum()` left to right
  * (Python 3.11's, the reference's), int + int exact, int op float in
