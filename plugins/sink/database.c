@@ -12,7 +12,15 @@
  * commit after the checkpoint's position, found through the ledger, and
  * goes on from there; verify checks, reading only, that the ledger still
  * holds the position and chain the checkpoint names.
+ *
+ * ELSPETH 0.7.1's `effect_ledger` (ADR 0047): the entries go into the
+ * operator's ledger table instead, and the sink issues no DDL and deletes
+ * nothing — the target table and the ledger must be there. A resume
+ * then takes nothing back: the rows committed after the checkpoint stay,
+ * and the same rows, coming again, are checked against their commits'
+ * chain hashes instead of being written twice.
  */
+#include <regex.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
@@ -54,9 +62,67 @@ static const plg_option db_own[] = {
 	  "check each row against the schema before writing" },
 	{ "schema", "object", true, NULL,
 	  "the table's columns (schema: {mode: observed} takes them from the first row)" },
+	{ "effect_ledger", "object", false, NULL,
+	  "ELSPETH 0.7.1's operator-provisioned ledger: {table: _elspeth_..., "
+	  "schema_version: 1, permissions: [select, insert]}" },
 	{ NULL }
 };
 static const plg_option *const db_opts[] = { db_own, NULL };
+
+/* effect_ledger, as 0.7.1 checks it: a table named _elspeth_..., schema
+ * version 1, and exactly the permissions select and insert. */
+static int parse_effect(dbs_sink *s, const core_node *opts, core_err *err)
+{
+	static const char *const keys[] = { "table", "schema_version", "permissions", NULL };
+	const core_node *n = core_map_get(opts, "effect_ledger"), *perm;
+	const char *table = NULL, **p = NULL;
+	long long version = 1;
+	size_t np = 0;
+	bool sel = false, ins = false, bad = false;
+	regex_t re;
+	int rc;
+
+	if (!n || core_node_is_null(n))
+		return 0;
+	if ((rc = core_map_check_keys(n, keys, err)) ||
+	    (rc = core_opt_str(n, "table", true, &table, err)))
+		return rc;
+	if (regcomp(&re, "^_elspeth_[A-Za-z0-9_]+$", REG_EXTENDED | REG_NOSUB))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	bad = regexec(&re, table, 0, NULL, 0) != 0;
+	regfree(&re);
+	if (bad)
+		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "table"),
+			"effect ledger table must be a namespaced identifier beginning "
+			"with '_elspeth_' (letters, digits and '_'), got '%s'", table);
+	if (core_map_get(n, "schema_version") &&
+	    core_node_int(core_map_get(n, "schema_version"), 1, 1, &version, err))
+		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "schema_version"),
+				   "effect ledger schema_version must be 1");
+	if (!(perm = core_map_get(n, "permissions")))
+		return core_err_missing(err, n, "permissions", "permissions",
+					"the runtime's grants on the ledger: [select, insert]");
+	if ((rc = core_node_str_list(perm, &p, &np, err)))
+		return rc;
+	for (size_t i = 0; i < np; i++) {
+		sel |= !strcmp(p[i], "select");
+		ins |= !strcmp(p[i], "insert");
+		bad |= strcmp(p[i], "select") && strcmp(p[i], "insert");
+	}
+	free(p);
+	if (bad || !sel || !ins)
+		return core_err_at(err, CORE_ECONFIG, perm,
+			"effect ledger permissions must declare exactly 'select' and 'insert'");
+	if (s->replace)
+		return core_err_at(err, CORE_ECONFIG, core_map_get(opts, "if_exists"),
+			"Database sink effect mode 'replace' is not supported; provision a "
+			"new target table and use if_exists='append'");
+	core_buf_reset(&s->tmp);
+	if (!(s->effect = strdup(table)) || dbs__quote(&s->tmp, table) ||
+	    !(s->qeffect = strdup(s->tmp.data)))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	return 0;
+}
 
 static int parse_options(dbs_sink *s, const core_node *opts, core_err *err)
 {
@@ -83,6 +149,9 @@ static int parse_options(dbs_sink *s, const core_node *opts, core_err *err)
 		return rc;
 	s->replace = m == 1;
 	s->be = s->url.kind == DBS_SQLITE ? &dbs__sqlite : &dbs__pg;
+	if ((rc = parse_effect(s, opts, err)))
+		return rc;
+	s->lg = (dbs_ledger){ s->be, s->effect, s->qeffect };
 	return 0;
 }
 
@@ -97,6 +166,9 @@ static void sink_free(dbs_sink *s)
 	free(s->t.qname);
 	plg__schema_free(s->schema);
 	free(s->writer);
+	free(s->effect);
+	free(s->qeffect);
+	dbs__entries_release(&s->after);
 	free(s->ranges);
 	core_buf_release(&s->sql);
 	core_buf_release(&s->scratch);
@@ -141,6 +213,11 @@ static int load_table(dbs_sink *s, core_err *err)
 	if (s->replace)
 		return 0; /* dropped and created at the first row */
 	rc = s->be->columns(s->db->conn, s->t.name, &names, &n, &exists, err);
+	if (!rc && !exists && s->effect)
+		rc = core_err_at(err, CORE_ECONFIG, core_map_get(s->options, "table"),
+			"table '%s' does not exist in %s: with effect_ledger the database "
+			"sink never creates tables (ELSPETH 0.7.1's contract); provision "
+			"it first", s->t.name, s->url.sanitized);
 	if (!rc && exists)
 		rc = dbs__table_set_cols(&s->t, s->schema, names, n, err);
 	if (!rc && exists)
@@ -245,12 +322,40 @@ static int take_back(dbs_sink *s, const dbs_entries *l, const plg_sink_pos *at,
 	return rc;
 }
 
+/* Effect ledger: the commits after the checkpoint stay; the rows that
+ * come again up to their end are checked against them (database_txn.c),
+ * not written. */
+static int keep_published(dbs_sink *s, const dbs_entries *l,
+			  const plg_sink_pos *at, core_err *err)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < l->n; i++)
+		if (l->e[i].after > at->pos) {
+			n++;
+			if (l->e[i].after > s->published)
+				s->published = l->e[i].after;
+		}
+	if (!n)
+		return 0;
+	if (!(s->after.e = calloc(n, sizeof(*s->after.e))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < l->n; i++)
+		if (l->e[i].after > at->pos) {
+			s->after.e[s->after.n] = l->e[i];
+			if (!(s->after.e[s->after.n].ref = strdup(l->e[i].ref)))
+				return core_err_set(err, CORE_ENOMEM, "out of memory");
+			s->after.n++;
+		}
+	return 0;
+}
+
 /* The writer's last commit in the ledger, so a new one never reuses
  * its number (a fresh sink of a run has none). */
 static int last_seq(dbs_sink *s, core_err *err)
 {
 	dbs_entries l = { 0 };
-	int rc = dbs__ledger_load(s->be, s->db->conn, s->writer, false, &l, err);
+	int rc = dbs__ledger_load(&s->lg, s->db->conn, s->writer, false, &l, err);
 
 	for (size_t i = 0; !rc && i < l.n; i++)
 		if (l.e[i].seq > s->seq)
@@ -265,14 +370,17 @@ static int resume_at(dbs_sink *s, const plg_sink_pos *at, core_err *err)
 	dbs_entries l = { 0 };
 	int rc;
 
-	if ((rc = dbs__ledger_load(s->be, s->db->conn, s->writer, false, &l, err)))
+	if ((rc = dbs__ledger_load(&s->lg, s->db->conn, s->writer, false, &l, err)))
 		return rc;
 	if ((rc = check_entries(s, &l, at, err)))
 		goto out;
 	/* The table was replaced by an earlier commit of this run: append. */
 	if (l.n)
 		s->replace = false;
-	if ((rc = load_table(s, err)) || (rc = take_back(s, &l, at, err)))
+	if ((rc = load_table(s, err)))
+		goto out;
+	/* an effect ledger keeps what was published; ours takes it back */
+	if ((rc = s->effect ? keep_published(s, &l, at, err) : take_back(s, &l, at, err)))
 		goto out;
 	for (size_t i = 0; i < l.n; i++)
 		if (l.e[i].seq > s->seq)
@@ -304,7 +412,10 @@ static int start(const plg_env *env, const core_node *options,
 	if ((rc = parse_options(s, options, err)) ||
 	    (rc = writer_key(s, env, err)) ||
 	    (rc = dbs__db_attach(s, err)) ||
-	    (rc = dbs__ledger_create(s->be, s->db->conn, err)) ||
+	    (rc = s->effect ? dbs__effect_check(&s->lg, s->db->conn,
+						core_map_get(options, "effect_ledger"),
+						s->url.sanitized, err) :
+			      dbs__ledger_create(s->be, s->db->conn, err)) ||
 	    (rc = at ? resume_at(s, at, err) : last_seq(s, err)) ||
 	    (!at && (rc = load_table(s, err)))) {
 		sink_free(s);
@@ -358,7 +469,7 @@ static int db_flush(void *state, core_err *err)
 	 * checkpoint may be one of the few not durable yet (a resume that
 	 * stopped early writes none). */
 	pthread_mutex_lock(&s->db->lock);
-	if (!rc && s->nrecent == DBS_RECENT)
+	if (!rc && s->nrecent == DBS_RECENT && !s->effect)
 		rc = dbs__ledger_trim(s->be, s->db->conn, s->writer, s->recent[0], err);
 	pthread_mutex_unlock(&s->db->lock);
 	return rc;
@@ -377,6 +488,12 @@ static int db_close(void *state, core_err *err)
 		dbs__rollback(s->db);
 	else if (s->db)
 		rc = dbs__commit(s, err);
+	if (!rc && s->committed < s->published)
+		rc = core_err_set(err, CORE_EDATA,
+			"table '%s' in %s: an earlier attempt of this run committed rows "
+			"1..%llu, and this one ended after %llu of them: the effect ledger "
+			"keeps them (nothing is deleted)", s->t.name, s->url.sanitized,
+			(unsigned long long)s->published, (unsigned long long)s->committed);
 	sink_free(s);
 	return rc;
 }
@@ -411,7 +528,7 @@ static int db_verify(const plg_env *env, const core_node *options,
 	if ((rc = parse_options(s, options, err)) || !at->pos ||
 	    (rc = writer_key(s, env, err)) ||
 	    (rc = s->be->connect(&s->url, true, &c, err)) ||
-	    (rc = dbs__ledger_load(s->be, c, s->writer, true, &l, err)) ||
+	    (rc = dbs__ledger_load(&s->lg, c, s->writer, true, &l, err)) ||
 	    (rc = check_entries(s, &l, at, err)) ||
 	    (rc = s->be->columns(c, s->t.name, &names, &n, &exists, err)))
 		goto out;

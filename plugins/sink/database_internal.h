@@ -28,6 +28,15 @@
 
 /* The ledger's table, in the target's database (ADR 0021). */
 #define DBS_LEDGER "elspeth_sink_commits"
+/* ELSPETH 0.7.1's effect ledger (option effect_ledger, ADR 0047): an
+ * operator-provisioned table of these columns (schema version 1), which
+ * the sink writes instead of its own and never changes otherwise. */
+#define DBS_EFFECT_COLUMNS { "effect_id", "schema_version", "protocol_version", \
+	"plan_hash", "payload_hash", "completed", "descriptor_json", \
+	"accepted_ordinals_json", "diverted_ordinals_json", \
+	"accepted_payload_hash", "diversion_hashes_json", "evidence_json", NULL }
+/* Its protocol_version: what wrote the entry and how to read it. */
+#define DBS_EFFECT_PROTOCOL "elspeth-c/commit-ledger-1"
 
 /* ------------------------------------------------------------------ urls */
 
@@ -202,13 +211,23 @@ typedef struct dbs_entries {
 } dbs_entries;
 
 void dbs__entries_release(dbs_entries *l);
-/* Creates the ledger table when missing (its own transaction). */
+/* Which ledger a sink keeps: ours (effect NULL), or an operator's effect
+ * ledger, effect being its name (and qeffect quoted). */
+typedef struct dbs_ledger {
+	const dbs_backend *be;
+	const char *effect, *qeffect;
+} dbs_ledger;
+/* Creates our ledger table when missing (its own transaction). */
 int dbs__ledger_create(const dbs_backend *be, dbs_conn *c, core_err *err);
+/* An effect ledger is there with every column of schema version 1:
+ * CORE_ECONFIG at n naming what is missing (the sink never creates it). */
+int dbs__effect_check(const dbs_ledger *lg, dbs_conn *c, const core_node *n,
+		      const char *where, core_err *err);
 /* The writer's entries by seq; none when the ledger table is missing
  * and missing_ok. */
-int dbs__ledger_load(const dbs_backend *be, dbs_conn *c, const char *writer,
+int dbs__ledger_load(const dbs_ledger *lg, dbs_conn *c, const char *writer,
 		     bool missing_ok, dbs_entries *out, core_err *err);
-int dbs__ledger_put(const dbs_backend *be, dbs_conn *c, const char *writer,
+int dbs__ledger_put(const dbs_ledger *lg, dbs_conn *c, const char *writer,
 		    const char *table, const dbs_entry *e, core_err *err);
 /* Deletes the writer's entries whose rows end before `below` rows. */
 int dbs__ledger_trim(const dbs_backend *be, dbs_conn *c, const char *writer,
@@ -260,6 +279,13 @@ struct dbs_sink {
 	bool replace;        /* if_exists: replace, the table not dropped yet */
 	bool validate;       /* validate_input (rows are checked anyway) */
 	char *writer;        /* the ledger's key for this sink of this run */
+	dbs_ledger lg;       /* which ledger it keeps */
+	char *effect, *qeffect; /* effect_ledger's table (lg's), or NULL */
+	/* effect ledger, resumed: rows committed after the checkpoint by an
+	 * earlier attempt (they are not written again: the rows that come
+	 * are checked against them), and those commits */
+	uint64_t published;
+	dbs_entries after;
 
 	/* its part of the open transaction */
 	bool ddl;            /* it ran DDL in it */

@@ -332,9 +332,9 @@ static int put_entry(dbs_sink *s, core_err *err)
 	if (rc)
 		return rc;
 	e.ref = s->tmp.data ? s->tmp.data : "";
-	if ((rc = dbs__ledger_put(s->be, c, s->writer, s->t.name, &e, err)))
+	if ((rc = dbs__ledger_put(&s->lg, c, s->writer, s->t.name, &e, err)))
 		return rc;
-	if (s->nrecent == DBS_RECENT)
+	if (s->nrecent == DBS_RECENT && !s->effect)
 		rc = dbs__ledger_trim(s->be, c, s->writer, s->recent[0], err);
 	return rc;
 }
@@ -380,6 +380,32 @@ int dbs__commit(dbs_sink *s, core_err *err)
 
 /* --------------------------------------------------------------- rows */
 
+/* Effect ledger, resumed: a row an earlier attempt committed after the
+ * checkpoint comes again. It is not written; the chain goes on, and where
+ * one of those commits ended the chain must be the one it recorded. */
+static int republished(dbs_sink *s, plg_write_info *info, core_err *err)
+{
+	if (dbs__chain(s, s->chain, s->canon.data, s->canon.len))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	memcpy(s->chain_txn, s->chain, sizeof(s->chain));
+	s->committed++;
+	for (size_t i = 0; i < s->after.n; i++)
+		if (s->after.e[i].after == s->committed &&
+		    strcmp(s->after.e[i].chain, s->chain))
+			return core_err_set(err, CORE_EIO,
+				"table '%s' in %s: rows 1..%llu differ from those commit %llu "
+				"of this run published before it stopped (chain %.12s..., "
+				"recorded %.12s...); the effect ledger keeps what was "
+				"published, nothing was written", s->t.name, s->url.sanitized,
+				(unsigned long long)s->committed,
+				(unsigned long long)s->after.e[i].seq, s->chain,
+				s->after.e[i].chain);
+	info->offset = s->committed - 1;
+	info->len = s->canon.len;
+	info->bytes = s->canon.data;
+	return 0;
+}
+
 static int write_row(dbs_sink *s, const json_t *row, plg_write_info *info,
 		     core_err *err)
 {
@@ -393,7 +419,11 @@ static int write_row(dbs_sink *s, const json_t *row, plg_write_info *info,
 	if (!json_is_object(row))
 		return core_err_set(err, CORE_EDATA, "database sink: the row is not an object");
 	core_buf_reset(&s->canon);
-	if ((rc = core_canon_append(&s->canon, row, err)) || (rc = begin(db, err)))
+	if ((rc = core_canon_append(&s->canon, row, err)))
+		return rc;
+	if (!s->pending && s->committed < s->published)
+		return republished(s, info, err);
+	if ((rc = begin(db, err)))
 		return rc;
 	if (!s->t.ncols && (rc = create_table(s, row, err)))
 		return rc;

@@ -21,14 +21,17 @@ db_input() {
 # DB_DELAY="MIN MAX": the delay's bounds in ms (default 2 10).
 # DB_REFUSED=1: main's on_write_failure is a json sink, out/refused.jsonl;
 # DB_INPUT: the input file (default in.jsonl); DB_SOURCE_MODE: the
-# source schema's mode (default fixed).
+# source schema's mode (default fixed); DB_EFFECT=1: both sinks keep
+# ELSPETH 0.7.1's effect ledger _elspeth_sink_effects.
 db_pipe() {
-  local fail= refused= dmin dmax
+  local fail= refused= dmin dmax eff=
   read -r dmin dmax <<< "${DB_DELAY:-2 10}"
   if [ -n "${DB_REFUSED:-}" ]; then
     fail=$'\n    on_write_failure: refused'
     refused=$'\n  refused: {plugin: json, options: {path: out/refused.jsonl}}'
   fi
+  [ -n "${DB_EFFECT:-}" ] &&
+    eff=$'\n      effect_ledger: {table: _elspeth_sink_effects, schema_version: 1, permissions: [select, insert]}'
   cat <<YAML
 source:
   plugin: json
@@ -56,13 +59,13 @@ sinks:
       url: "$1"
       table: ${3:-results}
       if_exists: ${DB_IF_EXISTS:-replace}
-      schema: {mode: fixed, fields: ["id: int", "name: str", "score: float?", "ok: bool", "meta: any"]}
+      schema: {mode: fixed, fields: ["id: int", "name: str", "score: float?", "ok: bool", "meta: any"]}$eff
   side:
     plugin: database
     options:
       url: "$1"
       table: side
-      schema: {mode: observed}$refused
+      schema: {mode: observed}$eff$refused
 concurrency:
   pipelining: {max_rows_in_flight: 4}
 checkpoint: {frequency: every_n, checkpoint_interval: ${2:-25}}

@@ -14,14 +14,18 @@
 #      aborted transaction is written again without it, nothing lost;
 #   e. the url's password reaches neither the Landscape nor messages;
 #   f. a resume refused when the ledger was emptied; a server that is
-#      not there is an error naming the url (without its password).
+#      not there is an error naming the url (without its password);
+#   g. ELSPETH 0.7.1's effect_ledger as its contract has it: a runtime
+#      role with SELECT and INSERT only (no DELETE, no DDL) on tables the
+#      operator provisioned; SIGKILL + resume: each row once, equal to the
+#      uninterrupted run, one ledger row per commit.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/pg_lib.sh"
 source "$(dirname "$0")/db_lib.sh"
 pg_start
 cd "$WORK"
 
-db_url() { echo "postgresql://elspeth@/$1?host=$PG_DIR&port=$PG_PORT"; }
+db_url() { echo "postgresql://${DB_USER:-elspeth}@/$1?host=$PG_DIR&port=$PG_PORT"; }
 db_q() { "$PG_BIN/psql" -X -q -At -h "$PG_DIR" -p "$PG_PORT" -U elspeth -d "$1" -c "$2"; }
 newdb() { pg_sql -c "CREATE DATABASE $1" && mkdir -p "$1" && ln -sf ../in.jsonl "$1/in.jsonl"; }
 show() { sed 's/^/    /' "$@" | head -20; }
@@ -69,6 +73,7 @@ db_dump ref > ref.dump
 kill_resume() {
   local d=$1 k DB_CMD=run; shift
   newdb "$d"
+  [ -z "${DB_PROVISION:-}" ] || "$DB_PROVISION" "$d"
   DB_DELAY="5 25" db_pipe "$(db_url "$d")" > "$d/p.yaml"  # slow: room between kills
   for k in "$@"; do
     db_killed "$d" "$d" "$k" || { fail "kill $d: not killed mid-run at $k rows"; return; }
@@ -138,5 +143,26 @@ if db_killed f f 100; then
 else
   fail "refused resume: not killed mid-run"
 fi
+
+# ------------------------------------------------------ g. effect_ledger
+pg_sql -c "CREATE ROLE fx LOGIN"
+pg_provision() {
+  db_q "$1" "CREATE TABLE results (id BIGINT NOT NULL, name TEXT NOT NULL, score DOUBLE PRECISION,
+      ok BOOLEAN NOT NULL, meta TEXT NOT NULL);
+    CREATE TABLE side (id TEXT, name TEXT, score TEXT, ok TEXT, meta TEXT);
+    CREATE TABLE _elspeth_sink_effects (effect_id VARCHAR(64) NOT NULL, schema_version INTEGER NOT NULL,
+      protocol_version VARCHAR(32) NOT NULL, plan_hash VARCHAR(64) NOT NULL,
+      payload_hash VARCHAR(64) NOT NULL, completed BOOLEAN NOT NULL, descriptor_json TEXT,
+      accepted_ordinals_json TEXT, diverted_ordinals_json TEXT, accepted_payload_hash VARCHAR(64),
+      diversion_hashes_json TEXT, evidence_json TEXT, PRIMARY KEY (effect_id));
+    REVOKE ALL ON SCHEMA public FROM PUBLIC; GRANT USAGE ON SCHEMA public TO fx;
+    GRANT SELECT, INSERT ON results, side, _elspeth_sink_effects TO fx"
+}
+DB_USER=fx DB_EFFECT=1 DB_IF_EXISTS=append DB_PROVISION=pg_provision kill_resume g 40 120 220
+n=$(db_q g "SELECT count(*), sum((descriptor_json::json->>'rows_after')::int - (descriptor_json::json->>'rows_before')::int), bool_and(completed) FROM _elspeth_sink_effects")
+[ "${n#*|}" = "$DB_ROWS|t" ] && pass "effect_ledger: the ledger's commits count each row once ($n)" ||
+  fail "effect_ledger: ledger $n"
+db_q g "SELECT has_table_privilege('fx', 'results', 'DELETE'), has_schema_privilege('fx', 'public', 'CREATE')" | grep -qx "f|f" &&
+  pass "effect_ledger: the role could neither delete nor create" || fail "effect_ledger: the role had more rights"
 
 finish

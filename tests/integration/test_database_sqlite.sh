@@ -14,7 +14,11 @@
 #      column) go to on_write_failure, the rest of the transaction stays;
 #   f. a resume refused, changing nothing, when the database no longer
 #      holds what the checkpoint counts (ledger emptied, table dropped);
-#   g. bad options: errors naming file, line and key.
+#   g. bad options: errors naming file, line and key;
+#   h. ELSPETH 0.7.1's effect_ledger: no DDL (an unprovisioned database
+#      is refused before any row), one ledger row per commit, and SIGKILL
+#      + resume with DELETE forbidden on every table: each row once,
+#      equal to the uninterrupted run, nothing deleted; its bad options.
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/db_lib.sh"
 cd "$WORK"
@@ -174,6 +178,7 @@ db_dump ref > ref.dump
 kill_resume() {
   local d=$1 k DB_CMD=run; shift
   mkdir -p "$d"; ln -sf ../in.jsonl "$d/in.jsonl"
+  [ -z "${DB_PROVISION:-}" ] || "$DB_PROVISION" "$d"
   DB_DELAY="5 25" db_pipe "$(db_url "$d")" > "$d/p.yaml"  # slow: room between kills
   for k in "$@"; do
     db_killed "$d" "$d" "$k" || { fail "kill $d: not killed mid-run at $k rows"; return; }
@@ -235,6 +240,7 @@ verify_ok e && pass "row errors: verify OK" || { fail "row errors: verify"; show
 refused_resume() {
   local d=$1 what=$2 sql=$3 needle=$4 before after
   mkdir -p "$d"; ln -sf ../in.jsonl "$d/in.jsonl"
+  [ -z "${DB_PROVISION:-}" ] || "$DB_PROVISION" "$d"
   DB_DELAY="5 25" db_pipe "$(db_url "$d")" > "$d/p.yaml"  # slow: room between kills
   db_killed "$d" "$d" 100 || { fail "refused $d: not killed mid-run"; return; }
   db_q "$d" "$sql"
@@ -289,5 +295,102 @@ bad "the url's password never printed" "      url: mysql://ann:hunter2@h/db
       schema: {mode: observed}" "not supported"
 "$ELSPETH" validate -s g.yaml 2>&1 | grep -q hunter2 && fail "bad options: the password was printed" ||
   pass "bad options: the password is not printed"
+
+# ------------------------------------------------ h. effect_ledger
+LEDGER_DDL="CREATE TABLE _elspeth_sink_effects (effect_id VARCHAR(64) NOT NULL,
+  schema_version INTEGER NOT NULL, protocol_version VARCHAR(32) NOT NULL,
+  plan_hash VARCHAR(64) NOT NULL, payload_hash VARCHAR(64) NOT NULL,
+  completed BOOLEAN NOT NULL, descriptor_json TEXT, accepted_ordinals_json TEXT,
+  diverted_ordinals_json TEXT, accepted_payload_hash VARCHAR(64),
+  diversion_hashes_json TEXT, evidence_json TEXT, PRIMARY KEY (effect_id));"
+# provision NAME: the reference run's two tables, empty, the ledger, and
+# triggers that refuse any DELETE or UPDATE (the runtime only inserts)
+provision() {
+  local t
+  { sqlite3 "$WORK/db/ref.sqlite" ".schema results" ".schema side"; echo "$LEDGER_DDL"
+    for t in results side _elspeth_sink_effects; do
+      echo "CREATE TRIGGER no_del_$t BEFORE DELETE ON $t BEGIN SELECT RAISE(ABORT, 'no DELETE on $t'); END;"
+      echo "CREATE TRIGGER no_upd_$t BEFORE UPDATE ON $t BEGIN SELECT RAISE(ABORT, 'no UPDATE on $t'); END;"
+    done; } | sqlite3 "$WORK/db/$1.sqlite"
+}
+mkdir -p h0; ln -s ../in.jsonl h0/in.jsonl
+DB_EFFECT=1 DB_IF_EXISTS=append db_pipe "$(db_url h0)" > h0/p.yaml
+expect "effect_ledger: an unprovisioned database is refused before any row" 1 \
+  "effect ledger table '_elspeth_sink_effects' does not exist in sqlite:///$WORK/db/h0.sqlite: the database sink never creates it" \
+  -- sh -c "cd h0 && exec '$ELSPETH' run -s p.yaml --execute"
+[ "$(db_q h0 "SELECT count(*) FROM sqlite_master")" = 0 ] && pass "effect_ledger: and nothing was created" ||
+  fail "effect_ledger: the refused run created $(db_q h0 "SELECT group_concat(name) FROM sqlite_master")"
+sqlite3 "$WORK/db/h0.sqlite" "$LEDGER_DDL"
+expect "effect_ledger: a missing target table is refused (no DDL)" 1 \
+  "table 'results' does not exist in sqlite:///$WORK/db/h0.sqlite: with effect_ledger the database sink never creates tables" \
+  -- sh -c "cd h0 && exec '$ELSPETH' run -s p.yaml --execute"
+mkdir -p h1; ln -s ../in.jsonl h1/in.jsonl; provision h1
+DB_EFFECT=1 DB_IF_EXISTS=append db_pipe "$(db_url h1)" > h1/p.yaml
+(cd h1 && $TO "$ELSPETH" run -s p.yaml --execute > run.log 2>&1) && db_dump h1 | cmp -s - ref.dump &&
+  pass "effect_ledger: a provisioned run writes the uninterrupted run's tables" || { fail "effect_ledger: run"; show h1/run.log; }
+n=$(db_q h1 "SELECT count(*), count(DISTINCT plan_hash), sum(completed), min(schema_version) FROM _elspeth_sink_effects")
+commits=$(db_q h1 "SELECT count(*) FROM _elspeth_sink_effects WHERE json_extract(descriptor_json, '$.rows_after') > json_extract(descriptor_json, '$.rows_before')")
+[ "${n%%|*}" -ge 2 ] && [ "$n" = "${n%%|*}|2|${n%%|*}|1" ] && [ "$commits" -ge 2 ] &&
+  pass "effect_ledger: one completed ledger row per commit of each sink ($n)" || fail "effect_ledger: ledger rows $n"
+DB_EFFECT=1 DB_IF_EXISTS=append DB_PROVISION=provision kill_resume h2 40 120 220
+[ "$(db_q h2 "SELECT sum(json_extract(descriptor_json, '$.rows_after') - json_extract(descriptor_json, '$.rows_before')) FROM _elspeth_sink_effects")" = "$DB_ROWS" ] &&
+  pass "effect_ledger: the ledger's commits count each row once across the kills" ||
+  fail "effect_ledger: the ledger counts $(db_q h2 "SELECT sum(json_extract(descriptor_json, '$.rows_after') - json_extract(descriptor_json, '$.rows_before')) FROM _elspeth_sink_effects") rows"
+# Rows committed after the last checkpoint (the transaction's early
+# commits, as db_big): the resume keeps them — DELETE is refused — and
+# checks the same rows against them instead of writing them again.
+mkdir -p h3
+awk 'BEGIN { for (i = 1; i <= 40000; i++) printf "{\"id\": %d, \"name\": \"r%d\"}\n", i, i }' > h3/big.jsonl
+{ echo "CREATE TABLE results (id INTEGER, name TEXT);"; echo "$LEDGER_DDL"
+  for t in results _elspeth_sink_effects; do
+    echo "CREATE TRIGGER no_del_$t BEFORE DELETE ON $t BEGIN SELECT RAISE(ABORT, 'no DELETE on $t'); END;"
+  done; } | sqlite3 "$WORK/db/h3.sqlite"
+cat > h3/p.yaml <<YAML
+source:
+  plugin: json
+  on_success: results
+  options: {path: big.jsonl, format: jsonl, schema: {mode: observed}, on_validation_failure: discard}
+sinks:
+  results:
+    plugin: database
+    options:
+      url: "$(db_url h3)"
+      table: results
+      schema: {mode: fixed, fields: ["id: int", "name: str"]}
+      effect_ledger: {table: _elspeth_sink_effects, permissions: [select, insert]}
+checkpoint: {frequency: every_n, checkpoint_interval: 1000000}
+landscape: {url: "lmdb://./state"}
+YAML
+(cd h3 && exec "$ELSPETH" run -s p.yaml --execute > bg.log 2>&1) & pid=$!
+for i in $(seq 1 6000); do
+  before=$(db_count h3); [ "${before:-0}" -ge 10000 ] 2>/dev/null && break
+  kill -0 $pid 2>/dev/null || break; sleep 0.01
+done
+kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
+before=$(db_count h3)
+(cd h3 && $TO "$ELSPETH" resume latest -s p.yaml --execute > resume.log 2>&1); rc=$?
+if [ "${before:-0}" -ge 10000 ] && [ "${before:-0}" -lt 40000 ] && [ $rc = 0 ] &&
+   [ "$(db_q h3 "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM results")" = "40000|40000|1|40000" ] &&
+   [ "$(db_q h3 "SELECT sum(json_extract(descriptor_json, '$.rows_after') - json_extract(descriptor_json, '$.rows_before')) FROM _elspeth_sink_effects")" = 40000 ]; then
+  pass "effect_ledger: killed with $before rows published after the checkpoint; the resume kept them (no DELETE) and wrote the other $((40000 - before)) once"
+else
+  fail "effect_ledger: early commits: $before rows at the kill, resume exit $rc"; show h3/bg.log h3/resume.log
+fi
+eff="      url: sqlite:///x.db
+      table: t
+      schema: {mode: observed}"
+bad "effect_ledger: a table outside _elspeth_" "$eff
+      effect_ledger: {table: sink_effects, permissions: [select, insert]}" \
+  "g.yaml:12:30: sinks.out.options.effect_ledger.table: effect ledger table must be a namespaced identifier beginning with '_elspeth_'"
+bad "effect_ledger: permissions" "$eff
+      effect_ledger: {table: _elspeth_fx, permissions: [select]}" \
+  "effect ledger permissions must declare exactly 'select' and 'insert'"
+bad "effect_ledger: schema_version" "$eff
+      effect_ledger: {table: _elspeth_fx, schema_version: 2, permissions: [select, insert]}" \
+  "effect ledger schema_version must be 1"
+bad "effect_ledger: if_exists replace" "$eff
+      if_exists: replace
+      effect_ledger: {table: _elspeth_fx, permissions: [insert, select]}" \
+  "Database sink effect mode 'replace' is not supported"
 
 finish

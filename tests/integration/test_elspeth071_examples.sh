@@ -33,7 +33,6 @@ declare -A REFUSED=(
   [examples/audit_export/settings.yaml]="audit-export-v2"
   [examples/blob_transforms/settings_expand_csv_blobs.yaml]="unknown transform plugin 'blob_csv_expand'"
   [examples/blob_transforms/settings_fetch_tutorial_html.yaml]="unknown transform plugin 'blob_fetch'"
-  [examples/database_sink/settings.yaml]="unknown key 'effect_ledger'"
   [examples/statistical_batch_plugins/settings_distribution_profile.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_drift_compare.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_effect_size.yaml]="unknown aggregation plugin"
@@ -85,6 +84,33 @@ for pair in $SAME; do
     [ -e "$FIX/$ex/$st/output/$f" ] || echo "$f"; done)
   [ -z "$extra" ] && pass "$pair: no file 0.7.1 did not write" || fail "$pair: extra files: $extra"
 done
+
+# database_sink: its run.sh provisions the target table and the effect
+# ledger first (seed.py, which imports ELSPETH: the same DDL here, as
+# SQLAlchemy writes it for SQLite); the database then holds 0.7.1's rows
+# and one ledger row (the fixture keeps the ledger's count only: its
+# entries hold run ids and times)
+rm -rf examples/database_sink/output examples/database_sink/runs
+mkdir -p examples/database_sink/output examples/database_sink/runs
+sqlite3 examples/database_sink/output/deals.db "CREATE TABLE high_value_deals (id INTEGER,
+  customer TEXT, amount INTEGER, category TEXT, region TEXT);
+CREATE TABLE _elspeth_sink_effects (effect_id VARCHAR(64) NOT NULL, schema_version INTEGER NOT NULL,
+  protocol_version VARCHAR(32) NOT NULL, plan_hash VARCHAR(64) NOT NULL, payload_hash VARCHAR(64) NOT NULL,
+  completed BOOLEAN NOT NULL, descriptor_json TEXT, accepted_ordinals_json TEXT, diverted_ordinals_json TEXT,
+  accepted_payload_hash VARCHAR(64), diversion_hashes_json TEXT, evidence_json TEXT, PRIMARY KEY (effect_id))"
+expect "database_sink/settings: runs into the provisioned tables" 0 "Run completed" -- \
+  "$ELSPETH" run -s examples/database_sink/settings.yaml --execute
+cmp -s "$FIX/database_sink/settings/output/standard_deals.csv" examples/database_sink/output/standard_deals.csv &&
+  pass "database_sink/settings: standard_deals.csv is 0.7.1's, byte for byte" ||
+  fail "database_sink/settings: standard_deals.csv differs from 0.7.1's"
+dump=$(for t in $(sqlite3 examples/database_sink/output/deals.db "SELECT name FROM sqlite_master WHERE type='table' ORDER BY name"); do
+  echo "# $t: $(sqlite3 examples/database_sink/output/deals.db "SELECT count(*) FROM \"$t\"") rows"
+  sqlite3 examples/database_sink/output/deals.db "SELECT group_concat(name, char(9)) FROM pragma_table_info('$t')"
+  case $t in _elspeth*) ;; *) sqlite3 -separator $'\t' examples/database_sink/output/deals.db "SELECT * FROM \"$t\"" ;; esac
+  echo; done)
+[ "$dump" = "$(cat "$FIX/database_sink/settings/deals.db.dump.txt")" ] &&
+  pass "database_sink/settings: deals.db holds 0.7.1's rows and one ledger row" ||
+  { fail "database_sink/settings: deals.db differs from 0.7.1's"; diff <(echo "$dump") "$FIX/database_sink/settings/deals.db.dump.txt" | head; }
 
 # 0.7.1's union_collision_policy: fail stops its run (CoalesceCollisionError)
 rm -rf examples/fork_coalesce/output
