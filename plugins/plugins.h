@@ -53,6 +53,10 @@ typedef struct plg_env {
 	 * allows, so the shards running at once stay within the settings.
 	 * In (0, 1]; 1: all of it. */
 	double capacity_share;
+	/* The payload store's directory (payload_store.base_path, default
+	 * .elspeth/payloads): content-addressed files ab/abcd..., which
+	 * blob_csv_expand reads blobs from. NULL: none (outside a run). */
+	const char *payload_dir;
 	/* ELSPETH's concurrency.max_workers: an LLM transform's requests in
 	 * flight at most (its pool_size is capped to it, before the share).
 	 * 0: no cap. */

@@ -26,6 +26,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__type_coerce,
 	&plg__value_transform,
 	&plg__line_explode,
+	&plg__blob_csv_expand,
 };
 
 static const plg_sink_ops *const sinks[] = {

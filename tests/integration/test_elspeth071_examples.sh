@@ -31,7 +31,6 @@ declare -A REFUSED=(
   [examples/chroma_rag/settings.yaml]="needs a vector store"
   [examples/chroma_rag_qa/settings.yaml]="needs a vector store"
   [examples/audit_export/settings.yaml]="audit-export-v2"
-  [examples/blob_transforms/settings_expand_csv_blobs.yaml]="unknown transform plugin 'blob_csv_expand'"
   [examples/blob_transforms/settings_fetch_tutorial_html.yaml]="unknown transform plugin 'blob_fetch'"
   [examples/statistical_batch_plugins/settings_distribution_profile.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_drift_compare.yaml]="unknown aggregation plugin"
@@ -111,6 +110,25 @@ dump=$(for t in $(sqlite3 examples/database_sink/output/deals.db "SELECT name FR
 [ "$dump" = "$(cat "$FIX/database_sink/settings/deals.db.dump.txt")" ] &&
   pass "database_sink/settings: deals.db holds 0.7.1's rows and one ledger row" ||
   { fail "database_sink/settings: deals.db differs from 0.7.1's"; diff <(echo "$dump") "$FIX/database_sink/settings/deals.db.dump.txt" | head; }
+
+# blob_transforms/settings_expand_csv_blobs: its prepare script (which
+# imports ELSPETH) stores two CSV files in the payload store and writes a
+# manifest of their hashes; here the same files go in with sha256sum, and
+# the manifest is the one 0.7.1's script wrote (its source_url holds the
+# absolute paths of 0.7.1's run, which the output repeats)
+B=examples/blob_transforms
+rm -rf $B/output $B/runs $B/payloads; mkdir -p $B/output $B/runs $B/input
+cp "$FIX/blob_transforms/settings_expand_csv_blobs/input/csv_blob_manifest.csv" $B/input/
+for f in feed_a feed_b; do
+  h=$(sha256sum examples/multi_worker_showcase/input/$f.csv | cut -c1-64)
+  mkdir -p $B/payloads/${h:0:2}; cp examples/multi_worker_showcase/input/$f.csv $B/payloads/${h:0:2}/$h
+done
+expect "blob_transforms/settings_expand_csv_blobs: runs" 0 "Run completed" -- \
+  "$ELSPETH" run -s $B/settings_expand_csv_blobs.yaml --execute
+cmp -s "$FIX/blob_transforms/settings_expand_csv_blobs/output/expanded_csv_rows.csv" $B/output/expanded_csv_rows.csv &&
+  [ "$(ls $B/output)" = expanded_csv_rows.csv ] &&
+  pass "blob_transforms/settings_expand_csv_blobs: expanded_csv_rows.csv is 0.7.1's, byte for byte, and no other file" ||
+  fail "blob_transforms/settings_expand_csv_blobs: output differs from 0.7.1's"
 
 # 0.7.1's union_collision_policy: fail stops its run (CoalesceCollisionError)
 rm -rf examples/fork_coalesce/output
