@@ -39,6 +39,8 @@ extern const plg_aggregation_ops plg__batch_data_quality_report;
 extern const plg_aggregation_ops plg__batch_classifier_metrics;
 extern const plg_aggregation_ops plg__batch_distribution_profile;
 extern const plg_aggregation_ops plg__batch_outlier_annotator;
+extern const plg_aggregation_ops plg__batch_effect_size;
+extern const plg_aggregation_ops plg__batch_experiment_compare;
 extern const plg_sink_ops plg__csv_sink;
 extern const plg_sink_ops plg__json_sink;
 extern const plg_sink_ops plg__text_sink;

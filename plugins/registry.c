@@ -47,6 +47,8 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_classifier_metrics,
 	&plg__batch_distribution_profile,
 	&plg__batch_outlier_annotator,
+	&plg__batch_effect_size,
+	&plg__batch_experiment_compare,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))
