@@ -44,6 +44,8 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_threshold_summary,
 	&plg__batch_data_quality_report,
 	&plg__batch_classifier_metrics,
+	&plg__batch_drift_compare,
+	&plg__batch_paired_preference,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -35,11 +35,9 @@ declare -A REFUSED=(
   [examples/blob_transforms/settings_fetch_tutorial_html.yaml]="unknown transform plugin 'blob_fetch'"
   [examples/database_sink/settings.yaml]="unknown key 'effect_ledger'"
   [examples/statistical_batch_plugins/settings_distribution_profile.yaml]="unknown aggregation plugin"
-  [examples/statistical_batch_plugins/settings_drift_compare.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_effect_size.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_experiment_compare.yaml]="unknown aggregation plugin"
   [examples/statistical_batch_plugins/settings_outlier_annotator.yaml]="unknown aggregation plugin"
-  [examples/statistical_batch_plugins/settings_paired_preference.yaml]="unknown aggregation plugin"
 )
 n=0 valid=0
 for f in $(find examples -name 'settings*.yaml' | sort); do
@@ -63,6 +61,8 @@ SAME="batch_aggregation/settings boolean_routing/settings checkpoint_resume/sett
   multi_flow/settings multi_source_queue/settings report_assemble/settings retention_purge/settings
   schema_contracts_demo/settings statistical_batch_plugins/settings_classifier_metrics
   statistical_batch_plugins/settings_data_quality_report
+  statistical_batch_plugins/settings_drift_compare
+  statistical_batch_plugins/settings_paired_preference
   statistical_batch_plugins/settings_threshold_summary statistical_batch_plugins/settings_top_k
   threshold_gate/settings transform_pipeline/settings large_scale_test/settings"
 # large_scale_test's input is made by its generate_data.py: the one 0.7.1 read
