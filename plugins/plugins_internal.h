@@ -41,6 +41,8 @@ extern const plg_aggregation_ops plg__batch_distribution_profile;
 extern const plg_aggregation_ops plg__batch_outlier_annotator;
 extern const plg_aggregation_ops plg__batch_effect_size;
 extern const plg_aggregation_ops plg__batch_experiment_compare;
+extern const plg_aggregation_ops plg__batch_drift_compare;
+extern const plg_aggregation_ops plg__batch_paired_preference;
 extern const plg_sink_ops plg__csv_sink;
 extern const plg_sink_ops plg__json_sink;
 extern const plg_sink_ops plg__text_sink;
@@ -293,6 +295,14 @@ int plg__open_state(size_t size, int (*parse)(void *, const core_node *, core_er
 bool plg__same_bucket(const json_t *a, const json_t *b);
 int plg__outputs_list(plg_outputs *out, const char *const *fields, core_err *err);
 int plg__summary_only(const char *plugin, bool passthrough, core_err *err);
+/* Option `key` as 0.7.1's `str | int | bool | None` (a whole float is the
+ * int; a blank string is refused): *out a new reference, NULL when absent
+ * or null. On error *out may be set: the caller releases it. */
+int plg__opt_scalar(const core_node *opts, const char *key, json_t **out,
+		    core_err *err);
+/* Python's str(v) in b, for messages: valid until b changes; "?" when out
+ * of memory. */
+const char *plg__py_str(core_buf *b, const json_t *v);
 /* Whether s is a Python identifier that is not a keyword (non-ASCII
  * letters are taken as letters). */
 bool plg__py_identifier(const char *s);

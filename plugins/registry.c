@@ -49,6 +49,8 @@ static const plg_aggregation_ops *const aggregations[] = {
 	&plg__batch_outlier_annotator,
 	&plg__batch_effect_size,
 	&plg__batch_experiment_compare,
+	&plg__batch_drift_compare,
+	&plg__batch_paired_preference,
 };
 
 #define COUNT(a) (sizeof(a) / sizeof((a)[0]))

@@ -32,8 +32,6 @@ declare -A REFUSED=(
   [examples/chroma_rag_qa/settings.yaml]="needs a vector store"
   [examples/audit_export/settings.yaml]="audit-export-v2"
   [examples/blob_transforms/settings_fetch_tutorial_html.yaml]="unknown transform plugin 'blob_fetch'"
-  [examples/statistical_batch_plugins/settings_drift_compare.yaml]="unknown aggregation plugin"
-  [examples/statistical_batch_plugins/settings_paired_preference.yaml]="unknown aggregation plugin"
 )
 n=0 valid=0
 for f in $(find examples -name 'settings*.yaml' | sort); do
@@ -60,6 +58,8 @@ SAME="batch_aggregation/settings boolean_routing/settings checkpoint_resume/sett
   statistical_batch_plugins/settings_distribution_profile
   statistical_batch_plugins/settings_outlier_annotator
   statistical_batch_plugins/settings_effect_size statistical_batch_plugins/settings_experiment_compare
+  statistical_batch_plugins/settings_drift_compare
+  statistical_batch_plugins/settings_paired_preference
   statistical_batch_plugins/settings_threshold_summary statistical_batch_plugins/settings_top_k
   threshold_gate/settings transform_pipeline/settings large_scale_test/settings"
 # large_scale_test's input is made by its generate_data.py: the one 0.7.1 read
