@@ -109,6 +109,7 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 		t.outcome = n->on_error == DAG_DISCARD ? ENG_FAILED : ENG_ROUTED;
 		t.to = n->on_error == DAG_DISCARD ? ENG_TO_DISCARD : ENG_TO_SINK;
 		t.node = n->on_error;
+		t.step++; /* it visited the aggregation (member_states' step) */
 		t.home = b->seqs[i]; /* its records stay in its row's story */
 		rc = eng__audit_payload(c->audit, t.home, data, t.hash, err);
 		if (!rc && (rc = eng__result_add(&res, &t)))
@@ -281,6 +282,11 @@ static int flush(eng_ctx *c, agg_buf *b, const char *trigger, uint64_t seq,
 	sum->batches++;
 	rc = run_flush(c, b, batch, rows, st, trigger, &outs, err);
 	b->flushes += !rc; /* a failed batch is no page (report_assemble) */
+	for (size_t i = 0; rc && i < b->n; i++) {
+		st[i].ok = false; /* each member's visit failed with the batch */
+		st[i].error = err->msg;
+		st[i].out_hash = NULL;
+	}
 	record_members(c, b, batch, st);
 	for (size_t i = 0; n->aops->flush_calls && i < b->n; i++)
 		free((char *)st[i].context_json); /* keep_context's */

@@ -127,6 +127,37 @@ rh=$(q t.db "SELECT DISTINCT reason_hash FROM routing_events r JOIN edges e ON e
 want=$(printf '{"condition":"row['"'"'priority'"'"'] != '"'"'low'"'"'","result":"false"}' | sha256sum | cut -c1-64)
 [ "$rh" = "$want" ] && pass "routing reason hash: sha256 of {condition, result}" || fail "reason_hash $rh, want $want"
 
+# A batch that fails, its members routed on_error: each member's failed
+# visit to the aggregation, then its sink, as two steps of its own (they
+# once shared a step: the trail's UNIQUE key refused the second state)
+mkdir -p bf && printf 'id,v\n1,a\n2,b\n3,c\n' > bf/in.csv
+cat > bf/p.yaml <<'YAML'
+source:
+  plugin: csv
+  on_success: agg_in
+  options: {path: in.csv, schema: {mode: observed}, on_validation_failure: discard}
+aggregations:
+  - name: stats
+    plugin: batch_stats
+    input: agg_in
+    on_success: out
+    on_error: bad
+    trigger: {count: 3}
+    output_mode: transform
+    options: {value_field: v, schema: {mode: observed}}
+sinks:
+  out: {plugin: json, options: {path: out.jsonl, format: jsonl}}
+  bad: {plugin: json, options: {path: bad.jsonl, format: jsonl}}
+landscape: {url: "sqlite:///audit.db"}
+YAML
+(cd bf && "$ELSPETH" run -s p.yaml --execute > run.log 2>&1); rc=$?
+st=$(q bf/audit.db "SELECT group_concat(s, ' ') FROM (SELECT step_index || ':' || status || ':' || (error_json IS NOT NULL) AS s FROM node_states WHERE token_id = 'tok-1-2' ORDER BY step_index)")
+if [ $rc = 0 ] && [ "$(wc -l < bf/bad.jsonl)" = 3 ] && [ "$st" = "1:failed:1 2:completed:0" ]; then
+  pass "a failed batch: each member's aggregation state failed with the error, its sink the next step"
+else
+  fail "a failed batch: exit $rc, states '$st'"; show bf/run.log 2>/dev/null || cat bf/run.log
+fi
+
 # ------------------------------------------------------ c. idempotence
 dump() { q "$1" .dump | grep -v "INSERT INTO elspeth_runs" | sort; }
 dump t.db > dump1
