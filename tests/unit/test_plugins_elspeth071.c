@@ -9,9 +9,8 @@
 #include <criterion/criterion.h>
 
 #include "plugins/plugins_internal.h"
+#include "plg_test.h"
 
-static core_doc *docs[16];
-static size_t ndocs;
 static char dir[] = "/tmp/elspeth071-XXXXXX";
 
 static void setup(void)
@@ -23,33 +22,13 @@ static void teardown(void)
 {
 	char cmd[64];
 
-	while (ndocs)
-		core_doc_free(docs[--ndocs]);
+	plgt_free_docs();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
 	cr_assert_eq(system(cmd), 0);
 	strcpy(dir, "/tmp/elspeth071-XXXXXX");
 }
 
 TestSuite(v071, .init = setup, .fini = teardown, .timeout = 10);
-
-static const core_node *opts(const char *yaml)
-{
-	core_err err = { 0 };
-
-	cr_assert_lt(ndocs, 16);
-	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &docs[ndocs], &err), 0,
-		     "%s", err.msg);
-	return core_doc_root(docs[ndocs++]);
-}
-
-static json_t *js(const char *text)
-{
-	json_error_t jerr;
-	json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
-
-	cr_assert_not_null(v, "bad test JSON %s: %s", text, jerr.text);
-	return v;
-}
 
 static void same(json_t *got, const char *want)
 {

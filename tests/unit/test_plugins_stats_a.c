@@ -10,36 +10,14 @@
 #include <criterion/criterion.h>
 
 #include "plugins/plugins_internal.h"
-
-static core_doc *docs[16];
-static size_t ndocs;
+#include "plg_test.h"
 
 static void teardown(void)
 {
-	while (ndocs)
-		core_doc_free(docs[--ndocs]);
+	plgt_free_docs();
 }
 
 TestSuite(stats_a, .fini = teardown, .timeout = 10);
-
-static const core_node *opts(const char *yaml)
-{
-	core_err err = { 0 };
-
-	cr_assert_lt(ndocs, 16);
-	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &docs[ndocs], &err), 0,
-		     "%s", err.msg);
-	return core_doc_root(docs[ndocs++]);
-}
-
-static json_t *js(const char *text)
-{
-	json_error_t jerr;
-	json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
-
-	cr_assert_not_null(v, "bad test JSON %s: %s", text, jerr.text);
-	return v;
-}
 
 /* Flushes aggregation `name` (options yaml) over the rows of the JSON
  * array `batch`; *got is its output (or NULL), the return its rc. */

@@ -9,14 +9,11 @@
 #include <criterion/criterion.h>
 
 #include "plugins/plugins_internal.h"
-
-static core_doc *docs[64];
-static size_t ndocs;
+#include "plg_test.h"
 
 static void teardown(void)
 {
-	while (ndocs)
-		core_doc_free(docs[--ndocs]);
+	plgt_free_docs();
 }
 
 TestSuite(stats_b, .fini = teardown, .timeout = 10);
@@ -24,25 +21,6 @@ TestSuite(stats_b, .fini = teardown, .timeout = 10);
 #define ES "batch_effect_size"
 #define EC "batch_experiment_compare"
 #define OPTS "schema: {mode: observed}\nvariant_field: v\nscore_field: s\n"
-
-static const core_node *opts(const char *yaml)
-{
-	core_err err = { 0 };
-
-	cr_assert_lt(ndocs, 64);
-	cr_assert_eq(core_doc_parse("t.yaml", yaml, strlen(yaml), &docs[ndocs], &err), 0,
-		     "%s", err.msg);
-	return core_doc_root(docs[ndocs++]);
-}
-
-static json_t *js(const char *text)
-{
-	json_error_t jerr;
-	json_t *v = json_loads(text, JSON_DECODE_ANY, &jerr);
-
-	cr_assert_not_null(v, "bad test JSON %s: %s", text, jerr.text);
-	return v;
-}
 
 /* Flushes aggregation `name` with options yaml over the rows of the JSON
  * array `rows`; *got is its output (or NULL) and the return its rc. */
