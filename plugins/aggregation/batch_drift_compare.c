@@ -286,16 +286,6 @@ static int numeric_row(const struct drift *t, const cohort *b, const cohort *c,
 	return 0;
 }
 
-/* Python's float ** 2: the C library's pow on the magnitude (CPython's
- * float_pow), called at run time so the compiler cannot turn it into
- * x * x. */
-static double (*volatile libm_pow)(double, double) = pow;
-
-static double squared(double x)
-{
-	return x == 0 ? 0.0 : libm_pow(fabs(x), 2.0);
-}
-
 static long long count_of(const json_t *const *v, size_t n, const json_t *key)
 {
 	long long k = 0;
@@ -334,7 +324,7 @@ static int categorical_row(const struct drift *t, const cohort *b, const cohort 
 
 		tv += fabs(bp - cp);
 		if (expected > 0)
-			chi += squared((double)cc - expected) / expected;
+			chi += pynum_square((double)cc - expected) / expected;
 		if (bc == 0 && cc > 0 && json_array_append(fresh, (json_t *)vals[i]))
 			goto out_nomem;
 		if (json_array_append_new(shifts, json_pack("{s:O,s:I,s:I,s:f,s:f,s:f}",

@@ -285,6 +285,15 @@ out:
 	return rc;
 }
 
+/* Called through a pointer the compiler cannot see through, so that
+ * pow(x, 2.0) is not folded into x * x. */
+static double (*volatile libm_pow)(double, double) = pow;
+
+double pynum_square(double x)
+{
+	return x == 0 ? 0.0 : libm_pow(fabs(x), 2.0);
+}
+
 double pynum_round(double x, int ndigits)
 {
 	char buf[400];

@@ -371,7 +371,7 @@ int plg__variants_flush(const plg__variants_cfg *c, const char *plugin,
 
 bool plg__variants_square(double x, double *out)
 {
-	*out = x * x; /* pow(x, 2) correctly rounded is the rounded product */
+	*out = pynum_square(x); /* Python's stdev ** 2 */
 	return isfinite(*out);
 }
 

@@ -110,3 +110,14 @@ Test(pynum, sorting_is_exact_and_stable)
 	cr_assert(!v[4].is_int);                    /* 2^53 < 2^53 + 1 exactly */
 	cr_assert(v[5].is_int);
 }
+
+Test(pynum, a_float_squared_is_python_s_pow_not_the_product)
+{
+	volatile double x = 5.365929013053771;
+
+	/* Python: x ** 2 == 28.793194173132214, x * x == 28.793194173132218 */
+	cr_assert_eq(pynum_square(x), 28.793194173132214);
+	cr_assert_eq(pynum_square(-x), 28.793194173132214);
+	cr_assert_eq(x * x, 28.793194173132218);
+	cr_assert_eq(pynum_square(0.0), 0.0);
+}
