@@ -29,6 +29,7 @@ extern const plg_transform_ops plg__type_coerce;
 extern const plg_transform_ops plg__value_transform;
 extern const plg_transform_ops plg__line_explode;
 extern const plg_transform_ops plg__blob_csv_expand;
+extern const plg_transform_ops plg__blob_fetch;
 extern const plg_aggregation_ops plg__batch_stats;
 extern const plg_aggregation_ops plg__batch_replicate;
 extern const plg_aggregation_ops plg__openrouter_batch_llm;

@@ -27,6 +27,7 @@ static const plg_transform_ops *const transforms[] = {
 	&plg__value_transform,
 	&plg__line_explode,
 	&plg__blob_csv_expand,
+	&plg__blob_fetch,
 };
 
 static const plg_sink_ops *const sinks[] = {

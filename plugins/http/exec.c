@@ -165,9 +165,9 @@ static void promote(upstream *u, uint64_t now)
 static size_t on_body(char *p, size_t size, size_t n, void *arg)
 {
 	job *j = arg;
-	size_t len = size * n;
+	size_t len = size * n, cap = j->req->max_body ? j->req->max_body : MAX_BODY;
 
-	if (j->body.len + len > MAX_BODY) {
+	if (j->body.len + len > cap) {
 		j->too_big = true;
 		return 0;
 	}
@@ -567,7 +567,11 @@ static plg_error_class classify(job *j, CURLcode rc, long status, bool connected
 	/* OpenRouter's 402 with a Retry-After: its in-flight budget, capacity */
 	if (status == 402 && j->hints.retry_after_s >= 0)
 		c = PLG_CLASS_CAPACITY;
-	if (j->too_big) {
+	r->too_big = j->too_big && r->max_body;
+	if (r->too_big) {
+		c = PLG_CLASS_CLIENT; /* the caller's limit: asking again gives the same */
+		snprintf(msg, n, "answer larger than %zu bytes", r->max_body);
+	} else if (j->too_big) {
 		c = PLG_CLASS_MALFORMED;
 		snprintf(msg, n, "answer larger than %u MiB", MAX_BODY >> 20);
 	} else if (c == PLG_CLASS_OK && r->check &&

@@ -127,6 +127,10 @@ typedef struct http_req {
 	 * PORT"): the connection goes to that address, not to what DNS
 	 * says, and no proxy is used. May be NULL. */
 	struct curl_slist *connect_to;
+	/* The largest answer body taken, in bytes (0: 16 MiB, past which an
+	 * answer is malformed): past it the attempt fails, class client (not
+	 * retried), too_big set. */
+	size_t max_body;
 	/* out */
 	plg_error_class result;
 	long http_status;            /* of the last attempt (0: none) */
@@ -143,6 +147,7 @@ typedef struct http_req {
 	 * before the attempt is recorded (ctx->record_call may read them). */
 	core_buf resp_headers;
 	char primary_ip[64];
+	bool too_big;                /* the answer passed max_body */
 } http_req;
 
 /* Opens a client of the process's executor (starting it with the first)

@@ -42,9 +42,7 @@ typedef struct ws {
 	size_t nstrip;
 	char **required;
 	size_t nrequired;
-	ws_net *allowed;
-	http_cfg cfg;
-	ws_fetch_cfg fetch;
+	ws_http h;
 } ws;
 
 static void free_list(char **v, size_t n)
@@ -60,15 +58,12 @@ static void ws_close(void *state)
 
 	if (!w)
 		return;
-	http_close(w->fetch.http);
-	curl_slist_free_all(w->fetch.headers);
-	json_decref(w->fetch.headers_json);
+	ws__http_close(&w->h);
 	free(w->url_field);
 	free(w->content_field);
 	free(w->fp_field);
 	free_list(w->strip, w->nstrip);
 	free_list(w->required, w->nrequired);
-	free(w->allowed);
 	free(w);
 }
 
@@ -91,109 +86,11 @@ static int dup_list(const core_node *n, char ***out, size_t *len, core_err *err)
 	return 0;
 }
 
-/* ELSPETH's _validate_allowed_hosts: a keyword or a non-empty list of
- * networks (strict=False: host bits are cleared). */
-static int parse_allowed(ws *w, const core_node *n, core_err *err)
-{
-	const char **v = NULL;
-	size_t len = 0;
-	int rc;
-
-	if (!n || n->kind == CORE_NODE_SCALAR) {
-		const char *kw = n ? n->value : "public_only";
-
-		if (!strcmp(kw, "public_only"))
-			return 0;
-		if (strcmp(kw, "allow_private"))
-			return core_err_at(err, CORE_ECONFIG, n, "allowed_hosts must be 'public_only', "
-					   "'allow_private', or a list of CIDR ranges, got '%s'", kw);
-		if (!(w->allowed = calloc(2, sizeof(*w->allowed))))
-			return core_err_set(err, CORE_ENOMEM, "out of memory");
-		ws__net_parse("0.0.0.0/0", &w->allowed[0]);
-		ws__net_parse("::/0", &w->allowed[1]);
-		w->fetch.nallowed = 2;
-		return 0;
-	}
-	if ((rc = core_node_str_list(n, &v, &len, err)))
-		return rc;
-	if (!len)
-		rc = core_err_at(err, CORE_ECONFIG, n, "allowed_hosts list must not be empty "
-				 "(use 'allow_private' to allow all)");
-	else if (!(w->allowed = calloc(len, sizeof(*w->allowed))))
-		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
-	for (size_t i = 0; !rc && i < len; i++)
-		if (!ws__net_parse(v[i], &w->allowed[i]))
-			rc = core_err_at(err, CORE_ECONFIG, n->items[i],
-					 "Invalid CIDR in allowed_hosts: '%s' (an IPv4 or IPv6 "
-					 "address or network, e.g. 10.0.0.0/8 or ::1)", v[i]);
-	w->fetch.nallowed = rc ? 0 : len;
-	free(v);
-	return rc;
-}
-
-/* A header value from the settings: not empty once stripped (ELSPETH's
- * _reject_empty), and no control characters (a CR or LF would start
- * another header). */
-static int header_value(const core_node *http, const char *key, const char **out,
-			core_err *err)
-{
-	const char *v = NULL, *p;
-	int rc = core_opt_str(http, key, true, &v, err);
-
-	if (rc)
-		return rc;
-	for (p = v; *p && isspace((unsigned char)*p); p++)
-		;
-	if (!*p)
-		return core_err_at(err, CORE_ECONFIG, core_map_get(http, key),
-				   "%s must not be empty", key);
-	for (p = v; *p; p++)
-		if ((unsigned char)*p < 0x20 || *p == 0x7f)
-			return core_err_at(err, CORE_ECONFIG, core_map_get(http, key),
-					   "%s must be one line of text (it is sent as an HTTP header)", key);
-	*out = v;
-	return 0;
-}
-
-static int add_header(ws *w, const char *name, const char *value)
-{
-	core_buf b = { 0 };
-	struct curl_slist *h;
-
-	core_buf_printf(&b, "%s: %s", name, value);
-	h = b.data ? curl_slist_append(w->fetch.headers, b.data) : NULL;
-	core_buf_release(&b);
-	if (!h || json_object_set_new(w->fetch.headers_json, name, json_string(value)))
-		return CORE_ENOMEM;
-	w->fetch.headers = h;
-	return 0;
-}
-
-/* The `http` block: ELSPETH's WebScrapeHTTPConfig. */
-static int parse_http(ws *w, const core_node *o, long long *timeout, core_err *err)
-{
-	static const char *const keys[] = { "abuse_contact", "scraping_reason", "timeout",
-					    "allowed_hosts", NULL };
-	const core_node *http = core_map_get(o, "http");
-	const char *abuse = NULL, *reason = NULL;
-	int rc;
-
-	if (!http)
-		return core_err_at(err, CORE_ECONFIG, o, "missing required key 'http' "
-				   "(with abuse_contact and scraping_reason)");
-	if ((rc = core_map_check_keys(http, keys, err)) ||
-	    (rc = header_value(http, "abuse_contact", &abuse, err)) ||
-	    (rc = header_value(http, "scraping_reason", &reason, err)) ||
-	    (rc = core_opt_int(http, "timeout", 1, 86400, timeout, err)) ||
-	    (rc = parse_allowed(w, core_map_get(http, "allowed_hosts"), err)))
-		return rc;
-	if (!(w->fetch.headers_json = json_object()) ||
-	    add_header(w, "User-Agent", "elspeth/" ELSPETH_VERSION) ||
-	    add_header(w, "X-Abuse-Contact", abuse) ||
-	    add_header(w, "X-Scraping-Reason", reason))
-		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	return 0;
-}
+/* The `http` block: ELSPETH's WebScrapeHTTPConfig (web_http.c). */
+static const ws_http_spec http_spec = {
+	.reason_key = "scraping_reason", .reason_header = "X-Scraping-Reason",
+	.upstream = UPSTREAM,
+};
 
 static int parse_fields(ws *w, const core_node *o, core_err *err)
 {
@@ -217,26 +114,6 @@ static int parse_fields(ws *w, const core_node *o, core_err *err)
 	w->out_fields[3] = "fetch_url_final";
 	w->out_fields[4] = "fetch_url_final_ip";
 	return 0;
-}
-
-/* The executor's settings: a ceiling (pool_size) and a pace (the
- * settings' rate_limit for the service web_scrape, as ELSPETH's limiter)
- * and nothing learnt (ADR-free: see docs/settings.md, web_scrape). */
-static void executor_cfg(ws *w, const plg_env *env, long long pool,
-			 long long timeout)
-{
-	const core_rate_limit_cfg *r = plg_env_rate_limits(env);
-	const core_rate_service *sv;
-	core_rate_service dflt;
-	double share = plg_env_capacity_share(env), p = ceil((double)pool * share);
-	double gap = 0;
-
-	if (r && (sv = core_rate_limit_find(r, "web_scrape", &dflt)) && sv->requests_per_minute > 0)
-		gap = 60000.0 / sv->requests_per_minute / share;
-	w->cfg = (http_cfg){ .pool_size = p < 1 ? 1 : (unsigned)p, .timeout_s = (double)timeout,
-			     .mode = HTTP_MODE_AIMD, .min_dispatch_delay_ms = gap,
-			     .max_dispatch_delay_ms = gap, .backoff_multiplier = 1,
-			     .max_retry_after_s = 31536000, .web = true, .name = UPSTREAM };
 }
 
 static const plg_option ws_own[] = {
@@ -265,15 +142,14 @@ static int parse(ws *w, const plg_env *env, const core_node *o, core_err *err)
 	static const char *const formats[] = { "markdown", "text", "raw", NULL };
 	static const char *const modes[] = { "content", "full", NULL };
 	const core_node *n;
-	long long timeout = 30, pool = 8;
+	long long pool = 8;
 	int fmt = WS_FORMAT_MARKDOWN, mode = 0, rc;
 
 	if ((rc = plg__check_options(o, ws_opts, err)) ||
 	    (rc = plg__schema_check(o, true, err)) || (rc = parse_fields(w, o, err)) ||
 	    ((n = core_map_get(o, "format")) && (rc = core_node_enum(n, formats, &fmt, err))) ||
 	    ((n = core_map_get(o, "fingerprint_mode")) && (rc = core_node_enum(n, modes, &mode, err))) ||
-	    (rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)) ||
-	    (rc = parse_http(w, o, &timeout, err)))
+	    (rc = core_opt_int(o, "pool_size", 1, 4096, &pool, err)))
 		return rc;
 	w->format = (ws_format)fmt;
 	w->fp_content = mode == 0;
@@ -288,9 +164,7 @@ static int parse(ws *w, const plg_env *env, const core_node *o, core_err *err)
 		rc = dup_list(n, &w->required, &w->nrequired, err);
 	if (rc)
 		return rc;
-	executor_cfg(w, env, pool, timeout);
-	w->fetch.allowed = w->allowed;
-	return http_open(&w->cfg, NULL, NULL, &w->fetch.http, err);
+	return ws__http_open(&w->h, &http_spec, env, o, pool, err);
 }
 
 static int ws_open(const plg_env *env, const core_node *options,
@@ -398,7 +272,7 @@ static int ws_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx
 
 	if ((rc = check_row(w, row, &url, err)))
 		return rc;
-	if ((rc = ws__fetch(&w->fetch, url, ctx, &f, err))) {
+	if ((rc = ws__fetch(&w->h.fetch, url, ctx, &f, err))) {
 		if (rc == CORE_EDATA)
 			rc = row_error(err, f.reason ? f.reason : "api_error",
 				       f.error_type ? f.error_type : "WebScrapeError");
@@ -430,7 +304,7 @@ static bool ws_capacity(void *state, plg_capacity *out)
 {
 	const ws *w = state;
 
-	http_get_capacity(w->fetch.http, out);
+	http_get_capacity(w->h.fetch.http, out);
 	return true;
 }
 

@@ -549,7 +549,8 @@ static void send_hop(const ws_fetch_cfg *cfg, const target *t, const char *reqjs
 	snprintf(pin, sizeof(pin), "::%s%s%s:%u", v6 ? "[" : "", t->ip, v6 ? "]" : "", t->port);
 	to = curl_slist_append(NULL, pin);
 	*r = (http_req){ .url = t->url, .headers = cfg->headers, .body = reqjson,
-			 .body_len = strlen(reqjson), .connect_to = to };
+			 .body_len = strlen(reqjson), .connect_to = to,
+			 .max_body = cfg->max_body };
 	if (!to) {
 		r->result = PLG_CLASS_NETWORK;
 		snprintf(r->error, sizeof(r->error), "out of memory");
@@ -625,9 +626,13 @@ static int hop_once(const ws_fetch_cfg *cfg, const char *url, char **cur, const 
 		return CORE_ENOMEM;
 	}
 	send_hop(cfg, &t, req, hop ? "http_redirect" : "http", ctx, order, &r);
-	if (r.interrupted)
+	if (r.interrupted) {
 		rc = core_err_set(err, CORE_ESTOPPED, "web_scrape: fetch not finished: %s", r.error);
-	else if ((rc = judge(&r, url, &why)))
+	} else if (r.too_big) { /* 0.7.1's BodyTooLargeError (blob_fetch) */
+		refuse(&why, "BodyTooLargeError", "response body exceeds max_body_bytes %zu for %s",
+		       cfg->max_body, url);
+		rc = failed(f, "body_too_large", &why, err);
+	} else if ((rc = judge(&r, url, &why)))
 		rc = failed(f, "api_error", &why, err);
 	else if (r.primary_ip[0] && strcmp(r.primary_ip, t.ip)) {
 		refuse(&why, "SSRFBlockedError", "connected to %s, not to the checked address %s: %s",

@@ -5,6 +5,8 @@
  *
  *   web_scrape.c          options, process(): one row's fetch, extraction,
  *                         fingerprint and output fields
+ *   web_http.c            the `http` block (shared with blob_fetch) and the
+ *                         executor client it opens
  *   web_scrape_fetch.c    one URL's fetch: checks, the pinned GETs through
  *                         the HTTP executor, redirects hop by hop, the calls
  *                         recorded
@@ -154,6 +156,9 @@ typedef struct ws_fetch_cfg {
 	json_t *headers_json;        /* the same, as recorded */
 	const ws_net *allowed;
 	size_t nallowed;
+	/* The largest answer kept, in bytes (0: the executor's own cap):
+	 * past it the fetch fails, reason body_too_large (blob_fetch). */
+	size_t max_body;
 } ws_fetch_cfg;
 
 /* A fetch's outcome. The strings are malloc'd; ws__fetch_release. */
@@ -169,6 +174,29 @@ typedef struct ws_fetch {
 } ws_fetch;
 
 void ws__fetch_release(ws_fetch *f);
+
+/* The `http` block of web_scrape (ELSPETH's WebScrapeHTTPConfig) and of
+ * blob_fetch (0.7.1's BlobFetchHTTPConfig), parsed, and the executor
+ * client it opens (web_http.c). */
+typedef struct ws_http {
+	ws_net *allowed;
+	http_cfg cfg;
+	ws_fetch_cfg fetch;
+} ws_http;
+
+typedef struct ws_http_spec {
+	const char *reason_key;     /* scraping_reason | fetch_reason */
+	const char *reason_header;  /* X-Scraping-Reason | X-Fetch-Reason */
+	const char *upstream;       /* the executor's and rate_limit's name */
+	bool max_body;              /* takes max_body_bytes (10 MiB), ASCII headers */
+} ws_http_spec;
+
+/* Parses o's `http` (unknown keys refused, errors at file:line:col) and
+ * opens the client: at most pool fetches at once (times the run's
+ * capacity share). ws__http_close frees it, also after a failure. */
+int ws__http_open(ws_http *h, const ws_http_spec *spec, const plg_env *env,
+		  const core_node *o, long long pool, core_err *err);
+void ws__http_close(ws_http *h);
 /* Fetches url for a row: the host resolved once and every address
  * checked against the allowed networks, the GET pinned to the address
  * checked, each redirect (up to WS_MAX_REDIRECTS) checked the same way

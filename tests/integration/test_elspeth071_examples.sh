@@ -31,7 +31,6 @@ declare -A REFUSED=(
   [examples/chroma_rag/settings.yaml]="needs a vector store"
   [examples/chroma_rag_qa/settings.yaml]="needs a vector store"
   [examples/audit_export/settings.yaml]="audit-export-v2"
-  [examples/blob_transforms/settings_fetch_tutorial_html.yaml]="unknown transform plugin 'blob_fetch'"
 )
 n=0 valid=0
 for f in $(find examples -name 'settings*.yaml' | sort); do

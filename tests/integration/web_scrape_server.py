@@ -16,6 +16,7 @@ came to, path, the request's headers). Routes:
   /status/CODE           that status, a short HTML body
   /slow?s=SECONDS        waits, then 200
   /binary                application/octet-stream, 256 bytes 0..255
+  /csv                   text/csv; charset=utf-8, a three-line CSV (blob_fetch)
 """
 import argparse
 import json
@@ -73,6 +74,8 @@ class Handler(BaseHTTPRequestHandler):
         if p == "/slow":
             time.sleep(float(q.get("s", ["5"])[0]))
             return self.send(200, b"<html><body><p>late</p></body></html>")
+        if p == "/csv":
+            return self.send(200, b'id,text\r\n1,alpha\r\n2,"b, c"\r\n', "text/csv; charset=utf-8")
         if p == "/binary":
             return self.send(200, bytes(range(256)), "application/octet-stream")
         return self.send(404, b"<html><body><h1>Not found</h1></body></html>")
