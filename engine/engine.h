@@ -206,7 +206,7 @@ struct eng_event {
 	const char *settings_hash;  /* RUN_STARTED */
 	const char *phase, *action; /* PHASE: ELSPETH's PipelinePhase and
 				     * PhaseAction values */
-	const json_t *fields;       /* FIELDS */
+	const json_t *fields;       /* FIELDS: one source's, node its node */
 	const char *fields_version;
 	uint64_t row, token;        /* the row's seq (its id) and the token */
 	const dag_node *node;

@@ -337,6 +337,11 @@ int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err);
  * with one source, *ops are its plugin's. Close with (*ops)->close. */
 int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 		      void **state, core_err *err);
+/* Source i's field resolution (its plugin's `fields`: how it named its
+ * fields, a new reference, or NULL: none), for the state
+ * eng__sources_open gave. */
+json_t *eng__sources_fields(const dag_graph *g, void *state, unsigned i,
+			    const char **version);
 /* sink_paths.c: the files sinks write, settled before the trail records
  * them (a resume's are those the sinks' node records name, resume.c): a
  * new run's collision_policy auto_increment picks a free sibling of an

@@ -116,18 +116,21 @@ static void phase(eng_ctx *c, const char *phase, const char *action)
 	eng__event(c->audit, &ev);
 }
 
-/* ELSPETH's FieldResolutionApplied: how the source named its fields. */
+/* ELSPETH's FieldResolutionApplied: how each source named its fields
+ * (0.7.1: one event per source, naming its plugin), in the sources'
+ * order, before the first row. */
 static void fields_event(eng_ctx *c, void *src)
 {
-	const plg_source_ops *ops = c->sops;
-	eng_event ev = { .kind = ENG_EV_FIELDS };
-
-	if (!ops->fields || !eng__wants(c->audit, ENG_EV_FIELDS))
+	if (!eng__wants(c->audit, ENG_EV_FIELDS))
 		return;
-	ev.fields = ops->fields(src, &ev.fields_version);
-	if (ev.fields)
-		eng__event(c->audit, &ev);
-	json_decref((json_t *)ev.fields);
+	for (unsigned i = 0; i < c->g->nsources; i++) {
+		eng_event ev = { .kind = ENG_EV_FIELDS, .node = &c->g->nodes[i] };
+
+		ev.fields = eng__sources_fields(c->g, src, i, &ev.fields_version);
+		if (ev.fields)
+			eng__event(c->audit, &ev);
+		json_decref((json_t *)ev.fields);
+	}
 }
 
 static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,

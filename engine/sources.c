@@ -164,3 +164,12 @@ int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 	*state = ch;
 	return 0;
 }
+
+json_t *eng__sources_fields(const dag_graph *g, void *state, unsigned i,
+			    const char **version)
+{
+	const plg_source_ops *ops = g->nodes[i].sops;
+	void *inst = g->nsources == 1 ? state : ((chain *)state)->inst[i];
+
+	return ops->fields && inst ? ops->fields(inst, version) : NULL;
+}

@@ -329,8 +329,9 @@ void tel_engine_event(void *ctx, const eng_event *ev)
 	case ENG_EV_FIELDS:
 		/* A copy: reference counts are not for sharing across threads
 		 * (jansson reads them unlocked). */
-		s.ev.extra = json_pack("{s:o,s:s?}", "mapping", json_deep_copy(ev->fields),
-				       "version", ev->fields_version);
+		s.ev.extra = json_pack("{s:o,s:s?,s:s?}", "mapping", json_deep_copy(ev->fields),
+				       "version", ev->fields_version,
+				       "plugin", ev->node ? ev->node->plugin : NULL);
 		break;
 	case ENG_EV_GATE: /* the names are the graph's: they outlive the run */
 		if (ev->ndests <= TEL_DESTS) {

@@ -178,8 +178,9 @@ void tel__record(const tel_ctx *x, const tel_ev *ev, tel_record *r)
 		break;
 	case TEL_FIELD_RESOLUTION_APPLIED: {
 		const json_t *m = json_object_get(ev->extra, "mapping");
+		const char *plugin = json_string_value(json_object_get(ev->extra, "plugin"));
 
-		str(r, "source_plugin", x->source_plugin);
+		str(r, "source_plugin", plugin ? plugin : x->source_plugin);
 		integer(r, "field_count", (int64_t)json_object_size(m));
 		str(r, "normalization_version",
 		    json_string_value(json_object_get(ev->extra, "version")));

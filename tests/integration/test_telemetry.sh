@@ -261,4 +261,31 @@ for e in az:
 print("16 spans each, tags and properties as ELSPETH's exporters set them")
 PYEOF
 
+# --- several sources (ELSPETH 0.7.1's format): one FieldResolutionApplied
+# per source, naming its plugin, in the sources' order, before any row
+mkdir -p ms
+printf 'id,total\n1,5\n' > ms/a.csv
+printf '{"ref": "r1", "amount": 2}\n' > ms/b.jsonl
+cat > ms/p.yaml <<'YAML'
+sources:
+  orders: {plugin: csv, on_success: inbound, options: {path: a.csv, schema: {mode: observed}, on_validation_failure: discard}}
+  refunds: {plugin: json, on_success: inbound, options: {path: b.jsonl, format: jsonl, schema: {mode: observed}, on_validation_failure: discard}}
+queues: {inbound: {}}
+transforms:
+  - {name: pass, plugin: passthrough, input: inbound, on_success: out, options: {schema: {mode: observed}}}
+sinks: {out: {plugin: json, options: {path: out.jsonl, format: jsonl}}}
+telemetry: {enabled: true, granularity: rows, exporters: [{name: console, options: {format: json, output: stderr}}]}
+landscape: {url: "lmdb://./state"}
+YAML
+(cd ms && "$ELSPETH" run -s p.yaml -x > out.txt 2> err.txt)
+"$DPY" - ms/err.txt <<'PYEOF' && pass "two sources: a FieldResolutionApplied each (csv, then json), before the first row" || { fail "two sources' field resolution"; head -5 ms/err.txt; }
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+kinds = [e["event_type"] for e in ev]
+fr = [e for e in ev if e["event_type"] == "FieldResolutionApplied"]
+assert [(e["source_plugin"], e["resolution_mapping"]) for e in fr] == \
+    [("csv", {"id": "id", "total": "total"})], fr  # the JSON source resolves no header
+assert kinds.index("FieldResolutionApplied") < kinds.index("TransformCompleted"), kinds
+PYEOF
+
 finish
