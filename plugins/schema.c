@@ -526,7 +526,9 @@ static int check_field(const plg_field *fd, const json_t *v, bool coerce,
 {
 	*out = NULL;
 	if (!v || json_is_null(v)) {
-		if (fd->optional)
+		/* `any` is Python's Any, which None is too: present and null is
+		 * fine (ELSPETH 0.4.1 and 0.7.1 take it); missing is not */
+		if (fd->optional || (v && fd->type == PLG_F_ANY))
 			return 0;
 		if (!v)
 			return core_err_set(err, CORE_EDATA,

@@ -853,6 +853,18 @@ Test(schema, observed_accepts_anything_but_required, .fini = cleanup)
 	plg__schema_free(s);
 }
 
+/* `any` is Python's Any: a null value is one (ELSPETH 0.4.1 wrote
+ * {"x": null} for a required `x: any`); a missing field is not. */
+Test(schema, a_required_any_field_takes_null, .fini = cleanup)
+{
+	plg_schema *s = schema_of("schema: {mode: fixed, fields: ['id: int', 'x: any']}\n");
+
+	cr_assert_str_eq(apply(s, "{\"id\": 1, \"x\": null}", false, NULL), "");
+	has(apply(s, "{\"id\": 1}", false, NULL), "field 'x': required field is missing");
+	has(apply(s, "{\"id\": null, \"x\": 1}", false, NULL), "field 'id': expected int, got null");
+	plg__schema_free(s);
+}
+
 Test(schema, fixed_rejects_extra_flexible_allows, .fini = cleanup)
 {
 	plg_schema *f = schema_of("schema: {mode: fixed, fields: ['a: int']}\n");
