@@ -421,8 +421,15 @@ static int write_row(dbs_sink *s, const json_t *row, plg_write_info *info,
 	core_buf_reset(&s->canon);
 	if ((rc = core_canon_append(&s->canon, row, err)))
 		return rc;
-	if (!s->pending && s->committed < s->published)
+	if (!s->pending && s->committed < s->published) {
+		/* what write_row refuses before the database sees it is refused
+		 * again (it was diverted, not published, the first time) */
+		if ((rc = plg__schema_apply(s->schema, (json_t *)row, false, err)) ||
+		    (rc = dbs__table_insert(&s->t, row, &s->sql, &s->vals, &s->cap, &n,
+					    &s->scratch, err)))
+			return rc;
 		return republished(s, info, err);
+	}
 	if ((rc = begin(db, err)))
 		return rc;
 	if (!s->t.ncols && (rc = create_table(s, row, err)))
