@@ -358,30 +358,62 @@ static bool is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
+/* Text [b, e) with Python's digit-group underscores taken out, into buf
+ * (NUL-terminated): an underscore is allowed only between two digits.
+ * false: a misplaced underscore, or no room. */
+static bool drop_underscores(const char *b, const char *e, char *buf, size_t cap)
+{
+	size_t n = 0;
+
+	for (const char *p = b; p < e; p++) {
+		if (*p == '_') {
+			if (p == b || p + 1 == e || !is_digit(p[-1]) || !is_digit(p[1]))
+				return false;
+			continue;
+		}
+		if (n + 1 >= cap)
+			return false;
+		buf[n++] = *p;
+	}
+	buf[n] = '\0';
+	return true;
+}
+
+/* pydantic's lax int from text (ELSPETH's sources validate with it):
+ * surrounding whitespace, a sign, ASCII digits with Python's underscores,
+ * leading zeros, and a fraction of zeros only ("5.00", not "5." or "5.5"). */
 static int coerce_int(const plg_field *fd, const json_t *v, json_t **out,
 		      core_err *err)
 {
 	const char *b = json_string_value(v), *e = b + json_string_length(v);
-	const char *p;
-	char buf[32];
+	const char *p, *dot;
+	char buf[64];
 	long long x;
 
 	trim(&b, &e);
-	p = b < e && (*b == '+' || *b == '-') ? b + 1 : b;
-	if (p == e)
+	for (dot = b; dot < e && *dot != '.'; dot++)
+		;
+	if (dot < e) { /* "5.00": only zeros after the point, at least one */
+		if (dot + 1 == e)
+			return type_error(fd, v, NULL, err);
+		for (p = dot + 1; p < e; p++)
+			if (*p != '0')
+				return type_error(fd, v, NULL, err);
+		e = dot;
+	}
+	if (!drop_underscores(b, e, buf, sizeof(buf)))
+		return type_error(fd, v, (size_t)(e - b) >= sizeof(buf) - 1 ?
+				  " (out of range: integers must be within "
+				  "+-9007199254740991)" : NULL, err);
+	p = buf[0] == '+' || buf[0] == '-' ? buf + 1 : buf;
+	if (!*p)
 		return type_error(fd, v, NULL, err);
-	for (; p < e; p++)
-		if (!is_digit(*p))
+	for (const char *q = p; *q; q++)
+		if (!is_digit(*q))
 			return type_error(fd, v, NULL, err);
 	errno = 0;
-	x = 0;
-	if ((size_t)(e - b) < sizeof(buf)) {
-		memcpy(buf, b, (size_t)(e - b));
-		buf[e - b] = '\0';
-		x = strtoll(buf, NULL, 10);
-	}
-	if ((size_t)(e - b) >= sizeof(buf) || errno == ERANGE ||
-	    x > SCHEMA_INT_MAX || x < -SCHEMA_INT_MAX)
+	x = strtoll(buf, NULL, 10);
+	if (errno == ERANGE || x > SCHEMA_INT_MAX || x < -SCHEMA_INT_MAX)
 		return type_error(fd, v, " (out of range: integers must be "
 				  "within +-9007199254740991)", err);
 	*out = json_integer(x);
@@ -438,11 +470,14 @@ static int coerce_float(const plg_field *fd, const json_t *v, json_t **out,
 	if (is_nonfinite_word(b, e))
 		return type_error(fd, v, " (NaN and Infinity are not allowed "
 				  "in rows)", err);
-	if (!plg__is_decimal(b, e, NULL))
-		return type_error(fd, v, NULL, err);
-	copy = strndup(b, (size_t)(e - b));
-	if (!copy)
+	/* Python's float(): digit groups may hold underscores */
+	if (!(copy = malloc((size_t)(e - b) + 1)))
 		return out_of_memory(err);
+	if (!drop_underscores(b, e, copy, (size_t)(e - b) + 1) ||
+	    !plg__is_decimal(copy, copy + strlen(copy), NULL)) {
+		free(copy);
+		return type_error(fd, v, NULL, err);
+	}
 	d = strtod(copy, NULL);
 	free(copy);
 	if (!isfinite(d))
@@ -454,19 +489,18 @@ static int coerce_float(const plg_field *fd, const json_t *v, json_t **out,
 static int coerce_bool(const plg_field *fd, const json_t *v, json_t **out,
 		       core_err *err)
 {
-	static const char *const words[] = {"true", "yes", "1",
-					    "false", "no", "0"};
-	const char *b = json_string_value(v), *e = b + json_string_length(v);
-	size_t i, n;
+	/* pydantic's lax bool: these words, any case, nothing around them */
+	static const char *const words[] = {"true", "yes", "on", "t", "y", "1",
+					    "false", "no", "off", "f", "n", "0"};
+	const char *b = json_string_value(v);
+	size_t i, n = json_string_length(v);
 
-	trim(&b, &e);
-	n = (size_t)(e - b);
-	for (i = 0; i < 6; i++)
+	for (i = 0; i < 12; i++)
 		if (strlen(words[i]) == n && !strncasecmp(b, words[i], n)) {
-			*out = json_boolean(i < 3);
+			*out = json_boolean(i < 6);
 			return 0;
 		}
-	return type_error(fd, v, " (true/false, yes/no or 1/0)", err);
+	return type_error(fd, v, " (true/false, yes/no, on/off, t/f, y/n or 1/0)", err);
 }
 
 /* Text from a text source: *out receives the converted value, or stays
@@ -474,10 +508,8 @@ static int coerce_bool(const plg_field *fd, const json_t *v, json_t **out,
 static int coerce_text(const plg_field *fd, const json_t *v, json_t **out,
 		       core_err *err)
 {
-	if (json_string_length(v) == 0 && fd->optional) {
-		*out = json_null();
-		return 0;
-	}
+	/* an empty cell is "" — a str, and no int, float or bool even when
+	 * the field is optional (ELSPETH quarantines it) */
 	switch (fd->type) {
 	case PLG_F_INT:
 		return coerce_int(fd, v, out, err);
