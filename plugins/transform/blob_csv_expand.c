@@ -529,6 +529,8 @@ static int expand(const struct bce *t, const json_t *row, const char *ref,
 			rc = core_err_set(err, CORE_EDATA,
 				"csv_parse_error: skip_rows, row %lld (line %ld): %s", i + 1,
 				r.line_num, r.error);
+		else if (got < 0)
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	if (!rc && !t->columns) {
 		got = next_nonblank(&r);
