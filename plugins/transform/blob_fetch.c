@@ -251,15 +251,6 @@ static int store(const bf *b, const core_buf *body, char hex[CORE_SHA256_HEX_LEN
 
 /* ------------------------------------------------------------ the rows */
 
-static int row_error(core_err *err, const char *reason, const char *type)
-{
-	char msg[sizeof(err->msg)];
-
-	memcpy(msg, err->msg, sizeof(msg));
-	err->retryable = false;
-	return core_err_set(err, CORE_EDATA, "%s: %s: %s", reason, type, msg);
-}
-
 /* The answer's media type: its Content-Type before any ';', trimmed and
  * lowercased ("" when there is none). */
 static void media_type(const char *ct, char *out, size_t n)
@@ -283,24 +274,12 @@ static void media_type(const char *ct, char *out, size_t n)
 
 static int check_row(const bf *b, const json_t *row, const char **url, core_err *err)
 {
-	const json_t *u = json_object_get(row, b->url_field);
-
 	for (int i = 0; i < NFIELDS; i++)
 		if (json_object_get(row, b->fields[i]))
 			return core_err_set(err, CORE_EDATA, "blob_fetch would overwrite the row's "
 					    "field '%s' (rename it first, e.g. with field_mapper)",
 					    b->fields[i]);
-	if (!u) {
-		core_err_set(err, CORE_EDATA, "'%s'", b->url_field);
-		return row_error(err, "validation_failed", "KeyError");
-	}
-	if (!json_is_string(u)) {
-		core_err_set(err, CORE_EDATA, "the url field '%s' holds %s, not a URL",
-			     b->url_field, core_json_kind(u));
-		return row_error(err, "validation_failed", "TypeError");
-	}
-	*url = json_string_value(u);
-	return 0;
+	return ws__row_url(row, b->url_field, url, err);
 }
 
 static int bf_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx,
@@ -318,7 +297,7 @@ static int bf_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx
 		return rc;
 	if ((rc = ws__fetch(&b->h.fetch, url, ctx, &f, err))) {
 		if (rc == CORE_EDATA)
-			rc = row_error(err, f.reason ? f.reason : "api_error",
+			rc = ws__row_error(err, f.reason ? f.reason : "api_error",
 				       f.error_type ? f.error_type : "WebScrapeError");
 		goto out;
 	}
@@ -329,7 +308,7 @@ static int bf_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx
 		core_err_set(err, CORE_EDATA, "content-type '%s' returned by %s; allowed values "
 			     "are %zu types (allowed_content_types)", f.content_type ? f.content_type : "",
 			     url, b->ntypes);
-		rc = row_error(err, "unsupported_content_type", "ValueError");
+		rc = ws__row_error(err, "unsupported_content_type", "ValueError");
 		goto out;
 	}
 	plg_blocking(ctx, true);

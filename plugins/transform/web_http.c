@@ -159,3 +159,29 @@ void ws__http_close(ws_http *h)
 	free(h->allowed);
 	memset(h, 0, sizeof(*h));
 }
+
+int ws__row_error(core_err *err, const char *reason, const char *type)
+{
+	char msg[sizeof(err->msg)];
+
+	memcpy(msg, err->msg, sizeof(msg));
+	err->retryable = false;
+	return core_err_set(err, CORE_EDATA, "%s: %s: %s", reason, type, msg);
+}
+
+int ws__row_url(const json_t *row, const char *field, const char **url, core_err *err)
+{
+	const json_t *u = json_object_get(row, field);
+
+	if (!u) {
+		core_err_set(err, CORE_EDATA, "the url field '%s' is missing", field);
+		return ws__row_error(err, "validation_failed", "KeyError");
+	}
+	if (!json_is_string(u)) {
+		core_err_set(err, CORE_EDATA, "the url field '%s' holds %s, not a URL",
+			     field, core_json_kind(u));
+		return ws__row_error(err, "validation_failed", "TypeError");
+	}
+	*url = json_string_value(u);
+	return 0;
+}

@@ -186,21 +186,10 @@ static int ws_open(const plg_env *env, const core_node *options,
 
 /* ------------------------------------------------------------- process */
 
-static int row_error(core_err *err, const char *reason, const char *type)
-{
-	char msg[sizeof(err->msg)];
-
-	memcpy(msg, err->msg, sizeof(msg));
-	err->retryable = false;
-	return core_err_set(err, CORE_EDATA, "%s: %s: %s", reason, type, msg);
-}
-
 /* The row may be fetched: its URL is a string, its required fields are
  * there, and it has none of the fields the fetch adds. */
 static int check_row(const ws *w, const json_t *row, const char **url, core_err *err)
 {
-	const json_t *u = json_object_get(row, w->url_field);
-
 	for (size_t i = 0; i < w->nrequired; i++)
 		if (!json_object_get(row, w->required[i]))
 			return core_err_set(err, CORE_EDATA, "required input field '%s' is missing",
@@ -210,17 +199,7 @@ static int check_row(const ws *w, const json_t *row, const char **url, core_err 
 			return core_err_set(err, CORE_EDATA, "web_scrape would overwrite the row's "
 					    "field '%s' (rename it first, e.g. with field_mapper)",
 					    w->out_fields[i]);
-	if (!u) {
-		core_err_set(err, CORE_EDATA, "the url field '%s' is missing", w->url_field);
-		return row_error(err, "validation_failed", "KeyError");
-	}
-	if (!json_is_string(u)) {
-		core_err_set(err, CORE_EDATA, "the url field '%s' holds %s, not a URL",
-			     w->url_field, core_json_kind(u));
-		return row_error(err, "validation_failed", "TypeError");
-	}
-	*url = json_string_value(u);
-	return 0;
+	return ws__row_url(row, w->url_field, url, err);
 }
 
 /* The node state's context, for explain: ELSPETH's success_reason
@@ -274,7 +253,7 @@ static int ws_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx
 		return rc;
 	if ((rc = ws__fetch(&w->h.fetch, url, ctx, &f, err))) {
 		if (rc == CORE_EDATA)
-			rc = row_error(err, f.reason ? f.reason : "api_error",
+			rc = ws__row_error(err, f.reason ? f.reason : "api_error",
 				       f.error_type ? f.error_type : "WebScrapeError");
 		goto out;
 	}
@@ -286,7 +265,7 @@ static int ws_process(void *state, const json_t *row, json_t **out, plg_ctx *ctx
 			 (const char *const *)w->strip, w->nstrip, &content, err);
 	if (rc == CORE_EDATA) {
 		core_err_prefix(err, "%s", url);
-		rc = row_error(err, "content_extraction_failed", "ValueError");
+		rc = ws__row_error(err, "content_extraction_failed", "ValueError");
 	}
 	if (rc || (rc = ws__fingerprint(content.data ? content.data : "", content.len,
 					 w->fp_content, fp)))

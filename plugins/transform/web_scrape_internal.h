@@ -197,6 +197,12 @@ typedef struct ws_http_spec {
 int ws__http_open(ws_http *h, const ws_http_spec *spec, const plg_env *env,
 		  const core_node *o, long long pool, core_err *err);
 void ws__http_close(ws_http *h);
+/* A fetch's row error in ELSPETH's words, "REASON: TYPE: " before err's
+ * message; not retried. Returns CORE_EDATA. */
+int ws__row_error(core_err *err, const char *reason, const char *type);
+/* The row's URL: the field there (else validation_failed: KeyError) and
+ * a string (else validation_failed: TypeError). */
+int ws__row_url(const json_t *row, const char *field, const char **url, core_err *err);
 /* Fetches url for a row: the host resolved once and every address
  * checked against the allowed networks, the GET pinned to the address
  * checked, each redirect (up to WS_MAX_REDIRECTS) checked the same way
