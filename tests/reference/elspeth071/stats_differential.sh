@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# A random differential of 0.7.1's statistics aggregations, run by hand
+# (it needs the 0.7.1 reference: setup.sh): 700 random rows for each of
+# distribution_profile, drift_compare, outlier_annotator and
+# paired_preference (ints, 1–3 decimal floats, scores in [0, 1), Gaussian
+# floats, a few outliers; pairs cut across batch edges), run through the
+# real ELSPETH 0.7.1 and through ours with 0.7.1's example settings, and
+# the output files compared byte for byte.
+#   tests/reference/elspeth071/stats_differential.sh ELSPETH_BINARY [SEED]
+# Session 39 (seed 39): 310, 157, 700 and 88 rows, all identical.
+set -euo pipefail
+BIN=$(realpath "${1:?usage: stats_differential.sh ELSPETH_BINARY [SEED]}")
+SEED=${2:-39}
+HERE=$(cd "$(dirname "$0")" && pwd)
+SRC=$(cd "$HERE/../../.." && pwd)
+W=$(mktemp -d /tmp/stats-diff-XXXXXX)
+D=examples/statistical_batch_plugins
+mkdir -p "$W/$D/output" "$W/$D/runs" "$W/ref"
+cp "$SRC/tests/fixtures/elspeth071_examples/$D"/settings_{distribution_profile,drift_compare,outlier_annotator,paired_preference}.yaml "$W/$D/"
+cd "$W"
+python3 - "$SEED" <<'PY'
+import random, sys
+random.seed(int(sys.argv[1]))
+def num():
+    k = random.random()
+    if k < 0.3: return str(random.randint(0, 2000))
+    if k < 0.6: return "%.*f" % (random.randint(1, 3), random.uniform(0, 1000))
+    if k < 0.8: return "%.2f" % random.uniform(0, 1)
+    return repr(random.gauss(500, 200))
+d = "examples/statistical_batch_plugins/"
+with open(d + "distribution_scores.csv", "w") as f:
+    f.write("id,variant,latency_ms,quality_score\n")
+    for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment', 'a', 'b'])},{num()},{num()}\n")
+with open(d + "drift_scores.csv", "w") as f:
+    f.write("id,cohort,score\n")
+    for i in range(1, 701): f.write(f"{i},{random.choice(['baseline', 'current', 'later'])},{num()}\n")
+with open(d + "outlier_scores.csv", "w") as f:
+    f.write("id,prompt_variant,latency_ms\n")
+    for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment'])},{num() if random.random() > 0.02 else '99999.5'}\n")
+with open(d + "paired_preferences.csv", "w") as f:
+    f.write("case_id,variant,preference_score\n")
+    for i in range(1, 351):
+        for v in random.sample(['control', 'treatment'], 2):
+            f.write(f"case-{i:03d},{v},{num()}\n")
+PY
+rc=0
+for s in distribution_profile drift_compare outlier_annotator paired_preference; do
+  rm -rf "$D/runs"/* "$D/output"/*
+  "$HERE/elspeth-ref071" "$D/settings_$s.yaml" "$W" > "ref-$s.log" 2>&1 || { echo "$s: the reference failed (ref-$s.log)"; rc=1; continue; }
+  cp "$D/output/$s.jsonl" ref/
+  rm -rf "$D/runs"/* "$D/output"/*
+  "$BIN" run -s "$D/settings_$s.yaml" --execute > "ours-$s.log" 2>&1 || { echo "$s: ours failed (ours-$s.log)"; rc=1; continue; }
+  if cmp -s "ref/$s.jsonl" "$D/output/$s.jsonl"; then
+    echo "$s: $(wc -l < "ref/$s.jsonl") rows, identical"
+  else
+    echo "$s: differs"; rc=1
+  fi
+done
+echo "work: $W"
+exit $rc
