@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# A random differential of 0.7.1's statistics aggregations, run by hand
-# (it needs the 0.7.1 reference: setup.sh): 700 random rows for each of
-# distribution_profile, drift_compare, outlier_annotator and
-# paired_preference (ints, 1–3 decimal floats, scores in [0, 1), Gaussian
-# floats, a few outliers; pairs cut across batch edges), run through the
-# real ELSPETH 0.7.1 and through ours with 0.7.1's example settings, and
-# the output files compared byte for byte.
+# A random differential of 0.7.1's ten statistics aggregations, run by
+# hand (it needs the 0.7.1 reference: setup.sh): 700 random rows for each
+# example of examples/statistical_batch_plugins (numbers as ints, 1–3
+# decimal floats, scores in [0, 1), Gaussian floats, a few outliers;
+# labels and categories from small sets, some empty; pairs cut across
+# batch edges), run through the real ELSPETH 0.7.1 and through ours with
+# 0.7.1's example settings, and the output files compared byte for byte.
 #   tests/reference/elspeth071/stats_differential.sh ELSPETH_BINARY [SEED]
-# Session 39 (seed 39): 310, 157, 700 and 88 rows, all identical.
+# Session 39, seed 39: all ten identical (2,282 output rows).
 set -euo pipefail
 BIN=$(realpath "${1:?usage: stats_differential.sh ELSPETH_BINARY [SEED]}")
 SEED=${2:-39}
@@ -16,7 +16,9 @@ SRC=$(cd "$HERE/../../.." && pwd)
 W=$(mktemp -d /tmp/stats-diff-XXXXXX)
 D=examples/statistical_batch_plugins
 mkdir -p "$W/$D/output" "$W/$D/runs" "$W/ref"
-cp "$SRC/tests/fixtures/elspeth071_examples/$D"/settings_{distribution_profile,drift_compare,outlier_annotator,paired_preference}.yaml "$W/$D/"
+PLUGINS="distribution_profile drift_compare outlier_annotator paired_preference effect_size
+  experiment_compare classifier_metrics data_quality_report threshold_summary top_k"
+for s in $PLUGINS; do cp "$SRC/tests/fixtures/elspeth071_examples/$D/settings_$s.yaml" "$W/$D/"; done
 cd "$W"
 python3 - "$SEED" <<'PY'
 import random, sys
@@ -42,16 +44,35 @@ with open(d + "paired_preferences.csv", "w") as f:
     for i in range(1, 351):
         for v in random.sample(['control', 'treatment'], 2):
             f.write(f"case-{i:03d},{v},{num()}\n")
+for name in ("effect_size_scores", "experiment_scores"):
+    with open(d + name + ".csv", "w") as f:
+        f.write("id,prompt_variant,score\n")
+        for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment', 'v2'])},{num()}\n")
+with open(d + "classifier_labels.csv", "w") as f:
+    f.write("id,actual_label,predicted_label\n")
+    for i in range(1, 701): f.write(f"{i},{random.choice(['pass', 'fail', 'skip'])},{random.choice(['pass', 'fail', 'skip', 'pass'])}\n")
+with open(d + "data_quality_rows.csv", "w") as f:
+    f.write("id,source,score_text,label\n")
+    for i in range(1, 701):
+        f.write(f"{i},{random.choice(['judge_a', 'judge_b', ''])},{random.choice([num(), '', 'n/a'])},{random.choice(['accepted', 'rejected', ''])}\n")
+with open(d + "threshold_scores.csv", "w") as f:
+    f.write("id,prompt_variant,quality_score,latency_ms\n")
+    for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment'])},{'%.2f' % random.uniform(0, 1)},{random.randint(500, 1500)}\n")
+with open(d + "top_k_labels.csv", "w") as f:
+    f.write("id,model,predicted_label,task_family\n")
+    for i in range(1, 701):
+        f.write(f"{i},{random.choice(['model_a', 'model_b'])},{random.choice(['accepted', 'rejected', 'unsure', 'accepted'])},{random.choice(['summarization', 'qa', 'code'])}\n")
 PY
 rc=0
-for s in distribution_profile drift_compare outlier_annotator paired_preference; do
+for s in $PLUGINS; do
   rm -rf "$D/runs"/* "$D/output"/*
   "$HERE/elspeth-ref071" "$D/settings_$s.yaml" "$W" > "ref-$s.log" 2>&1 || { echo "$s: the reference failed (ref-$s.log)"; rc=1; continue; }
-  cp "$D/output/$s.jsonl" ref/
+  out=$(cd "$D/output" && ls) # each example's one output file
+  cp "$D/output/$out" "ref/$out"
   rm -rf "$D/runs"/* "$D/output"/*
   "$BIN" run -s "$D/settings_$s.yaml" --execute > "ours-$s.log" 2>&1 || { echo "$s: ours failed (ours-$s.log)"; rc=1; continue; }
-  if cmp -s "ref/$s.jsonl" "$D/output/$s.jsonl"; then
-    echo "$s: $(wc -l < "ref/$s.jsonl") rows, identical"
+  if cmp -s "ref/$out" "$D/output/$out"; then
+    echo "$s: $(wc -l < "ref/$out") rows, identical"
   else
     echo "$s: differs"; rc=1
   fi
