@@ -115,16 +115,15 @@ db_killed() {
   echo "    # $d: killed with ${n:-0} rows in the table"
 }
 
-# db_big DIR: rows committed after the last checkpoint are deleted by the
-# resume. With no checkpoint due before the end, the rows reach the
-# table only through the transaction's early commits (DBS_TXN_ROWS,
-# 10,000 rows): the run is killed once they show, so every row in the
-# table then is after the start's checkpoint, and the resume must take
-# them all back before it writes them again.
-db_big() {
-  local d=$1 n=40000 before rc dry
+# db_big_killed DIR [SINK_OPTION_LINE]: 40,000 rows into table results
+# with no checkpoint due before the end, killed once the transaction's
+# early commits put 10,000 rows in the table; `before` gets the rows
+# there then. The extra line goes into the sink's options.
+db_big_killed() {
+  local d=$1 extra=${2:-} pid i
   mkdir -p "$d"
-  awk -v n=$n 'BEGIN { for (i = 1; i <= n; i++) printf "{\"id\": %d, \"name\": \"r%d\"}\n", i, i }' > "$d/big.jsonl"
+  awk 'BEGIN { for (i = 1; i <= 40000; i++) printf "{\"id\": %d, \"name\": \"r%d\"}\n", i, i }' > "$d/big.jsonl"
+  [ -n "$extra" ] && extra=$'\n      '"$extra"
   cat > "$d/p.yaml" <<YAML
 source:
   plugin: json
@@ -133,12 +132,15 @@ source:
 sinks:
   results:
     plugin: database
-    options: {url: "$(db_url "$d")", table: results, schema: {mode: fixed, fields: ["id: int", "name: str"]}}
+    options:
+      url: "$(db_url "$d")"
+      table: results
+      schema: {mode: fixed, fields: ["id: int", "name: str"]}$extra
 checkpoint: {frequency: every_n, checkpoint_interval: 1000000}
 landscape: {url: "lmdb://./state"}
 YAML
   (cd "$d" && exec "$ELSPETH" run -s p.yaml --execute > bg.log 2>&1) &
-  local pid=$! i
+  pid=$!
   for i in $(seq 1 6000); do
     before=$(db_count "$d"); [ "${before:-0}" -ge 10000 ] 2>/dev/null && break
     kill -0 $pid 2>/dev/null || break
@@ -146,6 +148,17 @@ YAML
   done
   kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
   before=$(db_count "$d")
+}
+
+# db_big DIR: rows committed after the last checkpoint are deleted by the
+# resume. With no checkpoint due before the end, the rows reach the
+# table only through the transaction's early commits (DBS_TXN_ROWS,
+# 10,000 rows): the run is killed once they show, so every row in the
+# table then is after the start's checkpoint, and the resume must take
+# them all back before it writes them again.
+db_big() {
+  local d=$1 n=40000 rc dry
+  db_big_killed "$d"
   (cd "$d" && "$ELSPETH" resume latest -s p.yaml > dry.log 2>&1)
   dry=$(grep -o "cut back to [0-9]* rows" "$d/dry.log")
   (cd "$d" && $TO "$ELSPETH" resume latest -s p.yaml --execute > resume.log 2>&1); rc=$?

@@ -340,34 +340,11 @@ DB_EFFECT=1 DB_IF_EXISTS=append DB_PROVISION=provision kill_resume h2 40 120 220
 # commits, as db_big): the resume keeps them — DELETE is refused — and
 # checks the same rows against them instead of writing them again.
 mkdir -p h3
-awk 'BEGIN { for (i = 1; i <= 40000; i++) printf "{\"id\": %d, \"name\": \"r%d\"}\n", i, i }' > h3/big.jsonl
 { echo "CREATE TABLE results (id INTEGER, name TEXT);"; echo "$LEDGER_DDL"
   for t in results _elspeth_sink_effects; do
     echo "CREATE TRIGGER no_del_$t BEFORE DELETE ON $t BEGIN SELECT RAISE(ABORT, 'no DELETE on $t'); END;"
   done; } | sqlite3 "$WORK/db/h3.sqlite"
-cat > h3/p.yaml <<YAML
-source:
-  plugin: json
-  on_success: results
-  options: {path: big.jsonl, format: jsonl, schema: {mode: observed}, on_validation_failure: discard}
-sinks:
-  results:
-    plugin: database
-    options:
-      url: "$(db_url h3)"
-      table: results
-      schema: {mode: fixed, fields: ["id: int", "name: str"]}
-      effect_ledger: {table: _elspeth_sink_effects, permissions: [select, insert]}
-checkpoint: {frequency: every_n, checkpoint_interval: 1000000}
-landscape: {url: "lmdb://./state"}
-YAML
-(cd h3 && exec "$ELSPETH" run -s p.yaml --execute > bg.log 2>&1) & pid=$!
-for i in $(seq 1 6000); do
-  before=$(db_count h3); [ "${before:-0}" -ge 10000 ] 2>/dev/null && break
-  kill -0 $pid 2>/dev/null || break; sleep 0.01
-done
-kill -KILL $pid 2>/dev/null; wait $pid 2>/dev/null
-before=$(db_count h3)
+db_big_killed h3 "effect_ledger: {table: _elspeth_sink_effects, permissions: [select, insert]}"
 (cd h3 && $TO "$ELSPETH" resume latest -s p.yaml --execute > resume.log 2>&1); rc=$?
 if [ "${before:-0}" -ge 10000 ] && [ "${before:-0}" -lt 40000 ] && [ $rc = 0 ] &&
    [ "$(db_q h3 "SELECT count(*), count(DISTINCT id), min(id), max(id) FROM results")" = "40000|40000|1|40000" ] &&
