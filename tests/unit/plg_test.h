@@ -1,10 +1,12 @@
 /*
  * plg_test.h — what the plugin unit tests share: options parsed from YAML
- * text (kept until plgt_free_docs, a suite's .fini) and JSON test values.
+ * text (kept until plgt_free_docs, a suite's .fini), JSON test values
+ * and their comparison.
  */
 #ifndef ELSPETH_TESTS_PLG_TEST_H
 #define ELSPETH_TESTS_PLG_TEST_H
 
+#include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
@@ -40,6 +42,20 @@ static inline json_t *js(const char *text)
 
 	cr_assert_not_null(v, "bad test JSON %s: %s", text, jerr.text);
 	return v;
+}
+
+/* got equals the JSON text want: field order, types and every bit of
+ * every real (jansson writes 17 significant digits). */
+static inline void same(json_t *got, const char *want)
+{
+	size_t fl = JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
+	json_t *w = js(want);
+	char *g = json_dumps(got, fl), *ws = json_dumps(w, fl);
+
+	cr_assert_str_eq(g, ws);
+	free(g);
+	free(ws);
+	json_decref(w);
 }
 
 #endif

@@ -30,18 +30,6 @@ static void teardown(void)
 
 TestSuite(v071, .init = setup, .fini = teardown, .timeout = 10);
 
-static void same(json_t *got, const char *want)
-{
-	char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-	json_t *w = js(want);
-	char *ws = json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-
-	cr_assert_str_eq(g, ws);
-	free(g);
-	free(ws);
-	json_decref(w);
-}
-
 /* Runs transform `name` with options yaml on row; *got is its output (or
  * NULL) and the return its rc; err->msg the reason. */
 static int transform(const char *name, const char *yaml, const char *row,

@@ -51,18 +51,6 @@ static int flush(const char *name, const char *yaml, const char *rows, bool pass
 	return rc;
 }
 
-static void same(json_t *got, const char *want)
-{
-	char *g = json_dumps(got, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-	json_t *w = js(want);
-	char *ws = json_dumps(w, JSON_COMPACT | JSON_ENCODE_ANY | JSON_PRESERVE_ORDER);
-
-	cr_assert_str_eq(g, ws);
-	free(g);
-	free(ws);
-	json_decref(w);
-}
-
 static void rows_are(const char *name, const char *yaml, const char *rows, const char *want)
 {
 	json_t *got;

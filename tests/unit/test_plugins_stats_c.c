@@ -21,19 +21,6 @@ static void teardown(void)
 TestSuite(drift_compare, .fini = teardown, .timeout = 20);
 TestSuite(paired_preference, .fini = teardown, .timeout = 20);
 
-/* Field order, types and every bit of every real. */
-static void same(json_t *got, const char *want)
-{
-	size_t fl = JSON_COMPACT | JSON_PRESERVE_ORDER | JSON_REAL_PRECISION(17);
-	json_t *w = js(want);
-	char *g = json_dumps(got, fl), *ws = json_dumps(w, fl);
-
-	cr_assert_str_eq(g, ws);
-	free(g);
-	free(ws);
-	json_decref(w);
-}
-
 static const plg_aggregation_ops *drift(void)
 {
 	const plg_aggregation_ops *ops = plg_find_aggregation("batch_drift_compare");
