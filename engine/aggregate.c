@@ -11,6 +11,14 @@
  * at the end of the source. Its outputs are released at once: at the
  * position of the row that triggered the flush.
  *
+ * Held sinks: ELSPETH 0.7.1 writes every sink's rows at the end of its
+ * run, each sink's sorted (stably) by outcome, path and error_hash, so
+ * the rows an on_error route sends are in the order of their errors'
+ * hashes, not the source's. In a 0.7.1-format run a sink that an
+ * on_error names is held: its tokens wait in a buffer like an
+ * aggregation's (in checkpoints too) and are written, sorted so, at the
+ * end of the run, after the aggregations' last flushes (ADR 0048).
+ *
  * Only the holder of the release role touches this state (one thread at
  * a time, not always the same one; ADR 0009).
  */
@@ -20,7 +28,8 @@
 #include "engine/engine_internal.h"
 
 typedef struct agg_buf {
-	dag_node *node;
+	dag_node *node;         /* the aggregation, or the held sink */
+	bool hold;              /* a held sink's buffer */
 	eng_token *members;     /* owned tokens, in seq order */
 	uint64_t *seqs;
 	size_t n, cap;
@@ -33,6 +42,16 @@ struct eng_aggs {
 	agg_buf *bufs;
 	size_t nbufs;
 };
+
+/* Whether an on_error (of a transform or an aggregation) names sink. */
+static bool error_target(const dag_graph *g, int sink)
+{
+	for (size_t i = 0; i < g->nnodes; i++)
+		if ((g->nodes[i].kind == DAG_TRANSFORM ||
+		     g->nodes[i].kind == DAG_AGGREGATION) && g->nodes[i].on_error == sink)
+			return true;
+	return false;
+}
 
 int eng__aggs_init(eng_ctx *c, core_err *err)
 {
@@ -48,6 +67,12 @@ int eng__aggs_init(eng_ctx *c, core_err *err)
 	for (size_t i = 0; i < c->g->nnodes; i++)
 		if (c->g->nodes[i].kind == DAG_AGGREGATION)
 			a->bufs[a->nbufs++].node = &c->g->nodes[i];
+	for (size_t i = 0; i < c->g->nnodes; i++)
+		if (c->g->settings->format == CORE_FORMAT_V07 &&
+		    c->g->nodes[i].kind == DAG_SINK && error_target(c->g, (int)i)) {
+			a->bufs[a->nbufs].node = &c->g->nodes[i];
+			a->bufs[a->nbufs++].hold = true;
+		}
 	c->aggs = a;
 	return 0;
 }
@@ -111,6 +136,8 @@ static int batch_failed(eng_ctx *c, agg_buf *b, uint64_t seq, eng_summary *sum,
 		t.node = n->on_error;
 		t.step++; /* it visited the aggregation (member_states' step) */
 		t.home = b->seqs[i]; /* its records stay in its row's story */
+		if (c->g->settings->format == CORE_FORMAT_V07)
+			eng__order_key(NULL, msg, t.order_key);
 		rc = eng__audit_payload(c->audit, t.home, data, t.hash, err);
 		if (!rc && (rc = eng__result_add(&res, &t)))
 			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -343,6 +370,103 @@ static int buf_push(agg_buf *b, uint64_t seq, eng_token *t, uint64_t age_ns,
 	return 0;
 }
 
+/* ---------------------------------------------------------- held sinks */
+
+void eng__order_key(const json_t *reason, const char *msg, char key[17])
+{
+	uint8_t h[CORE_SHA256_LEN];
+	core_buf b = { 0 };
+
+	/* 0.7.1 hashes str(reason): a dict as its repr, in the plugin's key
+	 * order; an empty message as a marker (engine/_error_hash.py) */
+	if (reason && !core_py_str(&b, reason) && b.len)
+		core_sha256(b.data, b.len, h);
+	else if (msg && *msg)
+		core_sha256(msg, strlen(msg), h);
+	else
+		core_sha256("<no-message:TransformError>", 27, h);
+	core_buf_release(&b);
+	for (int i = 0; i < 8; i++)
+		snprintf(key + 2 * i, 3, "%02x", h[i]);
+}
+
+bool eng__held_sink(const eng_ctx *c, int node)
+{
+	for (size_t i = 0; c->aggs && i < c->aggs->nbufs; i++)
+		if (c->aggs->bufs[i].hold && c->aggs->bufs[i].node->id == node)
+			return true;
+	return false;
+}
+
+int eng__hold_accept(eng_ctx *c, uint64_t seq, eng_token *t, core_err *err)
+{
+	agg_buf *b = buf_of(c, t->node);
+	int rc;
+
+	if (!b || !b->hold)
+		return core_err_set(err, CORE_EINTERNAL, "no held sink %d", t->node);
+	if (!(rc = buf_push(b, seq, t, 0, err)))
+		b->accepted++;
+	return rc;
+}
+
+/* 0.7.1's (outcome, path) of a token that reaches a sink, as a rank in
+ * its sort order: failure/on_error_routed, failure/quarantined_at_source,
+ * success/default_flow, success/gate_routed. */
+static int path_rank(const eng_token *t)
+{
+	switch (t->outcome) {
+	case ENG_QUARANTINED:
+		return 1;
+	case ENG_COMPLETED:
+		return 2;
+	case ENG_ROUTED:
+		return t->error ? 0 : 3;
+	default:
+		return 4;
+	}
+}
+
+typedef struct held {
+	int rank;
+	const char *key;
+	size_t i;
+} held;
+
+static int held_cmp(const void *pa, const void *pb)
+{
+	const held *x = pa, *y = pb;
+	int d = x->rank - y->rank;
+
+	if (!d)
+		d = strcmp(x->key, y->key);
+	return d ? d : (x->i > y->i) - (x->i < y->i); /* stable: release order */
+}
+
+/* Writes a held sink's tokens, sorted as 0.7.1 sorts them. On a failed
+ * write the run fails without a last checkpoint: the resume starts from
+ * the one before, which holds them all, and cuts the sink back to it. */
+static int hold_flush(eng_ctx *c, agg_buf *b, eng_summary *sum, core_err *err)
+{
+	held *order;
+	int rc = 0;
+
+	if (!b->n)
+		return 0;
+	if (!(order = malloc(b->n * sizeof(*order))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	for (size_t i = 0; i < b->n; i++)
+		order[i] = (held){ path_rank(&b->members[i]), b->members[i].order_key, i };
+	qsort(order, b->n, sizeof(*order), held_cmp);
+	for (size_t i = 0; i < b->n && !rc; i++)
+		rc = eng__write_token(c, b->seqs[order[i].i], &b->members[order[i].i],
+				      sum, err);
+	free(order);
+	b->flushes += !rc;
+	buf_clear(b);
+	return rc;
+}
+
 /* ------------------------------------------------------------- triggers */
 
 static bool condition_fires(agg_buf *b, core_err *err, int *rc)
@@ -397,20 +521,25 @@ int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
 		for (size_t i = 0; c->aggs && i < c->aggs->nbufs && !rc; i++) {
 			agg_buf *b = &c->aggs->bufs[i];
 
-			if (b->n) {
+			if (b->n && !b->hold) {
 				rc = flush(c, b, "end_of_source", seq, sum, err);
 				again = true;
 			}
 		}
 	}
+	/* The held sinks last: the flushes above may have sent them rows. */
+	for (size_t i = 0; all && c->aggs && i < c->aggs->nbufs && !rc; i++)
+		if (c->aggs->bufs[i].hold)
+			rc = hold_flush(c, &c->aggs->bufs[i], sum, err);
 	if (all)
 		return rc;
 	for (size_t i = 0; c->aggs && i < c->aggs->nbufs && !rc; i++) {
 		agg_buf *b = &c->aggs->bufs[i];
-		double t = b->node->agg->trigger_timeout;
+		double t;
 
-		if (!b->n)
+		if (!b->n || b->hold)
 			continue;
+		t = b->node->agg->trigger_timeout;
 		if (t > 0 && now_ns >= b->first_mono + (uint64_t)(t * 1e9))
 			rc = flush(c, b, "timeout", seq, sum, err);
 	}
@@ -423,7 +552,7 @@ uint64_t eng__aggs_deadline(eng_ctx *c)
 
 	for (size_t i = 0; c->aggs && i < c->aggs->nbufs; i++) {
 		agg_buf *b = &c->aggs->bufs[i];
-		double t = b->node->agg->trigger_timeout;
+		double t = b->hold ? 0 : b->node->agg->trigger_timeout;
 		uint64_t d;
 
 		if (!b->n || t <= 0)
@@ -438,7 +567,7 @@ uint64_t eng__aggs_deadline(eng_ctx *c)
 bool eng__aggs_timed(const eng_ctx *c)
 {
 	for (size_t i = 0; c->aggs && i < c->aggs->nbufs; i++)
-		if (c->aggs->bufs[i].node->agg->trigger_timeout > 0)
+		if (!c->aggs->bufs[i].hold && c->aggs->bufs[i].node->agg->trigger_timeout > 0)
 			return true;
 	return false;
 }

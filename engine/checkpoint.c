@@ -106,6 +106,7 @@ static Elspeth__CheckpointToken *token_msg(arena *a, const eng_token *t,
 	m->error = t->error ? t->error : "";
 	m->branch = t->branch ? (char *)t->branch : "";
 	m->seq = seq;
+	m->order_key = (char *)t->order_key;
 	if (t->data)
 		m->data_json = track(a, json_dumps(t->data, JSON_COMPACT | JSON_ENCODE_ANY));
 	return m;

@@ -41,9 +41,9 @@ static int v07_row(json_t **data, core_err *err)
 	return 0;
 }
 
-/* Writes t to sink k; on failure diverts it. */
-static int write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
-		       core_err *err)
+/* Writes t to its sink; on failure diverts it. */
+int eng__write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
+		     core_err *err)
 {
 	uint64_t home = home_of(seq, t);
 
@@ -96,7 +96,9 @@ static int emit_token(eng_ctx *c, uint64_t seq, eng_token *t,
 	sum->outcomes[t->outcome]++;
 	switch (t->to) {
 	case ENG_TO_SINK:
-		return write_token(c, seq, t, sum, err);
+		if (eng__held_sink(c, t->node)) /* written at the end (aggregate.c) */
+			return eng__hold_accept(c, home_of(seq, t), t, err);
+		return eng__write_token(c, seq, t, sum, err);
 	case ENG_TO_DISCARD:
 		eng__audit_outcome(c->audit, home_of(seq, t), t);
 		sum->discarded++;

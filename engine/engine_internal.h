@@ -75,6 +75,9 @@ typedef struct eng_token {
 	const char *branch;/* fork branch, for the record */
 	uint64_t home;     /* the row whose story holds its records (the row
 			    * it was created in); 0: the result's row */
+	char order_key[17];/* ELSPETH 0.7.1's error_hash of the error that
+			    * sent it to its sink ("" none): a held sink's
+			    * rows are written in this order (aggregate.c) */
 } eng_token;
 
 /* Everything release needs for one row. */
@@ -414,6 +417,10 @@ int eng__walk_from(eng_ctx *c, uint64_t seq, uint64_t token_id, json_t *data,
 		   const char *hash, unsigned step, dag_dest dest,
 		   eng_result *res, core_err *err);
 
+/* Writes one token to its sink now (audit first; a failed write goes to
+ * the sink's on_write_failure or stops the run). */
+int eng__write_token(eng_ctx *c, uint64_t seq, eng_token *t, eng_summary *sum,
+		     core_err *err);
 /* Stage 3: writes res's tokens in order (outcome before the write, the
  * artifact after), feeding aggregations; batch outputs follow at once. */
 int eng__emit(eng_ctx *c, eng_result *res, eng_summary *sum,
@@ -430,7 +437,17 @@ void eng__aggs_free(eng_ctx *c);
 /* Buffers a token; flushes when a count or condition trigger fires. */
 int eng__agg_accept(eng_ctx *c, uint64_t seq, eng_token *t,
 		    eng_summary *sum, core_err *err);
-/* Flushes batches whose timeout passed (now_ns), or all (end of source). */
+/* Held sinks (a 0.7.1-format run's error sinks: written at the end of
+ * the run, sorted as 0.7.1 sorts them; ADR 0048): whether node is one,
+ * and taking t (its data and error) into its buffer. */
+bool eng__held_sink(const eng_ctx *c, int node);
+int eng__hold_accept(eng_ctx *c, uint64_t seq, eng_token *t, core_err *err);
+/* 0.7.1's error_hash into key: the first 16 hex digits of the SHA-256 of
+ * str(reason) (a dict as Python's repr, in its key order) when reason is
+ * given, else of msg. */
+void eng__order_key(const json_t *reason, const char *msg, char key[17]);
+/* Flushes batches whose timeout passed (now_ns), or all (end of source,
+ * then the held sinks). */
 int eng__aggs_tick(eng_ctx *c, uint64_t now_ns, uint64_t seq, bool all,
 		   eng_summary *sum, core_err *err);
 /* The earliest timeout deadline (monotonic ns), or 0. */

@@ -171,6 +171,7 @@ static int token_from(eng_ctx *c, uint64_t seq, const Elspeth__CheckpointToken *
 	t->step = m->step;
 	t->branch = branch_of(c->g, m->branch);
 	snprintf(t->hash, sizeof(t->hash), "%s", m->data_ref);
+	snprintf(t->order_key, sizeof(t->order_key), "%s", m->order_key);
 	if (m->error[0] && !(t->error = strdup(m->error)))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (m->data_json[0]) {

@@ -71,7 +71,20 @@ int eng__walk_error(walker *w, tok *t, int to, eng_outcome how,
 		json_decref(data);
 		return w->err->code;
 	}
-	return terminal(w, t, ENG_TO_SINK, to, how, data, msg);
+	if (terminal(w, t, ENG_TO_SINK, to, how, data, msg))
+		return w->err->code;
+	/* A 0.7.1-format run writes an error sink's rows in the order of
+	 * their error's hash (aggregate.c, "Held sinks"). */
+	if (w->c->g->settings->format == CORE_FORMAT_V07) {
+		eng_token *e = &w->res->tokens[w->res->ntokens - 1];
+
+		if (w->reason_key[0])
+			memcpy(e->order_key, w->reason_key, sizeof(e->order_key));
+		else
+			eng__order_key(NULL, msg, e->order_key);
+	}
+	w->reason_key[0] = '\0';
+	return 0;
 }
 
 /* Records the outcome of a token that goes no further (FORKED, EXPANDED,
@@ -239,11 +252,11 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 	st.id = eng__audit_state_id(a);
 	st.started_ns = core_now_wall_ns();
 	w->err->retryable = false;
+	w->reason_key[0] = '\0';
 	rc = n->tops->process(n->tstate, t->data, out, &cc.base, w->err);
 	if (cc.base.context) {
 		context = json_dumps(cc.base.context, JSON_COMPACT | JSON_SORT_KEYS |
 				     JSON_REAL_PRECISION(9));
-		json_decref(cc.base.context);
 		st.context_json = context;
 	}
 	/* A transform that passes its input on (delay, passthrough) returns
@@ -253,6 +266,7 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 		check_unchanged(n->name, *out, t->hash);
 	} else if (!rc && a->rec && eng__audit_payload(a, w->seq, *out, oh, w->err)) {
 		json_decref(*out);
+		json_decref(cc.base.context);
 		free(context);
 		return core_err_prefix(w->err, "row %llu: transform '%s' output",
 				       (unsigned long long)w->seq, n->name);
@@ -274,10 +288,14 @@ static int attempt(walker *w, tok *t, const dag_node *n, unsigned try,
 
 		eng__event(a, &ev);
 	}
-	if (rc)
+	if (rc) {
 		eng__audit_transform_error(a, &st, sid, w->err);
-	else if (!n->tops->expands)
+		if (w->c->g->settings->format == CORE_FORMAT_V07)
+			eng__order_key(cc.base.context ? json_object_get(cc.base.context,
+					"error_reason") : NULL, w->err->msg, w->reason_key);
+	} else if (!n->tops->expands)
 		memcpy(t->hash, oh, sizeof(oh));
+	json_decref(cc.base.context);
 	free(context);
 	return rc;
 }

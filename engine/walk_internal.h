@@ -41,6 +41,9 @@ typedef struct walker {
 	group *groups;
 	size_t ngroups, cap;
 	bool failed_recorded;
+	/* The last failed attempt's 0.7.1 error_hash (eng__order_key),
+	 * for the on_error route that follows it. */
+	char reason_key[17];
 	/* SIGINT/SIGTERM does not cut this walk short (batch outputs on
 	 * the release side: a flush is finished, not left half done). */
 	bool no_stop;

@@ -48,7 +48,8 @@ done
 # ------------------------------------------------------------ b. runs
 # example/settings-stem pairs whose output is 0.7.1's byte for byte.
 SAME="batch_aggregation/settings boolean_routing/settings checkpoint_resume/settings
-  concurrent_scheduler/settings deaggregation/settings explicit_routing/settings
+  concurrent_scheduler/settings deaggregation/settings deep_routing/settings
+  error_routing/settings explicit_routing/settings
   fork_coalesce/settings fork_coalesce/settings_per_branch fork_coalesce/settings_union_first_wins
   fork_coalesce/settings_union_last_wins json_explode/settings landscape_journal/settings
   multi_flow/settings multi_source_queue/settings report_assemble/settings retention_purge/settings
