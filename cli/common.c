@@ -91,6 +91,8 @@ static void print_node(FILE *f, const dag_graph *g, const dag_node *n)
 		fprintf(f, "Sink: %s [%s]", n->name, n->plugin);
 		if (n->on_error != DAG_NONE)
 			fprintf(f, " (failed writes -> %s)", dest_name(g, n->on_error));
+		if (dag_sink_held(g, n->id))
+			fputs(" (written at the end of the run, in ELSPETH 0.7.1's order)", f);
 		fputc('\n', f);
 		break;
 	case DAG_QUEUE:

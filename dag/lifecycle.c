@@ -66,6 +66,17 @@ const char *dag_sink_target(const dag_graph *g, const dag_node *n)
 	return n->kops->target ? n->kops->target(&g->env, n->options) : NULL;
 }
 
+bool dag_sink_held(const dag_graph *g, int sink)
+{
+	if (g->settings->format != CORE_FORMAT_V07 || g->nodes[sink].kind != DAG_SINK)
+		return false;
+	for (size_t i = 0; i < g->nnodes; i++)
+		if ((g->nodes[i].kind == DAG_TRANSFORM ||
+		     g->nodes[i].kind == DAG_AGGREGATION) && g->nodes[i].on_error == sink)
+			return true;
+	return false;
+}
+
 void dag_free(dag_graph *g)
 {
 	if (!g)

@@ -43,16 +43,6 @@ struct eng_aggs {
 	size_t nbufs;
 };
 
-/* Whether an on_error (of a transform or an aggregation) names sink. */
-static bool error_target(const dag_graph *g, int sink)
-{
-	for (size_t i = 0; i < g->nnodes; i++)
-		if ((g->nodes[i].kind == DAG_TRANSFORM ||
-		     g->nodes[i].kind == DAG_AGGREGATION) && g->nodes[i].on_error == sink)
-			return true;
-	return false;
-}
-
 int eng__aggs_init(eng_ctx *c, core_err *err)
 {
 	eng_aggs *a = calloc(1, sizeof(*a));
@@ -68,8 +58,7 @@ int eng__aggs_init(eng_ctx *c, core_err *err)
 		if (c->g->nodes[i].kind == DAG_AGGREGATION)
 			a->bufs[a->nbufs++].node = &c->g->nodes[i];
 	for (size_t i = 0; i < c->g->nnodes; i++)
-		if (c->g->settings->format == CORE_FORMAT_V07 &&
-		    c->g->nodes[i].kind == DAG_SINK && error_target(c->g, (int)i)) {
+		if (dag_sink_held(c->g, (int)i)) {
 			a->bufs[a->nbufs].node = &c->g->nodes[i];
 			a->bufs[a->nbufs++].hold = true;
 		}
