@@ -139,7 +139,7 @@ static int open_landscape(run_job *j, core_err *err)
 	 * database that cannot hold it, is refused before the run, not
 	 * after. */
 	if (core_sql_is_pg(r->sql)) {
-		if ((rc = sqlt_check(r->sql, err)))
+		if ((rc = sqlt_check(r->sql, s->format == CORE_FORMAT_V07, err)))
 			return rc;
 	} else if (r->sql[0] && !stat(r->sql, &st) && !S_ISREG(st.st_mode))
 		return core_err_set(err, CORE_ECONFIG,

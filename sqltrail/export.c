@@ -129,6 +129,16 @@ const sqlt_table sqlt__tables[ST__COUNT] = {
 		"run_id, attempt, sample_index, node_id, upstream, "
 		"rate_per_second, window, ceiling, in_flight, requests, "
 		"refusals, held_by" },
+	[ST_ROWS07] = { "rows", 9,
+		"row_id, run_id, source_node_id, row_index, "
+		"source_data_hash, source_data_ref, created_at, "
+		"source_row_index, ingest_sequence", .v07 = true },
+	[ST_RUN_SOURCES] = { "run_sources", 11,
+		"run_id, source_node_id, source_name, plugin_name, "
+		"lifecycle_state, config_hash, schema_json, "
+		"schema_contract_json, schema_contract_hash, "
+		"field_resolution_json, recorded_at",
+		.key = "run_id, source_node_id", .v07 = true },
 };
 
 /* What an earlier export wrote of run ?1: tables without a run_id go by
@@ -170,6 +180,10 @@ const char *const sqlt__delete_sql[] = {
 	"DELETE FROM elspeth_sample_upstreams WHERE run_id = ?1",
 	NULL
 };
+const char *const sqlt__delete_v07_sql[] = {
+	"DELETE FROM run_sources WHERE run_id = ?1",
+	NULL
+};
 
 int sqlt__conflict(int which, bool append)
 {
@@ -189,7 +203,18 @@ int sqlt__conflict_sql(int which, bool append, core_buf *b)
 	case SQLT_KEEP:
 		return core_buf_puts(b, " ON CONFLICT DO NOTHING") ? CORE_ENOMEM : 0;
 	case SQLT_REPLACE:
-		rc = core_buf_printf(b, " ON CONFLICT (\"%s\") DO UPDATE SET ", t->key);
+		/* the key's columns, each quoted: "a", "b" */
+		rc = core_buf_puts(b, " ON CONFLICT (");
+		for (const char *c = t->key; *c && !rc;) {
+			size_t n = strcspn(c, ",");
+
+			rc = core_buf_printf(b, "%s\"%.*s\"", c == t->key ? "" : ", ",
+					     (int)n, c);
+			c += n;
+			c += strspn(c, ", ");
+		}
+		if (!rc)
+			rc = core_buf_puts(b, ") DO UPDATE SET ");
 		for (const char *c = t->cols; *c && !rc;) {
 			size_t n = strcspn(c, ",");
 
@@ -607,6 +632,7 @@ static int one_node(xp *x, const void *key, size_t klen, const void *msg)
 		return core_err_set(x->err, CORE_ENOMEM, "out of memory");
 	n->config = json_loads(r->config_json, 0, NULL);
 	node_ident(n, r->config_hash);
+	snprintf(n->config_hash, sizeof(n->config_hash), "%s", r->config_hash);
 	if (!strcmp(r->kind, "source") && (!x->has_source || r->node_id < x->source)) {
 		x->source = r->node_id; /* the first source */
 		x->has_source = true;
@@ -781,6 +807,8 @@ void sqlt__run_reset(xp *x)
 	x->last_row_at = 0, x->rows_read = 0;
 	x->source = 0;
 	x->has_source = false;
+	x->v07 = x->last_source_set = false;
+	x->last_source = 0;
 	x->max_row = 0;
 	free(x->step_states);
 	x->step_states = NULL, x->nstep_states = x->cap_step_states = 0;
@@ -877,6 +905,50 @@ int sqlt__run_ident(xp *x, char started[SQLT_TIME_CAP])
 	return x->shared ? shared_label(x, started) : 0;
 }
 
+static bool settings_v07(const char *settings_json)
+{
+	json_t *s = json_loads(settings_json, 0, NULL);
+	bool v07 = json_object_get(s, "sources") != NULL;
+
+	json_decref(s);
+	return v07;
+}
+
+/* ELSPETH 0.7.1's run_sources: one row per source, in the settings'
+ * order (node order), its state where the run stands: the sources
+ * before the newest row's exhausted, its own loading (interrupted, in a
+ * run that stopped), the later ones ready; all exhausted once the run
+ * completed. We keep no pydantic schema nor field resolution per
+ * source: those columns are NULL. */
+int sqlt__write_run_sources(xp *x)
+{
+	const char *status = x->rr->status;
+	bool done = !strcmp(status, "completed");
+	bool stopped = !done && strcmp(status, "running");
+	uint32_t cur = x->last_source_set ? x->last_source : x->source;
+	xrow *s = &x->st[ST_RUN_SOURCES];
+	int rc = 0;
+
+	for (uint32_t i = 0; i < x->nnodes && !rc; i++) {
+		const xnode *n = &x->nodes[i];
+		const char *state;
+
+		if (!n->kind || strcmp(n->kind, "source"))
+			continue;
+		state = done || i < cur ? "exhausted" : i > cur ? "ready" :
+			stopped ? "interrupted" : "loading";
+		sqlt__bind_text(s, 1, x->rid);
+		sqlt__bind_text(s, 2, n->id);
+		sqlt__bind_text(s, 3, n->name);
+		sqlt__bind_text(s, 4, n->plugin);
+		sqlt__bind_text(s, 5, state);
+		sqlt__bind_text(s, 6, n->config_hash);
+		sqlt__bind_time(s, 11, x->rr->started_at_ns);
+		rc = sqlt__step(x, ST_RUN_SOURCES);
+	}
+	return rc;
+}
+
 int sqlt__export_head(xp *x)
 {
 	uint32_t resumes = 0;
@@ -887,6 +959,11 @@ int sqlt__export_head(xp *x)
 		protobuf_c_message_free_unpacked(&x->rr->base, NULL);
 	x->rr = NULL;
 	if ((rc = read_run(x, &x->rr)))
+		return rc;
+	/* a run in ELSPETH 0.7.1's format (its settings have `sources`)
+	 * gets 0.7.1's columns of rows and its run_sources (ADR 0049) */
+	x->v07 = settings_v07(x->rr->settings_json);
+	if (x->v07 && (rc = x->out->ops->v07(x->out, x->err)))
 		return rc;
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
@@ -986,12 +1063,26 @@ int sqlt__open_out(const char *target, bool live, sqlt_out **out, core_err *err)
 				      : sqlt__out_sqlite(target, live, out, err);
 }
 
-int sqlt_check(const char *target, core_err *err)
+int sqlt_check(const char *target, bool v07, core_err *err)
 {
 	sqlt_out *o;
 	int rc = sqlt__open_out(target, false, &o, err);
 
-	return rc ? rc : o->ops->close(o, true, err);
+	if (rc)
+		return rc;
+	/* a run in 0.7.1's format: its additions made (or their rights
+	 * checked) now, in a transaction of their own */
+	if (v07 && !(rc = o->ops->begin(o, "", "", true, err))) {
+		if ((rc = o->ops->v07(o, err)) || (rc = o->ops->commit(o, err)))
+			o->ops->rollback(o);
+	}
+	if (rc) {
+		core_err e2 = { 0 };
+
+		o->ops->close(o, false, &e2);
+		return rc;
+	}
+	return o->ops->close(o, true, err);
 }
 
 int sqlt_export(rec_env *env, uint64_t run, const char *path,

@@ -13,7 +13,10 @@ enum {
 	ST_CHECKPOINTS, ST_OWN_RUNS, ST_OWN_ROWS, ST_OWN_CALLS,
 	ST_OWN_ARTIFACTS, ST_OWN_SINK_FILES, ST_OWN_RESUMES,
 	ST_OWN_SUPERSEDED, ST_OWN_PAYLOADS, ST_OWN_SAMPLES,
-	ST_OWN_SAMPLE_UPSTREAMS, ST__COUNT
+	ST_OWN_SAMPLE_UPSTREAMS,
+	/* ELSPETH 0.7.1's (a run in its format): rows with its two columns,
+	 * and run_sources (sqlt_table.v07) */
+	ST_ROWS07, ST_RUN_SOURCES, ST__COUNT
 };
 
 /* The length of a run's id in a shared database (export.c) */
@@ -50,6 +53,9 @@ typedef struct sqlt_table {
 	/* a column with one value in every row, not bound: its name, as
 	 * an SQL literal, as COPY text (NULL: none) */
 	const char *fixed_col, *fixed_sql, *fixed_copy;
+	/* ELSPETH 0.7.1's additions: in a database only once a run in its
+	 * format went in (the output's v07 op makes them) */
+	bool v07;
 } sqlt_table;
 extern const sqlt_table sqlt__tables[];
 
@@ -71,6 +77,10 @@ typedef struct sqlt_out_ops {
 	void (*rollback)(sqlt_out *o);
 	/* ok: every run went in (an output may finish its indexes) */
 	int (*close)(sqlt_out *o, bool ok, core_err *err);
+	/* Inside a begun transaction: makes ELSPETH 0.7.1's additions where
+	 * they are missing (rows.source_row_index and ingest_sequence,
+	 * run_sources; schema.c), for a run in its format. */
+	int (*v07)(sqlt_out *o, core_err *err);
 } sqlt_out_ops;
 struct sqlt_out {
 	const sqlt_out_ops *ops;
@@ -85,8 +95,10 @@ int sqlt__conflict(int which, bool append);
  * "c" = excluded."c", ..." (SQLite and PostgreSQL alike). 0 or
  * CORE_ENOMEM. */
 int sqlt__conflict_sql(int which, bool append, core_buf *b);
-/* What an earlier export wrote of run ?1, children first (export.c). */
+/* What an earlier export wrote of run ?1, children first (export.c);
+ * and of 0.7.1's additions, when the database has them. */
 extern const char *const sqlt__delete_sql[];
+extern const char *const sqlt__delete_v07_sql[];
 /* live: a live trail's (ADR 0041): an SQLite file goes to WAL mode, a
  * PostgreSQL connection waits at most 10 s for a lock */
 int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err);
@@ -104,6 +116,7 @@ enum {
 /* A node of the run. */
 typedef struct xnode {
 	char id[160];           /* ELSPETH-style node_id */
+	char config_hash[CORE_SHA256_HEX_LEN + 1];
 	char *name, *kind, *plugin;
 	char *config_json;
 	json_t *config;         /* parsed config_json (NULL if not JSON) */
@@ -171,6 +184,9 @@ typedef struct xp {
 	size_t nbatches;
 	uint32_t source;        /* the (first) source node */
 	bool has_source;
+	bool v07;               /* the run is in ELSPETH 0.7.1's format */
+	bool last_source_set;
+	uint32_t last_source;   /* the source of the newest row read */
 	uint64_t max_row;       /* the highest row written */
 	/* A live step (follow.c): rows row_lo..row_hi of a run that goes on,
 	 * appended to what earlier steps wrote (row_hi UINT64_MAX and live
@@ -195,6 +211,9 @@ typedef struct xp {
 } xp;
 
 extern const char *const sqlt__outcome_names[OUT__COUNT];
+
+/* export.c: ELSPETH 0.7.1's run_sources rows of a run in its format */
+int sqlt__write_run_sources(xp *x);
 
 /* export.c: the row of table `which`, bound, goes out (and is cleared) */
 int sqlt__step(xp *x, int which);

@@ -248,7 +248,8 @@ int sqlt__export_records(xp *x)
 {
 	int rc;
 
-	if ((rc = sqlt__scan(x, REC_CALLS, &elspeth__call_record__descriptor, one_call)) ||
+	if ((x->v07 && (rc = sqlt__write_run_sources(x))) ||
+	    (rc = sqlt__scan(x, REC_CALLS, &elspeth__call_record__descriptor, one_call)) ||
 	    (rc = sqlt__scan(x, REC_BATCHES, &elspeth__batch_record__descriptor, one_batch)))
 		return rc;
 	/* a live step writes rows; the run's own records come at its end */

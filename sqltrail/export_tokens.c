@@ -433,7 +433,8 @@ static int one_outcome(xp *x, const void *key, size_t klen, const void *msg)
 static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 {
 	const Elspeth__RowRecord *r = msg;
-	xrow *s = &x->st[ST_ROWS];
+	int table = x->v07 ? ST_ROWS07 : ST_ROWS;
+	xrow *s = &x->st[table];
 	int rc;
 
 	(void)key, (void)klen;
@@ -441,6 +442,8 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 		return 0;
 	if (r->created_at_ns > x->last_row_at)
 		x->last_row_at = r->created_at_ns;
+	x->last_source = r->source; /* rows come in seq order */
+	x->last_source_set = true;
 	x->rows_read++;
 	sqlt__bind_ref(x, s, 1, "row", r->seq);
 	sqlt__bind_text(s, 2, x->rid);
@@ -451,7 +454,11 @@ static int one_row(xp *x, const void *key, size_t klen, const void *msg)
 	sqlt__bind_text(s, 5, r->source_hash);
 	sqlt__bind_nz(s, 6, r->payload_ref);
 	sqlt__bind_time(s, 7, r->created_at_ns);
-	if ((rc = sqlt__step(x, ST_ROWS)))
+	if (x->v07) { /* 0.7.1's: its index in its source, the ingest order */
+		sqlt__bind_i64(s, 8, (int64_t)r->source_row_index);
+		sqlt__bind_i64(s, 9, (int64_t)r->seq - 1);
+	}
+	if ((rc = sqlt__step(x, table)))
 		return rc;
 	s = &x->st[ST_OWN_ROWS];
 	sqlt__bind_ref(x, s, 1, "row", r->seq);

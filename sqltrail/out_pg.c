@@ -42,12 +42,15 @@ typedef struct out_pg {
 	PGconn *pg;
 	char *shown;      /* the url without its password */
 	bool append;      /* this transaction is a live step's */
+	bool v07_ready;   /* 0.7.1's additions are there (committed) */
+	bool v07_pending; /* ... made or seen in this transaction */
 	spool sp[ST__COUNT];
 } out_pg;
 
 /* Tables in the order their foreign keys allow. */
 static const int copy_order[] = {
-	ST_RUNS, ST_NODES, ST_EDGES, ST_ROWS, ST_TOKENS, ST_TOKEN_PARENTS,
+	ST_RUNS, ST_NODES, ST_RUN_SOURCES, ST_EDGES, ST_ROWS, ST_ROWS07,
+	ST_TOKENS, ST_TOKEN_PARENTS,
 	ST_NODE_STATES, ST_OPERATIONS, ST_CALLS, ST_ROUTING_EVENTS,
 	ST_BATCHES, ST_BATCH_MEMBERS, ST_BATCH_OUTPUTS, ST_ARTIFACTS,
 	ST_VALIDATION_ERRORS, ST_TRANSFORM_ERRORS, ST_CHECKPOINTS,
@@ -190,6 +193,29 @@ static const char elspeth_tables_q[] =
 	"'validation_errors','transform_errors','checkpoints',"
 	"'secret_resolutions','preflight_results')";
 
+/* Whether the user may insert into, update and delete from table. */
+static int can_write(out_pg *o, const char *table, core_err *err)
+{
+	char priv[256];
+	PGresult *r;
+	int rc = 0;
+
+	snprintf(priv, sizeof(priv), "SELECT has_table_privilege('%s', 'INSERT') "
+		 "AND has_table_privilege('%s', 'UPDATE') "
+		 "AND has_table_privilege('%s', 'DELETE')", table, table, table);
+	r = exec1(o, priv, NULL);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_fail(o, "checking privileges", PQresultErrorMessage(r), err);
+	else if (strcmp(PQgetvalue(r, 0, 0), "t"))
+		rc = core_err_set(err, CORE_EIO,
+			"%s: user %s may not insert into, update and delete from table %s "
+			"(a run writes its rows as it goes, updates its own row and "
+			"replaces itself at its end): the audit trail cannot be "
+			"written", o->shown, PQuser(o->pg), table);
+	PQclear(r);
+	return rc;
+}
+
 /* Every column the exporter writes must be there, and the user must be
  * allowed to insert, update (the live trail's steps, ADR 0041) and
  * delete in every table it writes: said now, before a row is processed,
@@ -214,9 +240,11 @@ static int check_tables(out_pg *o, core_err *err)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	for (int t = 0; t < ST__COUNT && !rc; t++) {
 		const sqlt_table *tb = &sqlt__tables[t];
-		char want[256], priv[256];
 		const char *c = tb->cols;
+		char want[256];
 
+		if (tb->v07) /* made, or checked, by pg_v07 */
+			continue;
 		while (*c && !rc) {
 			size_t n = strcspn(c, ",");
 
@@ -228,22 +256,8 @@ static int check_tables(out_pg *o, core_err *err)
 			c += n;
 			c += strspn(c, ", ");
 		}
-		if (rc)
-			break;
-		snprintf(priv, sizeof(priv), "SELECT has_table_privilege('%s', 'INSERT') "
-			 "AND has_table_privilege('%s', 'UPDATE') "
-			 "AND has_table_privilege('%s', 'DELETE')", tb->name, tb->name, tb->name);
-		r = exec1(o, priv, NULL);
-		if (PQresultStatus(r) != PGRES_TUPLES_OK)
-			rc = pg_fail(o, "checking privileges", PQresultErrorMessage(r), err);
-		else if (strcmp(PQgetvalue(r, 0, 0), "t"))
-			rc = core_err_set(err, CORE_EIO,
-				"%s: user %s may not insert into, update and delete from table %s "
-				"(a run writes its rows as it goes, updates its own row and "
-				"replaces itself at its end): the audit trail cannot be "
-				"written", o->shown, PQuser(o->pg),
-				tb->name);
-		PQclear(r);
+		if (!rc)
+			rc = can_write(o, tb->name, err);
 	}
 	core_buf_release(&cols);
 	return rc;
@@ -496,6 +510,67 @@ done:
 
 /* One transaction per run; a lock on the run's id keeps two exports of
  * it (a run's end and its resume) from interleaving. */
+/* Whether table has column (column "": whether the table exists), in
+ * the current schema. */
+static int has_relation(out_pg *o, const char *table, const char *column,
+			bool *found, core_err *err)
+{
+	const char *args[2] = { table, column };
+	PGresult *r = PQexecParams(o->pg, *column ?
+		"SELECT 1 FROM information_schema.columns WHERE table_schema = "
+		"current_schema() AND table_name = $1 AND column_name = $2" :
+		"SELECT 1 FROM information_schema.tables WHERE table_schema = "
+		"current_schema() AND table_name = $1", *column ? 2 : 1, NULL, args,
+		NULL, NULL, 0);
+	int rc = 0;
+
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_fail(o, "reading the tables", PQresultErrorMessage(r), err);
+	else
+		*found = PQntuples(r) > 0;
+	PQclear(r);
+	return rc;
+}
+
+/* Whether the index a "CREATE INDEX IF NOT EXISTS name ON ..." makes is
+ * there (creating it needs the table's owner, even when it is). */
+static int has_index(out_pg *o, const char *ddl, bool *found, core_err *err)
+{
+	const char *p = strstr(ddl, "EXISTS ") + 7;
+	char name[128];
+	PGresult *r;
+	int rc = 0;
+
+	snprintf(name, sizeof(name), "%.*s", (int)strcspn(p, " "), p);
+	r = exec1(o, "SELECT 1 FROM pg_indexes WHERE schemaname = current_schema() "
+		  "AND indexname = $1", name);
+	if (PQresultStatus(r) != PGRES_TUPLES_OK)
+		rc = pg_fail(o, "reading the indexes", PQresultErrorMessage(r), err);
+	else
+		*found = PQntuples(r) > 0;
+	PQclear(r);
+	return rc;
+}
+
+static int deletes(out_pg *o, const char *const *stmts, const char *rid, core_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; stmts[i] && !rc; i++) {
+		char sql[512], *q;
+		PGresult *r;
+
+		snprintf(sql, sizeof(sql), "%s", stmts[i]);
+		while ((q = strstr(sql, "?1")))
+			*q = '$';
+		r = exec1(o, sql, rid);
+		if (PQresultStatus(r) != PGRES_COMMAND_OK)
+			rc = pg_fail(o, "replacing an earlier export", PQresultErrorMessage(r), err);
+		PQclear(r);
+	}
+	return rc;
+}
+
 static int pg_begin(sqlt_out *base, const char *rid, const char *started,
 		    bool append, core_err *err)
 {
@@ -533,20 +608,55 @@ static int pg_begin(sqlt_out *base, const char *rid, const char *started,
 	PQclear(r);
 	if (rc)
 		return rc;
-	for (size_t i = 0; found && !append && sqlt__delete_sql[i]; i++) {
-		char sql[512], *q;
+	if (!found || append)
+		return 0;
+	/* 0.7.1's run_sources first (it refers to runs and nodes) */
+	if ((rc = has_relation(o, "run_sources", "", &found, err)) ||
+	    (found && (rc = deletes(o, sqlt__delete_v07_sql, rid, err))))
+		return rc;
+	return deletes(o, sqlt__delete_sql, rid, err);
+}
 
-		snprintf(sql, sizeof(sql), "%s", sqlt__delete_sql[i]);
-		while ((q = strstr(sql, "?1")))
-			*q = '$';
-		r = exec1(o, sql, rid);
-		if (PQresultStatus(r) != PGRES_COMMAND_OK)
-			rc = pg_fail(o, "replacing an earlier export", PQresultErrorMessage(r), err);
-		PQclear(r);
+/* ELSPETH 0.7.1's additions, made when one is missing (under the
+ * schema's lock: two runs may get there at once); a database that has
+ * them all is not altered, so a user who may write rows but not alter
+ * tables writes into it. */
+static int pg_v07(sqlt_out *base, core_err *err)
+{
+	out_pg *o = (out_pg *)base;
+	bool has, all = true;
+	char sql[256];
+	int rc = 0;
+
+	if (o->v07_ready)
+		return 0;
+	for (size_t i = 0; sqlt__v07_columns[i] && !rc && all; i++)
+		if (!(rc = has_relation(o, "rows", sqlt__v07_columns[i], &has, err)))
+			all = has;
+	for (size_t i = 0; sqlt__v07_tables[i] && !rc && all; i++)
+		if (!(rc = strncmp(sqlt__v07_tables[i], "CREATE INDEX", 12) ?
+		      has_relation(o, "run_sources", "", &has, err) :
+		      has_index(o, sqlt__v07_tables[i], &has, err)))
+			all = has;
+	if (!rc && !all &&
+	    !(rc = exec_ok(o, "SELECT pg_advisory_xact_lock(4751128)", "locking the schema", err))) {
+		for (size_t i = 0; sqlt__v07_columns[i] && !rc; i++) {
+			snprintf(sql, sizeof(sql), "ALTER TABLE rows ADD COLUMN IF NOT EXISTS "
+				 "%s INTEGER", sqlt__v07_columns[i]);
+			rc = exec_ok(o, sql, "adding ELSPETH 0.7.1's columns", err);
+		}
+		if (!rc)
+			rc = exec_ddl(o, sqlt__v07_tables, false, err);
 		if (rc)
-			return rc;
+			core_err_prefix(err, "a run in ELSPETH 0.7.1's format needs its "
+					"columns rows.source_row_index and ingest_sequence and its "
+					"table run_sources, which the database lacks");
 	}
-	return 0;
+	if (!rc)
+		rc = can_write(o, "run_sources", err);
+	/* ready once this transaction commits; a rollback makes it look again */
+	o->v07_pending = !rc;
+	return rc;
 }
 
 static int pg_commit(sqlt_out *base, core_err *err)
@@ -557,15 +667,18 @@ static int pg_commit(sqlt_out *base, core_err *err)
 	for (int i = 0; i < ST__COUNT && !rc; i++)
 		rc = copy_in(o, copy_order[i], err);
 	spools_clear(o);
-	if (rc)
-		return rc;
-	return exec_ok(o, "COMMIT", "committing", err);
+	if (!rc)
+		rc = exec_ok(o, "COMMIT", "committing", err);
+	o->v07_ready |= !rc && o->v07_pending;
+	o->v07_pending = false;
+	return rc;
 }
 
 static void pg_rollback(sqlt_out *base)
 {
 	out_pg *o = (out_pg *)base;
 
+	o->v07_pending = false;
 	spools_clear(o);
 	PQclear(PQexec(o->pg, "ROLLBACK"));
 }
@@ -585,7 +698,7 @@ static int pg_close(sqlt_out *base, bool ok, core_err *err)
 }
 
 static const sqlt_out_ops ops = {
-	pg_begin, pg_row, pg_commit, pg_rollback, pg_close,
+	pg_begin, pg_row, pg_commit, pg_rollback, pg_close, pg_v07,
 };
 
 int sqlt__out_pg(const char *url, bool live, sqlt_out **out, core_err *err)

@@ -41,6 +41,25 @@ static int prepare(out_sqlite *o, int which, bool append, core_err *err)
 	return rc;
 }
 
+/* Whether table has column (table "" : whether table exists). */
+static int has_column(out_sqlite *o, const char *table, const char *column,
+		      bool *found, core_err *err)
+{
+	sqlite3_stmt *s;
+
+	if (sqlite3_prepare_v2(o->db, *column ?
+			       "SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2" :
+			       "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1",
+			       -1, &s, NULL) != SQLITE_OK)
+		return sqlt__db_error(o->db, err, "reading the tables");
+	sqlite3_bind_text(s, 1, table, -1, SQLITE_STATIC);
+	if (*column)
+		sqlite3_bind_text(s, 2, column, -1, SQLITE_STATIC);
+	*found = sqlite3_step(s) == SQLITE_ROW;
+	sqlite3_finalize(s);
+	return 0;
+}
+
 static int has_run(out_sqlite *o, const char *rid, bool *found, core_err *err)
 {
 	sqlite3_stmt *s;
@@ -54,6 +73,24 @@ static int has_run(out_sqlite *o, const char *rid, bool *found, core_err *err)
 	return 0;
 }
 
+static int deletes(out_sqlite *o, const char *const *sql, const char *rid,
+		   core_err *err)
+{
+	sqlite3_stmt *s;
+	int rc;
+
+	for (size_t i = 0; sql[i]; i++) {
+		if (sqlite3_prepare_v2(o->db, sql[i], -1, &s, NULL) != SQLITE_OK)
+			return sqlt__db_error(o->db, err, "replacing an earlier export");
+		sqlite3_bind_text(s, 1, rid, -1, SQLITE_STATIC);
+		rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE)
+			return sqlt__db_error(o->db, err, "replacing an earlier export");
+	}
+	return 0;
+}
+
 /* BEGIN IMMEDIATE: the file is ours before the exporter takes its LMDB
  * snapshot, so an export that waited for another writes what the trail
  * holds now, never an older picture over a newer one. */
@@ -61,7 +98,6 @@ static int sq_begin(sqlt_out *base, const char *rid, const char *started,
 		    bool append, core_err *err)
 {
 	out_sqlite *o = (out_sqlite *)base;
-	sqlite3_stmt *s;
 	bool found = false;
 	int rc;
 
@@ -76,16 +112,11 @@ static int sq_begin(sqlt_out *base, const char *rid, const char *started,
 			return rc;
 		o->dropped = true;
 	}
-	for (size_t i = 0; sqlt__delete_sql[i]; i++) {
-		if (sqlite3_prepare_v2(o->db, sqlt__delete_sql[i], -1, &s, NULL) != SQLITE_OK)
-			return sqlt__db_error(o->db, err, "replacing an earlier export");
-		sqlite3_bind_text(s, 1, rid, -1, SQLITE_STATIC);
-		rc = sqlite3_step(s);
-		sqlite3_finalize(s);
-		if (rc != SQLITE_DONE)
-			return sqlt__db_error(o->db, err, "replacing an earlier export");
-	}
-	return 0;
+	/* 0.7.1's run_sources first (it refers to runs and nodes) */
+	if ((rc = has_column(o, "run_sources", "", &found, err)) ||
+	    (found && (rc = deletes(o, sqlt__delete_v07_sql, rid, err))))
+		return rc;
+	return deletes(o, sqlt__delete_sql, rid, err);
 }
 
 static int sq_row(sqlt_out *base, int which, const xrow *r, core_err *err)
@@ -118,6 +149,32 @@ static int sq_row(sqlt_out *base, int which, const xrow *r, core_err *err)
 	sqlite3_reset(s);
 	sqlite3_clear_bindings(s);
 	return rc == SQLITE_DONE ? 0 : sqlt__db_error(o->db, err, "writing the SQL trail");
+}
+
+/* ELSPETH 0.7.1's additions where missing, then their INSERTs. */
+static int sq_v07(sqlt_out *base, core_err *err)
+{
+	out_sqlite *o = (out_sqlite *)base;
+	char sql[256];
+	bool has;
+	int rc = 0;
+
+	/* checked every time: a rolled back transaction takes them away */
+	for (size_t i = 0; sqlt__v07_columns[i] && !rc; i++) {
+		if ((rc = has_column(o, "rows", sqlt__v07_columns[i], &has, err)) || has)
+			continue;
+		snprintf(sql, sizeof(sql), "ALTER TABLE rows ADD COLUMN %s INTEGER",
+			 sqlt__v07_columns[i]);
+		if (sqlite3_exec(o->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+			rc = sqlt__db_error(o->db, err, "adding ELSPETH 0.7.1's columns");
+	}
+	for (size_t i = 0; sqlt__v07_tables[i] && !rc; i++)
+		if (sqlite3_exec(o->db, sqlt__v07_tables[i], NULL, NULL, NULL) != SQLITE_OK)
+			rc = sqlt__db_error(o->db, err, "adding ELSPETH 0.7.1's tables");
+	for (int i = 0; i < 2 * ST__COUNT && !rc; i++)
+		if (sqlt__tables[i % ST__COUNT].v07 && !o->st[i >= ST__COUNT][i % ST__COUNT])
+			rc = prepare(o, i % ST__COUNT, i >= ST__COUNT, err);
+	return rc;
 }
 
 static int sq_commit(sqlt_out *base, core_err *err)
@@ -159,7 +216,7 @@ static int sq_close(sqlt_out *base, bool ok, core_err *err)
 }
 
 static const sqlt_out_ops ops = {
-	sq_begin, sq_row, sq_commit, sq_rollback, sq_close,
+	sq_begin, sq_row, sq_commit, sq_rollback, sq_close, sq_v07,
 };
 
 int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err)
@@ -187,7 +244,8 @@ int sqlt__out_sqlite(const char *path, bool live, sqlt_out **out, core_err *err)
 		sqlite3_busy_timeout(o->db, 10000);
 	}
 	for (int i = 0; i < 2 * ST__COUNT; i++)
-		if ((rc = prepare(o, i % ST__COUNT, i >= ST__COUNT, err))) {
+		if (!sqlt__tables[i % ST__COUNT].v07 && /* those: sq_v07 */
+		    (rc = prepare(o, i % ST__COUNT, i >= ST__COUNT, err))) {
 			core_err e2 = { 0 };
 
 			o->fresh = o->dropped = false;

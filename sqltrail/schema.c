@@ -494,3 +494,39 @@ const char *const sqlt__own_indexes[] = {
 	"CREATE INDEX IF NOT EXISTS ix_elspeth_superseded_run ON elspeth_superseded (run_id)",
 	NULL
 };
+
+/* ELSPETH 0.7.1's additions, made in a database when a run in its format
+ * first goes in (ADR 0049): its two columns of rows (added, so nullable:
+ * a 0.4.1 run's rows have none) and its run_sources table as its
+ * metadata.create_all makes it on SQLite. */
+const char *const sqlt__v07_columns[] = {
+	"source_row_index", "ingest_sequence", NULL
+};
+
+const char *const sqlt__v07_tables[] = {
+	"CREATE TABLE IF NOT EXISTS run_sources (\n"
+	"	run_id VARCHAR(64) NOT NULL,\n"
+	"	source_node_id VARCHAR(64) NOT NULL,\n"
+	"	source_name VARCHAR(64) NOT NULL,\n"
+	"	plugin_name VARCHAR(128) NOT NULL,\n"
+	"	lifecycle_state VARCHAR(32) NOT NULL,\n"
+	"	config_hash VARCHAR(64) NOT NULL,\n"
+	"	schema_json TEXT,\n"
+	"	schema_contract_json TEXT,\n"
+	"	schema_contract_hash VARCHAR(32),\n"
+	"	field_resolution_json TEXT,\n"
+	"	recorded_at DATETIME NOT NULL,\n"
+	"	PRIMARY KEY (run_id, source_node_id),\n"
+	"	UNIQUE (run_id, source_name),\n"
+	"	CONSTRAINT ck_run_sources_lifecycle_state CHECK (lifecycle_state IN "
+	"('ready', 'loading', 'exhausted', 'loaded', 'interrupted')),\n"
+	"	FOREIGN KEY(source_node_id, run_id) REFERENCES nodes (node_id, run_id),\n"
+	"	FOREIGN KEY(run_id) REFERENCES runs (run_id)\n"
+	")",
+	"CREATE INDEX IF NOT EXISTS ix_run_sources_source_name ON run_sources (run_id, source_name)",
+	"CREATE INDEX IF NOT EXISTS ix_run_sources_run ON run_sources (run_id)",
+	"CREATE INDEX IF NOT EXISTS ix_rows_run_ingest_sequence ON rows (run_id, ingest_sequence)",
+	"CREATE INDEX IF NOT EXISTS ix_rows_run_source_row ON rows "
+	"(run_id, source_node_id, source_row_index)",
+	NULL
+};

@@ -59,9 +59,10 @@ int sqlt_export(rec_env *env, uint64_t run, const char *path,
 /* Whether sqlt_export could write into target: a SQLite file is opened
  * (created with the schema when missing); a postgresql:// url is
  * connected to, its schema created or checked, and the user's right to
- * write every table checked. 0, or what is wrong (CORE_EIO, CORE_EDATA),
- * naming the target without its password. */
-int sqlt_check(const char *target, core_err *err);
+ * write every table checked; v07 (a run in ELSPETH 0.7.1's format):
+ * 0.7.1's additions made where missing (ADR 0049). 0, or what is wrong
+ * (CORE_EIO, CORE_EDATA), naming the target without its password. */
+int sqlt_check(const char *target, bool v07, core_err *err);
 
 /* The SQL trail a postgresql:// url's database holds (every run, in one
  * read-only snapshot), copied into `file`, a new SQLite file in the same

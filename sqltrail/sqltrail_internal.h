@@ -16,6 +16,10 @@ extern const char *const sqlt__elspeth_tables[];
 extern const char *const sqlt__elspeth_indexes[];
 extern const char *const sqlt__own_tables[];
 extern const char *const sqlt__own_indexes[];
+/* ELSPETH 0.7.1's additions (ADR 0049): the columns of rows it added
+ * (INTEGER), and run_sources with its indexes and those of the columns. */
+extern const char *const sqlt__v07_columns[];
+extern const char *const sqlt__v07_tables[];
 
 /* Unix ns -> "YYYY-MM-DD HH:MM:SS.ffffff" (UTC, as ELSPETH's SQLite
  * stores its times); "" for 0. */

@@ -12,6 +12,8 @@
 #      in no output, no table, no message;
 #   c. a second run: its own id; a re-export replaces, never duplicates;
 #   d. SIGKILL mid-run, resume: the database shows one completed run;
+#   d2. a run in ELSPETH 0.7.1's format adds 0.7.1's columns of rows
+#      and its run_sources (ADR 0049);
 #   e. wrong password, unknown host, missing database, a read-only user,
 #      a table of another shape, an unknown sslmode: exit 1
 #      before any row, the url named without its password, no sink
@@ -144,6 +146,59 @@ kill -9 $pid; wait $pid 2>/dev/null
   && pass "resumed: the database shows one completed run, $R rows, its resume" \
   || { fail "resume: exit $rc, $(db_q kill 'SELECT run_id, status FROM runs')"; show k/resume.log; }
 
+# ---------------------------------------- d2. ELSPETH 0.7.1's additions
+# A run in 0.7.1's format (two sources) adds 0.7.1's columns of rows and
+# its run_sources table, with 0.7.1's types on PostgreSQL (ADR 0049); a
+# 0.4.1-format run into the same database still goes in (NULL there);
+# a re-export replaces the run's run_sources too.
+pg_sql -c "CREATE DATABASE v07"
+mkdir -p v
+head -41 rows.csv > v/one.csv; { head -1 rows.csv; sed -n 42,71p rows.csv; } > v/two.csv
+cat > v/p.yaml <<YAML
+sources:
+  one: {plugin: csv, on_success: merged, options: {path: one.csv, schema: {mode: observed}, on_validation_failure: discard}}
+  two: {plugin: csv, on_success: merged, options: {path: two.csv, schema: {mode: observed}, on_validation_failure: discard}}
+queues:
+  merged: {description: both}
+transforms:
+- {name: pass, plugin: passthrough, input: merged, on_success: out, options: {schema: {mode: observed}}}
+sinks:
+  out: {plugin: json, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
+landscape: {url: "$(url v07)"}
+YAML
+(cd v && "$ELSPETH" run -s p.yaml -x > run.log 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(db_q v07 "SELECT string_agg(source_name || '/' || plugin_name || '/' || lifecycle_state, ' '
+  ORDER BY source_name) FROM run_sources")" = "one/csv/exhausted two/csv/exhausted" ] &&
+  pass "0.7.1 format on PostgreSQL: run_sources names both sources, exhausted" || { fail "v07 run: exit $rc"; show v/run.log; }
+[ "$(db_q v07 "SELECT string_agg(s.source_name || ':' || n || ':' || lo || '-' || hi, ' ' ORDER BY first) FROM
+  (SELECT source_node_id, count(*) n, min(source_row_index) lo, max(source_row_index) hi, min(ingest_sequence) first
+   FROM rows GROUP BY source_node_id) r JOIN run_sources s USING (source_node_id)")" = "one:40:0-39 two:30:0-29" ] &&
+  [ "$(db_q v07 "SELECT count(*) FROM rows WHERE ingest_sequence = row_index")" = 70 ] &&
+  pass "0.7.1 format on PostgreSQL: rows.source_row_index per source, ingest_sequence over both" ||
+  fail "v07 rows: $(db_q v07 'SELECT source_node_id, source_row_index, ingest_sequence FROM rows LIMIT 3')"
+got=$(db_q v07 "SELECT string_agg(table_name || '.' || column_name || ':' || data_type || ':' ||
+  coalesce(character_maximum_length::text, '') || ':' || is_nullable, ' ' ORDER BY table_name, ordinal_position)
+  FROM information_schema.columns WHERE table_schema = 'public' AND (table_name = 'run_sources'
+  OR (table_name = 'rows' AND column_name IN ('source_row_index', 'ingest_sequence')))")
+want="rows.source_row_index:integer::YES rows.ingest_sequence:integer::YES run_sources.run_id:character varying:64:NO
+run_sources.source_node_id:character varying:64:NO run_sources.source_name:character varying:64:NO
+run_sources.plugin_name:character varying:128:NO run_sources.lifecycle_state:character varying:32:NO
+run_sources.config_hash:character varying:64:NO run_sources.schema_json:text::YES
+run_sources.schema_contract_json:text::YES run_sources.schema_contract_hash:character varying:32:YES
+run_sources.field_resolution_json:text::YES run_sources.recorded_at:timestamp with time zone::NO"
+[ "$got" = "$(echo $want)" ] && pass "0.7.1's columns with its PostgreSQL types (the rows columns added, so nullable)" ||
+  fail "v07 columns: $got"
+[ "$(db_q v07 "SELECT string_agg(constraint_type, ',' ORDER BY constraint_type) FROM information_schema.table_constraints
+  WHERE table_name = 'run_sources' AND constraint_type <> 'CHECK'")" = "FOREIGN KEY,FOREIGN KEY,PRIMARY KEY,UNIQUE" ] &&
+  pass "run_sources: 0.7.1's keys" || fail "run_sources keys"
+mkdir -p v4; pipe "$(url v07)" "$WORK/v4" > v4.yaml
+(cd v4 && "$ELSPETH" run -s ../v4.yaml -x > run.log 2>&1); rc=$?
+[ $rc = 0 ] && [ "$(db_q v07 "SELECT count(*) FROM rows WHERE source_row_index IS NULL")" = $R ] &&
+  pass "a 0.4.1-format run into the same database: its $R rows, 0.7.1's columns NULL" || { fail "v04 into v07: exit $rc"; show v4/run.log; }
+"$ELSPETH" export -d v/state/audit.lmdb --run 1 --sqlite "$(url v07)" > /dev/null 2>&1
+[ "$(db_q v07 "SELECT count(*) FROM run_sources")" = 2 ] && [ "$(db_q v07 "SELECT count(*) FROM rows")" = $((70 + R)) ] &&
+  pass "exporting the 0.7.1 run again replaces its run_sources and rows" || fail "v07 re-export"
+
 # ------------------------------------------------------------- e. faults
 HBA="$PG_DIR/data/pg_hba.conf"
 { echo "local all auditor scram-sha-256"; cat "$HBA"; } > hba && cat hba > "$HBA"
@@ -189,4 +244,13 @@ db_q live "GRANT UPDATE ON ALL TABLES IN SCHEMA public TO auditor" > /dev/null
 [ $rc = 0 ] && [ "$(db_q live "SELECT count(*) FROM runs")" = 3 ] \
   && pass "PGPASSWORD, and a user allowed only to write rows: the run is written" \
   || { fail "auditor: exit $rc, runs $(db_q live "SELECT count(*) FROM runs")"; show w/run.log; }
+# ... whose database lacks 0.7.1's additions, which it may not make: a
+# run in 0.7.1's format is refused before any row, saying so
+sed "s|url: .*|url: \"postgresql://auditor@/live?host=$PG_DIR\&port=$PG_PORT\"}|" v/p.yaml > w/v07.yaml
+cp v/one.csv v/two.csv w/
+(cd w && rm -f out.jsonl && PGPASSWORD=right-one "$ELSPETH" run -s v07.yaml -x > v07.log 2>&1); rc=$?
+[ $rc = 1 ] && grep -q "needs its columns rows.source_row_index and ingest_sequence and its table run_sources" w/v07.log &&
+  [ ! -s w/out.jsonl ] && ! grep -q right-one w/v07.log &&
+  pass "0.7.1 format, a user who may not alter rows: refused before any row, saying what is missing" ||
+  { fail "v07 by auditor: exit $rc"; show w/v07.log; }
 finish

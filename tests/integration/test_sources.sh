@@ -78,6 +78,18 @@ got=$(sqlite3 trail.db "SELECT n.plugin_name || ':' || count(*) FROM rows r JOIN
 [ "$got" = "csv:3000 json:2001 csv:1500 " ] && pass "the SQL trail's rows name their source" || fail "rows by source: $got"
 [ "$(sqlite3 trail.db "SELECT count(*) FROM nodes WHERE node_type = 'queue'")" = 1 ] &&
   pass "the queue is a node of the trail" || fail "queue node"
+# 0.7.1's additions to the SQL trail (ADR 0049): rows' index in their
+# source and the ingest order, and run_sources
+got=$(sqlite3 trail.db "SELECT s.source_name || ':' || count(*) || ':' || min(r.source_row_index) || '-' ||
+  max(r.source_row_index) FROM rows r JOIN run_sources s ON s.source_node_id = r.source_node_id
+  AND s.run_id = r.run_id GROUP BY r.source_node_id ORDER BY min(r.ingest_sequence)" | tr '\n' ' ')
+[ "$got" = "alpha:3000:0-2999 beta:2001:0-2000 gamma:1500:0-1499 " ] &&
+  pass "rows.source_row_index counts each source's rows from 0 (0.7.1's column)" || fail "source_row_index: $got"
+[ "$(sqlite3 trail.db "SELECT count(*) FROM rows WHERE ingest_sequence = row_index")" = 6501 ] &&
+  pass "rows.ingest_sequence is the order over all sources" || fail "ingest_sequence"
+[ "$(sqlite3 trail.db "SELECT group_concat(source_name || '/' || plugin_name || '/' || lifecycle_state, ' ') FROM run_sources")" \
+  = "alpha/csv/exhausted beta/json/exhausted gamma/csv/exhausted" ] &&
+  pass "run_sources: each source, its plugin, exhausted" || fail "run_sources: $(sqlite3 trail.db 'SELECT * FROM run_sources')"
 
 # 2. killed anywhere — in the first source, at its end, in the second,
 #    in the last — and resumed to the same bytes (N = 16). The kill waits
@@ -97,6 +109,23 @@ for at_least in 400 2990 3600 5100 6200; do
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   at=$(wc -l < out.jsonl)
   [ "$at" = 6500 ] && { pass "the run ended before the kill at $at_least rows"; continue; }
+  # the live SQL trail says where the killed run stood: the sources
+  # before the source of its newest row there exhausted, that one
+  # loading (the first, with no row yet), the rest ready
+  states=$(sqlite3 trail.db "SELECT group_concat(lifecycle_state, ' ') FROM run_sources" 2>/dev/null)
+  newest=$(sqlite3 trail.db "SELECT s.source_name FROM rows r JOIN run_sources s ON s.source_node_id =
+    r.source_node_id AND s.run_id = r.run_id ORDER BY r.ingest_sequence DESC LIMIT 1" 2>/dev/null)
+  case ${newest:-alpha} in
+    alpha) want="loading ready ready" ;; beta) want="exhausted loading ready" ;; *) want="exhausted exhausted loading" ;;
+  esac
+  if [ -z "$states" ]; then
+    [ "$(sqlite3 trail.db "SELECT count(*) FROM rows" 2>/dev/null || echo 0)" = 0 ] &&
+      pass "killed at $at rows: before the first live step, no run_sources and no rows" ||
+      fail "killed at $at rows: rows in the SQL trail but no run_sources"
+  else
+    [ "$states" = "$want" ] && pass "killed at $at rows: run_sources says '$states' (newest row from ${newest:-none})" ||
+      fail "killed at $at rows: run_sources '$states', its newest row from '$newest'"
+  fi
   [ "$at" -gt 3000 ] && crossed=$((crossed + 1))
   "$ELSPETH" resume latest -s p.yaml --execute > resume.log 2>&1 ||
     { fail "resume after a kill at $at rows: $(tail -2 resume.log)"; continue; }
@@ -125,6 +154,37 @@ kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   cmp -s out-1.jsonl expect.jsonl && [ "$(cat out.jsonl)" = precious ] &&
   pass "auto_increment: killed, resumed in out-1.jsonl to the same bytes; out.jsonl untouched" ||
   fail "auto_increment resume: $(tail -2 resume.log); out.jsonl: $(head -c 40 out.jsonl)"
+
+# 2c. the live SQL trail while the run reads its second source: the
+#     first source exhausted, the second loading (0.7.1's run_sources)
+mkdir -p slow && head -201 a.csv > slow/a.csv && head -201 c.csv > slow/c.csv
+cat > slow/p.yaml <<'YAML'
+sources:
+  first: {plugin: csv, on_success: merged, options: {path: a.csv, schema: {mode: observed}, on_validation_failure: discard}}
+  second: {plugin: csv, on_success: merged, options: {path: c.csv, schema: {mode: observed}, on_validation_failure: discard}}
+queues:
+  merged: {description: both}
+transforms:
+- {name: slow, plugin: delay, input: merged, on_success: out, options: {schema: {mode: observed}, distribution: fixed, ms: 20}}
+sinks:
+  out: {plugin: json, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
+landscape: {url: "sqlite:///trail.db"}
+checkpoint: {frequency: every_n, checkpoint_interval: 10}
+YAML
+(cd slow && exec "$ELSPETH" run -s p.yaml --execute --max-rows-in-flight 4 > run.log 2>&1) & pid=$!
+seen=
+for _ in $(seq 1 1500); do
+  seen=$(sqlite3 slow/trail.db "SELECT group_concat(lifecycle_state, ' ') FROM run_sources WHERE EXISTS
+    (SELECT 1 FROM rows r JOIN run_sources s ON s.source_node_id = r.source_node_id WHERE s.source_name = 'second')" 2>/dev/null)
+  [ -n "$seen" ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.01
+done
+wait $pid; rc=$?
+[ "$seen" = "exhausted loading" ] && pass "live: once a row of the second source is in SQL, run_sources says '$seen'" ||
+  fail "live run_sources: '$seen'"
+[ $rc = 0 ] && [ "$(sqlite3 slow/trail.db "SELECT group_concat(lifecycle_state, ' ') FROM run_sources")" = "exhausted exhausted" ] &&
+  pass "live: the completed run's sources are both exhausted" || fail "completed run_sources: rc $rc"
 
 # 3. fan-in without a queue is refused as ELSPETH refuses it
 sed '/^queues:/,+1d' p.yaml > noq.yaml
