@@ -96,14 +96,21 @@ int cli_shard(int argc, char **argv)
 		for (uint32_t k = 0; k < m->nshards; k++)
 			if (m->ranges[k].last_row + 1 - m->ranges[k].first_row > most)
 				most = (uint32_t)(m->ranges[k].last_row + 1 - m->ranges[k].first_row);
-		printf("Planned %u shards of %llu rows (at most %u each) from %s (%llu bytes)\n"
+		uint64_t bytes = m->source_size;
+		char from[64];
+
+		for (uint32_t i = 1; m->sources && i < m->nsources; i++)
+			bytes += m->sources[i].size;
+		snprintf(from, sizeof(from), m->sources ? " and %u more sources" : "",
+			 m->nsources - 1);
+		printf("Planned %u shards of %llu rows (at most %u each) from %s%s (%llu bytes)\n"
 		       "  manifest: %s; the shards' files will go to %s/\n"
 		       "  each shard takes %.3g of every rate limit and pool_size (%u at once)\n"
 		       "Run each shard (K = 0..%u), then merge:\n"
 		       "  elspeth run -s %s --manifest %s --shard K --execute\n"
 		       "  elspeth merge -s %s --manifest %s\n",
-		       m->nshards, (unsigned long long)m->rows, most, m->source_path,
-		       (unsigned long long)m->source_size, m->path, m->dir,
+		       m->nshards, (unsigned long long)m->rows, most, m->source_path, from,
+		       (unsigned long long)bytes, m->path, m->dir,
 		       shd_capacity_share(m), m->parallel < m->nshards ? m->parallel : m->nshards,
 		       m->nshards - 1, settings, m->path, settings, m->path);
 	}

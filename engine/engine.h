@@ -315,6 +315,12 @@ int eng_node_hash(const dag_node *n, char out[65], core_err *err);
  * and its edges), as 64 hex digits and a NUL. */
 int eng_topology_hash(dag_graph *g, char out[65], core_err *err);
 
+/* Opens g's sources as the engine reads them: one source's plugin, or
+ * several one after another with one sequence, their positions naming
+ * the source (ADR 0044). Close with (*ops)->close(*state). */
+int eng_sources_open(const dag_graph *g, const plg_source_ops **ops, void **state,
+		     core_err *err);
+
 /* Resumes run `run_spec` (an id or "latest") of the Landscape o->rec from
  * its latest checkpoint (docs/architecture.md §9, docs/resume.md). First checks —
  * the run is not completed, its topology and settings hashes equal g's,

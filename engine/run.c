@@ -418,20 +418,20 @@ out:
  * does not start at the first row) and stops after it. */
 int eng__shard_setup(eng_ctx *c, const eng_shard *sh, core_err *err)
 {
-	const plg_source_ops *ops = c->g->nodes[0].sops;
+	bool seekable = true;
 
-	if (c->g->nsources > 1)
-		return core_err_set(err, CORE_EUNSUPPORTED,
-			"a pipeline with %zu sources cannot be sharded yet: run it as one "
-			"process (its rows in flight are many)", c->g->nsources);
+	/* several sources: the range's start names the source it is in,
+	 * and the chain seeks there (engine/sources.c) */
+	for (size_t i = 0; i < c->g->nsources; i++)
+		seekable = seekable && c->g->nodes[i].sops->seek && c->g->nodes[i].sops->position;
 	if (sh->first_seq < 1 || sh->last_seq + 1 < sh->first_seq)
 		return core_err_set(err, CORE_ECONFIG, "shard %u: rows %llu..%llu is no range",
 				    sh->index, (unsigned long long)sh->first_seq,
 				    (unsigned long long)sh->last_seq);
-	if (sh->first_seq > 1 && (!ops->seek || !ops->position))
+	if (sh->first_seq > 1 && !seekable)
 		return core_err_set(err, CORE_ECONFIG,
-			"source plugin %s cannot start at a row, so it cannot be sharded",
-			ops->name);
+			"a source of this pipeline cannot start at a row, so it cannot be "
+			"sharded");
 	c->limited = true;
 	c->last_seq = sh->last_seq;
 	if (c->resume)

@@ -165,6 +165,12 @@ int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 	return 0;
 }
 
+int eng_sources_open(const dag_graph *g, const plg_source_ops **ops, void **state,
+		     core_err *err)
+{
+	return eng__sources_open(g, ops, state, err);
+}
+
 json_t *eng__sources_fields(const dag_graph *g, void *state, unsigned i,
 			    const char **version)
 {

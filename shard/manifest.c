@@ -19,6 +19,12 @@ void shd_free(shd_manifest *m)
 	free(m->settings_path);
 	free(m->source_plugin);
 	free(m->source_path);
+	for (uint32_t i = 0; m->sources && i < m->nsources; i++) {
+		free(m->sources[i].name);
+		free(m->sources[i].plugin);
+		free(m->sources[i].path);
+	}
+	free(m->sources);
 	free(m->ranges);
 	free(m);
 }
@@ -99,6 +105,34 @@ static bool range_from(const json_t *j, uint32_t k, shd_range *r)
 	    !get_hex(j, "sha256", r->sha256, true))
 		return false;
 	r->start.line = line;
+	/* several sources: the one the range starts in, and its rows before */
+	if (json_object_get(j, "source")) {
+		uint64_t src = 0;
+
+		if (!get_u64(j, "source", &src) || src > UINT32_MAX ||
+		    !get_u64(j, "index", &r->start.index))
+			return false;
+		r->start.source = (unsigned)src;
+	}
+	return true;
+}
+
+static bool sources_from(const json_t *arr, shd_manifest *m)
+{
+	size_t n = json_array_size(arr);
+
+	if (n < 2 || n > 50 || !(m->sources = calloc(n, sizeof(*m->sources))))
+		return false;
+	m->nsources = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		const json_t *j = json_array_get(arr, i);
+		struct shd_source *s = &m->sources[i];
+
+		if (!(s->name = get_str(j, "name")) || !(s->plugin = get_str(j, "plugin")) ||
+		    !(s->path = get_str(j, "path")) || !get_u64(j, "size", &s->size) ||
+		    !get_hex(j, "sha256", s->sha256, false))
+			return false;
+	}
 	return true;
 }
 
@@ -159,6 +193,10 @@ static int from_json(shd_manifest *m, json_t *doc, core_err *err)
 	    !get_hex(src, "head_sha256", m->head_sha256, true))
 		return bad(err, m->path, "source");
 	m->bytes = json_is_true(json_object_get(src, "byte_positions"));
+	m->nsources = 1;
+	if (json_object_get(doc, "sources") &&
+	    (!sources_from(json_object_get(doc, "sources"), m) || m->bytes))
+		return bad(err, m->path, "sources");
 	if (!get_u64(doc, "rows", &m->rows) || !get_u64(doc, "shards", &n) ||
 	    !get_u64(doc, "parallel", &par) || n < 1 || n > SHD__MAX_SHARDS ||
 	    par < 1 || !json_is_array(ranges) || json_array_size(ranges) != n)
@@ -227,30 +265,45 @@ int shd_check_settings(const shd_manifest *m, dag_graph *g, core_err *err)
 	return 0;
 }
 
-int shd_check_source(const shd_manifest *m, uint32_t k, core_err *err)
+/* A source file as the plan read it: its size, and (whole) its hash. */
+static int check_file(const char *path, uint64_t size, const char *sha256, bool whole,
+		      core_err *err)
 {
-	const shd_range *r = &m->ranges[k];
 	char hex[CORE_SHA256_HEX_LEN + 1];
 	struct stat st;
 	uint64_t got;
 	int rc;
 
-	if (stat(m->source_path, &st))
-		return core_err_set(err, CORE_EIO, "the source %s: %s", m->source_path,
-				    strerror(errno));
-	if ((uint64_t)st.st_size != m->source_size)
+	if (stat(path, &st))
+		return core_err_set(err, CORE_EIO, "the source %s: %s", path, strerror(errno));
+	if ((uint64_t)st.st_size != size)
 		return core_err_set(err, CORE_EDATA,
 			"the source %s has %llu bytes, the plan read %llu: it changed "
-			"since `elspeth shard plan`", m->source_path,
-			(unsigned long long)st.st_size, (unsigned long long)m->source_size);
-	if (!m->bytes) {
-		rc = core_sha256_file(m->source_path, UINT64_MAX, &got, hex, err);
-		if (!rc && strcmp(hex, m->source_sha256))
-			rc = core_err_set(err, CORE_EDATA, "the source %s changed since "
-					  "`elspeth shard plan` (its SHA-256 differs)",
-					  m->source_path);
+			"since `elspeth shard plan`", path,
+			(unsigned long long)st.st_size, (unsigned long long)size);
+	if (!whole)
+		return 0;
+	rc = core_sha256_file(path, UINT64_MAX, &got, hex, err);
+	if (!rc && strcmp(hex, sha256))
+		rc = core_err_set(err, CORE_EDATA, "the source %s changed since "
+				  "`elspeth shard plan` (its SHA-256 differs)", path);
+	return rc;
+}
+
+int shd_check_source(const shd_manifest *m, uint32_t k, core_err *err)
+{
+	const shd_range *r = &m->ranges[k];
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	uint64_t got;
+	int rc = 0;
+
+	for (uint32_t i = 0; m->sources && i < m->nsources && !rc; i++)
+		rc = check_file(m->sources[i].path, m->sources[i].size,
+				m->sources[i].sha256, true, err);
+	if (m->sources || rc ||
+	    (rc = check_file(m->source_path, m->source_size, m->source_sha256, !m->bytes, err)) ||
+	    !m->bytes)
 		return rc;
-	}
 	rc = core_sha256_file_range(m->source_path, 0, m->head_bytes, &got, hex, err);
 	if (!rc && strcmp(hex, m->head_sha256))
 		rc = core_err_set(err, CORE_EDATA, "the source %s changed since "

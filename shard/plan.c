@@ -4,6 +4,10 @@
  * would read that row: quoted newlines, CRLF, a BOM, a header, blank
  * lines are the plugin's business), then hashes the file in one pass:
  * the whole, the bytes before the first row, and each shard's bytes.
+ * Several sources (ADR 0044) are numbered as a run reads them, one after
+ * another; a range starts in whichever source its first row is in (its
+ * position names it) and may end in a later one, so only the files are
+ * hashed, whole.
  *
  * Where each row starts is kept for every `stride`-th row only, in at
  * most MAX_MARKS marks (the stride doubles when they are full), so the
@@ -49,24 +53,22 @@ static const char *opt_value(const core_node *options, const char *key)
  * merged at all, is refused before anything is read. */
 static int shardable(const dag_graph *g, uint32_t shards, core_err *err)
 {
-	const dag_node *src = &g->nodes[0];
-
-	if (g->nsources > 1)
-		return core_err_set(err, CORE_EUNSUPPORTED,
-			"a pipeline with %zu sources cannot be sharded yet: run it as one "
-			"process (its rows in flight are many)", g->nsources);
 	if (!g->settings->audit)
 		return core_err_set(err, CORE_ECONFIG,
 			"a sharded run needs the Landscape (its merge proves every row "
 			"is in exactly one shard from it); landscape.enabled is false");
-	if (!src->sops->input || !src->sops->input(src->options))
-		return core_err_set(err, CORE_ECONFIG,
-			"source plugin %s names no input file, so it cannot be sharded",
-			src->plugin);
-	if (shards > 1 && (!src->sops->position || !src->sops->seek))
-		return core_err_set(err, CORE_ECONFIG,
-			"source plugin %s cannot start at a row, so it cannot be split "
-			"into shards", src->plugin);
+	for (size_t i = 0; i < g->nsources; i++) {
+		const dag_node *src = &g->nodes[i];
+
+		if (!src->sops->input || !src->sops->input(src->options))
+			return core_err_set(err, CORE_ECONFIG,
+				"source plugin %s names no input file, so it cannot be sharded",
+				src->plugin);
+		if (shards > 1 && (!src->sops->position || !src->sops->seek))
+			return core_err_set(err, CORE_ECONFIG,
+				"source plugin %s cannot start at a row, so it cannot be split "
+				"into shards", src->plugin);
+	}
 	for (size_t i = 0; i < g->nnodes; i++) {
 		const dag_node *n = &g->nodes[i];
 		const char *mode;
@@ -118,9 +120,11 @@ static int add_mark(scan *s, uint64_t seq, const plg_source_pos *pos)
 	return 0;
 }
 
-static int number_rows(const dag_node *src, scan *s, core_err *err)
+/* Numbers the rows as a run reads them (several sources: one after
+ * another, positions naming the source). */
+static int number_rows(const dag_graph *g, scan *s, core_err *err)
 {
-	const plg_source_ops *ops = src->sops;
+	const plg_source_ops *ops;
 	plg_source_pos pos = { 0 };
 	void *state = NULL;
 	int rc;
@@ -128,7 +132,7 @@ static int number_rows(const dag_node *src, scan *s, core_err *err)
 	s->stride = 1;
 	if (!(s->marks = malloc(MAX_MARKS * sizeof(*s->marks))))
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = ops->open(NULL, src->options, &state, err)))
+	if ((rc = eng_sources_open(g, &ops, &state, err)))
 		return core_err_prefix(err, "shard plan: source");
 	for (;;) {
 		plg_source_row r;
@@ -288,13 +292,19 @@ static json_t *manifest_json(const shd_manifest *m)
 	for (uint32_t k = 0; ranges && k < m->nshards; k++) {
 		const shd_range *r = &m->ranges[k];
 
-		json_array_append_new(ranges, json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s}",
+		json_t *j = json_pack("{s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:s}",
 			"shard", (int)k, "first_row", (json_int_t)r->first_row,
 			"last_row", (json_int_t)r->last_row,
 			"rows", (json_int_t)(r->last_row + 1 - r->first_row),
 			"offset", (json_int_t)r->start.offset,
 			"line", (json_int_t)r->start.line,
-			"byte_end", (json_int_t)r->byte_end, "sha256", r->sha256));
+			"byte_end", (json_int_t)r->byte_end, "sha256", r->sha256);
+
+		if (j && m->sources) { /* the source it starts in, its rows before */
+			json_object_set_new(j, "source", json_integer(r->start.source));
+			json_object_set_new(j, "index", json_integer((json_int_t)r->start.index));
+		}
+		json_array_append_new(ranges, j);
 	}
 	doc = json_pack("{s:i,s:{s:s,s:s,s:s},s:{s:s,s:s,s:I,s:s,s:b,s:I,s:s},"
 			"s:I,s:i,s:i,s:f,s:o}",
@@ -308,7 +318,42 @@ static json_t *manifest_json(const shd_manifest *m)
 		"rows", (json_int_t)m->rows, "shards", (int)m->nshards,
 		"parallel", (int)m->parallel, "capacity_share", shd_capacity_share(m),
 		"ranges", ranges);
+	if (doc && m->sources) {
+		json_t *list = json_array();
+
+		for (uint32_t i = 0; list && i < m->nsources; i++)
+			json_array_append_new(list, json_pack("{s:s,s:s,s:s,s:I,s:s}",
+				"name", m->sources[i].name, "plugin", m->sources[i].plugin,
+				"path", m->sources[i].path, "size", (json_int_t)m->sources[i].size,
+				"sha256", m->sources[i].sha256));
+		json_object_set_new(doc, "sources", list);
+	}
 	return doc;
+}
+
+/* Several sources: each file's name, plugin, size and hash (a shard
+ * checks them whole: a range may span files, so no range is hashed). */
+static int hash_sources(const dag_graph *g, shd_manifest *m, core_err *err)
+{
+	int rc = 0;
+
+	if (!(m->sources = calloc(g->nsources, sizeof(*m->sources))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	m->nsources = (uint32_t)g->nsources;
+	for (uint32_t i = 0; i < m->nsources && !rc; i++) {
+		const dag_node *n = &g->nodes[i];
+		struct shd_source *s = &m->sources[i];
+
+		if (!(s->name = strdup(n->name)) || !(s->plugin = strdup(n->plugin)) ||
+		    !(s->path = strdup(n->sops->input(n->options))))
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		rc = core_sha256_file(s->path, UINT64_MAX, &s->size, s->sha256, err);
+	}
+	if (!rc) {
+		m->source_size = m->sources[0].size;
+		memcpy(m->source_sha256, m->sources[0].sha256, sizeof(m->source_sha256));
+	}
+	return rc;
 }
 
 int shd__write_json(const char *path, const json_t *doc, core_err *err)
@@ -364,13 +409,14 @@ int shd_plan(dag_graph *g, const char *settings_path, const shd_plan_opts *o,
 	}
 	snprintf(m->config_hash, sizeof(m->config_hash), "%s", g->settings->config_hash);
 	if ((rc = eng_topology_hash(g, m->topology_hash, err)) ||
-	    (rc = number_rows(src, &s, err)))
+	    (rc = number_rows(g, &s, err)))
 		goto out;
 	m->rows = s.rows;
 	make_ranges(&s, m->ranges, m->nshards);
-	m->bytes = s.marks[0].pos.bytes;
+	m->nsources = 1;
+	m->bytes = g->nsources == 1 && s.marks[0].pos.bytes;
 	m->head_bytes = m->bytes ? m->ranges[0].start.offset : 0;
-	if ((rc = hash_source(m, err)))
+	if ((rc = g->nsources > 1 ? hash_sources(g, m, err) : hash_source(m, err)))
 		goto out;
 	if (!(doc = manifest_json(m))) {
 		rc = core_err_set(err, CORE_ENOMEM, "out of memory");

@@ -42,9 +42,18 @@ typedef struct shd_manifest {
 	char *settings_path;          /* as the plan was given it */
 	char config_hash[CORE_SHA256_HEX_LEN + 1];
 	char topology_hash[CORE_SHA256_HEX_LEN + 1];
-	char *source_plugin, *source_path;
+	char *source_plugin, *source_path;   /* the (first) source */
 	uint64_t source_size;
 	char source_sha256[CORE_SHA256_HEX_LEN + 1];
+	/* A pipeline with several sources (ADR 0044): each one's file, read
+	 * one after another; its ranges' starts name the source they are in,
+	 * and the check is of every file whole (bytes is false). */
+	uint32_t nsources;            /* 1: the fields above say it all */
+	struct shd_source {
+		char *name, *plugin, *path;
+		uint64_t size;
+		char sha256[CORE_SHA256_HEX_LEN + 1];
+	} *sources;                   /* nsources > 1 only */
 	bool bytes;                   /* positions are byte offsets */
 	uint64_t head_bytes;          /* bytes before the first row's range */
 	char head_sha256[CORE_SHA256_HEX_LEN + 1];
@@ -62,8 +71,9 @@ typedef struct shd_plan_opts {
 } shd_plan_opts;
 
 /* Checks that g can be sharded (a Landscape; aggregations only with one
- * shard; sinks that can be merged and do not append; a source that can
- * start at a row), reads the source once to number its rows, hashes it,
+ * shard; sinks that can be merged and do not append; sources that can
+ * start at a row), reads the sources once to number their rows (several:
+ * one after another, as a run reads them), hashes them,
  * and writes the manifest (temporary file, fsync, rename). *out may be
  * NULL. CORE_ECONFIG naming what cannot be sharded, CORE_EIO, CORE_EDATA
  * (the source cannot be read to its end). */

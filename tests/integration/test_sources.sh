@@ -4,7 +4,8 @@
 # pipelined run writes what a sequential run writes; a SIGKILL anywhere,
 # before, at or after a source boundary, resumes to the same bytes; each
 # row's trail names its source; a source's invalid rows go where that
-# source says; 0.7.1's union_collision_policy and collision_policy.
+# source says; sharded over all sources; 0.7.1's union_collision_policy
+# and collision_policy.
 source "$(dirname "$0")/lib.sh"
 cd "$WORK"
 
@@ -154,6 +155,40 @@ kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   cmp -s out-1.jsonl expect.jsonl && [ "$(cat out.jsonl)" = precious ] &&
   pass "auto_increment: killed, resumed in out-1.jsonl to the same bytes; out.jsonl untouched" ||
   fail "auto_increment resume: $(tail -2 resume.log); out.jsonl: $(head -c 40 out.jsonl)"
+
+# 2d. sharded over all three sources: the plan numbers them as a run
+#     reads them, a shard may start in one and end in the next; merged,
+#     the files are the one run's, also after a shard is killed past the
+#     boundary it spans and run again; a changed source is refused
+rm -rf out.jsonl bad.jsonl trail.db trail.db.lmdb m.json m.d
+expect "shard plan over three sources" 0 "from a.csv and 2 more sources" -- \
+  "$ELSPETH" shard plan -s p.yaml --shards 3 -o m.json
+[ "$(python3 -c 'import json; print(" ".join("%s:%s" % (r.get("source"), r["first_row"]) for r in json.load(open("m.json"))["ranges"]))')" \
+  = "0:1 0:2168 1:4335" ] && pass "the plan's ranges name the source they start in" || fail "ranges: $(cat m.json)"
+for k in 0 2; do "$ELSPETH" run -s p.yaml --manifest m.json --shard $k --execute > shard-$k.log 2>&1 & done
+"$ELSPETH" run -s p.yaml --manifest m.json --shard 1 --execute --max-rows-in-flight 4 > shard-1.log 2>&1 & pid=$!
+for _ in $(seq 1 3000); do # shard 1 (rows 2168..4334: 833 of alpha's) killed in beta
+  n=$(cat m.d/shard-0001/parts/*-out.jsonl 2>/dev/null | wc -l)
+  [ "$n" -ge 950 ] && break
+  kill -0 $pid 2>/dev/null || break
+  sleep 0.005
+done
+kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null; wait
+[ "$n" -ge 950 ] && [ "$n" -lt 2167 ] && pass "shard 1 killed past the boundary between alpha and beta ($n rows out)" ||
+  echo "# shard 1 was not killed past the boundary ($n rows out)"
+expect "shard 1 run again finishes" 0 "" -- "$ELSPETH" run -s p.yaml --manifest m.json --shard 1 --execute
+expect "merge" 0 "" -- "$ELSPETH" merge -s p.yaml --manifest m.json
+cmp -s out.jsonl expect.jsonl && [ "$(wc -l < bad.jsonl)" = 1 ] &&
+  pass "merged: the three sources' rows in order, beta's invalid line in bad.jsonl" || fail "sharded output differs"
+expect "verify --manifest" 0 "the shards cover every row once" -- "$ELSPETH" verify --manifest m.json
+expect "explain --manifest names a row's source" 0 "from source 'gamma', its row 0" -- \
+  "$ELSPETH" explain --manifest m.json --row 5002
+"$ELSPETH" shard plan -s p.yaml --shards 2 -o m2.json > /dev/null
+echo "c9999,1" >> c.csv
+expect "a source changed since the plan is refused" 1 "c.csv has" -- \
+  "$ELSPETH" run -s p.yaml --manifest m2.json --shard 0 --execute
+sed -i '$d' c.csv
+rm -rf out.jsonl bad.jsonl trail.db trail.db.lmdb
 
 # 2c. the live SQL trail while the run reads its second source: the
 #     first source exhausted, the second loading (0.7.1's run_sources)
