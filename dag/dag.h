@@ -143,8 +143,9 @@ const char *dag_sink_target(const dag_graph *g, const dag_node *n);
  * NULL: nothing known. */
 const plg_contract *dag_producer_contract(const dag_graph *g, int v);
 /* Whether sink node `sink` is held: in a pipeline in ELSPETH 0.7.1's
- * format, a sink that the on_error of a transform or an aggregation
- * names is written at the end of the run, in 0.7.1's order (ADR 0048). */
+ * format, a sink that the on_error of a transform or an aggregation (or
+ * a source's on_validation_failure) names is written at the end of the
+ * run, in 0.7.1's order (ADR 0048). */
 bool dag_sink_held(const dag_graph *g, int sink);
 /* The route of gate node n for key, or NULL. */
 const dag_route *dag_gate_route(const dag_node *n, const char *key);

@@ -443,6 +443,7 @@ int dag_build(const core_settings *s, dag_graph **out, core_err *err)
 	g->settings = s;
 	plg_env_init(&g->env, &s->rate_limit);
 	g->env.payload_dir = s->payload_store.base_path;
+	g->env.v07 = s->format == CORE_FORMAT_V07;
 	g->env.max_workers = (unsigned)s->max_workers;
 	g->nsources = s->nsources;
 	g->nnodes = s->nsources + s->ntransforms + s->ngates + s->ncoalesce +

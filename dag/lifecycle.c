@@ -71,7 +71,7 @@ bool dag_sink_held(const dag_graph *g, int sink)
 	if (g->settings->format != CORE_FORMAT_V07 || g->nodes[sink].kind != DAG_SINK)
 		return false;
 	for (size_t i = 0; i < g->nnodes; i++)
-		if ((g->nodes[i].kind == DAG_TRANSFORM ||
+		if ((g->nodes[i].kind == DAG_TRANSFORM || g->nodes[i].kind == DAG_SOURCE ||
 		     g->nodes[i].kind == DAG_AGGREGATION) && g->nodes[i].on_error == sink)
 			return true;
 	return false;

@@ -220,6 +220,23 @@ static void fill_run(const eng_audit *a, Elspeth__RunRecord *r,
 	}
 }
 
+/* The run's nodes and edges, and its topology (in the payloads) with its
+ * hash in a->topology_hash. */
+static int record_topology(eng_audit *a, json_t *topo, core_err *err)
+{
+	core_buf b = { 0 };
+	int rc = record_nodes(a, topo, true, err);
+
+	if (!rc)
+		rc = record_edges(a, topo, true);
+	if (!rc)
+		rc = core_canon_append(&b, topo, err);
+	if (!rc && (rc = rec_put_payload(a->rec, b.data, b.len, a->topology_hash)))
+		rc = put_err(a, rc, err, "the topology");
+	core_buf_release(&b);
+	return rc;
+}
+
 int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 		     const char *settings_path, const eng_shard *shard,
 		     core_err *err)
@@ -252,22 +269,13 @@ int eng__audit_start(eng_audit *a, rec_env *rec, dag_graph *g,
 	if (!rc)
 		rc = rec_run_lock(rec, a->run_id, &a->lock_fd, err);
 	if (!rc)
-		rc = record_nodes(a, topo, true, err);
-	if (!rc)
-		rc = record_edges(a, topo, true);
+		rc = record_topology(a, topo, err);
 	if (!rc) {
 		rec_key k;
 
-		core_buf b = { 0 };
-
-		rc = core_canon_append(&b, topo, err);
-		if (!rc && (rc = rec_put_payload(rec, b.data, b.len, a->topology_hash)))
-			rc = put_err(a, rc, err, "the topology");
-		core_buf_release(&b);
 		fill_run(a, &r, settings_path, a->topology_hash);
 		run_key_id(a, &k);
-		if (!rc)
-			rc = rec_put_msg(rec, REC_RUNS, &k, &r.base);
+		rc = rec_put_msg(rec, REC_RUNS, &k, &r.base);
 	}
 	json_decref(topo);
 	if (rc && !err->msg[0])
@@ -313,6 +321,18 @@ int eng__audit_resume(eng_audit *a, rec_env *rec, dag_graph *g,
 	atomic_init(&a->next_token, next[0]);
 	atomic_init(&a->next_state, next[1]);
 	atomic_init(&a->next_batch, next[2]);
+	/* A run killed before its nodes reached the Landscape left only its
+	 * provisional record (no topology): they are recorded now, so its
+	 * states name their nodes. */
+	if (!a->topology_hash[0]) {
+		json_t *topo = json_pack("{s:[],s:[]}", "nodes", "edges");
+
+		rc = topo ? record_topology(a, topo, err) :
+			    core_err_set(err, CORE_ENOMEM, "out of memory");
+		json_decref(topo);
+		if (rc)
+			return rc;
+	}
 	fill_run(a, &r, settings_path, a->topology_hash);
 	run_key_id(a, &k);
 	if ((rc = rec_put_msg(rec, REC_RUNS, &k, &r.base)))

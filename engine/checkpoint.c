@@ -89,8 +89,9 @@ static void arena_free(arena *a)
 	free(a->p);
 }
 
+/* by_ref: its data by its payload's hash only (data_ref). */
 static Elspeth__CheckpointToken *token_msg(arena *a, const eng_token *t,
-					   uint64_t seq)
+					   uint64_t seq, bool by_ref)
 {
 	Elspeth__CheckpointToken *m = alloc(a, sizeof(*m));
 
@@ -107,7 +108,7 @@ static Elspeth__CheckpointToken *token_msg(arena *a, const eng_token *t,
 	m->branch = t->branch ? (char *)t->branch : "";
 	m->seq = seq;
 	m->order_key = (char *)t->order_key;
-	if (t->data)
+	if (t->data && !(by_ref && t->hash[0]))
 		m->data_json = track(a, json_dumps(t->data, JSON_COMPACT | JSON_ENCODE_ANY));
 	return m;
 }
@@ -135,7 +136,7 @@ static void add_rows(arena *a, Elspeth__Checkpoint *ck, const eng_ckpt_at *at)
 			m->retries = r->res->retries;
 			m->tokens = alloc(a, r->res->ntokens * sizeof(*m->tokens));
 			for (size_t t = 0; m->tokens && t < r->res->ntokens; t++)
-				if ((m->tokens[t] = token_msg(a, &r->res->tokens[t], m->seq)))
+				if ((m->tokens[t] = token_msg(a, &r->res->tokens[t], m->seq, false)))
 					m->n_tokens++;
 		} else {
 			m->has_source_pos = r->has_before;
@@ -168,8 +169,13 @@ static void add_aggregations(arena *a, eng_ctx *c, Elspeth__Checkpoint *ck)
 		m->name = (char *)node->name;
 		eng__aggs_counts(c, i, &m->accepted, &m->flushes);
 		m->members = alloc(a, nm * sizeof(*m->members));
+		/* A held sink's tokens (0.7.1's format, ADR 0048): each one's
+		 * payload is what the sink writes (0.7.1's sinks get the
+		 * canonical JSON), in the trail since its release; named only,
+		 * which keeps the checkpoint small however many rows are held. */
 		for (size_t j = 0; m->members && j < nm; j++)
-			if ((m->members[j] = token_msg(a, &members[j], seqs[j])))
+			if ((m->members[j] = token_msg(a, &members[j], seqs[j],
+						       node->kind == DAG_SINK)))
 				m->n_members++;
 		ck->aggregations[ck->n_aggregations++] = m;
 	}
@@ -225,17 +231,28 @@ static void add_sinks(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck,
 	}
 }
 
-static void add_plugins(arena *a, const dag_graph *g, Elspeth__Checkpoint *ck)
+/* What plugins keep across a crash: transforms' (a throttle) and
+ * sources' (0.7.1's fixed field types). */
+static json_t *plugin_state(const eng_ctx *c, const dag_node *n)
 {
+	if (n->kind == DAG_TRANSFORM)
+		return n->tstate && n->tops->save ? n->tops->save(n->tstate) : NULL;
+	if (n->kind == DAG_SOURCE && c->src && n->sops->save)
+		return n->sops->save(eng__sources_inst(c->g, c->src, (unsigned)n->id));
+	return NULL;
+}
+
+static void add_plugins(arena *a, const eng_ctx *c, Elspeth__Checkpoint *ck)
+{
+	const dag_graph *g = c->g;
+
 	ck->plugins = alloc(a, g->nnodes * sizeof(*ck->plugins));
 	for (size_t i = 0; ck->plugins && i < g->nnodes; i++) {
 		const dag_node *n = &g->nodes[i];
 		Elspeth__CheckpointPlugin *m;
 		json_t *saved;
 
-		if (n->kind != DAG_TRANSFORM || !n->tstate || !n->tops->save)
-			continue;
-		if (!(saved = n->tops->save(n->tstate)))
+		if (!(saved = plugin_state(c, n)))
 			continue;
 		if (!(m = alloc(a, sizeof(*m)))) {
 			json_decref(saved);
@@ -313,7 +330,7 @@ int eng__ckpt_write(eng_ctx *c, const eng_ckpt_at *at, const eng_summary *sum,
 	add_rows(&a, &ck, at);
 	add_aggregations(&a, c, &ck);
 	add_sinks(&a, c->g, &ck, fds, &nfds);
-	add_plugins(&a, c->g, &ck);
+	add_plugins(&a, c, &ck);
 	add_totals(&a, c, &ck, sum);
 	if (a.oom)
 		rc = core_err_set(err, CORE_ENOMEM, "checkpoint: out of memory");

@@ -42,6 +42,8 @@ typedef struct eng_row {
 	json_t *data;      /* owned */
 	char *error;       /* validation failure, or NULL (owned) */
 	char *where;       /* "line 17" or NULL (owned) */
+	char *reason;      /* with error: 0.7.1's message for it, or NULL
+			    * (owned; plg_source_row.reason) */
 	eng_hash hash;     /* of data (audit on) */
 	plg_source_pos pos;/* the source's position after this row */
 	bool has_pos;
@@ -283,6 +285,7 @@ typedef struct eng_ctx {
 	/* What reads the rows once the source is open (sources.c): the
 	 * plugin's ops, or the chain of several sources' */
 	const plg_source_ops *sops;
+	void *src;                 /* its state, while the run reads it */
 	/* A new run: per node, whether its sink's file did not exist before
 	 * the run (sink_paths.c); NULL for a resume or a shard. */
 	bool *sink_fresh;
@@ -343,6 +346,9 @@ int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 /* Source i's field resolution (its plugin's `fields`: how it named its
  * fields, a new reference, or NULL: none), for the state
  * eng__sources_open gave. */
+/* Source i's own state (a plugin's, inside the chain of several), of
+ * the state eng__sources_open gave. */
+void *eng__sources_inst(const dag_graph *g, void *state, unsigned i);
 json_t *eng__sources_fields(const dag_graph *g, void *state, unsigned i,
 			    const char **version);
 /* sink_paths.c: the files sinks write, settled before the trail records

@@ -360,6 +360,7 @@ static int reread(eng_ctx *c, void *src, eng_row *row, core_err *err)
 	row->data = r.row;
 	row->error = r.error;
 	row->where = r.where;
+	row->reason = r.reason;
 	row->source = r.source;
 	row->source_index = r.source_index;
 	if (sops->position) {
@@ -423,12 +424,38 @@ static int source_on(eng_ctx *c, void *src, core_err *err)
 	return rc;
 }
 
+/* Puts back what plugins of kind k kept (transforms: a throttle;
+ * sources: 0.7.1's fixed field types, before any row is read again). */
+static void restore_plugins(eng_ctx *c, dag_kind k)
+{
+	const Elspeth__Checkpoint *ck = c->resume->ck;
+
+	for (size_t i = 0; i < ck->n_plugins; i++) {
+		const Elspeth__CheckpointPlugin *p = ck->plugins[i];
+		dag_node *n = p->node_id < c->g->nnodes ? &c->g->nodes[p->node_id] : NULL;
+		json_t *saved;
+
+		if (!n || n->kind != k ||
+		    (k == DAG_TRANSFORM && !(n->tops->restore && n->tstate)) ||
+		    (k == DAG_SOURCE && !(n->sops->restore && c->src)))
+			continue;
+		if (!(saved = json_loads(p->state_json, 0, NULL)))
+			continue;
+		if (k == DAG_TRANSFORM)
+			n->tops->restore(n->tstate, saved);
+		else
+			n->sops->restore(eng__sources_inst(c->g, c->src, (unsigned)n->id), saved);
+		json_decref(saved);
+	}
+}
+
 int eng__resume_open(eng_ctx *c, void *src, core_err *err)
 {
 	const Elspeth__Checkpoint *ck = c->resume->ck;
 	dag_graph *g = c->g;
 	int rc;
 
+	restore_plugins(c, DAG_SOURCE);
 	if ((rc = source_on(c, src, err)))
 		return core_err_prefix(err, "resume: source");
 	/* The sinks, at their checkpointed positions. */
@@ -469,18 +496,7 @@ int eng__resume_restore(eng_ctx *c, eng_summary *sum, core_err *err)
 			free(tok.error);
 		}
 	}
-	for (size_t i = 0; i < ck->n_plugins && !rc; i++) {
-		const Elspeth__CheckpointPlugin *p = ck->plugins[i];
-		dag_node *n = &c->g->nodes[p->node_id];
-		json_t *saved;
-
-		if (n->kind != DAG_TRANSFORM || !n->tops->restore || !n->tstate)
-			continue;
-		if ((saved = json_loads(p->state_json, 0, NULL))) {
-			n->tops->restore(n->tstate, saved);
-			json_decref(saved);
-		}
-	}
+	restore_plugins(c, DAG_TRANSFORM);
 	if (t) {
 #define RESTORE(f) sum->f = t->f;
 		ENG_CKPT_TOTALS(RESTORE)

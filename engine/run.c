@@ -144,6 +144,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	/* The source first: a missing input must not leave empty outputs. */
 	if ((rc = eng__sources_open(g, &c->sops, &src, err)))
 		return rc;
+	c->src = src;
 	/* A resume reopens the sinks at their checkpointed positions and
 	 * moves the source on before the rest opens as usual. */
 	if (c->resume)
@@ -166,6 +167,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 		busiest_upstream(g, sum);
 	}
 	eng__aggs_free(c);
+	c->src = NULL;
 	c->sops->close(src);
 	/* Queued checkpoints name the sinks' descriptors: they are committed
 	 * before the sinks close. */

@@ -28,6 +28,7 @@ int eng__pl_pull(pline *p, uint64_t seq, eng_row *row)
 	row->data = r.row;
 	row->error = r.error;
 	row->where = r.where;
+	row->reason = r.reason;
 	if (ops->position) {
 		ops->position(p->src, &row->pos);
 		row->has_pos = true;

@@ -171,11 +171,16 @@ int eng_sources_open(const dag_graph *g, const plg_source_ops **ops, void **stat
 	return eng__sources_open(g, ops, state, err);
 }
 
+void *eng__sources_inst(const dag_graph *g, void *state, unsigned i)
+{
+	return g->nsources == 1 ? state : ((chain *)state)->inst[i];
+}
+
 json_t *eng__sources_fields(const dag_graph *g, void *state, unsigned i,
 			    const char **version)
 {
 	const plg_source_ops *ops = g->nodes[i].sops;
-	void *inst = g->nsources == 1 ? state : ((chain *)state)->inst[i];
+	void *inst = eng__sources_inst(g, state, i);
 
 	return ops->fields && inst ? ops->fields(inst, version) : NULL;
 }

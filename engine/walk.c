@@ -80,7 +80,7 @@ int eng__walk_error(walker *w, tok *t, int to, eng_outcome how,
 
 		if (w->reason_key[0])
 			memcpy(e->order_key, w->reason_key, sizeof(e->order_key));
-		else
+		else if (how != ENG_QUARANTINED) /* a source's: only 0.7.1's own */
 			eng__order_key(NULL, msg, e->order_key);
 	}
 	w->reason_key[0] = '\0';
@@ -561,6 +561,10 @@ int eng__process_row(eng_ctx *c, eng_row *row, eng_result *res,
 
 			eng__event(c->audit, &ev);
 		}
+		/* a 0.7.1-format run sorts its quarantine sink by the hash of
+		 * 0.7.1's message, when the source gives it (ADR 0048) */
+		if (row->reason && c->g->settings->format == CORE_FORMAT_V07)
+			eng__order_key(NULL, row->reason, w.reason_key);
 		/* Sources usually name the place in the reason already. */
 		if (row->where && strncmp(row->error, row->where, strlen(row->where)))
 			snprintf(msg, sizeof(msg), "%s: %s", row->where, row->error);
@@ -623,6 +627,7 @@ void eng__row_release(eng_row *r)
 	json_decref(r->data);
 	free(r->error);
 	free(r->where);
+	free(r->reason);
 	if (r->ready) {
 		eng__result_release(r->ready);
 		free(r->ready);

@@ -57,6 +57,11 @@ typedef struct plg_env {
 	 * .elspeth/payloads): content-addressed files ab/abcd..., which
 	 * blob_csv_expand reads blobs from. NULL: none (outside a run). */
 	const char *payload_dir;
+	/* The pipeline is in ELSPETH 0.7.1's format: a source with an
+	 * observed (or flexible) schema fixes each field's type at its first
+	 * value there (0.7.1's schema contract), a later value of another
+	 * type failing the row. */
+	bool v07;
 	/* ELSPETH's concurrency.max_workers: an LLM transform's requests in
 	 * flight at most (its pool_size is capped to it, before the share).
 	 * 0: no cap. */
@@ -113,6 +118,10 @@ typedef struct plg_source_row {
 	 * plugin leaves them 0. */
 	unsigned source;
 	uint64_t source_index;
+	/* With `error`: ELSPETH 0.7.1's own message for the failure, when
+	 * the plugin gives it (a 0.7.1-format run sorts its quarantine sink
+	 * by its hash, ADR 0048); NULL else. Owned. */
+	char *reason;
 } plg_source_row;
 
 /* Where a source stands between two records (resume, ADR 0012): what
@@ -187,6 +196,13 @@ typedef struct plg_source_ops {
 	 * row} and its normalization's version (static), or NULL when it
 	 * resolved no names (fields named in the options). */
 	json_t *(*fields)(void *state, const char **version);
+	/* Optional: what the source learned from the rows so far that later
+	 * rows depend on (0.7.1's types fixed at a field's first value), as
+	 * a new JSON reference, for a checkpoint; and putting it back in a
+	 * new open of the same options (resume). save may be called on
+	 * another thread than next's, while next runs. */
+	json_t *(*save)(void *state);
+	void (*restore)(void *state, const json_t *saved);
 } plg_source_ops;
 
 void plg_source_row_release(plg_source_row *r);

@@ -11,5 +11,6 @@ void plg_source_row_release(plg_source_row *r)
 	json_decref(r->row);
 	free(r->error);
 	free(r->where);
+	free(r->reason);
 	memset(r, 0, sizeof(*r));
 }

@@ -49,6 +49,19 @@ static const char *opt_value(const core_node *options, const char *key)
 	return n && n->kind == CORE_NODE_SCALAR ? n->value : NULL;
 }
 
+/* A source whose rows depend on the rows before it (0.7.1's fixed field
+ * types: a JSON source, schema not fixed, in a 0.7.1-format file): no
+ * shard may start inside it, where the types fixed before are unknown;
+ * one that starts at its first row, or before it, reads them all. */
+static bool fixes_types(const dag_graph *g, const dag_node *src)
+{
+	const core_node *schema = core_map_get(src->options, "schema");
+	const char *mode = opt_value(schema, "mode");
+
+	return g->settings->format == CORE_FORMAT_V07 && !strcmp(src->plugin, "json") &&
+	       !(mode && !strcmp(mode, "fixed"));
+}
+
 /* What would make the merged files differ from one run's, or cannot be
  * merged at all, is refused before anything is read. */
 static int shardable(const dag_graph *g, uint32_t shards, core_err *err)
@@ -413,6 +426,22 @@ int shd_plan(dag_graph *g, const char *settings_path, const shd_plan_opts *o,
 		goto out;
 	m->rows = s.rows;
 	make_ranges(&s, m->ranges, m->nshards);
+	for (uint32_t k = 1; k < m->nshards && !rc; k++) {
+		const plg_source_pos *at = &m->ranges[k].start;
+		const dag_node *in = &g->nodes[at->source < g->nsources ? at->source : 0];
+
+		if (m->ranges[k].first_row <= m->rows && fixes_types(g, in) &&
+		    (g->nsources > 1 ? at->index > 0 : m->ranges[k].first_row > 1))
+			rc = core_err_set(err, CORE_EUNSUPPORTED,
+				"source '%s': in ELSPETH 0.7.1's format a JSON source with a "
+				"schema that is not fixed fixes each field's type at its first "
+				"value, which shard %u, starting at its row %llu, would not "
+				"see; declare the schema (mode: fixed), or run it as one shard "
+				"(--shards 1)", in->name, k, (unsigned long long)(g->nsources > 1 ?
+				at->index + 1 : m->ranges[k].first_row));
+	}
+	if (rc)
+		goto out;
 	m->nsources = 1;
 	m->bytes = g->nsources == 1 && s.marks[0].pos.bytes;
 	m->head_bytes = m->bytes ? m->ranges[0].start.offset : 0;

@@ -9,8 +9,18 @@
  * that is not a JSON object is a row error whose row is {"_raw": line}.
  * A non-object element of a json array is a row error whose row is
  * {"_raw": element}. Rows are checked against the schema without coercion.
+ *
+ * In a pipeline in ELSPETH 0.7.1's format, an observed schema (a flexible
+ * one: its undeclared fields) fixes each field's type at the field's
+ * first value, as 0.7.1's schema contract does: int, float, str and bool
+ * apart; a null, an object or a list first lets the field take anything.
+ * A later value of another type (null aside) fails the row with 0.7.1's
+ * message ("Field 'v' (v) expected type 'int', got 'str'"). A field's
+ * first value fixes its type even in a row that fails. The fixed types
+ * go into checkpoints (save/restore), so a resume keeps them.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
@@ -27,6 +37,11 @@ typedef struct json_src {
 	long line;
 	json_t *array; /* json: the rows; taken elements become null */
 	size_t index;
+	/* 0.7.1's fixed types: field -> "int"|"float"|"str"|"bool"|"any",
+	 * in the order the fields came; NULL: not kept (another format, a
+	 * fixed schema). Under `lock` (save runs on another thread). */
+	json_t *types;
+	pthread_mutex_t lock;
 } json_src;
 
 static void json_close(void *state)
@@ -39,6 +54,9 @@ static void json_close(void *state)
 		fclose(s->fp);
 	free(s->ln);
 	json_decref(s->array);
+	json_decref(s->types);
+	if (s->types)
+		pthread_mutex_destroy(&s->lock);
 	plg__schema_free(s->schema);
 	free(s->path);
 	free(s);
@@ -193,11 +211,17 @@ static int json_open(const plg_env *env, const core_node *options,
 	bool jsonl = false;
 	int rc;
 
-	(void)env; /* needs nothing of the run's */
 	if (!(s = calloc(1, sizeof(*s))))
 		return nomem(err);
 	if ((rc = json_options(s, options, &jsonl, err)))
 		goto out_close;
+	if (env && env->v07 && s->schema->mode != PLG_SCHEMA_FIXED) {
+		if (!(s->types = json_object())) {
+			rc = nomem(err);
+			goto out_close;
+		}
+		pthread_mutex_init(&s->lock, NULL);
+	}
 	if (!(s->fp = fopen(s->path, "rb"))) {
 		rc = core_err_at(err, CORE_EIO, core_map_get(options, "path"),
 				 "cannot open '%s': %s", s->path, strerror(errno));
@@ -226,6 +250,89 @@ static json_t *raw_row(json_t *v)
 	return row;
 }
 
+/* ------------------------------------------- 0.7.1's fixed field types */
+
+/* Python's type of v as 0.7.1's contract names it; "any" for what a
+ * field's first value cannot fix (null, an object, a list). */
+static const char *contract_type(const json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_INTEGER: return "int";
+	case JSON_REAL: return "float";
+	case JSON_STRING: return "str";
+	case JSON_TRUE: case JSON_FALSE: return "bool";
+	default: return "any";
+	}
+}
+
+static bool declared(const plg_schema *sc, const char *name)
+{
+	for (size_t i = 0; sc->mode == PLG_SCHEMA_FLEXIBLE && i < sc->nfields; i++)
+		if (!strcmp(sc->fields[i].name, name))
+			return true;
+	return false;
+}
+
+/* Fixes the types of row's new fields, then checks the others: true when
+ * a value has another type than its field's, *reason (malloc'd) then
+ * 0.7.1's message, the fields in the order they were fixed. */
+static bool fixed_types(json_src *s, const json_t *row, char **reason)
+{
+	core_buf b = { 0 };
+	const char *k, *t;
+	json_t *v;
+
+	pthread_mutex_lock(&s->lock);
+	json_object_foreach((json_t *)row, k, v)
+		if (!json_object_get(s->types, k) && !declared(s->schema, k))
+			json_object_set_new(s->types, k, json_string(contract_type(v)));
+	json_object_foreach(s->types, k, v) {
+		const json_t *got = json_object_get(row, k);
+
+		t = json_string_value(v);
+		if (!got || json_is_null(got) || !strcmp(t, "any") ||
+		    !strcmp(t, contract_type(got)))
+			continue;
+		core_buf_printf(&b, "%sField '%s' (%s) expected type '%s', got '%s'",
+				b.len ? "; " : "", k, k, t, core_py_type(got));
+	}
+	pthread_mutex_unlock(&s->lock);
+	if (!b.len)
+		return false;
+	*reason = core_buf_reserve(&b, 0) ? NULL : b.data;
+	if (!*reason)
+		core_buf_release(&b);
+	return *reason != NULL;
+}
+
+static json_t *json_save(void *state)
+{
+	json_src *s = state;
+	json_t *copy;
+
+	if (!s->types)
+		return NULL;
+	pthread_mutex_lock(&s->lock);
+	copy = json_deep_copy(s->types);
+	pthread_mutex_unlock(&s->lock);
+	return copy;
+}
+
+static void json_restore(void *state, const json_t *saved)
+{
+	json_src *s = state;
+	const char *k;
+	json_t *v;
+
+	if (!s->types || !json_is_object(saved))
+		return;
+	pthread_mutex_lock(&s->lock);
+	json_object_foreach((json_t *)saved, k, v)
+		if (json_is_string(v))
+			json_object_set(s->types, k, v);
+	pthread_mutex_unlock(&s->lock);
+}
+
 /* Fills out->row/error/where; `what` is "line 4" or "index 3". */
 static int finish_row(json_src *s, plg_source_row *out, json_t *row,
 		      const char *what, const char *why, core_err *err)
@@ -238,10 +345,13 @@ static int finish_row(json_src *s, plg_source_row *out, json_t *row,
 		snprintf(msg, sizeof(msg), "%s: %s", what, why);
 	else if (plg__schema_apply(s->schema, row, false, &e))
 		snprintf(msg, sizeof(msg), "%s: %s", what, e.msg);
+	else if (s->types && fixed_types(s, row, &out->reason))
+		snprintf(msg, sizeof(msg), "%s: %s", what, out->reason);
 	out->row = row;
 	out->where = strdup(what);
 	if (e.code == CORE_ENOMEM || !out->where ||
 	    (msg[0] && !(out->error = strdup(msg)))) {
+		free(out->reason);
 		json_decref(out->row);
 		free(out->where);
 		memset(out, 0, sizeof(*out));
@@ -408,4 +518,6 @@ const plg_source_ops plg__json_source = {
 	.seek = json_seek,
 	.skip = json_skip,
 	.input = plg__opt_path,
+	.save = json_save,
+	.restore = json_restore,
 };

@@ -41,7 +41,7 @@ sources:
   beta:
     plugin: json
     on_success: merged
-    options: {path: b.jsonl, format: jsonl, schema: {mode: observed}, on_validation_failure: bad}
+    options: {path: b.jsonl, format: jsonl, schema: {mode: fixed, fields: ['id: str', 'val: int']}, on_validation_failure: bad}
   gamma:
     plugin: csv
     on_success: merged
@@ -183,6 +183,12 @@ cmp -s out.jsonl expect.jsonl && [ "$(wc -l < bad.jsonl)" = 1 ] &&
 expect "verify --manifest" 0 "the shards cover every row once" -- "$ELSPETH" verify --manifest m.json
 expect "explain --manifest names a row's source" 0 "from source 'gamma', its row 0" -- \
   "$ELSPETH" explain --manifest m.json --row 5002
+# beta with an observed schema: 0.7.1 fixes its fields' types at their
+# first values, which shard 2 (starting inside it) would not see
+sed "s/schema: {mode: fixed, fields: \['id: str', 'val: int'\]}/schema: {mode: observed}/" p.yaml > p-observed.yaml
+expect "shard plan with a shard starting inside an observed JSON source is refused" 1 \
+  "source 'beta': in ELSPETH 0.7.1's format a JSON source" -- \
+  "$ELSPETH" shard plan -s p-observed.yaml --shards 3 -o m3.json
 "$ELSPETH" shard plan -s p.yaml --shards 2 -o m2.json > /dev/null
 echo "c9999,1" >> c.csv
 expect "a source changed since the plan is refused" 1 "c.csv has" -- \
