@@ -42,6 +42,7 @@ typedef struct verify {
 	Elspeth__SampleRecord *last_sample; /* sample_one: the previous one */
 	json_t *files;     /* path -> FILE * as an integer */
 	json_t *parents;   /* token ids that are some token's parent */
+	json_t *nodes;     /* the run's recorded node ids */
 	json_t *abandoned; /* token ids in `superseded` */
 	json_t *waiting;   /* token ids in the checkpoint's aggregation buffers */
 	json_t *waiting_rows; /* rows the checkpoint holds unreleased */
@@ -361,6 +362,16 @@ static int token_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	return 0;
 }
 
+static int node_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
+{
+	verify *v = ctx;
+
+	(void)val, (void)vl;
+	if (kl >= 12)
+		set_add(v->nodes, rec_key_get_u32(key, 8));
+	return 0;
+}
+
 static int state_one(void *ctx, const void *key, size_t kl, const void *val, size_t vl)
 {
 	verify *v = ctx;
@@ -373,6 +384,9 @@ static int state_one(void *ctx, const void *key, size_t kl, const void *val, siz
 	if (!s)
 		return violation(v, "undecodable node state"), 0;
 	snprintf(what, sizeof(what), "node state %llu", (unsigned long long)s->state_id);
+	if (!set_has(v->nodes, s->node_id))
+		violation(v, "%s (token %llu) is at node %u, which the run did not record",
+			  what, (unsigned long long)s->token_id, (unsigned)s->node_id);
 	if (strcmp(s->status, "completed") && strcmp(s->status, "failed") &&
 	    !set_has(v->abandoned, s->token_id))
 		violation(v, "%s (token %llu) is not closed: status '%s'", what,
@@ -694,6 +708,7 @@ static int scan_run(verify *v, const rec_key *run)
 		rec_table table;
 		rec_scan_fn fn;
 	} scans[] = {
+		{ REC_NODES, node_one },
 		{ REC_ROWS, row_one },
 		{ REC_TOKEN_PARENTS, parent_one },
 		{ REC_TOKENS, token_one },
@@ -815,6 +830,7 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		violation(&v, "run %llu was hashed with '%s', this build checks '%s'",
 			  (unsigned long long)run, r->canonical_version, CORE_CANONICAL_VERSION);
 	v.parents = json_object();
+	v.nodes = json_object();
 	v.abandoned = json_object();
 	v.waiting = json_object();
 	v.waiting_rows = json_object();
@@ -862,6 +878,7 @@ int rec_verify(rec_env *env, uint64_t run, json_t **report, core_err *err)
 		json_decref(v.violations);
 	json_decref(v.files);
 	json_decref(v.parents);
+	json_decref(v.nodes);
 	json_decref(v.abandoned);
 	json_decref(v.waiting);
 	json_decref(v.waiting_rows);

@@ -617,3 +617,61 @@ Test(story, a_rows_payloads_are_its_own)
 	env_close(env);
 	tdir_remove(&d);
 }
+
+/* A node state at a node the run never recorded (a run killed before its
+ * nodes reached the Landscape, resumed by a build that did not record
+ * them) is a violation; one at a recorded node is not. */
+Test(story, a_state_at_an_unrecorded_node_is_a_violation)
+{
+	Elspeth__RunRecord run = ELSPETH__RUN_RECORD__INIT;
+	Elspeth__NodeRecord node = ELSPETH__NODE_RECORD__INIT;
+	Elspeth__NodeStateRecord st = ELSPETH__NODE_STATE_RECORD__INIT;
+	char h[CORE_SHA256_HEX_LEN + 1];
+	rec_key rk = key1(1), nk;
+	core_err err = { 0 };
+	json_t *rep = NULL, *viol;
+	size_t i, unrecorded = 0;
+	rec_env *env;
+	tdir d;
+
+	tdir_make(&d);
+	env = env_open(d.path, 0);
+	run.run_id = 1;
+	run.status = "completed";
+	run.canonical_version = CORE_CANONICAL_VERSION;
+	cr_assert_eq(rec_put_msg(env, REC_RUNS, &rk, &run.base), 0);
+	node.run_id = 1;
+	node.node_id = 0;
+	node.name = node.kind = node.plugin = "n";
+	rec_key_init(&nk);
+	rec_key_u64(&nk, 1);
+	rec_key_u32(&nk, 0);
+	cr_assert_eq(rec_put_msg(env, REC_NODES, &nk, &node.base), 0);
+	story_payload(env, 1, 1, "{\"row\":1}", 9, h);
+	st.run_id = 1;
+	st.token_id = 1;
+	st.status = "completed";
+	st.input_hash = st.output_hash = h;
+	st.state_id = 1;
+	st.node_id = 0; /* recorded */
+	story_put(env, 1, 1, &st.base);
+	st.state_id = 2;
+	st.node_id = 7; /* never recorded */
+	story_put(env, 1, 1, &st.base);
+	trail_flush(env);
+	cr_assert_eq(rec_verify(env, 1, &rep, &err), 0, "%s", err.msg);
+	viol = json_object_get(rep, "violations");
+	for (i = 0; i < json_array_size(viol); i++)
+		if (strstr(json_string_value(json_array_get(viol, i)),
+			   "is at node 7, which the run did not record"))
+			unrecorded++;
+		else
+			cr_assert_null(strstr(json_string_value(json_array_get(viol, i)),
+					      "which the run did not record"),
+				       "state 1 is at a recorded node: %s",
+				       json_string_value(json_array_get(viol, i)));
+	cr_assert_eq(unrecorded, 1, "%s", json_dumps(viol, 0));
+	json_decref(rep);
+	env_close(env);
+	tdir_remove(&d);
+}
