@@ -563,27 +563,35 @@ Test(story, a_pass_over_several_tables_reads_row_by_row)
 /* A row's payload is its story's: another row does not find it, a
  * run-level payload (REC_PAYLOADS) is found from any row, and verify
  * reports a row naming a payload its story lacks. */
-Test(story, a_rows_payloads_are_its_own)
+/* A completed run 1, in a new Landscape under d. */
+static rec_env *completed_run(tdir *d)
 {
 	Elspeth__RunRecord run = ELSPETH__RUN_RECORD__INIT;
-	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
-	char h1[CORE_SHA256_HEX_LEN + 1], h2[CORE_SHA256_HEX_LEN + 1];
-	char hr[CORE_SHA256_HEX_LEN + 1];
 	rec_key rk = key1(1);
-	core_err err = { 0 };
-	json_t *rep = NULL;
-	const void *v;
-	size_t n;
 	rec_env *env;
-	rec_txn *t;
-	tdir d;
 
-	tdir_make(&d);
-	env = env_open(d.path, 0);
+	tdir_make(d);
+	env = env_open(d->path, 0);
 	run.run_id = 1;
 	run.status = "completed";
 	run.canonical_version = CORE_CANONICAL_VERSION;
 	cr_assert_eq(rec_put_msg(env, REC_RUNS, &rk, &run.base), 0);
+	return env;
+}
+
+Test(story, a_rows_payloads_are_its_own)
+{
+	Elspeth__RowRecord r = ELSPETH__ROW_RECORD__INIT;
+	char h1[CORE_SHA256_HEX_LEN + 1], h2[CORE_SHA256_HEX_LEN + 1];
+	char hr[CORE_SHA256_HEX_LEN + 1];
+	core_err err = { 0 };
+	json_t *rep = NULL;
+	const void *v;
+	size_t n;
+	tdir d;
+	rec_env *env = completed_run(&d);
+	rec_txn *t;
+
 	cr_assert_eq(rec_put_payload(env, "{\"run\":1}", 9, hr), 0);
 	story_payload(env, 1, 1, "{\"row\":1}", 9, h1);
 	story_payload(env, 1, 2, "{\"row\":2}", 9, h2);
@@ -623,23 +631,16 @@ Test(story, a_rows_payloads_are_its_own)
  * them) is a violation; one at a recorded node is not. */
 Test(story, a_state_at_an_unrecorded_node_is_a_violation)
 {
-	Elspeth__RunRecord run = ELSPETH__RUN_RECORD__INIT;
 	Elspeth__NodeRecord node = ELSPETH__NODE_RECORD__INIT;
 	Elspeth__NodeStateRecord st = ELSPETH__NODE_STATE_RECORD__INIT;
 	char h[CORE_SHA256_HEX_LEN + 1];
-	rec_key rk = key1(1), nk;
 	core_err err = { 0 };
 	json_t *rep = NULL, *viol;
 	size_t i, unrecorded = 0;
-	rec_env *env;
+	rec_key nk;
 	tdir d;
+	rec_env *env = completed_run(&d);
 
-	tdir_make(&d);
-	env = env_open(d.path, 0);
-	run.run_id = 1;
-	run.status = "completed";
-	run.canonical_version = CORE_CANONICAL_VERSION;
-	cr_assert_eq(rec_put_msg(env, REC_RUNS, &rk, &run.base), 0);
 	node.run_id = 1;
 	node.node_id = 0;
 	node.name = node.kind = node.plugin = "n";
