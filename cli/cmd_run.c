@@ -854,11 +854,17 @@ static void print_plan(const json_t *p, const cli_run_args *a)
 		       (long long)json_integer_value(json_object_get(v, "position")),
 		       (long long)json_integer_value(json_object_get(v, "rows")));
 	}
-	json_array_foreach(json_object_get(p, "aggregations"), i, v)
-		printf("  aggregation %s: %lld rows buffered (oldest %.1f s)\n",
-		       json_string_value(json_object_get(v, "name")),
-		       (long long)json_integer_value(json_object_get(v, "buffered")),
-		       json_real_value(json_object_get(v, "age_seconds")));
+	json_array_foreach(json_object_get(p, "aggregations"), i, v) {
+		const char *name = json_string_value(json_object_get(v, "name"));
+		long long n = (long long)json_integer_value(json_object_get(v, "buffered"));
+
+		if (json_is_true(json_object_get(v, "held_sink")))
+			printf("  sink %s: %lld rows held, written at the end of the run "
+			       "(ELSPETH 0.7.1's order)\n", name, n);
+		else
+			printf("  aggregation %s: %lld rows buffered (oldest %.1f s)\n", name, n,
+			       json_real_value(json_object_get(v, "age_seconds")));
+	}
 	printf("  coalesce: nothing pending (a row's branches are joined within the row)\n");
 	printf("Nothing was changed. To resume:\n  elspeth resume %lld -s %s%s%s --execute\n",
 	       (long long)json_integer_value(json_object_get(p, "run_id")), a->path,

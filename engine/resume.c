@@ -703,11 +703,16 @@ static json_t *plan_json(const rstate *r)
 			"position", (json_int_t)ck->sinks[i]->position,
 			"rows", (json_int_t)(ck->totals && ck->sinks[i]->node_id < ck->totals->n_per_sink ?
 				ck->totals->per_sink[ck->sinks[i]->node_id] : 0)));
-	for (size_t i = 0; i < ck->n_aggregations; i++)
-		json_array_append_new(aggs, json_pack("{s:s,s:I,s:f}",
-			"name", ck->aggregations[i]->name,
-			"buffered", (json_int_t)ck->aggregations[i]->n_members,
-			"age_seconds", (double)ck->aggregations[i]->age_ns / 1e9));
+	for (size_t i = 0; i < ck->n_aggregations; i++) {
+		const Elspeth__CheckpointAggregation *a = ck->aggregations[i];
+		bool sink = false; /* a held sink's buffer (ADR 0048) */
+
+		for (size_t k = 0; k < ck->n_sinks && !sink; k++)
+			sink = ck->sinks[k]->node_id == a->node_id;
+		json_array_append_new(aggs, json_pack("{s:s,s:I,s:f,s:b}",
+			"name", a->name, "buffered", (json_int_t)a->n_members,
+			"age_seconds", (double)a->age_ns / 1e9, "held_sink", sink));
+	}
 	plan = json_pack("{s:I,s:s,s:i,s:{s:s,s:I,s:I,s:I,s:I,s:I,s:b,s:I},s:o,s:o,s:o}",
 		"run_id", (json_int_t)r->run->run_id, "status", r->run->status,
 		"next_attempt", (int)r->attempt,
