@@ -125,6 +125,10 @@ kill_when() { # $1: what, $2: a test that says when to kill
   done
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
   KILLED_BAD=$(wc -l < bad.csv 2>/dev/null || echo 0)
+  "$ELSPETH" resume latest -s v07.yaml > plan.txt 2>&1
+  if grep -q "aggregation bad" plan.txt; then fail "$1: the plan calls the held sink an aggregation"
+  elif grep -qE "sink bad: [1-9][0-9]* rows held, written at the end of the run" plan.txt; then
+    pass "$1: the plan names the rows held for the end of the run"; fi
   if ! "$ELSPETH" resume latest -s v07.yaml --execute > resume.log 2>&1; then
     grep -q "already completed\|is completed" resume.log && { pass "$1: the run had ended before the kill"; return; }
     fail "$1: resume: $(tail -2 resume.log)"; return
