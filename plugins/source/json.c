@@ -305,31 +305,37 @@ static bool fixed_types(json_src *s, const json_t *row, char **reason)
 	return *reason != NULL;
 }
 
+/* The fixed types as [[field, type], ...]: an array keeps the order the
+ * fields came in (a checkpoint writes objects with their keys sorted),
+ * which orders a row's messages. */
 static json_t *json_save(void *state)
 {
 	json_src *s = state;
-	json_t *copy;
+	json_t *out, *v;
+	const char *k;
 
-	if (!s->types)
+	if (!s->types || !(out = json_array()))
 		return NULL;
 	pthread_mutex_lock(&s->lock);
-	copy = json_deep_copy(s->types);
+	json_object_foreach(s->types, k, v)
+		json_array_append_new(out, json_pack("[s,O]", k, v));
 	pthread_mutex_unlock(&s->lock);
-	return copy;
+	return out;
 }
 
 static void json_restore(void *state, const json_t *saved)
 {
 	json_src *s = state;
-	const char *k;
-	json_t *v;
+	size_t i;
+	json_t *p;
 
-	if (!s->types || !json_is_object(saved))
+	if (!s->types || !json_is_array(saved))
 		return;
 	pthread_mutex_lock(&s->lock);
-	json_object_foreach((json_t *)saved, k, v)
-		if (json_is_string(v))
-			json_object_set(s->types, k, v);
+	json_array_foreach(saved, i, p)
+		if (json_is_string(json_array_get(p, 0)) && json_is_string(json_array_get(p, 1)))
+			json_object_set(s->types, json_string_value(json_array_get(p, 0)),
+					json_array_get(p, 1));
 	pthread_mutex_unlock(&s->lock);
 }
 

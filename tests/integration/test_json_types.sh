@@ -111,14 +111,27 @@ expect "0.4.1 format: runs" 0 "Run completed" -- "$ELSPETH" run -s v04.yaml --ex
 #    an int in most later ones, which fail; a resume that forgot the type
 #    would fix int at its first line and pass them
 python3 - <<'PY'
-import json
-with open("big.jsonl", "w") as f, open("want_big_good.jsonl", "w") as g, open("want_big_bad_ids.txt", "w") as b:
+import hashlib, json
+bad = []
+with open("big.jsonl", "w") as f, open("want_big_good.jsonl", "w") as g:
     for i in range(1, 10001):
         # str in line 1 and every 10th from line 3: a resume's first row
-        # (after a checkpoint, every 100 rows) is an int
+        # (after a checkpoint, every 100 rows) is an int; `a`, fixed after
+        # `w` (a str), is an int every 7th line: two messages, w's first
         w = "s%d" % i if i == 1 or i % 10 == 3 else i
-        f.write(json.dumps({"id": i, "w": w}) + "\n")
-        (g.write(json.dumps({"id": i, "w": w}, sort_keys=True) + "\n") if isinstance(w, str) else b.write("%d\n" % i))
+        a = i if i % 7 == 0 else "x"
+        row = {"id": i, "w": w, "a": a}
+        f.write(json.dumps(row) + "\n")
+        msgs = ["Field '%s' (%s) expected type 'str', got 'int'" % (k, k)
+                for k in ("w", "a") if isinstance(row[k], int)]
+        if msgs:
+            bad.append((hashlib.sha256("; ".join(msgs).encode()).hexdigest()[:16], i, "; ".join(msgs)))
+        else:
+            g.write(json.dumps(row, sort_keys=True) + "\n")
+# 0.7.1's order: by the hash of the message, stably
+with open("want_big_bad.txt", "w") as b:
+    for _, i, m in sorted(bad, key=lambda x: x[0]):
+        b.write("%d line %d: %s\n" % (i, i, m))
 PY
 v07 big.jsonl > big.yaml
 cat >> big.yaml <<'YAML'
@@ -148,8 +161,8 @@ for at in 10 3000 7000; do
     "$ELSPETH" resume latest -s big.yaml --execute
   expect "killed at about row $at: verify" 0 "verify: OK" -- "$ELSPETH" verify -s big.yaml --run latest
   cmp -s out/good.jsonl want_big_good.jsonl && [ "$(python3 -c 'import json, sys
-print("\n".join(str(json.loads(l)["id"]) for l in open("out/bad.jsonl")))')" = "$(cat want_big_bad_ids.txt)" ] &&
-    pass "killed at about row $at: resumed from row ${ck:-0} with w still a str (1,001 rows out, 8,999 quarantined)" ||
+print("\n".join("%d %s" % (r["id"], r["_error"]) for r in map(json.loads, open("out/bad.jsonl"))))')" = "$(cat want_big_bad.txt)" ] &&
+    pass "killed at about row $at: resumed from row ${ck:-0} with w and a still str, their messages in order and 0.7.1's order" ||
     fail "killed at about row $at: $(wc -l < out/good.jsonl) rows out, $(wc -l < out/bad.jsonl) quarantined"
 done
 
