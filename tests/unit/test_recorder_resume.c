@@ -14,6 +14,7 @@ typedef struct fixture {
 	rec_env *env;
 	char sink_path[160]; /* root/out.txt, holding "hello\n" */
 	uint64_t token_row[MAX_TOKENS]; /* the row of each token put */
+	uint64_t nodes_put;  /* bit n: node n was put */
 } fixture;
 
 /* The row whose story holds the token's records. */
@@ -70,6 +71,8 @@ static void put_node(fixture *fx, uint32_t id, const char *name, const char *kin
 	n.kind = (char *)kind;
 	n.plugin = "test";
 	cr_assert_eq(rec_put_msg(fx->env, REC_NODES, &k, &n.base), 0);
+	if (id < 64)
+		fx->nodes_put |= 1ull << id;
 }
 
 static void put_row(fixture *fx, uint64_t seq)
@@ -153,6 +156,9 @@ static void put_state(fixture *fx, uint64_t state, uint64_t token,
 {
 	Elspeth__NodeStateRecord s = ELSPETH__NODE_STATE_RECORD__INIT;
 
+	/* a state is at a node of the run (verify checks it) */
+	if (node < 64 && !(fx->nodes_put & 1ull << node))
+		put_node(fx, node, "node", "transform");
 	s.run_id = RUN;
 	s.state_id = state;
 	s.token_id = token;
