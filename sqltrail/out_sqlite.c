@@ -41,7 +41,7 @@ static int prepare(out_sqlite *o, int which, bool append, core_err *err)
 	return rc;
 }
 
-/* Whether table has column (table "" : whether table exists). */
+/* Whether table has column (column "": whether the table exists). */
 static int has_column(out_sqlite *o, const char *table, const char *column,
 		      bool *found, core_err *err)
 {
