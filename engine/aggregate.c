@@ -41,6 +41,7 @@ typedef struct agg_buf {
 struct eng_aggs {
 	agg_buf *bufs;
 	size_t nbufs;
+	bool *held;             /* by node: a held sink (emit's test per token) */
 };
 
 int eng__aggs_init(eng_ctx *c, core_err *err)
@@ -50,7 +51,10 @@ int eng__aggs_init(eng_ctx *c, core_err *err)
 	if (!a)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	a->bufs = calloc(c->g->nnodes, sizeof(*a->bufs));
-	if (!a->bufs) {
+	a->held = calloc(c->g->nnodes, sizeof(*a->held));
+	if (!a->bufs || !a->held) {
+		free(a->bufs);
+		free(a->held);
 		free(a);
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
@@ -58,7 +62,7 @@ int eng__aggs_init(eng_ctx *c, core_err *err)
 		if (c->g->nodes[i].kind == DAG_AGGREGATION)
 			a->bufs[a->nbufs++].node = &c->g->nodes[i];
 	for (size_t i = 0; i < c->g->nnodes; i++)
-		if (dag_sink_held(c->g, (int)i)) {
+		if ((a->held[i] = dag_sink_held(c->g, (int)i))) {
 			a->bufs[a->nbufs].node = &c->g->nodes[i];
 			a->bufs[a->nbufs++].hold = true;
 		}
@@ -85,6 +89,7 @@ void eng__aggs_free(eng_ctx *c)
 		free(c->aggs->bufs[i].seqs);
 	}
 	free(c->aggs->bufs);
+	free(c->aggs->held);
 	free(c->aggs);
 	c->aggs = NULL;
 }
@@ -381,10 +386,7 @@ void eng__order_key(const json_t *reason, const char *msg, char key[17])
 
 bool eng__held_sink(const eng_ctx *c, int node)
 {
-	for (size_t i = 0; c->aggs && i < c->aggs->nbufs; i++)
-		if (c->aggs->bufs[i].hold && c->aggs->bufs[i].node->id == node)
-			return true;
-	return false;
+	return c->aggs && node >= 0 && (size_t)node < c->g->nnodes && c->aggs->held[node];
 }
 
 int eng__hold_accept(eng_ctx *c, uint64_t seq, eng_token *t, core_err *err)

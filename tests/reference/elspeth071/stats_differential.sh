@@ -30,38 +30,34 @@ def num():
     if k < 0.8: return "%.2f" % random.uniform(0, 1)
     return repr(random.gauss(500, 200))
 d = "examples/statistical_batch_plugins/"
-with open(d + "distribution_scores.csv", "w") as f:
-    f.write("id,variant,latency_ms,quality_score\n")
-    for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment', 'a', 'b'])},{num()},{num()}\n")
-with open(d + "drift_scores.csv", "w") as f:
-    f.write("id,cohort,score\n")
-    for i in range(1, 701): f.write(f"{i},{random.choice(['baseline', 'current', 'later'])},{num()}\n")
-with open(d + "outlier_scores.csv", "w") as f:
-    f.write("id,prompt_variant,latency_ms\n")
-    for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment'])},{num() if random.random() > 0.02 else '99999.5'}\n")
+def table(name, header, row):
+    """700 rows of row(i), i = 1..700, under header (in the order the
+    random calls were always made: the recorded seeds stay valid)"""
+    with open(d + name + ".csv", "w") as f:
+        f.write(header + "\n")
+        for i in range(1, 701): f.write(row(i) + "\n")
+table("distribution_scores", "id,variant,latency_ms,quality_score",
+      lambda i: f"{i},{random.choice(['control', 'treatment', 'a', 'b'])},{num()},{num()}")
+table("drift_scores", "id,cohort,score",
+      lambda i: f"{i},{random.choice(['baseline', 'current', 'later'])},{num()}")
+table("outlier_scores", "id,prompt_variant,latency_ms",
+      lambda i: f"{i},{random.choice(['control', 'treatment'])},{num() if random.random() > 0.02 else '99999.5'}")
 with open(d + "paired_preferences.csv", "w") as f:
     f.write("case_id,variant,preference_score\n")
     for i in range(1, 351):
         for v in random.sample(['control', 'treatment'], 2):
             f.write(f"case-{i:03d},{v},{num()}\n")
 for name in ("effect_size_scores", "experiment_scores"):
-    with open(d + name + ".csv", "w") as f:
-        f.write("id,prompt_variant,score\n")
-        for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment', 'v2'])},{num()}\n")
-with open(d + "classifier_labels.csv", "w") as f:
-    f.write("id,actual_label,predicted_label\n")
-    for i in range(1, 701): f.write(f"{i},{random.choice(['pass', 'fail', 'skip'])},{random.choice(['pass', 'fail', 'skip', 'pass'])}\n")
-with open(d + "data_quality_rows.csv", "w") as f:
-    f.write("id,source,score_text,label\n")
-    for i in range(1, 701):
-        f.write(f"{i},{random.choice(['judge_a', 'judge_b', ''])},{random.choice([num(), '', 'n/a'])},{random.choice(['accepted', 'rejected', ''])}\n")
-with open(d + "threshold_scores.csv", "w") as f:
-    f.write("id,prompt_variant,quality_score,latency_ms\n")
-    for i in range(1, 701): f.write(f"{i},{random.choice(['control', 'treatment'])},{'%.2f' % random.uniform(0, 1)},{random.randint(500, 1500)}\n")
-with open(d + "top_k_labels.csv", "w") as f:
-    f.write("id,model,predicted_label,task_family\n")
-    for i in range(1, 701):
-        f.write(f"{i},{random.choice(['model_a', 'model_b'])},{random.choice(['accepted', 'rejected', 'unsure', 'accepted'])},{random.choice(['summarization', 'qa', 'code'])}\n")
+    table(name, "id,prompt_variant,score",
+          lambda i: f"{i},{random.choice(['control', 'treatment', 'v2'])},{num()}")
+table("classifier_labels", "id,actual_label,predicted_label",
+      lambda i: f"{i},{random.choice(['pass', 'fail', 'skip'])},{random.choice(['pass', 'fail', 'skip', 'pass'])}")
+table("data_quality_rows", "id,source,score_text,label",
+      lambda i: f"{i},{random.choice(['judge_a', 'judge_b', ''])},{random.choice([num(), '', 'n/a'])},{random.choice(['accepted', 'rejected', ''])}")
+table("threshold_scores", "id,prompt_variant,quality_score,latency_ms",
+      lambda i: f"{i},{random.choice(['control', 'treatment'])},{'%.2f' % random.uniform(0, 1)},{random.randint(500, 1500)}")
+table("top_k_labels", "id,model,predicted_label,task_family",
+      lambda i: f"{i},{random.choice(['model_a', 'model_b'])},{random.choice(['accepted', 'rejected', 'unsure', 'accepted'])},{random.choice(['summarization', 'qa', 'code'])}")
 PY
 rc=0
 for s in $PLUGINS; do
