@@ -379,7 +379,7 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 {
 	Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
 	rec_key k;
-	int rc = 0;
+	int rc = 0, crc;
 
 	if (!a->rec)
 		return 0;
@@ -398,14 +398,16 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 	r.error = STR(error);
 	r.metrics_json = STR(metrics_json);
 	run_key_id(a, &k);
-	rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
-	/* Chained while the run's lock is held: nothing of it is written
-	 * after this (also when the sink files could not be hashed: the run
-	 * record says what the run was). */
+	/* Written with its chain's head in one transaction, while the run's
+	 * lock is held: nothing of the run is written after this (also when
+	 * the sink files could not be hashed: the run record says what the
+	 * run was). Should chaining fail, the record goes in without a
+	 * head. */
+	crc = rec_run_end(a->rec, &r, core_signing_key(), rc ? NULL : err);
+	if (crc)
+		rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
 	if (!rc)
-		rc = rec_run_chain(a->rec, a->run_id, core_signing_key(), err);
-	else
-		rec_run_chain(a->rec, a->run_id, core_signing_key(), NULL);
+		rc = crc;
 	if (!rc)
 		rc = rec_flush(a->rec, err);
 	if (a->lock_fd >= 0) {

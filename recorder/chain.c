@@ -123,10 +123,13 @@ int rec__chain_head(rec_env *env, MDB_txn *txn, const Elspeth__RunRecord *r,
 typedef struct chain_job {
 	uint64_t run;
 	const char *key;
+	const Elspeth__RunRecord *final; /* NULL: the stored one */
 } chain_job;
 
-/* The writer's transaction: the run record read back, chained, signed
- * and rewritten. */
+/* The writer's transaction: the run record (the stored one, or the final
+ * one given) chained, signed and written. Writing the final record here,
+ * not as a put before, leaves no moment at which the trail holds a
+ * finished run record without its head. */
 static int chain_run(void *ctx, rec_env *env, void *mdb_txn)
 {
 	chain_job *j = ctx;
@@ -135,6 +138,7 @@ static int chain_run(void *ctx, rec_env *env, void *mdb_txn)
 	Elspeth__RunRecord *r;
 	MDB_val k, v;
 	rec_key key;
+	uint64_t records;
 	uint8_t *buf;
 	size_t len;
 	int rc;
@@ -143,18 +147,22 @@ static int chain_run(void *ctx, rec_env *env, void *mdb_txn)
 	rec_key_u64(&key, j->run);
 	k.mv_size = key.len;
 	k.mv_data = key.b;
-	if ((rc = mdb_get(txn, env->dbi[REC_RUNS], &k, &v)) ||
-	    (rc = rec__unseal(REC_RUNS, &k, &v)))
+	if (j->final)
+		r = (Elspeth__RunRecord *)j->final;
+	else if ((rc = mdb_get(txn, env->dbi[REC_RUNS], &k, &v)) ||
+		 (rc = rec__unseal(REC_RUNS, &k, &v)))
 		return rc;
-	if (!(r = elspeth__run_record__unpack(NULL, v.mv_size, v.mv_data)))
+	else if (!(r = elspeth__run_record__unpack(NULL, v.mv_size, v.mv_data)))
 		return CORE_EDATA;
-	rc = rec__chain_head(env, txn, r, head, &r->chain_records);
+	rc = rec__chain_head(env, txn, r, head, &records);
 	if (!rc && j->key)
 		rc = core_hmac_sha256_hex(j->key, head, strlen(head), mac);
 	if (!rc) {
-		/* the unpacked strings are protobuf-c's: only pointers change */
+		/* the strings stay the caller's or protobuf-c's: only
+		 * pointers change */
 		Elspeth__RunRecord w = *r;
 
+		w.chain_records = records;
 		w.chain_head = head;
 		w.chain_hmac = mac;
 		len = elspeth__run_record__get_packed_size(&w);
@@ -166,19 +174,32 @@ static int chain_run(void *ctx, rec_env *env, void *mdb_txn)
 			free(buf);
 		}
 	}
-	elspeth__run_record__free_unpacked(r, NULL);
+	if (!j->final)
+		elspeth__run_record__free_unpacked(r, NULL);
 	return rc;
 }
 
-int rec_run_chain(rec_env *env, uint64_t run, const char *key, core_err *err)
+static int run_chain(rec_env *env, uint64_t run, const Elspeth__RunRecord *final,
+		     const char *key, core_err *err)
 {
-	chain_job j = { run, key && *key ? key : NULL };
+	chain_job j = { run, key && *key ? key : NULL, final };
 	int rc = rec_write_sync(env, chain_run, &j, err);
 
 	if (rc && err && !err->msg[0])
 		core_err_set(err, rc, "audit: cannot chain the records of run %llu: %s",
 			     (unsigned long long)run, core_strerror(rc));
 	return rc;
+}
+
+int rec_run_chain(rec_env *env, uint64_t run, const char *key, core_err *err)
+{
+	return run_chain(env, run, NULL, key, err);
+}
+
+int rec_run_end(rec_env *env, const Elspeth__RunRecord *r, const char *key,
+		core_err *err)
+{
+	return run_chain(env, r->run_id, r, key, err);
 }
 
 int rec_txn_chain_intact(rec_txn *txn, const Elspeth__RunRecord *r, bool *intact)

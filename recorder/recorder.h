@@ -263,6 +263,13 @@ int rec_read_isolated(const char *path, const char *who, rec_read_fn fn, void *c
  * it does not fsync (rec_flush after it does). */
 int rec_run_chain(rec_env *env, uint64_t run, const char *key, core_err *err);
 
+/* rec_run_chain with the run's final record r (run_id set; its chain
+ * fields are ignored): r is chained and written in that one transaction,
+ * so no crash can leave a finished run record without its head. On
+ * failure nothing of r is written. */
+int rec_run_end(rec_env *env, const Elspeth__RunRecord *r, const char *key,
+		core_err *err);
+
 /* Allocates the next run id (1, 2, 3 ... per environment, atomically
  * across processes) and stores rec as its first RunRecord (run_id set). */
 int rec_new_run(rec_env *env, Elspeth__RunRecord *rec, core_err *err);

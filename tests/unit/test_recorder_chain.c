@@ -6,6 +6,8 @@
  * by the signature when the run was signed, and by "not signed" when the
  * verifier holds the key. Edits go through LMDB in a rec_write_sync
  * callback, as a person who can write the file would make them. */
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include <lmdb.h>
@@ -305,6 +307,97 @@ Test(chain, an_ended_run_without_a_head_is_a_violation)
 	rep = verify_run(&fx, 1);
 	cr_assert_str_eq(chain_field(rep, "status"), "missing");
 	cr_assert(has_violation(rep, "holds no head of its chain"));
+	json_decref(rep);
+	fixture_close(&fx);
+}
+
+/* A reader polling the run records while runs end never sees a finished
+ * run record without its head: rec_run_end writes the final record and
+ * its head in one transaction (a put followed by rec_run_chain would
+ * commit twice, and a crash between the two would leave an intact trail
+ * that verify reports as damaged). */
+#define END_RUNS 200
+
+typedef struct poller {
+	rec_env *env;
+	atomic_bool stop;
+	unsigned seen_ended;
+	char bad[200];
+} poller;
+
+static void *poll_runs(void *arg)
+{
+	poller *p = arg;
+	core_err err = { 0 };
+
+	while (!atomic_load(&p->stop) && !p->bad[0]) {
+		rec_txn *t = NULL;
+
+		if (rec_read_begin(p->env, &t, &err))
+			break;
+		for (uint64_t run = 1; run <= END_RUNS && !p->bad[0]; run++) {
+			rec_key k = key1(run);
+			const void *v;
+			size_t n;
+			Elspeth__RunRecord *r;
+
+			if (rec_get(t, REC_RUNS, &k, &v, &n))
+				continue;
+			r = elspeth__run_record__unpack(NULL, n, v);
+			if (!r) {
+				snprintf(p->bad, sizeof(p->bad), "run %llu: unreadable",
+					 (unsigned long long)run);
+				break;
+			}
+			if (strcmp(r->status, "running")) {
+				p->seen_ended++;
+				if (!r->chain_head[0])
+					snprintf(p->bad, sizeof(p->bad),
+						 "run %llu: status %s without a head",
+						 (unsigned long long)run, r->status);
+			}
+			elspeth__run_record__free_unpacked(r, NULL);
+		}
+		rec_read_end(t);
+	}
+	return NULL;
+}
+
+Test(chain, a_run_ends_with_its_head_in_one_transaction)
+{
+	core_err err = { 0 };
+	poller p = { 0 };
+	pthread_t th;
+	fixture fx;
+	json_t *rep;
+
+	memset(&fx, 0, sizeof(fx));
+	tdir_make(&fx.d);
+	fx.env = env_open(fx.d.path, 0);
+	p.env = fx.env; /* another thread of the same process */
+	cr_assert_eq(pthread_create(&th, NULL, poll_runs, &p), 0);
+	for (uint64_t run = 1; run <= END_RUNS; run++) {
+		Elspeth__RunRecord r = ELSPETH__RUN_RECORD__INIT;
+		rec_key k = key1(run);
+
+		r.run_id = run;
+		r.status = "running";
+		r.canonical_version = CORE_CANONICAL_VERSION;
+		cr_assert_eq(rec_put_msg(fx.env, REC_RUNS, &k, &r.base), 0);
+		for (uint32_t i = 0; i < 3; i++)
+			put_node(fx.env, run, i);
+		env_flush(fx.env);
+		r.status = run % 2 ? "completed" : "failed";
+		r.rows = run;
+		cr_assert_eq(rec_run_end(fx.env, &r, NULL, &err), 0, "%s", err.msg);
+	}
+	env_flush(fx.env);
+	atomic_store(&p.stop, true);
+	pthread_join(th, NULL);
+	cr_assert_eq(p.bad[0], 0, "%s", p.bad);
+	cr_assert_gt(p.seen_ended, 0, "the reader never saw an ended run");
+	rep = verify_run(&fx, 7);
+	cr_assert_str_eq(chain_field(rep, "status"), "intact");
 	json_decref(rep);
 	fixture_close(&fx);
 }
