@@ -30,7 +30,6 @@ static const struct cloud_plugin {
 	{ "azure_prompt_shield", "Azure AI Content Safety (Prompt Shields)" },
 	{ "azure_batch_llm", "the Azure OpenAI Batch API" },
 	/* ELSPETH 0.7.1's (ADR 0045) */
-	{ "aws_s3", "Amazon S3" },
 	{ "azure_document_intelligence", "Azure AI Document Intelligence" },
 	{ "aws_bedrock_content_safety", "Amazon Bedrock Guardrails" },
 	{ "aws_bedrock_prompt_shield", "Amazon Bedrock Guardrails" },

@@ -16,6 +16,7 @@
 extern const plg_source_ops plg__csv_source;
 extern const plg_source_ops plg__json_source;
 extern const plg_source_ops plg__text_source;
+extern const plg_source_ops plg__aws_s3_source;
 extern const plg_transform_ops plg__passthrough;
 extern const plg_transform_ops plg__field_mapper;
 extern const plg_transform_ops plg__truncate;
@@ -47,6 +48,7 @@ extern const plg_aggregation_ops plg__batch_paired_preference;
 extern const plg_sink_ops plg__csv_sink;
 extern const plg_sink_ops plg__json_sink;
 extern const plg_sink_ops plg__text_sink;
+extern const plg_sink_ops plg__aws_s3_sink;
 extern const plg_sink_ops plg__database_sink;
 
 /* ---- schema (ELSPETH's `schema` block) ----

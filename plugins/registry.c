@@ -11,6 +11,7 @@ static const plg_source_ops *const sources[] = {
 	&plg__csv_source,
 	&plg__json_source,
 	&plg__text_source,
+	&plg__aws_s3_source,
 };
 
 static const plg_transform_ops *const transforms[] = {
@@ -35,6 +36,7 @@ static const plg_sink_ops *const sinks[] = {
 	&plg__json_sink,
 	&plg__database_sink,
 	&plg__text_sink,
+	&plg__aws_s3_sink,
 };
 
 static const plg_aggregation_ops *const aggregations[] = {

@@ -18,6 +18,7 @@ PKGS=(
   python3-grpcio python3-protobuf protobuf-compiler python3-websocket python3-psycopg2
   chromium
   slurmctld slurmd slurm-client munge
+  ceph-mon ceph-osd radosgw
 )
 # Node.js runs the MCP test client (npm @modelcontextprotocol/sdk); a
 # machine that has it (e.g. from NodeSource, npm included) keeps it.
@@ -47,12 +48,15 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 $SUDO apt-get update -qq
 
-# munge, slurmctld, slurmd and postgresql are daemons their packages start
-# on install where nothing forbids it. We need only their binaries: the
-# Slurm test (tests/slurm/cluster.sh) runs a private cluster under a
-# temporary directory, the database sink's (tests/integration/pg_lib.sh)
-# a private PostgreSQL server, and a system-wide munged, slurmd or
-# postgres started here would run with a default config forever. So while
+# munge, slurmctld, slurmd, postgresql and the Ceph daemons (ceph-mon,
+# ceph-osd, radosgw; lvm2's monitor, pulled in by ceph-osd) are daemons
+# their packages start on install where nothing forbids it. We need only
+# their binaries: the Slurm test (tests/slurm/cluster.sh) runs a private
+# cluster under a temporary directory, the database sink's
+# (tests/integration/pg_lib.sh) a private PostgreSQL server, the S3 tests
+# (tests/integration/s3_lib.sh) a private one-osd Ceph cluster with its
+# radosgw, and a system-wide munged, slurmd, postgres or ceph-* started
+# here would run with a default config forever. So while
 # apt-get installs, a
 # policy-rc.d (Debian's invoke-rc.d / deb-systemd-invoke hook) answers
 # 101, "action forbidden". A machine that already has one (containers

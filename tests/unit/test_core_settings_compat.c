@@ -208,8 +208,9 @@ Test(compat, several_sources_and_queues)
 Test(compat, v07_rules)
 {
 	/* 0.7.1's cloud plugins are refused naming the service */
-	expect_error("sources:\n  a: {plugin: aws_s3, on_success: out}\n" SINKS,
-		     CORE_EUNSUPPORTED, "plugin 'aws_s3' needs Amazon S3");
+	expect_error("sources:\n  a: {plugin: aws_bedrock_prompt_shield, on_success: out}\n"
+		     SINKS, CORE_EUNSUPPORTED,
+		     "plugin 'aws_bedrock_prompt_shield' needs Amazon Bedrock Guardrails");
 	expect_error(TWO_SOURCES "transforms:\n- {name: l, plugin: llm, input: inbound, "
 		     "on_success: out, options: {provider: bedrock}}\n" SINKS,
 		     CORE_EUNSUPPORTED, "the llm provider 'bedrock' needs Amazon Bedrock");
