@@ -23,6 +23,7 @@
  */
 #define _GNU_SOURCE /* asprintf */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -784,14 +785,35 @@ static int s3k_close(void *state, core_err *err)
 	return rc;
 }
 
-/* The file the run writes is the staging file; a resume checks it. */
+/* The file the run writes is the staging file; a resume checks it.
+ * target() hands out strings that must outlive the call: each path is
+ * kept once, for the life of the process (a few per run). Outside a
+ * run (env without a run key) there is no file. */
+typedef struct kept_path {
+	struct kept_path *next;
+	char path[];
+} kept_path;
+
 static const char *s3k_target(const plg_env *env, const core_node *options)
 {
-	static __thread char *last;
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	static kept_path *kept;
+	char *p;
+	kept_path *k;
 
-	free(last);
-	last = staging_path(env, options);
-	return last;
+	if (!plg_env_run_key(env) || !(p = staging_path(env, options)))
+		return NULL;
+	pthread_mutex_lock(&lock);
+	for (k = kept; k && strcmp(k->path, p); k = k->next)
+		;
+	if (!k && (k = malloc(sizeof(*k) + strlen(p) + 1))) {
+		strcpy(k->path, p);
+		k->next = kept;
+		kept = k;
+	}
+	pthread_mutex_unlock(&lock);
+	free(p);
+	return k ? k->path : NULL;
 }
 
 static int s3k_verify(const plg_env *env, const core_node *options,

@@ -77,7 +77,7 @@ assert s["additionalProperties"] is False' "$out" &&
 out=$(api GET /api/catalog/transforms/batch_stats/schema | tail -1)
 [ "$out" = 200 ] && pass "an aggregation's schema is under transforms/ (as it is listed)" || fail "batch_stats schema: $out"
 out=$(api GET /api/catalog/sinks/nope/schema)
-[ "$out" = $'{"detail":"Unknown sink plugin: nope. Available: [\'csv\', \'json\', \'database\', \'text\']"}\n404' ] &&
+[ "$out" = $'{"detail":"Unknown sink plugin: nope. Available: [\'csv\', \'json\', \'database\', \'text\', \'aws_s3\']"}\n404' ] &&
   pass "an unknown plugin: 404 with ELSPETH's detail and the names available" || fail "unknown plugin: $out"
 out=$(api GET /api/catalog/widgets/x/schema)
 [ "${out##*$'\n'}" = 404 ] && grep -q "Unknown plugin type: widgets" <<<"$out" &&

@@ -279,7 +279,7 @@ async function compose(tools) {
     const tr = await call("list_transforms");
     ok(tr.some((p) => p.name === "llm") && tr.some((p) => p.name === "batch_stats"),
       "list_transforms: transforms and aggregations");
-    ok((await call("list_sinks")).map((p) => p.name).sort().join() === "csv,database,json,text",
+    ok((await call("list_sinks")).map((p) => p.name).sort().join() === "aws_s3,csv,database,json,text",
       "list_sinks");
     const sch = await call("get_plugin_schema", { plugin_type: "transform", name: "llm" });
     ok(sch.json_schema.properties.pool_size.default === 32 &&
