@@ -961,10 +961,13 @@ int sqlt__export_head(xp *x)
 	if ((rc = read_run(x, &x->rr)))
 		return rc;
 	/* a run in ELSPETH 0.7.1's format (its settings have `sources`)
-	 * gets 0.7.1's columns of rows and its run_sources (ADR 0049) */
-	x->v07 = settings_v07(x->rr->settings_json);
-	if (x->v07 && (rc = x->out->ops->v07(x->out, x->err)))
-		return rc;
+	 * gets 0.7.1's columns of rows and its run_sources (ADR 0049);
+	 * learned once per run (a live export comes here every step) */
+	if (!x->header) {
+		x->v07 = settings_v07(x->rr->settings_json);
+		if (x->v07 && (rc = x->out->ops->v07(x->out, x->err)))
+			return rc;
+	}
 	rec_key_init(&k);
 	rec_key_u64(&k, x->run);
 	rc = rec_scan(x->t, REC_RESUMES, &k, count_resume, &resumes);

@@ -16,7 +16,7 @@
 source "$(dirname "$0")/lib.sh"
 source "$(dirname "$0")/s3_lib.sh"
 cd "$WORK"
-trap 's3_stop; mock_stop; [ -n "${KEEP:-}" ] || rm -rf "$WORK"; echo "work: $WORK"' EXIT
+trap 's3_stop; mock_stop; if [ -n "${KEEP:-}" ]; then echo "kept: $WORK"; else rm -rf "$WORK"; fi' EXIT
 
 s3_start "$WORK/s3"
 rc=$?
