@@ -186,6 +186,10 @@ typedef struct core_doc core_doc;
 int core_doc_load(const char *path, core_doc **out, core_err *err);
 int core_doc_parse(const char *name, const char *text, size_t len,
 		   core_doc **out, core_err *err);
+/* core_doc_parse without ${VAR} expansion: text whose values were
+ * expanded already (options a plugin builds from its own). */
+int core_doc_parse_literal(const char *name, const char *text, size_t len,
+			   core_doc **out, core_err *err);
 const core_node *core_doc_root(const core_doc *doc); /* NULL for empty */
 void core_doc_free(core_doc *doc); /* NULL allowed */
 

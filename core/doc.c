@@ -393,10 +393,10 @@ static int parse_text(parse_ctx *c, const char *text, size_t len)
 	return rc;
 }
 
-int core_doc_parse(const char *name, const char *text, size_t len,
-		   core_doc **out, core_err *err)
+static int doc_parse(const char *name, const char *text, size_t len, bool expand,
+		     core_doc **out, core_err *err)
 {
-	parse_ctx c = { .err = err, .root_path = "", .expand = true };
+	parse_ctx c = { .err = err, .root_path = "", .expand = expand };
 	int rc;
 
 	*out = NULL;
@@ -413,6 +413,18 @@ int core_doc_parse(const char *name, const char *text, size_t len,
 	c.doc->root = c.root;
 	*out = c.doc;
 	return 0;
+}
+
+int core_doc_parse(const char *name, const char *text, size_t len,
+		   core_doc **out, core_err *err)
+{
+	return doc_parse(name, text, len, true, out, err);
+}
+
+int core_doc_parse_literal(const char *name, const char *text, size_t len,
+			   core_doc **out, core_err *err)
+{
+	return doc_parse(name, text, len, false, out, err);
 }
 
 int core__doc_parse_data(core_doc *doc, const char *file, const char *text,

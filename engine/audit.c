@@ -408,7 +408,10 @@ int eng__audit_finish(eng_audit *a, const eng_summary *sum, const char *status,
 		rec_put_msg(a->rec, REC_RUNS, &k, &r.base);
 	if (!rc)
 		rc = crc;
-	if (!rc)
+	/* durable before the run's lock goes, whatever went wrong */
+	if (rc)
+		rec_flush(a->rec, NULL);
+	else
 		rc = rec_flush(a->rec, err);
 	if (a->lock_fd >= 0) {
 		close(a->lock_fd);

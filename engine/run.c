@@ -35,9 +35,13 @@ const char *eng_outcome_name(eng_outcome o)
 	return "UNKNOWN";
 }
 
-/* Flushes (fsync) and closes every sink; the first error wins. */
-static int close_sinks(dag_graph *g, int rc, core_err *err)
+/* Flushes (fsync) and closes every sink; the first error wins. A run
+ * that completed publishes first (plg_sink_ops.publish): not one that
+ * failed, was interrupted or halted, whose outputs a resume finishes. */
+static int close_sinks(eng_ctx *c, int rc, const eng_summary *sum, core_err *err)
 {
+	dag_graph *g = c->g;
+	bool done = !rc && !sum->interrupted && !eng__halted(c);
 	int crc;
 
 	if (rc) {
@@ -47,8 +51,20 @@ static int close_sinks(dag_graph *g, int rc, core_err *err)
 	for (size_t i = 0; i < g->nnodes && !rc; i++)
 		if (g->nodes[i].kind == DAG_SINK && g->nodes[i].kstate)
 			rc = g->nodes[i].kops->flush(g->nodes[i].kstate, err);
+	for (size_t i = 0; i < g->nnodes && !rc && done; i++)
+		if (g->nodes[i].kind == DAG_SINK && g->nodes[i].kstate &&
+		    g->nodes[i].kops->publish)
+			rc = g->nodes[i].kops->publish(g->nodes[i].kstate, err);
 	crc = dag_close(g, rc ? NULL : err);
 	return rc ? rc : crc;
+}
+
+/* After the completed run's record is committed (plg_sink_ops.finished). */
+static void sinks_finished(dag_graph *g)
+{
+	for (size_t i = 0; i < g->nnodes; i++)
+		if (g->nodes[i].kind == DAG_SINK && g->nodes[i].kops->finished)
+			g->nodes[i].kops->finished(&g->env, g->nodes[i].options);
 }
 
 unsigned eng__rows_in_flight(const dag_graph *g, const eng_opts *o)
@@ -180,7 +196,7 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 			rc = frc;
 		}
 	}
-	return close_sinks(g, rc, err);
+	return close_sinks(c, rc, sum, err);
 }
 
 /* Checkpoints are on (audit on, checkpoint.enabled) and every sink can
@@ -333,7 +349,6 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 	if (!rc)
 		rc = run_graph(c, eng__rows_in_flight(c->g, o), sum, err);
 	eng__sampler_release(c);
-	eng__set_run_key(c->g, 0, 0);
 	sum->calls = c->calls;
 	sum->calls_ok = c->calls_ok;
 	sum->calls_replayed = c->calls_replayed;
@@ -353,7 +368,7 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		eng__sink_paths_unused(c, sum);
 	metrics = metrics_json(sum);
 	/* The resume's record first: the run record, chained, is the last
-	 * write (rec_run_chain). */
+	 * write (rec_run_end). */
 	if (c->resume)
 		eng__resume_finish(c, sum, status);
 	frc = eng__audit_finish(c->audit, sum, status,
@@ -364,6 +379,9 @@ int eng__run_ctx(eng_ctx *c, eng_summary *sum, core_err *err)
 		*err = ferr;
 		rc = frc;
 	}
+	if (!rc && !strcmp(status, "completed") && c->audit->rec)
+		sinks_finished(c->g);
+	eng__set_run_key(c->g, 0, 0);
 	c->ckpt = NULL;
 	if (eng__wants(c->audit, ENG_EV_RUN_FINISHED)) {
 		eng_event ev = { .kind = ENG_EV_RUN_FINISHED, .status = status,

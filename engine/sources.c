@@ -83,8 +83,7 @@ static int chain_seek(void *state, const plg_source_pos *at, core_err *err)
 		return core_err_set(err, CORE_EDATA,
 			"the checkpoint names source %u; this pipeline has %u",
 			at->source, ch->n);
-	inner.source = 0;
-	inner.index = 0;
+	inner.source = 0; /* the source's own rows before: inner.index */
 	ch->cur = at->source;
 	ch->index = at->index;
 	return ops_of(ch, ch->cur)->seek(ch->inst[ch->cur], &inner, err);

@@ -135,7 +135,8 @@ typedef struct plg_source_pos {
 	bool bytes;
 	/* The engine's chain of several sources: the source that offset
 	 * and line are in, and how many of its rows come before (a plugin
-	 * leaves them 0). */
+	 * leaves source 0; seek gets index, the rows of its own before
+	 * `at`, whether there is a chain or not, when position set it). */
 	unsigned source;
 	uint64_t index;
 } plg_source_pos;
@@ -497,6 +498,17 @@ typedef struct plg_sink_ops {
 	 * not written: the one before it stays the one a resume starts
 	 * from. */
 	int (*commit)(void *state, core_err *err);
+	/* Optional: the run has completed (every row written and flushed,
+	 * its last checkpoint committed; not a failed, interrupted or
+	 * halted run): make the output final where writing it is not
+	 * (an S3 sink's upload). Called before close; an error fails the
+	 * run, which a resume can finish (it calls publish again). */
+	int (*publish)(void *state, core_err *err);
+	/* Optional: the run's completed record is committed; what the sink
+	 * kept so that a resume could finish its output may go (an S3 sink's
+	 * staging file). After close, with the run's environment (its run
+	 * key still set). Best effort: nothing to report. */
+	void (*finished)(const plg_env *env, const core_node *options);
 } plg_sink_ops;
 
 /* ----------------------------------------------------------- aggregations */

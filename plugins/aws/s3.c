@@ -15,8 +15,10 @@
 #include <time.h>
 
 #include <curl/curl.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <pthread.h>
 
 #include "plugins/aws/s3.h"
 
@@ -34,19 +36,83 @@ static char *env_dup(const char *name)
 	return v && *v ? strdup(v) : NULL;
 }
 
+const char *plg__s3_bad_bucket(const char *b)
+{
+	size_t n = strlen(b);
+
+	if (n < 3 || n > 63 || !isalnum((unsigned char)b[0]) ||
+	    !isalnum((unsigned char)b[n - 1]))
+		goto bad;
+	for (const char *p = b; *p; p++)
+		if (!(islower((unsigned char)*p) || isdigit((unsigned char)*p) || *p == '.' ||
+		      *p == '-'))
+			goto bad;
+	return NULL;
+bad:
+	return "bucket must be an S3 bucket name (3 to 63 lower-case letters, digits, "
+	       "'.' and '-', starting and ending with a letter or digit; access points "
+	       "are not supported)";
+}
+
+const char *plg__s3_bad_region(const char *r)
+{
+	size_t n = strlen(r);
+
+	if (!n || n > 64 || strspn(r, "abcdefghijklmnopqrstuvwxyz"
+				       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != n)
+		return "region_name must be a bounded AWS region identifier";
+	return NULL;
+}
+
+const char *plg__s3_bad_endpoint(const char *v)
+{
+	const char *host, *end;
+
+	if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
+		return "endpoint_url must be an HTTP(S) URL with a hostname";
+	for (const char *p = v; *p; p++)
+		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
+			return "endpoint_url must not contain whitespace or control characters";
+	if (strpbrk(v, "?#"))
+		return "endpoint_url must not contain a query or fragment";
+	host = strstr(v, "://") + 3;
+	end = host + strcspn(host, "/");
+	if (end == host || *host == ':')
+		return "endpoint_url must be an HTTP(S) URL with a hostname";
+	if (memchr(host, '@', (size_t)(end - host)))
+		return "endpoint_url must not contain userinfo";
+	if (end[strspn(end, "/")])
+		return "endpoint_url must not have a path (objects are addressed "
+		       "ENDPOINT/BUCKET/KEY)";
+	return NULL;
+}
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init(void)
+{
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
 int plg__s3_init(plg__s3 *c, const char *endpoint_url, const char *region_name,
 		 const char *bucket, core_err *err)
 {
-	const char *region = region_name;
+	const char *region = region_name, *why;
 	size_t n;
 
 	memset(c, 0, sizeof(*c));
+	pthread_once(&curl_once, curl_init);
 	if (!region || !*region)
 		region = getenv("AWS_REGION");
 	if (!region || !*region)
 		region = getenv("AWS_DEFAULT_REGION");
 	if (!region || !*region)
 		region = "us-east-1";
+	if ((why = plg__s3_bad_region(region)) ||
+	    (why = plg__s3_bad_bucket(bucket)) ||
+	    (endpoint_url && (why = plg__s3_bad_endpoint(endpoint_url))))
+		return core_err_set(err, CORE_ECONFIG, "aws_s3: %s (region '%s')", why,
+				    region);
 	c->timeout_s = 30;
 	if (!(c->region = strdup(region)) || !(c->bucket = strdup(bucket)))
 		goto fail;
@@ -81,7 +147,7 @@ void plg__s3_free(plg__s3 *c)
 	free(c->bucket);
 	free(c->access_key);
 	if (c->secret_key) /* not left in freed memory */
-		memset(c->secret_key, 0, strlen(c->secret_key));
+		OPENSSL_cleanse(c->secret_key, strlen(c->secret_key));
 	free(c->secret_key);
 	free(c->token);
 	memset(c, 0, sizeof(*c));
@@ -124,11 +190,27 @@ static int locate(const plg__s3 *c, const char *key, char **host, char **path,
 	if (!ekey)
 		return rc;
 	if (c->endpoint) {
+		size_t hl;
+		bool https = !strncmp(c->endpoint, "https://", 8);
+
 		h = strstr(c->endpoint, "://");
 		h = h ? h + 3 : c->endpoint;
+		hl = strcspn(h, "/");
+		/* the Host curl sends has no default port: neither may the
+		 * signed one */
+		if (hl > 4 && !https && !strncmp(h + hl - 3, ":80", 3))
+			hl -= 3;
+		else if (hl > 5 && https && !strncmp(h + hl - 4, ":443", 4))
+			hl -= 4;
 		eb = uri_encode(c->bucket, false);
-		if (eb && (*host = strdup(h)) && (*base = strdup(c->endpoint)) &&
+		if (eb && (*host = strndup(h, hl)) && (*base = strdup(c->endpoint)) &&
 		    asprintf(path, "/%s/%s", eb, ekey) >= 0)
+			rc = 0;
+	} else if (strchr(c->bucket, '.')) {
+		/* a dotted name breaks the wildcard certificate: path-style */
+		if (asprintf(host, "s3.%s.amazonaws.com", c->region) >= 0 &&
+		    asprintf(base, "https://%s", *host) >= 0 &&
+		    asprintf(path, "/%s/%s", c->bucket, ekey) >= 0)
 			rc = 0;
 	} else {
 		if (asprintf(host, "%s.s3.%s.amazonaws.com", c->bucket, c->region) >= 0 &&
@@ -194,13 +276,13 @@ int plg__s3_sign(const plg__s3 *c, const char *method, const char *path,
 	    asprintf(&kstart, "AWS4%s", c->secret_key) < 0)
 		goto out;
 	hmac(kstart, strlen(kstart), date, k);
-	memset(kstart, 0, strlen(kstart));
+	OPENSSL_cleanse(kstart, strlen(kstart));
 	free(kstart);
 	hmac(k, 32, c->region, k);
 	hmac(k, 32, "s3", k);
 	hmac(k, 32, "aws4_request", k);
 	hmac(k, 32, sts, h);
-	memset(k, 0, sizeof(k));
+	OPENSSL_cleanse(k, sizeof(k));
 	core_hex(h, 32, sig);
 	if ((size_t)snprintf(auth, cap,
 			     "AWS4-HMAC-SHA256 Credential=%s/%s, SignedHeaders=%s, "
@@ -387,8 +469,11 @@ static int perform(plg__s3 *c, const call *k, req *r, core_err *err)
 	bu.h = h;
 	if (c->access_key) {
 		if ((rc = plg__s3_sign(c, k->method, path, "", hdrs, names,
-				       k->payload_sha, amz, auth, sizeof(auth))))
+				       k->payload_sha, amz, auth, sizeof(auth)))) {
+			core_err_set(err, rc, "aws_s3: cannot sign the request (the "
+				     "credentials are too long?)");
 			goto out;
+		}
 		rc = CORE_ENOMEM;
 		if (asprintf(&line, "Authorization: %s", auth) < 0 ||
 		    !(list = curl_slist_append(list, line)))
@@ -406,6 +491,7 @@ static int perform(plg__s3 *c, const call *k, req *r, core_err *err)
 		free(line);                                                   \
 		line = NULL;                                                  \
 	} while (0)
+	ADD("Host: %s", host); /* exactly the signed one */
 	ADD("x-amz-date: %s", amz);
 	ADD("x-amz-content-sha256: %s", k->payload_sha);
 	if (k->extra_name)
@@ -420,7 +506,10 @@ static int perform(plg__s3 *c, const call *k, req *r, core_err *err)
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, list);
 	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 10L);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT, c->timeout_s);
+	/* a stalled transfer ends; a long one at any speed does not */
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, c->timeout_s);
+	curl_easy_setopt(h, CURLOPT_PATH_AS_IS, 1L); /* keys may hold ./ and ../ */
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
@@ -447,12 +536,12 @@ static int perform(plg__s3 *c, const call *k, req *r, core_err *err)
 		rc = 0;
 	}
 out:
-	if (rc == CORE_ENOMEM && !err->msg[0])
+	if (rc == CORE_ENOMEM)
 		nomem(err);
 	curl_slist_free_all(list);
 	if (h)
 		curl_easy_cleanup(h);
-	memset(auth, 0, sizeof(auth));
+	OPENSSL_cleanse(auth, sizeof(auth));
 	free(line);
 	free(host);
 	free(path);

@@ -30,7 +30,8 @@ typedef struct plg__s3 {
 	char *access_key; /* NULL: no credentials (requests go unsigned) */
 	char *secret_key;
 	char *token;      /* NULL unless temporary credentials */
-	long timeout_s;   /* whole request; connect is capped at 10 s */
+	long timeout_s;   /* a transfer that moves nothing this long ends;
+			   * connect is capped at 10 s */
 	/* For tests: the request time as YYYYMMDD'T'HHMMSS'Z' (NULL: now). */
 	const char *fixed_time;
 } plg__s3;
@@ -45,7 +46,17 @@ typedef struct plg__s3_result {
 	char code[64];    /* the error document's <Code>, or "" */
 } plg__s3_result;
 
-/* The client for bucket: endpoint_url and region_name may be NULL. */
+/* What is wrong with a bucket name, a region or an endpoint_url, or NULL
+ * when nothing is (the messages 0.7.1's checks give, where it has one).
+ * Bucket names follow S3's rules (no access points); an endpoint is
+ * http(s)://host[:port], no path. */
+const char *plg__s3_bad_bucket(const char *bucket);
+const char *plg__s3_bad_region(const char *region);
+const char *plg__s3_bad_endpoint(const char *endpoint_url);
+
+/* The client for bucket: endpoint_url and region_name may be NULL. The
+ * three are checked (CORE_ECONFIG), the region taken from the
+ * environment included. */
 int plg__s3_init(plg__s3 *c, const char *endpoint_url, const char *region_name,
 		 const char *bucket, core_err *err);
 void plg__s3_free(plg__s3 *c);

@@ -13,8 +13,12 @@
  * — or every row's keys in order of appearance; JSON one compact array;
  * JSON Lines compact objects, both with ensure_ascii off and floats as
  * Python's repr) and PUTs it whole: with overwrite: false only if no
- * object has the key (If-None-Match: *). A run killed before, or during,
- * the upload uploads the same bytes when it is resumed.
+ * object has the key (If-None-Match: *). That happens only when the run
+ * completes (publish): a failed or interrupted run leaves the object
+ * alone and keeps its staging file for the resume, and the staging file
+ * goes once the completed run's record is committed (finished). A run
+ * killed before, during or after the upload uploads the same bytes when
+ * it is resumed.
  *
  * The key is a template rendered once per run: literal text and
  * {{ run_id }} (the run's key, the same for every resume) and
@@ -111,6 +115,12 @@ static int render_key(const core_node *n, const char *run_key, long long started
 		if ((unsigned char)*q < 0x20 || *q == 0x7f)
 			return core_err_at(err, CORE_ECONFIG, n,
 					   "key template must not contain control characters");
+	if (!started_ns) { /* a run without a Landscape: now */
+		struct timespec now;
+
+		clock_gettime(CLOCK_REALTIME, &now);
+		started_ns = (long long)now.tv_sec * 1000000000 + now.tv_nsec;
+	}
 	{
 		time_t s = (time_t)(started_ns / 1000000000);
 		long us = (long)(started_ns % 1000000000 / 1000);
@@ -185,8 +195,8 @@ static int parse_options(void *state, const core_node *o, const char **path,
 	const core_node *csv = core_map_get(o, "csv_options");
 	const core_node *fmt = core_map_get(o, "format");
 	const core_node *hd = core_map_get(o, "headers");
-	const core_node *ep = core_map_get(o, "endpoint_url");
-	const char *v;
+	const core_node *ep = core_map_get(o, "endpoint_url"), *rn;
+	const char *v, *why;
 	char *k = NULL;
 	int rc;
 
@@ -201,9 +211,14 @@ static int parse_options(void *state, const core_node *o, const char **path,
 	if ((rc = plg__check_options(o, s3k_opts, err)) ||
 	    (rc = core_opt_str(o, "bucket", true, &v, err)))
 		return rc;
-	if (!v[strspn(v, " \t")] || strlen(v) > 2048)
-		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "bucket"),
-				   "bucket must be nonblank and at most 2048 characters");
+	if ((why = plg__s3_bad_bucket(v)))
+		return core_err_at(err, CORE_ECONFIG, core_map_get(o, "bucket"), "%s", why);
+	if ((rn = core_map_get(o, "region_name")) && !core_node_is_null(rn)) {
+		if ((rc = core_node_str(rn, &v, err)))
+			return rc;
+		if ((why = plg__s3_bad_region(v)))
+			return core_err_at(err, CORE_ECONFIG, rn, "%s", why);
+	}
 	if ((rc = core_opt_str(o, "key", true, &v, err)) ||
 	    (rc = render_key(core_map_get(o, "key"), NULL, 0, &k, err)))
 		return rc;
@@ -218,11 +233,8 @@ static int parse_options(void *state, const core_node *o, const char **path,
 	if (ep && !core_node_is_null(ep)) {
 		if ((rc = core_node_str(ep, &v, err)))
 			return rc;
-		if ((strncmp(v, "http://", 7) && strncmp(v, "https://", 8)) ||
-		    strpbrk(v, "?# @\t\n"))
-			return core_err_at(err, CORE_ECONFIG, ep,
-					   "endpoint_url must be an HTTP(S) URL with a hostname, "
-					   "no userinfo, query or fragment");
+		if ((why = plg__s3_bad_endpoint(v)))
+			return core_err_at(err, CORE_ECONFIG, ep, "%s", why);
 	}
 	if (csv) {
 		const core_node *d = core_map_get(csv, "delimiter");
@@ -295,19 +307,25 @@ static char *staging_path(const plg_env *env, const core_node *o)
 		return NULL;
 	}
 	json_decref(j);
-	if (pd) {
+	if (pd && rk) {
 		const char *slash = strrchr(pd, '/');
 
 		dir = slash ? strndup(pd, (size_t)(slash - pd)) : strdup(".");
 	} else {
 		dir = strdup(getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	}
-	if (dir && rk)
-		path = asprintf(&path, "%s/s3-staging/%s-%.16s.jsonl", dir, rk, hex) < 0 ? NULL
-											  : path;
-	else if (dir)
-		path = asprintf(&path, "%s/elspeth-s3-%ld-%.16s.jsonl", dir, (long)getpid(),
-				hex) < 0 ? NULL : path;
+	if (dir && rk) {
+		if (asprintf(&path, "%s/s3-staging/%s-%.16s.jsonl", dir, rk, hex) < 0)
+			path = NULL;
+	} else if (dir) {
+		/* no run to resume: a private directory of its own */
+		char *tmp = NULL;
+
+		if (asprintf(&tmp, "%s/elspeth-s3-XXXXXX", dir) >= 0 && mkdtemp(tmp) &&
+		    asprintf(&path, "%s/%.16s.jsonl", tmp, hex) < 0)
+			path = NULL;
+		free(tmp);
+	}
 	free(dir);
 	return path;
 }
@@ -430,6 +448,38 @@ static int py_json(core_buf *b, const json_t *v)
  * record past max_record_chars is refused (a row error each, routed by
  * the sink's on_write_failure, instead of 0.7.1's failure of the whole
  * upload). */
+/* The characters 0.7.1 counts for a CSV record: the delimiters, two,
+ * and each value, quoted ones with their quotes and doubled quotes. */
+static size_t csv_record_chars(const char *const *v, const size_t *len, size_t n,
+			       char delim)
+{
+	size_t total = (n ? n - 1 : 0) + 2;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t chars = 0, quotes = 0;
+		bool q = false;
+
+		for (size_t k = 0; k < len[i]; k++) {
+			unsigned char c = (unsigned char)v[i][k];
+
+			chars += (c & 0xc0) != 0x80;
+			quotes += c == '"';
+			q |= c == (unsigned char)delim || c == '"' || c == '\r' || c == '\n';
+		}
+		total += q ? chars + quotes + 2 : chars;
+	}
+	return total;
+}
+
+/* A row goes to the staging file as one compact JSON line (floats as
+ * Python's repr, so the object's bytes come out of it exactly), after
+ * the checks that can be made on the row alone: a fixed schema's extra
+ * fields and CSV values that are no scalars cannot be written, and a
+ * record past max_record_chars is refused (a row error each, routed by
+ * the sink's on_write_failure, instead of 0.7.1's failure of the whole
+ * upload). A CSV record is counted here with the row's own fields; the
+ * header's, and fields other rows add, are counted when it is
+ * rendered. */
 static int s3k_write(void *state, const json_t *row, plg_write_info *info,
 		     core_err *err)
 {
@@ -453,24 +503,38 @@ static int s3k_write(void *state, const json_t *row, plg_write_info *info,
 						    "fixed schema", k);
 		}
 	}
+	if ((rc = py_json(&s->buf, row)))
+		return rc == CORE_EDATA
+			? core_err_set(err, CORE_EDATA, "S3 record cannot be serialized "
+				       "(a non-finite number)")
+			: nomem(err);
 	if (s->fmt == FMT_CSV) {
-		json_object_foreach((json_t *)row, k, v) {
-			size_t before = s->buf.len;
+		size_t n = json_object_size(row), i = 0;
+		const char **vals = calloc(n ? n : 1, sizeof(*vals));
+		size_t *lens = calloc(n ? n : 1, sizeof(*lens));
+		core_buf *t = calloc(n ? n : 1, sizeof(*t));
 
-			if (csv_text(&s->buf, v) == CORE_EDATA)
-				return core_err_set(err, CORE_EDATA,
-						    "S3 record field '%s' cannot be written as "
-						    "CSV (a %s)", k, core_py_type(v));
-			for (size_t i = before; i < s->buf.len; i++)
-				chars += ((unsigned char)s->buf.data[i] & 0xc0) != 0x80;
-			chars++;
+		rc = vals && lens && t ? 0 : CORE_ENOMEM;
+		json_object_foreach((json_t *)row, k, v) {
+			if (rc)
+				break;
+			if ((rc = csv_text(&t[i], v)) == CORE_EDATA)
+				core_err_set(err, CORE_EDATA, "S3 record field '%s' cannot be "
+					     "written as CSV (a %s)", k, core_py_type(v));
+			vals[i] = t[i].data ? t[i].data : "";
+			lens[i] = t[i].len;
+			i++;
 		}
+		if (!rc)
+			chars = csv_record_chars(vals, lens, n, s->delim);
+		for (i = 0; t && i < n; i++)
+			core_buf_release(&t[i]);
+		free(t);
+		free(vals);
+		free(lens);
+		if (rc)
+			return rc == CORE_EDATA ? rc : nomem(err);
 	} else {
-		if ((rc = py_json(&s->buf, row)))
-			return rc == CORE_EDATA
-				? core_err_set(err, CORE_EDATA, "S3 record cannot be "
-					       "serialized as JSON (a non-finite number)")
-				: nomem(err);
 		for (size_t i = 0; i < s->buf.len; i++)
 			chars += ((unsigned char)s->buf.data[i] & 0xc0) != 0x80;
 	}
@@ -478,8 +542,7 @@ static int s3k_write(void *state, const json_t *row, plg_write_info *info,
 		return core_err_set(err, CORE_EDATA,
 				    "S3 record exceeds configured character limit (%zu > %lld)",
 				    chars, s->max_chars);
-	core_buf_reset(&s->buf);
-	if (core_json_append(&s->buf, row, -1, 0) || core_buf_putc(&s->buf, '\n'))
+	if (core_buf_putc(&s->buf, '\n'))
 		return nomem(err);
 	info->offset = s->out.pos;
 	info->len = s->buf.len;
@@ -525,6 +588,7 @@ static int csv_field(core_buf *b, const char *v, size_t n, char delim, bool alon
 typedef struct render {
 	FILE *in, *out;
 	uint64_t bytes;
+	uint64_t rows;     /* rendered */
 	long long max;
 	core_buf line, rec;
 } render;
@@ -555,6 +619,11 @@ static json_t *next_row(render *r, int *rc, core_err *err)
 			*rc = nomem(err);
 			return NULL;
 		}
+	if (ferror(r->in)) {
+		*rc = core_err_set(err, CORE_EIO, "aws_s3: reading the staging file: %s",
+				   strerror(errno));
+		return NULL;
+	}
 	if (!r->line.len)
 		return NULL;
 	row = json_loadb(r->line.data, r->line.len, JSON_DECODE_ANY | JSON_ALLOW_NUL, &je);
@@ -606,7 +675,26 @@ static int render_csv(s3_sink *s, render *r, core_err *err)
 		goto out;
 	n = json_array_size(names);
 	if (s->header) {
+		const char **hv = calloc(n ? n : 1, sizeof(*hv));
+		size_t *hl = calloc(n ? n : 1, sizeof(*hl));
+
+		for (size_t i = 0; hv && hl && i < n; i++) {
+			const char *f = json_string_value(json_array_get(names, i));
+			const core_node *h = s->headers ? core_map_get(s->headers, f) : NULL;
+
+			hv[i] = h ? h->value : f;
+			hl[i] = strlen(hv[i]);
+		}
+		if (!hv || !hl)
+			rc = nomem(err);
+		else if (csv_record_chars(hv, hl, n, s->delim) > (size_t)s->max_chars)
+			rc = core_err_set(err, CORE_EDATA, "aws_s3: the CSV header exceeds "
+					  "the configured character limit");
+		free(hv);
+		free(hl);
 		core_buf_reset(&r->rec);
+		if (!rc && !n && core_buf_puts(&r->rec, "\r\n"))
+			rc = nomem(err);
 		for (size_t i = 0; !rc && i < n; i++) {
 			const char *f = json_string_value(json_array_get(names, i));
 			const core_node *h = s->headers ? core_map_get(s->headers, f) : NULL;
@@ -624,10 +712,11 @@ static int render_csv(s3_sink *s, render *r, core_err *err)
 			    (i == n - 1 && core_buf_puts(&r->rec, "\r\n")))
 				rc = nomem(err);
 		}
-		if (!rc && n)
+		if (!rc)
 			rc = emit(r, &r->rec, err);
 	}
 	while (!rc && (row = next_row(r, &rc, err))) {
+		r->rows++;
 		core_buf_reset(&r->rec);
 		for (size_t i = 0; !rc && i < n; i++) {
 			json_t *v = json_object_get(row, json_string_value(json_array_get(names, i)));
@@ -656,6 +745,7 @@ static int render_json(s3_sink *s, render *r, core_err *err)
 	int rc = 0;
 
 	while (!rc && (row = next_row(r, &rc, err))) {
+		r->rows++;
 		core_buf_reset(&r->rec);
 		if (s->fmt == FMT_JSON && core_buf_puts(&r->rec, first ? "[" : ","))
 			rc = nomem(err);
@@ -732,6 +822,10 @@ static int upload(s3_sink *s, core_err *err)
 		goto out;
 	}
 	rc = s->fmt == FMT_CSV ? render_csv(s, &r, err) : render_json(s, &r, err);
+	if (!rc && r.rows != s->rows)
+		rc = core_err_set(err, CORE_EDATA, "aws_s3: the staging file %s holds %llu "
+				  "rows where %llu were written", s->staging,
+				  (unsigned long long)r.rows, (unsigned long long)s->rows);
 	if (fclose(r.out) && !rc)
 		rc = core_err_set(err, CORE_EIO, "aws_s3: writing the object: %s",
 				  strerror(errno));
@@ -768,6 +862,19 @@ out:
 	return rc;
 }
 
+/* The run completed: the object is rendered and uploaded. The staging
+ * file stays until the run's record is committed (s3k_finished): a
+ * crash before that resumes, and uploads the same bytes again. */
+static int s3k_publish(void *state, core_err *err)
+{
+	s3_sink *s = state;
+	int rc = plg__outfile_flush(&s->out, err);
+
+	return rc ? rc : upload(s, err);
+}
+
+/* Any run's end: the staging file is closed, and kept (a run that did
+ * not complete is finished by a resume; one that did, by finished). */
 static int s3k_close(void *state, core_err *err)
 {
 	s3_sink *s = state;
@@ -776,13 +883,17 @@ static int s3k_close(void *state, core_err *err)
 	if (!s)
 		return 0;
 	rc = plg__outfile_close(&s->out, err);
-	if (!rc)
-		rc = upload(s, err);
-	/* kept when the upload failed: a resume uploads it */
-	if (!rc)
-		unlink(s->staging);
 	s3k_close_state(s, NULL);
 	return rc;
+}
+
+static void s3k_finished(const plg_env *env, const core_node *options)
+{
+	char *path = staging_path(env, options);
+
+	if (path)
+		unlink(path);
+	free(path);
 }
 
 /* The file the run writes is the staging file; a resume checks it.
@@ -854,4 +965,6 @@ const plg_sink_ops plg__aws_s3_sink = {
 	.resume = s3k_resume,
 	.target = s3k_target,
 	.verify = s3k_verify,
+	.publish = s3k_publish,
+	.finished = s3k_finished,
 };

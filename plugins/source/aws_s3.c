@@ -5,7 +5,8 @@
  * open() HEADs the object (it must announce a length and an ETag, and
  * no Content-Encoding), refuses it past max_object_bytes, then GETs it
  * with If-Match on that ETag into a spool file (unlinked at once: it
- * goes with the process) while hashing it, and hands the spool to the
+ * goes with the process; the reader opens it as /proc/self/fd/N) while
+ * hashing it, and hands the spool to the
  * csv or json source with the options they take (csv_options' delimiter
  * and encoding, has_header: false as `columns` — given, or the schema's
  * declared fields —, json_options' encoding and data_key, field_mapping,
@@ -34,7 +35,8 @@ typedef struct s3_src {
 	const plg_source_ops *inner;
 	void *inner_state;
 	core_doc *doc;       /* the inner source's options */
-	char spool[64];
+	char spool[64];      /* the unlinked spool, as /proc/self/fd/N */
+	int spool_fd;        /* until the reader has opened it; -1 */
 	char etag[256];
 	char sha[CORE_SHA256_HEX_LEN + 1];
 	uint64_t size;
@@ -90,51 +92,17 @@ static int nomem(core_err *err)
 	return core_err_set(err, CORE_ENOMEM, "aws_s3: out of memory");
 }
 
-/* endpoint_url as 0.7.1 accepts it: http(s), a host, no user, query or
- * fragment, no whitespace. */
-static int check_endpoint(const core_node *n, core_err *err)
+/* An option checked by one of s3.h's validators, at its position. */
+static int check_with(const core_node *n, const char *(*bad)(const char *),
+		      core_err *err)
 {
-	const char *v, *host, *end;
+	const char *v, *why;
 
 	if (!n || core_node_is_null(n))
 		return 0;
 	if (core_node_str(n, &v, err))
 		return CORE_ECONFIG;
-	if (strncmp(v, "http://", 7) && strncmp(v, "https://", 8))
-		return core_err_at(err, CORE_ECONFIG, n,
-				   "endpoint_url must be an HTTP(S) URL with a hostname");
-	host = strstr(v, "://") + 3;
-	end = host + strcspn(host, "/");
-	for (const char *p = v; *p; p++)
-		if ((unsigned char)*p <= 0x20 || *p == 0x7f)
-			return core_err_at(err, CORE_ECONFIG, n,
-					   "endpoint_url must not contain whitespace or "
-					   "control characters");
-	if (end == host || *host == ':')
-		return core_err_at(err, CORE_ECONFIG, n,
-				   "endpoint_url must be an HTTP(S) URL with a hostname");
-	if (memchr(host, '@', (size_t)(end - host)))
-		return core_err_at(err, CORE_ECONFIG, n,
-				   "endpoint_url must not contain userinfo");
-	if (strpbrk(v, "?#"))
-		return core_err_at(err, CORE_ECONFIG, n,
-				   "endpoint_url must not contain a query or fragment");
-	return 0;
-}
-
-static int check_region(const core_node *n, core_err *err)
-{
-	const char *v;
-
-	if (!n || core_node_is_null(n))
-		return 0;
-	if (core_node_str(n, &v, err))
-		return CORE_ECONFIG;
-	if (!*v || strlen(v) > 64 || strspn(v, "abcdefghijklmnopqrstuvwxyz"
-					       "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") != strlen(v))
-		return core_err_at(err, CORE_ECONFIG, n,
-				   "region_name must be a bounded AWS region identifier");
-	return 0;
+	return (why = bad(v)) ? core_err_at(err, CORE_ECONFIG, n, "%s", why) : 0;
 }
 
 static int check_key(const core_node *opts, core_err *err)
@@ -144,9 +112,8 @@ static int check_key(const core_node *opts, core_err *err)
 
 	if (core_opt_str(opts, "bucket", true, &v, err))
 		return CORE_ECONFIG;
-	if (!v[strspn(v, " \t")] || strlen(v) > 2048)
-		return core_err_at(err, CORE_ECONFIG, b,
-				   "bucket must be nonblank and at most 2048 characters");
+	if (check_with(b, plg__s3_bad_bucket, err))
+		return CORE_ECONFIG;
 	if (core_opt_str(opts, "key", true, &v, err))
 		return CORE_ECONFIG;
 	if (!v[strspn(v, " \t")] || strlen(v) > 1024)
@@ -176,8 +143,8 @@ static int inner_options(const core_node *o, const char *spool, json_t **out,
 	json_t *j;
 
 	if ((rc = plg__check_options(o, s3_opts, err)) || (rc = check_key(o, err)) ||
-	    (rc = check_endpoint(core_map_get(o, "endpoint_url"), err)) ||
-	    (rc = check_region(core_map_get(o, "region_name"), err)) ||
+	    (rc = check_with(core_map_get(o, "endpoint_url"), plg__s3_bad_endpoint, err)) ||
+	    (rc = check_with(core_map_get(o, "region_name"), plg__s3_bad_region, err)) ||
 	    (rc = core_opt_int(o, "max_object_bytes", 1, MAX_OBJECT_LIMIT, &lim, err)) ||
 	    (rc = core_opt_int(o, "max_record_chars", 1, 8000000, &lim, err)))
 		return rc;
@@ -273,8 +240,9 @@ static int inner_doc(const core_node *o, const char *spool, core_doc **doc,
 	json_decref(j);
 	if (!text)
 		return nomem(err);
-	rc = core_doc_parse(o->path ? o->path : "aws_s3 options", text, strlen(text), doc,
-			    err);
+	/* the values were expanded once, with the settings: not again */
+	rc = core_doc_parse_literal(o->path ? o->path : "aws_s3 options", text, strlen(text),
+				    doc, err);
 	free(text);
 	return rc;
 }
@@ -360,7 +328,10 @@ static int download(s3_src *s, const core_node *o, core_err *err)
 		 getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp");
 	if (strlen(s->spool) >= sizeof(s->spool) - 1)
 		snprintf(s->spool, sizeof(s->spool), "/tmp/elspeth-s3-XXXXXX");
-	if ((fd = mkstemp(s->spool)) < 0 || !(fp = fdopen(fd, "w+b"))) {
+	fd = mkstemp(s->spool);
+	if (fd >= 0)
+		unlink(s->spool); /* the descriptor is the only way to it */
+	if (fd < 0 || !(fp = fdopen(fd, "w+b"))) {
 		rc = core_err_set(err, CORE_EIO, "aws_s3: cannot make a spool file: %s",
 				  strerror(errno));
 		if (fd >= 0)
@@ -368,6 +339,14 @@ static int download(s3_src *s, const core_node *o, core_err *err)
 		s->spool[0] = '\0';
 		goto out;
 	}
+	/* the reader opens it by this name; our descriptor stays open
+	 * until then (s->spool_fd) */
+	if ((s->spool_fd = dup(fd)) < 0) {
+		rc = core_err_set(err, CORE_EIO, "aws_s3: spool: %s", strerror(errno));
+		fclose(fp);
+		goto out;
+	}
+	snprintf(s->spool, sizeof(s->spool), "/proc/self/fd/%d", s->spool_fd);
 	rc = plg__s3_get(&c, key, s->etag, fp, (uint64_t)max, &r, s->sha, err);
 	if (!rc && r.status / 100 != 2)
 		rc = refused(s, "GET", &r, err);
@@ -391,20 +370,22 @@ static int s3_open(const plg_env *env, const core_node *options, void **state,
 
 	if (!s)
 		return nomem(err);
+	s->spool_fd = -1;
 	s->max_chars = 1000000;
-	core_opt_int(options, "max_record_chars", 1, 8000000, &s->max_chars, err);
-	{
+	if (!(rc = s3_check(options, err))) {
 		const core_node *f = core_map_get(options, "format");
 
+		core_opt_int(options, "max_record_chars", 1, 8000000, &s->max_chars, err);
 		s->csv = !f || core_node_is_null(f) || !strcmp(f->value, "csv");
 	}
-	if ((rc = s3_check(options, err)) || (rc = download(s, options, err)) ||
+	if (rc || (rc = download(s, options, err)) ||
 	    (rc = inner_doc(options, s->spool, &s->doc, &s->inner, err)) ||
 	    (rc = s->inner->open(env, core_doc_root(s->doc), &s->inner_state, err)))
 		s->inner_state = NULL;
-	/* the inner source holds the file open: the name can go */
-	if (s->spool[0])
-		unlink(s->spool);
+	/* the inner source holds the file open (or failed to) */
+	if (s->spool_fd >= 0)
+		close(s->spool_fd);
+	s->spool_fd = -1;
 	if (rc) {
 		if (s->where && !strstr(err->msg, "aws_s3"))
 			core_err_prefix(err, "aws_s3 %s", s->where);
@@ -464,6 +445,8 @@ static int s3_next(void *state, plg_source_row *out, core_err *err)
 	 * end (the reader cannot know where the next one starts) */
 	json_decref(out->row);
 	free(out->error);
+	free(out->reason);
+	out->reason = NULL;
 	snprintf(num, sizeof(num), "%llu", (unsigned long long)s->records);
 	out->row = json_pack("{s:s}", s->csv ? "__row_number__" : "__line_number__", num);
 	out->error = strdup(s->csv ? "CSV record exceeds configured character limit"
@@ -486,6 +469,7 @@ static void s3_position(void *state, plg_source_pos *out)
 
 	s->inner->position(s->inner_state, out);
 	out->bytes = false; /* not in a file input() names */
+	out->index = s->records; /* the engine's chain sets the same */
 }
 
 static int s3_seek(void *state, const plg_source_pos *at, core_err *err)
@@ -494,6 +478,7 @@ static int s3_seek(void *state, const plg_source_pos *at, core_err *err)
 
 	if (s->bad_resume)
 		return core_err_set(err, CORE_EDATA, "%s", s->bad_resume);
+	s->records = at->index; /* a record's number goes on from there */
 	return s->inner->seek(s->inner_state, at, err);
 }
 

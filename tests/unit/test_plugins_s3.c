@@ -87,6 +87,52 @@ Test(aws_s3, one_credential_without_the_other_is_refused)
 
 	setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE", 1);
 	unsetenv("AWS_SECRET_ACCESS_KEY");
-	cr_assert_eq(plg__s3_init(&c, NULL, NULL, "b", &err), CORE_ECONFIG);
+	cr_assert_eq(plg__s3_init(&c, NULL, NULL, "bucket", &err), CORE_ECONFIG);
 	cr_assert(strstr(err.msg, "must be set together"));
+}
+
+Test(aws_s3, bucket_region_and_endpoint_are_checked)
+{
+	/* a name that would move the request to another host, or break
+	 * the signature, is refused before any request */
+	cr_assert_null(plg__s3_bad_bucket("my-bucket.v2"));
+	cr_assert_not_null(plg__s3_bad_bucket("evil.example/"));
+	cr_assert_not_null(plg__s3_bad_bucket("evil.example#"));
+	cr_assert_not_null(plg__s3_bad_bucket("Upper"));
+	cr_assert_not_null(plg__s3_bad_bucket("ab"));
+	cr_assert_not_null(plg__s3_bad_bucket("arn:aws:s3:us-east-1:123:accesspoint/x"));
+	cr_assert_null(plg__s3_bad_region("eu-west-3"));
+	cr_assert_not_null(plg__s3_bad_region("eu-west-3.evil.example/"));
+	cr_assert_null(plg__s3_bad_endpoint("http://127.0.0.1:7480"));
+	cr_assert_null(plg__s3_bad_endpoint("https://s3.example.com/"));
+	cr_assert_not_null(plg__s3_bad_endpoint("http://h:9000/prefix"));
+	cr_assert_not_null(plg__s3_bad_endpoint("http://user:pw@h"));
+	cr_assert_not_null(plg__s3_bad_endpoint("http://h\r\nX: y"));
+	cr_assert_not_null(plg__s3_bad_endpoint("ftp://h"));
+	cr_assert_not_null(plg__s3_bad_endpoint("http://"));
+}
+
+Test(aws_s3, the_signed_host_is_the_one_sent)
+{
+	/* a default port is not in the Host header curl sends: nor in the
+	 * signed one; a dotted bucket on AWS goes path-style */
+	plg__s3 c;
+	char *u;
+
+	client(&c, "https://s3.example.com:443");
+	u = plg__s3_url(&c, "k");
+	cr_assert_str_eq(u, "https://s3.example.com:443/examplebucket/k");
+	free(u);
+	plg__s3_free(&c);
+	setenv("AWS_ACCESS_KEY_ID", "AKIAIOSFODNN7EXAMPLE", 1);
+	{
+		core_err err = { 0 };
+
+		cr_assert_eq(plg__s3_init(&c, NULL, "eu-west-3", "my.dotted.bucket", &err), 0,
+			     "%s", err.msg);
+	}
+	u = plg__s3_url(&c, "a/b.csv");
+	cr_assert_str_eq(u, "https://s3.eu-west-3.amazonaws.com/my.dotted.bucket/a/b.csv");
+	free(u);
+	plg__s3_free(&c);
 }
