@@ -22,6 +22,14 @@
 
 #include "plugins/aws/s3.h"
 
+const plg_option plg__s3_opts[] = {
+	{ "region_name", "string", false, NULL,
+	  "the signing region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)" },
+	{ "endpoint_url", "string", false, NULL,
+	  "an S3-compatible endpoint, http(s)://host[:port], objects addressed path-style" },
+	{ NULL }
+};
+
 #define EMPTY_SHA "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 static int nomem(core_err *err)

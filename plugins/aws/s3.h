@@ -22,6 +22,7 @@
 #include <stdio.h>
 
 #include "core/core.h"
+#include "plugins/plugins.h"
 
 typedef struct plg__s3 {
 	char *endpoint;   /* scheme://host[:port], no trailing '/'; NULL: AWS */
@@ -45,6 +46,10 @@ typedef struct plg__s3_result {
 	char content_encoding[64];
 	char code[64];    /* the error document's <Code>, or "" */
 } plg__s3_result;
+
+/* The options the aws_s3 source and sink share: region_name and
+ * endpoint_url (a table of plg_option, for their option lists). */
+extern const plg_option plg__s3_opts[];
 
 /* What is wrong with a bucket name, a region or an endpoint_url, or NULL
  * when nothing is (the messages 0.7.1's checks give, where it has one).

@@ -78,17 +78,14 @@ static const plg_option s3k_own[] = {
 	{ "csv_options", "object", false, NULL, "delimiter, encoding, include_header" },
 	{ "headers", "string|object", false, "\"normalized\"",
 	  "the CSV header: normalized (the field names) or a map field -> header" },
-	{ "region_name", "string", false, NULL,
-	  "the signing region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)" },
-	{ "endpoint_url", "string", false, NULL,
-	  "an S3-compatible endpoint, http(s)://host[:port], objects addressed path-style" },
 	{ "max_object_bytes", "integer", false, "268435456",
 	  "the largest object written (at most 1 GiB)" },
 	{ "max_record_chars", "integer", false, "1000000",
 	  "the longest record, in characters" },
 	{ NULL }
 };
-static const plg_option *const s3k_opts[] = { s3k_own, plg__schema_opts, NULL };
+static const plg_option *const s3k_opts[] = { s3k_own, plg__s3_opts, plg__schema_opts,
+						    NULL };
 
 static int nomem(core_err *err)
 {

@@ -75,17 +75,14 @@ static const plg_option s3_own[] = {
 	{ "field_mapping", "object", false, NULL, "field name as read -> field name" },
 	{ "on_validation_failure", "string", true, NULL,
 	  "where rows that fail the schema go: a sink's name, or discard" },
-	{ "region_name", "string", false, NULL,
-	  "the signing region (else AWS_REGION, AWS_DEFAULT_REGION, us-east-1)" },
-	{ "endpoint_url", "string", false, NULL,
-	  "an S3-compatible endpoint, http(s)://host[:port], objects addressed path-style" },
 	{ "max_object_bytes", "integer", false, "268435456",
 	  "the largest object read (at most 1 GiB)" },
 	{ "max_record_chars", "integer", false, "1000000",
 	  "the longest record, in characters (at most 8,000,000)" },
 	{ NULL }
 };
-static const plg_option *const s3_opts[] = { s3_own, plg__schema_opts, NULL };
+static const plg_option *const s3_opts[] = { s3_own, plg__s3_opts, plg__schema_opts,
+						    NULL };
 
 static int nomem(core_err *err)
 {
