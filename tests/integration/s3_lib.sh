@@ -197,6 +197,27 @@ EOF
   return 0
 }
 
+# s3_rgw_stop / s3_rgw_start: radosgw alone goes away and comes back on
+# the same port (the cluster and its objects stay): a server that is
+# down for a while.
+s3_rgw_stop() {
+  local i
+  for i in "${!S3_NAMES[@]}"; do
+    [ "${S3_NAMES[$i]}" = rgw ] || continue
+    kill -KILL "${S3_PIDS[$i]}" 2> /dev/null || true
+    wait "${S3_PIDS[$i]}" 2> /dev/null || true
+    while kill -0 "${S3_PIDS[$i]}" 2> /dev/null; do sleep 0.1; done
+    unset 'S3_PIDS[i]' 'S3_NAMES[i]'
+  done
+  S3_PIDS=("${S3_PIDS[@]}"); S3_NAMES=("${S3_NAMES[@]}")
+}
+s3_rgw_start() {
+  radosgw -c "$S3_DIR/ceph.conf" -f -n client.rgw >> "$S3_DIR/log/rgw.out" 2>&1 &
+  S3_PIDS+=($!); S3_NAMES+=(rgw)
+  S3_LOG=$S3_DIR/log/rgw.log
+  s3_wait "${S3_TIMEOUT:-90}" "radosgw answering again on $S3_ENDPOINT" "$S3_LOG" -- s3_signed_ok
+}
+
 s3_stop() {
   local p
   [ "${#S3_PIDS[@]}" -gt 0 ] || return 0

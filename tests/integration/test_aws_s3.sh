@@ -8,7 +8,8 @@
 #     and json, computed here) in CSV, JSON and JSON Lines; its key
 #     template renders {{ run_id }}
 #  3. overwrite: false refuses an existing key; nothing is replaced
-#  4. SIGKILL mid-run, resume: the object is the uninterrupted run's
+#  4. SIGKILL mid-run, SIGTERM, the server down at the upload; each
+#     resumed: the object is the uninterrupted run's
 #  5. a source object changed before the resume stops it before any row
 #  6. errors: a missing bucket, a wrong secret, an object past
 #     max_object_bytes, a bad key template (validate, file:line:col);
@@ -217,6 +218,29 @@ else fail "resume after SIGTERM: $(tail -3 resume.log)"; fi
 ls .elspeth/s3-staging/*.jsonl > /dev/null 2>&1 &&
   fail "the staging file is left after the resumed run completed" ||
   pass "the staging file goes once the resumed run completed"
+
+# 4c. the server is down when the run ends: the run fails (exit 1,
+#     resumable, the staging file kept); with the server back, the
+#     resume uploads the uninterrupted run's bytes
+sed 's|key: "out/killed.csv"|key: "out/down.csv"|' kill.yaml > down.yaml
+rm -rf trail.lmdb .elspeth
+"$ELSPETH" run -s down.yaml --execute --max-rows-in-flight 8 > down.log 2>&1 &
+pid=$!
+for _ in $(seq 1 3000); do
+  [ "$(cat .elspeth/s3-staging/*.jsonl 2>/dev/null | wc -l)" -ge 100 ] && break
+  sleep 0.01
+done
+s3_rgw_stop
+wait $pid; rc=$?
+if [ $rc = 1 ] && grep -q "aws_s3: PUT" down.log && ls .elspeth/s3-staging/*.jsonl > /dev/null 2>&1; then
+  pass "server down at the upload: the run fails ($(grep -o 'aws_s3: PUT[^;]*' down.log | head -1 | cut -c1-80)), staging kept"
+else fail "server down: exit $rc: $(tail -2 down.log)"; fi
+if s3_rgw_start; then
+  if "$ELSPETH" resume latest -s down.yaml --execute > resume.log 2>&1 &&
+     s3_get elspeth-out out/down.csv got.csv && cmp -s got.csv want_csvsrc.csv; then
+    pass "server back, resumed: the object is the uninterrupted run's bytes"
+  else fail "resume after the server came back: $(tail -3 resume.log)"; fi
+else fail "radosgw did not come back"; fi
 
 # 4b. overwrite: false and a kill between the upload and the run's end:
 #     the resume finds its own bytes there and takes them; other bytes
