@@ -349,6 +349,10 @@ int eng__sources_open(const dag_graph *g, const plg_source_ops **ops,
 /* Source i's own state (a plugin's, inside the chain of several), of
  * the state eng__sources_open gave. */
 void *eng__sources_inst(const dag_graph *g, void *state, unsigned i);
+/* For ELSPETH's `headers: original` (names.c): {sink options path:
+ * {field: its source's name}} for the sinks that ask, once the sources
+ * are open; NULL when none asks (or out of memory: the names stay). */
+json_t *eng__original_names(const dag_graph *g, void *src);
 json_t *eng__sources_fields(const dag_graph *g, void *state, unsigned i,
 			    const char **version);
 /* sink_paths.c: the files sinks write, settled before the trail records

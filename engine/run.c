@@ -161,6 +161,8 @@ static int run_graph(eng_ctx *c, unsigned in_flight, eng_summary *sum,
 	if ((rc = eng__sources_open(g, &c->sops, &src, err)))
 		return rc;
 	c->src = src;
+	/* the sources' names of the fields, for sinks that write them */
+	plg_env_set_original_names(&g->env, eng__original_names(g, src));
 	/* A resume reopens the sinks at their checkpointed positions and
 	 * moves the source on before the rest opens as usual. */
 	if (c->resume)

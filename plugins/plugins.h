@@ -70,12 +70,22 @@ typedef struct plg_env {
 	 * to a part file instead of the file its options name (target() and
 	 * verify() say so too). NULL: off. plg_env_set_part_dir sets it. */
 	plg_parts *parts;
+	/* ELSPETH's `headers: original` (ADR 0052): for each sink, by the
+	 * path of its options node ("sinks.out.options"), an object
+	 * {field: the source's name of it} — the sources' header names,
+	 * carried through renames on the way. Set by the engine once the
+	 * sources are open, before the sinks open; NULL: none known. */
+	json_t *original_names;
 } plg_env;
 
 /* An environment with nothing in it but rate_limits (may be NULL). */
 void plg_env_init(plg_env *env, const core_rate_limit_cfg *rate_limits);
 /* Frees what the environment holds (its part map). NULL allowed. */
 void plg_env_release(plg_env *env);
+/* Takes names (a reference; NULL: none) as env->original_names. */
+void plg_env_set_original_names(plg_env *env, json_t *names);
+/* The sink's {field: source name}, or NULL (none known; env NULL). */
+const json_t *plg_env_original_names(const plg_env *env, const core_node *options);
 /* key, or NULL for a run that is not recorded. */
 void plg_env_set_run_key(plg_env *env, const char *key);
 /* The run key, or NULL (env NULL, or not recorded). */

@@ -190,6 +190,19 @@ const char *plg__outfile_target(const plg_env *env, const core_node *options);
 enum { PLG__COLLIDE_NONE, PLG__COLLIDE_FAIL, PLG__COLLIDE_INCREMENT,
        PLG__COLLIDE_APPEND };
 extern const plg_option plg__collision_opts[];
+/* ELSPETH's display headers of a file sink (ADR 0052): the `headers`
+ * option (normalized, original or a map field -> name), checked; the
+ * names it gives as a new object {field: name written} or NULL (the
+ * field names as they are: normalized, or original with nothing known);
+ * and one field's name written (the field itself when unmapped, as
+ * ELSPETH falls back for fields a transform added). */
+extern const plg_option plg__headers_opts[];
+int plg__headers_check(const core_node *opts, core_err *err);
+/* *strict: every field must be mapped (0.7.1's map; plg__display_unmapped
+ * says which is not, with 0.7.1's words). */
+json_t *plg__display_names(const plg_env *env, const core_node *opts, bool *strict);
+const char *plg__display_name(const json_t *names, const char *field);
+int plg__display_unmapped(const json_t *names, const char *field, core_err *err);
 /* Reads and checks it against mode (append or write), as 0.7.1 does. */
 int plg__opt_collision(const core_node *opts, bool append, int *policy,
 		       core_err *err);

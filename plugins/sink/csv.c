@@ -36,7 +36,9 @@ struct csv_sink {
 	char delim;
 	bool header_done; /* the header is in the file */
 	size_t nheader;   /* 0: not known yet */
-	char **header;
+	char **header;    /* the fields, in order */
+	json_t *display;  /* {field: name in the header line} (headers:); NULL */
+	bool strict;      /* every field must be in display (0.7.1) */
 	core_buf line;    /* the row being formatted */
 	core_buf val;     /* one value's text */
 };
@@ -124,8 +126,11 @@ static int format_header(struct csv_sink *s, core_buf *b)
 	for (size_t i = 0; !rc && i < s->nheader; i++) {
 		if (i)
 			rc = core_buf_putc(b, s->delim);
-		if (!rc)
-			rc = put_field(b, s->header[i], strlen(s->header[i]), s->delim);
+		if (!rc) {
+			const char *h = plg__display_name(s->display, s->header[i]);
+
+			rc = put_field(b, h, strlen(h), s->delim);
+		}
 	}
 	return rc ? rc : core_buf_puts(b, "\r\n");
 }
@@ -135,6 +140,9 @@ static int write_header(struct csv_sink *s, core_err *err)
 	core_buf b;
 	int rc;
 
+	for (size_t i = 0; s->strict && i < s->nheader; i++)
+		if ((rc = plg__display_unmapped(s->display, s->header[i], err)))
+			return rc;
 	core_buf_init(&b);
 	rc = format_header(s, &b);
 	if (rc)
@@ -163,8 +171,16 @@ static int read_existing_header(struct csv_sink *s, const char *path,
 		rc = 0;
 		for (size_t i = 0; !rc && i < r.nfields; i++) {
 			size_t n;
-			const char *f = plg__csv_field(&r, i, &n);
+			const char *f = plg__csv_field(&r, i, &n), *k;
+			json_t *v;
 
+			/* a name written for a field (headers:) is that field */
+			json_object_foreach(s->display, k, v)
+				if (json_string_length(v) == n && !memcmp(json_string_value(v), f, n)) {
+					f = k;
+					n = strlen(k);
+					break;
+				}
 			if (header_add(s, f, n))
 				rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		}
@@ -302,7 +318,7 @@ static int csv_write(void *state, const json_t *row, plg_write_info *info,
 	if (!s->header_done) {
 		rc = write_header(s, err);
 		if (rc)
-			return rc;
+			goto out_undo_header;
 	}
 	info->offset = s->out.pos;
 	info->len = s->line.len;
@@ -329,7 +345,7 @@ static const plg_option csvk_own[] = {
 	{ NULL }
 };
 static const plg_option *const csvk_opts[] = {
-	csvk_own, plg__collision_opts, plg__schema_opts, NULL
+	csvk_own, plg__collision_opts, plg__headers_opts, plg__schema_opts, NULL
 };
 
 static int parse_options(void *state, const core_node *opts,
@@ -355,6 +371,8 @@ static int parse_options(void *state, const core_node *opts,
 	if (!rc)
 		rc = plg__opt_encoding(opts, PLG__ENC_WRITE, err);
 	if (!rc)
+		rc = plg__headers_check(opts, err);
+	if (!rc)
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &s->schema, err);
 	s->delim = delim[0];
 	*append = m == 1;
@@ -379,6 +397,8 @@ static int csv_start(const plg_env *env, const core_node *options,
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
+	if (!rc)
+		s->display = plg__display_names(env, options, &s->strict);
 	if (!rc && at)
 		rc = plg__outfile_resume(&s->out, env, path, at, err);
 	/* The file it writes: a shard's part file (plg_part_path). */
@@ -446,6 +466,7 @@ static int csv_close(void *state, core_err *err)
 		return 0;
 	rc = plg__outfile_close(&s->out, err);
 	header_clear(s);
+	json_decref(s->display);
 	core_buf_release(&s->line);
 	core_buf_release(&s->val);
 	plg__schema_free(s->schema);

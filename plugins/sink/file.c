@@ -59,6 +59,117 @@ void plg_env_release(plg_env *env)
 		return;
 	parts_free(env->parts);
 	env->parts = NULL;
+	json_decref(env->original_names);
+	env->original_names = NULL;
+}
+
+void plg_env_set_original_names(plg_env *env, json_t *names)
+{
+	json_decref(env->original_names);
+	env->original_names = names;
+}
+
+const json_t *plg_env_original_names(const plg_env *env, const core_node *options)
+{
+	if (!env || !env->original_names || !options || !options->path)
+		return NULL;
+	return json_object_get(env->original_names, options->path);
+}
+
+/* ------------------------------------------------ display headers */
+
+static int by_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+const plg_option plg__headers_opts[] = {
+	{ "headers", "string|object", false, "\"normalized\"",
+	  "the names written for the fields (CSV header, JSON keys): normalized (as "
+	  "they are), original (the source's header names), or a map field -> name" },
+	{ NULL }
+};
+
+int plg__headers_check(const core_node *opts, core_err *err)
+{
+	const core_node *h = core_map_get(opts, "headers");
+
+	if (!h || core_node_is_null(h))
+		return 0;
+	if (h->kind == CORE_NODE_MAP) {
+		for (size_t i = 0; i < h->len; i++)
+			if (h->items[i]->kind != CORE_NODE_SCALAR)
+				return core_err_at(err, CORE_ECONFIG, h->items[i],
+						   "a header name must be a string");
+		return 0;
+	}
+	if (h->kind == CORE_NODE_SCALAR &&
+	    (!strcmp(h->value, "normalized") || !strcmp(h->value, "original")))
+		return 0;
+	return core_err_at(err, CORE_ECONFIG, h,
+			   "Invalid header mode '%s'. Expected 'normalized', 'original', "
+			   "or mapping dict.", h->kind == CORE_NODE_SCALAR ? h->value : "?");
+}
+
+json_t *plg__display_names(const plg_env *env, const core_node *opts, bool *strict)
+{
+	const core_node *h = core_map_get(opts, "headers");
+	const json_t *orig;
+	json_t *m;
+
+	*strict = false;
+	if (!h || core_node_is_null(h))
+		return NULL;
+	/* ELSPETH 0.7.1: a map must name every field; `original` wrote the
+	 * field names as they are in every run of the real 0.7.1 (ADR 0052) */
+	*strict = env && env->v07 && h->kind == CORE_NODE_MAP;
+	if (env && env->v07 && h->kind == CORE_NODE_SCALAR)
+		return NULL;
+	if (h->kind == CORE_NODE_MAP) {
+		if (!(m = json_object()))
+			return NULL;
+		for (size_t i = 0; i < h->len; i++)
+			json_object_set_new(m, h->keys[i]->value, json_string(h->items[i]->value));
+		return m;
+	}
+	if (h->kind != CORE_NODE_SCALAR || strcmp(h->value, "original"))
+		return NULL;
+	orig = plg_env_original_names(env, opts);
+	return orig && json_object_size(orig) ? json_deep_copy(orig) : NULL;
+}
+
+const char *plg__display_name(const json_t *names, const char *field)
+{
+	const char *d = json_string_value(json_object_get(names, field));
+
+	return d ? d : field;
+}
+
+int plg__display_unmapped(const json_t *names, const char *field, core_err *err)
+{
+	core_buf b = { 0 };
+	const char **keys;
+	size_t n = json_object_size(names), i = 0;
+	const char *k;
+	json_t *v;
+
+	if (json_object_get(names, field))
+		return 0;
+	/* Python's sorted() of the mapped fields, as 0.7.1 lists them */
+	if (!(keys = calloc(n ? n : 1, sizeof(*keys))))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	json_object_foreach((json_t *)names, k, v)
+		keys[i++] = k;
+	qsort(keys, n, sizeof(*keys), by_str);
+	for (i = 0; i < n; i++)
+		core_buf_printf(&b, "%s'%s'", i ? ", " : "", keys[i]);
+	core_err_set(err, CORE_EDATA, "CUSTOM header mode has no mapping for field '%s'. "
+		     "All fields must be explicitly mapped — silent fallback to normalized "
+		     "names risks data corruption in external system handover. Mapped "
+		     "fields: [%s]", field, b.data ? b.data : "");
+	core_buf_release(&b);
+	free(keys);
+	return CORE_EDATA;
 }
 
 int plg_env_set_part_dir(plg_env *env, const char *dir, core_err *err)

@@ -34,19 +34,59 @@ struct json_sink {
 	bool jsonl;
 	int indent;     /* -1: compact */
 	uint64_t rows;  /* written so far */
+	json_t *display; /* {field: key written} (headers:); NULL */
+	bool strict;     /* every field must be in display (0.7.1) */
 	core_buf buf;
 };
 
 /* ---------------------------------------------------------------- rows */
 
+/* The row with its keys renamed as `headers` says; NULL with err set
+ * when two fields would get one name (ELSPETH's words). */
+static json_t *displayed(const struct json_sink *s, const json_t *row, core_err *err)
+{
+	json_t *out = json_object(), *v;
+	const char *k;
+
+	if (!out) {
+		core_err_set(err, CORE_ENOMEM, "out of memory");
+		return NULL;
+	}
+	json_object_foreach((json_t *)row, k, v) {
+		const char *d = plg__display_name(s->display, k);
+
+		if (s->strict && plg__display_unmapped(s->display, k, err)) {
+			json_decref(out);
+			return NULL;
+		}
+
+		if (json_object_get(out, d)) {
+			json_decref(out);
+			core_err_set(err, CORE_EDATA, "Header collision: multiple fields map "
+				     "to output key '%s'. Check display_headers mapping for "
+				     "duplicate targets.", d);
+			return NULL;
+		}
+		if (json_object_set(out, d, v)) {
+			json_decref(out);
+			core_err_set(err, CORE_ENOMEM, "out of memory");
+			return NULL;
+		}
+	}
+	return out;
+}
+
 static int json_write(void *state, const json_t *row, plg_write_info *info,
-		     core_err *err)
+		      core_err *err)
 {
 	struct json_sink *s = state;
 	const char *sep = s->indent < 0 ? (s->rows ? ", " : "[")
 					: (s->rows ? ",\n" : "[\n");
+	json_t *shown = NULL;
 	int rc = 0;
 
+	if (s->display && !(row = shown = displayed(s, row, err)))
+		return err->code;
 	core_buf_reset(&s->buf);
 	for (int i = 0; !s->jsonl && !rc && i < s->indent; i++)
 		rc = core_buf_putc(&s->buf, ' ');
@@ -54,6 +94,7 @@ static int json_write(void *state, const json_t *row, plg_write_info *info,
 		rc = core_json_append_py(&s->buf, row, s->indent, s->jsonl ? 0 : 1);
 	if (!rc && s->jsonl)
 		rc = core_buf_putc(&s->buf, '\n');
+	json_decref(shown);
 	if (rc)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (!s->jsonl)
@@ -114,7 +155,7 @@ static const plg_option jsonk_own[] = {
 	{ NULL }
 };
 static const plg_option *const jsonk_opts[] = {
-	jsonk_own, plg__collision_opts, plg__schema_opts, NULL
+	jsonk_own, plg__collision_opts, plg__headers_opts, plg__schema_opts, NULL
 };
 
 static int parse_options(void *state, const core_node *opts,
@@ -134,6 +175,8 @@ static int parse_options(void *state, const core_node *opts,
 		rc = core_node_int(ind, 0, 32, &indent, err);
 	if (!rc)
 		rc = plg__opt_encoding(opts, PLG__ENC_WRITE, err);
+	if (!rc)
+		rc = plg__headers_check(opts, err);
 	if (!rc)
 		rc = plg__schema_parse(core_map_get(opts, "schema"), &s->schema, err);
 	if (!rc)
@@ -160,6 +203,8 @@ static int json_start(const plg_env *env, const core_node *options,
 	if (!s)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = parse_options(s, options, &path, &append, err);
+	if (!rc)
+		s->display = plg__display_names(env, options, &s->strict);
 	if (!rc && !at)
 		rc = plg__collision_check(env, path, s->collide, err);
 	if (!rc)
@@ -223,6 +268,7 @@ static int json_close(void *state, core_err *err)
 	else
 		rc = plg__outfile_close(&s->out, err);
 	core_buf_release(&s->buf);
+	json_decref(s->display);
 	plg__schema_free(s->schema);
 	free(s);
 	return rc;
