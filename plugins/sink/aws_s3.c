@@ -53,6 +53,7 @@ typedef struct s3_sink {
 	bool overwrite;
 	bool resumed;             /* opened by resume() */
 	const core_node *headers; /* a mapping (custom headers), or NULL */
+	json_t *orig;             /* headers: original: {field: source name}; NULL */
 	long long max_bytes, max_chars;
 	uint64_t rows;
 	char *key;                /* rendered */
@@ -77,7 +78,8 @@ static const plg_option s3k_own[] = {
 	  "false: the upload fails when an object has the key" },
 	{ "csv_options", "object", false, NULL, "delimiter, encoding, include_header" },
 	{ "headers", "string|object", false, "\"normalized\"",
-	  "the CSV header: normalized (the field names) or a map field -> header" },
+	  "the CSV header: normalized (the field names), original (the source's "
+	  "names) or a map field -> header (every field)" },
 	{ "max_object_bytes", "integer", false, "268435456",
 	  "the largest object written (at most 1 GiB)" },
 	{ "max_record_chars", "integer", false, "1000000",
@@ -259,10 +261,8 @@ static int parse_options(void *state, const core_node *o, const char **path,
 					return core_err_at(err, CORE_ECONFIG, hd->items[i],
 							   "a header must be a string");
 			s->headers = hd;
-		} else if (hd->kind != CORE_NODE_SCALAR || strcmp(hd->value, "normalized")) {
-			return core_err_at(err, CORE_EUNSUPPORTED, hd,
-					   "headers: only 'normalized' or a map of field -> "
-					   "header is supported by this build's aws_s3 sink");
+		} else if ((rc = plg__headers_check(o, err))) {
+			return rc;
 		}
 	}
 	return plg__schema_parse(core_map_get(o, "schema"), &s->schema, err);
@@ -277,6 +277,7 @@ static int s3k_close_state(void *state, core_err *err)
 		return 0;
 	plg__outfile_close(&s->out, NULL);
 	plg__schema_free(s->schema);
+	json_decref(s->orig);
 	core_buf_release(&s->buf);
 	free(s->key);
 	free(s->staging);
@@ -349,6 +350,11 @@ static int s3k_start(const plg_env *env, const core_node *options,
 	    (rc = render_key(core_map_get(options, "key"), plg_env_run_key(env),
 			     run_started_ns(plg_env_run_key(env)), &s->key, err)))
 		goto fail;
+	if (!s->headers) { /* original: the sources' names (none in 0.7.1's format) */
+		bool strict;
+
+		s->orig = plg__display_names(env, options, &strict);
+	}
 	if (!(s->staging = staging_path(env, options))) {
 		rc = nomem(err);
 		goto fail;
@@ -679,7 +685,7 @@ static int render_csv(s3_sink *s, render *r, core_err *err)
 			const char *f = json_string_value(json_array_get(names, i));
 			const core_node *h = s->headers ? core_map_get(s->headers, f) : NULL;
 
-			hv[i] = h ? h->value : f;
+			hv[i] = h ? h->value : plg__display_name(s->orig, f);
 			hl[i] = strlen(hv[i]);
 		}
 		if (!hv || !hl)
@@ -702,8 +708,7 @@ static int render_csv(s3_sink *s, render *r, core_err *err)
 						  "('%s' is not mapped)", f);
 				break;
 			}
-			if (h)
-				f = h->value;
+			f = h ? h->value : plg__display_name(s->orig, f);
 			if ((i && core_buf_putc(&r->rec, s->delim)) ||
 			    csv_field(&r->rec, f, strlen(f), s->delim, n == 1) ||
 			    (i == n - 1 && core_buf_puts(&r->rec, "\r\n")))
