@@ -84,6 +84,16 @@ local_sink() {
 YAML
 }
 
+# wait_staged N: until the run's staging file holds N rows (30 s at most)
+wait_staged() {
+  local _
+  for _ in $(seq 1 3000); do
+    [ "$(cat .elspeth/s3-staging/*.jsonl 2>/dev/null | wc -l)" -ge "$1" ] && return 0
+    sleep 0.01
+  done
+  return 1
+}
+
 # 1. the source: the rows are those the file sources read from the bytes
 for fmt in csv json jsonl; do
   plugin=json; [ $fmt = csv ] && plugin=csv
@@ -203,10 +213,7 @@ rm -rf trail.lmdb .elspeth
 s3_head elspeth-out out/killed.csv && s3_req DELETE elspeth-out/out/killed.csv "$S3_EMPTY_SHA256" -o /dev/null > /dev/null
 "$ELSPETH" run -s kill.yaml --execute --max-rows-in-flight 8 > term.log 2>&1 &
 pid=$!
-for _ in $(seq 1 3000); do
-  [ "$(cat .elspeth/s3-staging/*.jsonl 2>/dev/null | wc -l)" -ge 300 ] && break
-  sleep 0.01
-done
+wait_staged 300
 kill -TERM $pid; wait $pid; rc=$?
 if [ $rc = 3 ] && ! s3_head elspeth-out out/killed.csv && ls .elspeth/s3-staging/*.jsonl > /dev/null 2>&1; then
   pass "SIGTERM: exit 3, no object written, the staging file kept"
@@ -226,10 +233,7 @@ sed 's|key: "out/killed.csv"|key: "out/down.csv"|' kill.yaml > down.yaml
 rm -rf trail.lmdb .elspeth
 "$ELSPETH" run -s down.yaml --execute --max-rows-in-flight 8 > down.log 2>&1 &
 pid=$!
-for _ in $(seq 1 3000); do
-  [ "$(cat .elspeth/s3-staging/*.jsonl 2>/dev/null | wc -l)" -ge 100 ] && break
-  sleep 0.01
-done
+wait_staged 100
 s3_rgw_stop
 wait $pid; rc=$?
 if [ $rc = 1 ] && grep -q "aws_s3: PUT" down.log && ls .elspeth/s3-staging/*.jsonl > /dev/null 2>&1; then
@@ -251,10 +255,7 @@ kill_early() {
   rm -rf trail.lmdb .elspeth
   "$ELSPETH" run -s once.yaml --execute --max-rows-in-flight 8 > /dev/null 2>&1 &
   local pid=$!
-  for _ in $(seq 1 3000); do
-    [ "$(cat .elspeth/s3-staging/*.jsonl 2>/dev/null | wc -l)" -ge 100 ] && break
-    sleep 0.01
-  done
+  wait_staged 100
   kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 }
 kill_early
@@ -273,10 +274,7 @@ s3_get elspeth-out out/once.csv got.csv && cmp -s got.csv in.csv &&
 rm -rf trail.lmdb .elspeth
 "$ELSPETH" run -s kill.yaml --execute --max-rows-in-flight 8 > /dev/null 2>&1 &
 pid=$!
-for _ in $(seq 1 3000); do
-  [ "$(cat .elspeth/s3-staging/*.jsonl 2>/dev/null | wc -l)" -ge 100 ] && break
-  sleep 0.01
-done
+wait_staged 100
 kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
 sed 's/alpha/ALPHA/' in.csv > changed.csv && s3_put elspeth-in data/in.csv changed.csv
 expect "a changed source object stops the resume" 1 "changed since the run read it" -- \
