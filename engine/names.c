@@ -10,9 +10,10 @@
  * same names are worked out once per run, from the graph: a source's
  * fields named as it read them (its `fields` op, inverted), carried along
  * every edge, field_mapper's renames applied, an error route carrying what
- * entered the node that failed. A sink fed along several paths takes the
- * first path's name for a field (ELSPETH takes the contract of the first
- * row it writes).
+ * entered the node that failed, a nested coalesce's rows having none and
+ * a select coalesce the selected branch's. A sink fed along several paths
+ * takes the first path's name for a field (ELSPETH takes the contract of
+ * the first row it writes).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,23 @@ typedef struct names {
 } names;
 
 static json_t *node_out(names *n, int id);
+
+/* Whether edge ed into a coalesce carries names out of it: not with
+ * merge: nested (rows become {branch: {...}}, a branch's name is its
+ * own), only the selected branch's with merge: select. */
+static bool coalesce_keeps(const dag_node *node, const dag_edge *ed)
+{
+	const core_coalesce_cfg *cc = node->coalesce;
+
+	if (node->kind != DAG_COALESCE || !cc)
+		return true;
+	if (cc->merge == CORE_MERGE_NESTED)
+		return false;
+	if (cc->merge == CORE_MERGE_SELECT)
+		return ed->port >= 0 && (size_t)ed->port < cc->nbranches && cc->select_branch &&
+		       !strcmp(cc->branches[ed->port], cc->select_branch);
+	return true;
+}
 
 /* What enters node id: its inputs' names, the first edge's first. */
 static json_t *node_in(names *n, int id)
@@ -43,7 +61,7 @@ static json_t *node_in(names *n, int id)
 		const char *k;
 		json_t *v;
 
-		if (ed->to != id)
+		if (ed->to != id || !coalesce_keeps(&g->nodes[id], ed))
 			continue;
 		from = ed->divert ? node_in(n, ed->from) : node_out(n, ed->from);
 		json_object_foreach(from, k, v)
@@ -53,8 +71,12 @@ static json_t *node_in(names *n, int id)
 	return m;
 }
 
-/* field_mapper's mapping {from: to}: `to` carries `from`'s name (or
- * `from` itself, a field the source did not name). */
+/* field_mapper's mapping {from: to}, all at once as the transform
+ * applies it: a new field `to` carries `from`'s name (or `from` itself,
+ * a field the source did not name); a `to` that was there keeps its own
+ * (ELSPETH keeps an existing field's contract); a dotted `from` (a
+ * nested value) is no field: `to` is new and has none. The `from`s that
+ * are no `to` leave. */
 static void renames(json_t *m, const core_node *options)
 {
 	const core_node *map = core_map_get(options, "mapping");
@@ -66,10 +88,20 @@ static void renames(json_t *m, const core_node *options)
 		const char *from = map->keys[i]->value, *to = map->items[i]->value;
 		json_t *orig = json_object_get(before, from);
 
-		if (!from || !to || map->items[i]->kind != CORE_NODE_SCALAR)
+		if (map->items[i]->kind != CORE_NODE_SCALAR || json_object_get(before, to))
 			continue;
-		json_object_del(m, from);
-		json_object_set_new(m, to, orig ? json_incref(orig) : json_string(from));
+		if (!strchr(from, '.'))
+			json_object_set_new(m, to, orig ? json_incref(orig) : json_string(from));
+	}
+	for (size_t i = 0; i < map->len; i++) {
+		const char *from = map->keys[i]->value;
+		bool target = false;
+
+		for (size_t j = 0; j < map->len && !target; j++)
+			target = map->items[j]->kind == CORE_NODE_SCALAR &&
+				 !strcmp(map->items[j]->value, from);
+		if (!target && json_object_get(before, from))
+			json_object_del(m, from);
 	}
 	json_decref(before);
 }

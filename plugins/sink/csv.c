@@ -154,6 +154,14 @@ static int write_header(struct csv_sink *s, core_err *err)
 	return rc;
 }
 
+static bool has_field(const struct csv_sink *s, const char *name)
+{
+	for (size_t i = 0; i < s->nheader; i++)
+		if (!strcmp(s->header[i], name))
+			return true;
+	return false;
+}
+
 /* The first record of an existing file as the header (none when empty). */
 static int read_existing_header(struct csv_sink *s, const char *path,
 				core_err *err)
@@ -174,9 +182,11 @@ static int read_existing_header(struct csv_sink *s, const char *path,
 			const char *f = plg__csv_field(&r, i, &n), *k;
 			json_t *v;
 
-			/* a name written for a field (headers:) is that field */
+			/* a name written for a field (headers:) is that field,
+			 * which one column only can stand for */
 			json_object_foreach(s->display, k, v)
-				if (json_string_length(v) == n && !memcmp(json_string_value(v), f, n)) {
+				if (json_string_length(v) == n &&
+				    !memcmp(json_string_value(v), f, n) && !has_field(s, k)) {
 					f = k;
 					n = strlen(k);
 					break;

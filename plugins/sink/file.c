@@ -97,18 +97,51 @@ int plg__headers_check(const core_node *opts, core_err *err)
 	if (!h || core_node_is_null(h))
 		return 0;
 	if (h->kind == CORE_NODE_MAP) {
-		for (size_t i = 0; i < h->len; i++)
-			if (h->items[i]->kind != CORE_NODE_SCALAR)
-				return core_err_at(err, CORE_ECONFIG, h->items[i],
-						   "a header name must be a string");
-		return 0;
+		const char **dup = calloc(h->len ? h->len : 1, sizeof(*dup));
+		size_t nd = 0;
+		core_buf b = { 0 };
+		int rc = 0;
+
+		if (!dup)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		for (size_t i = 0; !rc && i < h->len; i++) {
+			if (h->items[i]->kind != CORE_NODE_SCALAR) {
+				rc = core_err_at(err, CORE_ECONFIG, h->items[i],
+						 "a header name must be a string");
+				break;
+			}
+			for (size_t j = 0; j < i; j++)
+				if (!strcmp(h->items[j]->value, h->items[i]->value)) {
+					size_t k;
+
+					for (k = 0; k < nd && strcmp(dup[k], h->items[i]->value); k++)
+						;
+					if (k == nd)
+						dup[nd++] = h->items[i]->value;
+					break;
+				}
+		}
+		if (!rc && nd) { /* Python's sorted(set(duplicates)) */
+			qsort(dup, nd, sizeof(*dup), by_str);
+			for (size_t k = 0; k < nd; k++)
+				core_buf_printf(&b, "%s'%s'", k ? ", " : "", dup[k]);
+			rc = core_err_at(err, CORE_ECONFIG, h, "Duplicate header mapping "
+					 "targets: [%s]. Each output header must be unique.",
+					 b.data ? b.data : "");
+		}
+		core_buf_release(&b);
+		free(dup);
+		return rc;
 	}
 	if (h->kind == CORE_NODE_SCALAR &&
 	    (!strcmp(h->value, "normalized") || !strcmp(h->value, "original")))
 		return 0;
+	if (h->kind != CORE_NODE_SCALAR)
+		return core_err_at(err, CORE_ECONFIG, h, "headers must be 'normalized', "
+				   "'original', or a dict mapping, got list");
 	return core_err_at(err, CORE_ECONFIG, h,
 			   "Invalid header mode '%s'. Expected 'normalized', 'original', "
-			   "or mapping dict.", h->kind == CORE_NODE_SCALAR ? h->value : "?");
+			   "or mapping dict.", h->value);
 }
 
 json_t *plg__display_names(const plg_env *env, const core_node *opts, bool *strict)

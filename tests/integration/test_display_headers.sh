@@ -83,6 +83,11 @@ expect "headers: bogus is refused" 1 "bad.yaml:16:39: sinks.out.options.headers"
 expect "... with ELSPETH's words" 1 "Invalid header mode 'bogus'. Expected 'normalized', 'original', or mapping dict." -- \
   "$ELSPETH" validate -s bad.yaml
 
+pipe v04 dup csv "{customer_id: X, note_text: X}" > dup.yaml
+expect "two fields mapped to one name are refused, as ELSPETH does" 1 \
+  "Duplicate header mapping targets: ['X']. Each output header must be unique." -- \
+  "$ELSPETH" validate -s dup.yaml
+
 # 4. killed and resumed under an original-name header: the same bytes
 python3 - <<'PY'
 import csv
