@@ -52,6 +52,7 @@ typedef struct s3_sink {
 	bool header;
 	bool overwrite;
 	bool resumed;             /* opened by resume() */
+	bool ephemeral;           /* no Landscape: nothing resumes, close cleans up */
 	const core_node *headers; /* a mapping (custom headers), or NULL */
 	json_t *orig;             /* headers: original: {field: source name}; NULL */
 	long long max_bytes, max_chars;
@@ -366,6 +367,7 @@ static int s3k_start(const plg_env *env, const core_node *options,
 		goto fail;
 	s->rows = at ? at->rows : 0;
 	s->resumed = at != NULL;
+	s->ephemeral = !plg_env_run_key(env);
 	*state = s;
 	return 0;
 fail:
@@ -876,7 +878,8 @@ static int s3k_publish(void *state, core_err *err)
 }
 
 /* Any run's end: the staging file is closed, and kept (a run that did
- * not complete is finished by a resume; one that did, by finished). */
+ * not complete is finished by a resume; one that did, by finished) —
+ * but for a run without a Landscape, which nothing can resume. */
 static int s3k_close(void *state, core_err *err)
 {
 	s3_sink *s = state;
@@ -885,6 +888,15 @@ static int s3k_close(void *state, core_err *err)
 	if (!s)
 		return 0;
 	rc = plg__outfile_close(&s->out, err);
+	if (s->ephemeral && s->staging) { /* its private directory too */
+		char *slash = strrchr(s->staging, '/');
+
+		unlink(s->staging);
+		if (slash) {
+			*slash = '\0';
+			rmdir(s->staging);
+		}
+	}
 	s3k_close_state(s, NULL);
 	return rc;
 }

@@ -158,6 +158,24 @@ if s3_req GET "elspeth-out?prefix=runs" "$S3_EMPTY_SHA256" -o ls.xml > /dev/null
   pass "the key template renders {{ run_id }} ($key)"
 else fail "key template: $(head -c 300 ls.xml) $(tail -2 run.log)"; fi
 
+# 2b. without a Landscape (0.4.1's format, landscape.enabled: false):
+#     the object is written and the private staging directory goes
+cat > noaudit.yaml <<YAML
+source:
+  plugin: json
+  on_success: out
+  options: {path: in.jsonl, schema: $SCHEMA, on_validation_failure: discard}
+sinks:
+$(s3_sink jsonl out/noaudit.jsonl)
+landscape: {enabled: false}
+YAML
+mkdir -p tmp
+if TMPDIR=$WORK/tmp "$ELSPETH" run -s noaudit.yaml --execute > run.log 2>&1 &&
+   s3_get elspeth-out out/noaudit.jsonl got.noaudit && [ "$(wc -l < got.noaudit)" = 1200 ] &&
+   [ -z "$(ls -A tmp)" ]; then
+  pass "without a Landscape: the object written, nothing left in TMPDIR"
+else fail "no Landscape: $(tail -2 run.log); left: $(ls tmp)"; fi
+
 # 3. overwrite: false refuses an existing object and replaces nothing
 pipe csv "$(file_source json in.jsonl)" "$(s3_sink csv out/rows.csv 'overwrite: false')" > keep.yaml
 rm -rf trail.lmdb
