@@ -447,32 +447,32 @@ static int py_json(core_buf *b, const json_t *v)
 	}
 }
 
-/* A row goes to the staging file as one compact JSON line, after the
- * checks that can be made on the row alone: a fixed schema's extra
- * fields and CSV values that are no scalars cannot be written, and a
- * record past max_record_chars is refused (a row error each, routed by
- * the sink's on_write_failure, instead of 0.7.1's failure of the whole
- * upload). */
+/* One CSV value's characters as 0.7.1 counts them: quoted ones with
+ * their quotes and doubled quotes. */
+static size_t csv_value_chars(const char *v, size_t len, char delim)
+{
+	size_t chars = 0, quotes = 0;
+	bool q = false;
+
+	for (size_t k = 0; k < len; k++) {
+		unsigned char c = (unsigned char)v[k];
+
+		chars += (c & 0xc0) != 0x80;
+		quotes += c == '"';
+		q |= c == (unsigned char)delim || c == '"' || c == '\r' || c == '\n';
+	}
+	return q ? chars + quotes + 2 : chars;
+}
+
 /* The characters 0.7.1 counts for a CSV record: the delimiters, two,
- * and each value, quoted ones with their quotes and doubled quotes. */
+ * and each value. */
 static size_t csv_record_chars(const char *const *v, const size_t *len, size_t n,
 			       char delim)
 {
 	size_t total = (n ? n - 1 : 0) + 2;
 
-	for (size_t i = 0; i < n; i++) {
-		size_t chars = 0, quotes = 0;
-		bool q = false;
-
-		for (size_t k = 0; k < len[i]; k++) {
-			unsigned char c = (unsigned char)v[i][k];
-
-			chars += (c & 0xc0) != 0x80;
-			quotes += c == '"';
-			q |= c == (unsigned char)delim || c == '"' || c == '\r' || c == '\n';
-		}
-		total += q ? chars + quotes + 2 : chars;
-	}
+	for (size_t i = 0; i < n; i++)
+		total += csv_value_chars(v[i], len[i], delim);
 	return total;
 }
 
@@ -514,31 +514,22 @@ static int s3k_write(void *state, const json_t *row, plg_write_info *info,
 				       "(a non-finite number)")
 			: nomem(err);
 	if (s->fmt == FMT_CSV) {
-		size_t n = json_object_size(row), i = 0;
-		const char **vals = calloc(n ? n : 1, sizeof(*vals));
-		size_t *lens = calloc(n ? n : 1, sizeof(*lens));
-		core_buf *t = calloc(n ? n : 1, sizeof(*t));
+		size_t n = json_object_size(row);
+		core_buf t = { 0 };
 
-		rc = vals && lens && t ? 0 : CORE_ENOMEM;
+		chars = (n ? n - 1 : 0) + 2;
 		json_object_foreach((json_t *)row, k, v) {
-			if (rc)
+			core_buf_reset(&t);
+			if ((rc = csv_text(&t, v)))
 				break;
-			if ((rc = csv_text(&t[i], v)) == CORE_EDATA)
-				core_err_set(err, CORE_EDATA, "S3 record field '%s' cannot be "
-					     "written as CSV (a %s)", k, core_py_type(v));
-			vals[i] = t[i].data ? t[i].data : "";
-			lens[i] = t[i].len;
-			i++;
+			chars += csv_value_chars(t.data ? t.data : "", t.len, s->delim);
 		}
-		if (!rc)
-			chars = csv_record_chars(vals, lens, n, s->delim);
-		for (i = 0; t && i < n; i++)
-			core_buf_release(&t[i]);
-		free(t);
-		free(vals);
-		free(lens);
+		core_buf_release(&t);
+		if (rc == CORE_EDATA)
+			return core_err_set(err, CORE_EDATA, "S3 record field '%s' cannot be "
+					    "written as CSV (a %s)", k, core_py_type(v));
 		if (rc)
-			return rc == CORE_EDATA ? rc : nomem(err);
+			return nomem(err);
 	} else {
 		for (size_t i = 0; i < s->buf.len; i++)
 			chars += ((unsigned char)s->buf.data[i] & 0xc0) != 0x80;
