@@ -481,12 +481,34 @@ typedef struct core_depends_cfg {
 } core_depends_cfg;
 /* landscape.export (ELSPETH's LandscapeExportSettings; ADR 0028): after
  * a run, its audit records go to `sink`, which is not part of the graph. */
+/* ELSPETH 0.7.1's landscape.export (its LandscapeExportSettings,
+ * "audit-export-v2"; ADR 0053): records framed into hashed chunks, a
+ * sealed manifest, HMAC or no signature, a content store beside it. */
+typedef struct core_audit_export_v2 {
+	bool on;                       /* the file is in 0.7.1's format */
+	bool hmac;                     /* signing_mode: hmac_sha256; else unsigned */
+	const char *signer_key_id;     /* "UNSIGNED" when unsigned */
+	const char *signing_secret_ref; /* the environment variable holding the key */
+	bool single_export;            /* signer_rotation_policy: single_export */
+	const char *exporter_version;  /* landscape-exporter-v1 */
+	const char *serialization_version; /* audit-export-v2 */
+	const char *chunking_version;  /* record-framing-v1 */
+	bool include_raw_error_rows;
+	long long total_records, total_bytes, chunk_limit;
+	long long chunk_records, chunk_bytes; /* per_chunk_*_limit */
+	const char *spool_root;        /* .elspeth/audit-export-spool... */
+	const char *store_id, *store_namespace, *store_root, *store_policy;
+	long long store_retention_days;
+	bool store_replicated;         /* durability: replicated; else fsync */
+} core_audit_export_v2;
+
 typedef struct core_audit_export_cfg {
 	bool enabled;
 	const char *sink;              /* the sink's name (required when enabled) */
 	bool json;                     /* format: json; false: csv (ELSPETH's default) */
 	bool sign;                     /* HMAC-SHA256 keyed by $ELSPETH_SIGNING_KEY */
 	core_sink_cfg target;          /* enabled: the sink, taken out of `sinks` */
+	core_audit_export_v2 v2;
 } core_audit_export_cfg;
 
 /* landscape.dump_to_jsonl* (ELSPETH's change journal; ADR 0028). */

@@ -46,7 +46,7 @@ typedef struct key_spec {
 	const char *const *choices;   /* K_ENUM */
 } key_spec;
 
-#define KEYS_MAX 16
+#define KEYS_MAX 24
 
 /* Checks map against specs: no unknown keys, required keys present, every
  * present key of its type. */

@@ -12,8 +12,12 @@ int core__check_section(const core_node *map, const key_spec *specs,
 	size_t n = 0;
 	int rc, idx;
 
-	for (; specs[n].key; n++)
+	for (; specs[n].key; n++) {
+		if (n == KEYS_MAX)
+			return core_err_set(err, CORE_EINTERNAL, "a section has more "
+					    "than %d keys (KEYS_MAX)", KEYS_MAX);
 		allowed[n] = specs[n].key;
+	}
 	allowed[n] = NULL;
 	if ((rc = core_map_check_keys(map, allowed, err)))
 		return rc;

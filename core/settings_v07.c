@@ -66,16 +66,6 @@ static int aggregations(const core_node *list, core_err *err)
 static int landscape(const core_node *n, core_err *err)
 {
 	const core_node *en = core_map_get(n, "enabled");
-	const core_node *x = core_map_get(n, "export");
-	static const char *const v07_export[] = {
-		"signing_mode", "signer_key_id", "signing_secret_ref",
-		"signer_rotation_policy", "exporter_version", "serialization_version",
-		"chunking_algorithm_version", "include_raw_error_rows",
-		"total_record_limit", "total_byte_limit", "chunk_limit",
-		"per_chunk_record_limit", "per_chunk_byte_limit", "spool_root",
-		"content_store", NULL
-	};
-
 	bool on = true;
 
 	if (en && core_node_bool(en, &on, err))
@@ -84,23 +74,6 @@ static int landscape(const core_node *n, core_err *err)
 		return core_err_at(err, CORE_ECONFIG, en,
 			"landscape.enabled=false is not supported — the audit trail is "
 			"mandatory (ELSPETH 0.7.1's rule; this file has 'sources:')");
-	/* 0.7.1's export is a new format (audit-export-v2: chunks, signer
-	 * ids, a spool); ours writes 0.4.1's. Its keys are refused rather
-	 * than taken to mean what they do not. */
-	for (size_t i = 0; x && x->kind == CORE_NODE_MAP && v07_export[i]; i++) {
-		const core_node *k = core_map_get(x, v07_export[i]);
-
-		if (k)
-			return core_err_at(err, CORE_EUNSUPPORTED, k,
-				"ELSPETH 0.7.1's audit export "
-				"(audit-export-v2, signed by signer key ids) is not supported "
-				"by this build; leave the export out, or use 0.4.1's format "
-				"(landscape.export.sign)");
-	}
-	if (x && core_map_get(x, "sign"))
-		return core_err_at(err, CORE_ECONFIG, core_map_get(x, "sign"),
-			"unknown key 'sign': ELSPETH 0.7.1 signs its export with "
-			"signing_mode: hmac_sha256");
 	return 0;
 }
 

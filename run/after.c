@@ -44,6 +44,14 @@ static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
 	sink_out o = { 0 };
 	int rc, rc2;
 
+	if (x->v2.on) {
+		const core_node *cp = core_map_get(x->target.options, "collision_policy");
+		const core_node *path = core_map_get(x->target.options, "path");
+
+		return sqlt_audit_export_v2(rec, run, x, path ? path->value : "",
+					    cp && cp->value && !strcmp(cp->value, "fail_if_exists"),
+					    err);
+	}
 	if (x->sign && !(key = core_signing_key()))
 		return core_err_set(err, CORE_ECONFIG,
 			"ELSPETH_SIGNING_KEY environment variable required for signed export "

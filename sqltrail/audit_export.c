@@ -5,7 +5,9 @@
  * private SQL trail (a temporary file) so that the records carry the ids
  * and values `elspeth export --sqlite` gives.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +111,7 @@ out:
 static int records_of(void *ctx, sqlite3 *db, const char *rid, core_err *err)
 {
 	signer *s = ctx;
-	int rc = sqlt__audit_records(db, rid, sign_record, s, err);
+	int rc = sqlt__audit_records(db, rid, NULL, sign_record, s, err);
 
 	return !rc && s->key ? manifest(s, rid, err) : rc;
 }
@@ -133,10 +135,12 @@ typedef struct group {
 	json_t *keys;                 /* object used as a set */
 } group;
 
-typedef struct csvx {
-	group g[24];
+struct sqlt_csv {
+	group g[32];
 	size_t n;
-} csvx;
+	bool v2;                      /* 0.7.1's CSVFormatter (ADR 0053) */
+};
+typedef struct sqlt_csv csvx;
 
 
 static void py_str(core_buf *b, const char *s)
@@ -214,8 +218,29 @@ void sqlt__py_json(core_buf *b, const json_t *v)
 	}
 }
 
-/* CSVFormatter.flatten: nested objects as dotted keys, lists as JSON. */
-static int flatten(json_t *out, const char *prefix, const json_t *rec, core_err *err)
+/* 0.7.1 defuses spreadsheet formulas: a text starting with = + - @ or
+ * a tab, CR or LF gets a leading '. */
+static json_t *defused(json_t *v)
+{
+	const char *s = json_string_value(v);
+	char *t;
+	json_t *d;
+
+	if (!s || !*s || !strchr("=+-@\t\r\n", *s))
+		return json_incref(v);
+	if (!(t = malloc(strlen(s) + 2)))
+		return NULL;
+	t[0] = '\'';
+	strcpy(t + 1, s);
+	d = json_string(t);
+	free(t);
+	return d;
+}
+
+/* CSVFormatter.flatten: nested objects as dotted keys, lists as JSON;
+ * v2 (0.7.1's): an empty object as "{}", formulas defused. */
+static int flatten(json_t *out, const char *prefix, const json_t *rec, bool v2,
+		   core_err *err)
 {
 	const char *k;
 	json_t *v;
@@ -225,8 +250,8 @@ static int flatten(json_t *out, const char *prefix, const json_t *rec, core_err 
 		int rc;
 
 		snprintf(key, sizeof(key), "%s%s%s", prefix, *prefix ? "." : "", k);
-		if (json_is_object(v)) {
-			if ((rc = flatten(out, key, v, err)))
+		if (json_is_object(v) && !(v2 && !json_object_size(v))) {
+			if ((rc = flatten(out, key, v, v2, err)))
 				return rc;
 			continue;
 		}
@@ -240,14 +265,16 @@ static int flatten(json_t *out, const char *prefix, const json_t *rec, core_err 
 			sqlt__py_json(&b, v);
 			json_object_set_new(out, key, json_string(b.data ? b.data : "[]"));
 			core_buf_release(&b);
+		} else if (json_is_object(v)) {
+			json_object_set_new(out, key, json_string("{}"));
 		} else {
-			json_object_set(out, key, v);
+			json_object_set_new(out, key, v2 ? defused(v) : json_incref(v));
 		}
 	}
 	return 0;
 }
 
-static int collect(void *ctx, json_t *rec, core_err *err)
+int sqlt__csv_collect(void *ctx, json_t *rec, core_err *err)
 {
 	csvx *c = ctx;
 	const char *type = json_string_value(json_object_get(rec, "record_type"));
@@ -269,7 +296,7 @@ static int collect(void *ctx, json_t *rec, core_err *err)
 	}
 	if (!flat)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
-	if ((rc = flatten(flat, "", rec, err))) {
+	if ((rc = flatten(flat, "", rec, c->v2, err))) {
 		json_decref(flat);
 		return rc;
 	}
@@ -325,7 +352,7 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-static int write_group(const char *dir, const group *g, core_err *err)
+static int write_group(const char *dir, const group *g, bool v2, core_err *err)
 {
 	size_t nk = json_object_size(g->keys), i = 0, r;
 	const char **keys = calloc(nk ? nk : 1, sizeof(*keys));
@@ -354,7 +381,16 @@ static int write_group(const char *dir, const group *g, core_err *err)
 		core_buf_puts(&b, "\r\n");
 	}
 	snprintf(path, sizeof(path), "%s/%s.csv", dir, g->type);
-	if (!(f = fopen(path, "wb")) || fwrite(b.data, 1, b.len, f) != b.len ||
+	if (v2) { /* 0.7.1's bundle files are private */
+		int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+
+		f = fd < 0 ? NULL : fdopen(fd, "wb");
+		if (fd >= 0 && !f)
+			close(fd);
+	} else {
+		f = fopen(path, "wb");
+	}
+	if (!f || fwrite(b.data, 1, b.len, f) != b.len ||
 	    fflush(f) || fsync(fileno(f)))
 		rc = core_err_set(err, CORE_EIO, "writing %s: %s", path, strerror(errno));
 	if (f && fclose(f) && !rc)
@@ -393,21 +429,67 @@ static int mkdirs(char *dir, core_err *err)
 	return 0;
 }
 
+sqlt_csv *sqlt__csv_new(bool v2)
+{
+	sqlt_csv *c = calloc(1, sizeof(*c));
+
+	if (c)
+		c->v2 = v2;
+	return c;
+}
+
+int sqlt__csv_write(sqlt_csv *c, const char *dir, core_err *err)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < c->n && !rc; i++)
+		if (json_array_size(c->g[i].rows))
+			rc = write_group(dir, &c->g[i], c->v2, err);
+	return rc;
+}
+
+void sqlt__csv_free(sqlt_csv *c)
+{
+	for (size_t i = 0; c && i < c->n; i++) {
+		json_decref(c->g[i].rows);
+		json_decref(c->g[i].keys);
+	}
+	free(c);
+}
+
 int sqlt_audit_csv(rec_env *env, uint64_t run, const char *signing_key,
 		   const char *path, core_err *err)
 {
-	csvx c = { .n = 0 };
+	sqlt_csv *c = sqlt__csv_new(false);
 	char dir[4096];
 	int rc;
 
+	if (!c)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	strip_suffix(path, dir, sizeof(dir));
 	if (!(rc = mkdirs(dir, err)))
-		rc = sqlt_audit_records(env, run, signing_key, collect, &c, err);
-	for (size_t i = 0; i < c.n; i++) {
-		if (!rc && json_array_size(c.g[i].rows))
-			rc = write_group(dir, &c.g[i], err);
-		json_decref(c.g[i].rows);
-		json_decref(c.g[i].keys);
-	}
+		rc = sqlt_audit_records(env, run, signing_key, sqlt__csv_collect, c, err);
+	if (!rc)
+		rc = sqlt__csv_write(c, dir, err);
+	sqlt__csv_free(c);
 	return rc;
+}
+
+/* rm -r of a directory this export made (files and empty dirs only). */
+void sqlt__rm_tree(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[4400];
+
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		if (unlink(p) && errno == EISDIR)
+			sqlt__rm_tree(p);
+	}
+	if (d)
+		closedir(d);
+	rmdir(dir);
 }

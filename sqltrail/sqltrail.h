@@ -142,6 +142,15 @@ int sqlt_audit_records(rec_env *env, uint64_t run, const char *signing_key,
 int sqlt_audit_csv(rec_env *env, uint64_t run, const char *signing_key,
 		   const char *path, core_err *err);
 
+/* ELSPETH 0.7.1's landscape.export (audit-export-v2; ADR 0053): run's
+ * records in 0.7.1's shapes, framed, chunked and sealed as its derivation
+ * does, put into x's content store and published at target (format
+ * json: the file, no_replace refusing one that exists; csv: a new
+ * directory). hmac_sha256 reads its key from the variable
+ * signing_secret_ref names. */
+int sqlt_audit_export_v2(rec_env *env, uint64_t run, const core_audit_export_cfg *x,
+			 const char *target, bool no_replace, core_err *err);
+
 /* landscape.dump_to_jsonl: appends run's lines to the journal cfg names
  * (ELSPETH's {"timestamp", "statement", "parameters", "executemany"}
  * lines; journal.c says how they are derived). */

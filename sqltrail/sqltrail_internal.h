@@ -40,9 +40,14 @@ int sqlt__drop_indexes(sqlite3 *db, core_err *err);
 int sqlt__db_error(sqlite3 *db, core_err *err, const char *what);
 
 /* audit_records.c: run rid's records, read from db (an SQL trail holding
- * it), passed to fn one by one in ELSPETH's exporter order. */
-int sqlt__audit_records(sqlite3 *db, const char *rid, sqlt_record_fn fn,
-			void *ctx, core_err *err);
+ * it), passed to fn one by one in ELSPETH's exporter order; shape NULL:
+ * 0.4.1's records. */
+typedef struct sqlt_shape {
+	bool v2;                      /* ELSPETH 0.7.1's records (audit-export-v2) */
+	bool raw_error_rows;          /* v2: error records carry the row's data */
+} sqlt_shape;
+int sqlt__audit_records(sqlite3 *db, const char *rid, const sqlt_shape *shape,
+			sqlt_record_fn fn, void *ctx, core_err *err);
 
 /* audit_export.c: writes run into a temporary SQL trail (payloads: with
  * elspeth_payloads), calls fn on it (opened read-only; rid: the run's id
@@ -50,6 +55,28 @@ int sqlt__audit_records(sqlite3 *db, const char *rid, sqlt_record_fn fn,
 typedef int (*sqlt_db_fn)(void *ctx, sqlite3 *db, const char *rid, core_err *err);
 int sqlt__with_run_db(rec_env *env, uint64_t run, bool payloads,
 		      sqlt_db_fn fn, void *ctx, core_err *err);
+/* audit_export.c: records collected by type and written one CSV file
+ * per type (ELSPETH's _export_csv_multifile; v2: 0.7.1's formatter). */
+typedef struct sqlt_csv sqlt_csv;
+sqlt_csv *sqlt__csv_new(bool v2);   /* NULL: out of memory */
+int sqlt__csv_collect(void *ctx, json_t *rec, core_err *err); /* an sqlt_record_fn */
+int sqlt__csv_write(sqlt_csv *c, const char *dir, core_err *err);
+void sqlt__csv_free(sqlt_csv *c);   /* NULL allowed */
+void sqlt__rm_tree(const char *dir);
+
+/* audit_v2.c: 0.7.1's derivation (audit-export-v2) over records given
+ * one by one, its bytes written to spool_fd: the frames, then at finish
+ * the manifest. key: hmac_sha256's key, else NULL. The manifest's run
+ * id, status and time come from the first record (the run's). */
+typedef struct sqlt_v2 sqlt_v2;
+sqlt_v2 *sqlt_v2_new(const core_audit_export_v2 *x, bool json, const char *key,
+		     int spool_fd, core_err *err);
+/* fn sees every record as framed (with its signature when signed). */
+void sqlt_v2_on_record(sqlt_v2 *d, sqlt_record_fn fn, void *ctx);
+int sqlt_v2_add(sqlt_v2 *d, const json_t *rec, core_err *err);
+int sqlt_v2_finish(sqlt_v2 *d, core_err *err);
+void sqlt_v2_free(sqlt_v2 *d);
+
 /* v as Python's json.dumps writes it by default (", ", ": ", ASCII). */
 void sqlt__py_json(core_buf *b, const json_t *v);
 

@@ -1,0 +1,859 @@
+/*
+ * audit_v2.c — ELSPETH 0.7.1's audit export, "audit-export-v2" (ADR 0053).
+ *
+ * The run's records in 0.7.1's shapes (audit_records.c) are framed one
+ * canonical JSON object per line, signed (HMAC-SHA256) or not, cut into
+ * chunks, and sealed by a chain of tagged hashes ending in a manifest, as
+ * 0.7.1's derive_audit_export_bundle does; every value can be recomputed
+ * from the published file alone (docs/audit.md gives the formulas). The
+ * bytes go to an unlinked spool file under spool_root, from there into
+ * the content store (objects/<h[:2]>/<h>, one per chunk and one for the
+ * manifest) and to the target: the sink's file (format json) or a
+ * directory of RECORD_TYPE.csv files and audit_manifest.v2.json (csv).
+ */
+#define _GNU_SOURCE /* O_TMPFILE, renameat2 */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/rand.h>
+
+#include "sqltrail/sqltrail_internal.h"
+
+#define SAFE_INT 9007199254740991LL /* 2^53 - 1: RFC 8785's exact integers */
+#define MANIFEST_MAX 65536          /* 0.7.1's bound on the signed manifest */
+
+typedef struct v2_chunk {
+	uint64_t off, size, records;
+	char hash[CORE_SHA256_HEX_LEN + 1];
+} v2_chunk;
+
+struct sqlt_v2 {
+	const core_audit_export_v2 *x;
+	bool json;                    /* export_format json; else csv */
+	const char *key;              /* hmac_sha256: the key's bytes */
+	int fd;                       /* the spool: frames, then the manifest */
+	core_sha256_stream *chain, *cur;
+	v2_chunk *chunks;
+	size_t nchunks, cap;
+	uint64_t n, bytes;            /* records and data bytes so far */
+	char run_id[128], status[64], at[64]; /* from the run record */
+	core_buf frame, manifest;
+	sqlt_record_fn each;          /* optional: every framed record */
+	void *each_ctx;
+};
+
+/* ------------------------------------------------------------ hashing */
+
+static int fail(core_err *err, const char *msg)
+{
+	return core_err_set(err, CORE_EDATA, "%s", msg);
+}
+
+/* C(tag, payload): the canonical {"payload": p, "schema": tag}. Takes
+ * payload's reference. */
+static int tagged(const char *tag, json_t *payload, core_buf *out, core_err *err)
+{
+	json_t *o = json_pack("{s:o,s:s}", "payload", payload, "schema", tag);
+
+	core_buf_reset(out);
+	if (!o)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	int rc = core_canon_append(out, o, err);
+
+	json_decref(o);
+	return rc;
+}
+
+static int tagged_hash(const char *tag, json_t *payload, char hex[CORE_SHA256_HEX_LEN + 1],
+		       core_err *err)
+{
+	core_buf b = { 0 };
+	uint8_t d[CORE_SHA256_LEN];
+	int rc = tagged(tag, payload, &b, err);
+
+	if (!rc) {
+		core_sha256(b.data, b.len, d);
+		core_hex(d, sizeof(d), hex);
+	}
+	core_buf_release(&b);
+	return rc;
+}
+
+/* Whether v holds an integer RFC 8785 cannot give exactly (0.7.1 reads
+ * each record back and canonicalizes it again, so an integral float past
+ * 2^53 fails the same way). */
+static bool unsafe_int(const json_t *v, json_int_t *bad)
+{
+	const char *k;
+	json_t *x;
+	size_t i;
+
+	switch (json_typeof(v)) {
+	case JSON_INTEGER:
+		*bad = json_integer_value(v);
+		return *bad > SAFE_INT || *bad < -SAFE_INT;
+	case JSON_OBJECT:
+		json_object_foreach((json_t *)v, k, x)
+			if (unsafe_int(x, bad))
+				return true;
+		return false;
+	case JSON_ARRAY:
+		json_array_foreach(v, i, x)
+			if (unsafe_int(x, bad))
+				return true;
+		return false;
+	default:
+		return false;
+	}
+}
+
+/* ----------------------------------------------------------- framing */
+
+sqlt_v2 *sqlt_v2_new(const core_audit_export_v2 *x, bool json, const char *key,
+		     int spool_fd, core_err *err)
+{
+	sqlt_v2 *d = calloc(1, sizeof(*d));
+
+	if (!d || !(d->chain = core_sha256_stream_new()) ||
+	    !(d->cur = core_sha256_stream_new())) {
+		sqlt_v2_free(d);
+		core_err_set(err, CORE_ENOMEM, "out of memory");
+		return NULL;
+	}
+	d->x = x;
+	d->json = json;
+	d->key = key;
+	d->fd = spool_fd;
+	return d;
+}
+
+void sqlt_v2_free(sqlt_v2 *d)
+{
+	if (!d)
+		return;
+	core_sha256_stream_free(d->chain);
+	core_sha256_stream_free(d->cur);
+	free(d->chunks);
+	core_buf_release(&d->frame);
+	core_buf_release(&d->manifest);
+	free(d);
+}
+
+void sqlt_v2_on_record(sqlt_v2 *d, sqlt_record_fn fn, void *ctx)
+{
+	d->each = fn;
+	d->each_ctx = ctx;
+}
+
+static int write_all(int fd, const void *p, size_t n, core_err *err)
+{
+	const char *c = p;
+
+	while (n) {
+		ssize_t w = write(fd, c, n);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0)
+			return core_err_set(err, CORE_EIO, "writing the audit export's spool: %s",
+					    strerror(errno));
+		c += w;
+		n -= (size_t)w;
+	}
+	return 0;
+}
+
+static int close_chunk(sqlt_v2 *d)
+{
+	v2_chunk *c = &d->chunks[d->nchunks - 1];
+
+	core_sha256_stream_hex(d->cur, c->hash);
+	core_sha256_stream_free(d->cur);
+	d->cur = core_sha256_stream_new();
+	return d->cur ? 0 : CORE_ENOMEM;
+}
+
+static int open_chunk(sqlt_v2 *d, core_err *err)
+{
+	if (d->nchunks == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 16;
+		v2_chunk *g = realloc(d->chunks, cap * sizeof(*g));
+
+		if (!g)
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		d->chunks = g;
+		d->cap = cap;
+	}
+	d->chunks[d->nchunks++] = (v2_chunk){ .off = d->bytes };
+	if ((long long)d->nchunks > d->x->chunk_limit)
+		return fail(err, "audit export chunk count exceeds max_chunks");
+	return 0;
+}
+
+/* 0.7.1's record-framing-v1: a chunk holds whole frames, at most
+ * per_chunk_record_limit of them and per_chunk_byte_limit bytes. */
+static bool chunk_full(const sqlt_v2 *d, size_t frame)
+{
+	const v2_chunk *c = &d->chunks[d->nchunks - 1];
+
+	return (long long)c->records == d->x->chunk_records ||
+	       (long long)(c->size + frame) > d->x->chunk_bytes;
+}
+
+/* Remembers what the manifest takes from the run record. */
+static void run_fields(sqlt_v2 *d, const json_t *rec)
+{
+	const char *id = json_string_value(json_object_get(rec, "run_id"));
+	const char *st = json_string_value(json_object_get(rec, "status"));
+	const char *at = json_string_value(json_object_get(rec, "completed_at"));
+	char frac[7] = "000000";
+	const char *dot;
+
+	snprintf(d->run_id, sizeof(d->run_id), "%s", id ? id : "");
+	snprintf(d->status, sizeof(d->status), "%s", st ? st : "");
+	if (!at || strlen(at) < 19)
+		return;
+	/* runs.completed_at as %Y-%m-%dT%H:%M:%S.%fZ (six digits, UTC) */
+	if ((dot = strchr(at + 19, '.')) && at[19] == '.')
+		for (int i = 0; i < 6 && dot[1 + i] >= '0' && dot[1 + i] <= '9'; i++)
+			frac[i] = dot[1 + i];
+	snprintf(d->at, sizeof(d->at), "%.10sT%.8s.%sZ", at, at + 11, frac);
+}
+
+int sqlt_v2_add(sqlt_v2 *d, const json_t *rec, core_err *err)
+{
+	json_t *back, *signed_rec = NULL;
+	char hex[CORE_SHA256_HEX_LEN + 1];
+	core_buf u = { 0 };
+	json_int_t bad = 0;
+	const char *type = json_string_value(json_object_get(rec, "record_type"));
+	int rc;
+
+	if (!json_is_object(rec))
+		return fail(err, "audit export record must be a JSON object");
+	if (json_object_get(rec, "signature"))
+		return fail(err, "audit export input records must not predeclare the "
+			    "reserved signature field");
+	if (type && !strcmp(type, "manifest"))
+		return fail(err, "audit export input records must not use the reserved "
+			    "manifest record type");
+	if (!d->n && type && !strcmp(type, "run"))
+		run_fields(d, rec);
+	/* U: the canonical bytes as read back (0.7.1 canonicalizes twice) */
+	if ((rc = core_canon_append(&u, rec, err)))
+		goto out;
+	if (!(back = json_loadb(u.data, u.len, JSON_DECODE_ANY, NULL))) {
+		rc = fail(err, "an audit export record does not read back");
+		goto out;
+	}
+	if (unsafe_int(back, &bad)) {
+		json_decref(back);
+		rc = core_err_set(err, CORE_EDATA, "%" JSON_INTEGER_FORMAT " exceeds safe "
+				  "integer domain for JSON floats", bad);
+		goto out;
+	}
+	core_buf_reset(&u);
+	rc = core_canon_append(&u, back, err);
+	if (!rc && d->key) {
+		if ((rc = core_hmac_sha256_hex(d->key, u.data, u.len, hex)))
+			rc = core_err_set(err, rc, "HMAC-SHA256 failed");
+		else
+			json_object_set_new(back, "signature", json_string(hex));
+	} else if (!rc) {
+		uint8_t dg[CORE_SHA256_LEN];
+
+		core_sha256(u.data, u.len, dg);
+		core_hex(dg, sizeof(dg), hex);
+	}
+	signed_rec = back;
+	core_buf_reset(&d->frame);
+	if (!rc && !(rc = core_canon_append(&d->frame, signed_rec, err)))
+		rc = core_buf_putc(&d->frame, '\n') ? core_err_set(err, CORE_ENOMEM,
+								   "out of memory") : 0;
+	if (rc)
+		goto out_rec;
+	core_sha256_stream_add(d->chain, hex, CORE_SHA256_HEX_LEN);
+	if ((long long)d->frame.len > d->x->chunk_bytes) {
+		rc = fail(err, "one audit export record frame exceeds per_chunk_byte_limit");
+		goto out_rec;
+	}
+	if (!d->nchunks || chunk_full(d, d->frame.len)) {
+		if (d->nchunks && close_chunk(d))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+		if (!rc)
+			rc = open_chunk(d, err);
+	}
+	if (rc || (rc = write_all(d->fd, d->frame.data, d->frame.len, err)))
+		goto out_rec;
+	core_sha256_stream_add(d->cur, d->frame.data, d->frame.len);
+	d->chunks[d->nchunks - 1].size += d->frame.len;
+	d->chunks[d->nchunks - 1].records++;
+	d->bytes += d->frame.len;
+	if ((long long)++d->n > d->x->total_records)
+		rc = fail(err, "audit export record count exceeds max_total_records");
+	else if ((long long)d->bytes > d->x->total_bytes)
+		rc = fail(err, "audit export total bytes exceed max_total_bytes");
+	if (!rc && d->each)
+		rc = d->each(d->each_ctx, signed_rec, err);
+out_rec:
+	json_decref(signed_rec);
+out:
+	core_buf_release(&u);
+	return rc;
+}
+
+/* ---------------------------------------------------------- manifest */
+
+static json_t *chunk_json(const v2_chunk *c, size_t k, uint64_t cum_records,
+			  uint64_t cum_bytes)
+{
+	return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I}", "content_hash", c->hash,
+			 "cumulative_bytes", (json_int_t)cum_bytes,
+			 "cumulative_records", (json_int_t)cum_records,
+			 "ordinal", (json_int_t)k, "record_count", (json_int_t)c->records,
+			 "size_bytes", (json_int_t)c->size);
+}
+
+typedef struct v2_hashes {
+	char pub[65], registry[65], snapshot[65], id[65], last_seal[65];
+	char manifest[65], seal[65], final[65];
+} v2_hashes;
+
+static int config_hashes(sqlt_v2 *d, v2_hashes *h, core_err *err)
+{
+	const core_audit_export_v2 *x = d->x;
+	const char *fmt = d->json ? "json" : "csv";
+	const char *mode = x->hmac ? "hmac_sha256" : "unsigned";
+	int rc;
+
+	rc = tagged_hash("audit-export-public-config-v1", json_pack(
+		"{s:s,s:s,s:s,s:b,s:I,s:I,s:s,s:s,s:s}",
+		"chunking_algorithm_version", x->chunking_version, "export_format", fmt,
+		"exporter_version", x->exporter_version,
+		"include_raw_error_rows", x->include_raw_error_rows,
+		"per_chunk_byte_limit", (json_int_t)x->chunk_bytes,
+		"per_chunk_record_limit", (json_int_t)x->chunk_records,
+		"serialization_version", x->serialization_version,
+		"signer_key_id", x->signer_key_id, "signing_mode", mode), h->pub, err);
+	if (rc)
+		return rc;
+	return tagged_hash("audit-export-registry-key-v1", json_pack(
+		"{s:s,s:s,s:s,s:s,s:s,s:s,s:s}", "export_format", fmt,
+		"exporter_version", x->exporter_version, "public_export_config_hash", h->pub,
+		"serialization_version", x->serialization_version,
+		"signer_key_id", x->signer_key_id, "signing_mode", mode,
+		"source_run_id", d->run_id), h->registry, err);
+}
+
+static int snapshot_hashes(sqlt_v2 *d, v2_hashes *h, core_err *err)
+{
+	const core_audit_export_v2 *x = d->x;
+	json_t *content = json_array(), *listed = json_array();
+	uint64_t cr = 0, cb = 0;
+	char prev[65] = "";
+	int rc;
+
+	if (!content || !listed) {
+		json_decref(content);
+		json_decref(listed);
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	}
+	for (size_t k = 0; k < d->nchunks; k++) {
+		cr += d->chunks[k].records;
+		cb += d->chunks[k].size;
+		json_array_append_new(content, chunk_json(&d->chunks[k], k, cr, cb));
+	}
+	if ((rc = tagged_hash("audit-export-snapshot-content-v1", json_pack(
+		"{s:s,s:O,s:I,s:s,s:I}", "chunking_algorithm_version", x->chunking_version,
+		"chunks", content, "record_count", (json_int_t)d->n,
+		"serialization_version", x->serialization_version,
+		"total_bytes", (json_int_t)d->bytes), h->snapshot, err)) ||
+	    (rc = tagged_hash("audit-export-snapshot-id-v1", json_pack("{s:s,s:s}",
+		"registry_key_hash", h->registry, "snapshot_hash", h->snapshot), h->id, err)))
+		goto out;
+	for (size_t k = 0; k < d->nchunks && !rc; k++) {
+		json_t *c = json_array_get(content, k), *pred, *seal, *m;
+		char ref[80], hex[65];
+
+		snprintf(ref, sizeof(ref), "sha256:%s", d->chunks[k].hash);
+		pred = k ? json_pack("{s:s,s:s}", "hash", prev, "kind", "chunk_seal") :
+			   json_pack("{s:s}", "kind", "genesis");
+		seal = json_deep_copy(c);
+		json_object_set_new(seal, "chunking_algorithm_version",
+				    json_string(x->chunking_version));
+		json_object_set_new(seal, "content_ref", json_string(ref));
+		json_object_set_new(seal, "derivation_version",
+				    json_string("audit-export-derivation-v1"));
+		json_object_set_new(seal, "predecessor", pred);
+		json_object_set_new(seal, "serialization_version",
+				    json_string(x->serialization_version));
+		json_object_set_new(seal, "snapshot_id", json_string(h->id));
+		if ((rc = tagged_hash("audit-export-chunk-seal-v1", seal, hex, err)))
+			break;
+		m = json_deep_copy(c);
+		json_object_set_new(m, "chunk_seal_hash", json_string(hex));
+		json_object_set_new(m, "content_ref", json_string(ref));
+		json_object_set_new(m, "predecessor_seal_hash", k ? json_string(prev) : json_null());
+		json_array_append_new(listed, m);
+		memcpy(prev, hex, sizeof(prev));
+	}
+	if (rc)
+		goto out;
+	memcpy(h->last_seal, prev, sizeof(prev));
+	rc = tagged_hash("audit-export-manifest-v1", json_pack("{s:I,s:O,s:I,s:s,s:I}",
+		"chunk_count", (json_int_t)d->nchunks, "chunks", listed,
+		"record_count", (json_int_t)d->n, "snapshot_id", h->id,
+		"total_bytes", (json_int_t)d->bytes), h->manifest, err);
+	if (!rc)
+		rc = tagged_hash("audit-export-snapshot-seal-v1", json_pack(
+			"{s:I,s:s,s:s,s:s,s:s,s:I,s:I,s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:I}",
+			"chunk_count", (json_int_t)d->nchunks,
+			"chunking_algorithm_version", x->chunking_version,
+			"exported_at", d->at, "last_chunk_seal_hash", h->last_seal,
+			"manifest_hash", h->manifest,
+			"per_chunk_byte_limit", (json_int_t)x->chunk_bytes,
+			"per_chunk_record_limit", (json_int_t)x->chunk_records,
+			"record_count", (json_int_t)d->n, "registry_key_hash", h->registry,
+			"snapshot_hash", h->snapshot, "snapshot_id", h->id,
+			"source_completed_at", d->at, "source_run_id", d->run_id,
+			"source_status", d->status, "total_bytes", (json_int_t)d->bytes),
+			h->seal, err);
+out:
+	json_decref(content);
+	json_decref(listed);
+	return rc;
+}
+
+int sqlt_v2_finish(sqlt_v2 *d, core_err *err)
+{
+	const core_audit_export_v2 *x = d->x;
+	core_buf body = { 0 };
+	v2_hashes h = { 0 };
+	json_t *core;
+	int rc;
+
+	if (!d->n)
+		return fail(err, "audit export requires at least the run record");
+	if (!d->run_id[0] || !d->at[0])
+		return fail(err, "audit export: the first record is not a completed run");
+	if (strcmp(x->serialization_version, "audit-export-v2"))
+		return fail(err, "serialization_version must equal 'audit-export-v2'");
+	if ((rc = close_chunk(d)))
+		return core_err_set(err, rc, "out of memory");
+	core_sha256_stream_hex(d->chain, h.final);
+	if ((rc = config_hashes(d, &h, err)) || (rc = snapshot_hashes(d, &h, err)))
+		return rc;
+	core = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:s,s:I,s:s,s:s,s:s,s:s,s:s,"
+			 "s:s,s:s,s:s,s:s,s:s,s:s,s:I}",
+		"chunk_count", (json_int_t)d->nchunks,
+		"derivation_version", "audit-export-derivation-v1",
+		"export_format", d->json ? "json" : "csv", "exported_at", d->at,
+		"final_hash", h.final, "hash_algorithm", "sha256",
+		"last_chunk_seal_hash", h.last_seal, "manifest_hash", h.manifest,
+		"record_chain_algorithm", x->hmac ? "sha256_concat_hmac_sha256_signatures_v1" :
+						    "sha256_concat_record_sha256_v1",
+		"record_count", (json_int_t)d->n, "record_type", "manifest",
+		"registry_key_hash", h.registry, "run_id", d->run_id,
+		"schema", "elspeth.audit-export-manifest.v2",
+		"signature_algorithm", x->hmac ? "hmac_sha256" : "unsigned",
+		"signature_key_id", x->signer_key_id, "snapshot_hash", h.snapshot,
+		"snapshot_id", h.id, "snapshot_seal_hash", h.seal,
+		"source_completed_at", d->at, "source_status", d->status,
+		"total_bytes", (json_int_t)d->bytes);
+	if (!core)
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
+	json_incref(core);
+	rc = tagged("audit-export-final-manifest-signing-body-v2", core, &body, err);
+	if (!rc && d->key) {
+		char sig[65];
+
+		if ((rc = core_hmac_sha256_hex(d->key, body.data, body.len, sig)))
+			rc = core_err_set(err, rc, "HMAC-SHA256 failed");
+		else
+			json_object_set_new(core, "signature", json_string(sig));
+	} else if (!rc) {
+		json_object_set_new(core, "signature", json_null());
+	}
+	core_buf_reset(&d->manifest);
+	if (!rc)
+		rc = core_canon_append(&d->manifest, core, err);
+	if (!rc && d->manifest.len > MANIFEST_MAX)
+		rc = fail(err, "final manifest exceeds the code-owned 64 KiB maximum");
+	if (!rc)
+		rc = write_all(d->fd, d->manifest.data, d->manifest.len, err);
+	if (!rc && fsync(d->fd))
+		rc = core_err_set(err, CORE_EIO, "syncing the audit export's spool: %s",
+				  strerror(errno));
+	json_decref(core);
+	core_buf_release(&body);
+	return rc;
+}
+
+/* ------------------------------------------------------- the outputs */
+
+static int read_at(int fd, void *p, size_t n, uint64_t off, core_err *err)
+{
+	char *c = p;
+
+	while (n) {
+		ssize_t r = pread(fd, c, n, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return core_err_set(err, CORE_EIO, "reading the audit export's spool: %s",
+					    r ? strerror(errno) : "short file");
+		c += r;
+		off += (uint64_t)r;
+		n -= (size_t)r;
+	}
+	return 0;
+}
+
+/* Copies the spool's bytes [off, off + len) to fd. */
+static int copy_out(int spool, uint64_t off, uint64_t len, int fd, core_err *err)
+{
+	char buf[65536];
+	int rc = 0;
+
+	while (len && !rc) {
+		size_t n = len < sizeof(buf) ? (size_t)len : sizeof(buf);
+
+		if (!(rc = read_at(spool, buf, n, off, err)))
+			rc = write_all(fd, buf, n, err);
+		off += n;
+		len -= n;
+	}
+	return rc;
+}
+
+static int mkdir_private(const char *dir, core_err *err)
+{
+	struct stat st;
+
+	if (mkdir(dir, 0700) && errno != EEXIST)
+		return core_err_set(err, CORE_EIO, "creating %s: %s", dir, strerror(errno));
+	if (stat(dir, &st) || !S_ISDIR(st.st_mode))
+		return core_err_set(err, CORE_EIO, "%s is not a directory", dir);
+	return 0;
+}
+
+/* 128 random bits as hex: a candidate's or a stage file's name. */
+static int random_hex(char out[33], core_err *err)
+{
+	unsigned char r[16];
+
+	if (RAND_bytes(r, sizeof(r)) != 1)
+		return core_err_set(err, CORE_EINTERNAL, "no random bytes for a file name");
+	core_hex(r, sizeof(r), out);
+	return 0;
+}
+
+/* Writes a file whole (0600) and syncs it. */
+static int write_file(const char *path, int flags, int spool, uint64_t off, uint64_t len,
+		      const void *bytes, core_err *err)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | flags, 0600);
+	int rc;
+
+	if (fd < 0)
+		return core_err_set(err, CORE_EIO, "creating %s: %s", path, strerror(errno));
+	rc = bytes ? write_all(fd, bytes, (size_t)len, err) : copy_out(spool, off, len, fd, err);
+	if (!rc && fsync(fd))
+		rc = core_err_set(err, CORE_EIO, "syncing %s: %s", path, strerror(errno));
+	if (close(fd) && !rc)
+		rc = core_err_set(err, CORE_EIO, "closing %s: %s", path, strerror(errno));
+	return rc;
+}
+
+/* Whether the file at path holds exactly the spool's [off, off + len). */
+static int same_bytes(const char *path, int spool, uint64_t off, uint64_t len,
+		      bool *same, core_err *err)
+{
+	char a[65536], b[65536];
+	struct stat st;
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	int rc = 0;
+
+	*same = false;
+	if (fd < 0)
+		return core_err_set(err, CORE_EIO, "reading %s: %s", path, strerror(errno));
+	if (fstat(fd, &st) || (uint64_t)st.st_size != len)
+		goto out;
+	for (uint64_t at = 0; at < len && !rc;) {
+		size_t n = len - at < sizeof(a) ? (size_t)(len - at) : sizeof(a);
+
+		if ((rc = read_at(fd, a, n, at, err)) || (rc = read_at(spool, b, n, off + at, err)))
+			break;
+		if (memcmp(a, b, n))
+			goto out;
+		at += n;
+	}
+	*same = !rc;
+out:
+	close(fd);
+	return rc;
+}
+
+/* content store: <root>/<namespace>/objects/<h[:2]>/<h> per object,
+ * written to a temporary name, linked in place (never replaced: an
+ * object that exists must hold the same bytes), and marked owned by this
+ * candidate when it put it there. */
+static int store_object(const char *base, const char *cand, const char *hash, int spool,
+			uint64_t off, uint64_t len, core_err *err)
+{
+	char dir[4200], path[4400], tmp[4400], own[4400];
+	bool same;
+	int rc;
+
+	snprintf(dir, sizeof(dir), "%s/objects/%.2s", base, hash);
+	snprintf(path, sizeof(path), "%s/%s", dir, hash);
+	if ((rc = mkdir_private(dir, err)))
+		return rc;
+	if (!access(path, F_OK)) {
+		if ((rc = same_bytes(path, spool, off, len, &same, err)))
+			return rc;
+		return same ? 0 : core_err_set(err, CORE_EDATA, "immutable audit-export content "
+					       "address collided with divergent bytes: %s", path);
+	}
+	snprintf(tmp, sizeof(tmp), "%s/.%s.%s.tmp", dir, hash, cand);
+	if ((rc = write_file(tmp, O_EXCL, spool, off, len, NULL, err)))
+		return rc;
+	if (link(tmp, path) && errno != EEXIST)
+		rc = core_err_set(err, CORE_EIO, "installing %s: %s", path, strerror(errno));
+	unlink(tmp);
+	core_fsync_dir_of(path);
+	if (rc)
+		return rc;
+	snprintf(own, sizeof(own), "%s/candidates/%s/owned/%s", base, cand, hash);
+	return write_file(own, O_EXCL, -1, 0, 6, "owned\n", err);
+}
+
+static int content_store(sqlt_v2 *d, core_err *err)
+{
+	const core_audit_export_v2 *x = d->x;
+	char base[4096], sub[4200], cand[33];
+	uint8_t dg[CORE_SHA256_LEN];
+	char mhash[65];
+	int rc;
+
+	if ((rc = core_mkdir_p(x->store_root, err)) ||
+	    (chmod(x->store_root, 0700) && (rc = core_err_set(err, CORE_EIO, "%s: %s",
+				x->store_root, strerror(errno)))))
+		return rc;
+	snprintf(base, sizeof(base), "%s/%s", x->store_root, x->store_namespace);
+	if ((rc = core_mkdir_p(base, err)) || chmod(base, 0700))
+		return rc ? rc : core_err_set(err, CORE_EIO, "%s: %s", base, strerror(errno));
+	snprintf(sub, sizeof(sub), "%s/objects", base);
+	if ((rc = random_hex(cand, err)) || (rc = mkdir_private(sub, err)))
+		return rc;
+	snprintf(sub, sizeof(sub), "%s/candidates", base);
+	if ((rc = mkdir_private(sub, err)))
+		return rc;
+	snprintf(sub, sizeof(sub), "%s/candidates/%s", base, cand);
+	if ((rc = mkdir_private(sub, err)))
+		return rc;
+	snprintf(sub, sizeof(sub), "%s/candidates/%s/owned", base, cand);
+	if ((rc = mkdir_private(sub, err)))
+		return rc;
+	for (size_t k = 0; k < d->nchunks && !rc; k++)
+		rc = store_object(base, cand, d->chunks[k].hash, d->fd, d->chunks[k].off,
+				  d->chunks[k].size, err);
+	core_sha256(d->manifest.data, d->manifest.len, dg);
+	core_hex(dg, sizeof(dg), mhash);
+	if (!rc)
+		rc = store_object(base, cand, mhash, d->fd, d->bytes, d->manifest.len, err);
+	core_fsync_dir_of(sub);
+	return rc;
+}
+
+/* The spool: an unlinked file under spool_root (0700). */
+static int open_spool(const char *root, int *fd, core_err *err)
+{
+	char path[4200];
+	int rc;
+
+	if ((rc = core_mkdir_p(root, err)))
+		return rc;
+	if (chmod(root, 0700))
+		return core_err_set(err, CORE_EIO, "%s: %s", root, strerror(errno));
+	if ((*fd = open(root, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600)) >= 0)
+		return 0;
+	snprintf(path, sizeof(path), "%s/.spool-XXXXXX", root);
+	if ((*fd = mkstemp(path)) < 0)
+		return core_err_set(err, CORE_EIO, "creating a spool file in %s: %s", root,
+				    strerror(errno));
+	unlink(path);
+	return 0;
+}
+
+/* format json: the file, through a stage file in its directory and a
+ * rename; collision_policy fail_if_exists refuses a file already there. */
+static int publish_json(sqlt_v2 *d, const char *target, bool no_replace, core_err *err)
+{
+	char stage[4400], id[33];
+	const char *slash = strrchr(target, '/');
+	int rc;
+
+	if ((rc = core_mkdir_parents(target, err)) || (rc = random_hex(id, err)))
+		return rc;
+	snprintf(stage, sizeof(stage), "%.*s.%s.elspeth-%s.stage",
+		 slash ? (int)(slash - target + 1) : 0, target, slash ? slash + 1 : target, id);
+	if ((rc = write_file(stage, O_EXCL, d->fd, 0, d->bytes + d->manifest.len, NULL, err)))
+		goto out;
+	if (no_replace ? renameat2(AT_FDCWD, stage, AT_FDCWD, target, RENAME_NOREPLACE) :
+			 rename(stage, target))
+		rc = core_err_set(err, CORE_EIO, errno == EEXIST ?
+			"%s exists (collision_policy: fail_if_exists)" : "publishing %s: %s",
+			target, strerror(errno));
+	core_fsync_dir_of(target);
+out:
+	unlink(stage);
+	return rc;
+}
+
+/* format csv: a new directory of RECORD_TYPE.csv and the manifest,
+ * built beside it and renamed into place; a directory already there is
+ * accepted only when it holds the same manifest (the same export). */
+static int publish_csv(sqlt_v2 *d, sqlt_csv *csv, const char *target, core_err *err)
+{
+	char build[4400], man[4500], id[33];
+	const char *slash = strrchr(target, '/');
+	bool same;
+	int rc;
+
+	if ((rc = core_mkdir_parents(target, err)) || (rc = random_hex(id, err)))
+		return rc;
+	snprintf(build, sizeof(build), "%.*s.%s.elspeth-%s.building",
+		 slash ? (int)(slash - target + 1) : 0, target, slash ? slash + 1 : target, id);
+	if (mkdir(build, 0700))
+		return core_err_set(err, CORE_EIO, "creating %s: %s", build, strerror(errno));
+	snprintf(man, sizeof(man), "%s/audit_manifest.v2.json", build);
+	if (!(rc = sqlt__csv_write(csv, build, err)) &&
+	    !(rc = write_file(man, O_EXCL, d->fd, d->bytes, d->manifest.len, NULL, err))) {
+		core_fsync_dir_of(man);
+		if (!renameat2(AT_FDCWD, build, AT_FDCWD, target, RENAME_NOREPLACE)) {
+			core_fsync_dir_of(target);
+			return 0;
+		}
+		if (errno != EEXIST && errno != ENOTEMPTY) {
+			rc = core_err_set(err, CORE_EIO, "publishing %s: %s", target,
+					  strerror(errno));
+		} else {
+			snprintf(man, sizeof(man), "%s/audit_manifest.v2.json", target);
+			rc = access(man, F_OK) ? 0 : same_bytes(man, d->fd, d->bytes,
+								d->manifest.len, &same, err);
+			if (!rc && (access(man, F_OK) || !same))
+				rc = core_err_set(err, CORE_EDATA, "create-only bundle target "
+						  "exists with divergent content: %s", target);
+		}
+	}
+	sqlt__rm_tree(build);
+	return rc;
+}
+
+/* ------------------------------------------------------------ driver */
+
+typedef struct v2_job {
+	const core_audit_export_cfg *x;
+	const char *key;
+	const char *target;
+	bool no_replace;
+	int spool;
+	sqlt_v2 *d;
+} v2_job;
+
+/* The run record's settings are the file as written; its export block
+ * gets 0.7.1's defaults for what the file leaves out, as 0.7.1's
+ * resolved settings have them, so that every value the manifest hashes
+ * can be read back from the file itself (ADR 0053). */
+static void resolved_export(json_t *run, const core_audit_export_cfg *x)
+{
+	json_t *l = json_object_get(json_object_get(run, "settings"), "landscape");
+	json_t *e = json_object_get(l, "export");
+	const core_audit_export_v2 *v = &x->v2;
+
+	if (!json_is_object(e))
+		return;
+	json_object_set_new_nocheck(e, "format", json_string(x->json ? "json" : "csv"));
+	json_object_set_new_nocheck(e, "signing_mode",
+				    json_string(v->hmac ? "hmac_sha256" : "unsigned"));
+	json_object_set_new_nocheck(e, "signer_key_id", json_string(v->signer_key_id));
+	json_object_set_new_nocheck(e, "signing_secret_ref", v->signing_secret_ref ?
+				    json_string(v->signing_secret_ref) : json_null());
+	json_object_set_new_nocheck(e, "signer_rotation_policy",
+				    json_string(v->single_export ? "single_export" :
+								   "multi_version"));
+	json_object_set_new_nocheck(e, "exporter_version", json_string(v->exporter_version));
+	json_object_set_new_nocheck(e, "serialization_version",
+				    json_string(v->serialization_version));
+	json_object_set_new_nocheck(e, "chunking_algorithm_version",
+				    json_string(v->chunking_version));
+	json_object_set_new_nocheck(e, "include_raw_error_rows",
+				    json_boolean(v->include_raw_error_rows));
+}
+
+static int add_record(void *ctx, json_t *rec, core_err *err)
+{
+	v2_job *j = ctx;
+	const char *type = json_string_value(json_object_get(rec, "record_type"));
+
+	if (type && !strcmp(type, "run"))
+		resolved_export(rec, j->x);
+	return sqlt_v2_add(j->d, rec, err);
+}
+
+static int derive(void *ctx, sqlite3 *db, const char *rid, core_err *err)
+{
+	v2_job *j = ctx;
+	sqlt_shape shape = { .v2 = true, .raw_error_rows = j->x->v2.include_raw_error_rows };
+	sqlt_csv *csv = NULL;
+	sqlt_v2 *d = sqlt_v2_new(&j->x->v2, j->x->json, j->key, j->spool, err);
+	int rc;
+
+	if (!(j->d = d))
+		return err->code;
+	if (!j->x->json) {
+		if (!(csv = sqlt__csv_new(true))) {
+			sqlt_v2_free(d);
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		}
+		sqlt_v2_on_record(d, sqlt__csv_collect, csv);
+	}
+	if (!(rc = sqlt__audit_records(db, rid, &shape, add_record, j, err)) &&
+	    !(rc = sqlt_v2_finish(d, err)) && !(rc = content_store(d, err)))
+		rc = j->x->json ? publish_json(d, j->target, j->no_replace, err) :
+				  publish_csv(d, csv, j->target, err);
+	sqlt__csv_free(csv);
+	sqlt_v2_free(d);
+	return rc;
+}
+
+int sqlt_audit_export_v2(rec_env *env, uint64_t run, const core_audit_export_cfg *x,
+			 const char *target, bool no_replace, core_err *err)
+{
+	v2_job j = { .x = x, .target = target, .no_replace = no_replace, .spool = -1 };
+	int rc;
+
+	if (x->v2.hmac) {
+		const char *k = getenv(x->v2.signing_secret_ref);
+		bool blank = true;
+
+		for (const char *p = k; p && *p && blank; p++)
+			blank = strchr(" \t\r\n\f\v", *p) != NULL;
+		if (!k || blank)
+			return core_err_set(err, CORE_ECONFIG, "%s environment variable required "
+					    "for signed export", x->v2.signing_secret_ref);
+		j.key = k;
+	}
+	if ((rc = open_spool(x->v2.spool_root, &j.spool, err)))
+		return rc;
+	rc = sqlt__with_run_db(env, run, false, derive, &j, err);
+	close(j.spool);
+	return rc;
+}
