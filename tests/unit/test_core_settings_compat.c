@@ -220,8 +220,26 @@ Test(compat, v07_rules)
 		     "landscape.enabled=false is not supported");
 	expect_error(TWO_SOURCES "checkpoint: {aggregation_boundaries: true}\n" SINKS,
 		     CORE_ECONFIG, "removed in ELSPETH 0.7.1");
-	expect_error(TWO_SOURCES "landscape: {export: {enabled: false, signing_mode: unsigned}}\n"
-		     SINKS, CORE_EUNSUPPORTED, "audit-export-v2");
+	/* 0.7.1's export (audit-export-v2): its keys and its rules */
+	expect_error(TWO_SOURCES "landscape: {export: {enabled: true, sink: out}}\n"
+		     SINKS, CORE_ECONFIG, "enabled audit export requires explicit fields: "
+		     "total_record_limit, total_byte_limit, chunk_limit, per_chunk_record_limit, "
+		     "per_chunk_byte_limit, spool_root, content_store");
+	expect_error(TWO_SOURCES "landscape: {export: {signing_mode: hmac_sha256, "
+		     "signer_key_id: k}}\n" SINKS, CORE_ECONFIG,
+		     "hmac_sha256 signing requires a signing secret reference");
+	expect_error(TWO_SOURCES "landscape: {export: {signer_key_id: k1}}\n" SINKS,
+		     CORE_ECONFIG, "unsigned signing requires the typed UNSIGNED signer identity");
+	expect_error(TWO_SOURCES "landscape: {export: {signing_mode: hmac_sha256, "
+		     "signer_key_id: 'k y', signing_secret_ref: K}}\n" SINKS, CORE_ECONFIG,
+		     "signer_key_id must be a bounded credential-free identifier");
+	expect_error(TWO_SOURCES "landscape: {export: {signing_mode: hmac_sha256, "
+		     "signer_key_id: k, signing_secret_ref: 'a-b'}}\n" SINKS, CORE_ECONFIG,
+		     "signing_secret_ref must be an exact environment secret reference name");
+	expect_error(TWO_SOURCES "landscape: {export: {chunk_limit: 0}}\n" SINKS,
+		     CORE_ECONFIG, "chunk_limit");
+	expect_error(TWO_SOURCES "landscape: {export: {exporter_version: ''}}\n" SINKS,
+		     CORE_ECONFIG, "exporter_version must have 1 to 64 characters");
 	expect_error(TWO_SOURCES "aggregations:\n- {name: b, plugin: openrouter_batch_llm, "
 		     "input: x}\n" SINKS, CORE_ECONFIG, "was removed in ELSPETH 0.7.1");
 	expect_error(TWO_SOURCES "transforms:\n- {name: l, plugin: llm, input: inbound, "
