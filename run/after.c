@@ -37,7 +37,7 @@ static int write_record(void *ctx, json_t *rec, core_err *err)
 /* ELSPETH's export_landscape: json — every record through the sink's
  * write; csv — one file per record type beside the sink's path. */
 static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
-			core_err *err)
+			const char *sql, core_err *err)
 {
 	const core_audit_export_cfg *x = &s->audit_export;
 	const char *key = NULL;
@@ -50,7 +50,7 @@ static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
 
 		return sqlt_audit_export_v2(rec, run, x, path ? path->value : "",
 					    cp && cp->value && !strcmp(cp->value, "fail_if_exists"),
-					    err);
+					    sql, err);
 	}
 	if (x->sign && !(key = core_signing_key()))
 		return core_err_set(err, CORE_ECONFIG,
@@ -116,8 +116,12 @@ static int export_phase(run_job *j, uint64_t run, core_err *err)
 	tel_phase(j->tel, run, "export", "exporting");
 	run__emit(j, &(run_event){ .kind = RUN_EV_PHASE_STARTED, .phase = "export",
 				   .action = "exporting", .target = s->audit_export.sink });
+	/* a SQLite trail brought up to date already holds the run */
+	const char *sql = j->res.sql[0] && !j->res.sql_failed &&
+			  !core_sql_is_pg(j->res.sql) ? j->res.sql : NULL;
+
 	if (!(rc = rec_flush(j->rec, err)))
-		rc = export_trail(j->rec, s, run, err);
+		rc = export_trail(j->rec, s, run, sql, err);
 	run__emit(j, &(run_event){ .kind = rc ? RUN_EV_PHASE_ERROR : RUN_EV_PHASE_COMPLETED,
 				   .phase = "export", .target = s->audit_export.sink,
 				   .seconds = (double)(core_now_mono_ns() - t0) / 1e9,

@@ -14,6 +14,7 @@
 #define _GNU_SOURCE /* O_TMPFILE, renameat2 */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,31 +85,69 @@ static int tagged_hash(const char *tag, json_t *payload, char hex[CORE_SHA256_HE
 	return rc;
 }
 
-/* Whether v holds an integer RFC 8785 cannot give exactly (0.7.1 reads
- * each record back and canonicalizes it again, so an integral float past
- * 2^53 fails the same way). */
-static bool unsafe_int(const json_t *v, json_int_t *bad)
+/* Written by RFC 8785 without a fraction or an exponent. */
+static bool integral(double d)
+{
+	return isfinite(d) && d == floor(d) && fabs(d) < 1e21;
+}
+
+/* The integer an integral float reads back as; NULL (err set) when
+ * RFC 8785 has no exact integer for it. */
+static json_t *read_back(const json_t *x, core_err *err)
+{
+	double d = json_real_value(x);
+
+	if (fabs(d) > (double)SAFE_INT) {
+		core_err_set(err, CORE_EDATA, "%.0f exceeds safe integer domain for JSON "
+			     "floats", d);
+		return NULL;
+	}
+	return json_integer((json_int_t)d);
+}
+
+/* 0.7.1 canonicalizes each record, reads it back and canonicalizes it
+ * again: an integral float below 1e21 comes back as an integer (5.0 is
+ * written 5), which must then be within +-(2^53 - 1). The same here in
+ * place, without the round trip: such floats become integers, and one
+ * out of range is the error 0.7.1 gives. */
+static int as_read_back(json_t *v, core_err *err)
 {
 	const char *k;
 	json_t *x;
 	size_t i;
+	int rc = 0;
 
 	switch (json_typeof(v)) {
 	case JSON_INTEGER:
-		*bad = json_integer_value(v);
-		return *bad > SAFE_INT || *bad < -SAFE_INT;
+		if (json_integer_value(v) > SAFE_INT || json_integer_value(v) < -SAFE_INT)
+			return core_err_set(err, CORE_EDATA, "%" JSON_INTEGER_FORMAT " exceeds "
+					    "safe integer domain for JSON floats",
+					    json_integer_value(v));
+		return 0;
 	case JSON_OBJECT:
-		json_object_foreach((json_t *)v, k, x)
-			if (unsafe_int(x, bad))
-				return true;
-		return false;
+		json_object_foreach(v, k, x) {
+			if (json_is_real(x) && integral(json_real_value(x)))
+				rc = json_object_set_new_nocheck(v, k, read_back(x, err));
+			else
+				rc = as_read_back(x, err);
+			if (rc)
+				return err->code ? err->code : core_err_set(err, CORE_ENOMEM,
+									    "out of memory");
+		}
+		return 0;
 	case JSON_ARRAY:
-		json_array_foreach(v, i, x)
-			if (unsafe_int(x, bad))
-				return true;
-		return false;
+		json_array_foreach(v, i, x) {
+			if (json_is_real(x) && integral(json_real_value(x)))
+				rc = json_array_set_new(v, i, read_back(x, err));
+			else
+				rc = as_read_back(x, err);
+			if (rc)
+				return err->code ? err->code : core_err_set(err, CORE_ENOMEM,
+									    "out of memory");
+		}
+		return 0;
 	default:
-		return false;
+		return 0;
 	}
 }
 
@@ -225,13 +264,11 @@ static void run_fields(sqlt_v2 *d, const json_t *rec)
 	snprintf(d->at, sizeof(d->at), "%.10sT%.8s.%sZ", at, at + 11, frac);
 }
 
-int sqlt_v2_add(sqlt_v2 *d, const json_t *rec, core_err *err)
+int sqlt_v2_add(sqlt_v2 *d, json_t *rec, core_err *err)
 {
-	json_t *back, *signed_rec = NULL;
 	char hex[CORE_SHA256_HEX_LEN + 1];
-	core_buf u = { 0 };
-	json_int_t bad = 0;
 	const char *type = json_string_value(json_object_get(rec, "record_type"));
+	json_t *framed = rec;
 	int rc;
 
 	if (!json_is_object(rec))
@@ -244,37 +281,28 @@ int sqlt_v2_add(sqlt_v2 *d, const json_t *rec, core_err *err)
 			    "manifest record type");
 	if (!d->n && type && !strcmp(type, "run"))
 		run_fields(d, rec);
-	/* U: the canonical bytes as read back (0.7.1 canonicalizes twice) */
-	if ((rc = core_canon_append(&u, rec, err)))
-		goto out;
-	if (!(back = json_loadb(u.data, u.len, JSON_DECODE_ANY, NULL))) {
-		rc = fail(err, "an audit export record does not read back");
-		goto out;
-	}
-	if (unsafe_int(back, &bad)) {
-		json_decref(back);
-		rc = core_err_set(err, CORE_EDATA, "%" JSON_INTEGER_FORMAT " exceeds safe "
-				  "integer domain for JSON floats", bad);
-		goto out;
-	}
-	core_buf_reset(&u);
-	rc = core_canon_append(&u, back, err);
-	if (!rc && d->key) {
-		if ((rc = core_hmac_sha256_hex(d->key, u.data, u.len, hex)))
-			rc = core_err_set(err, rc, "HMAC-SHA256 failed");
-		else
-			json_object_set_new(back, "signature", json_string(hex));
-	} else if (!rc) {
+	/* U: the record's canonical bytes as 0.7.1 reads them back */
+	core_buf_reset(&d->frame);
+	if ((rc = as_read_back(rec, err)) || (rc = core_canon_append(&d->frame, rec, err)))
+		return rc;
+	if (d->key) {
+		if ((rc = core_hmac_sha256_hex(d->key, d->frame.data, d->frame.len, hex)))
+			return core_err_set(err, rc, "HMAC-SHA256 failed");
+		if (!(framed = json_copy(rec)) ||
+		    json_object_set_new(framed, "signature", json_string(hex))) {
+			json_decref(framed);
+			return core_err_set(err, CORE_ENOMEM, "out of memory");
+		}
+		core_buf_reset(&d->frame);
+		rc = core_canon_append(&d->frame, framed, err);
+	} else {
 		uint8_t dg[CORE_SHA256_LEN];
 
-		core_sha256(u.data, u.len, dg);
+		core_sha256(d->frame.data, d->frame.len, dg);
 		core_hex(dg, sizeof(dg), hex);
 	}
-	signed_rec = back;
-	core_buf_reset(&d->frame);
-	if (!rc && !(rc = core_canon_append(&d->frame, signed_rec, err)))
-		rc = core_buf_putc(&d->frame, '\n') ? core_err_set(err, CORE_ENOMEM,
-								   "out of memory") : 0;
+	if (!rc && core_buf_putc(&d->frame, '\n'))
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	if (rc)
 		goto out_rec;
 	core_sha256_stream_add(d->chain, hex, CORE_SHA256_HEX_LEN);
@@ -299,11 +327,10 @@ int sqlt_v2_add(sqlt_v2 *d, const json_t *rec, core_err *err)
 	else if ((long long)d->bytes > d->x->total_bytes)
 		rc = fail(err, "audit export total bytes exceed max_total_bytes");
 	if (!rc && d->each)
-		rc = d->each(d->each_ctx, signed_rec, err);
+		rc = d->each(d->each_ctx, framed, err);
 out_rec:
-	json_decref(signed_rec);
-out:
-	core_buf_release(&u);
+	if (framed != rec)
+		json_decref(framed);
 	return rc;
 }
 
@@ -834,8 +861,24 @@ static int derive(void *ctx, sqlite3 *db, const char *rid, core_err *err)
 	return rc;
 }
 
+/* The records read from an SQL trail file that holds the run already. */
+static int in_trail(const char *sql, uint64_t run, v2_job *j, core_err *err)
+{
+	sqlite3 *db = NULL;
+	char rid[32];
+	int rc;
+
+	snprintf(rid, sizeof(rid), "%llu", (unsigned long long)run);
+	if (sqlite3_open_v2(sql, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
+		rc = sqlt__db_error(db, err, "opening the SQL trail");
+	else
+		rc = derive(j, db, rid, err);
+	sqlite3_close(db);
+	return rc;
+}
+
 int sqlt_audit_export_v2(rec_env *env, uint64_t run, const core_audit_export_cfg *x,
-			 const char *target, bool no_replace, core_err *err)
+			 const char *target, bool no_replace, const char *sql, core_err *err)
 {
 	v2_job j = { .x = x, .target = target, .no_replace = no_replace, .spool = -1 };
 	int rc;
@@ -853,7 +896,10 @@ int sqlt_audit_export_v2(rec_env *env, uint64_t run, const core_audit_export_cfg
 	}
 	if ((rc = open_spool(x->v2.spool_root, &j.spool, err)))
 		return rc;
-	rc = sqlt__with_run_db(env, run, false, derive, &j, err);
+	if (sql)
+		rc = in_trail(sql, run, &j, err);
+	else
+		rc = sqlt__with_run_db(env, run, false, derive, &j, err);
 	close(j.spool);
 	return rc;
 }

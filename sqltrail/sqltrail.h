@@ -147,9 +147,10 @@ int sqlt_audit_csv(rec_env *env, uint64_t run, const char *signing_key,
  * does, put into x's content store and published at target (format
  * json: the file, no_replace refusing one that exists; csv: a new
  * directory). hmac_sha256 reads its key from the variable
- * signing_secret_ref names. */
+ * signing_secret_ref names. sql: an SQLite SQL trail already holding
+ * the run whole, read instead of a temporary export of it; or NULL. */
 int sqlt_audit_export_v2(rec_env *env, uint64_t run, const core_audit_export_cfg *x,
-			 const char *target, bool no_replace, core_err *err);
+			 const char *target, bool no_replace, const char *sql, core_err *err);
 
 /* landscape.dump_to_jsonl: appends run's lines to the journal cfg names
  * (ELSPETH's {"timestamp", "statement", "parameters", "executemany"}

@@ -73,7 +73,8 @@ sqlt_v2 *sqlt_v2_new(const core_audit_export_v2 *x, bool json, const char *key,
 		     int spool_fd, core_err *err);
 /* fn sees every record as framed (with its signature when signed). */
 void sqlt_v2_on_record(sqlt_v2 *d, sqlt_record_fn fn, void *ctx);
-int sqlt_v2_add(sqlt_v2 *d, const json_t *rec, core_err *err);
+/* rec's integral floats become the integers 0.7.1 reads back (in place). */
+int sqlt_v2_add(sqlt_v2 *d, json_t *rec, core_err *err);
 int sqlt_v2_finish(sqlt_v2 *d, core_err *err);
 void sqlt_v2_free(sqlt_v2 *d);
 

@@ -69,6 +69,20 @@ assert b.count(b'\"record_type\":\"edge\"') == 3
 open('tampered.json', 'wb').write(b.replace(b'\"record_type\":\"edge\"', b'\"record_type\":\"edgE\"', 1))"
 is "an edited record fails the check" sh -c "! $CHECK tampered.json | grep -q 'ALL MATCH'"
 
+# the same export from an LMDB-only trail (read through a temporary SQL
+# trail instead of the run's own SQLite file): the same records
+sed -e 's#url: sqlite:///examples/audit_export/runs/audit.db#url: lmdb://lm.lmdb#' \
+    -e 's#output/audit_trail.json#output/from_lmdb.json#' $EX/settings.yaml > $EX/lmdb.yaml
+expect "lmdb trail: runs" 0 "Run completed" -- "$ELSPETH" run -s $EX/lmdb.yaml --execute
+is "lmdb trail: the export passes the check" \
+  sh -c "$CHECK $EX/output/from_lmdb.json | grep -q 'ALL MATCH'"
+shape() { python3 -c "
+import json, sys
+print([(r['record_type'], sorted(r)) for r in map(json.loads, open(sys.argv[1], 'rb'))][:-1])" "$1"; }
+[ "$(shape $EX/output/from_lmdb.json)" = "$(shape $OUT)" ] &&
+  pass "lmdb trail: the same records, fields and order as from the SQLite trail" ||
+  fail "lmdb trail: the records differ"
+
 # 2. HMAC over several chunks (40 records or 30,000 bytes each)
 sed -e 's/signing_mode: unsigned/signing_mode: hmac_sha256/' \
     -e 's/signer_key_id: UNSIGNED/signer_key_id: audit-key-1\n    signing_secret_ref: AE_TEST_KEY/' \
