@@ -62,6 +62,7 @@ typedef struct cli_read_args {
 	bool no_tui;          /* explain --no-tui: text (always, we have no TUI) */
 	const char *sqlite;   /* export --sqlite FILE */
 	bool payloads;        /* export --payloads */
+	bool audit;           /* export --audit: the settings' landscape.export */
 	const char *manifest; /* --manifest: every shard of a plan */
 } cli_read_args;
 

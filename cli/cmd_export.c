@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "run/run.h"
 #include "sqltrail/sqltrail.h"
 
 /* The export reads the trail in the trail reader's child
@@ -48,12 +49,83 @@ static int copy_pg(const cli_read_args *a)
 	return CLI_OK;
 }
 
+/* --audit: the settings' landscape.export, written again for a run that
+ * completed (after an export that failed, or to a new target). */
+typedef struct audit_job {
+	const char *run;
+	const core_settings *s;
+} audit_job;
+
+static int completed(rec_env *env, uint64_t run, core_err *err)
+{
+	json_t *runs = NULL, *r;
+	const char *status = NULL;
+	size_t i;
+	int rc = rec_list_runs(env, &runs, err);
+
+	json_array_foreach(runs, i, r)
+		if ((uint64_t)json_integer_value(json_object_get(r, "run_id")) == run)
+			status = json_string_value(json_object_get(r, "status"));
+	if (!rc && (!status || strcmp(status, "completed")))
+		rc = core_err_set(err, CORE_ECONFIG, "run %llu is %s: only a completed run is "
+				  "exported (a resume finishes an unfinished one and exports it)",
+				  (unsigned long long)run, status ? status : "not in the trail");
+	json_decref(runs);
+	return rc;
+}
+
+static int audit_fn(rec_env *env, const audit_job *j, uint64_t *run, core_err *err)
+{
+	int rc = rec_resolve_run(env, j->run, run, err);
+
+	if (!rc)
+		rc = completed(env, *run, err);
+	return rc ? rc : run_audit_export(env, j->s, *run, NULL, err);
+}
+
+static int audit_export(const cli_read_args *a)
+{
+	audit_job job = { .run = strcmp(a->run, "all") ? a->run : "latest" };
+	core_settings *s = NULL;
+	rec_env *env = NULL;
+	core_err err = { 0 };
+	uint64_t run = 0;
+	int rc;
+
+	if (!a->settings || a->sqlite || a->payloads || a->database || a->manifest)
+		return cli_usage_error("export", "--audit writes the landscape.export of the "
+				       "settings (-s): it takes no -d, --sqlite, --payloads "
+				       "or --manifest");
+	if ((rc = core_settings_load(a->settings, &s, &err)))
+		goto out;
+	if (!s->audit_export.enabled) {
+		rc = core_err_set(&err, CORE_ECONFIG, "%s: landscape.export is not enabled",
+				  a->settings);
+		goto out;
+	}
+	job.s = s;
+	/* not in the isolated reader: the export's own errors are not damage */
+	if (!(rc = rec_open(s->landscape_lmdb, REC_READONLY, &env, &err))) {
+		rc = audit_fn(env, &job, &run, &err);
+		rec_close(env, NULL);
+	}
+	if (!rc)
+		fprintf(stderr, "exported the audit records of run %llu to %s\n",
+			(unsigned long long)run, s->audit_export.sink);
+out:
+	if (rc)
+		cli_error(&err);
+	core_settings_free(s);
+	return rc ? CLI_ERROR : CLI_OK;
+}
+
 int cli_export(int argc, char **argv)
 {
 	static const char usage[] =
 		"usage: elspeth export [-s SETTINGS | -d PATH] [-r ID|latest|all]\n"
 		"                      --sqlite FILE|URL [--payloads]\n"
-		"       elspeth export -d postgresql://… --sqlite NEWFILE\n\n"
+		"       elspeth export -d postgresql://… --sqlite NEWFILE\n"
+		"       elspeth export -s SETTINGS [-r ID|latest] --audit\n\n"
 		"Writes runs of the audit trail into an SQLite database with ELSPETH\n"
 		"0.4.1's twenty tables (runs, nodes, edges, rows, tokens, node_states,\n"
 		"calls, ...) and ours (elspeth_*), creating FILE when missing; or into\n"
@@ -65,7 +137,11 @@ int cli_export(int argc, char **argv)
 		"      --sqlite FILE|URL    the database to write\n"
 		"      --payloads           also copy the payloads the runs refer to\n"
 		"                           (source rows, errors, LLM bodies) into\n"
-		"                           elspeth_payloads\n";
+		"                           elspeth_payloads\n"
+		"      --audit              write the settings' landscape.export for a\n"
+		"                           run that completed (default: the latest),\n"
+		"                           as the run wrote it at its end: ELSPETH\n"
+		"                           0.4.1's records or 0.7.1's signed export\n";
 	cli_read_args a = { .run = "all" };
 	export_job job = { 0 };
 	core_err err = { 0 };
@@ -75,6 +151,8 @@ int cli_export(int argc, char **argv)
 
 	if ((rc = cli_parse_read_args("export", usage, argc, argv, &a)))
 		return rc < 0 ? CLI_OK : rc;
+	if (a.audit)
+		return audit_export(&a);
 	if (!a.sqlite || !*a.sqlite)
 		return cli_usage_error("export", "--sqlite FILE is required");
 	if (a.manifest)

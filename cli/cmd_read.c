@@ -31,6 +31,7 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 		{ "no-tui", no_argument, NULL, 'T' },
 		{ "sqlite", required_argument, NULL, 'Q' },
 		{ "payloads", no_argument, NULL, 'P' },
+		{ "audit", no_argument, NULL, 'A' },
 		{ "manifest", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
@@ -57,13 +58,17 @@ int cli_parse_read_args(const char *cmd, const char *usage, int argc,
 			break;
 		case 'Q':
 		case 'P':
+		case 'A':
 			if (strcmp(cmd, "export"))
 				return cli_usage_error(cmd, "bad option '--%s' (export only)",
-						       c == 'Q' ? "sqlite" : "payloads");
+						       c == 'Q' ? "sqlite" : c == 'P' ? "payloads" :
+						       "audit");
 			if (c == 'Q')
 				a->sqlite = optarg;
-			else
+			else if (c == 'P')
 				a->payloads = true;
+			else
+				a->audit = true;
 			break;
 		case 'w':
 		case 't':

@@ -36,8 +36,8 @@ static int write_record(void *ctx, json_t *rec, core_err *err)
 
 /* ELSPETH's export_landscape: json — every record through the sink's
  * write; csv — one file per record type beside the sink's path. */
-static int export_trail(rec_env *rec, const core_settings *s, uint64_t run,
-			const char *sql, core_err *err)
+int run_audit_export(rec_env *rec, const core_settings *s, uint64_t run,
+		     const char *sql, core_err *err)
 {
 	const core_audit_export_cfg *x = &s->audit_export;
 	const char *key = NULL;
@@ -121,7 +121,7 @@ static int export_phase(run_job *j, uint64_t run, core_err *err)
 			  !core_sql_is_pg(j->res.sql) ? j->res.sql : NULL;
 
 	if (!(rc = rec_flush(j->rec, err)))
-		rc = export_trail(j->rec, s, run, sql, err);
+		rc = run_audit_export(j->rec, s, run, sql, err);
 	run__emit(j, &(run_event){ .kind = rc ? RUN_EV_PHASE_ERROR : RUN_EV_PHASE_COMPLETED,
 				   .phase = "export", .target = s->audit_export.sink,
 				   .seconds = (double)(core_now_mono_ns() - t0) / 1e9,

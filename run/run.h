@@ -200,6 +200,13 @@ int run_load_text(const char *name, const char *yaml, core_settings **s, dag_gra
  * opens them (nothing read, written or connected to; no plugin left
  * open), then the depends_on pipelines (run_check_dependencies). */
 int run_validate(const core_settings *s, dag_graph *g, core_err *err);
+
+/* s's landscape.export for run (which completed), as a run writes it at
+ * its end: ELSPETH 0.4.1's records or 0.7.1's audit-export-v2, by the
+ * format of the settings file. sql: an SQLite SQL trail already holding
+ * the run (read instead of a temporary export), or NULL. */
+int run_audit_export(rec_env *rec, const core_settings *s, uint64_t run,
+		     const char *sql, core_err *err);
 /* Confinement, for pipelines posted to a server (serve, mcp --root):
  * whether path p, relative to the working directory, which is root (a
  * realpath), stays under it — not absolute, no "..", and what exists of

@@ -796,33 +796,45 @@ typedef struct v2_job {
 } v2_job;
 
 /* The run record's settings are the file as written; its export block
- * gets 0.7.1's defaults for what the file leaves out, as 0.7.1's
- * resolved settings have them, so that every value the manifest hashes
- * can be read back from the file itself (ADR 0053). */
-static void resolved_export(json_t *run, const core_audit_export_cfg *x)
+ * becomes the configuration this export used, every key with its value
+ * (0.7.1's defaults for what the file leaves out, as its resolved
+ * settings have them), so that every value the manifest hashes can be
+ * read back from the file itself, also when an export is written again
+ * with other settings (ADR 0053). */
+static int resolved_export(json_t *run, const core_audit_export_cfg *x)
 {
-	json_t *l = json_object_get(json_object_get(run, "settings"), "landscape");
-	json_t *e = json_object_get(l, "export");
 	const core_audit_export_v2 *v = &x->v2;
+	json_t *st = json_object_get(run, "settings"), *l, *e, *cs;
 
-	if (!json_is_object(e))
-		return;
-	json_object_set_new_nocheck(e, "format", json_string(x->json ? "json" : "csv"));
-	json_object_set_new_nocheck(e, "signing_mode",
-				    json_string(v->hmac ? "hmac_sha256" : "unsigned"));
-	json_object_set_new_nocheck(e, "signer_key_id", json_string(v->signer_key_id));
-	json_object_set_new_nocheck(e, "signing_secret_ref", v->signing_secret_ref ?
-				    json_string(v->signing_secret_ref) : json_null());
-	json_object_set_new_nocheck(e, "signer_rotation_policy",
-				    json_string(v->single_export ? "single_export" :
-								   "multi_version"));
-	json_object_set_new_nocheck(e, "exporter_version", json_string(v->exporter_version));
-	json_object_set_new_nocheck(e, "serialization_version",
-				    json_string(v->serialization_version));
-	json_object_set_new_nocheck(e, "chunking_algorithm_version",
-				    json_string(v->chunking_version));
-	json_object_set_new_nocheck(e, "include_raw_error_rows",
-				    json_boolean(v->include_raw_error_rows));
+	if (!json_is_object(st))
+		return 0;
+	if (!json_is_object(l = json_object_get(st, "landscape")) &&
+	    json_object_set_new(st, "landscape", l = json_object()))
+		return CORE_ENOMEM;
+	cs = json_pack("{s:s,s:s,s:s,s:s,s:I,s:s}", "content_store_id", v->store_id,
+		       "namespace", v->store_namespace, "root", v->store_root,
+		       "policy_version", v->store_policy,
+		       "retention_days", (json_int_t)v->store_retention_days,
+		       "durability", v->store_replicated ? "replicated" : "fsync");
+	e = json_pack("{s:b,s:s?,s:s,s:s,s:s,s:s?,s:s,s:s,s:s,s:s,s:b,s:I,s:I,s:I,s:I,s:I,"
+		      "s:s,s:o}", "enabled", x->enabled, "sink", x->sink,
+		      "format", x->json ? "json" : "csv",
+		      "signing_mode", v->hmac ? "hmac_sha256" : "unsigned",
+		      "signer_key_id", v->signer_key_id,
+		      "signing_secret_ref", v->signing_secret_ref,
+		      "signer_rotation_policy", v->single_export ? "single_export" :
+								  "multi_version",
+		      "exporter_version", v->exporter_version,
+		      "serialization_version", v->serialization_version,
+		      "chunking_algorithm_version", v->chunking_version,
+		      "include_raw_error_rows", v->include_raw_error_rows,
+		      "total_record_limit", (json_int_t)v->total_records,
+		      "total_byte_limit", (json_int_t)v->total_bytes,
+		      "chunk_limit", (json_int_t)v->chunk_limit,
+		      "per_chunk_record_limit", (json_int_t)v->chunk_records,
+		      "per_chunk_byte_limit", (json_int_t)v->chunk_bytes,
+		      "spool_root", v->spool_root, "content_store", cs);
+	return e && !json_object_set_new(l, "export", e) ? 0 : CORE_ENOMEM;
 }
 
 static int add_record(void *ctx, json_t *rec, core_err *err)
@@ -830,8 +842,8 @@ static int add_record(void *ctx, json_t *rec, core_err *err)
 	v2_job *j = ctx;
 	const char *type = json_string_value(json_object_get(rec, "record_type"));
 
-	if (type && !strcmp(type, "run"))
-		resolved_export(rec, j->x);
+	if (type && !strcmp(type, "run") && resolved_export(rec, j->x))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	return sqlt_v2_add(j->d, rec, err);
 }
 

@@ -138,6 +138,20 @@ expect "limit: the export fails" 1 "audit export record count exceeds max_total_
 [ ! -e $EX/output/limited.json ] && pass "limit: no file" || fail "limit: a file was written"
 expect "limit: the run itself is recorded as completed" 0 "completed" -- \
   "$ELSPETH" runs -s $EX/limit.yaml
+# written again with the example's limits: `export --audit`
+run=$("$ELSPETH" runs -s $EX/limit.yaml --json | python3 -c "import json,sys; print(max(r['run_id'] for r in json.load(sys.stdin)))")
+sed 's#output/audit_trail.json#output/again.json#' $EX/settings.yaml > $EX/again.yaml
+expect "export --audit: the same run, other limits" 0 "exported the audit records of run $run" -- \
+  "$ELSPETH" export -s $EX/again.yaml --audit -r $run
+is "export --audit: the file checks (its run record shows the limits it was written with)" \
+  sh -c "$CHECK $EX/output/again.json | grep -q 'ALL MATCH'"
+expect "export --audit: the limits still fail the first settings" 1 \
+  "audit export record count exceeds max_total_records" -- "$ELSPETH" export -s $EX/limit.yaml --audit
+sed "s/condition: row\['category'\] == 'corporate'/condition: row['nope'] == 1/" $EX/settings.yaml > $EX/fails.yaml
+"$ELSPETH" run -s $EX/fails.yaml --execute > fails.log 2>&1
+expect "export --audit: a run that failed is not exported" 1 "only a completed run is exported" -- \
+  "$ELSPETH" export -s $EX/fails.yaml --audit
+expect "export --audit: an unknown run" 1 "no run 99" -- "$ELSPETH" export -s $EX/again.yaml --audit -r 99
 
 # 6. settings refused with 0.7.1's messages
 refuse() { # name, sed expression, message
