@@ -44,6 +44,31 @@ static void print_edges(FILE *f, const dag_graph *g)
 	core_buf_release(&b);
 }
 
+/* What landscape.export writes after a completed run (ADR 0028, 0053). */
+static void print_export(FILE *f, const core_settings *s)
+{
+	const core_audit_export_cfg *x = &s->audit_export;
+	const core_audit_export_v2 *v = &x->v2;
+
+	if (!x->enabled)
+		return;
+	if (!v->on) {
+		fprintf(f, "Audit export: ELSPETH 0.4.1's records to sink '%s' [%s]%s\n",
+			x->sink, x->json ? "json" : "csv",
+			x->sign ? ", signed with $ELSPETH_SIGNING_KEY" : "");
+		return;
+	}
+	fprintf(f, "Audit export: ELSPETH 0.7.1's %s to sink '%s' [%s], %s; chunks of at "
+		"most %lld records and %lld bytes; at most %lld chunks, %lld records, "
+		"%lld bytes; content store %s/%s\n", v->serialization_version, x->sink,
+		x->json ? "json" : "csv", v->hmac ? "HMAC-SHA256" : "unsigned",
+		v->chunk_records, v->chunk_bytes, v->chunk_limit, v->total_records,
+		v->total_bytes, v->store_root, v->store_namespace);
+	if (v->hmac)
+		fprintf(f, "  signed by '%s', the key in $%s\n", v->signer_key_id,
+			v->signing_secret_ref);
+}
+
 int cli_validate(int argc, char **argv)
 {
 	static const struct option longopts[] = {
@@ -84,8 +109,10 @@ int cli_validate(int argc, char **argv)
 			       s->format == CORE_FORMAT_V07 ? "0.7.1" : "0.4.1",
 			       s->format == CORE_FORMAT_V07 ? "sources" : "source");
 		cli_print_pipeline(stdout, g);
-		if (verbose)
+		if (verbose) {
 			print_edges(stdout, g);
+			print_export(stdout, s);
+		}
 		printf("Settings valid: %s\n", path);
 	}
 	dag_free(g);

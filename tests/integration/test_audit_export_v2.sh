@@ -24,7 +24,8 @@ is "checker: 0.7.1's HMAC file fails with another key" \
   sh -c "! $CHECK $FX/audit_hmac.json other-key | grep -q 'ALL MATCH'"
 
 # 1. the example as 0.7.1 ships it
-expect "validate: 0.7.1's export settings" 0 "Format: ELSPETH 0.7.1" -- \
+expect "validate --verbose: says what the export writes" 0 \
+  "Audit export: ELSPETH 0.7.1's audit-export-v2 to sink 'audit_export' [json], unsigned; chunks of at most 1000 records and 1000000 bytes" -- \
   "$ELSPETH" validate -s $EX/settings.yaml --verbose
 expect "run: exports" 0 "Run completed" -- "$ELSPETH" run -s $EX/settings.yaml --execute
 OUT=$EX/output/audit_trail.json
