@@ -103,6 +103,16 @@ static int audit_export(const cli_read_args *a)
 				  a->settings);
 		goto out;
 	}
+	/* 0.7.1 refuses a second export of a run by another signer under
+	 * single_export, from its registry of snapshots; we keep none, so
+	 * cannot tell, and do not export again (ADR 0053) */
+	if (s->audit_export.v2.on && s->audit_export.v2.single_export) {
+		rc = core_err_set(&err, CORE_ECONFIG, "%s: signer_rotation_policy: "
+				  "single_export allows one signer per run, and this build keeps "
+				  "no record of earlier exports to check it against; use "
+				  "multi_version to export a run again", a->settings);
+		goto out;
+	}
 	job.s = s;
 	/* not in the isolated reader: the export's own errors are not damage */
 	if (!(rc = rec_open(s->landscape_lmdb, REC_READONLY, &env, &err))) {

@@ -293,10 +293,21 @@ static int load_export_v07(core_settings *s, const core_node *n, core_err *err)
 	const core_node *f = core_map_get(n, "format"), *k;
 	int fmt = 0, mode = 0, rot = 0, rc;
 
+	static const char *const not_null[] = {
+		"signing_mode", "signer_key_id", "signer_rotation_policy", "exporter_version",
+		"serialization_version", "chunking_algorithm_version", "format",
+		"include_raw_error_rows", NULL
+	};
+
 	if (core_map_get(n, "sign"))
 		return core_err_at(err, CORE_ECONFIG, core_map_get(n, "sign"),
 			"unknown key 'sign': ELSPETH 0.7.1 signs its export with "
 			"signing_mode: hmac_sha256");
+	/* a default is not what null means (0.7.1's model refuses it) */
+	for (size_t i = 0; not_null[i]; i++)
+		if ((k = core_map_get(n, not_null[i])) && core_node_is_null(k))
+			return core_err_at(err, CORE_ECONFIG, k, "%s: a value is required, "
+					   "not null", not_null[i]);
 	if ((rc = core__check_section(n, export_keys_v07, err)) ||
 	    (rc = core_opt_bool(n, "enabled", &x->enabled, err)) ||
 	    (rc = core_opt_bool(n, "include_raw_error_rows", &v->include_raw_error_rows, err)) ||

@@ -228,9 +228,9 @@ static const col token_cols2[] = {
 	{ "expand_group_id", "expand_group_id", C_VAL },
 	{ "created_at", "created_at", C_TIME }, END
 };
-/* A routed token whose own state failed went to its on_error sink. */
-#define ON_ERROR "EXISTS (SELECT 1 FROM node_states s WHERE s.token_id = " \
-		 "token_outcomes.token_id AND s.status = 'failed')"
+/* A routed token with an error went to its on_error sink (a failed
+ * attempt that a retry made good leaves none). */
+#define ON_ERROR "error_hash IS NOT NULL"
 static const col outcome_cols2[] = {
 	{ "run_id", "run_id", C_VAL }, { "outcome_id", "outcome_id", C_VAL },
 	{ "token_id", "token_id", C_VAL },

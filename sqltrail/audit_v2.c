@@ -134,14 +134,14 @@ static int as_read_back(json_t *v, core_err *err)
 
 /* ----------------------------------------------------------- framing */
 
-sqlt_v2 *sqlt_v2_new(const core_audit_export_v2 *x, bool json, const char *key,
+sqlt_v2 *sqlt__v2_new(const core_audit_export_v2 *x, bool json, const char *key,
 		     int spool_fd, core_err *err)
 {
 	sqlt_v2 *d = calloc(1, sizeof(*d));
 
 	if (!d || !(d->chain = core_sha256_stream_new()) ||
 	    !(d->cur = core_sha256_stream_new())) {
-		sqlt_v2_free(d);
+		sqlt__v2_free(d);
 		core_err_set(err, CORE_ENOMEM, "out of memory");
 		return NULL;
 	}
@@ -149,10 +149,15 @@ sqlt_v2 *sqlt_v2_new(const core_audit_export_v2 *x, bool json, const char *key,
 	d->json = json;
 	d->key = key;
 	d->fd = spool_fd;
+	if (strcmp(x->serialization_version, "audit-export-v2")) {
+		sqlt__v2_free(d);
+		fail(err, "serialization_version must equal 'audit-export-v2'");
+		return NULL;
+	}
 	return d;
 }
 
-void sqlt_v2_free(sqlt_v2 *d)
+void sqlt__v2_free(sqlt_v2 *d)
 {
 	if (!d)
 		return;
@@ -164,7 +169,7 @@ void sqlt_v2_free(sqlt_v2 *d)
 	free(d);
 }
 
-void sqlt_v2_on_record(sqlt_v2 *d, sqlt_record_fn fn, void *ctx)
+void sqlt__v2_on_record(sqlt_v2 *d, sqlt_record_fn fn, void *ctx)
 {
 	d->each = fn;
 	d->each_ctx = ctx;
@@ -188,18 +193,13 @@ int sqlt__v2_write_all(int fd, const void *p, size_t n, core_err *err)
 	return 0;
 }
 
-static int close_chunk(sqlt_v2 *d)
+/* Ends the open chunk: 0.7.1 counts chunks as it finishes them. */
+static int finish_chunk(sqlt_v2 *d, core_err *err)
 {
-	v2_chunk *c = &d->chunks[d->nchunks - 1];
-
-	core_sha256_stream_hex(d->cur, c->hash);
-	core_sha256_stream_free(d->cur);
-	d->cur = core_sha256_stream_new();
-	return d->cur ? 0 : CORE_ENOMEM;
-}
-
-static int open_chunk(sqlt_v2 *d, core_err *err)
-{
+	if (!d->open)
+		return 0;
+	if ((long long)d->nchunks >= d->x->chunk_limit)
+		return fail(err, "audit export chunk count exceeds max_chunks");
 	if (d->nchunks == d->cap) {
 		size_t cap = d->cap ? d->cap * 2 : 16;
 		v2_chunk *g = realloc(d->chunks, cap * sizeof(*g));
@@ -209,20 +209,48 @@ static int open_chunk(sqlt_v2 *d, core_err *err)
 		d->chunks = g;
 		d->cap = cap;
 	}
-	d->chunks[d->nchunks++] = (v2_chunk){ .off = d->bytes };
-	if ((long long)d->nchunks > d->x->chunk_limit)
-		return fail(err, "audit export chunk count exceeds max_chunks");
+	core_sha256_stream_hex(d->cur, d->c.hash);
+	d->chunks[d->nchunks++] = d->c;
+	d->c = (v2_chunk){ .off = d->bytes };
+	d->open = false;
+	core_sha256_stream_free(d->cur);
+	if (!(d->cur = core_sha256_stream_new()))
+		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	return 0;
 }
 
-/* 0.7.1's record-framing-v1: a chunk holds whole frames, at most
- * per_chunk_record_limit of them and per_chunk_byte_limit bytes. */
-static bool chunk_full(const sqlt_v2 *d, size_t frame)
+/* 0.7.1's record-framing-v1 as its streaming derivation runs it: the
+ * limits checked before a frame goes in (frame size, total records,
+ * total bytes), a chunk ended before a frame that would not fit and as
+ * soon as it is exactly full, at most per_chunk_record_limit frames and
+ * per_chunk_byte_limit bytes each. */
+static int put_frame(sqlt_v2 *d, core_err *err)
 {
-	const v2_chunk *c = &d->chunks[d->nchunks - 1];
+	const core_audit_export_v2 *x = d->x;
+	uint64_t len = d->frame.len;
+	int rc;
 
-	return (long long)c->records == d->x->chunk_records ||
-	       (long long)(c->size + frame) > d->x->chunk_bytes;
+	if ((long long)len > x->chunk_bytes)
+		return fail(err, "one audit export record frame exceeds per_chunk_byte_limit");
+	if ((long long)d->n >= x->total_records)
+		return fail(err, "audit export record count exceeds max_total_records");
+	if ((long long)(d->bytes + len) > x->total_bytes)
+		return fail(err, "audit export total bytes exceed max_total_bytes");
+	if (d->open && ((long long)d->c.records >= x->chunk_records ||
+			(long long)(d->c.size + len) > x->chunk_bytes) &&
+	    (rc = finish_chunk(d, err)))
+		return rc;
+	if ((rc = sqlt__v2_write_all(d->fd, d->frame.data, len, err)))
+		return rc;
+	core_sha256_stream_add(d->cur, d->frame.data, len);
+	d->open = true;
+	d->c.size += len;
+	d->c.records++;
+	d->bytes += len;
+	d->n++;
+	if ((long long)d->c.records == x->chunk_records || (long long)d->c.size == x->chunk_bytes)
+		return finish_chunk(d, err);
+	return 0;
 }
 
 /* Remembers what the manifest takes from the run record. */
@@ -245,7 +273,7 @@ static void run_fields(sqlt_v2 *d, const json_t *rec)
 	snprintf(d->at, sizeof(d->at), "%.10sT%.8s.%sZ", at, at + 11, frac);
 }
 
-int sqlt_v2_add(sqlt_v2 *d, json_t *rec, core_err *err)
+int sqlt__v2_add(sqlt_v2 *d, json_t *rec, core_err *err)
 {
 	char hex[CORE_SHA256_HEX_LEN + 1];
 	const char *type = json_string_value(json_object_get(rec, "record_type"));
@@ -287,26 +315,7 @@ int sqlt_v2_add(sqlt_v2 *d, json_t *rec, core_err *err)
 	if (rc)
 		goto out_rec;
 	core_sha256_stream_add(d->chain, hex, CORE_SHA256_HEX_LEN);
-	if ((long long)d->frame.len > d->x->chunk_bytes) {
-		rc = fail(err, "one audit export record frame exceeds per_chunk_byte_limit");
-		goto out_rec;
-	}
-	if (!d->nchunks || chunk_full(d, d->frame.len)) {
-		if (d->nchunks && close_chunk(d))
-			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
-		if (!rc)
-			rc = open_chunk(d, err);
-	}
-	if (rc || (rc = sqlt__v2_write_all(d->fd, d->frame.data, d->frame.len, err)))
-		goto out_rec;
-	core_sha256_stream_add(d->cur, d->frame.data, d->frame.len);
-	d->chunks[d->nchunks - 1].size += d->frame.len;
-	d->chunks[d->nchunks - 1].records++;
-	d->bytes += d->frame.len;
-	if ((long long)++d->n > d->x->total_records)
-		rc = fail(err, "audit export record count exceeds max_total_records");
-	else if ((long long)d->bytes > d->x->total_bytes)
-		rc = fail(err, "audit export total bytes exceed max_total_bytes");
+	rc = put_frame(d, err);
 	if (!rc && d->each)
 		rc = d->each(d->each_ctx, framed, err);
 out_rec:
@@ -437,7 +446,7 @@ out:
 	return rc;
 }
 
-int sqlt_v2_finish(sqlt_v2 *d, core_err *err)
+int sqlt__v2_finish(sqlt_v2 *d, core_err *err)
 {
 	const core_audit_export_v2 *x = d->x;
 	core_buf body = { 0 };
@@ -449,10 +458,8 @@ int sqlt_v2_finish(sqlt_v2 *d, core_err *err)
 		return fail(err, "audit export requires at least the run record");
 	if (!d->run_id[0] || !d->at[0])
 		return fail(err, "audit export: the first record is not a completed run");
-	if (strcmp(x->serialization_version, "audit-export-v2"))
-		return fail(err, "serialization_version must equal 'audit-export-v2'");
-	if ((rc = close_chunk(d)))
-		return core_err_set(err, rc, "out of memory");
+	if ((rc = finish_chunk(d, err)))
+		return rc;
 	core_sha256_stream_hex(d->chain, h.final);
 	if ((rc = config_hashes(d, &h, err)) || (rc = snapshot_hashes(d, &h, err)))
 		return rc;

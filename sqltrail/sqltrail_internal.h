@@ -64,20 +64,6 @@ int sqlt__csv_write(sqlt_csv *c, const char *dir, core_err *err);
 void sqlt__csv_free(sqlt_csv *c);   /* NULL allowed */
 void sqlt__rm_tree(const char *dir);
 
-/* audit_v2.c: 0.7.1's derivation (audit-export-v2) over records given
- * one by one, its bytes written to spool_fd: the frames, then at finish
- * the manifest. key: hmac_sha256's key, else NULL. The manifest's run
- * id, status and time come from the first record (the run's). */
-typedef struct sqlt_v2 sqlt_v2;
-sqlt_v2 *sqlt_v2_new(const core_audit_export_v2 *x, bool json, const char *key,
-		     int spool_fd, core_err *err);
-/* fn sees every record as framed (with its signature when signed). */
-void sqlt_v2_on_record(sqlt_v2 *d, sqlt_record_fn fn, void *ctx);
-/* rec's integral floats become the integers 0.7.1 reads back (in place). */
-int sqlt_v2_add(sqlt_v2 *d, json_t *rec, core_err *err);
-int sqlt_v2_finish(sqlt_v2 *d, core_err *err);
-void sqlt_v2_free(sqlt_v2 *d);
-
 /* v as Python's json.dumps writes it by default (", ", ": ", ASCII). */
 void sqlt__py_json(core_buf *b, const json_t *v);
 

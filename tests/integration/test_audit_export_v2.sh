@@ -63,6 +63,13 @@ chunk=$(head -c $(($(stat -c %s $OUT) - $(tail -1 $OUT | wc -c))) $OUT | sha256s
 [ -z "$(ls -A .elspeth/audit-export-spool/audit-export-example)" ] &&
   [ "$(stat -c %a .elspeth/audit-export-spool/audit-export-example)" = 700 ] &&
   pass "the spool directory is private and left empty" || fail "spool: $(ls -la .elspeth/audit-export-spool/*)"
+# written again from the LMDB trail (a temporary SQL trail, not the
+# run's SQLite file): the same bytes
+sed 's#output/audit_trail.json#output/again_same.json#' $EX/settings.yaml > $EX/same.yaml
+expect "export --audit of the same run: exported" 0 "exported the audit records of run 1" -- \
+  "$ELSPETH" export -s $EX/same.yaml --audit -r 1
+cmp -s $OUT $EX/output/again_same.json && pass "export --audit: the run's export byte for byte" ||
+  fail "export --audit: differs from the run's own export"
 # an edited record is caught
 python3 -c "
 b = open('$OUT', 'rb').read()
@@ -83,6 +90,62 @@ print([(r['record_type'], sorted(r)) for r in map(json.loads, open(sys.argv[1], 
 [ "$(shape $EX/output/from_lmdb.json)" = "$(shape $OUT)" ] &&
   pass "lmdb trail: the same records, fields and order as from the SQLite trail" ||
   fail "lmdb trail: the records differ"
+
+# a row routed by its transform's on_error: 0.7.1's (failure,
+# on_error_routed), its transform_error record (the row's data only with
+# include_raw_error_rows); a spool path written as 0.7.1 writes a Path
+printf 'id,v\n1,5\n2,x\n3,7\n' > err_in.csv
+cat > err.yaml <<'EOF'
+sources:
+  primary:
+    plugin: csv
+    on_success: c
+    options: {path: err_in.csv, schema: {mode: observed}, on_validation_failure: discard}
+transforms:
+- name: coerce
+  plugin: type_coerce
+  input: c
+  on_success: out
+  on_error: errs
+  options: {schema: {mode: observed}, conversions: [{field: v, to: int}]}
+sinks:
+  out: {plugin: json, on_write_failure: discard, options: {path: err_out.jsonl, format: jsonl, schema: {mode: observed}}}
+  errs: {plugin: json, on_write_failure: discard, options: {path: err_errs.jsonl, format: jsonl, schema: {mode: observed}}}
+  audit: {plugin: json, on_write_failure: discard, options: {path: err_audit.json, schema: {mode: observed}}}
+landscape:
+  url: sqlite:///err.db
+  export:
+    enabled: true
+    sink: audit
+    format: json
+    include_raw_error_rows: RAW
+    total_record_limit: 1000
+    total_byte_limit: 10000000
+    chunk_limit: 10
+    per_chunk_record_limit: 1000
+    per_chunk_byte_limit: 1000000
+    spool_root: ./.elspeth//audit-export-spool/e/
+    content_store: {content_store_id: s1, namespace: n, root: .elspeth/audit-export-content-store/e, policy_version: p1, retention_days: 1, durability: replicated}
+EOF
+errs() { python3 -c "
+import json
+rs = [json.loads(l) for l in open('err_audit.json', 'rb')][:-1]
+print(sorted((r['token_id'], r['outcome'], r['path']) for r in rs if r['record_type'] == 'token_outcome'),
+      '|', [(r['destination'], r['row_data_json']) for r in rs if r['record_type'] == 'transform_error'],
+      '|', rs[0]['settings']['landscape']['export']['spool_root'])"; }
+declare -A got
+for raw in false true; do
+  sed "s/RAW/$raw/" err.yaml > err_$raw.yaml
+  rm -f err_audit.json
+  expect "on_error ($raw): runs" 0 "Run completed" -- "$ELSPETH" run -s err_$raw.yaml --execute
+  is "on_error ($raw): the export checks" sh -c "$CHECK err_audit.json | grep -q 'ALL MATCH'"
+  got[$raw]=$(errs)
+done
+want="[('tok-1-1', 'success', 'default_flow'), ('tok-1-2', 'failure', 'on_error_routed'), ('tok-1-3', 'success', 'default_flow')]"
+[ "${got[false]%% |*}" = "$want" ] && [ "${got[false]##*| }" = .elspeth/audit-export-spool/e ] &&
+  [[ "${got[false]}" == *"[('errs', None)]"* ]] && [[ "${got[true]}" == *'"v":"x"'* ]] &&
+  pass "on_error: 0.7.1's outcome and path, the transform error (its row only when asked), the spool as a Path" ||
+  fail "on_error: ${got[false]} / ${got[true]}"
 
 # 2. HMAC over several chunks (40 records or 30,000 bytes each)
 sed -e 's/signing_mode: unsigned/signing_mode: hmac_sha256/' \
@@ -114,6 +177,11 @@ m=$(sha256sum < $B/audit_manifest.v2.json | cut -c1-64)
   pass "csv: the bundle's files, its manifest in the content store" || fail "csv: $(ls -la $B)"
 [ "$(($(wc -l < $B/row.csv) - 1))" = 8 ] && head -1 $B/token_outcome.csv | grep -q '^batch_id,completed,' &&
   grep -q $'\r$' $B/row.csv && pass "csv: 8 rows, sorted columns, CRLF" || fail "csv: $(head -2 $B/token_outcome.csv)"
+expect "csv: the same export again is accepted where it is (the same bytes)" 0 \
+  "exported the audit records" -- "$ELSPETH" export -s $EX/csv.yaml --audit
+echo tampered >> $B/row.csv
+expect "csv: ... but not over a bundle whose CSV was edited" 1 \
+  "create-only bundle target exists with divergent content" -- "$ELSPETH" export -s $EX/csv.yaml --audit
 expect "csv: a second run's bundle is refused where the first one is" 1 \
   "create-only bundle target exists with divergent content" -- "$ELSPETH" run -s $EX/csv.yaml --execute
 
@@ -177,6 +245,12 @@ refuse "0.4.1's sign key" 's/signing_mode: unsigned/sign: true/' "unknown key 's
 refuse "csv format into the json sink" 's/format: json/format: csv/' \
   "Sink 'audit_export' does not support audit export format 'csv'"
 refuse "a signing mode 0.7.1 has not" 's/signing_mode: unsigned/signing_mode: ed25519/' "ed25519"
+refuse "a null where 0.7.1 wants a value" 's/signer_key_id: UNSIGNED/signer_key_id: null/' \
+  "signer_key_id: a value is required, not null"
+sed 's/signer_key_id: UNSIGNED/signer_key_id: UNSIGNED\n    signer_rotation_policy: single_export/' $EX/settings.yaml > single.yaml
+expect "single_export: a run's own export" 0 "Run completed" -- "$ELSPETH" run -s single.yaml --execute
+expect "single_export: not exported again (no registry to check the signer against)" 1 \
+  "single_export allows one signer per run" -- "$ELSPETH" export -s single.yaml --audit
 chmod 755 .elspeth/audit-export-spool/audit-export-example
 expect "refused: a spool others can read" 1 "spool_root must be private (no group/world permissions)" -- \
   "$ELSPETH" validate -s $EX/settings.yaml

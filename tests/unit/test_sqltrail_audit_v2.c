@@ -12,7 +12,7 @@
 
 #include <criterion/criterion.h>
 
-#include "sqltrail/sqltrail_internal.h"
+#include "sqltrail/audit_v2_internal.h"
 
 #define FIXTURES ELSPETH_SOURCE_DIR "/tests/fixtures/elspeth071_audit_export/"
 #define UNSIGNED_FILE FIXTURES "audit_unsigned.json"
@@ -173,16 +173,16 @@ static outcome derive_with(const core_audit_export_v2 *x, const char *key,
 	sqlt_v2 *d;
 
 	cr_assert_not_null(spool, "tmpfile: %s", strerror(errno));
-	d = sqlt_v2_new(x, true, key, fileno(spool), &o.err);
-	cr_assert_not_null(d, "sqlt_v2_new: %s", o.err.msg);
+	d = sqlt__v2_new(x, true, key, fileno(spool), &o.err);
+	cr_assert_not_null(d, "sqlt__v2_new: %s", o.err.msg);
 	if (cb)
-		sqlt_v2_on_record(d, on_record, cb);
+		sqlt__v2_on_record(d, on_record, cb);
 	for (o.at = 0; o.at < json_array_size(recs); o.at++)
-		if ((o.rc = sqlt_v2_add(d, json_array_get(recs, o.at), &o.err)))
+		if ((o.rc = sqlt__v2_add(d, json_array_get(recs, o.at), &o.err)))
 			break;
 	if (!o.rc)
-		o.rc = sqlt_v2_finish(d, &o.err);
-	sqlt_v2_free(d);
+		o.rc = sqlt__v2_finish(d, &o.err);
+	sqlt__v2_free(d);
 	o.out = spool_bytes(fileno(spool), &o.len);
 	fclose(spool);
 	return o;
@@ -400,12 +400,27 @@ Test(sqltrail_audit_v2, refuses_too_many_chunks)
 	x.chunk_records = 10;
 	x.chunk_limit = 3;
 	o = derive(&x, NULL, recs);
-	/* the 31st record opens the fourth chunk */
-	assert_refused(&o, 30, "chunk count exceeds max_chunks");
+	/* 0.7.1 counts a chunk when it ends: the 40th record fills the
+	 * fourth, whose end is refused */
+	assert_refused(&o, 39, "chunk count exceeds max_chunks");
 	release(&o);
+	/* with the records capped at the chunks' capacity, the 31st record
+	 * is refused for the total first, as 0.7.1 checks it first */
+	x.total_records = 30;
+	o = derive(&x, NULL, recs);
+	assert_refused(&o, 30, "audit export record count exceeds max_total_records");
+	release(&o);
+	x.total_records = 10000;
 	x.chunk_limit = 13;
 	o = derive(&x, NULL, recs);
 	cr_assert_eq(o.rc, 0, "13 chunks at a limit of 13: record %zu: %s", o.at, o.err.msg);
+	release(&o);
+	/* the thirteenth chunk (5 records) ends at finish: refused there */
+	x.chunk_limit = 12;
+	o = derive(&x, NULL, recs);
+	cr_assert_neq(o.rc, 0, "13 chunks at a limit of 12 were accepted");
+	cr_assert_eq(o.at, 125, "refused at record %zu, not at finish", o.at);
+	cr_assert(strstr(o.err.msg, "chunk count exceeds max_chunks"), "%s", o.err.msg);
 	release(&o);
 	json_decref(recs);
 }
@@ -506,20 +521,20 @@ Test(sqltrail_audit_v2, finish_needs_run_record)
 	int rc;
 
 	cr_assert_not_null(spool);
-	d = sqlt_v2_new(&x, true, NULL, fileno(spool), &err);
+	d = sqlt__v2_new(&x, true, NULL, fileno(spool), &err);
 	cr_assert_not_null(d, "%s", err.msg);
-	rc = sqlt_v2_finish(d, &err);
+	rc = sqlt__v2_finish(d, &err);
 	cr_assert_neq(rc, 0);
 	cr_assert_not_null(strstr(err.msg, "requires at least the run record"), "%s", err.msg);
 	cr_assert_eq(fstat(fileno(spool), &st), 0);
 	cr_assert_eq(st.st_size, 0, "a refused export wrote %lld bytes", (long long)st.st_size);
-	sqlt_v2_free(d);
+	sqlt__v2_free(d);
 	fclose(spool);
 }
 
 Test(sqltrail_audit_v2, free_null)
 {
-	sqlt_v2_free(NULL);
+	sqlt__v2_free(NULL);
 }
 
 /* ------------------------------------------------------------ callback */
@@ -573,15 +588,15 @@ Test(sqltrail_audit_v2, on_record_error_stops)
 	int rc = 0;
 
 	cr_assert_not_null(spool);
-	d = sqlt_v2_new(&x, true, NULL, fileno(spool), &err);
+	d = sqlt__v2_new(&x, true, NULL, fileno(spool), &err);
 	cr_assert_not_null(d);
-	sqlt_v2_on_record(d, refuse_third, &n);
+	sqlt__v2_on_record(d, refuse_third, &n);
 	for (i = 0; i < NRECORDS && !rc; i++)
-		rc = sqlt_v2_add(d, json_array_get(recs, i), &err);
+		rc = sqlt__v2_add(d, json_array_get(recs, i), &err);
 	cr_assert_eq(rc, CORE_EIO, "rc %d: %s", rc, err.msg);
 	cr_assert_eq(i, 3);
 	cr_assert_str_eq(err.msg, "callback says no");
-	sqlt_v2_free(d);
+	sqlt__v2_free(d);
 	fclose(spool);
 	json_decref(recs);
 }
