@@ -383,7 +383,10 @@ static int snapshot_hashes(sqlt_v2 *d, v2_hashes *h, core_err *err)
 	for (size_t k = 0; k < d->nchunks; k++) {
 		cr += d->chunks[k].records;
 		cb += d->chunks[k].size;
-		json_array_append_new(content, chunk_json(&d->chunks[k], k, cr, cb));
+		if (json_array_append_new(content, chunk_json(&d->chunks[k], k, cr, cb))) {
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+			goto out;
+		}
 	}
 	if ((rc = tagged_hash("audit-export-snapshot-content-v1", json_pack(
 		"{s:s,s:O,s:I,s:s,s:I}", "chunking_algorithm_version", x->chunking_version,
@@ -393,30 +396,37 @@ static int snapshot_hashes(sqlt_v2 *d, v2_hashes *h, core_err *err)
 	    (rc = tagged_hash("audit-export-snapshot-id-v1", json_pack("{s:s,s:s}",
 		"registry_key_hash", h->registry, "snapshot_hash", h->snapshot), h->id, err)))
 		goto out;
+	cr = cb = 0;
 	for (size_t k = 0; k < d->nchunks && !rc; k++) {
-		json_t *c = json_array_get(content, k), *pred, *seal, *m;
+		const v2_chunk *c = &d->chunks[k];
 		char ref[80], hex[65];
+		json_t *m;
 
-		snprintf(ref, sizeof(ref), "sha256:%s", d->chunks[k].hash);
-		pred = k ? json_pack("{s:s,s:s}", "hash", prev, "kind", "chunk_seal") :
-			   json_pack("{s:s}", "kind", "genesis");
-		seal = json_deep_copy(c);
-		json_object_set_new(seal, "chunking_algorithm_version",
-				    json_string(x->chunking_version));
-		json_object_set_new(seal, "content_ref", json_string(ref));
-		json_object_set_new(seal, "derivation_version",
-				    json_string("audit-export-derivation-v1"));
-		json_object_set_new(seal, "predecessor", pred);
-		json_object_set_new(seal, "serialization_version",
-				    json_string(x->serialization_version));
-		json_object_set_new(seal, "snapshot_id", json_string(h->id));
-		if ((rc = tagged_hash("audit-export-chunk-seal-v1", seal, hex, err)))
+		cr += c->records;
+		cb += c->size;
+		snprintf(ref, sizeof(ref), "sha256:%s", c->hash);
+		if ((rc = tagged_hash("audit-export-chunk-seal-v1", json_pack(
+			"{s:s,s:s,s:s,s:I,s:I,s:s,s:I,s:o,s:I,s:s,s:I,s:s}",
+			"chunking_algorithm_version", x->chunking_version,
+			"content_hash", c->hash, "content_ref", ref,
+			"cumulative_bytes", (json_int_t)cb, "cumulative_records", (json_int_t)cr,
+			"derivation_version", "audit-export-derivation-v1",
+			"ordinal", (json_int_t)k,
+			"predecessor", k ? json_pack("{s:s,s:s}", "hash", prev, "kind", "chunk_seal") :
+					   json_pack("{s:s}", "kind", "genesis"),
+			"record_count", (json_int_t)c->records,
+			"serialization_version", x->serialization_version,
+			"size_bytes", (json_int_t)c->size, "snapshot_id", h->id), hex, err)))
 			break;
-		m = json_deep_copy(c);
-		json_object_set_new(m, "chunk_seal_hash", json_string(hex));
-		json_object_set_new(m, "content_ref", json_string(ref));
-		json_object_set_new(m, "predecessor_seal_hash", k ? json_string(prev) : json_null());
-		json_array_append_new(listed, m);
+		m = json_pack("{s:s,s:s,s:s,s:I,s:I,s:I,s:s?,s:I,s:I}", "chunk_seal_hash", hex,
+			      "content_hash", c->hash, "content_ref", ref,
+			      "cumulative_bytes", (json_int_t)cb,
+			      "cumulative_records", (json_int_t)cr, "ordinal", (json_int_t)k,
+			      "predecessor_seal_hash", k ? prev : NULL,
+			      "record_count", (json_int_t)c->records,
+			      "size_bytes", (json_int_t)c->size);
+		if (json_array_append_new(listed, m))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 		memcpy(prev, hex, sizeof(prev));
 	}
 	if (rc)
@@ -489,10 +499,10 @@ int sqlt__v2_finish(sqlt_v2 *d, core_err *err)
 
 		if ((rc = core_hmac_sha256_hex(d->key, body.data, body.len, sig)))
 			rc = core_err_set(err, rc, "HMAC-SHA256 failed");
-		else
-			json_object_set_new(core, "signature", json_string(sig));
-	} else if (!rc) {
-		json_object_set_new(core, "signature", json_null());
+		else if (json_object_set_new(core, "signature", json_string(sig)))
+			rc = core_err_set(err, CORE_ENOMEM, "out of memory");
+	} else if (!rc && json_object_set_new(core, "signature", json_null())) {
+		rc = core_err_set(err, CORE_ENOMEM, "out of memory");
 	}
 	core_buf_reset(&d->manifest);
 	if (!rc)
