@@ -441,12 +441,7 @@ typedef struct v2_job {
 	sqlt_v2 *d;
 } v2_job;
 
-/* The run record's settings are the file as written; its export block
- * becomes the configuration this export used, every key with its value
- * (0.7.1's defaults for what the file leaves out, as its resolved
- * settings have them), so that every value the manifest hashes can be
- * read back from the file itself, also when an export is written again
- * with other settings (ADR 0053). */
+/* A path as 0.7.1's settings dump writes a Path. */
 static json_t *py_path(const char *p)
 {
 	char out[4096];
@@ -455,6 +450,12 @@ static json_t *py_path(const char *p)
 	return json_string(out);
 }
 
+/* The run record's settings are the file as written; its export block
+ * becomes the configuration this export used, every key with its value
+ * (0.7.1's defaults for what the file leaves out, as its resolved
+ * settings have them), so that every value the manifest hashes can be
+ * read back from the file itself, also when an export is written again
+ * with other settings (ADR 0053). */
 static int resolved_export(json_t *run, const core_audit_export_cfg *x)
 {
 	const core_audit_export_v2 *v = &x->v2;
