@@ -231,6 +231,10 @@ Test(field_mapper, target_collision_and_swap)
 	expect(&plg__field_mapper, swap, "{\"a\":1,\"b\":2}", "{\"b\":1,\"a\":2}");
 	plg__field_mapper.close(st);
 	plg__field_mapper.close(swap);
+	/* a chain shifts the values; ELSPETH would lose a's (ADR 0054) */
+	st = open_tf(&plg__field_mapper, "mapping:\n  a: b\n  b: c");
+	expect(&plg__field_mapper, st, "{\"a\":1,\"b\":2,\"d\":4}", "{\"b\":1,\"c\":2,\"d\":4}");
+	plg__field_mapper.close(st);
 }
 
 Test(field_mapper, output_is_a_new_object)
