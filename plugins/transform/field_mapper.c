@@ -75,6 +75,93 @@ static int parse_mapping(struct field_mapper *f, const core_node *map,
 
 static void fm_close(void *state);
 
+static int cmp_dst(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* The targets that meet is_hit, sorted (Python's sorted()), each with
+ * its sources in mapping order, as 0.7.1's messages list them:
+ * 'x' <- ['a', 'b'] (fmt 0) or 'x' is both target for ['a'] and source. */
+static int list_hits(const struct field_mapper *f, bool (*is_hit)(const struct field_mapper *,
+		     size_t), bool both, core_buf *b)
+{
+	const char **t = calloc(f->n ? f->n : 1, sizeof(*t));
+	size_t nt = 0;
+
+	if (!t)
+		return CORE_ENOMEM;
+	for (size_t i = 0; i < f->n; i++)
+		if (is_hit(f, i) && !bsearch(&f->m[i].dst, t, nt, sizeof(*t), cmp_dst)) {
+			t[nt++] = f->m[i].dst;
+			qsort(t, nt, sizeof(*t), cmp_dst);
+		}
+	for (size_t k = 0; k < nt; k++) {
+		json_t *srcs = json_array(), *one = json_pack("[s]", t[k]);
+		size_t at;
+
+		for (size_t i = 0; i < f->n; i++)
+			if (is_hit(f, i) && !strcmp(f->m[i].dst, t[k]))
+				json_array_append_new(srcs, json_string(f->m[i].src));
+		core_buf_puts(b, k ? ", " : "");
+		at = b->len;
+		core_py_str(b, one); /* ['x']: the repr of x, bracketed */
+		memmove(b->data + at, b->data + at + 1, b->len - at - 2);
+		b->len -= 2;
+		core_buf_puts(b, both ? " is both target for " : " <- ");
+		core_py_str(b, srcs);
+		core_buf_puts(b, both ? " and source" : "");
+		json_decref(srcs);
+		json_decref(one);
+	}
+	free(t);
+	return 0;
+}
+
+static bool dup_target(const struct field_mapper *f, size_t i)
+{
+	for (size_t j = 0; j < f->n; j++)
+		if (j != i && !strcmp(f->m[j].dst, f->m[i].dst))
+			return true;
+	return false;
+}
+
+static bool target_is_source(const struct field_mapper *f, size_t i)
+{
+	if (!strcmp(f->m[i].src, f->m[i].dst))
+		return false;
+	for (size_t j = 0; j < f->n; j++)
+		if (!strcmp(f->m[j].src, f->m[i].dst))
+			return true;
+	return false;
+}
+
+/* ELSPETH 0.7.1's FieldMapperConfig refuses what loses data in its
+ * one-by-one renames: two sources for one target, and a target that is
+ * also a source (a swap, a chain). 0.4.1 runs them; so do we, renaming
+ * at once (ADR 0054). */
+static int v07_rules(const struct field_mapper *f, const core_node *map, core_err *err)
+{
+	core_buf b = { 0 };
+	int rc = 0;
+
+	for (size_t i = 0; i < f->n && !rc && !b.len; i++) {
+		if (dup_target(f, i) && !(rc = list_hits(f, dup_target, false, &b)))
+			rc = core_err_at(err, CORE_ECONFIG, map, "Mapping has duplicate target "
+					 "field names: %s. Multiple sources mapping to the same "
+					 "target causes silent data loss.", b.data);
+	}
+	for (size_t i = 0; i < f->n && !rc && !b.len; i++) {
+		if (target_is_source(f, i) && !(rc = list_hits(f, target_is_source, true, &b)))
+			rc = core_err_at(err, CORE_ECONFIG, map, "Mapping contains an "
+					 "overlapping rename graph: %s. Targets that are also "
+					 "sources are order-dependent and can cause silent data loss.",
+					 b.data);
+	}
+	core_buf_release(&b);
+	return rc == CORE_ENOMEM ? core_err_set(err, rc, "out of memory") : rc;
+}
+
 static const plg_option fm_own[] = {
 	{ "mapping", "object", true, NULL,
 	  "old name -> new name; a dotted old name reads a nested object" },
@@ -92,12 +179,13 @@ static int fm_open(const plg_env *env, const core_node *options,
 	struct field_mapper *f = calloc(1, sizeof(*f));
 	int rc;
 
-	(void)env; /* needs nothing of the run's */
 	if (!f)
 		return core_err_set(err, CORE_ENOMEM, "out of memory");
 	rc = plg__check_options(options, fm_opts, err);
 	if (!rc)
 		rc = parse_mapping(f, core_map_get(options, "mapping"), err);
+	if (!rc && env && env->v07)
+		rc = v07_rules(f, core_map_get(options, "mapping"), err);
 	if (!rc)
 		rc = core_opt_bool(options, "select_only", &f->select_only, err);
 	if (!rc)

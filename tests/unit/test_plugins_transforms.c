@@ -237,6 +237,47 @@ Test(field_mapper, target_collision_and_swap)
 	plg__field_mapper.close(st);
 }
 
+/* A 0.7.1-format pipeline refuses what 0.7.1's FieldMapperConfig
+ * refuses, with its messages (checked against 0.7.1's own model). */
+Test(field_mapper, v07_refuses_overlaps_and_duplicate_targets)
+{
+	static const struct {
+		const char *yaml, *msg;
+	} cases[] = {
+		{ "mapping:\n  a: x\n  b: x", "Mapping has duplicate target field names: "
+		  "'x' <- ['a', 'b']. Multiple sources mapping to the same target causes "
+		  "silent data loss." },
+		{ "mapping:\n  a: b\n  b: a", "Mapping contains an overlapping rename graph: "
+		  "'a' is both target for ['b'] and source, 'b' is both target for ['a'] and "
+		  "source. Targets that are also sources are order-dependent and can cause "
+		  "silent data loss." },
+		{ "mapping:\n  a: b\n  b: c", "'b' is both target for ['a'] and source." },
+	};
+	plg_env v07 = { .v07 = true };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		core_err err = { 0 };
+		void *st = NULL;
+
+		cr_assert_neq(plg__field_mapper.open(&v07, opts(cases[i].yaml), &st, &err), 0,
+			      "case %zu accepted", i);
+		cr_assert_null(st);
+		cr_assert(strstr(err.msg, cases[i].msg), "case %zu: %s", i, err.msg);
+		/* 0.4.1's format runs them (ADR 0054) */
+		st = open_tf(&plg__field_mapper, cases[i].yaml);
+		plg__field_mapper.close(st);
+	}
+	plg__field_mapper.close(open_tf(&plg__field_mapper, "mapping:\n  a: a\n  b: c"));
+	{
+		core_err err = { 0 };
+		void *st = NULL;
+
+		cr_assert_eq(plg__field_mapper.open(&v07, opts("mapping:\n  a: a\n  b: c"), &st,
+						    &err), 0, "an identity is no overlap: %s", err.msg);
+		plg__field_mapper.close(st);
+	}
+}
+
 Test(field_mapper, output_is_a_new_object)
 {
 	void *st = open_tf(&plg__field_mapper, "mapping: {}");
