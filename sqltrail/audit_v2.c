@@ -273,6 +273,22 @@ static void run_fields(sqlt_v2 *d, const json_t *rec)
 	snprintf(d->at, sizeof(d->at), "%.10sT%.8s.%sZ", at, at + 11, frac);
 }
 
+/* The record as a reader of the file gets it (0.7.1 builds its CSV
+ * files from the frames read back): the frame parsed, its keys in their
+ * canonical order. */
+static int each_framed(sqlt_v2 *d, core_err *err)
+{
+	json_t *r = json_loadb(d->frame.data, d->frame.len - 1, 0, NULL);
+	int rc;
+
+	if (!r)
+		return core_err_set(err, CORE_EINTERNAL, "an audit export frame does not read "
+				    "back");
+	rc = d->each(d->each_ctx, r, err);
+	json_decref(r);
+	return rc;
+}
+
 int sqlt__v2_add(sqlt_v2 *d, json_t *rec, core_err *err)
 {
 	char hex[CORE_SHA256_HEX_LEN + 1];
@@ -317,7 +333,7 @@ int sqlt__v2_add(sqlt_v2 *d, json_t *rec, core_err *err)
 	core_sha256_stream_add(d->chain, hex, CORE_SHA256_HEX_LEN);
 	rc = put_frame(d, err);
 	if (!rc && d->each)
-		rc = d->each(d->each_ctx, framed, err);
+		rc = each_framed(d, err);
 out_rec:
 	if (framed != rec)
 		json_decref(framed);
