@@ -29,6 +29,12 @@ typedef struct parse_ctx {
 	const char *file;   /* the text's file (owned by doc) */
 	const char *root_path;
 	bool expand;        /* ${VAR} in scalars (settings, not data files) */
+	struct anchor {     /* &name: the node it names, once complete */
+		const char *name;
+		const core_node *node;
+	} *anchors;
+	size_t nanchors, capanchors;
+	size_t copied;      /* nodes made by aliases so far (bounded) */
 	core_node *root;
 	yaml_parser_t parser;
 	core_err *err;
@@ -173,6 +179,8 @@ static core_node *new_node(parse_ctx *c, core_node_kind kind,
 
 static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
 		      int depth, core_node **out);
+static int parse_value(parse_ctx *c, yaml_event_t *ev, const char *path,
+		       int depth, core_node **out);
 
 static int push_item(parse_ctx *c, core_node *parent, core_node *key,
 		     core_node *item, size_t *cap)
@@ -222,6 +230,90 @@ static int parse_scalar(parse_ctx *c, yaml_event_t *ev, const char *path,
 	return 0;
 }
 
+/* ---------------------------------------------------- anchors, aliases */
+
+/* An alias is a copy of its anchor's node, at the alias's key path (so
+ * messages name where the value is used), bounded so that nested aliases
+ * cannot blow up ("billion laughs"). */
+#define DOC_MAX_ALIAS_NODES 100000
+
+static core_node *copy_node(parse_ctx *c, const core_node *src, const char *path)
+{
+	core_node *n;
+
+	if (++c->copied > DOC_MAX_ALIAS_NODES || !path || !(n = doc_alloc(c->doc, sizeof(*n))))
+		return NULL;
+	*n = *src;
+	n->path = path;
+	n->keys = n->items = NULL;
+	if (!src->len)
+		return n;
+	if (!(n->items = doc_alloc(c->doc, src->len * sizeof(*n->items))) ||
+	    (src->kind == CORE_NODE_MAP &&
+	     !(n->keys = doc_alloc(c->doc, src->len * sizeof(*n->keys)))))
+		return NULL;
+	for (size_t i = 0; i < src->len; i++) {
+		const char *ip = src->kind == CORE_NODE_MAP ?
+			doc_path(c->doc, path, src->keys[i]->value, -1) :
+			doc_path(c->doc, path, NULL, (long)i);
+
+		if (src->kind == CORE_NODE_MAP && !(n->keys[i] = copy_node(c, src->keys[i], ip)))
+			return NULL;
+		if (!(n->items[i] = copy_node(c, src->items[i], ip)))
+			return NULL;
+	}
+	return n;
+}
+
+static int add_anchor(parse_ctx *c, const yaml_char_t *name, const core_node *node)
+{
+	if (!name)
+		return 0;
+	for (size_t i = 0; i < c->nanchors; i++)
+		if (!strcmp(c->anchors[i].name, (const char *)name))
+			return core_err_set(c->err, CORE_ECONFIG, "%s:%d:%d: %s: duplicate anchor "
+					    "&%s (first defined at line %d)", c->file, node->line,
+					    node->col, node->path[0] ? node->path : "(top level)",
+					    (const char *)name, c->anchors[i].node->line);
+	if (c->nanchors == c->capanchors) {
+		size_t cap = c->capanchors ? c->capanchors * 2 : 8;
+		struct anchor *a = doc_alloc(c->doc, cap * sizeof(*a));
+
+		if (!a)
+			return CORE_ENOMEM;
+		if (c->nanchors)
+			memcpy(a, c->anchors, c->nanchors * sizeof(*a));
+		c->anchors = a;
+		c->capanchors = cap;
+	}
+	c->anchors[c->nanchors].name = doc_strndup(c->doc, (const char *)name,
+						   strlen((const char *)name));
+	c->anchors[c->nanchors++].node = node;
+	return c->anchors[c->nanchors - 1].name ? 0 : CORE_ENOMEM;
+}
+
+static int parse_alias(parse_ctx *c, yaml_event_t *ev, const char *path, core_node **out)
+{
+	const char *name = (const char *)ev->data.alias.anchor;
+
+	for (size_t i = 0; i < c->nanchors; i++) {
+		if (strcmp(c->anchors[i].name, name))
+			continue;
+		if (!(*out = copy_node(c, c->anchors[i].node, path)))
+			return c->copied > DOC_MAX_ALIAS_NODES ?
+				core_err_set(c->err, CORE_ECONFIG, "%s:%zu:%zu: %s: YAML aliases "
+					     "expand to more than %d values", c->file,
+					     ev->start_mark.line + 1, ev->start_mark.column + 1,
+					     path, DOC_MAX_ALIAS_NODES) : CORE_ENOMEM;
+		(*out)->line = (int)ev->start_mark.line + 1;
+		(*out)->col = (int)ev->start_mark.column + 1;
+		return 0;
+	}
+	return core_err_set(c->err, CORE_ECONFIG, "%s:%zu:%zu: %s: alias *%s names no anchor "
+			    "defined before it (&%s)", c->file, ev->start_mark.line + 1,
+			    ev->start_mark.column + 1, path, name, name);
+}
+
 static int map_has_key(const core_node *map, const char *key)
 {
 	for (size_t i = 0; i < map->len; i++)
@@ -230,11 +322,48 @@ static int map_has_key(const core_node *map, const char *key)
 	return -1;
 }
 
+/* YAML's merge key (<<: *base, or <<: [*a, *b]), as PyYAML reads it: the
+ * merged maps' keys that the map does not give itself, the earlier maps
+ * first; at the map's key paths. */
+static int add_merges(parse_ctx *c, core_node *n, const core_node *src, size_t *cap)
+{
+	if (src->kind == CORE_NODE_SEQ) {
+		for (size_t i = 0; i < src->len; i++) {
+			int rc = src->items[i]->kind == CORE_NODE_MAP ?
+				 add_merges(c, n, src->items[i], cap) : -1;
+
+			if (rc)
+				return rc > 0 ? rc : core_err_set(c->err, CORE_ECONFIG,
+					"%s:%d:%d: %s: a merge key (<<) takes a map or a list "
+					"of maps", c->file, src->items[i]->line,
+					src->items[i]->col, n->path[0] ? n->path : "(top level)");
+		}
+		return 0;
+	}
+	for (size_t i = 0; i < src->len; i++) {
+		const char *kp;
+		core_node *k, *v;
+		int rc;
+
+		if (map_has_key(n, src->keys[i]->value) >= 0)
+			continue;
+		kp = doc_path(c->doc, n->path, src->keys[i]->value, -1);
+		if (!(k = copy_node(c, src->keys[i], kp)) || !(v = copy_node(c, src->items[i], kp)))
+			return c->copied > DOC_MAX_ALIAS_NODES ? core_err_set(c->err, CORE_ECONFIG,
+				"%s: %s: YAML aliases expand to more than %d values", c->file,
+				n->path, DOC_MAX_ALIAS_NODES) : CORE_ENOMEM;
+		if ((rc = push_item(c, n, k, v, cap)))
+			return rc;
+	}
+	return 0;
+}
+
 static int parse_map(parse_ctx *c, yaml_event_t *start, const char *path,
 		     int depth, core_node **out)
 {
 	core_node *n = new_node(c, CORE_NODE_MAP, start, path);
-	size_t cap = 0;
+	core_node *merges[16];
+	size_t cap = 0, nmerges = 0;
 	int rc;
 
 	if (!n)
@@ -277,9 +406,23 @@ static int parse_map(parse_ctx *c, yaml_event_t *start, const char *path,
 			return rc;
 		rc = parse_node(c, &ev, kpath, depth + 1, &val);
 		yaml_event_delete(&ev);
-		if (rc || (rc = push_item(c, n, key, val, &cap)))
+		if (rc)
+			return rc;
+		if (key->plain && !strcmp(key->value, "<<")) {
+			if ((val->kind != CORE_NODE_MAP && val->kind != CORE_NODE_SEQ) ||
+			    nmerges == sizeof(merges) / sizeof(merges[0]))
+				return core_err_set(c->err, CORE_ECONFIG,
+					"%s:%d:%d: %s: a merge key (<<) takes a map or a list "
+					"of at most 16 maps", c->file, key->line, key->col, kpath);
+			merges[nmerges++] = val;
+			continue;
+		}
+		if ((rc = push_item(c, n, key, val, &cap)))
 			return rc;
 	}
+	for (size_t i = 0; i < nmerges; i++)
+		if ((rc = add_merges(c, n, merges[i], &cap)))
+			return rc;
 	*out = n;
 	return 0;
 }
@@ -317,6 +460,17 @@ static int parse_seq(parse_ctx *c, yaml_event_t *start, const char *path,
 static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
 		      int depth, core_node **out)
 {
+	const yaml_char_t *anchor = ev->type == YAML_SCALAR_EVENT ? ev->data.scalar.anchor :
+		ev->type == YAML_MAPPING_START_EVENT ? ev->data.mapping_start.anchor :
+		ev->type == YAML_SEQUENCE_START_EVENT ? ev->data.sequence_start.anchor : NULL;
+	int rc = parse_value(c, ev, path, depth, out);
+
+	return rc ? rc : add_anchor(c, anchor, *out);
+}
+
+static int parse_value(parse_ctx *c, yaml_event_t *ev, const char *path,
+		       int depth, core_node **out)
+{
 	if (depth > DOC_MAX_DEPTH)
 		return core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: %s: nesting deeper than %d levels",
@@ -330,10 +484,7 @@ static int parse_node(parse_ctx *c, yaml_event_t *ev, const char *path,
 	case YAML_SEQUENCE_START_EVENT:
 		return parse_seq(c, ev, path, depth, out);
 	case YAML_ALIAS_EVENT:
-		return core_err_set(c->err, CORE_ECONFIG,
-			"%s:%zu:%zu: %s: YAML aliases (*name) are not supported; write the value out",
-			c->file, ev->start_mark.line + 1,
-			ev->start_mark.column + 1, path);
+		return parse_alias(c, ev, path, out);
 	default:
 		return core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: %s: unexpected YAML structure",

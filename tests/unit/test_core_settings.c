@@ -244,9 +244,95 @@ Test(settings, a_misspelt_required_key_is_named)
 		     CORE_ECONFIG, "'on_sucess'");
 }
 
-Test(settings, aliases_are_rejected)
+/* YAML anchors, aliases and merge keys, as PyYAML reads them (ADR 0055). */
+static json_t *doc_json(const char *text)
 {
-	expect_error("a: &x 1\nb: *x\n", CORE_ECONFIG, "aliases");
+	core_doc *d = NULL;
+	core_err err = { 0 };
+	json_t *j;
+
+	cr_assert_eq(core_doc_parse("t", text, strlen(text), &d, &err), 0, "%s", err.msg);
+	j = core_node_to_json(core_doc_root(d));
+	core_doc_free(d);
+	return j;
+}
+
+static void expect_doc(const char *text, const char *want)
+{
+	json_t *j = doc_json(text);
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+
+	cr_assert_str_eq(s, want, "for %s", text);
+	free(s);
+	json_decref(j);
+}
+
+static void expect_doc_error(const char *text, const char *needle)
+{
+	core_doc *d = NULL;
+	core_err err = { 0 };
+
+	cr_assert_neq(core_doc_parse("t", text, strlen(text), &d, &err), 0, "%s accepted", text);
+	cr_assert_null(d);
+	cr_assert(strstr(err.msg, needle), "message '%s' lacks '%s'", err.msg, needle);
+}
+
+Test(doc, aliases_copy_their_anchor)
+{
+	expect_doc("a: &x 1\nb: *x\n", "{\"a\":1,\"b\":1}");
+	expect_doc("a: &m {k: [1, 2]}\nb: *m\nc: [*m, *m]\n",
+		   "{\"a\":{\"k\":[1,2]},\"b\":{\"k\":[1,2]},\"c\":[{\"k\":[1,2]},{\"k\":[1,2]}]}");
+	/* as PyYAML: an anchor name is defined once */
+	expect_doc_error("a: &x 1\nb: *x\nc: &x 2\n", "duplicate anchor &x (first defined at line 1)");
+}
+
+Test(doc, merge_keys_as_pyyaml)
+{
+	/* the map's own keys win, wherever they are; then the merged maps
+	 * in order */
+	expect_doc("base: &b {x: 1, y: 2}\nm: {x: 9, <<: *b}\n",
+		   "{\"base\":{\"x\":1,\"y\":2},\"m\":{\"x\":9,\"y\":2}}");
+	expect_doc("a: &a {x: 1}\nb: &b {x: 2, y: 2}\nm: {<<: [*a, *b], z: 3}\n",
+		   "{\"a\":{\"x\":1},\"b\":{\"x\":2,\"y\":2},\"m\":{\"x\":1,\"y\":2,\"z\":3}}");
+	expect_doc("m: {<<: {x: 1}, y: 2}\n", "{\"m\":{\"x\":1,\"y\":2}}");
+	/* a quoted "<<" is an ordinary key */
+	expect_doc("m: {'<<': 1}\n", "{\"m\":{\"<<\":1}}");
+	expect_doc_error("m: {<<: 1}\n", "a merge key (<<) takes a map");
+	expect_doc_error("m: {<<: [1]}\n", "a merge key (<<) takes a map");
+}
+
+Test(doc, alias_errors)
+{
+	expect_doc_error("a: *nope\n", "alias *nope names no anchor defined before it");
+	/* an anchor is usable once its node is complete: no cycles */
+	expect_doc_error("a: &x [1, *x]\n", "alias *x names no anchor");
+	/* nested aliases cannot blow up ("billion laughs") */
+	{
+		char text[4096];
+		size_t n = (size_t)snprintf(text, sizeof(text), "a0: &a0 [x, x]\n");
+
+		for (int i = 1; i < 25; i++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n,
+					      "a%d: &a%d [*a%d, *a%d]\n", i, i, i - 1, i - 1);
+		expect_doc_error(text, "YAML aliases expand to more than 100000 values");
+	}
+}
+
+Test(doc, an_alias_is_named_where_it_is_used)
+{
+	const char *text = "a: &m {k: [1, {z: 2}]}\nb:\n  c: *m\n  d: {<<: *m}\n";
+	core_doc *d = NULL;
+	core_err err = { 0 };
+	const core_node *c, *dd;
+
+	cr_assert_eq(core_doc_parse("t", text, strlen(text), &d, &err), 0, "%s", err.msg);
+	c = core_map_get(core_map_get(core_doc_root(d), "b"), "c");
+	dd = core_map_get(core_map_get(core_doc_root(d), "b"), "d");
+	cr_assert_str_eq(c->path, "b.c");
+	cr_assert_eq(c->line, 3, "the alias's own line");
+	cr_assert_str_eq(core_map_get(c, "k")->items[1]->items[0]->path, "b.c.k[1].z");
+	cr_assert_str_eq(core_map_get(dd, "k")->path, "b.d.k");
+	core_doc_free(d);
 }
 
 Test(settings, config_hash_is_stable_and_sensitive)
