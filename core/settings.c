@@ -94,6 +94,12 @@ static int load_transforms(core_settings *s, const core_node *seq,
 		t->input = core__str_of(n, "input");
 		t->on_success = core__str_of(n, "on_success");
 		t->on_error = core__str_of(n, "on_error");
+		/* 0.7.1 requires it (its TransformSettings): where failing
+		 * rows go is said, never assumed */
+		if (!t->on_error && s->format == CORE_FORMAT_V07)
+			return core_err_missing(err, n, "on_error", "on_error",
+				"ELSPETH 0.7.1 requires it on every transform: a sink's "
+				"name or 'discard'");
 		t->options = core__options_of(s, n);
 		if (!t->options)
 			return core_err_set(err, CORE_ENOMEM, "out of memory");
@@ -212,6 +218,10 @@ static int load_sinks(core_settings *s, const core_node *map, core_err *err)
 		k->name = map->keys[i]->value;
 		k->plugin = core__str_of(n, "plugin");
 		k->on_write_failure = core__str_of(n, "on_write_failure");
+		if (!k->on_write_failure && s->format == CORE_FORMAT_V07)
+			return core_err_missing(err, n, "on_write_failure", "on_write_failure",
+				"ELSPETH 0.7.1 requires it on every sink: another sink's "
+				"name or 'discard'");
 		k->options = core__options_of(s, n);
 		if (!k->options)
 			return core_err_set(err, CORE_ENOMEM, "out of memory");

@@ -206,6 +206,10 @@ static int load_one_aggregation(core_settings *s, core_aggregation_cfg *a,
 	if (!a->on_success)
 		a->on_success = a->name;
 	a->on_error = core__str_of(n, "on_error");
+	if (!a->on_error && s->format == CORE_FORMAT_V07)
+		return core_err_missing(err, n, "on_error", "on_error",
+			"ELSPETH 0.7.1 requires it on every aggregation: a sink's name "
+			"or 'discard'");
 	if (mode && (rc = core_node_enum(mode, output_modes, &idx, err)))
 		return rc;
 	a->passthrough = idx == 1;

@@ -12,7 +12,7 @@
 
 TestSuite(compat, .timeout = 10);
 
-#define SINKS "sinks:\n  out: {plugin: csv, options: {path: out.csv}}\n"
+#define SINKS "sinks:\n  out: {plugin: csv, on_write_failure: discard, options: {path: out.csv}}\n"
 #define SOURCE "source:\n  plugin: csv\n  on_success: out\n" \
 	"  options: {path: in.csv, on_validation_failure: discard}\n"
 
@@ -247,6 +247,29 @@ Test(compat, v07_rules)
 		     "the llm transform's template is 'prompt_template'");
 	expect_error(TWO_SOURCES "coalesce:\n- {name: m, branches: [a, b], "
 		     "union_collision_policy: maybe}\n" SINKS, CORE_ECONFIG, "maybe");
+	/* 0.7.1 requires every transform's and aggregation's on_error and
+	 * every sink's on_write_failure; 0.4.1 does not */
+	expect_error(TWO_SOURCES "queues: {inbound: {}}\ntransforms:\n- {name: t, "
+		     "plugin: passthrough, input: inbound, on_success: out}\n" SINKS,
+		     CORE_ECONFIG, "transforms[0]: missing required key 'on_error' "
+		     "(ELSPETH 0.7.1 requires it on every transform");
+	expect_error(TWO_SOURCES "queues: {inbound: {}}\n"
+		     "sinks:\n  out: {plugin: csv, options: {path: out.csv}}\n",
+		     CORE_ECONFIG, "sinks.out: missing required key 'on_write_failure'");
+	expect_error(TWO_SOURCES "queues: {inbound: {}}\naggregations:\n- {name: b, "
+		     "plugin: batch_stats, input: inbound, trigger: {count: 2}, options: "
+		     "{value_field: x, schema: {mode: observed}}}\n" SINKS, CORE_ECONFIG,
+		     "aggregations[0]: missing required key 'on_error'");
+	{
+		core_settings *s = NULL;
+		core_err err;
+
+		cr_assert_eq(load(SOURCE "transforms:\n- {name: t, plugin: passthrough, "
+				  "input: out, on_success: out}\n"
+				  "sinks:\n  out: {plugin: csv, options: {path: out.csv}}\n", &s,
+				  &err), 0, "0.4.1 requires neither: %s", err.msg);
+		core_settings_free(s);
+	}
 	/* 0.4.1 has none of these */
 	expect_error(SOURCE "coalesce:\n- {name: m, branches: [a, b], "
 		     "union_collision_policy: fail}\n" SINKS, CORE_ECONFIG,

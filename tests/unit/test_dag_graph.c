@@ -12,8 +12,8 @@ static const char *head =
 	"  options: {path: in.csv, on_validation_failure: bad}\n";
 static const char *sinks =
 	"sinks:\n"
-	"  out: {plugin: csv, options: {path: out.csv}}\n"
-	"  bad: {plugin: json, options: {path: bad.jsonl}}\n";
+	"  out: {plugin: csv, on_write_failure: discard, options: {path: out.csv}}\n"
+	"  bad: {plugin: json, on_write_failure: discard, options: {path: bad.jsonl}}\n";
 
 static int build(const char *middle, core_settings **s, dag_graph **g, core_err *err)
 {
@@ -364,7 +364,7 @@ Test(graph, sources_feed_a_queue_that_feeds_one_node)
 
 	cr_assert_eq(build_v07("inbound", "queues: {inbound: {}}\n"
 			       "transforms:\n"
-			       "  - {name: t, plugin: passthrough, input: inbound, on_success: out}\n",
+			       "  - {name: t, plugin: passthrough, input: inbound, on_success: out, on_error: discard}\n",
 			       &s, &g, &err), 0, "%s", err.msg);
 	cr_assert_eq(g->nsources, 2);
 	cr_assert_eq(g->nodes[0].kind, DAG_SOURCE);
@@ -389,7 +389,7 @@ Test(graph, sources_feed_a_queue_that_feeds_one_node)
 Test(graph, fan_in_needs_a_queue)
 {
 	expect_v07_error("merged", "transforms:\n"
-			 "  - {name: t, plugin: passthrough, input: merged, on_success: out}\n",
+			 "  - {name: t, plugin: passthrough, input: merged, on_success: out, on_error: discard}\n",
 			 "Duplicate producer for connection 'merged': source 'orders' and "
 			 "source 'refunds'. Route multiple producers through an explicit "
 			 "queue node (queues: {merged: {}})");
@@ -397,11 +397,11 @@ Test(graph, fan_in_needs_a_queue)
 			 "queue 'inbound' has no downstream consumer");
 	expect_v07_error("out", "queues: {spare: {}}\n"
 			 "transforms:\n"
-			 "  - {name: t, plugin: passthrough, input: spare, on_success: out}\n",
+			 "  - {name: t, plugin: passthrough, input: spare, on_success: out, on_error: discard}\n",
 			 "Queue 'spare' has no upstream producers");
 	/* one name space over sources, queues and the rest */
 	expect_v07_error("inbound", "queues: {inbound: {}}\n"
 			 "transforms:\n"
-			 "  - {name: orders, plugin: passthrough, input: inbound, on_success: out}\n",
+			 "  - {name: orders, plugin: passthrough, input: inbound, on_success: out, on_error: discard}\n",
 			 "Node name 'orders' is used by both source and transform");
 }
