@@ -41,7 +41,10 @@ out("want_bad_v04.csv", [(i, n) for _, i, n in bad])
 print(len(ok), len(bad))
 PY
 
-pipeline() { # $1: the source block
+pipeline() { # $1: the source block; $2: set for 0.7.1's format, which
+  # requires on_error on every transform and on_write_failure on every sink
+  local oe= ow=
+  [ -n "${2:-}" ] && { oe=$'\n  on_error: discard'; ow=$'\n    on_write_failure: discard'; }
   cat <<YAML
 $1
 transforms:
@@ -57,14 +60,14 @@ transforms:
 - name: slow
   plugin: delay
   input: clean
-  on_success: ok
+  on_success: ok$oe
   options: {schema: {mode: observed}, distribution: uniform, min_ms: 0, max_ms: 1, seed: 5}
 sinks:
   ok:
-    plugin: csv
+    plugin: csv$ow
     options: {path: ok.csv, schema: {mode: fixed, fields: ['id: int', 'notes: str']}}
   bad:
-    plugin: csv
+    plugin: csv$ow
     options: {path: bad.csv, schema: {mode: fixed, fields: ['id: int', 'notes: str']}}
 landscape: {url: "lmdb://trail.lmdb"}
 checkpoint: {frequency: every_n, checkpoint_interval: 100}
@@ -74,7 +77,7 @@ pipeline "sources:
   primary:
     plugin: csv
     on_success: raw
-    options: {path: in.csv, schema: {mode: fixed, fields: ['id: int', 'notes: str']}, on_validation_failure: discard}" > v07.yaml
+    options: {path: in.csv, schema: {mode: fixed, fields: ['id: int', 'notes: str']}, on_validation_failure: discard}" v07 > v07.yaml
 pipeline "source:
   plugin: csv
   on_success: raw

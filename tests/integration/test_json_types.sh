@@ -60,12 +60,12 @@ line 6: Field 'f' (f) expected type 'float', got 'int'
 line 14: Field 'x' (x) expected type 'int', got 'float'
 EOF
 
-pipeline() { # $1: the source block, $2: the input
+pipeline() { # $1: the source block, $2: keys each sink gets (0.7.1's required on_write_failure)
   cat <<YAML
 $1
 sinks:
-  out: {plugin: json, options: {path: out/good.jsonl, format: jsonl, schema: {mode: observed}}}
-  bad: {plugin: json, options: {path: out/bad.jsonl, format: jsonl, schema: {mode: observed}}}
+  out: {plugin: json, ${2:+$2, }options: {path: out/good.jsonl, format: jsonl, schema: {mode: observed}}}
+  bad: {plugin: json, ${2:+$2, }options: {path: out/bad.jsonl, format: jsonl, schema: {mode: observed}}}
 checkpoint: {frequency: every_n, checkpoint_interval: 100}
 YAML
 }
@@ -73,7 +73,8 @@ v07() { pipeline "sources:
   primary:
     plugin: json
     on_success: out
-    options: {path: $1, format: jsonl, schema: {mode: observed}, on_validation_failure: bad}"; }
+    options: {path: $1, format: jsonl, schema: {mode: observed}, on_validation_failure: bad}" \
+  "on_write_failure: discard"; }
 v04() { pipeline "source:
   plugin: json
   on_success: out
@@ -136,7 +137,7 @@ PY
 v07 big.jsonl > big.yaml
 cat >> big.yaml <<'YAML'
 transforms:
-- {name: slow, plugin: delay, input: out_in, on_success: out, options: {schema: {mode: observed}, distribution: uniform, min_ms: 1, max_ms: 3, seed: 3}}
+- {name: slow, plugin: delay, input: out_in, on_success: out, on_error: discard, options: {schema: {mode: observed}, distribution: uniform, min_ms: 1, max_ms: 3, seed: 3}}
 YAML
 sed -i 's/    on_success: out$/    on_success: out_in/' big.yaml
 # (one row at a time for the second kill: the first row after its

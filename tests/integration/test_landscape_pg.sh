@@ -161,9 +161,9 @@ sources:
 queues:
   merged: {description: both}
 transforms:
-- {name: pass, plugin: passthrough, input: merged, on_success: out, options: {schema: {mode: observed}}}
+- {name: pass, plugin: passthrough, input: merged, on_success: out, on_error: discard, options: {schema: {mode: observed}}}
 sinks:
-  out: {plugin: json, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
+  out: {plugin: json, on_write_failure: discard, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
 landscape: {url: "$(url v07)"}
 YAML
 (cd v && "$ELSPETH" run -s p.yaml -x > run.log 2>&1); rc=$?

@@ -53,10 +53,11 @@ transforms:
   plugin: delay
   input: merged
   on_success: out
+  on_error: discard
   options: {schema: {mode: observed}, distribution: uniform, min_ms: 0, max_ms: 3, seed: 5}
 sinks:
-  out: {plugin: json, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
-  bad: {plugin: json, options: {path: bad.jsonl, format: jsonl, schema: {mode: observed}}}
+  out: {plugin: json, on_write_failure: discard, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
+  bad: {plugin: json, on_write_failure: discard, options: {path: bad.jsonl, format: jsonl, schema: {mode: observed}}}
 landscape: {url: "sqlite:///trail.db"}
 checkpoint: {frequency: every_n, checkpoint_interval: 50}
 YAML
@@ -206,9 +207,9 @@ sources:
 queues:
   merged: {description: both}
 transforms:
-- {name: slow, plugin: delay, input: merged, on_success: out, options: {schema: {mode: observed}, distribution: fixed, ms: 20}}
+- {name: slow, plugin: delay, input: merged, on_success: out, on_error: discard, options: {schema: {mode: observed}, distribution: fixed, ms: 20}}
 sinks:
-  out: {plugin: json, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
+  out: {plugin: json, on_write_failure: discard, options: {path: out.jsonl, format: jsonl, schema: {mode: observed}}}
 landscape: {url: "sqlite:///trail.db"}
 checkpoint: {frequency: every_n, checkpoint_interval: 10}
 YAML
@@ -238,11 +239,11 @@ sources:
   alpha: {plugin: csv, on_success: a_rows, options: {path: a.csv, schema: {mode: observed}, on_validation_failure: discard}}
   gamma: {plugin: csv, on_success: c_rows, options: {path: c.csv, schema: {mode: observed}, on_validation_failure: discard}}
 transforms:
-- {name: ta, plugin: passthrough, input: a_rows, on_success: aout, options: {schema: {mode: observed}}}
-- {name: tc, plugin: passthrough, input: c_rows, on_success: cout, options: {schema: {mode: observed}}}
+- {name: ta, plugin: passthrough, input: a_rows, on_success: aout, on_error: discard, options: {schema: {mode: observed}}}
+- {name: tc, plugin: passthrough, input: c_rows, on_success: cout, on_error: discard, options: {schema: {mode: observed}}}
 sinks:
-  aout: {plugin: csv, options: {path: flows/a.csv, schema: {mode: observed}, collision_policy: auto_increment}}
-  cout: {plugin: csv, options: {path: flows/c.csv, schema: {mode: observed}, collision_policy: fail_if_exists}}
+  aout: {plugin: csv, on_write_failure: discard, options: {path: flows/a.csv, schema: {mode: observed}, collision_policy: auto_increment}}
+  cout: {plugin: csv, on_write_failure: discard, options: {path: flows/c.csv, schema: {mode: observed}, collision_policy: fail_if_exists}}
 landscape: {url: "lmdb://./flows.lmdb"}
 YAML
 expect "two flows" 0 "routed per sink: aout=3000 cout=1500" -- "$ELSPETH" run -s flows.yaml --execute --max-rows-in-flight 32
@@ -259,7 +260,7 @@ expect "auto_increment picks a free sibling" 0 "routed per sink: aout=3000" -- "
 python3 - <<'PY'
 
 s = open("flows.yaml").read()
-s = s.replace("sinks:\n", "sinks:\n  spare: {plugin: csv, options: {path: flows/spare.csv, schema: {mode: observed}}}\n", 1)
+s = s.replace("sinks:\n", "sinks:\n  spare: {plugin: csv, on_write_failure: discard, options: {path: flows/spare.csv, schema: {mode: observed}}}\n", 1)
 s = s.replace("collision_policy: auto_increment", "").replace("collision_policy: fail_if_exists", "")
 open("spare.yaml", "w").write(s)
 PY
@@ -281,12 +282,12 @@ sources:
 gates:
   - {name: split, input: split_in, condition: "True", routes: {'true': fork}, fork_to: [a, b]}
 transforms:
-  - {name: ta, plugin: truncate, input: a, on_success: a_done, options: {fields: {note: 2}}}
-  - {name: tb, plugin: truncate, input: b, on_success: b_done, options: {fields: {note: 3}}}
+  - {name: ta, plugin: truncate, input: a, on_success: a_done, on_error: discard, options: {fields: {note: 2}}}
+  - {name: tb, plugin: truncate, input: b, on_success: b_done, on_error: discard, options: {fields: {note: 3}}}
 coalesce:
   - {name: join, branches: {a: a_done, b: b_done}, merge: union, union_collision_policy: $1, on_success: out}
 sinks:
-  out: {plugin: json, options: {path: u_$1.jsonl, format: jsonl}}
+  out: {plugin: json, on_write_failure: discard, options: {path: u_$1.jsonl, format: jsonl}}
 landscape: {url: "lmdb://./u_$1.lmdb"}
 YAML
   "$ELSPETH" run -s u_$1.yaml --execute > u_$1.log 2>&1

@@ -272,8 +272,8 @@ sources:
   refunds: {plugin: json, on_success: inbound, options: {path: b.jsonl, format: jsonl, schema: {mode: observed}, on_validation_failure: discard}}
 queues: {inbound: {}}
 transforms:
-  - {name: pass, plugin: passthrough, input: inbound, on_success: out, options: {schema: {mode: observed}}}
-sinks: {out: {plugin: json, options: {path: out.jsonl, format: jsonl}}}
+  - {name: pass, plugin: passthrough, input: inbound, on_success: out, on_error: discard, options: {schema: {mode: observed}}}
+sinks: {out: {plugin: json, on_write_failure: discard, options: {path: out.jsonl, format: jsonl}}}
 telemetry: {enabled: true, granularity: rows, exporters: [{name: console, options: {format: json, output: stderr}}]}
 landscape: {url: "lmdb://./state"}
 YAML
