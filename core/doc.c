@@ -292,13 +292,33 @@ static int add_anchor(parse_ctx *c, const yaml_char_t *name, const core_node *no
 	return c->anchors[c->nanchors - 1].name ? 0 : CORE_ENOMEM;
 }
 
-static int parse_alias(parse_ctx *c, yaml_event_t *ev, const char *path, core_node **out)
+/* Levels below n (0 for a scalar). */
+static int height(const core_node *n)
+{
+	int h = 0;
+
+	for (size_t i = 0; n->kind != CORE_NODE_SCALAR && i < n->len; i++) {
+		int k = 1 + height(n->items[i]);
+
+		h = k > h ? k : h;
+	}
+	return h;
+}
+
+static int parse_alias(parse_ctx *c, yaml_event_t *ev, const char *path, int depth,
+		       core_node **out)
 {
 	const char *name = (const char *)ev->data.alias.anchor;
 
 	for (size_t i = 0; i < c->nanchors; i++) {
 		if (strcmp(c->anchors[i].name, name))
 			continue;
+		/* a copy nests no deeper than anything written out */
+		if (depth + height(c->anchors[i].node) > DOC_MAX_DEPTH)
+			return core_err_set(c->err, CORE_ECONFIG, "%s:%zu:%zu: %s: nesting "
+					    "deeper than %d levels", c->file,
+					    ev->start_mark.line + 1, ev->start_mark.column + 1,
+					    path, DOC_MAX_DEPTH);
 		if (!(*out = copy_node(c, c->anchors[i].node, path)))
 			return c->copied > DOC_MAX_ALIAS_NODES ?
 				core_err_set(c->err, CORE_ECONFIG, "%s:%zu:%zu: %s: YAML aliases "
@@ -484,7 +504,7 @@ static int parse_value(parse_ctx *c, yaml_event_t *ev, const char *path,
 	case YAML_SEQUENCE_START_EVENT:
 		return parse_seq(c, ev, path, depth, out);
 	case YAML_ALIAS_EVENT:
-		return parse_alias(c, ev, path, out);
+		return parse_alias(c, ev, path, depth, out);
 	default:
 		return core_err_set(c->err, CORE_ECONFIG,
 			"%s:%zu:%zu: %s: unexpected YAML structure",

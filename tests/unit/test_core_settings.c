@@ -316,6 +316,16 @@ Test(doc, alias_errors)
 					      "a%d: &a%d [*a%d, *a%d]\n", i, i, i - 1, i - 1);
 		expect_doc_error(text, "YAML aliases expand to more than 100000 values");
 	}
+	/* nor nest deeper than a written tree may */
+	{
+		char text[8192];
+		size_t n = (size_t)snprintf(text, sizeof(text), "a0: &a0 x\n");
+
+		for (int i = 1; i < 70; i++)
+			n += (size_t)snprintf(text + n, sizeof(text) - n, "a%d: &a%d [*a%d]\n",
+					      i, i, i - 1);
+		expect_doc_error(text, "nesting deeper than 64 levels");
+	}
 }
 
 Test(doc, an_alias_is_named_where_it_is_used)
