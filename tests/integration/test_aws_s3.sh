@@ -162,13 +162,14 @@ else fail "key template: $(head -c 300 ls.xml) $(tail -2 run.log)"; fi
 
 # 2b. without a Landscape (0.4.1's format, landscape.enabled: false):
 #     the object is written and the private staging directory goes
+#     (its sink without on_write_failure: 0.4.1's format does not require it)
 cat > noaudit.yaml <<YAML
 source:
   plugin: json
   on_success: out
   options: {path: in.jsonl, schema: $SCHEMA, on_validation_failure: discard}
 sinks:
-$(s3_sink jsonl out/noaudit.jsonl | sed '/on_write_failure:/d') # (0.4.1's format requires none)
+$(s3_sink jsonl out/noaudit.jsonl | sed '/on_write_failure:/d')
 landscape: {enabled: false}
 YAML
 mkdir -p tmp
