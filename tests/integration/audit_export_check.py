@@ -185,12 +185,13 @@ def main():
 
     # chunking (record-framing-v1)
     rlim, blim = x["per_chunk_record_limit"], x["per_chunk_byte_limit"]
-    chunks, cur = [], []
+    chunks, cur, cur_bytes = [], [], 0
     for fr in frames:
-        if cur and (len(cur) == rlim or sum(map(len, cur)) + len(fr) > blim):
+        if cur and (len(cur) == rlim or cur_bytes + len(fr) > blim):
             chunks.append(cur)
-            cur = []
+            cur, cur_bytes = [], 0
         cur.append(fr)
+        cur_bytes += len(fr)
     if cur:
         chunks.append(cur)
     summaries, cr, cbytes = [], 0, 0
