@@ -35,13 +35,20 @@ int plg__opt_encoding(const core_node *options, plg__encoding_use use,
 	for (size_t i = 0; ok[i]; i++)
 		if (!strcasecmp(enc, ok[i]))
 			return 0;
+	if (use == PLG__ENC_READ && !plg__codec_check(enc))
+		return 0;
 	if (use == PLG__ENC_READ)
 		return core_err_at(err, CORE_ECONFIG, core_map_get(options, "encoding"),
-				   "encoding '%s' is not supported: files must be "
-				   "UTF-8 (convert with: iconv -f %s -t UTF-8)", enc,
-				   enc);
+				   "unknown encoding: %s", enc);
 	return core_err_at(err, CORE_EUNSUPPORTED, core_map_get(options, "encoding"),
 			   "encoding '%s' is not supported; only utf-8 is", enc);
+}
+
+const char *plg__opt_encoding_of(const core_node *options)
+{
+	const core_node *e = core_map_get(options, "encoding");
+
+	return e && e->kind == CORE_NODE_SCALAR && !core_node_is_null(e) ? e->value : NULL;
 }
 
 const char *plg__opt_path(const core_node *options)

@@ -137,8 +137,9 @@ int plg__opt_field(const core_node *opts, const char *key, bool required,
 
 /* Whose `encoding` option it is. */
 typedef enum plg__encoding_use {
-	PLG__ENC_READ,  /* a source: utf-8, utf8, utf_8, utf-8-sig, utf_8_sig;
-			 * else CORE_ECONFIG, with an iconv hint */
+	PLG__ENC_READ,  /* a source: UTF-8 (utf-8-sig skips a byte order mark)
+			 * or any codec iconv knows by Python's name (ADR 0056);
+			 * else CORE_ECONFIG "unknown encoding" */
 	PLG__ENC_WRITE, /* a sink: utf-8 or utf8; else CORE_EUNSUPPORTED */
 } plg__encoding_use;
 
@@ -146,6 +147,16 @@ typedef enum plg__encoding_use {
  * case), is 0; anything else is an error naming it at its position. */
 int plg__opt_encoding(const core_node *options, plg__encoding_use use,
 		      core_err *err);
+
+/* source/decode.c: whether a source can read enc (0, or -1: unknown),
+ * and the file at path as UTF-8: opened as it is when enc is UTF-8 or
+ * NULL, else decoded from enc into an unlinked temporary file. NULL with
+ * errno set when it cannot be opened; with err set (errno EILSEQ or
+ * EINVAL) when it cannot be decoded. */
+int plg__codec_check(const char *enc);
+/* The `encoding` option as written, or NULL (checked by plg__opt_encoding). */
+const char *plg__opt_encoding_of(const core_node *options);
+FILE *plg__open_decoded(const char *path, const char *enc, core_err *err);
 
 /* The `path` option as it is written, or NULL (plg_source_ops.input). */
 const char *plg__opt_path(const core_node *options);

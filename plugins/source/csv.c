@@ -296,7 +296,9 @@ static int open_file(csv_src *s, const core_node *opts, char delim,
 
 	if ((rc = core_opt_int(opts, "skip_rows", 0, LONG_MAX, &skip, err)))
 		return rc;
-	s->fp = fopen(s->path, "rb");
+	s->fp = plg__open_decoded(s->path, plg__opt_encoding_of(opts), err);
+	if (!s->fp && (errno == EILSEQ || errno == EINVAL))
+		return err->code;
 	if (!s->fp)
 		return core_err_at(err, CORE_EIO, core_map_get(opts, "path"),
 				   "cannot open '%s': %s", s->path,
@@ -325,7 +327,8 @@ static const plg_option csv_own[] = {
 	{ "field_mapping", "object", false, NULL,
 	  "header name -> field name, applied after the header is read" },
 	{ "encoding", "string", false, "\"utf-8\"",
-	  "utf-8 only (a source also takes utf-8-sig and utf_8 spellings; a byte order mark is skipped)" },
+	  "the file's encoding, by Python's codec name (utf-8-sig skips a byte order mark; "
+	  "others are decoded at open)" },
 	{ "on_validation_failure", "string", true, NULL,
 	  "where rows that fail the schema go: a sink's name, or discard" },
 	{ NULL }

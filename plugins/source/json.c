@@ -222,8 +222,9 @@ static int json_open(const plg_env *env, const core_node *options,
 		}
 		pthread_mutex_init(&s->lock, NULL);
 	}
-	if (!(s->fp = fopen(s->path, "rb"))) {
-		rc = core_err_at(err, CORE_EIO, core_map_get(options, "path"),
+	if (!(s->fp = plg__open_decoded(s->path, plg__opt_encoding_of(options), err))) {
+		rc = errno == EILSEQ || errno == EINVAL ? err->code :
+		     core_err_at(err, CORE_EIO, core_map_get(options, "path"),
 				 "cannot open '%s': %s", s->path, strerror(errno));
 		goto out_close;
 	}

@@ -110,8 +110,9 @@ static int text_open(const plg_env *env, const core_node *options,
 		return nomem(err);
 	if ((rc = text_options(s, options, err)))
 		goto out_close;
-	if (!(s->fp = fopen(s->path, "rb"))) {
-		rc = core_err_at(err, CORE_EIO, core_map_get(options, "path"),
+	if (!(s->fp = plg__open_decoded(s->path, plg__opt_encoding_of(options), err))) {
+		rc = errno == EILSEQ || errno == EINVAL ? err->code :
+		     core_err_at(err, CORE_EIO, core_map_get(options, "path"),
 				 "Text file not found: %s (%s)", s->path, strerror(errno));
 		goto out_close;
 	}

@@ -583,8 +583,8 @@ Test(csv_source, bad_options_are_config_errors, .fini = cleanup)
 {
 	const char *p = write_str("o.csv", "a\n1\n");
 
-	expect_open_error(CSV, p, "encoding: latin-1\n", CORE_ECONFIG,
-			  "encoding 'latin-1' is not supported");
+	expect_open_error(CSV, p, "encoding: no-such-codec\n", CORE_ECONFIG,
+			  "unknown encoding: no-such-codec");
 	expect_open_error(CSV, p, "delimiter: ab\n", CORE_ECONFIG,
 			  "one ASCII character");
 	expect_open_error(CSV, p, "skip_rows: -1\n", CORE_ECONFIG, "skip_rows");
@@ -592,6 +592,18 @@ Test(csv_source, bad_options_are_config_errors, .fini = cleanup)
 			  "did you mean 'delimiter'");
 	expect_open_error(CSV, p, "schema: {fields: [\"a: int\"]}\n",
 			  CORE_ECONFIG, "'mode' is required");
+}
+
+/* Another codec is decoded at open (ADR 0056): the rows are UTF-8. */
+Test(csv_source, a_cp1252_file_is_decoded, .fini = cleanup)
+{
+	const char *p = write_str("w.csv", "a,b\n1,Caf\xe9 \x80\n");
+	plg_source_row rows[2];
+	size_t n = read_all(CSV, must_open(CSV, p, "encoding: cp1252\n"), rows, 2);
+
+	cr_assert_eq(n, 1);
+	cr_assert_str_eq(sval(rows[0].row, "b"), "Caf\xc3\xa9 \xe2\x82\xac");
+	release_all(rows, n);
 }
 
 Test(csv_source, accepted_extras_and_empty_file, .fini = cleanup)
