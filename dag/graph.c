@@ -274,7 +274,10 @@ static int add_nodes(dag__build *c)
 
 		*n = (dag_node){ .kind = DAG_SINK, .name = sc->name,
 			.plugin = sc->plugin, .options = sc->options,
-			.bare_errors = schema_is_fixed(sc->options) };
+			/* 0.7.1 writes an error's row as it is, whatever the
+			 * sink's schema; 0.4.1 adds _error to an open one */
+			.bare_errors = schema_is_fixed(sc->options) ||
+				       s->format == CORE_FORMAT_V07 };
 		n->kops = plg_find_sink(sc->plugin);
 		if (!n->kops)
 			return unknown_plugin(c, at_key(sc->node, "plugin"), PLG_SINK,

@@ -41,6 +41,13 @@ typedef struct json_src {
 	 * in the order the fields came; NULL: not kept (another format, a
 	 * fixed schema). Under `lock` (save runs on another thread). */
 	json_t *types;
+	/* 0.7.1's field names: each key normalized (plg__field_name), then
+	 * field_mapping; `seen` maps each name given so far to the key it
+	 * came from, so a later key that lands on it is a collision. Under
+	 * `lock`. NULL: keys as they are (0.4.1's format). */
+	json_t *seen;
+	json_t *fmap;  /* field_mapping: name -> name; NULL: none */
+	bool locked;   /* `lock` is initialised */
 	pthread_mutex_t lock;
 } json_src;
 
@@ -55,7 +62,9 @@ static void json_close(void *state)
 	free(s->ln);
 	json_decref(s->array);
 	json_decref(s->types);
-	if (s->types)
+	json_decref(s->seen);
+	json_decref(s->fmap);
+	if (s->locked)
 		pthread_mutex_destroy(&s->lock);
 	plg__schema_free(s->schema);
 	free(s->path);
@@ -162,12 +171,43 @@ static const plg_option json_own[] = {
 	{ "data_key", "string", false, NULL,
 	  "format json: the key of the top-level object that holds the array" },
 	{ "encoding", "string", false, "\"utf-8\"",
-	  "utf-8 only (a source also takes utf-8-sig and utf_8 spellings; a byte order mark is skipped)" },
+	  "the file's encoding, by Python's codec name (others than UTF-8 are decoded at open)" },
+	{ "field_mapping", "object", false, NULL,
+	  "field name -> new name (0.7.1: after each key is normalized as a CSV header)" },
 	{ "on_validation_failure", "string", true, NULL,
 	  "where rows that fail the schema go: a sink's name, or discard" },
 	{ NULL }
 };
 static const plg_option *const json_opts[] = { json_own, plg__schema_opts, NULL };
+
+/* field_mapping: its values Python identifiers, no two the same (0.7.1's
+ * messages). */
+static int parse_fmap(json_src *s, const core_node *m, core_err *err)
+{
+	if (!m || core_node_is_null(m))
+		return 0;
+	if (m->kind != CORE_NODE_MAP)
+		return core_err_at(err, CORE_ECONFIG, m, "expected a map of field name -> new name");
+	if (!(s->fmap = json_object()))
+		return nomem(err);
+	for (size_t i = 0; i < m->len; i++) {
+		const char *to;
+		int rc = core_node_str(m->items[i], &to, err);
+
+		if (rc)
+			return rc;
+		if (!plg__py_identifier(to))
+			return core_err_at(err, CORE_ECONFIG, m->items[i], "field_mapping values[%zu] "
+					   "'%s' is not a valid Python identifier", i, to);
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(m->items[j]->value, to))
+				return core_err_at(err, CORE_ECONFIG, m->items[i], "Duplicate field "
+						   "names in field_mapping values: %s", to);
+		if (json_object_set_new(s->fmap, m->keys[i]->value, json_string(to)))
+			return nomem(err);
+	}
+	return 0;
+}
 
 /* The options as open reads them before it touches the file. */
 static int json_options(json_src *s, const core_node *options, bool *jsonl,
@@ -181,7 +221,8 @@ static int json_options(json_src *s, const core_node *options, bool *jsonl,
 	    (rc = plg__opt_encoding(options, PLG__ENC_READ, err)) ||
 	    (rc = parse_format(options, path, jsonl, err)) ||
 	    (rc = plg__schema_parse(core_map_get(options, "schema"),
-				    &s->schema, err)))
+				    &s->schema, err)) ||
+	    (rc = parse_fmap(s, core_map_get(options, "field_mapping"), err)))
 		return rc;
 	if (*jsonl && core_map_get(options, "data_key"))
 		return core_err_at(err, CORE_ECONFIG,
@@ -215,12 +256,14 @@ static int json_open(const plg_env *env, const core_node *options,
 		return nomem(err);
 	if ((rc = json_options(s, options, &jsonl, err)))
 		goto out_close;
-	if (env && env->v07 && s->schema->mode != PLG_SCHEMA_FIXED) {
-		if (!(s->types = json_object())) {
+	if (env && env->v07) {
+		if ((s->schema->mode != PLG_SCHEMA_FIXED && !(s->types = json_object())) ||
+		    !(s->seen = json_object())) {
 			rc = nomem(err);
 			goto out_close;
 		}
 		pthread_mutex_init(&s->lock, NULL);
+		s->locked = true;
 	}
 	if (!(s->fp = plg__open_decoded(s->path, plg__opt_encoding_of(options), err))) {
 		rc = errno == EILSEQ || errno == EINVAL ? err->code :
@@ -306,20 +349,41 @@ static bool fixed_types(json_src *s, const json_t *row, char **reason)
 	return *reason != NULL;
 }
 
-/* The fixed types as [[field, type], ...]: an array keeps the order the
- * fields came in (a checkpoint writes objects with their keys sorted),
- * which orders a row's messages. */
+/* An object as [[key, value], ...], in its order. */
+static json_t *pairs(const json_t *o)
+{
+	json_t *out = json_array(), *v;
+	const char *k;
+
+	json_object_foreach((json_t *)o, k, v)
+		json_array_append_new(out, json_pack("[s,O]", k, v));
+	return out;
+}
+
+static void unpairs(json_t *o, const json_t *a)
+{
+	size_t i;
+	json_t *p;
+
+	json_array_foreach(a, i, p)
+		if (json_is_string(json_array_get(p, 0)) && json_is_string(json_array_get(p, 1)))
+			json_object_set(o, json_string_value(json_array_get(p, 0)),
+					json_array_get(p, 1));
+}
+
+/* {"types": [[field, type], ...], "names": [[name, key], ...]}: arrays
+ * keep the order things came in (a checkpoint writes objects with their
+ * keys sorted), which orders a row's messages. */
 static json_t *json_save(void *state)
 {
 	json_src *s = state;
-	json_t *out, *v;
-	const char *k;
+	json_t *out;
 
-	if (!s->types || !(out = json_array()))
+	if (!s->locked)
 		return NULL;
 	pthread_mutex_lock(&s->lock);
-	json_object_foreach(s->types, k, v)
-		json_array_append_new(out, json_pack("[s,O]", k, v));
+	out = json_pack("{s:o,s:o}", "types", s->types ? pairs(s->types) : json_array(),
+			"names", pairs(s->seen));
 	pthread_mutex_unlock(&s->lock);
 	return out;
 }
@@ -327,17 +391,199 @@ static json_t *json_save(void *state)
 static void json_restore(void *state, const json_t *saved)
 {
 	json_src *s = state;
-	size_t i;
-	json_t *p;
 
-	if (!s->types || !json_is_array(saved))
+	if (!s->locked)
 		return;
 	pthread_mutex_lock(&s->lock);
-	json_array_foreach(saved, i, p)
-		if (json_is_string(json_array_get(p, 0)) && json_is_string(json_array_get(p, 1)))
-			json_object_set(s->types, json_string_value(json_array_get(p, 0)),
-					json_array_get(p, 1));
+	if (json_is_array(saved) && s->types) /* before session 42: the types alone */
+		unpairs(s->types, saved);
+	if (json_is_object(saved) && s->types)
+		unpairs(s->types, json_object_get(saved, "types"));
+	if (json_is_object(saved))
+		unpairs(s->seen, json_object_get(saved, "names"));
 	pthread_mutex_unlock(&s->lock);
+}
+
+/* ------------------------------------------------ 0.7.1's field names */
+
+/* Python's repr() of the string k ('k', or "k" when it holds a '). */
+static void py_repr(core_buf *b, const char *k)
+{
+	json_t *one = json_pack("[s]", k);
+	size_t at = b->len;
+
+	if (one && !core_py_str(b, one) && b->len >= at + 2) {
+		memmove(b->data + at, b->data + at + 1, b->len - at - 2);
+		b->len -= 2;
+		b->data[b->len] = '\0';
+	}
+	json_decref(one);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* check_normalization_collisions: each name two of keys[] (normalized:
+ * eff[]) meet on, sorted, with the positions it came from. */
+static void collisions(char **keys, char **eff, size_t n, core_buf *why)
+{
+	char **names = calloc(n ? n : 1, sizeof(*names));
+	size_t nn = 0;
+
+	for (size_t a = 0; names && a < n; a++) {
+		bool dup = false, listed = false;
+
+		for (size_t b = 0; b < n; b++)
+			dup |= b != a && !strcmp(eff[a], eff[b]);
+		for (size_t k = 0; k < nn; k++)
+			listed |= !strcmp(names[k], eff[a]);
+		if (dup && !listed)
+			names[nn++] = eff[a];
+	}
+	if (names && nn) {
+		qsort(names, nn, sizeof(*names), cmp_str);
+		core_buf_puts(why, "Field name collision after normalization:");
+	}
+	for (size_t k = 0; names && k < nn; k++) {
+		core_buf_printf(why, "\n  '%s' <- ", names[k]);
+		for (size_t b = 0, c = 0; b < n; b++)
+			if (!strcmp(eff[b], names[k]))
+				core_buf_printf(why, "%scolumn %zu ('%s')", c++ ? ", " : "", b, keys[b]);
+	}
+	free(names);
+}
+
+/* row with its keys as 0.7.1's JSON source gives them (its
+ * resolve_field_names on the first row, extend_field_resolution on the
+ * others): a key seen before keeps its name; a new one is normalized as
+ * a CSV header, then renamed by field_mapping. `seen` (key -> name) is
+ * the resolution, kept only when the row is taken. A key that normalizes
+ * to nothing, or new keys that meet each other or an earlier name, refuse
+ * the row (*why: 0.7.1's message; *res: the row as it came); a meeting
+ * that field_mapping makes is the configuration's fault: CORE_ECONFIG,
+ * as 0.7.1 stops there. Without `seen` (0.4.1's format) keys are only
+ * renamed by field_mapping. */
+static int names(json_src *s, json_t *row, json_t **res, core_buf *why, core_err *err)
+{
+	size_t n = json_object_size(row), nn = 0;
+	char **raw = calloc(n ? n : 1, sizeof(*raw)), **eff = calloc(n ? n : 1, sizeof(*eff));
+	const char **fin = calloc(n ? n : 1, sizeof(*fin));
+	json_t *out = json_object(), *v;
+	core_buf b = { 0 };
+	bool first, mapping_fault = false;
+	const char *k;
+	int rc = raw && eff && fin && out ? 0 : CORE_ENOMEM;
+
+	if (s->seen)
+		pthread_mutex_lock(&s->lock);
+	first = !s->seen || !json_object_size(s->seen);
+	/* the new keys, normalized */
+	json_object_foreach(row, k, v) {
+		if (rc || (s->seen && json_object_get(s->seen, k)))
+			continue;
+		core_buf_reset(&b);
+		if (s->seen ? plg__field_name(k, strlen(k), &b) : core_buf_puts(&b, k)) {
+			rc = CORE_ENOMEM;
+			break;
+		}
+		if (!b.len) {
+			core_buf_printf(why, "Header '%s' normalizes to empty string", k);
+			break;
+		}
+		raw[nn] = (char *)k;
+		if (!(eff[nn++] = strdup(b.data)))
+			rc = CORE_ENOMEM;
+	}
+	if (!rc && !why->len)
+		collisions(raw, eff, nn, why);
+	for (size_t i = 0; !rc && !why->len && !first && i < nn; i++) {
+		json_object_foreach(s->seen, k, v) {
+			core_buf_reset(&b);
+			if (plg__field_name(k, strlen(k), &b))
+				rc = CORE_ENOMEM;
+			else if (!strcmp(b.data ? b.data : "", eff[i])) {
+				core_buf_printf(why, "Field name collision after normalization:\n  "
+						"'%s' <- previously seen field, current field '%s'",
+						eff[i], raw[i]);
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; !rc && i < nn; i++) {
+		const char *m = json_string_value(json_object_get(s->fmap, eff[i]));
+
+		fin[i] = m ? m : eff[i];
+	}
+	/* names the new keys meet: an earlier row's, or each other's */
+	for (size_t i = 0; !rc && !why->len && i < nn; i++) {
+		const char *prev = NULL, *prev_eff = NULL, *old_eff = NULL;
+
+		json_object_foreach(s->seen, k, v)
+			if (!strcmp(json_string_value(v), fin[i])) {
+				prev = "previously seen field";
+				core_buf_reset(&b);
+				if (plg__field_name(k, strlen(k), &b))
+					rc = CORE_ENOMEM;
+				old_eff = b.data;
+				break;
+			}
+		for (size_t j = 0; j < i; j++)
+			if (!strcmp(fin[j], fin[i])) {
+				prev = raw[j];
+				prev_eff = eff[j];
+			}
+		if (!prev || rc)
+			continue;
+		mapping_fault = s->fmap && (json_object_get(s->fmap, eff[i]) ||
+			(old_eff && strcmp(old_eff, fin[i])) ||
+			(prev_eff && json_object_get(s->fmap, prev_eff)));
+		core_buf_printf(why, "%s:\n  '%s' <- ", mapping_fault ?
+				"field_mapping creates collision" :
+				"Field name collision after normalization", fin[i]);
+		py_repr(why, prev);
+		core_buf_puts(why, ", ");
+		py_repr(why, raw[i]);
+	}
+	for (size_t i = 0; !rc && !why->len && s->seen && i < nn; i++)
+		if (json_object_set_new(s->seen, raw[i], json_string(fin[i])))
+			rc = CORE_ENOMEM;
+	if (s->seen)
+		pthread_mutex_unlock(&s->lock);
+	json_object_foreach(row, k, v) {
+		const char *to;
+
+		if (rc || why->len)
+			break;
+		if (s->seen) {
+			pthread_mutex_lock(&s->lock);
+			to = json_string_value(json_object_get(s->seen, k));
+			pthread_mutex_unlock(&s->lock);
+		} else {
+			to = json_string_value(json_object_get(s->fmap, k));
+			to = to ? to : k;
+		}
+		if (!to || json_object_set(out, to, v))
+			rc = CORE_ENOMEM;
+	}
+	for (size_t i = 0; eff && i < nn; i++)
+		free(eff[i]);
+	free(raw);
+	free(eff);
+	free(fin);
+	core_buf_release(&b);
+	if (!rc && mapping_fault)
+		rc = core_err_set(err, CORE_ECONFIG, "%s: %s", s->path, why->data);
+	else if (rc)
+		rc = core_err_set(err, rc, "out of memory");
+	if (rc || why->len) {
+		json_decref(out);
+		*res = rc ? NULL : json_incref(row);
+		return rc;
+	}
+	*res = out;
+	return 0;
 }
 
 /* Fills out->row/error/where; `what` is "line 4" or "index 3". */
@@ -347,13 +593,34 @@ static int finish_row(json_src *s, plg_source_row *out, json_t *row,
 	core_err e = {0};
 	char msg[sizeof(e.msg) + 64];
 
+	core_buf named = { 0 };
+
 	msg[0] = '\0';
+	if (!why && (s->seen || s->fmap)) {
+		json_t *n = NULL;
+		int rc = names(s, row, &n, &named, err);
+
+		json_decref(row);
+		if (rc) {
+			core_buf_release(&named);
+			return rc;
+		}
+		row = n;
+		/* 0.7.1's own message: held error sinks order by its hash */
+		if (named.len && !(out->reason = strdup(named.data))) {
+			json_decref(row);
+			core_buf_release(&named);
+			return nomem(err);
+		}
+		why = named.len ? named.data : NULL;
+	}
 	if (why)
 		snprintf(msg, sizeof(msg), "%s: %s", what, why);
 	else if (plg__schema_apply(s->schema, row, false, &e))
 		snprintf(msg, sizeof(msg), "%s: %s", what, e.msg);
 	else if (s->types && fixed_types(s, row, &out->reason))
 		snprintf(msg, sizeof(msg), "%s: %s", what, out->reason);
+	core_buf_release(&named);
 	out->row = row;
 	out->where = strdup(what);
 	if (e.code == CORE_ENOMEM || !out->where ||
