@@ -44,6 +44,20 @@ int plg__opt_encoding(const core_node *options, plg__encoding_use use,
 			   "encoding '%s' is not supported; only utf-8 is", enc);
 }
 
+void plg__py_repr(core_buf *b, const char *s)
+{
+	json_t *one = json_pack("[s]", s);
+	size_t at = b->len;
+
+	/* Python's str() of ['s'] is ['s']: its repr with the brackets */
+	if (one && !core_py_str(b, one) && b->len >= at + 2) {
+		memmove(b->data + at, b->data + at + 1, b->len - at - 2);
+		b->len -= 2;
+		b->data[b->len] = '\0';
+	}
+	json_decref(one);
+}
+
 const char *plg__opt_encoding_of(const core_node *options)
 {
 	const core_node *e = core_map_get(options, "encoding");

@@ -154,6 +154,8 @@ int plg__opt_encoding(const core_node *options, plg__encoding_use use,
  * errno set when it cannot be opened; with err set (errno EILSEQ or
  * EINVAL) when it cannot be decoded. */
 int plg__codec_check(const char *enc);
+/* Appends Python's repr() of the string s ('s', or "s" when it holds a '). */
+void plg__py_repr(core_buf *b, const char *s);
 /* The `encoding` option as written, or NULL (checked by plg__opt_encoding). */
 const char *plg__opt_encoding_of(const core_node *options);
 FILE *plg__open_decoded(const char *path, const char *enc, core_err *err);

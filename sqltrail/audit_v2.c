@@ -43,18 +43,15 @@ static int tagged(const char *tag, json_t *payload, core_buf *out, core_err *err
 	return rc;
 }
 
+/* H(C(tag, payload)): core_hash_json over the tagged object. Takes
+ * payload's reference. */
 static int tagged_hash(const char *tag, json_t *payload, char hex[CORE_SHA256_HEX_LEN + 1],
 		       core_err *err)
 {
-	core_buf b = { 0 };
-	uint8_t d[CORE_SHA256_LEN];
-	int rc = tagged(tag, payload, &b, err);
+	json_t *o = json_pack("{s:o,s:s}", "payload", payload, "schema", tag);
+	int rc = o ? core_hash_json(o, hex, err) : core_err_set(err, CORE_ENOMEM, "out of memory");
 
-	if (!rc) {
-		core_sha256(b.data, b.len, d);
-		core_hex(d, sizeof(d), hex);
-	}
-	core_buf_release(&b);
+	json_decref(o);
 	return rc;
 }
 

@@ -406,20 +406,6 @@ static void json_restore(void *state, const json_t *saved)
 
 /* ------------------------------------------------ 0.7.1's field names */
 
-/* Python's repr() of the string k ('k', or "k" when it holds a '). */
-static void py_repr(core_buf *b, const char *k)
-{
-	json_t *one = json_pack("[s]", k);
-	size_t at = b->len;
-
-	if (one && !core_py_str(b, one) && b->len >= at + 2) {
-		memmove(b->data + at, b->data + at + 1, b->len - at - 2);
-		b->len -= 2;
-		b->data[b->len] = '\0';
-	}
-	json_decref(one);
-}
-
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -542,9 +528,9 @@ static int names(json_src *s, json_t *row, json_t **res, core_buf *why, core_err
 		core_buf_printf(why, "%s:\n  '%s' <- ", mapping_fault ?
 				"field_mapping creates collision" :
 				"Field name collision after normalization", fin[i]);
-		py_repr(why, prev);
+		plg__py_repr(why, prev);
 		core_buf_puts(why, ", ");
-		py_repr(why, raw[i]);
+		plg__py_repr(why, raw[i]);
 	}
 	for (size_t i = 0; !rc && !why->len && s->seen && i < nn; i++)
 		if (json_object_set_new(s->seen, raw[i], json_string(fin[i])))

@@ -97,22 +97,17 @@ static int list_hits(const struct field_mapper *f, bool (*is_hit)(const struct f
 			qsort(t, nt, sizeof(*t), cmp_dst);
 		}
 	for (size_t k = 0; k < nt; k++) {
-		json_t *srcs = json_array(), *one = json_pack("[s]", t[k]);
-		size_t at;
+		json_t *srcs = json_array();
 
 		for (size_t i = 0; i < f->n; i++)
 			if (is_hit(f, i) && !strcmp(f->m[i].dst, t[k]))
 				json_array_append_new(srcs, json_string(f->m[i].src));
 		core_buf_puts(b, k ? ", " : "");
-		at = b->len;
-		core_py_str(b, one); /* ['x']: the repr of x, bracketed */
-		memmove(b->data + at, b->data + at + 1, b->len - at - 2);
-		b->len -= 2;
+		plg__py_repr(b, t[k]);
 		core_buf_puts(b, both ? " is both target for " : " <- ");
 		core_py_str(b, srcs);
 		core_buf_puts(b, both ? " and source" : "");
 		json_decref(srcs);
-		json_decref(one);
 	}
 	free(t);
 	return 0;

@@ -38,6 +38,19 @@ started() {
   return 1
 }
 
+# kill_at_lines FILE N -- command...: runs the command in the background
+# and SIGKILLs it once FILE has N lines (or it ends, or 30 s pass).
+kill_at_lines() {
+  local file=$1 n=$2 pid; shift 3
+  "$@" > /dev/null 2>&1 & pid=$!
+  for _ in $(seq 1 3000); do
+    [ "$(cat "$file" 2>/dev/null | wc -l)" -ge "$n" ] && break
+    kill -0 $pid 2>/dev/null || break
+    sleep 0.01
+  done
+  kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+}
+
 finish() {
   echo "$PASSES passed, $FAILS failed"
   [ "$FAILS" -eq 0 ]

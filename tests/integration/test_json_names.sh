@@ -73,13 +73,7 @@ EOF
 mv big_out.csv want_out.csv; mv big_q.jsonl want_q.jsonl; rm -rf big.lmdb
 [ "$(wc -l < want_q.jsonl)" = 100 ] && pass "every later 'amount' meets 'Amount \$''s name (100 rows refused)" ||
   fail "$(wc -l < want_q.jsonl) rows quarantined, want 100"
-"$ELSPETH" run -s big.yaml --execute --max-rows-in-flight 4 > /dev/null 2>&1 & pid=$!
-for _ in $(seq 1 3000); do
-  [ "$(cat big_out.csv 2>/dev/null | wc -l)" -ge 1200 ] && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.01
-done
-kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+kill_at_lines big_out.csv 1200 -- "$ELSPETH" run -s big.yaml --execute --max-rows-in-flight 4
 got=$(wc -l < big_out.csv)
 expect "killed at $got lines: resumed" 0 "" -- "$ELSPETH" resume latest -s big.yaml --execute
 cmp -s big_out.csv want_out.csv && cmp -s big_q.jsonl want_q.jsonl && [ "$got" -lt 1990 ] &&

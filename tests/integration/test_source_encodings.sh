@@ -79,13 +79,7 @@ checkpoint: {frequency: every_row}
 EOF
 "$ELSPETH" run -s big.yaml --execute > /dev/null 2>&1
 mv big_out.csv want.csv; rm -rf big.lmdb
-"$ELSPETH" run -s big.yaml --execute --max-rows-in-flight 4 > /dev/null 2>&1 & pid=$!
-for _ in $(seq 1 3000); do
-  [ "$(cat big_out.csv 2>/dev/null | wc -l)" -ge 1200 ] && break
-  kill -0 $pid 2>/dev/null || break
-  sleep 0.01
-done
-kill -9 $pid 2>/dev/null; wait $pid 2>/dev/null
+kill_at_lines big_out.csv 1200 -- "$ELSPETH" run -s big.yaml --execute --max-rows-in-flight 4
 got=$(wc -l < big_out.csv)
 expect "killed at $got lines: resumed" 0 "" -- "$ELSPETH" resume latest -s big.yaml --execute
 cmp -s big_out.csv want.csv && [ "$got" -lt 3001 ] &&
